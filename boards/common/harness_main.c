@@ -1,0 +1,63 @@
+/* Verification firmware main(): runs every embedded input through the
+ * model and prints, per input i,
+ *     OUT <i> <status> <ticks> <output bytes as hex>\n
+ * then "DONE <n>\n". BOOT is printed first so the host can tell a
+ * firmware that never started from one that died in the model.
+ * Exit status: 0 = all inputs ran (whatever their status), 2 = the model's
+ * output does not fit the static buffer. */
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "harness.h"
+#include "semihost.h"
+#include "timer.h"
+
+#ifndef TINYAOT_HARNESS_MAX_OUTPUT
+#define TINYAOT_HARNESS_MAX_OUTPUT 4096
+#endif
+
+/* Static (in .bss), 8-byte aligned in case a model stores wide words. */
+static int8_t output[TINYAOT_HARNESS_MAX_OUTPUT] __attribute__((aligned(8)));
+
+int main(void)
+{
+    const uint32_t n = tinyaot_harness_num_inputs;
+    const uint32_t in_size = tinyaot_harness_input_size;
+    const uint32_t out_size = tinyaot_harness_output_size;
+
+    tinyaot_sh_puts("BOOT\n");
+    if (out_size > sizeof(output)) {
+        tinyaot_sh_puts("ERROR output_size ");
+        tinyaot_sh_put_u32(out_size);
+        tinyaot_sh_puts(" > TINYAOT_HARNESS_MAX_OUTPUT ");
+        tinyaot_sh_put_u32((uint32_t)sizeof(output));
+        tinyaot_sh_putc('\n');
+        return 2;
+    }
+
+    tinyaot_timer_start();
+    for (uint32_t i = 0; i < n; i++) {
+        const int8_t *in = &tinyaot_harness_inputs[(size_t)i * in_size];
+        /* Poison the buffer so bytes the model fails to write show up as
+         * a5 instead of the previous input's result. Not timed. */
+        memset(output, 0xA5, out_size);
+        const uint32_t t0 = tinyaot_timer_read();
+        const int status = tinyaot_harness_run(in, output);
+        const uint32_t ticks = tinyaot_timer_read() - t0;
+
+        tinyaot_sh_puts("OUT ");
+        tinyaot_sh_put_u32(i);
+        tinyaot_sh_putc(' ');
+        tinyaot_sh_put_i32(status);
+        tinyaot_sh_putc(' ');
+        tinyaot_sh_put_u32(ticks);
+        tinyaot_sh_putc(' ');
+        tinyaot_sh_put_hex(output, out_size);
+        tinyaot_sh_putc('\n');
+    }
+    tinyaot_sh_puts("DONE ");
+    tinyaot_sh_put_u32(n);
+    tinyaot_sh_putc('\n');
+    return 0;
+}

@@ -1,0 +1,363 @@
+"""Integer IR + arena plan + prepared parameters -> <name>.c and <name>.h.
+
+Every layer becomes one call into runtime_c with constant arguments; weights,
+biases and multipliers are `static const` (flash); activations live at fixed
+offsets of one static, aligned arena. No malloc, no stdio.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .. import __version__
+from ..ir import Graph
+from .c_format import c_array, c_float, c_ident
+
+
+@dataclass
+class CModule:
+    name: str
+    source: str
+    header: str
+    weights_bytes: int = 0
+    layers: list = field(default_factory=list)  # per-layer info for the report
+    kernels: set = field(default_factory=set)  # runtime_c functions used
+
+
+def _dims4(shape):
+    s = list(shape)
+    while len(s) < 4:
+        s.insert(0, 1)
+    return s
+
+
+class _Emitter:
+    def __init__(self, g: Graph, plan, params, numerics, name):
+        self.g = g
+        self.plan = plan
+        self.params = params
+        self.numerics = numerics
+        self.name = name
+        self.consts = []
+        self.body = []
+        self.weights_bytes = 0
+        self.layers = []
+        self.kernels = set()
+
+    def const(self, ctype, cname, values, align=None):
+        arr = np.asarray(values)
+        self.consts.append(c_array(ctype, cname, arr, align=align))
+        self.weights_bytes += arr.size * {"int8_t": 1, "int32_t": 4, "float": 4}[ctype]
+        return cname
+
+    def ptr(self, tensor, const=False):
+        b = self.plan.where[tensor]
+        if b.external in ("input",):
+            return "input"
+        if b.external in ("output", "input+output"):
+            return "output"
+        return f"(ARENA + {b.offset})"
+
+    def call(self, kernel, args):
+        self.kernels.add(kernel)
+        self.body.append(f"    if ({kernel}({', '.join(args)}) != TINYAOT_OK) return -1;")
+
+    def requant(self, lid, p):
+        bias = self.const("int32_t", f"{lid}_bias", p["bias"])
+        if "scale" in p:
+            scale = self.const("float", f"{lid}_scale", p["scale"])
+            extra = f"{scale}, NULL, NULL"
+        else:
+            mult = self.const("int32_t", f"{lid}_mult", p["mult"])
+            shift = self.const("int32_t", f"{lid}_shift", p["shift"])
+            extra = f"NULL, {mult}, {shift}"
+        self.consts.append(
+            f"static const tinyaot_requant_t {lid}_q = {{ {p['in_zp']}, {p['out_zp']}, "
+            f"{p['act_min']}, {p['act_max']}, {bias}, {extra} }};\n")
+        return f"&{lid}_q"
+
+    def emit_node(self, idx, n):
+        lid = f"l{idx}"
+        p = self.params.get(n.name, {})
+        op = n.op
+        info = {"index": idx, "op": op, "name": n.name, "kernel": None, "macs": 0,
+                "weight_bytes": 0}
+        before = self.weights_bytes
+        g = self.g
+        if op in ("reshape", "transpose", "reinterpret"):
+            info["kernel"] = "alias (zero-copy)"
+        elif op == "conv2d":
+            self.emit_conv(lid, n, p, info)
+        elif op == "fully_connected":
+            self.emit_fc(lid, n, p, info)
+        elif op == "add":
+            self.emit_add(lid, n, p, info)
+        elif op in ("avgpool", "maxpool"):
+            self.emit_pool(lid, n, p, info)
+        elif op == "softmax":
+            x = g.tensors[n.inputs[0]]
+            nlast = x.shape[-1]
+            rows = x.size // nlast
+            if "in_scale" in p:
+                fields = (f"1, {c_float(p['in_scale'])}, {c_float(p['out_scale'])}, "
+                          f"{p['in_zp']}, {p['out_zp']}, 0, 0, 0")
+            else:
+                fields = (f"0, 0.0f, 0.0f, 0, 0, {p['input_multiplier']}, "
+                          f"{p['input_left_shift']}, {p['diff_min']}")
+            self.consts.append(f"static const tinyaot_softmax_params_t {lid}_p = {{ {fields} }};\n")
+            info["kernel"] = "tinyaot_softmax_s8"
+            self.call("tinyaot_softmax_s8", [str(rows), str(nlast), f"&{lid}_p",
+                                             self.ptr(n.inputs[0]), self.ptr(n.outputs[0])])
+        elif op in ("clamp", "requantize"):
+            t = g.tensors[n.inputs[0]]
+            if p["same_q"]:
+                mode, extra = 0, "0.0f, 0.0f, 0, 0"
+            elif self.numerics == "ort":
+                mode, extra = 1, f"{c_float(p['in_scale'])}, {c_float(p['out_scale'])}, 0, 0"
+            else:
+                mode, extra = 2, f"0.0f, 0.0f, {p['mult']}, {p['shift']}"
+            self.consts.append(
+                f"static const tinyaot_requantize_params_t {lid}_p = {{ {mode}, {p['in_zp']}, "
+                f"{p['out_zp']}, {p['act_min']}, {p['act_max']}, {extra} }};\n")
+            info["kernel"] = "tinyaot_requantize_s8"
+            self.call("tinyaot_requantize_s8", [str(t.size), f"&{lid}_p",
+                                                self.ptr(n.inputs[0]), self.ptr(n.outputs[0])])
+        elif op == "layout":
+            t = g.tensors[n.inputs[0]]
+            src = n.attrs["from_perm"]
+            dst = n.attrs["to_perm"]
+            phys = [t.shape[a] for a in src]
+            r = [list(src).index(a) for a in dst]
+            pad = 4 - len(phys)
+            dims = [1] * pad + phys
+            perm = list(range(pad)) + [x + pad for x in r]
+            self.consts.append(f"static const int32_t {lid}_dims[4] = {{ {', '.join(map(str, dims))} }};\n")
+            self.consts.append(f"static const int32_t {lid}_perm[4] = {{ {', '.join(map(str, perm))} }};\n")
+            info["kernel"] = "tinyaot_transpose_s8"
+            self.call("tinyaot_transpose_s8", [f"{lid}_dims", f"{lid}_perm",
+                                               self.ptr(n.inputs[0]), self.ptr(n.outputs[0])])
+        else:
+            raise NotImplementedError(f"no C emitter for op {op}")
+        info["weight_bytes"] = self.weights_bytes - before
+        self.layers.append(info)
+
+    def conv_dims(self, lid, n):
+        x = self.g.tensors[n.inputs[0]]
+        y = self.g.tensors[n.outputs[0]]
+        a = n.attrs
+        _, c, h, w = x.shape
+        _, oc, oh, ow = y.shape
+        kh, kw = a["kernel"]
+        vals = [h, w, c, oh, ow, oc, kh, kw, a["strides"][0], a["strides"][1],
+                a["dilations"][0], a["dilations"][1], a["pads"][0], a["pads"][1], a["group"]]
+        self.consts.append(f"static const tinyaot_conv_dims_t {lid}_d = {{ "
+                           f"{', '.join(str(int(v)) for v in vals)} }};\n")
+        return f"&{lid}_d"
+
+    def emit_conv(self, lid, n, p, info):
+        g = self.g
+        w = g.tensors[n.inputs[1]]
+        x = g.tensors[n.inputs[0]]
+        y = g.tensors[n.outputs[0]]
+        group = n.attrs["group"]
+        cin = x.shape[1]
+        depthwise = group == cin and group > 1 and w.shape[1] == 1
+        dims = self.conv_dims(lid, n)
+        kh, kw = n.attrs["kernel"]
+        info["macs"] = int(y.size * kh * kw * (w.shape[1]))
+        if n.attrs.get("ort_float"):
+            wf = _float_weights(w)
+            filt = self.const("float", f"{lid}_wf", wf.transpose(0, 2, 3, 1), align=4)
+            bias = self.const("float", f"{lid}_bf", _float_bias(g, n))
+            self.consts.append(
+                f"static const tinyaot_float_conv_t {lid}_fp = {{ {c_float(p['in_scale'])}, "
+                f"{p['in_zp']}, {c_float(p['out_scale'])}, {p['out_zp']}, {p['act_min']}, "
+                f"{p['act_max']}, {filt}, {bias} }};\n")
+            info["kernel"] = "tinyaot_convolve_f32_s8"
+            self.call("tinyaot_convolve_f32_s8", [dims, f"&{lid}_fp", self.ptr(x.name),
+                                                  self.ptr(y.name)])
+            return
+        q = self.requant(lid, p)
+        if depthwise:
+            filt = self.const("int8_t", f"{lid}_w", w.data[:, 0].transpose(1, 2, 0), align=4)
+            kernel = "tinyaot_depthwise_conv_s8"
+        else:
+            filt = self.const("int8_t", f"{lid}_w", w.data.transpose(0, 2, 3, 1), align=4)
+            kernel = "tinyaot_convolve_s8"
+        info["kernel"] = kernel
+        self.call(kernel, [dims, q, self.ptr(x.name), filt, self.ptr(y.name)])
+
+    def emit_fc(self, lid, n, p, info):
+        g = self.g
+        x = g.tensors[n.inputs[0]]
+        w = g.tensors[n.inputs[1]]
+        y = g.tensors[n.outputs[0]]
+        nout, k = w.shape
+        rows = x.size // k
+        info["macs"] = int(rows * nout * k)
+        if n.attrs.get("ort_float"):
+            filt = self.const("float", f"{lid}_wf", _float_weights(w), align=4)
+            bias = self.const("float", f"{lid}_bf", _float_bias(g, n))
+            self.consts.append(
+                f"static const tinyaot_float_conv_t {lid}_fp = {{ {c_float(p['in_scale'])}, "
+                f"{p['in_zp']}, {c_float(p['out_scale'])}, {p['out_zp']}, {p['act_min']}, "
+                f"{p['act_max']}, {filt}, {bias} }};\n")
+            info["kernel"] = "tinyaot_fully_connected_f32_s8"
+            self.call("tinyaot_fully_connected_f32_s8",
+                      [str(rows), str(k), str(nout), f"&{lid}_fp", self.ptr(x.name), self.ptr(y.name)])
+            return
+        q = self.requant(lid, p)
+        filt = self.const("int8_t", f"{lid}_w", w.data, align=4)
+        info["kernel"] = "tinyaot_fully_connected_s8"
+        self.call("tinyaot_fully_connected_s8", [str(rows), str(k), str(nout), q,
+                                                 self.ptr(x.name), filt, self.ptr(y.name)])
+
+    def emit_add(self, lid, n, p, info):
+        g = self.g
+        a, b = (g.tensors[i] for i in n.inputs)
+        y = g.tensors[n.outputs[0]]
+        if a.shape != b.shape:
+            if b.size != 1:
+                raise NotImplementedError("Add broadcasting other than a scalar")
+            stride = 0
+        else:
+            stride = 1
+        if "a_scale" in p:
+            fields = (f"{p['a_zp']}, {p['b_zp']}, {p['out_zp']}, {p['act_min']}, {p['act_max']}, "
+                      f"{c_float(p['a_scale'])}, {c_float(p['b_scale'])}, {c_float(p['out_scale'])}, "
+                      "1, 0, 0, 0, 0, 0, 0, 0")
+        else:
+            fields = (f"{p['a_zp']}, {p['b_zp']}, {p['out_zp']}, {p['act_min']}, {p['act_max']}, "
+                      f"0.0f, 0.0f, 0.0f, 0, {p['left_shift']}, {p['a_mult']}, {p['a_shift']}, "
+                      f"{p['b_mult']}, {p['b_shift']}, {p['out_mult']}, {p['out_shift']}")
+        self.consts.append(f"static const tinyaot_add_params_t {lid}_p = {{ {fields} }};\n")
+        info["kernel"] = "tinyaot_add_s8"
+        self.call("tinyaot_add_s8", [str(y.size), f"&{lid}_p", self.ptr(a.name), self.ptr(b.name),
+                                     str(stride), self.ptr(y.name)])
+
+    def emit_pool(self, lid, n, p, info):
+        g = self.g
+        x = g.tensors[n.inputs[0]]
+        y = g.tensors[n.outputs[0]]
+        a = n.attrs
+        _, c, h, w = x.shape
+        _, _, oh, ow = y.shape
+        use_float = 1 if "in_scale" in p else 0
+        vals = [h, w, c, oh, ow, a["kernel"][0], a["kernel"][1], a["strides"][0], a["strides"][1],
+                a["pads"][0], a["pads"][1], a.get("count_include_pad", 0), p["act_min"], p["act_max"],
+                use_float]
+        fields = ", ".join(str(int(v)) for v in vals)
+        fields += (f", {c_float(p.get('in_scale', 0.0))}, {c_float(p.get('out_scale', 0.0))}, "
+                   f"{p.get('in_zp', 0)}, {p.get('out_zp', 0)}")
+        self.consts.append(f"static const tinyaot_pool_params_t {lid}_p = {{ {fields} }};\n")
+        kernel = "tinyaot_avgpool_s8" if n.op == "avgpool" else "tinyaot_maxpool_s8"
+        info["kernel"] = kernel
+        self.call(kernel, [f"&{lid}_p", self.ptr(x.name), self.ptr(y.name)])
+
+
+def _float_weights(w):
+    """MLAS DequantizeLinear of the weights: float(w) * scale, per channel."""
+    shape = [1] * w.data.ndim
+    shape[0] = -1
+    scale = np.broadcast_to(w.q.scale.astype(np.float32), (w.shape[0],)).reshape(shape)
+    return (w.data.astype(np.float32) * scale).astype(np.float32)
+
+
+def _float_bias(g, n):
+    b = n.inputs[2] if len(n.inputs) > 2 else None
+    w = g.tensors[n.inputs[1]]
+    if not b:
+        return np.zeros(w.shape[0], dtype=np.float32)
+    bt = g.tensors[b]
+    scale = np.broadcast_to(bt.q.scale.astype(np.float32), bt.data.shape)
+    return (bt.data.astype(np.float32) * scale).astype(np.float32)
+
+
+def emit_c(g: Graph, plan, params, numerics, name=None) -> CModule:
+    name = c_ident(name or g.name)
+    if len(g.inputs) != 1 or len(g.outputs) != 1:
+        raise NotImplementedError("exactly one input and one output are supported")
+    em = _Emitter(g, plan, params, numerics, name)
+    for i, n in enumerate(g.nodes):
+        em.emit_node(i, n)
+    xin = g.tensors[g.inputs[0]]
+    xout = g.tensors[g.outputs[0]]
+    up = name.upper()
+    s_in, zp_in = xin.q.scalar() if xin.q is not None else (np.float32(1.0), 0)
+    s_out, zp_out = xout.q.scalar()
+    guard = f"TINYAOT_{up}_H"
+    header = f"""/* Generated by tinyaot {__version__} from {_basename(g.source)}. Do not edit.
+ * numerics: {numerics}; arena: {plan.size} bytes (static, inside {name}.c).
+ * input  '{g.inputs[0]}': int8 {list(xin.shape)}, row-major in ONNX axis order.
+ * output '{g.outputs[0]}': int8 {list(xout.shape)}, row-major in ONNX axis order.
+ * real value = scale * (q - zero_point). */
+#ifndef {guard}
+#define {guard}
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {{
+#endif
+
+#define {up}_ARENA_SIZE {plan.size}u
+#define {up}_INPUT_SIZE {xin.size}u
+#define {up}_OUTPUT_SIZE {xout.size}u
+#define {up}_INPUT_SCALE {c_float(s_in)}
+#define {up}_INPUT_ZERO_POINT ({zp_in})
+#define {up}_OUTPUT_SCALE {c_float(s_out)}
+#define {up}_OUTPUT_ZERO_POINT ({zp_out})
+
+/* Runs one inference: reads {up}_INPUT_SIZE bytes from input, writes
+ * {up}_OUTPUT_SIZE bytes to output. Returns 0 on success. Not reentrant
+ * (one static arena). */
+int {name}_run(const int8_t *input, int8_t *output);
+
+#ifdef __cplusplus
+}}
+#endif
+
+#endif
+"""
+    arena_decl = (f"static int8_t {name}_arena[{max(plan.size, 8)}] __attribute__((aligned(16)));\n"
+                  f"#define ARENA {name}_arena\n")
+    uses_arena = any("ARENA" in line for line in em.body)
+    src = [f"/* Generated by tinyaot {__version__} from {_basename(g.source)}. Do not edit. */",
+           f'#include "{name}.h"', "", "#include <stddef.h>", "", '#include "tinyaot_kernels.h"', ""]
+    if uses_arena:
+        src.append(arena_decl)
+    src.extend(em.consts)
+    src.append(f"int {name}_run(const int8_t *input, int8_t *output)\n{{")
+    src.append("    (void)input;\n    (void)output;")
+    src.extend(em.body)
+    src.append("    return 0;\n}\n")
+    return CModule(name, "\n".join(src), header, em.weights_bytes, em.layers, em.kernels)
+
+
+def _basename(path):
+    import os
+    return os.path.basename(str(path)) if path else "model"
+
+
+def emit_harness_data(name, inputs: np.ndarray, input_size, output_size) -> str:
+    """harness_data.c for boards/common/harness_main.c: all inputs in flash."""
+    flat = np.asarray(inputs, dtype=np.int8).reshape(len(inputs), -1)
+    return "\n".join([
+        "/* Generated by tinyaot: golden inputs for the verification firmware. */",
+        "#include <stdint.h>",
+        f'#include "{name}.h"',
+        '#include "harness.h"',
+        "",
+        f"const uint32_t tinyaot_harness_num_inputs = {len(flat)}u;",
+        f"const uint32_t tinyaot_harness_input_size = {input_size}u;",
+        f"const uint32_t tinyaot_harness_output_size = {output_size}u;",
+        c_array("int8_t", "tinyaot_harness_inputs", flat, per_line=32).replace(
+            "static const", "const", 1),
+        "",
+        "int tinyaot_harness_run(const int8_t *input, int8_t *output)",
+        "{",
+        f"    return {name}_run(input, output);",
+        "}",
+        "",
+    ])

@@ -1,0 +1,100 @@
+"""The compile pipeline: ONNX -> IR -> passes -> plan -> C, plus the report."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass
+
+from . import __version__
+from .backend import emit_c
+from .backend.c_format import c_ident
+from .errors import TinyAotError
+from .frontend import load_model
+from .passes import run_passes
+from .planner import check_plan, plan_arena
+from .prepare import NUMERICS, prepare_node
+
+
+@dataclass
+class Compiled:
+    graph: object
+    plan: object
+    params: dict
+    module: object
+    numerics: str
+    report: dict
+
+
+def model_name(path) -> str:
+    return c_ident(os.path.splitext(os.path.basename(str(path)))[0])
+
+
+def compile_model(path, numerics="ort", name=None, input_shapes=None, dump=None) -> Compiled:
+    if numerics not in NUMERICS:
+        raise TinyAotError(f"unknown numerics '{numerics}' (choose from {', '.join(NUMERICS)})")
+    g = load_model(path, input_shapes)
+    if numerics == "ort":
+        from .passes.ort_paths import mark_ort_float_nodes
+        mark_ort_float_nodes(g, path)
+    run_passes(g, dump=dump)
+    plan = plan_arena(g)
+    check_plan(g, plan)
+    params = {n.name: prepare_node(g, n, numerics) for n in g.nodes}
+    module = emit_c(g, plan, params, numerics, name or model_name(path))
+    report = {
+        "tinyaot_version": __version__,
+        "model": os.path.basename(str(path)),
+        "name": module.name,
+        "numerics": numerics,
+        "arena_bytes": plan.size,
+        "arena_lower_bound_bytes": plan.lower_bound,
+        "weights_bytes": module.weights_bytes,
+        "macs": sum(layer["macs"] for layer in module.layers),
+        "layers": module.layers,
+        "kernels": sorted(module.kernels),
+        "plan": plan.to_json(),
+        "input": {"name": g.inputs[0], "shape": list(g.tensors[g.inputs[0]].shape)},
+        "output": {"name": g.outputs[0], "shape": list(g.tensors[g.outputs[0]].shape)},
+    }
+    return Compiled(g, plan, params, module, numerics, report)
+
+
+def write_outputs(c: Compiled, out_dir):
+    """Write <name>.c, <name>.h and report.json atomically (all or nothing)."""
+    out_dir = os.path.abspath(str(out_dir))
+    parent = os.path.dirname(out_dir) or "."
+    os.makedirs(parent, exist_ok=True)
+    tmp = tempfile.mkdtemp(prefix=".tinyaot-", dir=parent)
+    try:
+        with open(os.path.join(tmp, f"{c.module.name}.c"), "w") as f:
+            f.write(c.module.source)
+        with open(os.path.join(tmp, f"{c.module.name}.h"), "w") as f:
+            f.write(c.module.header)
+        with open(os.path.join(tmp, "report.json"), "w") as f:
+            json.dump(c.report, f, indent=2, sort_keys=True, default=_jsonable)
+            f.write("\n")
+        if os.path.isdir(out_dir):
+            for fn in os.listdir(tmp):
+                os.replace(os.path.join(tmp, fn), os.path.join(out_dir, fn))
+            shutil.rmtree(tmp)
+        else:
+            os.replace(tmp, out_dir)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return out_dir
+
+
+def _jsonable(o):
+    import numpy as np
+    if isinstance(o, (np.integer,)):
+        return int(o)
+    if isinstance(o, (np.floating,)):
+        return float(o)
+    if isinstance(o, np.ndarray):
+        return o.tolist()
+    if isinstance(o, (set, tuple)):
+        return list(o)
+    return str(o)

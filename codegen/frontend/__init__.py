@@ -1,0 +1,3 @@
+from .onnx_loader import load_model
+
+__all__ = ["load_model"]

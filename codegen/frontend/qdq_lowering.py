@@ -1,0 +1,497 @@
+"""QDQ ONNX graph -> integer IR.
+
+A float tensor that is `DequantizeLinear(x)` is represented by the integer
+tensor x and its quantization parameters (`self.qrepr`). A float op whose
+inputs are all represented that way waits in `self.pending` until the
+QuantizeLinear that consumes its result names the integer output; then it
+becomes one integer IR node (with Relu/Clip folded into its output clamp and
+a constant bias Add folded into MatMul). Data-movement ops pass straight
+through on the integer tensors.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import onnx
+
+from ..errors import TinyAotError, UnsupportedError
+from ..ir import Graph, Node, QParams, Tensor
+from .onnx_loader_util import attr_dict, conv_pads, np_dtype_name
+
+INT_TYPES = {"int8", "uint8", "int32"}
+MOVE_OPS = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "Identity"}
+FLOAT_OPS = {"Conv", "MatMul", "Gemm", "Add", "Relu", "Clip", "AveragePool",
+             "GlobalAveragePool", "MaxPool", "Softmax"}
+
+
+@dataclass
+class Pending:
+    """A float op waiting for the QuantizeLinear that gives its output."""
+    op: str
+    node: str  # ONNX node name, for messages and the IR node's name
+    inputs: list
+    attrs: dict = field(default_factory=dict)
+    act_lo: float | None = None  # fused Relu/Clip bounds, in real units
+    act_hi: float | None = None
+    shape: tuple = ()
+    tensors: list = field(default_factory=list)  # ONNX float tensors it computes
+
+
+class Lowering:
+    def __init__(self, proto: onnx.ModelProto, path):
+        from .onnx_loader import initializer_arrays, tensor_shapes
+
+        self.proto = proto
+        self.path = str(path)
+        self.consts = initializer_arrays(proto, path)
+        self.shapes = tensor_shapes(proto)
+        name = proto.graph.name or "model"
+        self.graph = Graph(name=name, source=self.path)
+        self.qrepr = {}  # float tensor name -> integer IR tensor name
+        self.pending = {}  # float tensor name -> Pending
+        self.float_inputs = {}  # float graph input name -> None (boundary)
+        self.defined = set(self.consts)
+        self.unsupported = []  # (op_type, node name, why)
+        self.io_float = {"inputs": [], "outputs": []}
+
+    # ---- helpers -------------------------------------------------------
+    def err(self, msg, node=None, tensor=None):
+        return TinyAotError(msg, model=self.path, node=node, tensor=tensor)
+
+    def shape_of(self, name, node=None):
+        if name in self.consts:
+            return tuple(self.consts[name].shape)
+        if name not in self.shapes:
+            raise self.err("shape unknown after shape inference", node=node, tensor=name)
+        return self.shapes[name][0]
+
+    def const(self, name, node, what):
+        if name not in self.consts:
+            raise self.err(f"{what} must be a constant", node=node, tensor=name)
+        return self.consts[name]
+
+    def qparams(self, scale_name, zp_name, axis, node, x_dtype, x_shape):
+        scale = np.asarray(self.const(scale_name, node, "scale"))
+        if scale.dtype != np.float32:
+            raise self.err(f"scale must be float32, got {scale.dtype}", node=node, tensor=scale_name)
+        if zp_name:
+            zp = np.asarray(self.const(zp_name, node, "zero point"))
+        else:
+            zp = np.zeros(scale.shape, dtype=np.dtype(x_dtype) if x_dtype in INT_TYPES else np.int8)
+        scale = scale.astype(np.float32).reshape(-1)
+        zpv = zp.astype(np.int64).reshape(-1)
+        if not np.all(np.isfinite(scale)) or np.any(scale <= 0):
+            raise self.err("invalid quantization scale (must be finite and > 0)",
+                           node=node, tensor=scale_name)
+        if zp_name and x_dtype in INT_TYPES and zp.dtype != np.dtype(x_dtype):
+            raise self.err(f"zero point dtype {zp.dtype} does not match {x_dtype}",
+                           node=node, tensor=zp_name)
+        lo, hi = {"int8": (-128, 127), "uint8": (0, 255), "int32": (-2**31, 2**31 - 1)}.get(
+            x_dtype, (-128, 127))
+        if np.any(zpv < lo) or np.any(zpv > hi):
+            raise self.err("zero point out of range", node=node, tensor=zp_name)
+        if scale.size != zpv.size:
+            raise self.err("scale and zero point sizes differ", node=node, tensor=scale_name)
+        if scale.size == 1:
+            return QParams(scale, zpv.astype(np.int32), None)
+        rank = len(x_shape)
+        ax = axis if axis is not None else 1
+        if ax < -rank or ax >= rank:
+            raise self.err(f"quantization axis {ax} out of range for rank {rank}",
+                           node=node, tensor=scale_name)
+        ax %= rank
+        if x_shape[ax] != scale.size:
+            raise self.err(f"{scale.size} scales for axis {ax} of size {x_shape[ax]}",
+                           node=node, tensor=scale_name)
+        return QParams(scale, zpv.astype(np.int32), ax)
+
+    def add_int_tensor(self, name, shape, dtype, q=None, data=None):
+        if name in self.graph.tensors:
+            return self.graph.tensors[name]
+        return self.graph.add_tensor(Tensor(name, tuple(shape), dtype, q, data))
+
+    def emit(self, op, name, inputs, outputs, attrs=None):
+        self.graph.nodes.append(Node(op, name, list(inputs), list(outputs), dict(attrs or {})))
+
+    # ---- main walk -----------------------------------------------------
+    def run(self) -> Graph:
+        g = self.proto.graph
+        inits = {i.name for i in g.initializer}
+        for inp in g.input:
+            if inp.name in inits:
+                continue
+            shape, dtype = self.shapes[inp.name]
+            dname = np_dtype_name(dtype)
+            self.defined.add(inp.name)
+            if dname in ("int8", "uint8"):
+                self.add_int_tensor(inp.name, shape, dname)
+                self.graph.inputs.append(inp.name)
+            elif dname == "float32":
+                self.float_inputs[inp.name] = shape
+            else:
+                raise self.err(f"graph input of type {dname} is not supported", tensor=inp.name)
+        for i, node in enumerate(g.node):
+            name = node.name or f"{node.op_type}_{i}"
+            for x in node.input:
+                if x and x not in self.defined:
+                    raise self.err(
+                        f"input '{x}' is not defined before this node (missing initializer, "
+                        "or the graph is not topologically sorted / has a cycle)", node=name)
+            try:
+                self.lower_node(node, name)
+            except _Unsupported as u:
+                self.unsupported.append((node.op_type, name, str(u)))
+            for o in node.output:
+                if o:
+                    if o in self.defined and o not in self.consts:
+                        raise self.err("tensor is produced twice (duplicate name)", node=name, tensor=o)
+                    self.defined.add(o)
+        self.finish_outputs()
+        if self.unsupported:
+            lines = [f"{op} '{n}': {why}" for op, n, why in self.unsupported]
+            raise UnsupportedError(
+                f"{len(lines)} unsupported node(s): " + "; ".join(lines), model=self.path)
+        return self.graph
+
+    def finish_outputs(self):
+        for out in self.proto.graph.output:
+            n = out.name
+            if n in self.graph.tensors and not self.graph.tensors[n].is_const:
+                self.graph.outputs.append(n)
+            elif n in self.qrepr:
+                self.graph.outputs.append(self.qrepr[n])
+                self.io_float["outputs"].append(n)
+            elif n in self.pending:
+                p = self.pending[n]
+                self.unsupported.append((p.op, p.node, "float result reaches the graph output "
+                                         "without QuantizeLinear: quantize this node or enable "
+                                         "float fallback"))
+            else:
+                self.unsupported.append(("output", n, "graph output is not an integer tensor"))
+        for f, p in self.pending.items():
+            if not p.attrs.get("_consumed"):
+                pass
+
+    def lower_node(self, node, name):
+        op = node.op_type
+        if node.domain not in ("", "ai.onnx"):
+            raise _Unsupported(f"operator domain '{node.domain}' is not supported")
+        attrs = attr_dict(node)
+        if op == "Constant":
+            return
+        if op == "DequantizeLinear":
+            return self.lower_dq(node, name, attrs)
+        if op == "QuantizeLinear":
+            return self.lower_q(node, name, attrs)
+        if op in MOVE_OPS:
+            return self.lower_move(node, name, attrs)
+        if op in FLOAT_OPS:
+            return self.lower_float(node, name, attrs)
+        raise _Unsupported("operator is not supported")
+
+    # ---- Q / DQ --------------------------------------------------------
+    def lower_dq(self, node, name, attrs):
+        x = node.input[0]
+        s = node.input[1]
+        zp = node.input[2] if len(node.input) > 2 and node.input[2] else None
+        out = node.output[0]
+        if x in self.consts:
+            arr = np.asarray(self.consts[x])
+            dname = np_dtype_name(arr.dtype)
+            if dname not in INT_TYPES:
+                raise self.err(f"DequantizeLinear of a {dname} constant", node=name, tensor=x)
+            q = self.qparams(s, zp, attrs.get("axis"), name, dname, arr.shape)
+            cname = x if x not in self.graph.tensors else f"{x}@{name}"
+            self.add_int_tensor(cname, arr.shape, dname, q, arr)
+            self.qrepr[out] = cname
+            return
+        if x not in self.graph.tensors:
+            raise _Unsupported(f"DequantizeLinear input '{x}' is not an integer tensor")
+        t = self.graph.tensors[x]
+        q = self.qparams(s, zp, attrs.get("axis"), name, t.dtype, t.shape)
+        if t.q is None:
+            t.q = q
+        elif not t.q.same_as(q):
+            # Same integer bytes read with other parameters: a new view of them.
+            alias = self.add_int_tensor(f"{x}@{name}", t.shape, t.dtype, q)
+            self.emit("reinterpret", name, [x], [alias.name])
+            self.qrepr[out] = alias.name
+            return
+        self.qrepr[out] = x
+
+    def lower_q(self, node, name, attrs):
+        f = node.input[0]
+        s = node.input[1]
+        zp = node.input[2] if len(node.input) > 2 and node.input[2] else None
+        out = node.output[0]
+        shape = self.shape_of(out, name)
+        odt = np_dtype_name(self.shapes[out][1]) if out in self.shapes else "int8"
+        if zp and zp in self.consts:
+            odt = np_dtype_name(np.asarray(self.consts[zp]).dtype)
+        q = self.qparams(s, zp, attrs.get("axis"), name, odt, shape)
+        if odt not in ("int8", "uint8"):
+            raise _Unsupported(f"QuantizeLinear to {odt} is not supported")
+        if f in self.pending:
+            p = self.pending.pop(f)
+            if q.per_channel:
+                raise _Unsupported("per-channel activation quantization is not supported")
+            t = self.add_int_tensor(out, shape, odt, q)
+            attrs = dict(p.attrs)
+            attrs["act_lo"] = p.act_lo
+            attrs["act_hi"] = p.act_hi
+            attrs["onnx_tensors"] = tuple(p.tensors + [f])
+            self.emit(p.op, p.node, p.inputs, [t.name], attrs)
+            return
+        if f in self.qrepr:
+            src = self.graph.tensors[self.qrepr[f]]
+            t = self.add_int_tensor(out, shape, odt, q)
+            if src.q is not None and src.q.same_as(q) and src.dtype == odt:
+                self.emit("reshape", name, [src.name], [t.name])  # Q(DQ(x)) == x
+            else:
+                self.emit("requantize", name, [src.name], [t.name], {"act_lo": None, "act_hi": None})
+            return
+        if f in self.float_inputs:
+            # Model boundary: the user passes already-quantized integers.
+            self.add_int_tensor(out, shape, odt, q)
+            self.graph.inputs.append(out)
+            self.io_float["inputs"].append(f)
+            return
+        if f in self.consts:
+            arr = np.asarray(self.consts[f], dtype=np.float32)
+            qa = quantize_like_onnx(arr, q, odt)
+            self.consts[out] = qa
+            self.add_int_tensor(out, qa.shape, odt, q, qa)
+            return
+        raise _Unsupported(f"QuantizeLinear input '{f}' comes from an unsupported float op")
+
+    # ---- data movement on integer tensors -----------------------------
+    def lower_move(self, node, name, attrs):
+        x = node.input[0]
+        out = node.output[0]
+        if x in self.graph.tensors and not self.graph.tensors[x].is_const:
+            src = self.graph.tensors[x]
+            float_out = False
+        elif x in self.qrepr:
+            src = self.graph.tensors[self.qrepr[x]]
+            float_out = True
+        elif x in self.consts:
+            self.fold_const_move(node, name, attrs)
+            return
+        else:
+            raise _Unsupported(f"input '{x}' is a float tensor that is not quantized")
+        shape = self.shape_of(out, name)
+        oname = out if not float_out else f"{out}@q"
+        t = self.add_int_tensor(oname, shape, src.dtype, src.q)
+        if node.op_type == "Transpose":
+            perm = attrs.get("perm", list(reversed(range(len(src.shape)))))
+            self.emit("transpose", name, [src.name], [t.name], {"perm": tuple(int(p) for p in perm)})
+        else:
+            self.emit("reshape", name, [src.name], [t.name])
+        if float_out:
+            self.qrepr[out] = t.name
+
+    def fold_const_move(self, node, name, attrs):
+        x = np.asarray(self.consts[node.input[0]])
+        op = node.op_type
+        if op == "Transpose":
+            perm = attrs.get("perm", list(reversed(range(x.ndim))))
+            y = np.transpose(x, perm)
+        else:
+            y = x.reshape(self.shape_of(node.output[0], name))
+        self.consts[node.output[0]] = y
+
+    # ---- float ops that become integer kernels -------------------------
+    def act_input(self, x, name):
+        if x in self.qrepr:
+            t = self.graph.tensors[self.qrepr[x]]
+            if t.is_const:
+                raise _Unsupported(f"input '{x}' is constant where an activation is expected")
+            if t.q is None or t.q.per_channel:
+                raise _Unsupported(f"activation '{x}' must be quantized per tensor")
+            return t.name
+        if x in self.pending:
+            raise _Unsupported(f"input '{x}' is a float result without QuantizeLinear: "
+                               "quantize this node or enable float fallback")
+        raise _Unsupported(f"input '{x}' is not quantized (float op inside a quantized "
+                           "region): quantize this node or enable float fallback")
+
+    def weight_input(self, x, name, dtype="int8"):
+        if x in self.qrepr and self.graph.tensors[self.qrepr[x]].is_const:
+            t = self.graph.tensors[self.qrepr[x]]
+            if t.dtype != dtype:
+                raise _Unsupported(f"constant '{x}' must be {dtype}, is {t.dtype}")
+            return t.name
+        raise _Unsupported(f"'{x}' must be a constant quantized {dtype} tensor "
+                           "(DequantizeLinear of an initializer)")
+
+    def lower_float(self, node, name, attrs):
+        op = node.op_type
+        ins = list(node.input)
+        out = node.output[0]
+        shape = self.shape_of(out, name)
+        if op == "Conv":
+            x = self.act_input(ins[0], name)
+            w = self.weight_input(ins[1], name)
+            b = self.weight_input(ins[2], name, "int32") if len(ins) > 2 and ins[2] else None
+            wt = self.graph.tensors[w]
+            xs = self.graph.tensors[x].shape
+            if len(xs) != 4:
+                raise _Unsupported("only 2-D convolution (4-D tensors) is supported")
+            kshape = tuple(attrs.get("kernel_shape", wt.shape[2:]))
+            strides = tuple(attrs.get("strides", (1, 1)))
+            dil = tuple(attrs.get("dilations", (1, 1)))
+            pads = conv_pads(attrs, xs[2:], kshape, strides, dil, shape[2:])
+            self.check_weight_q(wt, 0, name)
+            a = {"kernel": kshape, "strides": strides, "dilations": dil, "pads": pads,
+                 "group": int(attrs.get("group", 1))}
+            self.pending[out] = Pending("conv2d", name, [x, w, b], a, shape=shape)
+            return
+        if op in ("MatMul", "Gemm"):
+            x = self.act_input(ins[0], name)
+            w = self.weight_input(ins[1], name)
+            wt = self.graph.tensors[w]
+            trans_b = int(attrs.get("transB", 0)) if op == "Gemm" else 0
+            if op == "Gemm" and (int(attrs.get("transA", 0)) or attrs.get("alpha", 1.0) != 1.0
+                                 or attrs.get("beta", 1.0) != 1.0):
+                raise _Unsupported("Gemm with transA or alpha/beta != 1")
+            if len(self.graph.tensors[x].shape) != 2 or len(wt.shape) != 2:
+                raise _Unsupported("MatMul supports a 2-D activation times a 2-D constant")
+            w = self.fc_weights(wt, trans_b, name)
+            b = None
+            if op == "Gemm" and len(ins) > 2 and ins[2]:
+                b = self.weight_input(ins[2], name, "int32")
+            self.pending[out] = Pending("fully_connected", name, [x, w, b], {}, shape=shape)
+            return
+        if op == "Add":
+            for i, j in ((0, 1), (1, 0)):
+                p = self.pending.get(ins[i])
+                if (p is not None and p.op in ("fully_connected", "conv2d") and p.inputs[2] is None
+                        and p.act_lo is None and p.act_hi is None and ins[j] in self.qrepr
+                        and self.graph.tensors[self.qrepr[ins[j]]].is_const
+                        and self.graph.tensors[self.qrepr[ins[j]]].dtype == "int32"):
+                    del self.pending[ins[i]]
+                    p.inputs[2] = self.qrepr[ins[j]]
+                    p.tensors.append(ins[i])
+                    self.pending[out] = p
+                    return
+            a = self.act_input(ins[0], name)
+            b = self.act_input(ins[1], name)
+            self.pending[out] = Pending("add", name, [a, b], {}, shape=shape)
+            return
+        if op in ("Relu", "Clip"):
+            lo, hi = 0.0, None
+            if op == "Clip":
+                lo, hi = self.clip_bounds(node, attrs, name)
+            x = ins[0]
+            if x in self.pending:
+                p = self.pending.pop(x)
+                p.tensors.append(x)
+            else:
+                p = Pending("clamp", name, [self.act_input(x, name)], {}, shape=shape)
+            if lo is not None:
+                p.act_lo = lo if p.act_lo is None else max(p.act_lo, lo)
+            if hi is not None:
+                p.act_hi = hi if p.act_hi is None else min(p.act_hi, hi)
+            self.pending[out] = p
+            return
+        if op in ("AveragePool", "MaxPool", "GlobalAveragePool"):
+            x = self.act_input(ins[0], name)
+            xs = self.graph.tensors[x].shape
+            if len(xs) != 4:
+                raise _Unsupported("only 2-D pooling is supported")
+            if op == "GlobalAveragePool":
+                k, s, pads = tuple(xs[2:]), (1, 1), (0, 0, 0, 0)
+                cip = 0
+            else:
+                if attrs.get("ceil_mode", 0):
+                    raise _Unsupported("ceil_mode=1 is not supported")
+                k = tuple(attrs["kernel_shape"])
+                s = tuple(attrs.get("strides", (1, 1)))
+                if tuple(attrs.get("dilations", (1, 1))) != (1, 1):
+                    raise _Unsupported("dilated pooling is not supported")
+                pads = conv_pads(attrs, xs[2:], k, s, (1, 1), shape[2:])
+                cip = int(attrs.get("count_include_pad", 0))
+            kind = "maxpool" if op == "MaxPool" else "avgpool"
+            a = {"kernel": k, "strides": s, "pads": pads, "count_include_pad": cip}
+            self.pending[out] = Pending(kind, name, [x], a, shape=shape)
+            return
+        if op == "Softmax":
+            x = self.act_input(ins[0], name)
+            rank = len(shape)
+            opset = _opset(self.proto)
+            axis = int(attrs.get("axis", -1 if opset >= 13 else 1))
+            axis %= rank
+            if opset < 13 and axis != rank - 1:
+                raise _Unsupported("Softmax before opset 13 with axis != last")
+            if axis != rank - 1:
+                raise _Unsupported("Softmax over an axis other than the last")
+            self.pending[out] = Pending("softmax", name, [x], {"axis": axis}, shape=shape)
+            return
+        raise _Unsupported("operator is not supported")
+
+    def clip_bounds(self, node, attrs, name):
+        lo = hi = None
+        if _opset(self.proto) < 11:
+            lo = attrs.get("min")
+            hi = attrs.get("max")
+        else:
+            if len(node.input) > 1 and node.input[1]:
+                lo = float(np.asarray(self.const(node.input[1], name, "Clip min")))
+            if len(node.input) > 2 and node.input[2]:
+                hi = float(np.asarray(self.const(node.input[2], name, "Clip max")))
+        return lo, hi
+
+    def check_weight_q(self, wt, channel_axis, name):
+        if wt.q.per_channel and wt.q.axis != channel_axis:
+            raise _Unsupported(f"weights quantized along axis {wt.q.axis}, expected {channel_axis}")
+        if np.any(wt.q.zero_point != 0):
+            raise _Unsupported("weights with a non-zero zero point (asymmetric weights)")
+
+    def fc_weights(self, wt, trans_b, name):
+        """Constant [K, N] (or [N, K] with transB) -> new constant [N, K], axis 0."""
+        data = wt.data if trans_b else wt.data.T
+        axis = None
+        if wt.q.per_channel:
+            want = 0 if trans_b else 1
+            if wt.q.axis != want:
+                raise _Unsupported("weights quantized along the reduction axis")
+            axis = 0
+        q = QParams(wt.q.scale, wt.q.zero_point, axis)
+        if np.any(q.zero_point != 0):
+            raise _Unsupported("weights with a non-zero zero point (asymmetric weights)")
+        t = self.add_int_tensor(f"{wt.name}@NK", data.shape, wt.dtype, q,
+                                np.ascontiguousarray(data))
+        return t.name
+
+
+class _Unsupported(Exception):
+    pass
+
+
+def _opset(proto):
+    for imp in proto.opset_import:
+        if imp.domain in ("", "ai.onnx"):
+            return imp.version
+    return 13
+
+
+def quantize_like_onnx(x, q: QParams, dtype):
+    """QuantizeLinear on a float constant: round half to even of x / scale."""
+    scale = q.scale
+    zp = q.zero_point
+    if q.axis is not None:
+        shape = [1] * x.ndim
+        shape[q.axis] = -1
+        scale = scale.reshape(shape)
+        zp = zp.reshape(shape)
+    v = np.rint(x.astype(np.float32) / scale.astype(np.float32)) + zp
+    lo, hi = (-128, 127) if dtype == "int8" else (0, 255)
+    return np.clip(v, lo, hi).astype(dtype)
+
+
+def lower_to_ir(proto, path) -> Graph:
+    low = Lowering(proto, path)
+    g = low.run()
+    g.io_float = low.io_float
+    return g

@@ -1,0 +1,3 @@
+from .graph import Graph, Node, QParams, Tensor
+
+__all__ = ["Graph", "Node", "QParams", "Tensor"]

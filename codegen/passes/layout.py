@@ -1,0 +1,93 @@
+"""Physical layouts: NHWC for spatial kernels, zero-copy reshapes/transposes.
+
+A tensor's bytes are `logical.transpose(perm)` in C order. Transposes never
+move data here: their output reuses the input bytes with a composed perm.
+Reshape needs row-major bytes; spatial kernels need NHWC; where a tensor
+does not already have the bytes a consumer needs, a real `layout` node
+(a transpose kernel) is inserted. Two perms are the same bytes when they
+order the non-unit axes alike.
+"""
+from __future__ import annotations
+
+from ..ir import Node, Tensor
+
+NHWC = (0, 2, 3, 1)
+SPATIAL = {"conv2d", "avgpool", "maxpool"}
+ELEMENTWISE = {"add", "clamp", "requantize"}
+ALIAS_OPS = {"reshape", "transpose", "reinterpret"}
+
+
+def identity(rank):
+    return tuple(range(rank))
+
+
+def same_bytes(shape, p1, p2) -> bool:
+    a = [i for i in p1 if shape[i] != 1]
+    b = [i for i in p2 if shape[i] != 1]
+    return a == b
+
+
+def assign_layouts(g):
+    perm = {}
+    for name in g.inputs:
+        perm[name] = identity(len(g.tensors[name].shape))
+    new_nodes = []
+    counter = [0]
+
+    def need(name, want):
+        """Return a tensor name holding `name` with bytes in order `want`."""
+        t = g.tensors[name]
+        have = perm[name]
+        if same_bytes(t.shape, have, want):
+            return name
+        counter[0] += 1
+        new = Tensor(f"{name}@layout{counter[0]}", t.shape, t.dtype, t.q)
+        g.add_tensor(new)
+        perm[new.name] = tuple(want)
+        new_nodes.append(Node("layout", f"layout_{counter[0]}", [name], [new.name],
+                              {"from_perm": tuple(have), "to_perm": tuple(want)}))
+        return new.name
+
+    for n in g.nodes:
+        out = g.tensors[n.outputs[0]]
+        rank = len(out.shape)
+        if n.op in SPATIAL:
+            n.inputs[0] = need(n.inputs[0], NHWC)
+            perm[out.name] = NHWC
+        elif n.op in ELEMENTWISE:
+            acts = [i for i in n.inputs if i and not g.tensors[i].is_const]
+            shapes = {g.tensors[i].shape for i in acts}
+            if len(shapes) == 1:
+                p0 = perm[acts[0]]
+                for k, i in enumerate(n.inputs):
+                    if i in acts:
+                        n.inputs[k] = need(i, p0)
+                perm[out.name] = p0
+            else:  # broadcasting: row-major everywhere
+                for k, i in enumerate(n.inputs):
+                    if i in acts:
+                        n.inputs[k] = need(i, identity(len(g.tensors[i].shape)))
+                perm[out.name] = identity(rank)
+        elif n.op == "transpose":
+            p = n.attrs["perm"]
+            q = perm[n.inputs[0]]
+            inv = sorted(range(len(p)), key=lambda i: p[i])
+            perm[out.name] = tuple(inv[qi] for qi in q)
+        elif n.op == "reinterpret":
+            perm[out.name] = perm[n.inputs[0]]
+        else:  # reshape, fully_connected, softmax: row-major in and out
+            n.inputs[0] = need(n.inputs[0], identity(len(g.tensors[n.inputs[0]].shape)))
+            perm[out.name] = identity(rank)
+        new_nodes.append(n)
+    g.nodes = new_nodes
+    tail = []
+    for k, name in enumerate(g.outputs):
+        t = g.tensors[name]
+        if not same_bytes(t.shape, perm[name], identity(len(t.shape))):
+            new_nodes_before = len(new_nodes)
+            g.outputs[k] = need(name, identity(len(t.shape)))
+            tail.extend(new_nodes[new_nodes_before:])
+    for name, p in perm.items():
+        t = g.tensors[name]
+        t.perm = None if p == identity(len(t.shape)) else tuple(p)
+    return g

@@ -1,0 +1,58 @@
+"""Which layers onnxruntime runs in float, asked of onnxruntime itself.
+
+`--numerics ort` means the bits onnxruntime's default session produces. Its
+optimizer fuses most DequantizeLinear -> Conv -> QuantizeLinear groups into
+integer kernels (QLinearConv, QGemm: int32 accumulation + float requantize)
+but leaves some in float (e.g. a Conv followed by Relu, MatMul + bias Add
+which becomes a float Gemm). A float layer rounds differently, so each IR
+layer is marked `ort_float` when ORT's optimized graph still computes it
+with a float Conv / Gemm / MatMul; those layers use the float kernels that
+repeat MLAS's fused multiply-add order.
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+
+import onnx
+
+FLOAT_COMPUTE = {"Conv", "FusedConv", "Gemm", "FusedGemm", "MatMul", "FusedMatMul"}
+PASS_THROUGH = {"ReorderOutput", "Relu", "Clip"}
+
+
+def float_tensors_in_ort(model_path):
+    import onnxruntime as ort
+
+    with tempfile.TemporaryDirectory() as tmp:
+        opt = os.path.join(tmp, "optimized.onnx")
+        so = ort.SessionOptions()
+        so.log_severity_level = 3
+        so.optimized_model_filepath = opt
+        ort.InferenceSession(str(model_path), so, providers=["CPUExecutionProvider"])
+        m = onnx.load(opt)
+    out = set()
+    frontier = []
+    for n in m.graph.node:
+        if n.op_type in FLOAT_COMPUTE and n.domain in ("", "com.microsoft.nchwc", "com.microsoft"):
+            frontier.extend(n.output)
+    consumers = {}
+    for n in m.graph.node:
+        for i in n.input:
+            consumers.setdefault(i, []).append(n)
+    while frontier:
+        t = frontier.pop()
+        if t in out:
+            continue
+        out.add(t)
+        for c in consumers.get(t, []):
+            if c.op_type in PASS_THROUGH or c.domain == "com.microsoft.nchwc":
+                frontier.extend(c.output)
+    return out
+
+
+def mark_ort_float_nodes(g, model_path):
+    floats = float_tensors_in_ort(model_path)
+    for n in g.nodes:
+        if n.op in ("conv2d", "fully_connected"):
+            n.attrs["ort_float"] = bool(floats & set(n.attrs.get("onnx_tensors", ())))
+    return g

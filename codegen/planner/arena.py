@@ -1,0 +1,150 @@
+"""Static arena planning: every activation gets an offset fixed at compile time.
+
+Tensors that alias (reshape / transpose outputs) form one block. Graph
+inputs and outputs live in the caller's buffers, not in the arena. A block
+is live from the step that writes it to the last step that reads it; two
+blocks whose lifetimes meet may not overlap. Several greedy placements are
+tried and the smallest arena is kept.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+ALIAS_OPS = {"reshape", "transpose", "reinterpret"}
+DEFAULT_ALIGN = 8
+
+
+@dataclass
+class Block:
+    name: str  # the root tensor
+    size: int
+    first: int  # step that writes it
+    last: int  # last step that reads it
+    tensors: list = field(default_factory=list)
+    offset: int = -1
+    align: int = DEFAULT_ALIGN
+    external: str | None = None  # "input" / "output": lives in the user's buffer
+
+    def overlaps_in_time(self, other) -> bool:
+        return not (self.last < other.first or other.last < self.first)
+
+
+@dataclass
+class ArenaPlan:
+    size: int
+    blocks: list
+    where: dict  # tensor name -> Block
+    strategy: str
+    lower_bound: int
+
+    def offset_of(self, tensor):
+        return self.where[tensor].offset
+
+    def to_json(self):
+        return {
+            "arena_bytes": self.size,
+            "lower_bound_bytes": self.lower_bound,
+            "strategy": self.strategy,
+            "blocks": [
+                {"tensor": b.name, "size": b.size, "offset": b.offset, "first": b.first,
+                 "last": b.last, "external": b.external, "aliases": b.tensors[1:]}
+                for b in self.blocks
+            ],
+        }
+
+
+def _align(x, a):
+    return (x + a - 1) // a * a
+
+
+def build_blocks(g):
+    root = {}
+    for n in g.nodes:
+        if n.op in ALIAS_OPS:
+            root[n.outputs[0]] = root.get(n.inputs[0], n.inputs[0])
+    blocks = {}
+
+    def block_of(t):
+        r = root.get(t, t)
+        if r not in blocks:
+            blocks[r] = Block(r, g.tensors[r].nbytes, 10**9, -1, [])
+        b = blocks[r]
+        if t not in b.tensors:
+            b.tensors.append(t)
+        return b
+
+    for name in g.inputs:
+        b = block_of(name)
+        b.first = -1
+        b.last = max(b.last, -1)
+        b.external = "input"
+    for step, n in enumerate(g.nodes):
+        for i in n.inputs:
+            if i and not g.tensors[i].is_const:
+                b = block_of(i)
+                b.last = max(b.last, step)
+        for o in n.outputs:
+            b = block_of(o)
+            b.first = min(b.first, step)
+            b.last = max(b.last, step)
+    end = len(g.nodes)
+    for name in g.outputs:
+        b = block_of(name)
+        b.last = end
+        b.external = "input+output" if b.external == "input" else "output"
+    return list(blocks.values())
+
+
+def lower_bound(blocks, steps):
+    """Largest sum of arena block sizes live at one step (no overlap possible)."""
+    best = 0
+    for s in range(-1, steps + 1):
+        best = max(best, sum(b.size for b in blocks if b.external is None and b.first <= s <= b.last))
+    return best
+
+
+def _place(blocks, order):
+    placed = []
+    for b in order:
+        cands = sorted((p for p in placed if p.overlaps_in_time(b)), key=lambda p: p.offset)
+        off = 0
+        for p in cands:
+            if off + b.size <= p.offset:
+                break
+            off = max(off, _align(p.offset + p.size, b.align))
+        b.offset = off
+        placed.append(b)
+    return max((b.offset + b.size for b in placed), default=0)
+
+
+STRATEGIES = {
+    "greedy-by-size": lambda bs: sorted(bs, key=lambda b: (-b.size, b.first, b.name)),
+    "greedy-by-lifetime": lambda bs: sorted(bs, key=lambda b: (b.first, -b.size, b.name)),
+    "greedy-by-conflicts": None,  # filled in below
+}
+
+
+def _by_conflicts(bs):
+    deg = {b.name: sum(b.overlaps_in_time(o) for o in bs if o is not b) for b in bs}
+    return sorted(bs, key=lambda b: (-deg[b.name] * 0 - b.size * (1 + deg[b.name]), b.name))
+
+
+STRATEGIES["greedy-by-conflicts"] = _by_conflicts
+
+
+def plan_arena(g, align=DEFAULT_ALIGN) -> ArenaPlan:
+    blocks = build_blocks(g)
+    for b in blocks:
+        b.align = align
+    internal = [b for b in blocks if b.external is None]
+    best = None
+    for name, order_fn in STRATEGIES.items():
+        size = _place(internal, order_fn(internal))
+        if best is None or size < best[0]:
+            best = (size, name, {b.name: b.offset for b in internal})
+    size, strategy, offsets = best
+    for b in internal:
+        b.offset = offsets[b.name]
+    where = {t: b for b in blocks for t in b.tensors}
+    return ArenaPlan(_align(size, align), blocks, where, strategy,
+                     lower_bound(blocks, len(g.nodes)))

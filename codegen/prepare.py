@@ -1,0 +1,177 @@
+"""Compile-time preparation of every kernel's parameters, per numerics.
+
+Like TFLite Micro's Prepare: all multipliers, shifts, float scales and clamp
+bounds are computed here, once, and both the numpy reference and the C
+emitter consume the result. Nothing is computed at run time.
+
+numerics:
+  "ort"    - what onnxruntime computes: float32 requantization,
+             round half to even (MLAS), scale products in float32.
+  "tflite" - TFLite Micro integer reference: 31-bit multipliers and shifts,
+             double rounding, ties away from zero.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .errors import TinyAotError
+from .ir import Graph, Node
+
+NUMERICS = ("ort", "tflite")
+F32 = np.float32
+
+
+def qrange(dtype):
+    return (-128, 127) if dtype == "int8" else (0, 255)
+
+
+def round_half_away(x):
+    """TfLiteRound / std::round."""
+    x = np.asarray(x, dtype=np.float64)
+    return np.sign(x) * np.floor(np.abs(x) + 0.5)
+
+
+def act_bounds(numerics, out_t, lo, hi):
+    """Fused Relu/Clip bounds (real units) -> clamp bounds in the output's integers."""
+    s, zp = out_t.q.scalar()
+    qmin, qmax = qrange(out_t.dtype)
+    a, b = qmin, qmax
+    if numerics == "ort":
+        # QuantizeLinear(max(lo, y)) == max(QuantizeLinear(lo), QuantizeLinear(y)).
+        if lo is not None:
+            a = max(qmin, min(qmax, int(np.rint(F32(lo) / s)) + zp))
+        if hi is not None:
+            b = min(qmax, max(qmin, int(np.rint(F32(hi) / s)) + zp))
+    else:
+        # TFLite CalculateActivationRangeQuantized: zp + round(f / scale), float.
+        if lo is not None:
+            a = max(qmin, zp + int(round_half_away(F32(F32(lo) / s))))
+        if hi is not None:
+            b = min(qmax, zp + int(round_half_away(F32(F32(hi) / s))))
+    return int(a), int(b)
+
+
+def prepare_node(g: Graph, n: Node, numerics: str) -> dict:
+    fn = _PREPARE.get(n.op)
+    if fn is None:
+        return {}
+    return fn(g, n, numerics)
+
+
+def _conv_like(g, n, numerics):
+    x = g.tensors[n.inputs[0]]
+    w = g.tensors[n.inputs[1]]
+    y = g.tensors[n.outputs[0]]
+    sx, zx = x.q.scalar()
+    sy, zy = y.q.scalar()
+    cout = w.shape[0]
+    sw = np.broadcast_to(w.q.scale.astype(F32), (cout,))
+    p = {"in_zp": zx, "out_zp": zy}
+    p["act_min"], p["act_max"] = act_bounds(numerics, y, n.attrs.get("act_lo"), n.attrs.get("act_hi"))
+    if numerics == "ort":
+        # ORT QLinearConv/QGemm: output_scale = X_scale * W_scale / Y_scale, in float32.
+        p["scale"] = ((sx * sw).astype(F32) / sy).astype(F32)
+        p["in_scale"], p["out_scale"] = sx, sy
+    else:
+        from .reference import tflite_fixedpoint as tfp
+        mult, shift = [], []
+        for c in range(cout):
+            m, s = tfp.quantize_multiplier(float(np.float64(sx) * np.float64(sw[c]) / np.float64(sy)))
+            mult.append(m)
+            shift.append(s)
+        p["mult"] = np.array(mult, dtype=np.int32)
+        p["shift"] = np.array(shift, dtype=np.int32)
+    b = n.inputs[2] if len(n.inputs) > 2 else None
+    p["bias"] = (g.tensors[b].data.astype(np.int32).reshape(-1) if b
+                 else np.zeros(cout, dtype=np.int32))
+    return p
+
+
+def _add(g, n, numerics):
+    a, b = (g.tensors[i] for i in n.inputs)
+    y = g.tensors[n.outputs[0]]
+    sa, za = a.q.scalar()
+    sb, zb = b.q.scalar()
+    sy, zy = y.q.scalar()
+    p = {"a_zp": za, "b_zp": zb, "out_zp": zy}
+    p["act_min"], p["act_max"] = act_bounds(numerics, y, n.attrs.get("act_lo"), n.attrs.get("act_hi"))
+    if numerics == "ort":
+        p.update(a_scale=sa, b_scale=sb, out_scale=sy)
+    else:
+        from .reference import tflite_fixedpoint as tfp
+        p.update(tfp.add_params(float(sa), za, float(sb), zb, float(sy), zy))
+    return p
+
+
+def _avgpool(g, n, numerics):
+    x = g.tensors[n.inputs[0]]
+    y = g.tensors[n.outputs[0]]
+    sx, zx = x.q.scalar()
+    sy, zy = y.q.scalar()
+    p = {"in_zp": zx, "out_zp": zy}
+    p["act_min"], p["act_max"] = act_bounds(numerics, y, n.attrs.get("act_lo"), n.attrs.get("act_hi"))
+    if numerics == "ort":
+        p.update(in_scale=sx, out_scale=sy)
+    else:
+        if not x.q.same_as(y.q):
+            raise TinyAotError("tflite numerics: AveragePool input and output quantization "
+                               "differ (TFLite requires them equal)", model=g.source, node=n.name)
+        if n.attrs.get("count_include_pad"):
+            raise TinyAotError("tflite numerics: AveragePool with count_include_pad=1",
+                               model=g.source, node=n.name)
+    return p
+
+
+def _maxpool(g, n, numerics):
+    x = g.tensors[n.inputs[0]]
+    y = g.tensors[n.outputs[0]]
+    if not x.q.same_as(y.q):
+        raise TinyAotError("MaxPool input and output quantization differ",
+                           model=g.source, node=n.name)
+    p = {}
+    p["act_min"], p["act_max"] = act_bounds(numerics, y, n.attrs.get("act_lo"), n.attrs.get("act_hi"))
+    return p
+
+
+def _softmax(g, n, numerics):
+    x = g.tensors[n.inputs[0]]
+    y = g.tensors[n.outputs[0]]
+    sx, zx = x.q.scalar()
+    sy, zy = y.q.scalar()
+    p = {"in_zp": zx, "out_zp": zy}
+    if numerics == "ort":
+        p.update(in_scale=sx, out_scale=sy)
+    else:
+        from .reference import tflite_fixedpoint as tfp
+        if zy != -128 or sy != F32(1.0 / 256):
+            raise TinyAotError("tflite numerics: int8 Softmax output must have scale 1/256 and "
+                               "zero point -128", model=g.source, node=n.name)
+        p.update(tfp.softmax_params(float(sx), beta=1.0))
+    return p
+
+
+def _clamp_requant(g, n, numerics):
+    x = g.tensors[n.inputs[0]]
+    y = g.tensors[n.outputs[0]]
+    sx, zx = x.q.scalar()
+    sy, zy = y.q.scalar()
+    p = {"in_zp": zx, "out_zp": zy, "in_scale": sx, "out_scale": sy,
+         "same_q": bool(x.q.same_as(y.q))}
+    p["act_min"], p["act_max"] = act_bounds(numerics, y, n.attrs.get("act_lo"), n.attrs.get("act_hi"))
+    if numerics == "tflite" and not p["same_q"]:
+        from .reference import tflite_fixedpoint as tfp
+        m, s = tfp.quantize_multiplier(float(np.float64(sx) / np.float64(sy)))
+        p.update(mult=m, shift=s)
+    return p
+
+
+_PREPARE = {
+    "conv2d": _conv_like,
+    "fully_connected": _conv_like,
+    "add": _add,
+    "avgpool": _avgpool,
+    "maxpool": _maxpool,
+    "softmax": _softmax,
+    "clamp": _clamp_requant,
+    "requantize": _clamp_requant,
+}

@@ -1,0 +1,26 @@
+"""onnxruntime as the independent oracle: final and intermediate tensors."""
+from __future__ import annotations
+
+import numpy as np
+import onnx
+
+
+def run_onnxruntime(model_path, feeds: dict, extra_outputs=(), disable_opt=False):
+    """Run the ONNX model with ORT's CPU provider; extra_outputs exposes
+    intermediate tensors (by ONNX name) as additional graph outputs."""
+    import onnxruntime as ort
+
+    model = onnx.load(str(model_path))
+    have = {o.name for o in model.graph.output}
+    for name in extra_outputs:
+        if name not in have:
+            model.graph.output.append(onnx.helper.make_empty_tensor_value_info(name))
+            have.add(name)
+    so = ort.SessionOptions()
+    so.log_severity_level = 3
+    if disable_opt:
+        so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    sess = ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
+    names = [o.name for o in sess.get_outputs()]
+    outs = sess.run(names, feeds)
+    return dict(zip(names, outs))

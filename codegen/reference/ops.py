@@ -1,0 +1,208 @@
+"""Integer kernels in numpy, on logical (ONNX, NCHW) layouts.
+
+Each function gets the prepared parameters of codegen.prepare and returns
+the integer output tensor.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import ort_float as of
+
+F32 = np.float32
+
+
+def conv2d_acc(x, w, in_zp, strides, pads, dil, group):
+    """int32 accumulators of sum((x - zp_x) * w) for NCHW x, OIHW w (weight zp 0)."""
+    n, c, h, wd = x.shape
+    o, cg, kh, kw = w.shape
+    t, l, b, r = pads
+    xp = np.full((n, c, h + t + b, wd + l + r), in_zp, dtype=np.int64)
+    xp[:, :, t:t + h, l:l + wd] = x
+    xp -= in_zp
+    sh, sw = strides
+    dh, dw = dil
+    oh = (h + t + b - (dh * (kh - 1) + 1)) // sh + 1
+    ow = (wd + l + r - (dw * (kw - 1) + 1)) // sw + 1
+    og = o // group
+    acc = np.zeros((n, o, oh, ow), dtype=np.int64)
+    w64 = w.astype(np.int64)
+    for i in range(kh):
+        for j in range(kw):
+            patch = xp[:, :, i * dh: i * dh + sh * (oh - 1) + 1: sh, j * dw: j * dw + sw * (ow - 1) + 1: sw]
+            for gi in range(group):
+                pg = patch[:, gi * cg:(gi + 1) * cg]
+                wg = w64[gi * og:(gi + 1) * og, :, i, j]
+                acc[:, gi * og:(gi + 1) * og] += np.einsum("nchw,oc->nohw", pg, wg)
+    return acc
+
+
+def requant(acc, p, numerics, channel_axis):
+    shape = [1] * acc.ndim
+    shape[channel_axis] = -1
+    acc = acc + p["bias"].astype(np.int64).reshape(shape)
+    if np.any(acc > 2**31 - 1) or np.any(acc < -2**31):
+        raise OverflowError("int32 accumulator overflow")
+    acc = acc.astype(np.int32)
+    if numerics == "ort":
+        return of.requantize_acc(acc, p["scale"].reshape(shape), p["out_zp"], p["act_min"], p["act_max"])
+    from . import tflite_fixedpoint as tfp
+    return tfp.requantize(acc, p["mult"].reshape(shape), p["shift"].reshape(shape),
+                          p["out_zp"], p["act_min"], p["act_max"])
+
+
+def conv2d(x, w, attrs, p, numerics):
+    acc = conv2d_acc(x, w, p["in_zp"], attrs["strides"], attrs["pads"], attrs["dilations"], attrs["group"])
+    return requant(acc, p, numerics, 1)
+
+
+def fully_connected(x, w, p, numerics):
+    """x [M, K], w [N, K]."""
+    acc = (x.astype(np.int64) - p["in_zp"]) @ w.astype(np.int64).T
+    return requant(acc, p, numerics, 1)
+
+
+def add(a, b, p, numerics):
+    if numerics == "ort":
+        fa = of.dequantize(a, p["a_scale"], p["a_zp"])
+        fb = of.dequantize(b, p["b_scale"], p["b_zp"])
+        return of.quantize((fa + fb).astype(F32), p["out_scale"], p["out_zp"], p["act_min"], p["act_max"])
+    from . import tflite_fixedpoint as tfp
+    return tfp.add_int8(a, b, p, p["act_min"], p["act_max"])
+
+
+def _pool_windows(x, attrs, pad_value):
+    n, c, h, w = x.shape
+    kh, kw = attrs["kernel"]
+    sh, sw = attrs["strides"]
+    t, l, b, r = attrs["pads"]
+    oh = (h + t + b - kh) // sh + 1
+    ow = (w + l + r - kw) // sw + 1
+    return n, c, h, w, kh, kw, sh, sw, t, l, oh, ow
+
+
+def avgpool(x, attrs, p, numerics):
+    n, c, h, w, kh, kw, sh, sw, t, l, oh, ow = _pool_windows(x, attrs, 0)
+    out = np.zeros((n, c, oh, ow), dtype=np.int32)
+    cip = attrs.get("count_include_pad", 0)
+    if numerics == "ort":
+        xf = of.dequantize(x, p["in_scale"], p["in_zp"])
+    for i in range(oh):
+        for j in range(ow):
+            h0, w0 = i * sh - t, j * sw - l
+            ha, hb = max(h0, 0), min(h0 + kh, h)
+            wa, wb = max(w0, 0), min(w0 + kw, w)
+            count = kh * kw if cip else (hb - ha) * (wb - wa)
+            if numerics == "ort":
+                # ORT's float pooling: sequential float32 sum over the window, / count.
+                acc = np.zeros((n, c), dtype=F32)
+                for y in range(ha, hb):
+                    for z in range(wa, wb):
+                        acc = (acc + xf[:, :, y, z]).astype(F32)
+                mean = (acc / F32(count)).astype(F32)
+                out[:, :, i, j] = of.quantize(mean, p["out_scale"], p["out_zp"], p["act_min"], p["act_max"])
+            else:
+                from . import tflite_fixedpoint as tfp
+                s = x[:, :, ha:hb, wa:wb].astype(np.int32).sum(axis=(2, 3))
+                v = tfp.avgpool_round(s, count)
+                out[:, :, i, j] = np.clip(v, p["act_min"], p["act_max"])
+    return out
+
+
+def maxpool(x, attrs, p, numerics):
+    n, c, h, w, kh, kw, sh, sw, t, l, oh, ow = _pool_windows(x, attrs, 0)
+    out = np.zeros((n, c, oh, ow), dtype=np.int32)
+    for i in range(oh):
+        for j in range(ow):
+            h0, w0 = i * sh - t, j * sw - l
+            win = x[:, :, max(h0, 0):min(h0 + kh, h), max(w0, 0):min(w0 + kw, w)]
+            out[:, :, i, j] = win.max(axis=(2, 3))
+    return np.clip(out, p["act_min"], p["act_max"])
+
+
+def softmax(x, p, numerics):
+    """Softmax over the last axis."""
+    if numerics == "ort":
+        xf = of.dequantize(x, p["in_scale"], p["in_zp"])
+        m = xf.max(axis=-1, keepdims=True)
+        e = of.expf((xf - m).astype(F32))
+        s = np.zeros(e.shape[:-1] + (1,), dtype=F32)
+        for k in range(e.shape[-1]):
+            s = (s + e[..., k:k + 1]).astype(F32)
+        y = (e / s).astype(F32)
+        return of.quantize(y, p["out_scale"], p["out_zp"])
+    from . import tflite_fixedpoint as tfp
+    rows = x.reshape(-1, x.shape[-1])
+    out = np.stack([tfp.softmax_int8(r, p) for r in rows])
+    return out.reshape(x.shape)
+
+
+def clamp_requant(x, p, numerics):
+    if p["same_q"]:
+        return np.clip(x.astype(np.int32), p["act_min"], p["act_max"])
+    if numerics == "ort":
+        xf = of.dequantize(x, p["in_scale"], p["in_zp"])
+        return of.quantize(xf, p["out_scale"], p["out_zp"], p["act_min"], p["act_max"])
+    from . import tflite_fixedpoint as tfp
+    acc = x.astype(np.int32) - p["in_zp"]
+    return tfp.requantize(acc, np.int32(p["mult"]), np.int32(p["shift"]), p["out_zp"],
+                          p["act_min"], p["act_max"])
+
+
+def _fma_f32(acc, a, b):
+    """float32 fused multiply-add: the product is exact in float64, one rounding.
+    (A double rounding could differ from a true fma only on exact float64 ties.)"""
+    return (acc.astype(np.float64) + a.astype(np.float64) * b.astype(np.float64)).astype(F32)
+
+
+def float_weights(w):
+    shape = [1] * w.data.ndim
+    shape[0] = -1
+    scale = np.broadcast_to(w.q.scale.astype(F32), (w.shape[0],)).reshape(shape)
+    return (w.data.astype(F32) * scale).astype(F32)
+
+
+def float_bias(bt, cout):
+    if bt is None:
+        return np.zeros(cout, dtype=F32)
+    scale = np.broadcast_to(bt.q.scale.astype(F32), bt.data.shape)
+    return (bt.data.astype(F32) * scale).astype(F32)
+
+
+def conv2d_ort_float(x, wt, bt, attrs, p):
+    """onnxruntime's float Conv: im2col order (c, ky, kx), fma accumulation, + bias."""
+    xf = of.dequantize(x, p["in_scale"], p["in_zp"])
+    wf = float_weights(wt)
+    n, c, h, w = xf.shape
+    o, cg, kh, kw = wf.shape
+    t, l, b, r = attrs["pads"]
+    sh, sw = attrs["strides"]
+    dh, dw = attrs["dilations"]
+    group = attrs["group"]
+    xp = np.zeros((n, c, h + t + b, w + l + r), dtype=F32)
+    xp[:, :, t:t + h, l:l + w] = xf
+    oh = (h + t + b - (dh * (kh - 1) + 1)) // sh + 1
+    ow = (w + l + r - (dw * (kw - 1) + 1)) // sw + 1
+    og = o // group
+    acc = np.zeros((n, o, oh, ow), dtype=F32)
+    for gi in range(group):
+        for ci in range(cg):
+            for i in range(kh):
+                for j in range(kw):
+                    patch = xp[:, gi * cg + ci, i * dh: i * dh + sh * (oh - 1) + 1: sh,
+                               j * dw: j * dw + sw * (ow - 1) + 1: sw][:, None]
+                    wv = wf[gi * og:(gi + 1) * og, ci, i, j].reshape(1, -1, 1, 1)
+                    acc[:, gi * og:(gi + 1) * og] = _fma_f32(acc[:, gi * og:(gi + 1) * og], patch, wv)
+    y = (acc + float_bias(bt, o).reshape(1, -1, 1, 1)).astype(F32)
+    return of.quantize(y, p["out_scale"], p["out_zp"], p["act_min"], p["act_max"])
+
+
+def fully_connected_ort_float(x, wt, bt, p):
+    xf = of.dequantize(x, p["in_scale"], p["in_zp"])
+    wf = float_weights(wt)
+    m, k = xf.shape
+    acc = np.zeros((m, wf.shape[0]), dtype=F32)
+    for kk in range(k):
+        acc = _fma_f32(acc, xf[:, kk:kk + 1], wf[:, kk][None])
+    y = (acc + float_bias(bt, wf.shape[0])[None]).astype(F32)
+    return of.quantize(y, p["out_scale"], p["out_zp"], p["act_min"], p["act_max"])

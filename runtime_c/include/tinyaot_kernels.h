@@ -1,0 +1,140 @@
+/* tinyaot kernel library: int8 NHWC kernels, portable C99.
+ *
+ * One public function per file in src/, named after it. All parameters are
+ * prepared at compile time by the code generator; kernels allocate nothing.
+ * Requantization follows one of two numerics, chosen per layer by the
+ * tinyaot_requant_t the generator emits:
+ *   scale != NULL : onnxruntime (float32 multiply, round half to even)
+ *   scale == NULL : TFLite Micro (int32 multiplier + shift, double rounding)
+ */
+#ifndef TINYAOT_KERNELS_H
+#define TINYAOT_KERNELS_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TINYAOT_OK 0
+#define TINYAOT_ERR_ARG (-1)
+
+typedef struct {
+    int32_t in_zp;
+    int32_t out_zp;
+    int32_t act_min;      /* output clamp, in output integers */
+    int32_t act_max;
+    const int32_t *bias;  /* one per output channel (never NULL) */
+    const float *scale;   /* ort: per-channel float multipliers, else NULL */
+    const int32_t *mult;  /* tflite: per-channel multipliers */
+    const int32_t *shift; /* tflite: per-channel shifts */
+} tinyaot_requant_t;
+
+typedef struct {
+    int32_t in_h, in_w, in_c;
+    int32_t out_h, out_w, out_c;
+    int32_t k_h, k_w;
+    int32_t stride_h, stride_w;
+    int32_t dil_h, dil_w;
+    int32_t pad_top, pad_left;
+    int32_t groups;
+} tinyaot_conv_dims_t;
+
+/* General 2-D convolution (grouped too). Filter layout [out_c][k_h][k_w][in_c/groups]. */
+int tinyaot_convolve_s8(const tinyaot_conv_dims_t *d, const tinyaot_requant_t *q,
+                        const int8_t *input, const int8_t *filter, int8_t *output);
+
+/* Depthwise convolution, out_c = in_c * multiplier. Filter layout [k_h][k_w][out_c]. */
+int tinyaot_depthwise_conv_s8(const tinyaot_conv_dims_t *d, const tinyaot_requant_t *q,
+                              const int8_t *input, const int8_t *filter, int8_t *output);
+
+/* onnxruntime's float Conv (the layers ORT does not fuse into QLinearConv):
+ * x = (q - zp) * s_in, w = wq * s_w, y = fma-accumulated over (c, kh, kw),
+ * + bias, clamp, QuantizeLinear. Filter layout [out_c][k_h][k_w][in_c/groups]. */
+typedef struct {
+    float in_scale;
+    int32_t in_zp;
+    float out_scale;
+    int32_t out_zp;
+    int32_t act_min, act_max;
+    const float *filter_f;  /* dequantized weights, float32, same layout as the int8 filter */
+    const float *bias_f;    /* dequantized bias */
+} tinyaot_float_conv_t;
+
+int tinyaot_convolve_f32_s8(const tinyaot_conv_dims_t *d, const tinyaot_float_conv_t *p,
+                            const int8_t *input, int8_t *output);
+
+/* Fully connected: output[r][n] for rows r, weights [out_features][in_features]. */
+int tinyaot_fully_connected_s8(int32_t rows, int32_t in_features, int32_t out_features,
+                               const tinyaot_requant_t *q, const int8_t *input,
+                               const int8_t *weights, int8_t *output);
+
+/* onnxruntime's float Gemm/MatMul+Add: fma over k, + bias, QuantizeLinear. */
+int tinyaot_fully_connected_f32_s8(int32_t rows, int32_t in_features, int32_t out_features,
+                                   const tinyaot_float_conv_t *p, const int8_t *input,
+                                   int8_t *output);
+
+typedef struct {
+    int32_t a_zp, b_zp, out_zp;
+    int32_t act_min, act_max;
+    /* ort */
+    float a_scale, b_scale, out_scale;
+    int32_t use_float;
+    /* tflite */
+    int32_t left_shift;
+    int32_t a_mult, a_shift, b_mult, b_shift, out_mult, out_shift;
+} tinyaot_add_params_t;
+
+/* Elementwise a + b; b_stride 0 broadcasts a scalar b. */
+int tinyaot_add_s8(int32_t n, const tinyaot_add_params_t *p, const int8_t *a,
+                   const int8_t *b, int32_t b_stride, int8_t *output);
+
+typedef struct {
+    int32_t in_h, in_w, c;
+    int32_t out_h, out_w;
+    int32_t k_h, k_w;
+    int32_t stride_h, stride_w;
+    int32_t pad_top, pad_left;
+    int32_t count_include_pad;
+    int32_t act_min, act_max;
+    /* ort: float mean; tflite (use_float == 0): rounded integer mean */
+    int32_t use_float;
+    float in_scale, out_scale;
+    int32_t in_zp, out_zp;
+} tinyaot_pool_params_t;
+
+int tinyaot_avgpool_s8(const tinyaot_pool_params_t *p, const int8_t *input, int8_t *output);
+int tinyaot_maxpool_s8(const tinyaot_pool_params_t *p, const int8_t *input, int8_t *output);
+
+typedef struct {
+    int32_t use_float;
+    /* ort */
+    float in_scale, out_scale;
+    int32_t in_zp, out_zp;
+    /* tflite */
+    int32_t input_multiplier, input_left_shift, diff_min;
+} tinyaot_softmax_params_t;
+
+/* Softmax over the last axis: rows x n. */
+int tinyaot_softmax_s8(int32_t rows, int32_t n, const tinyaot_softmax_params_t *p,
+                       const int8_t *input, int8_t *output);
+
+typedef struct {
+    int32_t mode; /* 0: clamp only, 1: float requantize (ort), 2: fixed-point (tflite) */
+    int32_t in_zp, out_zp, act_min, act_max;
+    float in_scale, out_scale;
+    int32_t mult, shift;
+} tinyaot_requantize_params_t;
+
+int tinyaot_requantize_s8(int32_t n, const tinyaot_requantize_params_t *p,
+                          const int8_t *input, int8_t *output);
+
+/* Permute a 4-D int8 tensor: out dims are in dims permuted by perm. */
+int tinyaot_transpose_s8(const int32_t in_dims[4], const int32_t perm[4],
+                         const int8_t *input, int8_t *output);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

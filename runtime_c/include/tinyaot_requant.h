@@ -1,0 +1,53 @@
+/* Requantization of one int32 accumulator, in both numerics. */
+#ifndef TINYAOT_REQUANT_H
+#define TINYAOT_REQUANT_H
+
+#include <stdint.h>
+
+#include "tinyaot_fixedpoint.h"
+#include "tinyaot_kernels.h"
+
+/* Round half to even for |v| < 2^22, as MLAS does (FPU in round-to-nearest).
+ * Adding and subtracting 1.5 * 2^23 leaves the nearest integer. */
+static inline int32_t tinyaot_round_even_f32(float v)
+{
+    const float magic = 12582912.0f;
+    float r = (v + magic) - magic;
+    return (int32_t)r;
+}
+
+/* MLAS: clamp float(acc) * scale to [lo - zp, hi - zp], round, add zp. */
+static inline int8_t tinyaot_requant_ort(int32_t acc, float scale, int32_t zp,
+                                         int32_t lo, int32_t hi)
+{
+    float v = (float)acc * scale;
+    const float fmin = (float)(lo - zp);
+    const float fmax = (float)(hi - zp);
+    if (v < fmin) v = fmin;
+    if (v > fmax) v = fmax;
+    return (int8_t)(tinyaot_round_even_f32(v) + zp);
+}
+
+/* QuantizeLinear of a float: round_half_even(x / scale) + zp, saturated. */
+static inline int8_t tinyaot_quantize_f32(float x, float scale, int32_t zp,
+                                          int32_t lo, int32_t hi)
+{
+    float v = x / scale;
+    const float fmin = (float)(lo - zp);
+    const float fmax = (float)(hi - zp);
+    if (v < fmin) v = fmin;
+    if (v > fmax) v = fmax;
+    return (int8_t)(tinyaot_round_even_f32(v) + zp);
+}
+
+static inline int8_t tinyaot_requant_channel(const tinyaot_requant_t *q, int32_t acc, int32_t ch)
+{
+    acc += q->bias[ch];
+    if (q->scale) {
+        return tinyaot_requant_ort(acc, q->scale[ch], q->out_zp, q->act_min, q->act_max);
+    }
+    return tinyaot_requant_tflite(acc, q->mult[ch], q->shift[ch], q->out_zp,
+                                  q->act_min, q->act_max);
+}
+
+#endif
