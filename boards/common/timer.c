@@ -54,3 +54,14 @@ void tinyaot_timer_spin(uint32_t iterations)
         :
         : "cc");
 }
+
+uint32_t tinyaot_timer_sync(void)
+{
+    /* Wait for the next tick edge, so a measurement always starts at the same
+     * phase of the 40-instruction tick: a data-independent workload then reads
+     * the same tick count every time. */
+    const uint32_t v = TIMER1_VALUE;
+    while (TIMER1_VALUE == v) {
+    }
+    return timer_origin - TIMER1_VALUE;
+}

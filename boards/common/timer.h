@@ -17,6 +17,9 @@ void tinyaot_timer_start(void);
  * between them. */
 uint32_t tinyaot_timer_read(void);
 
+/* Spin until the counter next changes, then return the elapsed ticks. */
+uint32_t tinyaot_timer_sync(void);
+
 /* Calibration aid: a busy loop of exactly 6 instructions per iteration
  * (plus a constant few for call and return), independent of compiler
  * flags. 1,000,000 iterations = 6,000,000 instructions. */

@@ -34,40 +34,40 @@ extern "C" {
 
 /* Reinterpret the 32 bits of u as two's complement, without the
  * implementation-defined unsigned->signed conversion. */
-static inline int32_t tinyaot__s32(uint32_t u) {
+static inline int32_t tinyaot_fp_s32(uint32_t u) {
   if (u & 0x80000000u) {
     return (int32_t)(-(int32_t)(~u) - 1);
   }
   return (int32_t)u;
 }
 
-static inline int32_t tinyaot__wrap_add(int32_t a, int32_t b) {
-  return tinyaot__s32((uint32_t)a + (uint32_t)b);
+static inline int32_t tinyaot_fp_wrap_add(int32_t a, int32_t b) {
+  return tinyaot_fp_s32((uint32_t)a + (uint32_t)b);
 }
 
-static inline int32_t tinyaot__wrap_sub(int32_t a, int32_t b) {
-  return tinyaot__s32((uint32_t)a - (uint32_t)b);
+static inline int32_t tinyaot_fp_wrap_sub(int32_t a, int32_t b) {
+  return tinyaot_fp_s32((uint32_t)a - (uint32_t)b);
 }
 
 /* x * 2^s modulo 2^32, 0 <= s <= 31. */
-static inline int32_t tinyaot__wrap_shl(int32_t x, int32_t s) {
-  return tinyaot__s32((uint32_t)x << s);
+static inline int32_t tinyaot_fp_wrap_shl(int32_t x, int32_t s) {
+  return tinyaot_fp_s32((uint32_t)x << s);
 }
 
 /* floor(x / 2^s) (arithmetic shift right), 0 <= s <= 31. */
-static inline int32_t tinyaot__asr(int32_t x, int32_t s) {
+static inline int32_t tinyaot_fp_asr(int32_t x, int32_t s) {
   if (x >= 0) {
     return x >> s;
   }
   return (int32_t)~(~x >> s);
 }
 
-static inline int32_t tinyaot__clamp(int32_t v, int32_t lo, int32_t hi) {
+static inline int32_t tinyaot_fp_clamp(int32_t v, int32_t lo, int32_t hi) {
   return v < lo ? lo : (v > hi ? hi : v);
 }
 
 /* tflite::CountLeadingZeros<uint32_t>; 32 for 0. */
-static inline int32_t tinyaot__clz32(uint32_t x) {
+static inline int32_t tinyaot_fp_clz32(uint32_t x) {
 #if defined(__GNUC__) || defined(__clang__)
   return x ? (int32_t)__builtin_clz((unsigned int)x) : 32;
 #else
@@ -102,18 +102,18 @@ static inline int32_t tinyaot_rdbpot(int32_t x, int32_t exponent) {
   const int32_t mask = (int32_t)(((int64_t)1 << exponent) - 1);
   const int32_t remainder = (int32_t)((uint32_t)x & (uint32_t)mask);
   const int32_t threshold = (mask >> 1) + ((x < 0) ? 1 : 0);
-  return tinyaot__asr(x, exponent) + ((remainder > threshold) ? 1 : 0);
+  return tinyaot_fp_asr(x, exponent) + ((remainder > threshold) ? 1 : 0);
 }
 
 /* gemmlowp::SaturatingRoundingMultiplyByPOT<e>, -31 <= e <= 30. */
-static inline int32_t tinyaot__srmpot(int32_t x, int32_t e) {
+static inline int32_t tinyaot_fp_srmpot(int32_t x, int32_t e) {
   int32_t threshold;
   if (e == 0) return x;
   if (e < 0) return tinyaot_rdbpot(x, -e);
   threshold = (int32_t)(((int32_t)1 << (31 - e)) - 1);
   if (x > threshold) return INT32_MAX;
   if (x < -threshold) return INT32_MIN;
-  return tinyaot__wrap_shl(x, e);
+  return tinyaot_fp_wrap_shl(x, e);
 }
 
 /* tflite::MultiplyByQuantizedMultiplier(int32_t, int32_t, int), double
@@ -122,7 +122,7 @@ static inline int32_t tinyaot__srmpot(int32_t x, int32_t e) {
 static inline int32_t tinyaot_mbqm(int32_t x, int32_t multiplier, int32_t shift) {
   const int32_t left_shift = shift > 0 ? shift : 0;
   const int32_t right_shift = shift > 0 ? 0 : -shift;
-  return tinyaot_rdbpot(tinyaot_srdhm(tinyaot__wrap_shl(x, left_shift), multiplier),
+  return tinyaot_rdbpot(tinyaot_srdhm(tinyaot_fp_wrap_shl(x, left_shift), multiplier),
                         right_shift);
 }
 
@@ -137,15 +137,15 @@ static inline int32_t tinyaot_mbqm_smaller_than_one_exp(int32_t x, int32_t multi
  * 0 <= left_shift <= 31; x * 2^left_shift wraps modulo 2^32. */
 static inline int32_t tinyaot_mbqm_greater_than_one(int32_t x, int32_t multiplier,
                                                     int32_t left_shift) {
-  return tinyaot_srdhm(tinyaot__wrap_shl(x, left_shift), multiplier);
+  return tinyaot_srdhm(tinyaot_fp_wrap_shl(x, left_shift), multiplier);
 }
 
 /* Conv / DepthwiseConv / FullyConnected int8 output stage:
  * clamp(MBQM(acc, mult, shift) + zp, lo, hi). acc includes the bias. */
 static inline int8_t tinyaot_requant_tflite(int32_t acc, int32_t mult, int32_t shift,
                                             int32_t zp, int32_t lo, int32_t hi) {
-  const int32_t v = tinyaot__wrap_add(tinyaot_mbqm(acc, mult, shift), zp);
-  return (int8_t)tinyaot__clamp(v, lo, hi);
+  const int32_t v = tinyaot_fp_wrap_add(tinyaot_mbqm(acc, mult, shift), zp);
+  return (int8_t)tinyaot_fp_clamp(v, lo, hi);
 }
 
 /* reference_integer_ops::AveragePool rounding: sum / count, ties away from
@@ -171,15 +171,15 @@ static inline int8_t tinyaot_add_tflite_s8(int8_t x, int8_t y, int32_t input1_of
                                            int32_t output_offset, int32_t output_multiplier,
                                            int32_t output_shift, int32_t act_min,
                                            int32_t act_max) {
-  const int32_t v1 = tinyaot__wrap_shl(tinyaot__wrap_add(input1_offset, (int32_t)x), left_shift);
-  const int32_t v2 = tinyaot__wrap_shl(tinyaot__wrap_add(input2_offset, (int32_t)y), left_shift);
+  const int32_t v1 = tinyaot_fp_wrap_shl(tinyaot_fp_wrap_add(input1_offset, (int32_t)x), left_shift);
+  const int32_t v2 = tinyaot_fp_wrap_shl(tinyaot_fp_wrap_add(input2_offset, (int32_t)y), left_shift);
   const int32_t s1 = tinyaot_mbqm_smaller_than_one_exp(v1, input1_multiplier, input1_shift);
   const int32_t s2 = tinyaot_mbqm_smaller_than_one_exp(v2, input2_multiplier, input2_shift);
-  const int32_t raw_sum = tinyaot__wrap_add(s1, s2);
-  const int32_t raw_out = tinyaot__wrap_add(
+  const int32_t raw_sum = tinyaot_fp_wrap_add(s1, s2);
+  const int32_t raw_out = tinyaot_fp_wrap_add(
       tinyaot_mbqm_smaller_than_one_exp(raw_sum, output_multiplier, output_shift),
       output_offset);
-  return (int8_t)tinyaot__clamp(raw_out, act_min, act_max);
+  return (int8_t)tinyaot_fp_clamp(raw_out, act_min, act_max);
 }
 
 /* reference_integer_ops::MulElementwise (int8). */
@@ -188,32 +188,32 @@ static inline int8_t tinyaot_mul_tflite_s8(int8_t x, int8_t y, int32_t input1_of
                                            int32_t output_multiplier, int32_t output_shift,
                                            int32_t act_min, int32_t act_max) {
   /* |(x + off1) * (y + off2)| <= 2^16 for int8 zero points; wraps otherwise. */
-  const int32_t prod = tinyaot__s32((uint32_t)tinyaot__wrap_add(input1_offset, (int32_t)x) *
-                                    (uint32_t)tinyaot__wrap_add(input2_offset, (int32_t)y));
+  const int32_t prod = tinyaot_fp_s32((uint32_t)tinyaot_fp_wrap_add(input1_offset, (int32_t)x) *
+                                    (uint32_t)tinyaot_fp_wrap_add(input2_offset, (int32_t)y));
   const int32_t v =
-      tinyaot__wrap_add(output_offset, tinyaot_mbqm(prod, output_multiplier, output_shift));
-  return (int8_t)tinyaot__clamp(v, act_min, act_max);
+      tinyaot_fp_wrap_add(output_offset, tinyaot_mbqm(prod, output_multiplier, output_shift));
+  return (int8_t)tinyaot_fp_clamp(v, act_min, act_max);
 }
 
 /* ---- gemmlowp transcendental helpers ---------------------------------- */
 
 /* gemmlowp::exp_on_interval_between_negative_one_quarter_and_0_excl, Q0.31. */
-static inline int32_t tinyaot__exp_on_interval_neg_quarter_0(int32_t a) {
+static inline int32_t tinyaot_fp_exp_on_interval_neg_quarter_0(int32_t a) {
   const int32_t constant_term = 1895147668;     /* exp(-1/8) */
   const int32_t constant_1_over_3 = 715827883;  /* 1/3 */
-  const int32_t x = tinyaot__wrap_add(a, (int32_t)1 << 28);
+  const int32_t x = tinyaot_fp_wrap_add(a, (int32_t)1 << 28);
   const int32_t x2 = tinyaot_srdhm(x, x);
   const int32_t x3 = tinyaot_srdhm(x2, x);
   const int32_t x4 = tinyaot_srdhm(x2, x2);
   const int32_t x4_over_4 = tinyaot_rdbpot(x4, 2);
   const int32_t poly = tinyaot_rdbpot(
-      tinyaot__wrap_add(tinyaot_srdhm(tinyaot__wrap_add(x4_over_4, x3), constant_1_over_3), x2),
+      tinyaot_fp_wrap_add(tinyaot_srdhm(tinyaot_fp_wrap_add(x4_over_4, x3), constant_1_over_3), x2),
       1);
-  return tinyaot__wrap_add(constant_term,
-                           tinyaot_srdhm(constant_term, tinyaot__wrap_add(x, poly)));
+  return tinyaot_fp_wrap_add(constant_term,
+                           tinyaot_srdhm(constant_term, tinyaot_fp_wrap_add(x, poly)));
 }
 
-static inline int32_t tinyaot__exp_barrel(int32_t result, int32_t remainder,
+static inline int32_t tinyaot_fp_exp_barrel(int32_t result, int32_t remainder,
                                           int32_t integer_bits, int32_t exponent,
                                           int32_t multiplier) {
   if (integer_bits > exponent) {
@@ -227,22 +227,22 @@ static inline int32_t tinyaot__exp_barrel(int32_t result, int32_t remainder,
 
 /* gemmlowp::exp_on_negative_values: input FixedPoint<int32_t, integer_bits>
  * (a <= 0), output Q0.31.  1 <= integer_bits <= 29. */
-static inline int32_t tinyaot__exp_on_negative_values(int32_t a, int32_t integer_bits) {
+static inline int32_t tinyaot_fp_exp_on_negative_values(int32_t a, int32_t integer_bits) {
   const int32_t frac_bits = 31 - integer_bits;
   const int32_t one_quarter = (int32_t)1 << (frac_bits - 2);
   const int32_t mask = one_quarter - 1;
   const int32_t a_mod_q_minus_q =
-      tinyaot__wrap_sub((int32_t)((uint32_t)a & (uint32_t)mask), one_quarter);
-  const int32_t remainder = tinyaot__wrap_sub(a_mod_q_minus_q, a);
+      tinyaot_fp_wrap_sub((int32_t)((uint32_t)a & (uint32_t)mask), one_quarter);
+  const int32_t remainder = tinyaot_fp_wrap_sub(a_mod_q_minus_q, a);
   int32_t result =
-      tinyaot__exp_on_interval_neg_quarter_0(tinyaot__srmpot(a_mod_q_minus_q, integer_bits));
-  result = tinyaot__exp_barrel(result, remainder, integer_bits, -2, 1672461947);
-  result = tinyaot__exp_barrel(result, remainder, integer_bits, -1, 1302514674);
-  result = tinyaot__exp_barrel(result, remainder, integer_bits, 0, 790015084);
-  result = tinyaot__exp_barrel(result, remainder, integer_bits, 1, 290630308);
-  result = tinyaot__exp_barrel(result, remainder, integer_bits, 2, 39332535);
-  result = tinyaot__exp_barrel(result, remainder, integer_bits, 3, 720401);
-  result = tinyaot__exp_barrel(result, remainder, integer_bits, 4, 242);
+      tinyaot_fp_exp_on_interval_neg_quarter_0(tinyaot_fp_srmpot(a_mod_q_minus_q, integer_bits));
+  result = tinyaot_fp_exp_barrel(result, remainder, integer_bits, -2, 1672461947);
+  result = tinyaot_fp_exp_barrel(result, remainder, integer_bits, -1, 1302514674);
+  result = tinyaot_fp_exp_barrel(result, remainder, integer_bits, 0, 790015084);
+  result = tinyaot_fp_exp_barrel(result, remainder, integer_bits, 1, 290630308);
+  result = tinyaot_fp_exp_barrel(result, remainder, integer_bits, 2, 39332535);
+  result = tinyaot_fp_exp_barrel(result, remainder, integer_bits, 3, 720401);
+  result = tinyaot_fp_exp_barrel(result, remainder, integer_bits, 4, 242);
   if (integer_bits > 5) {
     const int32_t clamp = -((int32_t)1 << (36 - integer_bits));
     if (a < clamp) result = 0;
@@ -252,19 +252,19 @@ static inline int32_t tinyaot__exp_on_negative_values(int32_t a, int32_t integer
 }
 
 /* gemmlowp::one_over_one_plus_x_for_x_in_0_1, Q0.31 in and out. */
-static inline int32_t tinyaot__one_over_one_plus_x_for_x_in_0_1(int32_t a) {
+static inline int32_t tinyaot_fp_one_over_one_plus_x_for_x_in_0_1(int32_t a) {
   const int64_t sum = (int64_t)a + (int64_t)INT32_MAX; /* RoundingHalfSum(a, One) */
   const int32_t half_denominator = (int32_t)((sum + (sum >= 0 ? 1 : -1)) / 2);
   const int32_t c48_over_17 = 1515870810;     /* Q2.29 */
   const int32_t cneg32_over_17 = -1010580540; /* Q2.29 */
-  int32_t x = tinyaot__wrap_add(c48_over_17, tinyaot_srdhm(half_denominator, cneg32_over_17));
+  int32_t x = tinyaot_fp_wrap_add(c48_over_17, tinyaot_srdhm(half_denominator, cneg32_over_17));
   int32_t i;
   for (i = 0; i < 3; ++i) {
     const int32_t hdx = tinyaot_srdhm(half_denominator, x);
-    const int32_t one_minus = tinyaot__wrap_sub((int32_t)1 << 29, hdx);
-    x = tinyaot__wrap_add(x, tinyaot__srmpot(tinyaot_srdhm(x, one_minus), 2));
+    const int32_t one_minus = tinyaot_fp_wrap_sub((int32_t)1 << 29, hdx);
+    x = tinyaot_fp_wrap_add(x, tinyaot_fp_srmpot(tinyaot_srdhm(x, one_minus), 2));
   }
-  return tinyaot__srmpot(x, 1);
+  return tinyaot_fp_srmpot(x, 1);
 }
 
 /* ---- Softmax int8 -> int8 (one row) ------------------------------------ */
@@ -297,16 +297,16 @@ static inline void tinyaot_softmax_tflite_row_s8(const int8_t *in, int8_t *out, 
     if (input_diff >= diff_min) {
       const int32_t rescaled =
           tinyaot_mbqm_greater_than_one(input_diff, input_multiplier, input_left_shift);
-      const int32_t e = tinyaot__exp_on_negative_values(rescaled, 5);
+      const int32_t e = tinyaot_fp_exp_on_negative_values(rescaled, 5);
       sum_of_exps += (uint32_t)tinyaot_rdbpot(e, 12); /* Rescale<12>, e >= 0 */
     }
   }
 
   /* GetReciprocal(sum_of_exps, 12, &num_bits_over_unit) */
-  headroom_plus_one = tinyaot__clz32(sum_of_exps);
+  headroom_plus_one = tinyaot_fp_clz32(sum_of_exps);
   shifted_sum = headroom_plus_one < 32 ? (sum_of_exps << headroom_plus_one) : 0u;
-  shifted_scale = tinyaot__one_over_one_plus_x_for_x_in_0_1(
-      tinyaot__s32(shifted_sum - 0x80000000u));
+  shifted_scale = tinyaot_fp_one_over_one_plus_x_for_x_in_0_1(
+      tinyaot_fp_s32(shifted_sum - 0x80000000u));
   exponent = (12 - headroom_plus_one) + 31 - 8;
   if (exponent > 31) exponent = 31;
   if (exponent < 0) exponent = 0;
@@ -316,9 +316,9 @@ static inline void tinyaot_softmax_tflite_row_s8(const int8_t *in, int8_t *out, 
     if (input_diff >= diff_min) {
       const int32_t rescaled =
           tinyaot_mbqm_greater_than_one(input_diff, input_multiplier, input_left_shift);
-      const int32_t e = tinyaot__exp_on_negative_values(rescaled, 5);
+      const int32_t e = tinyaot_fp_exp_on_negative_values(rescaled, 5);
       const int32_t unsat = tinyaot_rdbpot(tinyaot_srdhm(shifted_scale, e), exponent);
-      out[i] = (int8_t)tinyaot__clamp(tinyaot__wrap_add(unsat, -128), -128, 127);
+      out[i] = (int8_t)tinyaot_fp_clamp(tinyaot_fp_wrap_add(unsat, -128), -128, 127);
     } else {
       out[i] = (int8_t)-128;
     }

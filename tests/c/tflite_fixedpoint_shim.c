@@ -52,12 +52,12 @@ void shim_avgpool_round(const int32_t *sum, const int32_t *count, int32_t *o, in
 void shim_exp_on_negative_values(const int32_t *a, int32_t integer_bits, int32_t *o,
                                  int32_t n) {
   int32_t i;
-  for (i = 0; i < n; ++i) o[i] = tinyaot__exp_on_negative_values(a[i], integer_bits);
+  for (i = 0; i < n; ++i) o[i] = tinyaot_fp_exp_on_negative_values(a[i], integer_bits);
 }
 
 void shim_one_over_one_plus_x(const int32_t *a, int32_t *o, int32_t n) {
   int32_t i;
-  for (i = 0; i < n; ++i) o[i] = tinyaot__one_over_one_plus_x_for_x_in_0_1(a[i]);
+  for (i = 0; i < n; ++i) o[i] = tinyaot_fp_one_over_one_plus_x_for_x_in_0_1(a[i]);
 }
 
 /* p: input1_offset, input1_multiplier, input1_shift, input2_offset,

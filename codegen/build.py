@@ -1,0 +1,115 @@
+"""Builds through SCons: flags from boards/<b>/board.toml, one place.
+
+`scons_targets` is called from the SConstruct; `build_generated` is what the
+CLI calls: it runs `scons` on a generated directory and returns the artifact.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from .errors import TinyAotError
+from .paths import REPO_ROOT, RUNTIME_INCLUDE, RUNTIME_SRC, SCONSTRUCT
+from .targets.qemu import (firmware_compile_flags, firmware_libs, firmware_link_flags,
+                           harness_sources, load_board)
+
+HOST_CFLAGS_EXTRA = ["-std=c99"]
+
+
+def board_or_error(name):
+    try:
+        return load_board(name)
+    except FileNotFoundError:
+        known = sorted(p.name for p in (REPO_ROOT / "boards").iterdir()
+                       if (p / "board.toml").exists())
+        raise TinyAotError(f"unknown board '{name}' (known: {', '.join(known)})") from None
+
+
+def _gen_info(gen_dir):
+    with open(os.path.join(gen_dir, "report.json")) as f:
+        rep = json.load(f)
+    return rep["name"], rep.get("kernels", [])
+
+
+def scons_targets(Environment, root, board_name, gen_dir, harness=True):
+    board = board_or_error(board_name)
+    gen_dir = os.path.abspath(gen_dir)
+    name, _ = _gen_info(gen_dir)
+    kernels = sorted(str(p) for p in RUNTIME_SRC.glob("*.c"))
+    if board["kind"] == "shared-library":
+        env = Environment(CC=board["compiler"], ENV=os.environ,
+                          CCFLAGS=board["cflags"] + board.get("warn_cflags", []) + HOST_CFLAGS_EXTRA
+                          + [f for f in os.environ.get("TINYAOT_HOST_CFLAGS", "").split() if f],
+                          CPPPATH=[str(RUNTIME_INCLUDE), gen_dir],
+                          LINKFLAGS=[f for f in os.environ.get("TINYAOT_HOST_LDFLAGS", "").split() if f],
+                          LIBS=["m"], SHLIBPREFIX="lib")
+        env.VariantDir(os.path.join(gen_dir, "obj"), str(RUNTIME_SRC), duplicate=0)
+        objs = [env.SharedObject(os.path.join(gen_dir, "obj", Path(k).stem + ".os"), k) for k in kernels]
+        objs.append(env.SharedObject(os.path.join(gen_dir, "obj", name + ".os"),
+                                     os.path.join(gen_dir, name + ".c")))
+        return env.SharedLibrary(os.path.join(gen_dir, name), objs)
+    env = Environment(CC=board["compiler"], AR=board["toolchain_prefix"] + "ar",
+                      RANLIB=board["toolchain_prefix"] + "ranlib", ENV=os.environ,
+                      CCFLAGS=firmware_compile_flags(board) + ["-std=c99"],
+                      CPPPATH=[str(RUNTIME_INCLUDE), gen_dir],
+                      LINKFLAGS=firmware_link_flags(board) + [f"-Wl,-Map={gen_dir}/{name}.map"],
+                      LIBS=[], PROGSUFFIX=".elf")
+    objdir = os.path.join(gen_dir, "obj-" + board_name)
+    # The kernels form a static library, so only the ones the model calls link in.
+    kobjs = [env.Object(os.path.join(objdir, Path(k).stem + ".o"), k) for k in kernels]
+    lib = env.StaticLibrary(os.path.join(objdir, "tinyaot"), kobjs)
+    srcs = [os.path.join(gen_dir, name + ".c")]
+    if harness:
+        srcs.append(os.path.join(gen_dir, "harness_data.c"))
+        srcs += [str(s) for s in harness_sources(board)]
+    objs = [env.Object(os.path.join(objdir, Path(s).stem + ".o"), s) for s in srcs]
+    libs = [lib[0], "m"] + [x[2:] if x.startswith("-l") else x for x in firmware_libs(board)]
+    prog = env.Program(os.path.join(gen_dir, name + "-" + board_name), objs, LIBS=libs)
+    env.Depends(prog, str(board["linker_script"]))
+    return prog
+
+
+def build_generated(gen_dir, board_name, harness=True, quiet=True):
+    """Run SCons on a generated directory; returns the artifact path."""
+    board = board_or_error(board_name)
+    gen_dir = os.path.abspath(gen_dir)
+    name, _ = _gen_info(gen_dir)
+    cmd = [sys.executable, "-m", "SCons", "-f", str(SCONSTRUCT), "-Q", "-j2",
+           f"board={board_name}", f"gen={gen_dir}", f"harness={'1' if harness else '0'}"]
+    proc = subprocess.run(cmd, cwd=str(REPO_ROOT), capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise TinyAotError(f"build failed for board {board_name}:\n{proc.stdout[-4000:]}"
+                           f"{proc.stderr[-4000:]}")
+    if board["kind"] == "shared-library":
+        return os.path.join(gen_dir, f"lib{name}.so")
+    return os.path.join(gen_dir, f"{name}-{board_name}.elf")
+
+
+def scons_verify(Environment, Command, AlwaysBuild, Default, root, board_name, args):
+    """The default `scons board=B` job: compile, build, verify, report."""
+    from .verify import verify_model
+    from .paths import DEFAULT_GOLDEN, DEFAULT_MODEL
+
+    model = args.get("model", str(DEFAULT_MODEL))
+    golden = args.get("golden", str(DEFAULT_GOLDEN) if "model" not in args else None)
+    numerics = args.get("numerics", "ort")
+    key = args.get("key", "outputs")
+
+    def action(target, source, env):
+        from .cli import print_report
+        try:
+            rep = verify_model(model, golden, board=board_name, numerics=numerics, key=key)
+        except TinyAotError as e:
+            print(f"tinyaot: error: {e}", file=sys.stderr)
+            return 2
+        print_report(rep)
+        return 0 if rep["mismatches"] == 0 else 1
+
+    from SCons.Script import Action
+
+    t = Command("verify-" + board_name, [], Action(action, strfunction=lambda *a, **k: None))
+    AlwaysBuild(t)
+    Default(t)

@@ -1,0 +1,170 @@
+"""tinyaot command line: compile, run, verify.
+
+Exit codes: 0 success; 1 verification found mismatches; 2 user error (bad
+model, golden file or option: one line on stderr, nothing written);
+70 internal error (a tinyaot bug: please report it).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+from . import __version__
+from .errors import TinyAotError
+
+EXAMPLES = """examples:
+  tinyaot compile models/digits_cnn_int8.onnx -o build/digits
+  tinyaot run models/digits_cnn_int8.onnx --board host --inputs in.npz -o out.npz
+  tinyaot verify models/digits_cnn_int8.onnx --golden models/digits_cnn_int8_golden.npz \\
+      --board qemu-m4 --json
+"""
+
+
+def _shape_arg(values):
+    shapes = {}
+    for v in values or []:
+        if "=" not in v:
+            raise TinyAotError(f"--input-shape wants NAME=d0,d1,..., got '{v}'")
+        name, dims = v.rsplit("=", 1)
+        try:
+            shapes[name] = [int(d) for d in dims.split(",")]
+        except ValueError:
+            raise TinyAotError(f"--input-shape: bad dimensions '{dims}'") from None
+    return shapes
+
+
+def cmd_compile(a):
+    from .compiler import compile_model, model_name, write_outputs
+
+    dumps = []
+
+    def dump(title, g):
+        dumps.append(f"== after {title} ==\n{g.dump()}")
+
+    c = compile_model(a.model, numerics=a.numerics, input_shapes=_shape_arg(a.input_shape),
+                      dump=dump if a.dump_ir else None)
+    out = a.output or os.path.join("build", model_name(a.model))
+    write_outputs(c, out)
+    if a.dump_ir:
+        print("\n".join(dumps))
+    if a.json:
+        print(json.dumps(c.report, indent=2, default=str))
+    else:
+        r = c.report
+        print(f"{r['model']}: wrote {out}/{r['name']}.c, {r['name']}.h, report.json "
+              f"(arena {r['arena_bytes']} B, weights {r['weights_bytes']} B, {r['macs']} MACs)")
+    return 0
+
+
+def cmd_run(a):
+    import numpy as np
+
+    from .verify import load_golden, run_model
+
+    inputs, _ = load_golden(a.inputs, "inputs")
+    outs, info = run_model(a.model, inputs, board=a.board, numerics=a.numerics)
+    out = a.output
+    tmp = out + ".tmp.npz"
+    extra = {}
+    if info.get("instructions"):
+        extra["instructions"] = np.array(info["instructions"], dtype=np.int64)
+    np.savez(tmp, outputs=outs, **extra)
+    os.replace(tmp, out if out.endswith(".npz") else out)
+    print(f"{len(outs)} input(s) run on {a.board}: outputs written to {out}")
+    return 0
+
+
+def print_report(r, file=sys.stdout):
+    p = lambda s: print(s, file=file)  # noqa: E731
+    p(f"model        {r['model']}  ({r['name']}, numerics {r['numerics']})")
+    p(f"board        {r['board']}")
+    p(f"arena        {r['arena_bytes']} B  (lower bound {r['arena_lower_bound_bytes']} B)")
+    if r.get("flash"):
+        f = r["flash"]
+        p(f"flash        {f['total']} B  (code {f['code']} B / weights {f['weights']} B)")
+    else:
+        p(f"weights      {r['weights_bytes']} B")
+    if r.get("instructions_per_inference"):
+        same = "same for every input" if r.get("instructions_same_for_all_inputs") else \
+            f"min {r['instructions_min']}"
+        p(f"instructions {r['instructions_per_inference']} per inference ({same}; "
+          f"{r['macs']} MACs)")
+    ok = r["vectors_passed"]
+    p(f"golden       {ok}/{r['vectors']} vectors bit-exact ({r['key']}), "
+      f"{r['mismatches']} mismatching elements, max |diff| {r['max_abs_diff']}")
+    for m in r.get("first_mismatches", [])[:5]:
+        p(f"  vector {m['vector']} element {m['index']}: got {m['got']}, expected {m['expected']}")
+    p("PASS" if r["mismatches"] == 0 else "FAIL")
+
+
+def cmd_verify(a):
+    from .verify import verify_model
+
+    r = verify_model(a.model, a.golden, board=a.board, numerics=a.numerics, key=a.key)
+    if a.json:
+        print(json.dumps(r, indent=2, default=str))
+    else:
+        print_report(r)
+    return 0 if r["mismatches"] == 0 else 1
+
+
+def build_parser():
+    ap = argparse.ArgumentParser(
+        prog="tinyaot", description="Ahead-of-time compiler: quantized ONNX -> static-arena C.",
+        epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--version", action="version", version=f"tinyaot {__version__}")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+
+    def common(p, board_default="host"):
+        p.add_argument("model", help="quantized ONNX model (QDQ)")
+        p.add_argument("--board", default=board_default, help="host, qemu-m4, ... (default %(default)s)")
+        p.add_argument("--numerics", default="ort", choices=["ort", "tflite"],
+                       help="bit-exact reference: onnxruntime or TFLite Micro (default %(default)s)")
+
+    p = sub.add_parser("compile", help="write <name>.c, <name>.h and report.json",
+                       epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    common(p)
+    p.add_argument("-o", "--output", help="output directory (default build/<name>)")
+    p.add_argument("--dump-ir", action="store_true", help="print the IR after each pass")
+    p.add_argument("--input-shape", action="append", metavar="NAME=D0,D1,...",
+                   help="fix a symbolic input shape")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.set_defaults(fn=cmd_compile)
+
+    p = sub.add_parser("run", help="compile, build and run inputs on a board")
+    common(p)
+    p.add_argument("--inputs", required=True, help=".npz with an 'inputs' array (N, ...) int8")
+    p.add_argument("-o", "--output", required=True, help="output .npz ('outputs')")
+    p.set_defaults(fn=cmd_run)
+
+    p = sub.add_parser("verify", help="check bit-exactness against golden vectors")
+    common(p)
+    p.add_argument("--golden", required=True, help="golden .npz (inputs + outputs)")
+    p.add_argument("--key", default="outputs", help="array of expected outputs (default %(default)s)")
+    p.add_argument("--json", action="store_true", help="print the report as JSON on stdout")
+    p.set_defaults(fn=cmd_verify)
+    return ap
+
+
+def main(argv=None):
+    ap = build_parser()
+    a = ap.parse_args(argv)
+    try:
+        return a.fn(a)
+    except TinyAotError as e:
+        print(f"tinyaot: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    except Exception as e:  # a bug in tinyaot, not in the user's input
+        if os.environ.get("TINYAOT_DEBUG"):
+            raise
+        print(f"tinyaot: internal error: {type(e).__name__}: {e} "
+              "(set TINYAOT_DEBUG=1 for the traceback; please report it)", file=sys.stderr)
+        return 70
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,19 @@
+"""Where the project's non-Python parts live (runtime_c, boards, SConstruct)."""
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+RUNTIME_DIR = REPO_ROOT / "runtime_c"
+RUNTIME_INCLUDE = RUNTIME_DIR / "include"
+RUNTIME_SRC = RUNTIME_DIR / "src"
+BOARDS_DIR = REPO_ROOT / "boards"
+SCONSTRUCT = REPO_ROOT / "SConstruct"
+DEFAULT_MODEL = REPO_ROOT / "models" / "digits_cnn_int8.onnx"
+DEFAULT_GOLDEN = REPO_ROOT / "models" / "digits_cnn_int8_golden.npz"
+
+
+def runtime_sources(kernels=None):
+    """runtime_c/src files; with `kernels`, only the ones those functions need."""
+    files = sorted(RUNTIME_SRC.glob("*.c"))
+    if kernels is None:
+        return files
+    return [f for f in files if f.stem in kernels]

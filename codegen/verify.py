@@ -1,0 +1,139 @@
+"""Run a compiled model on a board and compare with golden vectors."""
+from __future__ import annotations
+
+import os
+import subprocess
+
+import numpy as np
+
+from .backend import emit_harness_data
+from .build import board_or_error, build_generated
+from .compiler import compile_model, write_outputs
+from .errors import TinyAotError
+from .paths import REPO_ROOT
+
+
+def load_golden(path, key="outputs"):
+    path = str(path)
+    if not os.path.exists(path):
+        raise TinyAotError("no such golden file", model=path)
+    try:
+        data = np.load(path, allow_pickle=False)
+        files = set(data.files)
+    except Exception:
+        raise TinyAotError("not a golden .npz file", model=path) from None
+    if "inputs" not in files:
+        raise TinyAotError("golden file has no 'inputs' array", model=path)
+    if key not in files:
+        raise TinyAotError(f"golden file has no '{key}' array (has: {', '.join(sorted(files))})",
+                           model=path)
+    return np.asarray(data["inputs"]), np.asarray(data[key])
+
+
+def default_build_dir(name, numerics, board):
+    return os.path.join(str(REPO_ROOT), "build", f"{name}-{numerics}-{board}")
+
+
+def run_model(model, inputs, board="host", numerics="ort", build_dir=None, compiled=None):
+    """Compile, build and run every input; returns (outputs (N, out), info dict)."""
+    b = board_or_error(board)
+    c = compiled or compile_model(model, numerics=numerics)
+    g = c.graph
+    xin = g.tensors[g.inputs[0]]
+    xout = g.tensors[g.outputs[0]]
+    inputs = np.asarray(inputs)
+    if inputs.dtype != np.int8:
+        raise TinyAotError(f"inputs must be int8 (quantized), got {inputs.dtype}", model=str(model))
+    per = inputs.reshape(len(inputs), -1) if inputs.ndim > 1 else inputs.reshape(1, -1)
+    if per.shape[1] != xin.size:
+        raise TinyAotError(f"each input must have {xin.size} values {list(xin.shape)}, "
+                           f"got {per.shape[1]}", model=str(model), tensor=g.inputs[0])
+    out_dir = build_dir or default_build_dir(c.module.name, numerics, board)
+    write_outputs(c, out_dir)
+    info = {"board": board, "name": c.module.name, "report": c.report}
+    if b["kind"] == "shared-library":
+        from .targets.host import run_shared_library
+        so = build_generated(out_dir, board, harness=False)
+        outs, status = run_shared_library(so, c.module.name, per, xin.size, xout.size)
+        info["status"] = status
+        info["ticks"] = None
+    else:
+        from .targets.qemu import QemuError, firmware_size, run_firmware
+        with open(os.path.join(out_dir, "harness_data.c"), "w") as f:
+            f.write(emit_harness_data(c.module.name, per, xin.size, xout.size))
+        elf = build_generated(out_dir, board, harness=True)
+        timeout = 60 + 60 * len(per)
+        try:
+            res = run_firmware(elf, b, timeout=timeout)
+        except QemuError as e:
+            raise TinyAotError(f"firmware run failed on {board}: {e}") from None
+        outs = np.stack([np.frombuffer(r.data, dtype=np.int8) for r in res.outputs])
+        info["status"] = [r.status for r in res.outputs]
+        info["ticks"] = [r.ticks for r in res.outputs]
+        info["instructions"] = [r.ticks * int(b["instructions_per_tick"]) for r in res.outputs]
+        info["elf"] = elf
+        info["size"] = firmware_size(elf, b)
+        info["flash_split"] = flash_split(elf, b, c)
+    return outs.reshape((len(per),) + tuple(xout.shape)), info
+
+
+def flash_split(elf, board, c):
+    """Flash bytes of the model alone: code (kernels + <name>_run) and weights."""
+    nm = board.get("toolchain_prefix", "") + "nm"
+    out = subprocess.run([nm, "-S", "--size-sort", str(elf)], capture_output=True, text=True).stdout
+    code = weights = 0
+    for line in out.splitlines():
+        parts = line.split()
+        if len(parts) != 4:
+            continue
+        size, typ, sym = int(parts[1], 16), parts[2], parts[3]
+        if typ in "tT" and (sym.startswith("tinyaot_") and not sym.startswith("tinyaot_harness")
+                            and not sym.startswith("tinyaot_sh_") and not sym.startswith("tinyaot_timer")
+                            or sym == f"{c.module.name}_run"):
+            code += size
+        elif typ in "rR" and sym[:1] == "l" and "_" in sym and sym[1:sym.index("_")].isdigit():
+            weights += size
+    return {"code": code, "weights": weights, "total": code + weights}
+
+
+def verify_model(model, golden, board="host", numerics="ort", key="outputs"):
+    if golden is None:
+        raise TinyAotError("a golden file is needed (golden=PATH)", model=str(model))
+    inputs, expected = load_golden(golden, key)
+    c = compile_model(model, numerics=numerics)
+    outs, info = run_model(model, inputs, board=board, numerics=numerics, compiled=c)
+    exp = expected.reshape(outs.shape) if expected.size == outs.size else None
+    if exp is None:
+        raise TinyAotError(f"golden '{key}' has {expected.size} values, the model gives {outs.size}",
+                           model=str(golden))
+    diff = outs.astype(np.int32) != exp.astype(np.int32)
+    per_vec = diff.reshape(len(outs), -1).any(axis=1)
+    rep = dict(c.report)
+    rep.update({
+        "board": board,
+        "golden": os.path.basename(str(golden)),
+        "key": key,
+        "vectors": int(len(outs)),
+        "vectors_passed": int((~per_vec).sum()),
+        "mismatches": int(diff.sum()),
+        "max_abs_diff": int(np.abs(outs.astype(np.int32) - exp.astype(np.int32)).max()) if outs.size else 0,
+        "elements": int(outs.size),
+        "status": info["status"],
+    })
+    if info.get("instructions"):
+        ins = info["instructions"]
+        rep["instructions_per_inference"] = int(max(ins))
+        rep["instructions_min"] = int(min(ins))
+        rep["instructions_same_for_all_inputs"] = len(set(ins)) == 1
+        rep["flash_bytes"] = info["flash_split"]["total"]
+        rep["flash"] = info["flash_split"]
+        rep["firmware_size"] = info["size"]
+    else:
+        rep["instructions_per_inference"] = None
+        rep["flash_bytes"] = None
+    if rep["mismatches"]:
+        idx = np.argwhere(diff.reshape(len(outs), -1))
+        rep["first_mismatches"] = [
+            {"vector": int(v), "index": int(i), "got": int(outs.reshape(len(outs), -1)[v, i]),
+             "expected": int(exp.reshape(len(outs), -1)[v, i])} for v, i in idx[:10]]
+    return rep

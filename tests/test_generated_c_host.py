@@ -1,0 +1,41 @@
+"""Generated C on the host (cffi) against the numpy oracle and onnxruntime."""
+import numpy as np
+import pytest
+
+from codegen.compiler import compile_model
+from codegen.reference import run_graph
+from codegen.verify import run_model
+
+from conftest import SHARED_MODELS, shared_model
+
+
+def _host_outputs(model, inputs, numerics, tmp_path):
+    c = compile_model(model, numerics=numerics)
+    outs, info = run_model(model, inputs, board="host", numerics=numerics,
+                           build_dir=tmp_path / "gen", compiled=c)
+    assert info["status"] == [0] * len(inputs)
+    return c, outs
+
+
+def test_default_model_host_c_equals_reference_and_onnxruntime(default_model, default_golden, tmp_path):
+    model, _ = default_model
+    inputs = default_golden["inputs"]
+    c, outs = _host_outputs(model, inputs, "ort", tmp_path)
+    g = c.graph
+    ref = np.stack([run_graph(g, "ort", {g.inputs[0]: x[None]}, c.params)[g.outputs[0]]
+                    for x in inputs])
+    np.testing.assert_array_equal(outs, ref)
+    # the golden outputs were made by onnxruntime (models/make_digits_cnn.py)
+    np.testing.assert_array_equal(outs.reshape(default_golden["outputs"].shape),
+                                  default_golden["outputs"])
+    assert len(inputs) == 64
+
+
+@pytest.mark.shared
+@pytest.mark.parametrize("key", sorted(SHARED_MODELS))
+def test_shared_model_host_c_ort_matches_onnxruntime_golden(key, tmp_path):
+    onnx_path, golden = shared_model(key)
+    gold = np.load(golden)
+    _, outs = _host_outputs(onnx_path, gold["inputs"], "ort", tmp_path)
+    np.testing.assert_array_equal(outs.reshape(gold["outputs_onnxruntime"].shape),
+                                  gold["outputs_onnxruntime"])
