@@ -114,8 +114,18 @@ def _avgpool(g, n, numerics):
         p.update(in_scale=sx, out_scale=sy)
     else:
         if not x.q.same_as(y.q):
-            raise TinyAotError("tflite numerics: AveragePool input and output quantization "
-                               "differ (TFLite requires them equal)", model=g.source, node=n.name)
+            # TFLite has no rescaling AveragePool; the converter emits MEAN over
+            # H, W, whose int8 kernel (reference_integer_ops::Mean) rescales.
+            a = n.attrs
+            if tuple(a["kernel"]) != tuple(x.shape[2:]) or any(a["pads"]):
+                raise TinyAotError("tflite numerics: AveragePool with different input and "
+                                   "output quantization must be global (TFLite MEAN)",
+                                   model=g.source, node=n.name)
+            from .reference import tflite_fixedpoint as tfp
+            count = F32(x.shape[2] * x.shape[3])
+            p["mean_bias"] = int(zy - int(F32(F32(zx) * sx) / sy))
+            p["mean_mult"], p["mean_shift"] = tfp.quantize_multiplier(
+                float(F32(sx / F32(count * sy))))
         if n.attrs.get("count_include_pad"):
             raise TinyAotError("tflite numerics: AveragePool with count_include_pad=1",
                                model=g.source, node=n.name)

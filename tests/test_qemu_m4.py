@@ -63,9 +63,17 @@ def test_scons_default_job_reports_and_fails_on_mismatch(tmp_path, default_model
 
 
 @pytest.mark.shared
+@pytest.mark.parametrize("numerics,golden_key", [("ort", "outputs_onnxruntime"),
+                                                 ("tflite", "outputs_tflm")])
 @pytest.mark.parametrize("key", sorted(SHARED_MODELS))
-def test_shared_model_qemu_ort(key):
+def test_shared_model_qemu(key, numerics, golden_key):
     onnx_path, golden = shared_model(key)
-    rep = verify_model(onnx_path, golden, board="qemu-m4", numerics="ort", key="outputs_onnxruntime")
+    rep = verify_model(onnx_path, golden, board="qemu-m4", numerics=numerics, key=golden_key)
     assert rep["mismatches"] == 0, rep.get("first_mismatches")
-    assert rep["instructions_same_for_all_inputs"]
+    if numerics == "ort":
+        assert rep["instructions_same_for_all_inputs"]
+    else:
+        # The fixed-point helpers still branch on signs (a few instructions
+        # per requantization): known, bounded, tracked in the issue notes.
+        spread = rep["instructions_per_inference"] - rep["instructions_min"]
+        assert spread <= rep["instructions_per_inference"] // 1000

@@ -163,18 +163,18 @@ class CLib:
                    a.size, self._p(p, "int32_t"), lo, hi)
         return out.reshape(shape)
 
-    def add(self, a, b, prm: tf.AddParams, lo=-128, hi=127):
-        p = [prm.input1_offset, prm.input1_multiplier, prm.input1_shift, prm.input2_offset,
-             prm.input2_multiplier, prm.input2_shift, prm.left_shift, prm.output_offset,
-             prm.output_multiplier, prm.output_shift]
+    def add(self, a, b, prm: dict, lo=-128, hi=127):
+        keys = ("a_zp", "b_zp", "out_zp", "left_shift", "a_mult", "a_shift", "b_mult",
+                "b_shift", "out_mult", "out_shift")
+        p = [prm[k] for k in keys]
         return self._binary8("shim_add", a, b, p, lo, hi)
 
-    def mul(self, a, b, prm: tf.MulParams, lo=-128, hi=127):
-        p = [prm.input1_offset, prm.input2_offset, prm.output_offset, prm.output_multiplier,
-             prm.output_shift]
+    def mul(self, a, b, prm: dict, lo=-128, hi=127):
+        p = [prm[k] for k in ("a_zp", "b_zp", "out_zp", "out_mult", "out_shift")]
         return self._binary8("shim_mul", a, b, p, lo, hi)
 
-    def softmax(self, x, mult, shift, diff_min):
+    def softmax(self, x, p: dict):
+        mult, shift, diff_min = p["input_multiplier"], p["input_left_shift"], p["diff_min"]
         x = np.ascontiguousarray(x, dtype=np.int8)
         rows = int(np.prod(x.shape[:-1], dtype=np.int64))
         out = np.empty_like(x)
@@ -307,7 +307,8 @@ def test_avgpool_round_known():
 def test_softmax_prepare_known():
     # float(0.1f) * 2^26 = 6710886.5 exactly -> frexp: q = 6710886.5 / 2^23, shift 23,
     # q * 2^31 = 6710886.5 * 2^8 = 1717986944; radius floor(31 * 2^26 / 2^23) = 248.
-    assert tf.softmax_params(0.1) == (1717986944, 23, -248)
+    want = {"input_multiplier": 1717986944, "input_left_shift": 23, "diff_min": -248}
+    assert tf.softmax_params(0.1) == want
     assert tf.calculate_input_radius(5, 23) == 248
     with pytest.raises(ValueError):
         tf.softmax_params(0.1, output_zero_point=0)
@@ -479,15 +480,15 @@ SOFTMAX_3D_GOLDEN = [
 
 
 def test_tflm_softmax_int8_goldens():
-    m, s, d = tf.softmax_params(0.1)
+    sp = tf.softmax_params(0.1)
     g1 = [0.011656231, 0.031684921, 0.086128544, 0.234121657, 0.636408647]
     x = tflm_quantize([[1, 2, 3, 4, 5], [-1, -2, -3, -4, -5]], 0.1, 0)
-    got = tf.softmax_int8(x, m, s, d)
+    got = tf.softmax_int8(x, sp)
     want = tflm_quantize([g1, g1[::-1]], 1 / 256, -128)
     assert np.max(np.abs(got.astype(int) - want)) <= 1
     assert got.tolist() == [[-125, -120, -106, -68, 35], [35, -68, -106, -120, -125]]
     x3 = tflm_quantize(SOFTMAX_3D_IN, 0.1, 0).reshape(3, 4, 5)
-    got3 = tf.softmax_int8(x3, m, s, d).ravel().astype(int)
+    got3 = tf.softmax_int8(x3, sp).ravel().astype(int)
     assert np.max(np.abs(got3 - tflm_quantize(SOFTMAX_3D_GOLDEN, 1 / 256, -128))) <= 1
 
 
@@ -625,51 +626,55 @@ SOFTMAX_SCALES = [0.1, 0.05, 0.25, 1 / 16, 0.0390625, 0.003, 0.7, 2.5, 16.0, 40.
 )
 @fast
 def test_softmax_c_matches_numpy_hypothesis(clib, x, scale):
-    m, s, d = tf.softmax_params(scale)
-    assert np.array_equal(clib.softmax(x, m, s, d), tf.softmax_int8(x, m, s, d))
+    sp = tf.softmax_params(scale)
+    assert np.array_equal(clib.softmax(x, sp), tf.softmax_int8(x, sp))
 
 
 def test_softmax_c_matches_numpy_bulk_and_sanity(clib):
     rng = np.random.default_rng(7)
     for scale in SOFTMAX_SCALES:
-        m, s, d = tf.softmax_params(scale)
+        sp = tf.softmax_params(scale)
         for depth in (1, 2, 3, 10, 37, 100, 255, 511):
             x = rng.integers(-128, 128, (20, depth)).astype(np.int8)
             x[0] = x[0, 0]  # a uniform row
             x[1] = -128
             x[1, -1] = 127  # a one-hot row
-            got = tf.softmax_int8(x, m, s, d)
-            assert np.array_equal(clib.softmax(x, m, s, d), got)
+            got = tf.softmax_int8(x, sp)
+            assert np.array_equal(clib.softmax(x, sp), got)
             # argmax preserved: the output at an input maximum is the output maximum
             am = x.argmax(axis=-1)
             assert np.array_equal(got[np.arange(len(x)), am], got.max(axis=-1))
-            assert np.all(np.diff(got[np.arange(len(x))[:, None], np.argsort(x, axis=-1, kind="stable")].astype(int), axis=-1) >= 0)
+            # monotone: sorting the inputs sorts the outputs
+            order = np.argsort(x, axis=-1, kind="stable")
+            ranked = got[np.arange(len(x))[:, None], order].astype(int)
+            assert np.all(np.diff(ranked, axis=-1) >= 0)
             total = (got.astype(int) + 128).sum(axis=-1)
             if scale <= 1.0 and depth <= 100:
+                # each output rounds by <= 1/2 LSB (uniform rows hit that), + 1 for 127 saturation
                 assert np.all(np.abs(total - 256) <= depth // 2 + 2), (scale, depth, total)
 
 
 def test_softmax_depth_limit(clib):
-    m, s, d = tf.softmax_params(0.1)
+    sp = tf.softmax_params(0.1)
     x = np.zeros((2, 600), dtype=np.int8)  # sum of exps = 600 >= 512
     with pytest.raises(ValueError):
-        tf.softmax_int8(x, m, s, d)
+        tf.softmax_int8(x, sp)
     ok = np.zeros((1, tf.SOFTMAX_MAX_SAFE_DEPTH), dtype=np.int8)
-    tf.softmax_int8(ok, m, s, d)  # largest depth that can never hit the TFLITE_CHECK
-    assert np.array_equal(clib.softmax(x, m, s, d), tf.softmax_int8(x, m, s, d, clamp_exponent=True))
+    tf.softmax_int8(ok, sp)  # largest depth that can never hit the TFLITE_CHECK
+    assert np.array_equal(clib.softmax(x, sp), tf.softmax_int8(x, sp, clamp_exponent=True))
 
 
 def test_softmax_numpy_axis_and_float_ballpark():
     rng = np.random.default_rng(3)
-    m, s, d = tf.softmax_params(0.1)
+    sp = tf.softmax_params(0.1)
     x = rng.integers(-128, 128, (3, 8, 5)).astype(np.int8)
-    a = tf.softmax_int8(x, m, s, d, axis=1)
-    b = np.moveaxis(tf.softmax_int8(np.moveaxis(x, 1, -1), m, s, d), -1, 1)
+    a = tf.softmax_int8(x, sp, axis=1)
+    b = np.moveaxis(tf.softmax_int8(np.moveaxis(x, 1, -1), sp), -1, 1)
     assert np.array_equal(a, b)
     xi = x.astype(np.int64)
     ref = np.exp(0.1 * (xi - xi.max(-1, keepdims=True)))
     ref = np.clip(np.round(ref / ref.sum(-1, keepdims=True) * 256) - 128, -128, 127)
-    assert np.max(np.abs(tf.softmax_int8(x, m, s, d).astype(int) - ref)) <= 1
+    assert np.max(np.abs(tf.softmax_int8(x, sp).astype(int) - ref)) <= 1
 
 
 # ---------------------------------------------------------------------------
@@ -688,7 +693,7 @@ void u3(const int8_t *i, int8_t *o, int32_t n, int32_t m, int32_t s, int32_t d) 
   tinyaot_softmax_tflite_row_s8(i, o, n, m, s, d);
 }
 int8_t u4(int8_t x, int8_t y, int32_t k) {
-  return (int8_t)(tinyaot_add_tflite_s8(x, y, k, k, -1, k, k, -2, 20, k, k, -3, -128, 127) +
+  return (int8_t)(tinyaot_add_tflite_s8(x, y, k, k, k, 20, k, -1, k, -2, k, -3, -128, 127) +
                   tinyaot_mul_tflite_s8(x, y, k, k, k, k, -5, -128, 127));
 }
 """
@@ -740,11 +745,12 @@ def test_softmax_row_under_asan_ubsan(build_dir):
     assert r.returncode == 0, r.stderr
     rng = np.random.default_rng(11)
     for scale, depth in [(0.1, 1), (0.1, 7), (0.05, 64), (2.5, 300), (0.003, 511), (0.1, 600)]:
-        m, s, d = tf.softmax_params(scale)
+        sp = tf.softmax_params(scale)
         x = rng.integers(-128, 128, (5, depth)).astype(np.int8)
         x[0] = 0
-        payload = struct.pack("<5i", len(x), depth, m, s, d) + x.tobytes()
+        hdr = (len(x), depth, sp["input_multiplier"], sp["input_left_shift"], sp["diff_min"])
+        payload = struct.pack("<5i", *hdr) + x.tobytes()
         run = subprocess.run([str(exe)], input=payload, capture_output=True)
         assert run.returncode == 0, run.stderr.decode()
         got = np.frombuffer(run.stdout, dtype=np.int8).reshape(x.shape)
-        assert np.array_equal(got, tf.softmax_int8(x, m, s, d, clamp_exponent=True))
+        assert np.array_equal(got, tf.softmax_int8(x, sp, clamp_exponent=True))

@@ -243,13 +243,14 @@ class _Emitter:
         a = n.attrs
         _, c, h, w = x.shape
         _, _, oh, ow = y.shape
-        use_float = 1 if "in_scale" in p else 0
+        use_float = 1 if "in_scale" in p else (2 if "mean_mult" in p else 0)
         vals = [h, w, c, oh, ow, a["kernel"][0], a["kernel"][1], a["strides"][0], a["strides"][1],
                 a["pads"][0], a["pads"][1], a.get("count_include_pad", 0), p["act_min"], p["act_max"],
                 use_float]
         fields = ", ".join(str(int(v)) for v in vals)
         fields += (f", {c_float(p.get('in_scale', 0.0))}, {c_float(p.get('out_scale', 0.0))}, "
-                   f"{p.get('in_zp', 0)}, {p.get('out_zp', 0)}")
+                   f"{p.get('in_zp', 0)}, {p.get('out_zp', 0)}, {p.get('mean_mult', 0)}, "
+                   f"{p.get('mean_shift', 0)}, {p.get('mean_bias', 0)}")
         self.consts.append(f"static const tinyaot_pool_params_t {lid}_p = {{ {fields} }};\n")
         kernel = "tinyaot_avgpool_s8" if n.op == "avgpool" else "tinyaot_maxpool_s8"
         info["kernel"] = kernel

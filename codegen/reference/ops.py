@@ -104,7 +104,11 @@ def avgpool(x, attrs, p, numerics):
             else:
                 from . import tflite_fixedpoint as tfp
                 s = x[:, :, ha:hb, wa:wb].astype(np.int32).sum(axis=(2, 3))
-                v = tfp.avgpool_round(s, count)
+                if "mean_mult" in p:  # TFLite MEAN: rescale the raw sum
+                    v = tfp.multiply_by_quantized_multiplier(s, p["mean_mult"], p["mean_shift"])
+                    v = v + p["mean_bias"]
+                else:
+                    v = tfp.avgpool_round(s, count)
                 out[:, :, i, j] = np.clip(v, p["act_min"], p["act_max"])
     return out
 

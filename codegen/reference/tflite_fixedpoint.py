@@ -32,6 +32,10 @@ Conventions
   ``MBQM(...) + zero_point``), this model **wraps modulo 2^32**, and so does
   ``runtime_c/include/tinyaot_fixedpoint.h`` (without UB).  Where TFLite
   saturates, we saturate.
+* Op parameters (add_params, mul_params, softmax_params) are plain dicts whose
+  keys match the C parameter structs / argument names (``a_zp, b_zp, out_zp,
+  left_shift, a_mult, ...``, ``input_multiplier, input_left_shift,
+  diff_min``); the evaluation functions take those dicts (extra keys ignored).
 * "Prepare" functions take python floats.  Tensor scales are float32 in the
   flatbuffer / TfLiteTensor, so they are rounded to float32 first and widened
   to double exactly where TFLM does ``static_cast<double>``.
@@ -40,7 +44,7 @@ Conventions
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from collections.abc import Mapping
 
 import numpy as np
 
@@ -72,10 +76,8 @@ __all__ = [
     "activation_range_int8",
     "conv_output_multipliers",
     "fc_output_multipliers",
-    "AddParams",
     "add_params",
     "add_int8",
-    "MulParams",
     "mul_params",
     "mul_int8",
     "avgpool_round",
@@ -556,8 +558,9 @@ def conv_output_multipliers(input_scale: float, filter_scales, output_scale: flo
     (used by TFLM Conv2D / DepthwiseConv2D, and FullyConnected when the filter is
     per-channel): effective = double(input_scale) * double(filter_scale[c]) /
     double(output_scale), all scales float32, evaluated left to right in double,
-    then QuantizeMultiplier.  A single filter scale is broadcast as TFLM does only
-    if the caller passes it once per channel.  Returns (int32 array, int32 array)."""
+    then QuantizeMultiplier.  For a per-tensor filter TFLM broadcasts the one
+    scale over the output channels (same formula), so a length-1 input gives
+    the per-tensor pair.  Returns (int32 array, int32 array), one per scale."""
     fs = np.atleast_1d(np.asarray(filter_scales, dtype=np.float32))
     si = _f32(input_scale)
     so = _f32(output_scale)
@@ -591,28 +594,17 @@ def fc_output_multipliers(input_scale: float, filter_scales, output_scale: float
 # --------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class AddParams:
-    """tflite::ArithmeticParams fields used by reference_integer_ops::Add (int8)."""
-
-    input1_offset: int
-    input1_multiplier: int
-    input1_shift: int
-    input2_offset: int
-    input2_multiplier: int
-    input2_shift: int
-    left_shift: int
-    output_offset: int
-    output_multiplier: int
-    output_shift: int
-
-
-def add_params(s1: float, zp1: int, s2: float, zp2: int, s_out: float, zp_out: int) -> AddParams:
+def add_params(s1: float, zp1: int, s2: float, zp2: int, s_out: float, zp_out: int) -> dict:
     """TFLM CalculateOpDataAdd (add_common.cc) for int8 output: left_shift = 20,
     twice_max_input_scale = 2 * double(max(float s1, float s2)),
     real_in_i = double(s_i) / twice_max, real_out = twice_max /
     ((1 << 20) * double(s_out)), each through QuantizeMultiplierSmallerThanOneExp
-    (which TFLITE_CHECKs 0 < real < 1: a ValueError here)."""
+    (which TFLITE_CHECKs 0 < real < 1: a ValueError here).
+
+    Returns a dict with the field names of ``tinyaot_add_params_t``:
+    ``a_zp, b_zp, out_zp`` (zero points; TFLite's input offsets are their
+    negatives), ``left_shift``, ``a_mult, a_shift, b_mult, b_shift, out_mult,
+    out_shift`` (python ints)."""
     f1, f2, fo = np.float32(s1), np.float32(s2), np.float32(s_out)
     left_shift = 20
     twice_max = 2.0 * float(max(f1, f2))
@@ -622,64 +614,57 @@ def add_params(s1: float, zp1: int, s2: float, zp2: int, s_out: float, zp_out: i
     m1, sh1 = quantize_multiplier_smaller_than_one_exp(real1)
     m2, sh2 = quantize_multiplier_smaller_than_one_exp(real2)
     mo, sho = quantize_multiplier_smaller_than_one_exp(real_out)
-    return AddParams(
-        input1_offset=-int(zp1),
-        input1_multiplier=m1,
-        input1_shift=sh1,
-        input2_offset=-int(zp2),
-        input2_multiplier=m2,
-        input2_shift=sh2,
-        left_shift=left_shift,
-        output_offset=int(zp_out),
-        output_multiplier=mo,
-        output_shift=sho,
-    )
+    return {
+        "a_zp": int(zp1),
+        "b_zp": int(zp2),
+        "out_zp": int(zp_out),
+        "left_shift": left_shift,
+        "a_mult": m1,
+        "a_shift": sh1,
+        "b_mult": m2,
+        "b_shift": sh2,
+        "out_mult": mo,
+        "out_shift": sho,
+    }
 
 
-def add_int8(a, b, params: AddParams, act_min: int = -128, act_max: int = 127):
+def add_int8(a, b, params: Mapping, act_min: int = -128, act_max: int = 127):
     """reference_integer_ops::AddFunc applied elementwise (Add / AddElementwise /
     BroadcastAdd6DSlow: the per-element math is identical, broadcasting is plain
-    numpy broadcasting here).  Returns int8."""
+    numpy broadcasting here).  ``params`` is the dict of add_params (extra keys
+    are ignored).  Returns int8."""
     a = _i64(a)
     b = _i64(b)
     p = params
-    v1 = _wrap32((p.input1_offset + a) << p.left_shift)
-    v2 = _wrap32((p.input2_offset + b) << p.left_shift)
-    sc1 = _mbqm_stoe(v1, p.input1_multiplier, p.input1_shift)
-    sc2 = _mbqm_stoe(v2, p.input2_multiplier, p.input2_shift)
+    ls = int(p["left_shift"])
+    v1 = _wrap32(_wrap32(a - int(p["a_zp"])) << ls)
+    v2 = _wrap32(_wrap32(b - int(p["b_zp"])) << ls)
+    sc1 = _mbqm_stoe(v1, int(p["a_mult"]), int(p["a_shift"]))
+    sc2 = _mbqm_stoe(v2, int(p["b_mult"]), int(p["b_shift"]))
     raw_sum = _wrap32(sc1 + sc2)
-    raw_out = _wrap32(_mbqm_stoe(raw_sum, p.output_multiplier, p.output_shift) + p.output_offset)
+    raw_out = _wrap32(_mbqm_stoe(raw_sum, int(p["out_mult"]), int(p["out_shift"])) + int(p["out_zp"]))
     r = np.minimum(np.maximum(raw_out, int(act_min)), int(act_max)).astype(np.int8)
     return r[()] if r.ndim == 0 else r
 
 
-@dataclass(frozen=True)
-class MulParams:
-    """tflite::ArithmeticParams fields used by reference_integer_ops::Mul (int8)."""
-
-    input1_offset: int
-    input2_offset: int
-    output_offset: int
-    output_multiplier: int
-    output_shift: int
-
-
-def mul_params(s1: float, zp1: int, s2: float, zp2: int, s_out: float, zp_out: int) -> MulParams:
+def mul_params(s1: float, zp1: int, s2: float, zp2: int, s_out: float, zp_out: int) -> dict:
     """TFLM CalculateOpDataMul (mul_common.cc), int8: real = double(s1) *
-    double(s2) / double(s_out) (float32 scales), QuantizeMultiplier."""
+    double(s2) / double(s_out) (float32 scales), QuantizeMultiplier.
+    Returns a dict ``a_zp, b_zp, out_zp, out_mult, out_shift``."""
     real = _f32(s1) * _f32(s2) / _f32(s_out)
     m, s = quantize_multiplier(real)
-    return MulParams(-int(zp1), -int(zp2), int(zp_out), m, s)
+    return {"a_zp": int(zp1), "b_zp": int(zp2), "out_zp": int(zp_out), "out_mult": m, "out_shift": s}
 
 
-def mul_int8(a, b, params: MulParams, act_min: int = -128, act_max: int = 127):
+def mul_int8(a, b, params: Mapping, act_min: int = -128, act_max: int = 127):
     """reference_integer_ops::MulElementwise / BroadcastMul4DSlow (int8):
-    output_offset + MBQM((a + off1) * (b + off2), multiplier, shift), clamped."""
+    out_zp + MBQM((a - a_zp) * (b - b_zp), out_mult, out_shift), clamped.
+    ``params`` is the dict of mul_params."""
     a = _i64(a)
     b = _i64(b)
     p = params
-    prod = _wrap32(_wrap32(p.input1_offset + a) * _wrap32(p.input2_offset + b))
-    v = _wrap32(p.output_offset + _mbqm(prod, p.output_multiplier, p.output_shift))
+    prod = _wrap32(_wrap32(a - int(p["a_zp"])) * _wrap32(b - int(p["b_zp"])))
+    v = _wrap32(int(p["out_zp"]) + _mbqm(prod, int(p["out_mult"]), int(p["out_shift"])))
     r = np.minimum(np.maximum(v, int(act_min)), int(act_max)).astype(np.int8)
     return r[()] if r.ndim == 0 else r
 
@@ -722,12 +707,12 @@ def softmax_params(
     beta: float = 1.0,
     output_scale: float = 1.0 / 256.0,
     output_zero_point: int = -128,
-) -> tuple[int, int, int]:
+) -> dict:
     """TFLM SoftmaxPrepare / CalculateSoftmaxParams for int8 in -> int8 out:
     checks output zp == -128 and output scale == 1/256 (exact float compare, as
     TFLM), PreprocessSoftmaxScaling(double(beta), double(input_scale), 5) and
     diff_min = -1.0 * CalculateInputRadius(5, input_left_shift).
-    Returns (input_multiplier, input_left_shift, diff_min)."""
+    Returns a dict ``input_multiplier, input_left_shift, diff_min``."""
     if int(output_zero_point) != -128:
         raise ValueError("TFLM int8 softmax requires output zero_point == -128")
     if np.float32(output_scale) != np.float32(1.0 / 256.0):
@@ -736,17 +721,10 @@ def softmax_params(
         _f32(beta), _f32(input_scale), _SOFTMAX_SCALED_DIFF_INTEGER_BITS
     )
     diff_min = int(-1.0 * calculate_input_radius(_SOFTMAX_SCALED_DIFF_INTEGER_BITS, shift))
-    return mult, shift, diff_min
+    return {"input_multiplier": mult, "input_left_shift": shift, "diff_min": diff_min}
 
 
-def softmax_int8(
-    x,
-    input_multiplier: int,
-    input_left_shift: int,
-    diff_min: int,
-    axis: int = -1,
-    clamp_exponent: bool = False,
-):
+def softmax_int8(x, params: Mapping, axis: int = -1, clamp_exponent: bool = False):
     """tflite::reference_ops::Softmax<int8_t, int8_t> (the gemmlowp path TFLM's
     softmax.cc uses for int8 in / int8 out; the LUT path is int16-only) along
     ``axis``:
@@ -758,10 +736,15 @@ def softmax_int8(
     RoundingDivideByPOT(SRDHM(reciprocal, exp), num_bits_over_unit + 23) - 128,
     clamped to int8; entries below diff_min output -128.
 
+    ``params`` is the dict of softmax_params (extra keys are ignored).
+
     TFLM aborts (TFLITE_CHECK) if the exponent leaves [0, 31] (row sum of exps
     >= 512, only possible for depth > SOFTMAX_MAX_SAFE_DEPTH); this raises
     ValueError, or with ``clamp_exponent=True`` clamps it to 31 like the C
     runtime does."""
+    input_multiplier = int(params["input_multiplier"])
+    input_left_shift = int(params["input_left_shift"])
+    diff_min = int(params["diff_min"])
     a = _i64(x)
     if a.size and (a.min() < _INT8_MIN or a.max() > _INT8_MAX):
         raise ValueError("softmax_int8 input must be int8-valued")
@@ -770,8 +753,8 @@ def softmax_int8(
         return np.moveaxis(a.astype(np.int8), -1, axis)
     max_in_row = a.max(axis=-1, keepdims=True)
     diff = a - max_in_row
-    keep = diff >= int(diff_min)
-    rescaled = _mbqm_gto(np.where(keep, diff, 0), int(input_multiplier), int(input_left_shift))
+    keep = diff >= diff_min
+    rescaled = _mbqm_gto(np.where(keep, diff, 0), input_multiplier, input_left_shift)
     exps = _exp_neg(rescaled, _SOFTMAX_SCALED_DIFF_INTEGER_BITS)
     terms = np.where(keep, _rdbpot(exps, _SOFTMAX_ACCUM_INTEGER_BITS), 0)
     sum_of_exps = _wrap32(terms.sum(axis=-1, keepdims=True))

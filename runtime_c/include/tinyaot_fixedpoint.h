@@ -163,35 +163,33 @@ static inline int32_t tinyaot_avgpool_round_tflite(int32_t sum, int32_t count) {
 }
 
 /* reference_integer_ops::AddFunc (int8), with the ArithmeticParams of TFLM's
- * CalculateOpDataAdd (left_shift = 20 for int8). */
-static inline int8_t tinyaot_add_tflite_s8(int8_t x, int8_t y, int32_t input1_offset,
-                                           int32_t input1_multiplier, int32_t input1_shift,
-                                           int32_t input2_offset, int32_t input2_multiplier,
-                                           int32_t input2_shift, int32_t left_shift,
-                                           int32_t output_offset, int32_t output_multiplier,
-                                           int32_t output_shift, int32_t act_min,
+ * CalculateOpDataAdd: left_shift = 20 and the three multiplier/shift pairs of
+ * codegen/reference/tflite_fixedpoint.py:add_params.  Takes zero points (the
+ * TFLite input offsets are -a_zp, -b_zp); x and y are int8 values. */
+static inline int8_t tinyaot_add_tflite_s8(int32_t x, int32_t y, int32_t a_zp, int32_t b_zp,
+                                           int32_t out_zp, int32_t left_shift, int32_t a_mult,
+                                           int32_t a_shift, int32_t b_mult, int32_t b_shift,
+                                           int32_t out_mult, int32_t out_shift, int32_t act_min,
                                            int32_t act_max) {
-  const int32_t v1 = tinyaot_fp_wrap_shl(tinyaot_fp_wrap_add(input1_offset, (int32_t)x), left_shift);
-  const int32_t v2 = tinyaot_fp_wrap_shl(tinyaot_fp_wrap_add(input2_offset, (int32_t)y), left_shift);
-  const int32_t s1 = tinyaot_mbqm_smaller_than_one_exp(v1, input1_multiplier, input1_shift);
-  const int32_t s2 = tinyaot_mbqm_smaller_than_one_exp(v2, input2_multiplier, input2_shift);
+  const int32_t v1 = tinyaot_fp_wrap_shl(tinyaot_fp_wrap_sub(x, a_zp), left_shift);
+  const int32_t v2 = tinyaot_fp_wrap_shl(tinyaot_fp_wrap_sub(y, b_zp), left_shift);
+  const int32_t s1 = tinyaot_mbqm_smaller_than_one_exp(v1, a_mult, a_shift);
+  const int32_t s2 = tinyaot_mbqm_smaller_than_one_exp(v2, b_mult, b_shift);
   const int32_t raw_sum = tinyaot_fp_wrap_add(s1, s2);
-  const int32_t raw_out = tinyaot_fp_wrap_add(
-      tinyaot_mbqm_smaller_than_one_exp(raw_sum, output_multiplier, output_shift),
-      output_offset);
+  const int32_t raw_out =
+      tinyaot_fp_wrap_add(tinyaot_mbqm_smaller_than_one_exp(raw_sum, out_mult, out_shift), out_zp);
   return (int8_t)tinyaot_fp_clamp(raw_out, act_min, act_max);
 }
 
-/* reference_integer_ops::MulElementwise (int8). */
-static inline int8_t tinyaot_mul_tflite_s8(int8_t x, int8_t y, int32_t input1_offset,
-                                           int32_t input2_offset, int32_t output_offset,
-                                           int32_t output_multiplier, int32_t output_shift,
+/* reference_integer_ops::MulElementwise (int8): out_zp + MBQM((x - a_zp) *
+ * (y - b_zp), out_mult, out_shift), clamped; parameters of mul_params. */
+static inline int8_t tinyaot_mul_tflite_s8(int32_t x, int32_t y, int32_t a_zp, int32_t b_zp,
+                                           int32_t out_zp, int32_t out_mult, int32_t out_shift,
                                            int32_t act_min, int32_t act_max) {
-  /* |(x + off1) * (y + off2)| <= 2^16 for int8 zero points; wraps otherwise. */
-  const int32_t prod = tinyaot_fp_s32((uint32_t)tinyaot_fp_wrap_add(input1_offset, (int32_t)x) *
-                                    (uint32_t)tinyaot_fp_wrap_add(input2_offset, (int32_t)y));
-  const int32_t v =
-      tinyaot_fp_wrap_add(output_offset, tinyaot_mbqm(prod, output_multiplier, output_shift));
+  /* |(x - a_zp) * (y - b_zp)| <= 2^16 for int8 values; wraps otherwise. */
+  const int32_t prod = tinyaot_fp_s32((uint32_t)tinyaot_fp_wrap_sub(x, a_zp) *
+                                      (uint32_t)tinyaot_fp_wrap_sub(y, b_zp));
+  const int32_t v = tinyaot_fp_wrap_add(out_zp, tinyaot_mbqm(prod, out_mult, out_shift));
   return (int8_t)tinyaot_fp_clamp(v, act_min, act_max);
 }
 

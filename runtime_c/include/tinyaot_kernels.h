@@ -97,10 +97,12 @@ typedef struct {
     int32_t pad_top, pad_left;
     int32_t count_include_pad;
     int32_t act_min, act_max;
-    /* ort: float mean; tflite (use_float == 0): rounded integer mean */
+    /* 0: TFLite rounded integer mean; 1: onnxruntime float mean;
+     * 2: TFLite MEAN (sum * multiplier >> shift + bias) */
     int32_t use_float;
     float in_scale, out_scale;
     int32_t in_zp, out_zp;
+    int32_t mean_mult, mean_shift, mean_bias;
 } tinyaot_pool_params_t;
 
 int tinyaot_avgpool_s8(const tinyaot_pool_params_t *p, const int8_t *input, int8_t *output);

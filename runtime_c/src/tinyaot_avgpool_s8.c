@@ -15,7 +15,7 @@ int tinyaot_avgpool_s8(const tinyaot_pool_params_t *p, const int8_t *input, int8
             const int32_t count = p->count_include_pad ? p->k_h * p->k_w : (yb - ya) * (xb - xa);
             int8_t *out = output + (oy * p->out_w + ox) * p->c;
             for (int32_t c = 0; c < p->c; ++c) {
-                if (p->use_float) {
+                if (p->use_float == 1) {
                     /* onnxruntime: sum of dequantized values in window order, / count. */
                     float acc = 0.0f;
                     for (int32_t y = ya; y < yb; ++y) {
@@ -34,7 +34,11 @@ int tinyaot_avgpool_s8(const tinyaot_pool_params_t *p, const int8_t *input, int8
                             acc += input[(y * p->in_w + x) * p->c + c];
                         }
                     }
-                    acc = acc > 0 ? (acc + count / 2) / count : (acc - count / 2) / count;
+                    if (p->use_float == 2) {
+                        acc = tinyaot_mbqm(acc, p->mean_mult, p->mean_shift) + p->mean_bias;
+                    } else {
+                        acc = tinyaot_avgpool_round_tflite(acc, count);
+                    }
                     if (acc < p->act_min) acc = p->act_min;
                     if (acc > p->act_max) acc = p->act_max;
                     out[c] = (int8_t)acc;

@@ -60,9 +60,8 @@ void shim_one_over_one_plus_x(const int32_t *a, int32_t *o, int32_t n) {
   for (i = 0; i < n; ++i) o[i] = tinyaot_fp_one_over_one_plus_x_for_x_in_0_1(a[i]);
 }
 
-/* p: input1_offset, input1_multiplier, input1_shift, input2_offset,
- *    input2_multiplier, input2_shift, left_shift, output_offset,
- *    output_multiplier, output_shift */
+/* p: a_zp, b_zp, out_zp, left_shift, a_mult, a_shift, b_mult, b_shift,
+ *    out_mult, out_shift */
 void shim_add(const int8_t *a, const int8_t *b, int8_t *o, int32_t n, const int32_t *p,
               int32_t lo, int32_t hi) {
   int32_t i;
@@ -72,7 +71,7 @@ void shim_add(const int8_t *a, const int8_t *b, int8_t *o, int32_t n, const int3
   }
 }
 
-/* p: input1_offset, input2_offset, output_offset, output_multiplier, output_shift */
+/* p: a_zp, b_zp, out_zp, out_mult, out_shift */
 void shim_mul(const int8_t *a, const int8_t *b, int8_t *o, int32_t n, const int32_t *p,
               int32_t lo, int32_t hi) {
   int32_t i;
