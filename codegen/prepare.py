@@ -74,13 +74,13 @@ def _conv_like(g, n, numerics):
         p["in_scale"], p["out_scale"] = sx, sy
     else:
         from .reference import tflite_fixedpoint as tfp
-        mult, shift = [], []
-        for c in range(cout):
-            m, s = tfp.quantize_multiplier(float(np.float64(sx) * np.float64(sw[c]) / np.float64(sy)))
-            mult.append(m)
-            shift.append(s)
-        p["mult"] = np.array(mult, dtype=np.int32)
-        p["shift"] = np.array(shift, dtype=np.int32)
+        if n.op == "fully_connected":
+            # TFLM FullyConnected: a per-tensor filter's scale product is float32.
+            mult, shift = tfp.fc_output_multipliers(sx, w.q.scale, sy)
+        else:
+            mult, shift = tfp.conv_output_multipliers(sx, w.q.scale, sy)
+        p["mult"] = np.broadcast_to(np.asarray(mult, dtype=np.int32), (cout,)).copy()
+        p["shift"] = np.broadcast_to(np.asarray(shift, dtype=np.int32), (cout,)).copy()
     b = n.inputs[2] if len(n.inputs) > 2 else None
     p["bias"] = (g.tensors[b].data.astype(np.int32).reshape(-1) if b
                  else np.zeros(cout, dtype=np.int32))
