@@ -110,6 +110,14 @@ def cmd_verify(a):
     return 0 if r["mismatches"] == 0 else 1
 
 
+def cmd_bench(a):
+    from .bench import run_bench
+
+    rows = run_bench(board=a.board, out_dir=a.output)
+    print(f"wrote {a.output or 'bench'}/results.json and results.md ({len(rows)} rows)")
+    return 0 if all(r["mismatches"] == 0 for r in rows) else 1
+
+
 def build_parser():
     ap = argparse.ArgumentParser(
         prog="tinyaot", description="Ahead-of-time compiler: quantized ONNX -> static-arena C.",
@@ -145,6 +153,11 @@ def build_parser():
     p.add_argument("--key", default="outputs", help="array of expected outputs (default %(default)s)")
     p.add_argument("--json", action="store_true", help="print the report as JSON on stdout")
     p.set_defaults(fn=cmd_verify)
+
+    p = sub.add_parser("bench", help="instructions, arena and flash of every model on a board")
+    p.add_argument("--board", default="qemu-m4")
+    p.add_argument("-o", "--output", help="output directory (default bench/)")
+    p.set_defaults(fn=cmd_bench)
     return ap
 
 

@@ -1,0 +1,86 @@
+"""`tinyaot bench`: every shared and own model on a board, both numerics.
+
+Writes bench/results.json and bench/results.md. Instruction counts come from
+QEMU with -icount shift=0 (deterministic), so they are measurements, not
+timings; the comparison columns are TFLite Micro + CMSIS-NN on the same
+QEMU board (numbers measured outside this project, quoted in issue #5/#9).
+"""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from .paths import REPO_ROOT
+from .verify import verify_model
+
+SHARED = (REPO_ROOT / ".." / "shared" / "models").resolve()
+MODELS = [
+    ("ad01", SHARED / "anomaly_detection_ad01" / "ad01_int8"),
+    ("kws01", SHARED / "keyword_spotting_kws01" / "kws_ref_model"),
+    ("ic01", SHARED / "image_classification_ic01" / "pretrainedResnet_quant"),
+    ("vww01", SHARED / "visual_wake_words_vww01" / "vww_96_int8"),
+    ("sww01", SHARED / "streaming_wakeword_sww01" / "str_ww_ref_model"),
+    ("digits", REPO_ROOT / "models" / "digits_cnn_int8"),
+]
+# TFLite Micro + CMSIS-NN on qemu-m4: instructions per inference, arena bytes.
+TFLM_CMSIS_NN = {
+    "ad01": (582880, 2580), "kws01": (7697360, 22820), "ic01": (29863240, 54996),
+    "vww01": (24101880, 100708), "sww01": (2227520, 16596),
+}
+KEYS = {"ort": "outputs_onnxruntime", "tflite": "outputs_tflm"}
+
+
+def run_bench(board="qemu-m4", out_dir=None, numerics=("ort", "tflite"), log=print):
+    rows = []
+    for key, stem in MODELS:
+        model = Path(str(stem) + ".onnx")
+        golden = Path(str(stem) + "_golden.npz")
+        if not model.exists():
+            log(f"skip {key}: {model} missing")
+            continue
+        for num in numerics:
+            gkey = KEYS[num] if key != "digits" else "outputs"
+            if key == "digits" and num == "tflite":
+                continue  # its golden is onnxruntime's; tflite numerics differ by design
+            r = verify_model(model, golden, board=board, numerics=num, key=gkey)
+            tflm = TFLM_CMSIS_NN.get(key)
+            ins = r["instructions_per_inference"]
+            row = {
+                "model": key, "numerics": num, "board": board,
+                "instructions": ins, "macs": r["macs"],
+                "mac_per_instruction": round(r["macs"] / ins, 3) if ins else None,
+                "arena_bytes": r["arena_bytes"], "arena_lower_bound": r["arena_lower_bound_bytes"],
+                "flash_code": r["flash"]["code"] if r.get("flash") else None,
+                "flash_weights": r["flash"]["weights"] if r.get("flash") else None,
+                "vectors": r["vectors"], "mismatches": r["mismatches"],
+                "tflm_cmsis_nn_instructions": tflm[0] if tflm else None,
+                "ratio_to_tflm": round(ins / tflm[0], 3) if tflm and ins else None,
+                "tflm_arena_bytes": tflm[1] if tflm else None,
+            }
+            rows.append(row)
+            log(f"{key:6s} {num:6s} {ins:>10} instr  {row['mac_per_instruction']} MAC/instr  "
+                f"arena {row['arena_bytes']}  mismatches {row['mismatches']}")
+    out_dir = Path(out_dir or REPO_ROOT / "bench")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "results.json").write_text(json.dumps(rows, indent=2) + "\n")
+    (out_dir / "results.md").write_text(markdown_table(rows))
+    return rows
+
+
+def markdown_table(rows):
+    head = ("| model | numerics | vectors exact | instructions | MACs | MAC/instr | "
+            "TFLM+CMSIS-NN instr | ratio | arena B (lower bound) | TFLM arena B | flash code B | flash weights B |\n"
+            "|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+    lines = []
+    for r in rows:
+        def f(v):
+            return "-" if v is None else (f"{v:,}" if isinstance(v, int) else str(v))
+        lines.append(
+            f"| {r['model']} | {r['numerics']} | {r['vectors'] - (1 if r['mismatches'] else 0)}/{r['vectors']}"
+            f"{'' if not r['mismatches'] else ' (' + str(r['mismatches']) + ' elements differ)'} | "
+            f"{f(r['instructions'])} | {f(r['macs'])} | {f(r['mac_per_instruction'])} | "
+            f"{f(r['tflm_cmsis_nn_instructions'])} | {f(r['ratio_to_tflm'])} | "
+            f"{f(r['arena_bytes'])} ({f(r['arena_lower_bound'])}) | {f(r['tflm_arena_bytes'])} | "
+            f"{f(r['flash_code'])} | {f(r['flash_weights'])} |")
+    return head + "\n".join(lines) + "\n"
