@@ -192,3 +192,35 @@ def test_generated_c_strict_warnings(key, numerics, compiled_cache, tmp_path):
     gen = Path(write_outputs(c, tmp_path / "gen"))
     diag = _strict_compile([gen / f"{c.module.name}.c"], [RUNTIME_INC, gen], tmp_path)
     assert not diag, f"{len(diag)} diagnostics, first:\n" + "\n".join(diag[:10])
+
+
+# --- self-checks: the harness above really catches what it claims to --------------
+
+@pytest.mark.parametrize("bug", ["heap-overflow", "signed-overflow", "leak"])
+def test_sanitizer_setup_catches_bugs(bug, tmp_path):
+    """A planted bug must give a non-zero exit and a report with these exact
+    flags and options (so an empty report above means something)."""
+    _need_gcc()
+    body = {
+        "heap-overflow": "int8_t *p = malloc(8); volatile int i = 8; int r = p[i]; free(p); return r;",
+        "signed-overflow": "volatile int32_t x = INT32_MAX; int32_t y = x + (int32_t)(argc > 0); return y == 0;",
+        "leak": "int8_t *volatile p = malloc(64); p[0] = 1; p = 0; return 0;",
+    }[bug]
+    src = tmp_path / "bug.c"
+    src.write_text("#include <stdint.h>\n#include <stdlib.h>\n"
+                   "int main(int argc, char **argv) { (void)argv; " + body + " }\n")
+    exe = tmp_path / "bug"
+    p = _run(["gcc", *SAN_FLAGS, "-std=c99", "-ffp-contract=off", src, "-o", exe])
+    assert p.returncode == 0, p.stderr
+    p = _run([exe], env=dict(os.environ, **SAN_ENV), timeout=60)
+    assert p.returncode != 0
+    assert ("AddressSanitizer" in p.stderr or "LeakSanitizer" in p.stderr
+            or "runtime error" in p.stderr), p.stderr
+
+
+def test_strict_flags_catch_conversion(tmp_path):
+    _need_gcc()
+    src = tmp_path / "conv.c"
+    src.write_text("#include <stdint.h>\nint8_t f(int32_t x) { return x; }\n")
+    diag = _strict_compile([src], [], tmp_path)
+    assert diag and "Wconversion" in diag[0]

@@ -142,6 +142,16 @@ class _Emitter:
         info["weight_bytes"] = self.weights_bytes - before
         self.layers.append(info)
 
+    def float_layer(self, lid, g, n, w, p, filt):
+        """Parameters of an onnxruntime float layer (int8 weights + their scales)."""
+        scale = self.const("float", f"{lid}_ws",
+                           np.broadcast_to(w.q.scale.astype(np.float32), (w.shape[0],)))
+        bias = self.const("float", f"{lid}_bf", _float_bias(g, n))
+        self.consts.append(
+            f"static const tinyaot_float_conv_t {lid}_fp = {{ {c_float(p['in_scale'])}, "
+            f"{p['in_zp']}, {c_float(p['out_scale'])}, {p['out_zp']}, {p['act_min']}, "
+            f"{p['act_max']}, {filt}, {scale}, {bias} }};\n")
+
     def conv_dims(self, lid, n):
         x = self.g.tensors[n.inputs[0]]
         y = self.g.tensors[n.outputs[0]]
@@ -167,13 +177,8 @@ class _Emitter:
         kh, kw = n.attrs["kernel"]
         info["macs"] = int(y.size * kh * kw * (w.shape[1]))
         if n.attrs.get("ort_float"):
-            wf = _float_weights(w)
-            filt = self.const("float", f"{lid}_wf", wf.transpose(0, 2, 3, 1), align=4)
-            bias = self.const("float", f"{lid}_bf", _float_bias(g, n))
-            self.consts.append(
-                f"static const tinyaot_float_conv_t {lid}_fp = {{ {c_float(p['in_scale'])}, "
-                f"{p['in_zp']}, {c_float(p['out_scale'])}, {p['out_zp']}, {p['act_min']}, "
-                f"{p['act_max']}, {filt}, {bias} }};\n")
+            filt = self.const("int8_t", f"{lid}_w", w.data.transpose(0, 2, 3, 1), align=4)
+            self.float_layer(lid, g, n, w, p, filt)
             info["kernel"] = "tinyaot_convolve_f32_s8"
             self.call("tinyaot_convolve_f32_s8", [dims, f"&{lid}_fp", self.ptr(x.name),
                                                   self.ptr(y.name)])
@@ -197,12 +202,8 @@ class _Emitter:
         rows = x.size // k
         info["macs"] = int(rows * nout * k)
         if n.attrs.get("ort_float"):
-            filt = self.const("float", f"{lid}_wf", _float_weights(w), align=4)
-            bias = self.const("float", f"{lid}_bf", _float_bias(g, n))
-            self.consts.append(
-                f"static const tinyaot_float_conv_t {lid}_fp = {{ {c_float(p['in_scale'])}, "
-                f"{p['in_zp']}, {c_float(p['out_scale'])}, {p['out_zp']}, {p['act_min']}, "
-                f"{p['act_max']}, {filt}, {bias} }};\n")
+            filt = self.const("int8_t", f"{lid}_w", w.data, align=4)
+            self.float_layer(lid, g, n, w, p, filt)
             info["kernel"] = "tinyaot_fully_connected_f32_s8"
             self.call("tinyaot_fully_connected_f32_s8",
                       [str(rows), str(k), str(nout), f"&{lid}_fp", self.ptr(x.name), self.ptr(y.name)])
@@ -255,14 +256,6 @@ class _Emitter:
         kernel = "tinyaot_avgpool_s8" if n.op == "avgpool" else "tinyaot_maxpool_s8"
         info["kernel"] = kernel
         self.call(kernel, [f"&{lid}_p", self.ptr(x.name), self.ptr(y.name)])
-
-
-def _float_weights(w):
-    """MLAS DequantizeLinear of the weights: float(w) * scale, per channel."""
-    shape = [1] * w.data.ndim
-    shape[0] = -1
-    scale = np.broadcast_to(w.q.scale.astype(np.float32), (w.shape[0],)).reshape(shape)
-    return (w.data.astype(np.float32) * scale).astype(np.float32)
 
 
 def _float_bias(g, n):

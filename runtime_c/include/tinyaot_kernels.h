@@ -57,8 +57,11 @@ typedef struct {
     float out_scale;
     int32_t out_zp;
     int32_t act_min, act_max;
-    const float *filter_f;  /* dequantized weights, float32, same layout as the int8 filter */
-    const float *bias_f;    /* dequantized bias */
+    const int8_t *filter;       /* int8 weights, same layout as the integer kernels' */
+    const float *filter_scale;  /* per output channel: w = float(wq) * scale, as
+                                   DequantizeLinear computes it (exact, so the
+                                   float weights need not be stored in flash) */
+    const float *bias_f;        /* dequantized bias */
 } tinyaot_float_conv_t;
 
 int tinyaot_convolve_f32_s8(const tinyaot_conv_dims_t *d, const tinyaot_float_conv_t *p,

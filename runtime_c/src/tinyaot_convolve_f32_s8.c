@@ -21,7 +21,8 @@ int tinyaot_convolve_f32_s8(const tinyaot_conv_dims_t *d, const tinyaot_float_co
             int8_t *out = output + (oy * d->out_w + ox) * d->out_c;
             for (int32_t oc = 0; oc < d->out_c; ++oc) {
                 const int32_t g = oc / cout_g;
-                const float *f = p->filter_f + oc * d->k_h * d->k_w * cin_g;
+                const int8_t *f = p->filter + oc * d->k_h * d->k_w * cin_g;
+                const float ws = p->filter_scale[oc];
                 float acc = 0.0f;
                 for (int32_t ic = 0; ic < cin_g; ++ic) {
                     for (int32_t ky = 0; ky < d->k_h; ++ky) {
@@ -36,7 +37,7 @@ int tinyaot_convolve_f32_s8(const tinyaot_conv_dims_t *d, const tinyaot_float_co
                             }
                             const int32_t xq = input[(iy * d->in_w + ix) * d->in_c + g * cin_g + ic];
                             const float x = (float)(xq - p->in_zp) * p->in_scale;
-                            acc = fmaf(x, f[(ky * d->k_w + kx) * cin_g + ic], acc);
+                            acc = fmaf(x, (float)f[(ky * d->k_w + kx) * cin_g + ic] * ws, acc);
                         }
                     }
                 }

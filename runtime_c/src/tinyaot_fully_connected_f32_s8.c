@@ -12,10 +12,11 @@ int tinyaot_fully_connected_f32_s8(int32_t rows, int32_t in_features, int32_t ou
     for (int32_t r = 0; r < rows; ++r) {
         const int8_t *x = input + r * in_features;
         for (int32_t n = 0; n < out_features; ++n) {
-            const float *w = p->filter_f + n * in_features;
+            const int8_t *w = p->filter + n * in_features;
+            const float ws = p->filter_scale[n];
             float acc = 0.0f;
             for (int32_t k = 0; k < in_features; ++k) {
-                acc = fmaf((float)((int32_t)x[k] - p->in_zp) * p->in_scale, w[k], acc);
+                acc = fmaf((float)((int32_t)x[k] - p->in_zp) * p->in_scale, (float)w[k] * ws, acc);
             }
             acc = acc + p->bias_f[n];
             output[r * out_features + n] =
