@@ -223,4 +223,7 @@ def test_strict_flags_catch_conversion(tmp_path):
     src = tmp_path / "conv.c"
     src.write_text("#include <stdint.h>\nint8_t f(int32_t x) { return x; }\n")
     diag = _strict_compile([src], [], tmp_path)
-    assert diag and "Wconversion" in diag[0]
+    assert diag and "conversion" in diag[0], diag
+    src.write_text("int g(int x) { int y = x; { int x = y + 1; y = x; } return y; }\n")
+    diag = _strict_compile([src], [], tmp_path)
+    assert diag and "shadow" in diag[0], diag
