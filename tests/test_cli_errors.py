@@ -94,3 +94,14 @@ def test_compile_writes_c_header_and_report(tmp_path, default_model):
     src = (out / "digits_cnn_int8.c").read_text()
     assert "malloc" not in src and "stdio" not in src and "printf" not in src
     assert "static int8_t digits_cnn_int8_arena[" in src and "aligned(16)" in src
+
+
+def test_run_writes_outputs_equal_to_golden(tmp_path, default_model, default_golden):
+    model, _ = default_model
+    inp = tmp_path / "in.npz"
+    np.savez(inp, inputs=default_golden["inputs"][:5])
+    out = tmp_path / "out.npz"
+    proc = run_cli("run", model, "--board", "host", "--inputs", inp, "-o", out)
+    assert proc.returncode == 0, proc.stderr
+    got = np.load(out)["outputs"]
+    np.testing.assert_array_equal(got.reshape(5, -1), default_golden["outputs"][:5].reshape(5, -1))
