@@ -474,9 +474,11 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out-dir", default=os.path.dirname(os.path.abspath(__file__)))
     ap.add_argument("--epochs", type=int, default=EPOCHS)
-    ap.add_argument("--keep-removable-activations", action="store_true",
+    ap.add_argument("--keep-removable-activations", action=argparse.BooleanOptionalAction,
+                    default=True,
                     help="keep Relu/Clip nodes in the QDQ model (ORT "
-                         "QDQKeepRemovableActivations); off for the default model")
+                         "QDQKeepRemovableActivations), so the default model exercises "
+                         "tinyaot's Relu/Clip fusion (default: on)")
     args = ap.parse_args(argv)
     out_dir = args.out_dir
     os.makedirs(out_dir, exist_ok=True)
