@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
+import tempfile
 
 import numpy as np
 
@@ -30,10 +32,6 @@ def load_golden(path, key="outputs"):
     return np.asarray(data["inputs"]), np.asarray(data[key])
 
 
-def default_build_dir(name, numerics, board):
-    return os.path.join(str(REPO_ROOT), "build", f"{name}-{numerics}-{board}")
-
-
 def run_model(model, inputs, board="host", numerics="ort", build_dir=None, compiled=None):
     """Compile, build and run every input; returns (outputs (N, out), info dict)."""
     b = board_or_error(board)
@@ -48,7 +46,22 @@ def run_model(model, inputs, board="host", numerics="ort", build_dir=None, compi
     if per.shape[1] != xin.size:
         raise TinyAotError(f"each input must have {xin.size} values {list(xin.shape)}, "
                            f"got {per.shape[1]}", model=str(model), tensor=g.inputs[0])
-    out_dir = build_dir or default_build_dir(c.module.name, numerics, board)
+    tmp_dir = None
+    if build_dir is None:
+        # A private directory per run: concurrent runs (CI, -j, several
+        # users of one checkout) never share SCons state.
+        base = os.path.join(str(REPO_ROOT), "build")
+        os.makedirs(base, exist_ok=True)
+        tmp_dir = tempfile.mkdtemp(prefix=f"{c.module.name}-{numerics}-{board}-", dir=base)
+    out_dir = build_dir or tmp_dir
+    try:
+        return _build_and_run(c, b, board, numerics, per, xin, xout, out_dir)
+    finally:
+        if tmp_dir and not os.environ.get("TINYAOT_KEEP_BUILD"):
+            shutil.rmtree(tmp_dir, ignore_errors=True)
+
+
+def _build_and_run(c, b, board, numerics, per, xin, xout, out_dir):
     write_outputs(c, out_dir)
     info = {"board": board, "name": c.module.name, "report": c.report}
     if b["kind"] == "shared-library":
@@ -96,12 +109,13 @@ def flash_split(elf, board, c):
     return {"code": code, "weights": weights, "total": code + weights}
 
 
-def verify_model(model, golden, board="host", numerics="ort", key="outputs"):
+def verify_model(model, golden, board="host", numerics="ort", key="outputs", build_dir=None):
     if golden is None:
         raise TinyAotError("a golden file is needed (golden=PATH)", model=str(model))
     inputs, expected = load_golden(golden, key)
     c = compile_model(model, numerics=numerics)
-    outs, info = run_model(model, inputs, board=board, numerics=numerics, compiled=c)
+    outs, info = run_model(model, inputs, board=board, numerics=numerics, compiled=c,
+                           build_dir=build_dir)
     exp = expected.reshape(outs.shape) if expected.size == outs.size else None
     if exp is None:
         raise TinyAotError(f"golden '{key}' has {expected.size} values, the model gives {outs.size}",
