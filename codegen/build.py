@@ -90,6 +90,9 @@ def build_generated(gen_dir, board_name, harness=True, quiet=True):
 
 def scons_verify(Environment, Command, AlwaysBuild, Default, root, board_name, args):
     """The default `scons board=B` job: compile, build, verify, report."""
+    if board_name == "all" or "," in board_name:  # a fleet: codegen/fleet.py
+        from .fleet import scons_fleet
+        return scons_fleet(Command, AlwaysBuild, Default, board_name, args)
     from .verify import verify_model
     from .paths import DEFAULT_GOLDEN, DEFAULT_MODEL
 

@@ -44,9 +44,15 @@ def cmd_compile(a):
         dumps.append(f"== after {title} ==\n{g.dump()}")
 
     c = compile_model(a.model, numerics=a.numerics, input_shapes=_shape_arg(a.input_shape),
-                      dump=dump if a.dump_ir else None)
+                      dump=dump if a.dump_ir else None, io_buffers=a.io_buffers)
     out = a.output or os.path.join("build", model_name(a.model))
+    from .build import board_or_error
+    from .tools.budget import check_budget
+    check_budget(c, board_or_error(a.board), a.ram_limit, a.flash_limit, model=a.model)
     write_outputs(c, out)
+    if a.plot_memory:  # planner/plot.py: one rectangle per arena block over the steps
+        from .planner.plot import plot_memory
+        plot_memory(c.plan, c.graph, a.plot_memory)
     if a.dump_ir:
         print("\n".join(dumps))
     if a.json:
@@ -64,7 +70,8 @@ def cmd_run(a):
     from .verify import load_golden, run_model
 
     inputs, _ = load_golden(a.inputs, "inputs")
-    outs, info = run_model(a.model, inputs, board=a.board, numerics=a.numerics)
+    outs, info = run_model(a.model, inputs, board=a.board, numerics=a.numerics,
+                           ram_limit=a.ram_limit, flash_limit=a.flash_limit)
     out = a.output
     tmp = out + ".tmp.npz"
     extra = {}
@@ -102,7 +109,8 @@ def print_report(r, file=sys.stdout):
 def cmd_verify(a):
     from .verify import verify_model
 
-    r = verify_model(a.model, a.golden, board=a.board, numerics=a.numerics, key=a.key)
+    r = verify_model(a.model, a.golden, board=a.board, numerics=a.numerics, key=a.key,
+                     ram_limit=a.ram_limit, flash_limit=a.flash_limit)
     if a.json:
         print(json.dumps(r, indent=2, default=str))
     else:
@@ -118,6 +126,20 @@ def cmd_bench(a):
     return 0 if all(r["mismatches"] == 0 for r in rows) else 1
 
 
+def cmd_export(a):
+    from .export import export
+
+    r = export(a.model, a.board, a.output, numerics=a.numerics, measure_on_board=not a.no_measure)
+    for name in r["models"]:
+        n = r["numbers"][name]
+        extra = "" if n["instructions"] is None else \
+            f", flash {n['flash']['total']} B, {n['instructions']} instructions on {a.board}"
+        print(f"{name}: arena {r['arena'][name]} B{extra}")
+    print(f"wrote {r['dir']}: {len(r['sources'])} sources, {len(r['headers'])} runtime headers, "
+          "README.md, tinyaot.mk, CMakeLists.txt, tinyaot.cmake")
+    return 0
+
+
 def build_parser():
     ap = argparse.ArgumentParser(
         prog="tinyaot", description="Ahead-of-time compiler: quantized ONNX -> static-arena C.",
@@ -130,6 +152,10 @@ def build_parser():
         p.add_argument("--board", default=board_default, help="host, qemu-m4, ... (default %(default)s)")
         p.add_argument("--numerics", default="ort", choices=["ort", "tflite"],
                        help="bit-exact reference: onnxruntime or TFLite Micro (default %(default)s)")
+        p.add_argument("--ram-limit", metavar="SIZE", help="RAM for arena + stack, e.g. 64K "
+                       "(default: the board's ram_size); too much fails before any C is written")
+        p.add_argument("--flash-limit", metavar="SIZE", help="flash limit, e.g. 256K "
+                       "(default: the board's flash_size)")
 
     p = sub.add_parser("compile", help="write <name>.c, <name>.h and report.json",
                        epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -139,6 +165,10 @@ def build_parser():
     p.add_argument("--input-shape", action="append", metavar="NAME=D0,D1,...",
                    help="fix a symbolic input shape")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.add_argument("--io-buffers", choices=["user", "arena"], default="user",
+                   help="user: input/output in the caller's buffers (default); arena: inside "
+                        "the arena, reached through <name>_input() / <name>_output()")
+    p.add_argument("--plot-memory", metavar="PNG", help="draw the arena plan over time")
     p.set_defaults(fn=cmd_compile)
 
     p = sub.add_parser("run", help="compile, build and run inputs on a board")
@@ -158,6 +188,19 @@ def build_parser():
     p.add_argument("--board", default="qemu-m4")
     p.add_argument("-o", "--output", help="output directory (default bench/)")
     p.set_defaults(fn=cmd_bench)
+
+    from .tools.cli_tools import add_tool_commands  # report, validate, profile, quantize
+    add_tool_commands(sub)
+
+    p = sub.add_parser("export", help="a self-contained C library folder (model + kernels, Make/CMake)")
+    p.add_argument("model", nargs="+", help="quantized ONNX model(s); several share the kernels")
+    p.add_argument("--board", required=True, help="board the numbers in the README are measured on")
+    p.add_argument("--numerics", default="ort", choices=["ort", "tflite"],
+                   help="bit-exact reference: onnxruntime or TFLite Micro (default %(default)s)")
+    p.add_argument("-o", "--output", required=True, help="output folder")
+    p.add_argument("--no-measure", action="store_true",
+                   help="do not run one inference in QEMU for flash and instruction counts")
+    p.set_defaults(fn=cmd_export)
     return ap
 
 

@@ -31,7 +31,8 @@ def model_name(path) -> str:
     return c_ident(os.path.splitext(os.path.basename(str(path)))[0])
 
 
-def compile_model(path, numerics="ort", name=None, input_shapes=None, dump=None) -> Compiled:
+def compile_model(path, numerics="ort", name=None, input_shapes=None, dump=None,
+                  hooks=False, io_buffers="user", search_order=True) -> Compiled:
     if numerics not in NUMERICS:
         raise TinyAotError(f"unknown numerics '{numerics}' (choose from {', '.join(NUMERICS)})")
     g = load_model(path, input_shapes)
@@ -39,10 +40,16 @@ def compile_model(path, numerics="ort", name=None, input_shapes=None, dump=None)
         from .passes.ort_paths import mark_ort_float_nodes
         mark_ort_float_nodes(g, path)
     run_passes(g, dump=dump)
-    plan = plan_arena(g)
+    if io_buffers not in ("user", "arena"):
+        raise TinyAotError(f"unknown --io-buffers '{io_buffers}' (choose from user, arena)")
+    order_info = None
+    if search_order:  # planner/order.py: the topological order with the lowest peak
+        from .planner.order import choose_order
+        g.nodes, order_info = choose_order(g, io_buffers)
+    plan = plan_arena(g, io_buffers=io_buffers)
     check_plan(g, plan)
     params = {n.name: prepare_node(g, n, numerics) for n in g.nodes}
-    module = emit_c(g, plan, params, numerics, name or model_name(path))
+    module = emit_c(g, plan, params, numerics, name or model_name(path), hooks=hooks)
     report = {
         "tinyaot_version": __version__,
         "model": os.path.basename(str(path)),
@@ -55,9 +62,13 @@ def compile_model(path, numerics="ort", name=None, input_shapes=None, dump=None)
         "layers": module.layers,
         "kernels": sorted(module.kernels),
         "plan": plan.to_json(),
+        "io_buffers": io_buffers,
+        "execution_order": order_info,
         "input": {"name": g.inputs[0], "shape": list(g.tensors[g.inputs[0]].shape)},
         "output": {"name": g.outputs[0], "shape": list(g.tensors[g.outputs[0]].shape)},
     }
+    from .backend.io_types import io_report
+    report["io"] = io_report(g)  # dtype, scale/zp, float or integer model boundary
     return Compiled(g, plan, params, module, numerics, report)
 
 

@@ -185,3 +185,53 @@ _PREPARE = {
     "clamp": _clamp_requant,
     "requantize": _clamp_requant,
 }
+
+
+def _lut(g, n, numerics):
+    """Elementwise nonlinearity -> 256-entry int8 table (codegen/reference/lut_tables.py),
+    with a fused Relu/Clip applied to the table entries."""
+    from .reference.lut_tables import LutError, lut_table
+    x = g.tensors[n.inputs[0]]
+    y = g.tensors[n.outputs[0]]
+    if x.dtype != "int8" or y.dtype != "int8":
+        raise TinyAotError(f"{n.attrs['fn']}: only int8 input and output are supported",
+                           model=g.source, node=n.name)
+    sx, zx = x.q.scalar()
+    sy, zy = y.q.scalar()
+    try:
+        table = lut_table(n.attrs["fn"], n.attrs.get("fn_attrs", ()), n.attrs.get("opset", 13),
+                          sx, zx, sy, zy, numerics)
+    except LutError as e:
+        raise TinyAotError(str(e), model=g.source, node=n.name) from None
+    lo, hi = act_bounds(numerics, y, n.attrs.get("act_lo"), n.attrs.get("act_hi"))
+    return {"table": np.clip(table.astype(np.int32), lo, hi).astype(np.int8),
+            "act_min": lo, "act_max": hi}
+
+
+_PREPARE["lut"] = _lut
+
+
+def _mul(g, n, numerics):
+    """int8 Mul (broadcasting). ort: MLAS QLinearMul when ORT fuses the QDQ group
+    (round_half_even(float(prod) * float32(sa * sb / sy) + zy), saturated), else
+    DequantizeLinear -> float Mul -> QuantizeLinear; tflite: TFLM MUL (mul_params)."""
+    a, b = (g.tensors[i] for i in n.inputs)
+    y = g.tensors[n.outputs[0]]
+    sa, za = a.q.scalar()
+    sb, zb = b.q.scalar()
+    sy, zy = y.q.scalar()
+    p = {"a_zp": int(za), "b_zp": int(zb), "out_zp": int(zy)}
+    p["act_min"], p["act_max"] = act_bounds(numerics, y, n.attrs.get("act_lo"), n.attrs.get("act_hi"))
+    if numerics == "ort":
+        from .passes.ort_qlinear import ort_optimized_outputs
+        fused = y.name in ort_optimized_outputs(g.source, "QLinearMul")
+        p.update(mode=1 if fused else 2, a_scale=F32(sa), b_scale=F32(sb), out_scale=F32(sy),
+                 ratio=F32(F32(F32(sa) * F32(sb)) / F32(sy)))
+    else:
+        from .reference import tflite_fixedpoint as tfp
+        mp = tfp.mul_params(float(sa), za, float(sb), zb, float(sy), zy)
+        p.update(mode=0, out_mult=int(mp["out_mult"]), out_shift=int(mp["out_shift"]))
+    return p
+
+
+_PREPARE["mul"] = _mul

@@ -32,16 +32,21 @@ def load_golden(path, key="outputs"):
     return np.asarray(data["inputs"]), np.asarray(data[key])
 
 
-def run_model(model, inputs, board="host", numerics="ort", build_dir=None, compiled=None):
+def run_model(model, inputs, board="host", numerics="ort", build_dir=None, compiled=None,
+              ram_limit=None, flash_limit=None):
     """Compile, build and run every input; returns (outputs (N, out), info dict)."""
+    from .tools.budget import check_budget
     b = board_or_error(board)
     c = compiled or compile_model(model, numerics=numerics)
+    check_budget(c, b, ram_limit, flash_limit, model=str(model))
     g = c.graph
     xin = g.tensors[g.inputs[0]]
     xout = g.tensors[g.outputs[0]]
     inputs = np.asarray(inputs)
-    if inputs.dtype != np.int8:
-        raise TinyAotError(f"inputs must be int8 (quantized), got {inputs.dtype}", model=str(model))
+    want = np.dtype(xin.dtype) if xin.dtype in ("int8", "uint8") else np.dtype(np.int8)
+    if inputs.dtype != want:
+        raise TinyAotError(f"inputs must be {want} (quantized), got {inputs.dtype}", model=str(model))
+    inputs = inputs.view(np.int8)  # the same bytes (uint8 models: passes/uint8.py)
     per = inputs.reshape(len(inputs), -1) if inputs.ndim > 1 else inputs.reshape(1, -1)
     if per.shape[1] != xin.size:
         raise TinyAotError(f"each input must have {xin.size} values {list(xin.shape)}, "
@@ -87,6 +92,8 @@ def _build_and_run(c, b, board, numerics, per, xin, xout, out_dir):
         info["elf"] = elf
         info["size"] = firmware_size(elf, b)
         info["flash_split"] = flash_split(elf, b, c)
+    if xout.dtype == "uint8":
+        outs = np.asarray(outs).view(np.uint8)
     return outs.reshape((len(per),) + tuple(xout.shape)), info
 
 
@@ -109,13 +116,14 @@ def flash_split(elf, board, c):
     return {"code": code, "weights": weights, "total": code + weights}
 
 
-def verify_model(model, golden, board="host", numerics="ort", key="outputs", build_dir=None):
+def verify_model(model, golden, board="host", numerics="ort", key="outputs", build_dir=None,
+                 ram_limit=None, flash_limit=None):
     if golden is None:
         raise TinyAotError("a golden file is needed (golden=PATH)", model=str(model))
     inputs, expected = load_golden(golden, key)
     c = compile_model(model, numerics=numerics)
     outs, info = run_model(model, inputs, board=board, numerics=numerics, compiled=c,
-                           build_dir=build_dir)
+                           build_dir=build_dir, ram_limit=ram_limit, flash_limit=flash_limit)
     exp = expected.reshape(outs.shape) if expected.size == outs.size else None
     if exp is None:
         raise TinyAotError(f"golden '{key}' has {expected.size} values, the model gives {outs.size}",

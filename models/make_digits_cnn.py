@@ -169,46 +169,21 @@ def export(model, out_path):
     return m
 
 
-class _CalibReader:
-    """onnxruntime CalibrationDataReader over a float array (N,1,8,8)."""
-
-    def __init__(self, inputs, input_name):
-        self._it = iter([{input_name: s[None].astype(np.float32)} for s in inputs])
-
-    def get_next(self):
-        return next(self._it, None)
-
-    def rewind(self):  # not needed by MinMax, present for API completeness
-        pass
-
-
 def quantize(f32_path, calib_inputs, out_path, keep_removable_activations=False):
-    """Float ONNX -> QDQ int8 ONNX (float I/O). Single entry point so a later
-    `tinyaot quantize` command can replace it.
+    """Float ONNX -> QDQ int8 ONNX (float I/O), through the same function as
+    `tinyaot quantize` (codegen/tools/quantize.py): quant_pre_process, then
+    quantize_static with QDQ, per-channel int8 weights, int8 activations,
+    MinMax calibration.
 
     With ORT's defaults, Relu/Clip that directly precede a QuantizeLinear are
     dropped (the Q's zero point / saturation already implements them);
     keep_removable_activations=True sets QDQKeepRemovableActivations to keep
     them as explicit nodes."""
-    from onnxruntime.quantization import (CalibrationMethod, QuantFormat,
-                                          QuantType, quantize_static)
-    from onnxruntime.quantization.shape_inference import quant_pre_process
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    from codegen.tools.quantize import quantize_qdq
 
-    input_name = onnx.load(f32_path).graph.input[0].name
-    with tempfile.TemporaryDirectory() as tmp:
-        pre = os.path.join(tmp, "pre.onnx")
-        quant_pre_process(f32_path, pre, skip_symbolic_shape=True)
-        quantize_static(
-            pre, out_path, _CalibReader(calib_inputs, input_name),
-            quant_format=QuantFormat.QDQ,
-            per_channel=True,
-            weight_type=QuantType.QInt8,
-            activation_type=QuantType.QInt8,
-            calibrate_method=CalibrationMethod.MinMax,
-            extra_options=({"QDQKeepRemovableActivations": True}
-                           if keep_removable_activations else None),
-        )
-    return out_path
+    return quantize_qdq(f32_path, calib_inputs, out_path, method="minmax",
+                        keep_removable_activations=keep_removable_activations)
 
 
 def _initializer_value(graph, name):

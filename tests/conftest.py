@@ -56,3 +56,18 @@ def default_model():
 def default_golden():
     g = np.load(DEFAULT_GOLDEN)
     return {k: g[k] for k in g.files}
+
+
+def pytest_terminal_summary(terminalreporter):
+    """test_fuzz_frontend.py: how many hostile models were tried, and what they gave."""
+    import sys
+    fuzz = sys.modules.get("test_fuzz_frontend")
+    if fuzz is None or not fuzz.STATS.get("cases"):
+        return
+    s = fuzz.STATS
+    terminalreporter.write_sep("-", "tinyaot fuzz summary")
+    terminalreporter.write_line(
+        f"fuzz: {s['cases']} cases: {s['ok']} compiled, {s['error']} clean TinyAotError, "
+        f"{s['bug']} other exceptions, {s['timeout']} time-outs, {s['memory']} memory-guard hits")
+    for kind, mutation, msg in fuzz.FINDINGS:
+        terminalreporter.write_line(f"  {kind}: {mutation}: {msg}")

@@ -41,8 +41,8 @@ def test_every_plan_passes_the_checker_and_respects_the_lower_bound(g):
     check_plan(g, plan)
     assert plan.size >= plan.lower_bound
     for b in plan.blocks:
-        if b.external is None:
-            assert b.offset % 8 == 0
+        if b.external is None:  # per-buffer alignment (planner/align.py): at least 4
+            assert b.align >= 4 and b.offset % b.align == 0
 
 
 def test_checker_rejects_overlapping_live_tensors():

@@ -13,6 +13,8 @@ import numpy as np
 from .. import __version__
 from ..ir import Graph
 from .c_format import c_array, c_float, c_ident
+from .io_buffers import header_api, run_functions
+from ..planner.poison import POISON_DEFAULTS, poison_after, poison_prologue
 
 
 @dataclass
@@ -123,6 +125,22 @@ class _Emitter:
             info["kernel"] = "tinyaot_requantize_s8"
             self.call("tinyaot_requantize_s8", [str(t.size), f"&{lid}_p",
                                                 self.ptr(n.inputs[0]), self.ptr(n.outputs[0])])
+        elif op == "mul":
+            from .c_emit_more import emit_mul
+            emit_mul(self, lid, n, p, info)
+        elif op == "lut":
+            t = g.tensors[n.inputs[0]]
+            table = self.const("int8_t", f"{lid}_table", p["table"])
+            info["kernel"] = "tinyaot_lut_s8"
+            self.call("tinyaot_lut_s8", [str(t.size), table, self.ptr(n.inputs[0]),
+                                         self.ptr(n.outputs[0])])
+        elif op == "sign_flip":  # uint8 <-> int8 at the model boundary (passes/uint8.py)
+            t = g.tensors[n.inputs[0]]
+            info["kernel"] = "inline (x ^ 0x80)"
+            self.body.append(
+                f"    {{ const uint8_t *s_ = (const uint8_t *){self.ptr(n.inputs[0])}; "
+                f"uint8_t *d_ = (uint8_t *){self.ptr(n.outputs[0])}; "
+                f"for (uint32_t i_ = 0; i_ < {t.size}u; ++i_) d_[i_] = (uint8_t)(s_[i_] ^ 0x80u); }}")
         elif op == "layout":
             t = g.tensors[n.inputs[0]]
             src = n.attrs["from_perm"]
@@ -183,6 +201,9 @@ class _Emitter:
             self.call("tinyaot_convolve_f32_s8", [dims, f"&{lid}_fp", self.ptr(x.name),
                                                   self.ptr(y.name)])
             return
+        if n.attrs.get("fast_kernel") in ("conv", "depthwise"):
+            self.emit_fast(lid, n, p, info, dims, w)
+            return
         q = self.requant(lid, p)
         if depthwise:
             filt = self.const("int8_t", f"{lid}_w", w.data[:, 0].transpose(1, 2, 0), align=4)
@@ -208,11 +229,46 @@ class _Emitter:
             self.call("tinyaot_fully_connected_f32_s8",
                       [str(rows), str(k), str(nout), f"&{lid}_fp", self.ptr(x.name), self.ptr(y.name)])
             return
+        if n.attrs.get("fast_kernel") == "fc":
+            self.emit_fast(lid, n, p, info, None, w, rows=rows)
+            return
         q = self.requant(lid, p)
         filt = self.const("int8_t", f"{lid}_w", w.data, align=4)
         info["kernel"] = "tinyaot_fully_connected_s8"
         self.call("tinyaot_fully_connected_s8", [str(rows), str(k), str(nout), q,
                                                  self.ptr(x.name), filt, self.ptr(y.name)])
+
+    def emit_fast(self, lid, n, p, info, dims, w, rows=None):
+        """A layer on the fast kernels (passes/kernel_select.py, backend/fast_pack.py)."""
+        from .fast_pack import conv_gemm_weights, pack_depthwise, pack_gemm
+        from ..planner.arena import scratch_name
+
+        if "mult" in p and np.any(np.asarray(p["mult"]) < 0):
+            raise NotImplementedError("fast kernels need non-negative multipliers")
+        kind = n.attrs["fast_kernel"]
+        q = self.requant(lid, p)
+        x, y = n.inputs[0], n.outputs[0]
+        if kind == "depthwise":
+            wt = w.data[:, 0].transpose(1, 2, 0)  # [k_h][k_w][c]
+            filt = self.const("int32_t", f"{lid}_wp", pack_depthwise(wt.reshape(-1, wt.shape[-1])),
+                              align=8)
+            kernel = "tinyaot_depthwise_conv_fast_s8"
+            args = [dims, q, self.ptr(x), filt, self.ptr(y)]
+        else:
+            b = self.plan.where[scratch_name(n)]
+            scratch = f"(uint32_t *)(void *)(ARENA + {b.offset})"
+            if kind == "conv":
+                filt = self.const("int32_t", f"{lid}_wp", pack_gemm(conv_gemm_weights(w.data)),
+                                  align=8)
+                kernel = "tinyaot_convolve_fast_s8"
+                args = [dims, q, self.ptr(x), filt, scratch, self.ptr(y)]
+            else:
+                nout, k = w.shape
+                filt = self.const("int32_t", f"{lid}_wp", pack_gemm(w.data), align=8)
+                kernel = "tinyaot_fully_connected_fast_s8"
+                args = [str(rows), str(k), str(nout), q, self.ptr(x), filt, scratch, self.ptr(y)]
+        info["kernel"] = kernel
+        self.call(kernel, args)
 
     def emit_add(self, lid, n, p, info):
         g = self.g
@@ -233,8 +289,9 @@ class _Emitter:
                       f"0.0f, 0.0f, 0.0f, 0, {p['left_shift']}, {p['a_mult']}, {p['a_shift']}, "
                       f"{p['b_mult']}, {p['b_shift']}, {p['out_mult']}, {p['out_shift']}")
         self.consts.append(f"static const tinyaot_add_params_t {lid}_p = {{ {fields} }};\n")
-        info["kernel"] = "tinyaot_add_s8"
-        self.call("tinyaot_add_s8", [str(y.size), f"&{lid}_p", self.ptr(a.name), self.ptr(b.name),
+        kernel = "tinyaot_add_fast_s8" if "a_scale" not in p else "tinyaot_add_s8"
+        info["kernel"] = kernel
+        self.call(kernel, [str(y.size), f"&{lid}_p", self.ptr(a.name), self.ptr(b.name),
                                      str(stride), self.ptr(y.name)])
 
     def emit_pool(self, lid, n, p, info):
@@ -268,13 +325,34 @@ def _float_bias(g, n):
     return (bt.data.astype(np.float32) * scale).astype(np.float32)
 
 
-def emit_c(g: Graph, plan, params, numerics, name=None) -> CModule:
+_HOOK_DEFAULTS = """/* Debug hooks (tinyaot validate / profile): empty unless a build defines
+ * TINYAOT_HOOKS_HEADER, a header that defines them. */
+#ifdef TINYAOT_HOOKS_HEADER
+#include TINYAOT_HOOKS_HEADER
+#endif
+#ifndef TINYAOT_TRACE
+#define TINYAOT_TRACE(layer, ptr, bytes) ((void)0)
+#endif
+#ifndef TINYAOT_PROFILE
+#define TINYAOT_PROFILE(layer) ((void)0)
+#endif
+"""
+
+
+def emit_c(g: Graph, plan, params, numerics, name=None, hooks=False) -> CModule:
+    """hooks: after each layer i, emit TINYAOT_PROFILE(i) and
+    TINYAOT_TRACE(i, output pointer, output bytes) (empty macros by default)."""
     name = c_ident(name or g.name)
     if len(g.inputs) != 1 or len(g.outputs) != 1:
         raise NotImplementedError("exactly one input and one output are supported")
     em = _Emitter(g, plan, params, numerics, name)
     for i, n in enumerate(g.nodes):
         em.emit_node(i, n)
+        if hooks:
+            out = g.tensors[n.outputs[0]]
+            em.body.append(f"    TINYAOT_PROFILE({i});")
+            em.body.append(f"    TINYAOT_TRACE({i}, (const void *){em.ptr(out.name)}, {out.nbytes}u);")
+        em.body.extend(poison_after(plan, i))
     xin = g.tensors[g.inputs[0]]
     xout = g.tensors[g.outputs[0]]
     up = name.upper()
@@ -283,8 +361,8 @@ def emit_c(g: Graph, plan, params, numerics, name=None) -> CModule:
     guard = f"TINYAOT_{up}_H"
     header = f"""/* Generated by tinyaot {__version__} from {_basename(g.source)}. Do not edit.
  * numerics: {numerics}; arena: {plan.size} bytes (static, inside {name}.c).
- * input  '{g.inputs[0]}': int8 {list(xin.shape)}, row-major in ONNX axis order.
- * output '{g.outputs[0]}': int8 {list(xout.shape)}, row-major in ONNX axis order.
+ * input  '{g.inputs[0]}': {xin.dtype} {list(xin.shape)}, row-major in ONNX axis order.
+ * output '{g.outputs[0]}': {xout.dtype} {list(xout.shape)}, row-major in ONNX axis order.
  * real value = scale * (q - zero_point). */
 #ifndef {guard}
 #define {guard}
@@ -303,11 +381,7 @@ extern "C" {{
 #define {up}_OUTPUT_SCALE {c_float(s_out)}
 #define {up}_OUTPUT_ZERO_POINT ({zp_out})
 
-/* Runs one inference: reads {up}_INPUT_SIZE bytes from input, writes
- * {up}_OUTPUT_SIZE bytes to output. Returns 0 on success. Not reentrant
- * (one static arena). */
-int {name}_run(const int8_t *input, int8_t *output);
-
+{header_api(g, plan, name, up)}
 #ifdef __cplusplus
 }}
 #endif
@@ -318,15 +392,22 @@ int {name}_run(const int8_t *input, int8_t *output);
                   f"#define ARENA {name}_arena\n")
     uses_arena = any("ARENA" in line for line in em.body)
     src = [f"/* Generated by tinyaot {__version__} from {_basename(g.source)}. Do not edit. */",
-           f'#include "{name}.h"', "", "#include <stddef.h>", "", '#include "tinyaot_kernels.h"', ""]
+           f'#include "{name}.h"', "", "#include <stddef.h>", "", '#include "tinyaot_kernels.h"',
+           '#include "tinyaot_fast_kernels.h"', ""]
+    if hooks:
+        src.append(_HOOK_DEFAULTS)
     if uses_arena:
         src.append(arena_decl)
     src.extend(em.consts)
-    src.append(f"int {name}_run(const int8_t *input, int8_t *output)\n{{")
-    src.append("    (void)input;\n    (void)output;")
-    src.extend(em.body)
-    src.append("    return 0;\n}\n")
-    return CModule(name, "\n".join(src), header, em.weights_bytes, em.layers, em.kernels)
+    if uses_arena:
+        src.append(POISON_DEFAULTS)
+    keep = [plan.where[g.inputs[0]]] if plan.io_buffers == "arena" else []
+    prologue = poison_prologue(plan, keep) if uses_arena else []
+    src.extend(run_functions(g, plan, name, up, em.body, prologue))
+    from .io_types import apply_io_types, boundary_comment
+    header = boundary_comment(g, apply_io_types(g, name, header))
+    return CModule(name, apply_io_types(g, name, "\n".join(src)), header, em.weights_bytes,
+                   em.layers, em.kernels)
 
 
 def _basename(path):
@@ -351,7 +432,7 @@ def emit_harness_data(name, inputs: np.ndarray, input_size, output_size) -> str:
         "",
         "int tinyaot_harness_run(const int8_t *input, int8_t *output)",
         "{",
-        f"    return {name}_run(input, output);",
+        f"    return {name}_run((const void *)input, (void *)output);",
         "}",
         "",
     ])

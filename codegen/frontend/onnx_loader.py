@@ -20,7 +20,11 @@ SUPPORTED_OPSETS = range(10, 22)
 def load_model(path, input_shapes=None):
     """Read an ONNX file and return the integer IR graph."""
     proto = read_onnx(path)
+    from .qoperator import qoperator_to_qdq
+    proto = qoperator_to_qdq(proto, path)  # QOperator form -> QDQ (no-op for QDQ models)
     proto = infer_static_shapes(proto, path, input_shapes or {})
+    from .const_fold import fold_constants
+    proto, _ = fold_constants(proto, path)  # shape arithmetic on constants
     return lower_to_ir(proto, path)
 
 
@@ -52,8 +56,7 @@ def read_onnx(path) -> onnx.ModelProto:
             f"-{SUPPORTED_OPSETS.stop - 1})",
             model=path,
         )
-    for imp in proto.opset_import:
-        pass  # other domains are checked per node during lowering
+    # other domains are checked per node during lowering
     return proto
 
 

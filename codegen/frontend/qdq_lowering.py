@@ -23,6 +23,10 @@ INT_TYPES = {"int8", "uint8", "int32"}
 MOVE_OPS = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "Identity"}
 FLOAT_OPS = {"Conv", "MatMul", "Gemm", "Add", "Relu", "Clip", "AveragePool",
              "GlobalAveragePool", "MaxPool", "Softmax"}
+# Elementwise nonlinearities: one `lut` IR node (256-entry table per numerics).
+LUT_OPS = {"Sigmoid", "Tanh", "HardSwish", "HardSigmoid", "LeakyRelu"}
+FLOAT_OPS |= LUT_OPS
+FLOAT_OPS |= {"Mul"}
 
 
 @dataclass
@@ -169,9 +173,6 @@ class Lowering:
                                          "float fallback"))
             else:
                 self.unsupported.append(("output", n, "graph output is not an integer tensor"))
-        for f, p in self.pending.items():
-            if not p.attrs.get("_consumed"):
-                pass
 
     def lower_node(self, node, name):
         op = node.op_type
@@ -316,6 +317,14 @@ class Lowering:
         raise _Unsupported(f"input '{x}' is not quantized (float op inside a quantized "
                            "region): quantize this node or enable float fallback")
 
+    def mul_input(self, x, name):
+        if x in self.qrepr and self.graph.tensors[self.qrepr[x]].is_const:
+            t = self.graph.tensors[self.qrepr[x]]
+            if t.dtype != "int8" or t.q.per_channel:
+                raise _Unsupported(f"constant '{x}' must be int8, quantized per tensor")
+            return t.name
+        return self.act_input(x, name)
+
     def weight_input(self, x, name, dtype="int8"):
         if x in self.qrepr and self.graph.tensors[self.qrepr[x]].is_const:
             t = self.graph.tensors[self.qrepr[x]]
@@ -427,6 +436,24 @@ class Lowering:
             if axis != rank - 1:
                 raise _Unsupported("Softmax over an axis other than the last")
             self.pending[out] = Pending("softmax", name, [x], {"axis": axis}, shape=shape)
+            return
+        if op == "Mul":
+            # activation x activation, or x per-tensor int8 constant (broadcasting)
+            xs = [self.mul_input(i, name) for i in ins[:2]]
+            if all(self.graph.tensors[i].is_const for i in xs):
+                raise _Unsupported("Mul of two constants")
+            if len(shape) > 4:
+                raise _Unsupported("Mul of rank > 4")
+            acts = [i for i in xs if not self.graph.tensors[i].is_const]
+            if len(acts) == 1 and self.graph.tensors[acts[0]].shape != tuple(shape):
+                raise _Unsupported("Mul where a constant broadcasts the activation to a larger shape")
+            self.pending[out] = Pending("mul", name, xs, {}, shape=shape)
+            return
+        if op in LUT_OPS:
+            x = self.act_input(ins[0], name)
+            fa = tuple(sorted((k, float(v)) for k, v in attrs.items() if k in ("alpha", "beta")))
+            a = {"fn": op, "fn_attrs": fa, "opset": _opset(self.proto)}
+            self.pending[out] = Pending("lut", name, [x], a, shape=shape)
             return
         raise _Unsupported("operator is not supported")
 

@@ -13,7 +13,7 @@ from ..ir import Node, Tensor
 
 NHWC = (0, 2, 3, 1)
 SPATIAL = {"conv2d", "avgpool", "maxpool"}
-ELEMENTWISE = {"add", "clamp", "requantize"}
+ELEMENTWISE = {"add", "clamp", "requantize", "lut", "mul"}
 ALIAS_OPS = {"reshape", "transpose", "reinterpret"}
 
 

@@ -24,6 +24,7 @@ class Block:
     offset: int = -1
     align: int = DEFAULT_ALIGN
     external: str | None = None  # "input" / "output": lives in the user's buffer
+    inplace: list = field(default_factory=list)  # in-place merges (planner/inplace.py)
 
     def overlaps_in_time(self, other) -> bool:
         return not (self.last < other.first or other.last < self.first)
@@ -36,6 +37,7 @@ class ArenaPlan:
     where: dict  # tensor name -> Block
     strategy: str
     lower_bound: int
+    io_buffers: str = "user"  # "arena": the graph input/output are planned blocks too
 
     def offset_of(self, tensor):
         return self.where[tensor].offset
@@ -47,9 +49,12 @@ class ArenaPlan:
             "strategy": self.strategy,
             "blocks": [
                 {"tensor": b.name, "size": b.size, "offset": b.offset, "first": b.first,
-                 "last": b.last, "external": b.external, "aliases": b.tensors[1:]}
+                 "last": b.last, "external": b.external, "aliases": b.tensors[1:],
+                 "align": b.align, "inplace": b.inplace}
                 for b in self.blocks
             ],
+            "io_buffers": self.io_buffers,
+            "inplace": [m for b in self.blocks for m in b.inplace],
         }
 
 
@@ -92,7 +97,22 @@ def build_blocks(g):
         b = block_of(name)
         b.last = end
         b.external = "input+output" if b.external == "input" else "output"
+    # Scratch of a kernel (Node.attrs["scratch_bytes"], e.g. im2col columns of
+    # the fast conv): a block live only at that node's step.
+    for step, n in enumerate(g.nodes):
+        nbytes = int(n.attrs.get("scratch_bytes", 0) or 0)
+        if nbytes > 0:
+            sname = scratch_name(n)
+            b = Block(sname, nbytes, step, step, [sname])
+            b.scratch = True
+            b.node = n
+            blocks[sname] = b
     return list(blocks.values())
+
+
+def scratch_name(node):
+    """Plan key (ArenaPlan.where) of a node's scratch block."""
+    return f"{node.name}::scratch"
 
 
 def lower_bound(blocks, steps):
@@ -132,10 +152,24 @@ def _by_conflicts(bs):
 STRATEGIES["greedy-by-conflicts"] = _by_conflicts
 
 
-def plan_arena(g, align=DEFAULT_ALIGN) -> ArenaPlan:
+def plan_arena(g, align=None, inplace=True, io_buffers="user") -> ArenaPlan:
+    """align: None = per buffer (planner/align.py, at least 4), or one value for all.
+    inplace: let elementwise ops overwrite a dying input (planner/inplace.py).
+    io_buffers: "user" = graph input/output in the caller's buffers, "arena" = planned."""
+    from .align import buffer_align
+    from .inplace import merge_inplace
+
     blocks = build_blocks(g)
+    if io_buffers == "arena":
+        for b in blocks:
+            if b.external is not None:
+                b.external = None
+    elif io_buffers != "user":
+        raise ValueError(f"io_buffers must be 'user' or 'arena', not {io_buffers!r}")
+    if inplace:
+        blocks = merge_inplace(g, blocks)
     for b in blocks:
-        b.align = align
+        b.align = align if align is not None else buffer_align(g, b)
     internal = [b for b in blocks if b.external is None]
     best = None
     for name, order_fn in STRATEGIES.items():
@@ -146,5 +180,5 @@ def plan_arena(g, align=DEFAULT_ALIGN) -> ArenaPlan:
     for b in internal:
         b.offset = offsets[b.name]
     where = {t: b for b in blocks for t in b.tensors}
-    return ArenaPlan(_align(size, align), blocks, where, strategy,
-                     lower_bound(blocks, len(g.nodes)))
+    return ArenaPlan(_align(size, max([DEFAULT_ALIGN] + [b.align for b in internal])), blocks,
+                     where, strategy, lower_bound(blocks, len(g.nodes)), io_buffers)

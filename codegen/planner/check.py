@@ -3,6 +3,17 @@
 Recomputes every tensor's lifetime from the graph, then verifies that two
 tensors live at the same step never share arena bytes, that every block
 fits in the arena and that offsets are aligned.
+
+One overlap is allowed, and only exactly: an elementwise node at step s
+(clamp, requantize, lut: its input; add: input a, or b when b has a's shape)
+may write its output over an input whose lifetime ends at s, when both start
+at the same offset, have the same size, and the output's lifetime starts at s.
+The kernels read element i before they write element i (see planner/inplace.py
+for the loops), so that is safe; any other sharing is an error.
+
+Alignment: every arena tensor at a multiple of max(align, its element size,
+8 if a conv2d / fully_connected kernel touches it) and of its block's declared
+`align`.
 """
 from __future__ import annotations
 
@@ -11,7 +22,35 @@ class PlanError(Exception):
     pass
 
 
-def check_plan(g, plan, align=4):
+_INPLACE_SLOTS = {"clamp": (0,), "requantize": (0,), "lut": (0,), "add": (0, 1)}
+_WIDE = {"conv2d": 8, "fully_connected": 8}
+
+
+def _inplace_allowed(g, root, dying, born, step, lo_d, hi_d, lo_b, hi_b):
+    """May `born` (first step == step) take exactly the bytes of `dying` (last step == step)?"""
+    if lo_d != lo_b or hi_d != hi_b or not 0 <= step < len(g.nodes):
+        return False
+    n = g.nodes[step]
+    slots = _INPLACE_SLOTS.get(n.op)
+    if not slots or len(n.outputs) != 1 or root(n.outputs[0]) != born:
+        return False
+    out = g.tensors[n.outputs[0]]
+    for k in slots:
+        if k >= len(n.inputs) or not n.inputs[k] or root(n.inputs[k]) != dying:
+            continue
+        t = g.tensors[n.inputs[k]]
+        if t.dtype != out.dtype or t.nbytes != out.nbytes or tuple(t.shape) != tuple(out.shape):
+            continue
+        if (t.perm or tuple(range(len(t.shape)))) != (out.perm or tuple(range(len(out.shape)))):
+            continue
+        if k == 1 and tuple(g.tensors[n.inputs[0]].shape) != tuple(t.shape):
+            continue
+        return True
+    return False
+
+
+def check_plan(g, plan, align=4, io_buffers=None):
+    io_buffers = io_buffers or getattr(plan, "io_buffers", "user")
     alias_src = {}
     for n in g.nodes:
         if n.op in ("reshape", "transpose", "reinterpret"):
@@ -33,7 +72,13 @@ def check_plan(g, plan, align=4):
             span[1] = max(span[1], step)
     for name in g.outputs:
         live[root(name)][1] = len(g.nodes)
-    external = {root(t) for t in list(g.inputs) + list(g.outputs)}
+    external = {root(t) for t in list(g.inputs) + list(g.outputs)} if io_buffers == "user" else set()
+    need = {}
+    for n in g.nodes:
+        for t in list(n.inputs) + list(n.outputs):
+            if t and not g.tensors[t].is_const:
+                r = root(t)
+                need[r] = max(need.get(r, 4), _WIDE.get(n.op, 4), int(n.attrs.get("align", 4)))
     spans = []
     for r, (a, b) in live.items():
         if r in external:
@@ -44,14 +89,34 @@ def check_plan(g, plan, align=4):
         off, size = blk.offset, g.tensors[r].nbytes
         if off < 0 or off + size > plan.size:
             raise PlanError(f"tensor {r} [{off}, {off + size}) outside arena of {plan.size} B")
-        if off % align:
-            raise PlanError(f"tensor {r} at offset {off} not {align}-aligned")
+        want = max(align, need.get(r, 4), g.tensors[r].nbytes // max(g.tensors[r].size, 1),
+                   getattr(blk, "align", 1))
+        if off % want:
+            raise PlanError(f"tensor {r} at offset {off} not {want}-aligned")
         spans.append((r, a, b, off, off + size))
+    for step, n in enumerate(g.nodes):  # kernel scratch: live at its node's step only
+        nbytes = int(n.attrs.get("scratch_bytes", 0) or 0)
+        if nbytes <= 0:
+            continue
+        key = f"{n.name}::scratch"
+        blk = plan.where.get(key)
+        if blk is None:
+            raise PlanError(f"scratch of node {n.name} has no place in the plan")
+        off = blk.offset
+        if blk.size < nbytes or off < 0 or off + nbytes > plan.size:
+            raise PlanError(f"scratch of {n.name} [{off}, {off + nbytes}) outside arena of {plan.size} B")
+        if off % max(align, 8):
+            raise PlanError(f"scratch of {n.name} at offset {off} not {max(align, 8)}-aligned")
+        spans.append((key, step, step, off, off + nbytes))
     for i in range(len(spans)):
         for j in range(i + 1, len(spans)):
             r1, a1, b1, lo1, hi1 = spans[i]
             r2, a2, b2, lo2, hi2 = spans[j]
             if a1 <= b2 and a2 <= b1 and lo1 < hi2 and lo2 < hi1:
+                if b1 == a2 and _inplace_allowed(g, root, r1, r2, b1, lo1, hi1, lo2, hi2):
+                    continue
+                if b2 == a1 and _inplace_allowed(g, root, r2, r1, b2, lo2, hi2, lo1, hi1):
+                    continue
                 raise PlanError(f"tensors {r1} (steps {a1}-{b1}) and {r2} (steps {a2}-{b2}) "
                                 f"overlap in the arena")
     return True

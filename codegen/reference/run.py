@@ -48,6 +48,14 @@ def _run_node(g, n, ins, p, numerics):
         return ops.softmax(ins[0], p, numerics)
     if op in ("clamp", "requantize"):
         return ops.clamp_requant(ins[0], p, numerics)
+    if op == "mul":
+        from . import ops_more
+        return ops_more.mul(ins[0], ins[1], p, numerics)
+    if op == "lut":  # elementwise int8 table (codegen/reference/lut_tables.py)
+        return p["table"][ins[0].astype(np.int32) + 128]
+    if op == "sign_flip":  # uint8 <-> int8 (passes/uint8.py)
+        from ..passes.uint8 import sign_flip
+        return sign_flip(ins[0], g.tensors[n.outputs[0]].dtype)
     if op in ("reshape", "reinterpret", "layout"):
         return ins[0]
     if op == "transpose":

@@ -138,6 +138,24 @@ int tinyaot_requantize_s8(int32_t n, const tinyaot_requantize_params_t *p,
 int tinyaot_transpose_s8(const int32_t in_dims[4], const int32_t perm[4],
                          const int8_t *input, int8_t *output);
 
+/* Elementwise int8 -> int8 through a 256-entry table: output[i] = table[input[i] + 128].
+ * Sigmoid, Tanh, HardSwish, HardSigmoid, LeakyRelu (tables made at compile time). */
+int tinyaot_lut_s8(int32_t n, const int8_t table[256], const int8_t *input, int8_t *output);
+
+typedef struct {
+    int32_t mode; /* 0: TFLite MUL, 1: ORT QLinearMul, 2: ORT float Mul (DQ, *, Q) */
+    int32_t a_zp, b_zp, out_zp, act_min, act_max;
+    float a_scale, b_scale, out_scale;
+    float ratio;  /* mode 1: float32(a_scale * b_scale / out_scale) */
+    int32_t out_mult, out_shift; /* mode 0 */
+} tinyaot_mul_params_t;
+
+/* Broadcasting int8 Mul. output is dims[0..3], contiguous; a and b are read at
+ * sum(index[k] * stride[k]) (stride 0 on broadcast axes). */
+int tinyaot_mul_s8(const int32_t dims[4], const int32_t a_strides[4], const int32_t b_strides[4],
+                   const tinyaot_mul_params_t *p, const int8_t *a, const int8_t *b,
+                   int8_t *output);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,63 @@
+"""Compile-time weight packing for the fast kernels (runtime_c/include/tinyaot_fast_kernels.h).
+
+Weights are widened to int16 and stored two per int32 word (low half first)
+in the order the kernels' inner loops read them.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+QUAD_ORDER = [0, 2, 1, 3]  # {k0, k2}, {k1, k3}: what SXTAB16 / SXTAB16 ror 8 widen
+
+
+def _words(pairs_i16):
+    """(..., 2) int16 -> (...,) int32 words, element 0 in the low half."""
+    a = np.asarray(pairs_i16, dtype=np.int64)
+    lo = a[..., 0] & 0xFFFF
+    hi = a[..., 1] & 0xFFFF
+    u = (hi << 16) | lo
+    return np.where(u >= 1 << 31, u - (1 << 32), u).astype(np.int32)
+
+
+def pack_gemm(w2d):
+    """W[oc][k] int8 -> int32 words [block][quad][row of 4][2]."""
+    w = np.asarray(w2d, dtype=np.int16)
+    oc, k = w.shape
+    kp = (k + 3) // 4 * 4
+    ocp = (oc + 3) // 4 * 4
+    p = np.zeros((ocp, kp), dtype=np.int16)
+    p[:oc, :k] = w
+    p = p.reshape(ocp // 4, 4, kp // 4, 4)[..., QUAD_ORDER]  # b, r, j, (k0 k2 k1 k3)
+    p = p.transpose(0, 2, 1, 3).reshape(ocp // 4, kp // 4, 4, 2, 2)
+    return _words(p).reshape(-1)
+
+
+def pack_depthwise(w_tap_c):
+    """W[tap][c] int8 (c % 4 == 0) -> int32 words [tap][quad][2]."""
+    w = np.asarray(w_tap_c, dtype=np.int16)
+    taps, c = w.shape
+    p = w.reshape(taps, c // 4, 4)[..., QUAD_ORDER].reshape(taps, c // 4, 2, 2)
+    return _words(p).reshape(-1)
+
+
+def conv_gemm_weights(w_oihw):
+    """Conv weights [oc][ic][kh][kw] -> W[oc][k], k = (ky, kx, ic) with each
+    ky row of k_w * in_c padded with zeros to a multiple of 4 (the layout
+    tinyaot_convolve_fast_s8's im2col writes)."""
+    w = np.asarray(w_oihw).transpose(0, 2, 3, 1)  # oc, kh, kw, ic
+    oc, kh, kw, ic = w.shape
+    row = kw * ic
+    prow = (row + 3) // 4 * 4
+    out = np.zeros((oc, kh, prow), dtype=np.int16)
+    out[:, :, :row] = w.reshape(oc, kh, row)
+    return out.reshape(oc, kh * prow)
+
+
+def conv_scratch_bytes(kh, kw, cin):
+    """tinyaot_convolve_fast_s8_get_buffer_size."""
+    return 2 * kh * ((kw * cin + 3) // 4 * 4) * 2
+
+
+def gemm_scratch_bytes(k):
+    """tinyaot_convolve_fast_s8_get_buffer_size / tinyaot_fully_connected_fast_s8_get_buffer_size."""
+    return 2 * ((k + 3) // 4) * 4 * 2

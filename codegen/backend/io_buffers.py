@@ -1,0 +1,57 @@
+"""`--io-buffers arena`: the model's input and output live inside the arena.
+
+Default is `user`: the caller passes its own input/output buffers and the
+arena holds only intermediate tensors, which is the smallest total RAM when
+the application keeps those buffers anyway (a sensor/DMA buffer in, a result
+buffer out). With `arena` the input and output are planned like every other
+block (the input's bytes are reused once it is dead), so an application that
+would otherwise copy into a separate buffer saves that buffer: it writes the
+input to `<name>_input()`, calls `<name>_invoke()` and reads `<name>_output()`.
+`<name>_run(input, output)` stays available (it copies in and out).
+"""
+from __future__ import annotations
+
+
+def io_blocks(g, plan):
+    return plan.where[g.inputs[0]], plan.where[g.outputs[0]]
+
+
+def header_api(g, plan, name, up):
+    """The header lines declaring the API, by I/O mode."""
+    if plan.io_buffers != "arena":
+        return (f"/* I/O buffers: user. The input and output are the caller's buffers;\n"
+                f" * the arena holds only intermediate tensors. */\n"
+                f"#define {up}_IO_BUFFERS_IN_ARENA 0\n\n"
+                f"/* Runs one inference: reads {up}_INPUT_SIZE bytes from input, writes\n"
+                f" * {up}_OUTPUT_SIZE bytes to output. Returns 0 on success. Not reentrant\n"
+                f" * (one static arena). */\n"
+                f"int {name}_run(const int8_t *input, int8_t *output);\n")
+    bi, bo = io_blocks(g, plan)
+    return (f"/* I/O buffers: arena. The input is at arena offset {bi.offset} and the output\n"
+            f" * at arena offset {bo.offset}, inside {up}_ARENA_SIZE: no caller buffers needed. */\n"
+            f"#define {up}_IO_BUFFERS_IN_ARENA 1\n\n"
+            f"/* Where to write the {up}_INPUT_SIZE input bytes before {name}_invoke(). */\n"
+            f"int8_t *{name}_input(void);\n"
+            f"/* Where the {up}_OUTPUT_SIZE output bytes are after {name}_invoke(); valid\n"
+            f" * until the next {name}_input() write. */\n"
+            f"const int8_t *{name}_output(void);\n"
+            f"/* Runs one inference on the arena-resident input. Returns 0 on success. */\n"
+            f"int {name}_invoke(void);\n"
+            f"/* Copies input (if not NULL) in, invokes, copies the output out (if not NULL). */\n"
+            f"int {name}_run(const int8_t *input, int8_t *output);\n")
+
+
+def run_functions(g, plan, name, up, body, prologue):
+    """The C definitions: <name>_run (user) or _input/_output/_invoke/_run (arena)."""
+    if plan.io_buffers != "arena":
+        return ([f"int {name}_run(const int8_t *input, int8_t *output)\n{{",
+                 "    (void)input;\n    (void)output;"] + prologue + body + ["    return 0;\n}\n"])
+    bi, bo = io_blocks(g, plan)
+    return ([f"int8_t *{name}_input(void)\n{{\n    return ARENA + {bi.offset};\n}}\n",
+             f"const int8_t *{name}_output(void)\n{{\n    return ARENA + {bo.offset};\n}}\n",
+             f"int {name}_invoke(void)\n{{"] + prologue + body + ["    return 0;\n}\n",
+            f"int {name}_run(const int8_t *input, int8_t *output)\n{{\n"
+            f"    if (input != NULL) __builtin_memcpy(ARENA + {bi.offset}, input, {up}_INPUT_SIZE);\n"
+            f"    if ({name}_invoke() != 0) return -1;\n"
+            f"    if (output != NULL) __builtin_memcpy(output, ARENA + {bo.offset}, {up}_OUTPUT_SIZE);\n"
+            f"    return 0;\n}}\n"])

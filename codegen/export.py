@@ -1,0 +1,304 @@
+"""`tinyaot export`: a self-contained C library folder for the user's firmware.
+
+    DIR/
+      README.md        API, numbers (arena, flash, instructions), how to build
+      tinyaot.mk       Makefile fragment (include it; TINYAOT_SRCS / _CFLAGS / _LIB)
+      CMakeLists.txt   add_subdirectory(DIR) -> target `tinyaot`
+      tinyaot.cmake    include(DIR/tinyaot.cmake) -> the same target
+      report.json      the compiler's report per model
+      include/         <name>.h per model + exactly the runtime headers used
+      src/             <name>.c per model + exactly the runtime kernels used
+
+Several models can go into one folder (`tinyaot export A.onnx B.onnx ...`):
+they share the kernel sources and each keeps its own static arena; every
+non-static symbol is `<name>_run` or a `tinyaot_` kernel, so nothing clashes.
+The folder needs neither Python nor SCons to build.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import tempfile
+
+import numpy as np
+
+from .build import board_or_error
+from .compiler import _jsonable, compile_model
+from .errors import TinyAotError
+from .paths import RUNTIME_INCLUDE, RUNTIME_SRC, runtime_sources
+
+# Flags the library needs whatever the user's own flags are: C99, and no
+# fused multiply-add (the ort numerics repeat MLAS's float order exactly).
+REQUIRED_CFLAGS = ["-std=c99", "-ffp-contract=off"]
+_MARKER = "tinyaot.mk"
+_INCLUDE_RE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+_CALL_RE = re.compile(r"\b(tinyaot_[A-Za-z0-9_]+)\s*\(")
+
+
+def kernel_closure(kernels):
+    """Kernel source files for `kernels`, plus any other public kernel they call."""
+    have = {p.stem: p for p in runtime_sources()}
+    todo, done = [k for k in sorted(kernels)], set()
+    while todo:
+        k = todo.pop()
+        if k in done:
+            continue
+        if k not in have:
+            raise TinyAotError(f"internal: no runtime_c/src/{k}.c for kernel '{k}'")
+        done.add(k)
+        for callee in _CALL_RE.findall(have[k].read_text()):
+            if callee in have and callee not in done:
+                todo.append(callee)
+    return [have[k] for k in sorted(done)]
+
+
+def header_closure(texts):
+    """runtime_c/include headers reached through #include "..." from `texts`."""
+    found, todo = set(), list(texts)
+    while todo:
+        for inc in _INCLUDE_RE.findall(todo.pop()):
+            p = RUNTIME_INCLUDE / inc
+            if inc not in found and p.is_file():
+                found.add(inc)
+                todo.append(p.read_text())
+    return sorted(found)
+
+
+def measure(model, c, board_name):
+    """Run one inference (zero input) on the board: instructions and model flash."""
+    from .verify import run_model
+    board = board_or_error(board_name)
+    if not (shutil.which(board["compiler"]) and shutil.which(board.get("qemu", "qemu-system-arm"))):
+        return {"instructions": None, "flash": None}      # no toolchain/QEMU: numbers unknown
+    g = c.graph
+    x = np.zeros((1,) + tuple(g.tensors[g.inputs[0]].shape), dtype=np.int8)
+    try:
+        _, info = run_model(model, x, board=board_name, numerics=c.numerics, compiled=c)
+    except TinyAotError as e:
+        if "overflowed" in str(e) or "will not fit in region" in str(e):
+            raise TinyAotError(f"does not fit board {board_name} (linker: region overflowed)",
+                               model=str(model)) from None
+        raise
+    ins = info.get("instructions")
+    return {"instructions": int(ins[0]) if ins else None,
+            "flash": info["flash_split"] if info.get("flash_split") else None}
+
+
+def export(models, board_name, out_dir, numerics="ort", measure_on_board=True):
+    """Compile `models` for `board_name` into the folder `out_dir`; returns a summary dict."""
+    board = board_or_error(board_name)
+    models = [str(m) for m in models]
+    if not models:
+        raise TinyAotError("export needs at least one model")
+    out_dir = os.path.abspath(str(out_dir))
+    if os.path.exists(out_dir) and (not os.path.isdir(out_dir) or (
+            os.listdir(out_dir) and not os.path.exists(os.path.join(out_dir, _MARKER)))):
+        raise TinyAotError(f"{out_dir} exists and is not an earlier tinyaot export "
+                           "(refusing to overwrite it)")
+    compiled = [compile_model(m, numerics=numerics) for m in models]
+    names = [c.module.name for c in compiled]
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        raise TinyAotError(f"two models compile to the same C name '{dup[0]}' "
+                           "(rename one of the .onnx files)")
+    kernels = set().union(*(c.module.kernels for c in compiled))
+    ksrcs = kernel_closure(kernels)
+    headers = header_closure([c.module.source for c in compiled] + [p.read_text() for p in ksrcs])
+    numbers = {}
+    from .fleet import fit
+    for model, c in zip(models, compiled):
+        ok, reason, _ = fit(c, board)
+        if not ok:
+            raise TinyAotError(f"does not fit board {board_name}: {reason}", model=model)
+    for model, c in zip(models, compiled):
+        m = {"instructions": None, "flash": None}
+        if measure_on_board and board["kind"] != "shared-library":
+            m = measure(model, c, board_name)
+        numbers[c.module.name] = m
+
+    parent = os.path.dirname(out_dir)
+    os.makedirs(parent, exist_ok=True)
+    tmp = tempfile.mkdtemp(prefix=".tinyaot-export-", dir=parent)
+    try:
+        os.makedirs(os.path.join(tmp, "src"))
+        os.makedirs(os.path.join(tmp, "include"))
+        for c in compiled:
+            with open(os.path.join(tmp, "src", c.module.name + ".c"), "w") as f:
+                f.write(c.module.source)
+            with open(os.path.join(tmp, "include", c.module.name + ".h"), "w") as f:
+                f.write(c.module.header)
+        for p in ksrcs:
+            shutil.copyfile(p, os.path.join(tmp, "src", p.name))
+        for h in headers:
+            shutil.copyfile(RUNTIME_INCLUDE / h, os.path.join(tmp, "include", h))
+        srcs = [c.module.name + ".c" for c in compiled] + [p.name for p in ksrcs]
+        libm = any("<math.h>" in p.read_text() for p in ksrcs)
+        files = {
+            "tinyaot.mk": _makefile(srcs, libm),
+            "tinyaot.cmake": _cmake(srcs, libm),
+            "CMakeLists.txt": _cmakelists(),
+            "README.md": _readme(compiled, numbers, board, numerics, srcs, headers, libm),
+        }
+        for fn, text in files.items():
+            with open(os.path.join(tmp, fn), "w") as f:
+                f.write(text)
+        with open(os.path.join(tmp, "report.json"), "w") as f:
+            rep = {c.module.name: dict(c.report, board=board_name, measured=numbers[c.module.name])
+                   for c in compiled}
+            json.dump(rep, f, indent=2, sort_keys=True, default=_jsonable)
+            f.write("\n")
+        if os.path.isdir(out_dir):
+            shutil.rmtree(out_dir)
+        os.replace(tmp, out_dir)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return {"dir": out_dir, "models": names, "sources": srcs, "headers": headers,
+            "numbers": numbers,
+            "arena": {c.module.name: c.report["arena_bytes"] for c in compiled}}
+
+
+def _makefile(srcs, libm):
+    src_list = " \\\n    ".join(f"$(TINYAOT_DIR)src/{s}" for s in srcs)
+    return f"""# Generated by tinyaot export: Makefile fragment for the model library.
+#
+#   include path/to/this/folder/tinyaot.mk
+#   CFLAGS += <your -mcpu/-mthumb/-mfloat-abi/-O flags>
+#   app.elf: main.o $(TINYAOT_LIB)
+#   	$(CC) $(CFLAGS) ... -o $@ main.o $(TINYAOT_LIB) $(TINYAOT_LDLIBS)
+#   main.o: CFLAGS += $(TINYAOT_INCLUDES)
+#
+# Either link $(TINYAOT_LIB) (built here from $(TINYAOT_SRCS) with
+# $(CC) $(CFLAGS) $(TINYAOT_CFLAGS) into $(TINYAOT_OBJDIR)), or add
+# $(TINYAOT_SRCS) to your own sources and compile them with $(TINYAOT_CFLAGS).
+# Including this file does not change your default goal.
+
+TINYAOT_DIR := $(dir $(lastword $(MAKEFILE_LIST)))
+TINYAOT_SRCS := \\
+    {src_list}
+TINYAOT_INCLUDES := -I$(TINYAOT_DIR)include
+TINYAOT_CFLAGS := $(TINYAOT_INCLUDES) {' '.join(REQUIRED_CFLAGS)}
+TINYAOT_LDLIBS := {'-lm' if libm else ''}
+TINYAOT_OBJDIR ?= build/tinyaot
+TINYAOT_OBJS := $(patsubst $(TINYAOT_DIR)src/%.c,$(TINYAOT_OBJDIR)/%.o,$(TINYAOT_SRCS))
+TINYAOT_LIB := $(TINYAOT_OBJDIR)/libtinyaot.a
+
+_tinyaot_saved_goal := $(.DEFAULT_GOAL)
+
+$(TINYAOT_OBJDIR)/%.o: $(TINYAOT_DIR)src/%.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(TINYAOT_CFLAGS) -c $< -o $@
+
+$(TINYAOT_LIB): $(TINYAOT_OBJS)
+	$(AR) rcs $@ $^
+
+.DEFAULT_GOAL := $(_tinyaot_saved_goal)
+"""
+
+
+def _cmake(srcs, libm):
+    src_list = "\n".join(f"    ${{TINYAOT_DIR}}/src/{s}" for s in srcs)
+    return f"""# Generated by tinyaot export: include(path/to/this/folder/tinyaot.cmake)
+# defines the static library target `tinyaot` (include directory PUBLIC);
+# then: target_link_libraries(your_app PRIVATE tinyaot)
+# Your toolchain / CMAKE_C_FLAGS give the -mcpu etc.; the library adds
+# only what bit-exactness needs (C99, -ffp-contract=off).
+set(TINYAOT_DIR ${{CMAKE_CURRENT_LIST_DIR}})
+set(TINYAOT_SOURCES
+{src_list}
+)
+if(NOT TARGET tinyaot)
+  add_library(tinyaot STATIC ${{TINYAOT_SOURCES}})
+  target_include_directories(tinyaot PUBLIC ${{TINYAOT_DIR}}/include)
+  set_target_properties(tinyaot PROPERTIES C_STANDARD 99 C_STANDARD_REQUIRED ON C_EXTENSIONS OFF)
+  target_compile_options(tinyaot PRIVATE -ffp-contract=off)
+{'  target_link_libraries(tinyaot PUBLIC m)' if libm else ''}
+endif()
+"""
+
+
+def _cmakelists():
+    return """# Generated by tinyaot export: add_subdirectory(path/to/this/folder)
+# gives the target `tinyaot`; see tinyaot.cmake.
+cmake_minimum_required(VERSION 3.13)
+if(NOT CMAKE_PROJECT_NAME)
+  project(tinyaot C)
+endif()
+include(${CMAKE_CURRENT_LIST_DIR}/tinyaot.cmake)
+"""
+
+
+def _fmt(v, unit=""):
+    return "not measured" if v is None else f"{v:,}{unit}"
+
+
+def _readme(compiled, numbers, board, numerics, srcs, headers, libm):
+    rows = []
+    for c in compiled:
+        n = numbers[c.module.name]
+        fl = n["flash"]
+        rows.append(f"| `{c.module.name}` | {c.report['model']} | {c.report['arena_bytes']:,} | "
+                    f"{c.report['weights_bytes']:,} | "
+                    f"{_fmt(fl['total']) + ' (code ' + _fmt(fl['code']) + ')' if fl else 'not measured'} | "
+                    f"{_fmt(n['instructions'])} | {c.report['macs']:,} |")
+    api = []
+    for c in compiled:
+        nm, up = c.module.name, c.module.name.upper()
+        api.append(f"""```c
+#include "{nm}.h"
+int8_t in[{up}_INPUT_SIZE], out[{up}_OUTPUT_SIZE];
+/* quantize: in[i] = round(x / {up}_INPUT_SCALE) + {up}_INPUT_ZERO_POINT */
+int status = {nm}_run(in, out);   /* 0 = ok; arena: {up}_ARENA_SIZE bytes, static, inside {nm}.c */
+/* dequantize: y = {up}_OUTPUT_SCALE * (out[i] - {up}_OUTPUT_ZERO_POINT) */
+```
+input `{c.report['input']['name']}` int8 {c.report['input']['shape']}, output
+`{c.report['output']['name']}` int8 {c.report['output']['shape']} (row-major, ONNX axis order).
+""")
+    flags = " ".join(board.get("cflags", []))
+    return f"""# tinyaot model library
+
+Generated by `tinyaot export` for board `{board['name']}` (numerics `{numerics}`:
+bit-exact with {'onnxruntime' if numerics == 'ort' else 'TFLite Micro'}). Plain C99, no malloc, no
+stdio, no Python or SCons needed to build it.
+
+| C name | model | arena B | weights B | flash B on {board['name']} | instructions / inference on {board['name']} | MACs |
+|---|---|---|---|---|---|---|
+{chr(10).join(rows)}
+
+Flash is the model's own code (kernels + `<name>_run`) plus its weights;
+instructions were counted in QEMU (`-icount shift=0`) for one inference,
+built with `{flags}`. The arena is a `static`, 16-byte aligned buffer in
+the model's .c file (RAM); inputs and outputs live in your buffers.
+
+## API
+
+{chr(10).join(api)}
+`<name>_run` is not reentrant (one static arena per model). Several models
+in one firmware each have their own arena and share the kernels.
+
+## Files
+
+* `src/`: {', '.join(srcs)}
+* `include/`: {', '.join([c.module.name + '.h' for c in compiled] + headers)}
+
+Compile every `src/*.c` with `-Iinclude {' '.join(REQUIRED_CFLAGS)}` (needed for
+bit-exactness: no fused multiply-add) plus your CPU flags{', and link `-lm`' if libm else ''}.
+
+## Make
+
+```make
+include path/to/this/folder/tinyaot.mk
+main.o: CFLAGS += $(TINYAOT_INCLUDES)
+app.elf: main.o $(TINYAOT_LIB)
+\t$(CC) $(CFLAGS) $(LDFLAGS) -o $@ main.o $(TINYAOT_LIB) $(TINYAOT_LDLIBS)
+```
+
+## CMake
+
+```cmake
+add_subdirectory(path/to/this/folder tinyaot)   # or include(path/to/this/folder/tinyaot.cmake)
+target_link_libraries(app PRIVATE tinyaot)
+```
+"""

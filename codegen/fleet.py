@@ -1,0 +1,236 @@
+"""One model, many boards: verify a model on a list of boards, in parallel.
+
+`scons board=all` (or `board=qemu-m3,qemu-m4`) goes through
+:func:`scons_fleet`: one SCons node per board (so `-j N` runs N boards at
+once; each board's work is independent: its own build directory, its own
+QEMU process) and one final node that prints the table and fails if any
+board failed. :func:`run_fleet` is the same without SCons (thread pool).
+
+A model that cannot fit a board (weights + code beyond its flash, arena +
+stack beyond its RAM) is reported as "does not fit", which is not a
+failure. The golden inputs are embedded in the verification firmware; on a
+small board they are run in as many firmware runs as needed, so that only
+the model itself decides whether it fits.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+from .build import board_or_error
+from .compiler import compile_model
+from .errors import TinyAotError
+from .paths import BOARDS_DIR
+
+# Flash kept free for code when deciding how many golden inputs go into one
+# firmware: kernels + <name>_run (at most ~7 KiB on the shared models),
+# startup, semihosting, harness and libc.
+CODE_RESERVE = 48 * 1024
+# RAM kept free besides the arena and the stack (harness output buffer, .data).
+RAM_RESERVE = 8 * 1024
+
+PASS, FAIL, NOFIT, ERROR = "PASS", "FAIL", "does not fit", "ERROR"
+
+
+def all_boards():
+    return sorted(p.parent.name for p in BOARDS_DIR.glob("*/board.toml"))
+
+
+def parse_boards(arg):
+    """'all' or a comma-separated list -> board names (unknown: TinyAotError)."""
+    names = all_boards() if arg == "all" else [b.strip() for b in str(arg).split(",") if b.strip()]
+    if not names:
+        raise TinyAotError(f"no boards in '{arg}'")
+    for n in names:
+        board_or_error(n)
+    return list(dict.fromkeys(names))
+
+
+_cache_lock = threading.Lock()
+_cache: dict = {}
+
+
+def _compiled(model, numerics):
+    """compile_model once per (model, numerics), shared by every board thread."""
+    key = (os.path.abspath(str(model)), numerics)
+    with _cache_lock:
+        ev = _cache.get(key)
+        if ev is None:
+            ev = _cache[key] = {"lock": threading.Lock(), "c": None}
+    with ev["lock"]:
+        if ev["c"] is None:
+            ev["c"] = compile_model(model, numerics=numerics)
+        return ev["c"]
+
+
+def fit(c, board):
+    """(fits, reason, inputs per firmware run) of compiled model `c` on `board`."""
+    if board["kind"] == "shared-library":
+        return True, "", None
+    weights = int(c.report["weights_bytes"])
+    arena = int(c.report["arena_bytes"])
+    flash, ram = int(board["flash_size"]), int(board["ram_size"])
+    if weights + CODE_RESERVE > flash:
+        return False, f"weights {weights} B + code > flash {flash} B", 0
+    if arena + int(board["stack_size"]) + RAM_RESERVE > ram:
+        return False, f"arena {arena} B + stack {board['stack_size']} B > RAM {ram} B", 0
+    xin = c.graph.tensors[c.graph.inputs[0]]
+    per_run = (flash - weights - CODE_RESERVE) // max(1, int(xin.size))
+    if per_run < 1:
+        return False, f"weights {weights} B + one input + code > flash {flash} B", 0
+    return True, "", per_run
+
+
+def _overflow(msg):
+    """A build/budget error that means "the model does not fit this board"."""
+    return "overflowed" in msg or "will not fit in region" in msg or "does not fit" in msg
+
+
+def verify_on_board(model, golden, board_name, numerics="ort", key="outputs", max_vectors=None,
+                    build_root=None):
+    """Verify `model` on one board; returns a table row (never raises for a board problem)."""
+    from .verify import load_golden, run_model
+
+    row = {"board": board_name, "model": os.path.basename(str(model)), "numerics": numerics,
+           "result": ERROR, "arena": None, "flash": None, "instructions": None,
+           "vectors": 0, "passed": 0, "detail": "", "runs": 0}
+    try:
+        board = board_or_error(board_name)
+        inputs, expected = load_golden(golden, key)
+        if max_vectors:
+            inputs, expected = inputs[:max_vectors], expected[:max_vectors]
+        c = _compiled(model, numerics)
+        row["model"] = c.module.name
+        row["arena"] = int(c.report["arena_bytes"])
+        row["vectors"] = int(len(inputs))
+        ok, reason, per_run = fit(c, board)
+        if not ok:
+            row.update(result=NOFIT, detail=reason)
+            return row
+        step = per_run or len(inputs)
+        outs, instr, flash = [], [], None
+        for i in range(0, len(inputs), step):
+            bdir = None
+            if build_root:
+                bdir = os.path.join(build_root, f"{c.module.name}-{numerics}-{board_name}-{i}")
+            o, info = run_model(model, inputs[i:i + step], board=board_name, numerics=numerics,
+                                compiled=c, build_dir=bdir)
+            outs.append(o)
+            row["runs"] += 1
+            instr += info.get("instructions") or []
+            if info.get("flash_split"):
+                flash = info["flash_split"]["total"]
+        outs = np.concatenate(outs)
+        if expected.size != outs.size:
+            raise TinyAotError(f"golden '{key}' has {expected.size} values, the model gives "
+                               f"{outs.size}", model=str(golden))
+        exp = expected.reshape(outs.shape).astype(np.int32)
+        bad = (outs.astype(np.int32) != exp).reshape(len(outs), -1).any(axis=1)
+        row.update(flash=flash, instructions=max(instr) if instr else None,
+                   passed=int((~bad).sum()))
+        row["result"] = PASS if not bad.any() else FAIL
+        if bad.any():
+            row["detail"] = f"vectors {np.flatnonzero(bad).tolist()[:8]} differ"
+    except TinyAotError as e:
+        msg = str(e)
+        if _overflow(msg):
+            row.update(result=NOFIT, detail=("linker: region overflowed" if "overflowed" in msg
+                                             else msg.splitlines()[0][:200]))
+        else:
+            row.update(result=ERROR, detail=msg.splitlines()[0][:200])
+    except Exception as e:  # a board that crashes must not hide the others' results
+        row.update(result=ERROR, detail=f"{type(e).__name__}: {e}".splitlines()[0][:200])
+    return row
+
+
+def run_fleet(jobs, workers=2, **kw):
+    """jobs: iterable of (model, golden, board, numerics, key); returns rows in job order."""
+    jobs = list(jobs)
+    with ThreadPoolExecutor(max_workers=max(1, workers)) as ex:
+        futs = [ex.submit(verify_on_board, m, g, b, n, k, **kw) for m, g, b, n, k in jobs]
+        return [f.result() for f in futs]
+
+
+def failed(rows):
+    return [r for r in rows if r["result"] not in (PASS, NOFIT)]
+
+
+def format_table(rows):
+    def num(v):
+        return "-" if v is None else f"{v:,}"
+    head = ["board", "model", "numerics", "arena B", "flash B", "instr/inference", "vectors",
+            "result"]
+    body = [[r["board"], r["model"], r["numerics"], num(r["arena"]), num(r["flash"]),
+             num(r["instructions"]),
+             f"{r['passed']}/{r['vectors']}" if r["result"] in (PASS, FAIL) else "-",
+             r["result"] + (f" ({r['detail']})" if r["detail"] else "")] for r in rows]
+    w = [max(len(str(x[i])) for x in [head] + body) for i in range(len(head))]
+    fmt = lambda cells: "  ".join(str(x).ljust(w[i]) for i, x in enumerate(cells)).rstrip()  # noqa: E731
+    lines = [fmt(head), fmt(["-" * n for n in w])] + [fmt(b) for b in body]
+    nf = failed(rows)
+    nofit = sum(r["result"] == NOFIT for r in rows)
+    lines.append(f"{len(rows) - len(nf)}/{len(rows)} ok" + (f" ({nofit} do not fit)" if nofit else "")
+                 + (f"; FAILED: {', '.join(r['board'] + ' ' + r['model'] for r in nf)}" if nf else ""))
+    return "\n".join(lines)
+
+
+_print_lock = threading.Lock()
+
+
+def _say(line):
+    with _print_lock:
+        sys.stdout.write(line + "\n")
+        sys.stdout.flush()
+
+
+def scons_fleet(Command, AlwaysBuild, Default, board_arg, args):
+    """`scons board=all|B1,B2 [model= golden= numerics= key=]`: one node per board + table."""
+    from SCons.Script import Action, Exit
+
+    from .paths import DEFAULT_GOLDEN, DEFAULT_MODEL
+
+    model = args.get("model", str(DEFAULT_MODEL))
+    golden = args.get("golden", str(DEFAULT_GOLDEN) if "model" not in args else None)
+    numerics = args.get("numerics", "ort")
+    key = args.get("key", "outputs")
+    try:
+        boards = parse_boards(board_arg)
+        if golden is None:
+            raise TinyAotError("a golden file is needed (golden=PATH)", model=str(model))
+        from .verify import load_golden
+        load_golden(golden, key)          # user mistakes: one line, exit 2, before any build
+        _compiled(model, numerics)
+    except TinyAotError as e:
+        print(f"tinyaot: error: {e}", file=sys.stderr)
+        Exit(2)
+    rows = {}
+
+    def board_action(name):
+        def action(target, source, env):
+            _say(f"{name}: verifying {os.path.basename(str(model))} ({numerics})")
+            rows[name] = r = verify_on_board(model, golden, name, numerics, key)
+            _say(f"{name}: {r['result']}" + (f" ({r['detail']})" if r["detail"] else ""))
+            return 0
+        return action
+
+    nodes = []
+    for b in boards:
+        t = Command("fleet-" + b, [], Action(board_action(b), strfunction=lambda *a, **k: None))
+        AlwaysBuild(t)
+        nodes.append(t)
+
+    def table(target, source, env):
+        got = [rows.get(b) or {"board": b, "model": os.path.basename(str(model)),
+                               "numerics": numerics, "result": ERROR, "arena": None,
+                               "flash": None, "instructions": None, "vectors": 0, "passed": 0,
+                               "detail": "not run"} for b in boards]
+        print(format_table(got), flush=True)
+        return 1 if failed(got) else 0
+
+    t = Command("fleet-table", nodes, Action(table, strfunction=lambda *a, **k: None))
+    AlwaysBuild(t)
+    Default(t)

@@ -1,0 +1,35 @@
+"""Kernel selection: which runtime_c kernel each conv / FC layer uses.
+
+Sets ``Node.attrs["fast_kernel"]`` ("conv", "depthwise" or "fc") on the
+integer layers the fast kernels (runtime_c/include/tinyaot_fast_kernels.h)
+handle, and ``Node.attrs["scratch_bytes"]`` (the kernel's
+*_get_buffer_size) so the arena planner reserves a block live only during
+that layer. Layers onnxruntime keeps in float (attr ``ort_float``) stay on
+the float kernels: their fma order is what makes them bit-exact.
+"""
+from __future__ import annotations
+
+from ..backend.fast_pack import conv_scratch_bytes, gemm_scratch_bytes
+
+
+def select_kernels(g):
+    for n in g.nodes:
+        if n.attrs.get("ort_float"):
+            continue
+        if n.op == "conv2d":
+            x = g.tensors[n.inputs[0]]
+            w = g.tensors[n.inputs[1]]
+            y = g.tensors[n.outputs[0]]
+            group = n.attrs["group"]
+            cin, cout = x.shape[1], y.shape[1]
+            kh, kw = n.attrs["kernel"]
+            if group == 1:
+                n.attrs["fast_kernel"] = "conv"
+                n.attrs["scratch_bytes"] = conv_scratch_bytes(kh, kw, cin)
+            elif group == cin and w.shape[1] == 1 and cout == cin and cin % 4 == 0:
+                n.attrs["fast_kernel"] = "depthwise"
+        elif n.op == "fully_connected":
+            w = g.tensors[n.inputs[1]]
+            n.attrs["fast_kernel"] = "fc"
+            n.attrs["scratch_bytes"] = gemm_scratch_bytes(w.shape[1])
+    return g

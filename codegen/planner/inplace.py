@@ -1,0 +1,78 @@
+"""In-place elementwise ops: the output takes the bytes of an input that dies there.
+
+A planning decision on top of `build_blocks`: when an elementwise node at step
+s reads a tensor whose block is last read at s (and is an arena block of the
+same size, dtype and layout as the output), the output's block is merged into
+the input's block. The merged block keeps the input's offset, lives from the
+input's first step to the output's last one, and records the decision in
+`Block.inplace` so the report and the independent checker see it.
+
+Legal only for kernels whose loop reads element i of that input before it
+writes element i of the output and never reads element j > i after writing
+out[j - k] (one index, one pass, same stride):
+
+* clamp / requantize -> tinyaot_requantize_s8: `v = input[i]; output[i] = f(v)`
+* lut                -> `output[i] = table[input[i]]` (one read, then one write)
+* add                -> tinyaot_add_s8: `av = a[i]; bv = b[i * b_stride]; output[i] = ...`;
+  in place on `a`, or on `b` only when b has a's shape (b_stride 1): with a
+  broadcast b (stride 0) every output element would read the overwritten b[0].
+
+Nothing else overlaps: the checker allows exactly this overlap (same offset,
+same size, the input's last step == the output's first step == s, op and
+operand as above) and nothing more.
+"""
+from __future__ import annotations
+
+# op -> the input positions that may be overwritten by the output
+INPLACE_OPS = {"clamp": (0,), "requantize": (0,), "lut": (0,), "add": (0, 1)}
+
+
+def inplace_operands(g, n):
+    """Input tensors of node n that its kernel could safely overwrite."""
+    slots = INPLACE_OPS.get(n.op)
+    if not slots or len(n.outputs) != 1:
+        return []
+    out = g.tensors[n.outputs[0]]
+    res = []
+    for k in slots:
+        if k >= len(n.inputs) or not n.inputs[k]:
+            continue
+        t = g.tensors[n.inputs[k]]
+        if t.is_const or t.dtype != out.dtype or t.nbytes != out.nbytes:
+            continue
+        if tuple(t.shape) != tuple(out.shape) or t.physical_perm != out.physical_perm:
+            continue
+        if n.op == "add" and k == 1:
+            a = g.tensors[n.inputs[0]]
+            if tuple(a.shape) != tuple(t.shape):  # b broadcast: stride 0
+                continue
+        res.append(t.name)
+    return res
+
+
+def merge_inplace(g, blocks):
+    """Merge each legal in-place output into its dying input's block (in step order)."""
+    where = {t: b for b in blocks for t in b.tensors}
+    gone = set()
+    for step, n in enumerate(g.nodes):
+        cands = inplace_operands(g, n)
+        if not cands:
+            continue
+        bo = where.get(n.outputs[0])
+        if bo is None or bo.external is not None or bo.first != step or bo.name != n.outputs[0]:
+            continue
+        for t in cands:
+            bi = where.get(t)
+            if (bi is None or bi is bo or bi.external is not None or bi.last != step
+                    or bi.size != bo.size or getattr(bi, "scratch", False)):
+                continue
+            bi.inplace.append({"step": step, "op": n.op, "node": n.name, "input": t,
+                               "output": n.outputs[0]})
+            bi.inplace.extend(bo.inplace)
+            bi.tensors.extend(bo.tensors)
+            bi.last = bo.last
+            for x in bo.tensors:
+                where[x] = bi
+            gone.add(id(bo))
+            break
+    return [b for b in blocks if id(b) not in gone]

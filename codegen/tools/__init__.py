@@ -1,0 +1,1 @@
+"""Tools around the compiler: budgets, report, validate, profile, quantize."""

@@ -1,0 +1,122 @@
+"""Per-layer instruction counts on a QEMU board (`tinyaot profile`).
+
+The model is emitted with TINYAOT_PROFILE(i) after every layer; the hook
+stores the board timer (tinyaot_timer_read) and codegen/tools/c/profile_main.c
+prints the stamps after one inference. Under QEMU with -icount shift=0 the
+timer counts virtual nanoseconds = instructions, so the counts are
+deterministic; the resolution is one timer tick (board.toml
+instructions_per_tick). Each hook costs a few instructions, charged to the
+next layer; `hook_ticks` in the report is the difference between the whole
+inference with and without hooks.
+"""
+from __future__ import annotations
+
+import re
+import shutil
+
+import numpy as np
+
+from ..build import board_or_error
+from ..compiler import compile_model
+from ..errors import TinyAotError
+from .fwbuild import C_DIR, build_firmware, private_dir
+from .validate import with_hooks
+
+_PROF_RE = re.compile(r"^PROF (\d+) (\d+) (\d+)$")
+_STAMP_RE = re.compile(r"^STAMP (\d+) (\d+)$")
+
+
+def _default_input(c):
+    g = c.graph
+    t = g.tensors[g.inputs[0]]
+    zp = int(t.q.zero_point[0]) if t.q is not None else 0
+    return np.full((1, t.size), zp, dtype=np.int8)
+
+
+def profile_model(model, board="qemu-m4", numerics="ort", inputs=None, compiled=None):
+    b = board_or_error(board)
+    if b["kind"] != "firmware":
+        raise TinyAotError(f"profile needs a QEMU board (timer and -icount), not '{board}'")
+    c = with_hooks(compiled or compile_model(model, numerics=numerics))
+    g = c.graph
+    x = _default_input(c) if inputs is None else np.asarray(inputs, dtype=np.int8)[:1].reshape(1, -1)
+    if x.shape[1] != g.tensors[g.inputs[0]].size:
+        raise TinyAotError(f"input must have {g.tensors[g.inputs[0]].size} values", model=str(model))
+    n = len(g.nodes)
+    out_dir = private_dir(c, f"profile-{board}")
+    try:
+        from ..targets.qemu import QemuError, run_firmware
+        elf, _, _ = build_firmware(c, b, out_dir, x, C_DIR / "profile_main.c",
+                                   defines=['TINYAOT_HOOKS_HEADER="tinyaot_hooks_fw.h"',
+                                            "TINYAOT_WANT_PROFILE", f"TINYAOT_PROFILE_LAYERS={n}"])
+        try:
+            res = run_firmware(elf, b, timeout=600)
+        except QemuError as e:
+            raise TinyAotError(f"firmware run failed on {board}: {e}") from None
+    finally:
+        shutil.rmtree(out_dir, ignore_errors=True)
+    prof, stamps = None, {}
+    for line in res.output.splitlines():
+        line = line.strip()
+        if m := _PROF_RE.match(line):
+            prof = tuple(int(v) for v in m.groups())
+        elif m := _STAMP_RE.match(line):
+            stamps[int(m.group(1))] = int(m.group(2))
+    if prof is None or len(stamps) != n:
+        raise TinyAotError(f"profiling firmware printed no complete profile on {board}")
+    _, t0, t1 = prof
+    ipt = int(b["instructions_per_tick"])
+    layers_info = {li["index"]: li for li in c.module.layers}
+    rows, prev = [], t0
+    for i, node in enumerate(g.nodes):
+        ticks = (stamps[i] - prev) & 0xFFFFFFFF
+        prev = stamps[i]
+        li = layers_info.get(i, {})
+        rows.append({"index": i, "op": node.op, "name": node.name, "kernel": li.get("kernel"),
+                     "ticks": ticks, "instructions": ticks * ipt, "macs": int(li.get("macs", 0))})
+    total_ticks = (t1 - t0) & 0xFFFFFFFF
+    total = total_ticks * ipt
+    for r in rows:
+        r["mac_per_instruction"] = round(r["macs"] / r["instructions"], 4) if r["instructions"] else None
+        r["share"] = round(r["instructions"] / total, 6) if total else 0.0
+    return {"model": str(model), "name": c.module.name, "board": board, "numerics": c.numerics,
+            "instructions_per_tick": ipt, "resolution_instructions": ipt,
+            "total_ticks": total_ticks, "total_instructions": total,
+            "layers_instructions": sum(r["instructions"] for r in rows),
+            "macs": sum(r["macs"] for r in rows), "layers": rows}
+
+
+def format_profile(r):
+    lines = [f"profile {r['name']} on {r['board']} (numerics {r['numerics']}; resolution "
+             f"{r['resolution_instructions']} instructions = 1 timer tick)",
+             f"{'#':>3}  {'op':<16} {'kernel':<32} {'instructions':>12} {'MACs':>10} {'MAC/instr':>9} {'share':>7}"]
+    for x in r["layers"]:
+        mpi = f"{x['mac_per_instruction']:.3f}" if x["mac_per_instruction"] is not None else "-"
+        lines.append(f"{x['index']:>3}  {x['op']:<16} {str(x['kernel'])[:32]:<32} "
+                     f"{x['instructions']:>12,} {x['macs']:>10,} {mpi:>9} {100 * x['share']:>6.1f}%")
+    tot = r["total_instructions"]
+    mpi = r["macs"] / tot if tot else 0
+    lines.append(f"     {'total':<16} {'':<32} {tot:>12,} {r['macs']:>10,} {mpi:>9.3f}  100.0%")
+    return "\n".join(lines)
+
+
+def plot_profile(r, path):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    rows = r["layers"]
+    labels = [f"{x['index']} {x['op']}" for x in rows]
+    vals = [x["instructions"] for x in rows]
+    fig, ax = plt.subplots(figsize=(8, 0.3 * len(rows) + 1.5))
+    ax.barh(range(len(rows)), vals, color="tab:blue")
+    ax.set_yticks(range(len(rows)))
+    ax.set_yticklabels(labels, fontsize=7)
+    ax.invert_yaxis()
+    ax.set_xlabel("instructions")
+    ax.set_title(f"{r['name']} on {r['board']}: {r['total_instructions']:,} instructions")
+    fig.tight_layout()
+    tmp = str(path) + ".tmp.png"
+    fig.savefig(tmp, dpi=100)
+    plt.close(fig)
+    import os
+    os.replace(tmp, str(path))

@@ -1,0 +1,182 @@
+"""`tinyaot quantize`: float ONNX -> int8 QDQ ONNX with onnxruntime.
+
+onnxruntime's pre-processing (quant_pre_process: shape inference and
+graph clean-up) then quantize_static: QDQ format, per-channel int8 weights,
+int8 activations, calibration by MinMax (default), Entropy or Percentile.
+models/make_digits_cnn.py calls quantize_qdq() for the default model.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+
+import numpy as np
+
+from ..errors import TinyAotError
+
+METHODS = ("minmax", "entropy", "percentile")
+
+
+class CalibReader:
+    """onnxruntime CalibrationDataReader: one sample per get_next(), batch of 1."""
+
+    def __init__(self, inputs, input_name, progress=False):
+        self._samples = list(inputs)
+        self._name = input_name
+        self._progress = progress
+        self.rewind()
+
+    def get_next(self):
+        s = next(self._it, None)
+        if s is None:
+            if self._progress:
+                sys.stderr.write("\n")
+            return None
+        self._n += 1
+        if self._progress and (self._n % 16 == 0 or self._n == len(self._samples)):
+            sys.stderr.write(f"\rcalibrating {self._n}/{len(self._samples)}")
+            sys.stderr.flush()
+        return {self._name: s[None].astype(np.float32)}
+
+    def rewind(self):
+        self._it = iter(self._samples)
+        self._n = 0
+
+
+def quantize_qdq(f32_path, calib_inputs, out_path, method="minmax",
+                 keep_removable_activations=False, progress=False):
+    """Float ONNX -> QDQ int8 ONNX (float I/O); calib_inputs: (N, ...) samples
+    without the batch axis. Writes out_path atomically; returns it."""
+    import onnx
+    from onnxruntime.quantization import (CalibrationMethod, QuantFormat, QuantType,
+                                          quantize_static)
+    from onnxruntime.quantization.shape_inference import quant_pre_process
+
+    if method not in METHODS:
+        raise TinyAotError(f"unknown calibration method '{method}' (choose from {', '.join(METHODS)})")
+    cm = {"minmax": CalibrationMethod.MinMax, "entropy": CalibrationMethod.Entropy,
+          "percentile": CalibrationMethod.Percentile}[method]
+    input_name = onnx.load(str(f32_path)).graph.input[0].name
+    out_path = str(out_path)
+    with tempfile.TemporaryDirectory() as tmp:
+        pre = os.path.join(tmp, "pre.onnx")
+        quant_pre_process(str(f32_path), pre, skip_symbolic_shape=True)
+        tmp_out = os.path.join(tmp, "out.onnx")
+        quantize_static(
+            pre, tmp_out, CalibReader(calib_inputs, input_name, progress),
+            quant_format=QuantFormat.QDQ,
+            per_channel=True,
+            weight_type=QuantType.QInt8,
+            activation_type=QuantType.QInt8,
+            calibrate_method=cm,
+            extra_options=({"QDQKeepRemovableActivations": True}
+                           if keep_removable_activations else None),
+        )
+        os.makedirs(os.path.dirname(os.path.abspath(out_path)), exist_ok=True)
+        staged = out_path + ".tmp"
+        with open(tmp_out, "rb") as src, open(staged, "wb") as dst:
+            dst.write(src.read())
+        os.replace(staged, out_path)
+    return out_path
+
+
+def _model_input(path):
+    import onnx
+    if not os.path.exists(str(path)):
+        raise TinyAotError("no such model", model=str(path))
+    try:
+        m = onnx.load(str(path))
+    except Exception:
+        raise TinyAotError("not an ONNX model", model=str(path)) from None
+    if not m.graph.input:
+        raise TinyAotError("model has no input", model=str(path))
+    inp = m.graph.input[0]
+    if inp.type.tensor_type.elem_type != onnx.TensorProto.FLOAT:
+        raise TinyAotError("quantize wants a float32 model (input is not float)", model=str(path),
+                           tensor=inp.name)
+    if any(n.op_type in ("QuantizeLinear", "DequantizeLinear", "QLinearConv") for n in m.graph.node):
+        raise TinyAotError("model is already quantized", model=str(path))
+    dims = [d.dim_value if d.HasField("dim_value") else None
+            for d in inp.type.tensor_type.shape.dim]
+    return inp.name, dims
+
+
+def load_samples(path, rank, key="inputs"):
+    """(N, ...) float32 samples without the batch axis from an .npz or a folder of .npy."""
+    path = str(path)
+    if os.path.isdir(path):
+        files = sorted(f for f in os.listdir(path) if f.endswith(".npy"))
+        if not files:
+            raise TinyAotError("folder has no .npy files", model=path)
+        arrays = [np.load(os.path.join(path, f), allow_pickle=False) for f in files]
+    elif os.path.isfile(path):
+        try:
+            data = np.load(path, allow_pickle=False)
+            files = list(data.files)
+        except Exception:
+            raise TinyAotError("not an .npz file", model=path) from None
+        if key in files:
+            arrays = [data[key]]
+        elif len(files) == 1:
+            arrays = [data[files[0]]]
+        else:
+            raise TinyAotError(f"no '{key}' array (has: {', '.join(sorted(files))})", model=path)
+    else:
+        raise TinyAotError("no such calibration data", model=path)
+    out = []
+    for a in arrays:
+        a = np.asarray(a)
+        if a.ndim == rank - 1:
+            a = a[None]
+        if a.ndim != rank:
+            raise TinyAotError(f"samples must have {rank - 1} dims (or {rank} for a batch), "
+                               f"got shape {list(a.shape)}", model=path)
+        out.append(a.astype(np.float32))
+    return np.concatenate(out) if len(out) > 1 else out[0]
+
+
+def accuracy(model_path, inputs, labels):
+    import onnxruntime as ort
+    so = ort.SessionOptions()
+    so.log_severity_level = 3
+    sess = ort.InferenceSession(str(model_path), so, providers=["CPUExecutionProvider"])
+    name = sess.get_inputs()[0].name
+    pred = [int(np.argmax(sess.run(None, {name: x[None]})[0])) for x in inputs]
+    return float(np.mean(np.asarray(pred) == np.asarray(labels).reshape(-1)))
+
+
+def cli_quantize(a):
+    name, dims = _model_input(a.model)
+    rank = len(dims)
+    calib = load_samples(a.calib, rank)
+    ev = None
+    if a.eval:
+        if not os.path.isfile(a.eval):
+            raise TinyAotError("no such evaluation file", model=a.eval)
+        data = np.load(a.eval, allow_pickle=False)
+        if "labels" not in data.files:
+            raise TinyAotError("evaluation .npz needs 'inputs' and 'labels'", model=a.eval)
+        ev = (load_samples(a.eval, rank), np.asarray(data["labels"]))
+        if len(ev[0]) != len(ev[1].reshape(-1)):
+            raise TinyAotError(f"{len(ev[0])} inputs but {ev[1].size} labels", model=a.eval)
+    tty = sys.stderr.isatty()
+    try:
+        quantize_qdq(a.model, calib, a.output, method=a.method, progress=tty)
+    except TinyAotError:
+        raise
+    except Exception as e:
+        raise TinyAotError(f"onnxruntime quantization failed: {type(e).__name__}: "
+                           f"{str(e).splitlines()[0] if str(e) else ''}", model=a.model) from None
+    r = {"model": a.model, "output": a.output, "method": a.method, "calibration_samples": len(calib)}
+    if ev is not None:
+        r["float_accuracy"] = accuracy(a.model, *ev)
+        r["int8_accuracy"] = accuracy(a.output, *ev)
+        r["eval_samples"] = len(ev[0])
+    if not a.json:
+        print(f"wrote {a.output} (QDQ int8, per-channel weights, {a.method} calibration on "
+              f"{len(calib)} samples)")
+        if ev is not None:
+            print(f"accuracy on {len(ev[0])} samples: float {100 * r['float_accuracy']:.2f} %, "
+                  f"int8 {100 * r['int8_accuracy']:.2f} %")
+    return r

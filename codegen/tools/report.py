@@ -1,0 +1,301 @@
+"""`tinyaot report`: per-layer table and memory totals from a real build.
+
+Per layer: op, kernel, shapes, MACs, weight bytes (what the emitter wrote),
+flash of its constants (from the link), arena offset and lifetime (the plan).
+Totals: arena; flash split into code / weights / tables from the map file of
+a real firmware link (input sections by object file; weights are the
+`l<i>_w` sections, tables every other constant of the model and the kernels'
+read-only data); worst-case stack from -fstack-usage (.su, exact per
+function as GCC allocated it) and the call graph of the linked ELF (every
+direct call and tail call in the disassembly, so implicit libgcc calls count
+too). Functions without a .su entry (libc, libgcc) are measured from their
+prologue (push / vpush / sub sp), which is exact for the leaf routines they
+are; indirect calls or recursion make the bound "unbounded".
+"""
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+
+from ..build import board_or_error
+from ..compiler import compile_model
+from ..errors import TinyAotError
+from .budget import budget_of
+from .fwbuild import build_firmware, private_dir
+
+_SEC_RE = re.compile(r"^ (\.[\w.$]+|COMMON)\s+0x([0-9a-f]+)\s+0x([0-9a-f]+)\s+(\S.*)$")
+_LAYER_SYM_RE = re.compile(r"^l(\d+)_(\w+)$")
+
+
+def parse_map(text):
+    """Input sections of the final link: [(section, address, size, object)]."""
+    start = text.find("Linker script and memory map")
+    lines = text[start:].splitlines() if start >= 0 else []
+    out, pending = [], None
+    for line in lines:
+        if pending is not None:
+            line = pending + " " + line.strip()
+            pending = None
+        elif re.match(r"^ (\.[\w.$]+|COMMON)$", line):
+            pending = line.rstrip()
+            continue
+        m = _SEC_RE.match(line)
+        if m and int(m.group(3), 16):
+            out.append((m.group(1), int(m.group(2), 16), int(m.group(3), 16), m.group(4).strip()))
+    return out
+
+
+def _kind(section):
+    if section.startswith(".text") or section in (".glue_7", ".glue_7t", ".vfp11_veneer"):
+        return "text"
+    if section.startswith(".rodata") or section.startswith(".ARM") or section == ".isr_vector":
+        return "rodata"
+    if section.startswith(".data"):
+        return "data"
+    if section.startswith(".bss") or section == "COMMON":
+        return "bss"
+    return None
+
+
+def _is_weight(suffix):
+    """l<i>_w (int8 weights as in the model) and l<i>_wp (packed for the fast kernels)."""
+    return suffix in ("w", "wp") or suffix.startswith("w_")
+
+
+def flash_breakdown(map_text, model_obj, kernel_objs):
+    """code / weights / tables of the model; board and library bytes apart."""
+    res = {"code": 0, "weights": 0, "tables": 0, "model_run_code": 0, "kernel_code": 0,
+           "board_and_harness": 0, "libraries": 0, "per_layer": {}, "per_kernel": {}}
+    for sec, _addr, size, obj in parse_map(map_text):
+        kind = _kind(sec)
+        if kind in (None, "bss"):
+            continue
+        name = Path(obj.split("(")[0]).name
+        if obj.endswith(model_obj):
+            if kind == "text":
+                res["code"] += size
+                res["model_run_code"] += size
+                continue
+            sym = sec.split(".")[-1]
+            m = _LAYER_SYM_RE.match(sym)
+            if m:
+                idx = int(m.group(1))
+                per = res["per_layer"].setdefault(idx, {"weights": 0, "tables": 0})
+                if _is_weight(m.group(2)):
+                    res["weights"] += size
+                    per["weights"] += size
+                else:
+                    res["tables"] += size
+                    per["tables"] += size
+            else:
+                res["tables"] += size
+        elif name in kernel_objs:
+            if kind == "text":
+                res["code"] += size
+                res["kernel_code"] += size
+                k = Path(name).stem
+                res["per_kernel"][k] = res["per_kernel"].get(k, 0) + size
+            else:
+                res["tables"] += size
+        elif ".a(" in obj or obj.endswith(".a"):
+            res["libraries"] += size
+        else:
+            res["board_and_harness"] += size
+    res["total"] = res["code"] + res["weights"] + res["tables"]
+    return res
+
+
+def _su_table(obj_dir):
+    su = {}
+    for f in Path(obj_dir).glob("*.su"):
+        for line in f.read_text().splitlines():
+            parts = line.split("\t")
+            if len(parts) >= 3:
+                fn = parts[0].rsplit(":", 1)[-1]
+                su[fn] = (int(parts[1]), parts[2])
+    return su
+
+
+_FN_RE = re.compile(r"^[0-9a-f]+ <([^>]+)>:$")
+_CALL_RE = re.compile(r"\t(bl|blx|b|b\.w|b\.n)\t[0-9a-f]+ <([^>+]+)>")
+_PUSH_RE = re.compile(r"\t(push|stmdb)(?:\.w)?\t(?:sp!, )?\{([^}]*)\}")
+_VPUSH_RE = re.compile(r"\tvpush\t\{([^}]*)\}")
+_SUB_RE = re.compile(r"\tsub(?:\.w|w)?\tsp, (?:sp, )?#(\d+)")
+_INDIRECT_RE = re.compile(r"\tblx\t(r\d+|ip|lr)\b")
+
+
+def _reg_count(lst):
+    n = 0
+    for part in lst.split(","):
+        part = part.strip()
+        if "-" in part:
+            a, b = part.split("-")
+            n += int(re.sub(r"\D", "", b)) - int(re.sub(r"\D", "", a)) + 1
+        elif part:
+            n += 1
+    return n
+
+
+def call_graph(elf, board):
+    """{function: {"callees": set, "frame": bytes from the prologue, "indirect": bool}}."""
+    tool = board.get("toolchain_prefix", "") + "objdump"
+    text = subprocess.run([tool, "-d", "--no-show-raw-insn", str(elf)], capture_output=True,
+                          text=True, check=True).stdout
+    funcs, cur = {}, None
+    for line in text.splitlines():
+        m = _FN_RE.match(line)
+        if m:
+            cur = funcs.setdefault(m.group(1), {"callees": set(), "frame": 0, "indirect": False,
+                                                "prologue": True})
+            continue
+        if cur is None or not line.strip():
+            continue
+        if (m := _CALL_RE.search(line)) and m.group(2) != _name_of(cur, funcs):
+            cur["callees"].add(m.group(2))
+        if _INDIRECT_RE.search(line):
+            cur["indirect"] = True
+        if cur["prologue"]:
+            if m := _PUSH_RE.search(line):
+                cur["frame"] += 4 * _reg_count(m.group(2))
+            elif m := _VPUSH_RE.search(line):
+                regs = m.group(1)
+                cur["frame"] += (8 if "d" in regs else 4) * _reg_count(regs)
+            elif m := _SUB_RE.search(line):
+                cur["frame"] += int(m.group(1))
+                cur["prologue"] = False
+    return funcs
+
+
+def _name_of(entry, funcs):
+    for k, v in funcs.items():
+        if v is entry:
+            return k
+    return None
+
+
+def worst_stack(root, funcs, su):
+    """(bytes, path, notes): the deepest call chain from root."""
+    notes = set()
+    memo = {}
+
+    def frame(fn):
+        if fn in su:
+            size, qual = su[fn]
+            if "dynamic" in qual and "bounded" not in qual:
+                notes.add(f"{fn}: dynamic stack (not bounded)")
+            return size
+        return funcs.get(fn, {}).get("frame", 0)
+
+    def visit(fn, stack):
+        if fn in stack:
+            notes.add(f"recursion through {fn}: unbounded")
+            return 0, [fn]
+        if fn in memo:
+            return memo[fn]
+        info = funcs.get(fn, {"callees": set(), "indirect": False})
+        if info.get("indirect"):
+            notes.add(f"{fn}: indirect call (its targets are not counted)")
+        best, best_path = 0, []
+        for callee in sorted(info["callees"]):
+            s, p = visit(callee, stack | {fn})
+            if s > best:
+                best, best_path = s, p
+        memo[fn] = (frame(fn) + best, [fn] + best_path)
+        return memo[fn]
+
+    total, path = visit(root, frozenset())
+    return total, path, sorted(notes)
+
+
+def report_model(model, board="qemu-m4", numerics="ort", compiled=None, keep_dir=None):
+    b = board_or_error(board)
+    if b["kind"] != "firmware":
+        raise TinyAotError(f"report needs a firmware board for flash and stack (e.g. qemu-m4), "
+                           f"not '{board}'")
+    c = compiled or compile_model(model, numerics=numerics)
+    g = c.graph
+    xin = g.tensors[g.inputs[0]]
+    out_dir = keep_dir or private_dir(c, f"report-{board}")
+    try:
+        elf, map_path, obj_dir = build_firmware(c, b, out_dir, np.zeros((1, xin.size), np.int8),
+                                                b["harness_main"], analysis=True)
+        from ..paths import runtime_sources
+        from ..targets.qemu import firmware_size
+        kernel_objs = {p.stem + ".o" for p in runtime_sources()}
+        flash = flash_breakdown(Path(map_path).read_text(), f"/{c.module.name}.o", kernel_objs)
+        su = _su_table(obj_dir)
+        funcs = call_graph(elf, b)
+        stack, path, notes = worst_stack(f"{c.module.name}_run", funcs, su)
+        fw_stack, fw_path, fw_notes = worst_stack("main", funcs, su)
+        size = firmware_size(elf, b)
+    finally:
+        if not keep_dir:
+            shutil.rmtree(out_dir, ignore_errors=True)
+    layers = []
+    for li in c.module.layers:
+        n = g.nodes[li["index"]]
+        blk = c.plan.where.get(n.outputs[0])
+        per = flash["per_layer"].get(li["index"], {"weights": 0, "tables": 0})
+        layers.append({
+            "index": li["index"], "op": li["op"], "name": li["name"], "kernel": li["kernel"],
+            "inputs": [list(g.tensors[i].shape) for i in n.inputs if i and not g.tensors[i].is_const],
+            "output": list(g.tensors[n.outputs[0]].shape),
+            "macs": li["macs"], "weight_bytes": li["weight_bytes"],
+            "flash_weights": per["weights"], "flash_tables": per["tables"],
+            "arena_offset": (blk.offset if blk is not None and not blk.external else None),
+            "buffer": (blk.external if blk is not None and blk.external else "arena"),
+            "bytes": g.tensors[n.outputs[0]].nbytes,
+            "lifetime": [blk.first, blk.last] if blk is not None else None,
+        })
+    need = budget_of(c, b)
+    ram_total = c.plan.size + stack
+    return {
+        "model": str(model), "name": c.module.name, "board": board, "numerics": c.numerics,
+        "layers": layers,
+        "totals": {
+            "macs": sum(x["macs"] for x in layers),
+            "arena_bytes": c.plan.size, "arena_lower_bound_bytes": c.plan.lower_bound,
+            "flash": {k: v for k, v in flash.items() if k not in ("per_layer",)},
+            "stack": {"worst_case_bytes": stack, "path": path, "notes": notes,
+                      "firmware_worst_case_bytes": fw_stack, "firmware_path": fw_path,
+                      "reserved_bytes": need["ram"]["stack"]},
+            "ram_model_bytes": ram_total,
+            "firmware": size,
+            "board_limits": {"flash_size": b.get("flash_size"), "ram_size": b.get("ram_size"),
+                             "stack_size": b.get("stack_size")},
+        },
+    }
+
+
+def format_report(r):
+    t = r["totals"]
+    f = t["flash"]
+    lines = [f"report {r['name']} for {r['board']} (numerics {r['numerics']})",
+             f"{'#':>3}  {'op':<15} {'kernel':<31} {'output':<12} {'MACs':>9} {'weights':>8} "
+             f"{'arena off':>9} {'bytes':>6} {'life':>7}"]
+    for x in r["layers"]:
+        off = str(x["arena_offset"]) if x["arena_offset"] is not None else x["buffer"]
+        life = f"{x['lifetime'][0]}-{x['lifetime'][1]}" if x["lifetime"] else "-"
+        lines.append(f"{x['index']:>3}  {x['op']:<15} {str(x['kernel'])[:31]:<31} "
+                     f"{'x'.join(map(str, x['output'])):<12} {x['macs']:>9,} {x['weight_bytes']:>8,} "
+                     f"{off:>9} {x['bytes']:>6} {life:>7}")
+    st = t["stack"]
+    lines += [
+        f"arena        {t['arena_bytes']:,} B (lower bound {t['arena_lower_bound_bytes']:,} B)",
+        f"flash        {f['total']:,} B = code {f['code']:,} B (run {f['model_run_code']:,} + kernels "
+        f"{f['kernel_code']:,}) + weights {f['weights']:,} B + tables {f['tables']:,} B",
+        f"             (firmware also has board/harness {f['board_and_harness']:,} B, "
+        f"libc/libgcc {f['libraries']:,} B)",
+        f"stack        {st['worst_case_bytes']:,} B worst case for {r['name']}_run: "
+        f"{' -> '.join(st['path'])}",
+        f"RAM          {t['ram_model_bytes']:,} B (arena + worst-case stack); board reserves "
+        f"{st['reserved_bytes']:,} B of stack",
+        f"MACs         {t['macs']:,}",
+    ]
+    for n in st["notes"]:
+        lines.append(f"  note: {n}")
+    return "\n".join(lines)

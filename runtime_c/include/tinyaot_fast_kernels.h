@@ -1,0 +1,65 @@
+/* tinyaot fast kernels: DSP-friendly int8 conv / depthwise / fully connected.
+ *
+ * Selected per layer by the code generator (codegen/passes/kernel_select.py)
+ * and bit-exact with the reference kernels of tinyaot_kernels.h: the int32
+ * accumulators are the same exact sums (only the order of the additions
+ * differs, which cannot change an integer sum that does not overflow), and
+ * requantization is tinyaot_requant_ort / a bit-identical form of
+ * tinyaot_requant_tflite (tinyaot_requant_fast.h).
+ *
+ * Weight packing (done at compile time, codegen/backend/fast_pack.py):
+ *   GEMM weights W[oc][k], k = (ky * k_w + kx) * in_c + ic (FC: k = in
+ *   feature), widened to int16, K padded with zeros to Kp = roundup(K, 4),
+ *   out channels padded with zero rows to a multiple of 4.  Stored as
+ *   int32 words holding two int16 (low half first), in blocks of 4 output
+ *   channels: for block b, for quad j of k, for row r of the block:
+ *       word 0 = { W[4b+r][4j+0], W[4b+r][4j+2] }
+ *       word 1 = { W[4b+r][4j+1], W[4b+r][4j+3] }
+ *   which is the order __SXTAB16 / __SXTAB16_ROR8 widen four int8 inputs.
+ *   Depthwise weights W[tap][c] (tap = ky * k_w + kx, in_c == out_c,
+ *   in_c % 4 == 0): for tap t, for channel quad j: the same two words.
+ *
+ * Scratch: the conv and FC kernels widen their input (minus the input zero
+ * point) into `scratch`, planned in the arena by the compiler and live only
+ * during the call; *_get_buffer_size gives its size in bytes (mirrored by
+ * codegen/passes/kernel_select.py).
+ */
+#ifndef TINYAOT_FAST_KERNELS_H
+#define TINYAOT_FAST_KERNELS_H
+
+#include <stdint.h>
+
+#include "tinyaot_kernels.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* groups == 1. Returns TINYAOT_ERR_ARG otherwise. */
+int tinyaot_convolve_fast_s8(const tinyaot_conv_dims_t *d, const tinyaot_requant_t *q,
+                             const int8_t *input, const int32_t *packed_weights,
+                             uint32_t *scratch, int8_t *output);
+int32_t tinyaot_convolve_fast_s8_get_buffer_size(const tinyaot_conv_dims_t *d);
+
+/* in_c == out_c, in_c % 4 == 0. No scratch. */
+int tinyaot_depthwise_conv_fast_s8(const tinyaot_conv_dims_t *d, const tinyaot_requant_t *q,
+                                   const int8_t *input, const int32_t *packed_weights,
+                                   int8_t *output);
+
+int tinyaot_fully_connected_fast_s8(int32_t rows, int32_t in_features, int32_t out_features,
+                                    const tinyaot_requant_t *q, const int8_t *input,
+                                    const int32_t *packed_weights, uint32_t *scratch,
+                                    int8_t *output);
+int32_t tinyaot_fully_connected_fast_s8_get_buffer_size(int32_t in_features);
+
+/* tinyaot_add_s8, bit-identical; the tflite path is faster (falls back to
+ * tinyaot_add_s8 for float numerics or parameters outside its preconditions:
+ * multipliers >= 0, shifts <= 0). */
+int tinyaot_add_fast_s8(int32_t n, const tinyaot_add_params_t *p, const int8_t *a,
+                        const int8_t *b, int32_t b_stride, int8_t *output);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,533 @@
+"""Every runtime_c kernel against the numpy oracle, bit-exact, in both numerics.
+
+For each kernel, hypothesis draws shapes (H, W 1..12, channels 1, 2, 3, 4,
+5, 7, 8, 16), kernel sizes 1..5, strides 1..3, dilations 1..2, asymmetric
+pads, groups / depthwise multipliers, int8 inputs and weights, scales
+(log-uniform 1e-4..1, or exact powers of two, which make rounding ties
+happen) and zero points, fused clamps (Relu, Relu6, Clip), per-channel and
+per-tensor weights. Each case is a one-node IR graph; its parameters come
+from codegen.prepare.prepare_node, the expected output from
+codegen.reference.ops (logical NCHW), and the C kernel gets the same
+parameters through cffi (tests/kernel_ffi.py), mapped onto the structs and
+weight layouts exactly as codegen/backend/c_emitter.py does. Outputs must
+be equal as integers.
+
+Budget: TINYAOT_HYPOTHESIS_EXAMPLES examples per test (default 40);
+TINYAOT_HYPOTHESIS_RANDOM=1 explores new examples instead of the fixed,
+derandomized ones.
+"""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, note, settings
+from hypothesis import strategies as st
+
+import kernel_ffi as K
+from codegen.backend import c_emitter
+from codegen.ir import Graph, Node, QParams, Tensor
+from codegen.prepare import prepare_node
+from codegen.reference import ops
+
+F32 = np.float32
+EXAMPLES = int(os.environ.get("TINYAOT_HYPOTHESIS_EXAMPLES", "40"))
+CHANNELS = [1, 2, 3, 4, 5, 7, 8, 16]
+NUMERICS = ["ort", "tflite"]
+ACTS = [(None, None), (0.0, None), (0.0, 6.0), (None, 6.0), (-1.0, 1.0)]
+
+SETTINGS = settings(max_examples=EXAMPLES, deadline=None, database=None,
+                    derandomize=not os.environ.get("TINYAOT_HYPOTHESIS_RANDOM"),
+                    suppress_health_check=list(HealthCheck), print_blob=True)
+
+
+# ------------------------------------------------------------- strategies
+
+def log_scale():
+    return st.floats(-4.0, 0.0).map(lambda e: F32(10.0 ** e))
+
+
+def scale():
+    """log-uniform in [1e-4, 1], or an exact power of two (exact products: ties)."""
+    return st.one_of(log_scale(), st.integers(0, 13).map(lambda k: F32(2.0 ** -k)))
+
+
+zp = st.integers(-128, 127)
+
+
+@st.composite
+def int8_array(draw, shape):
+    seed = draw(st.integers(0, 2**32 - 1))
+    rng = np.random.default_rng(seed)
+    kind = draw(st.sampled_from(["uniform", "uniform", "extremes", "small"]))
+    if kind == "uniform":
+        a = rng.integers(-128, 128, size=shape)
+    elif kind == "extremes":  # saturation / overflow paths
+        a = rng.choice(np.array([-128, -127, 127, 0, -1, 1]), size=shape)
+    else:
+        a = rng.integers(-3, 4, size=shape)
+    return a.astype(np.int8)
+
+
+def out_scale_for(draw, sx, wq, k):
+    """Output scale of a conv / FC: independent (mostly saturated or zero
+    outputs), one that puts a typical accumulator of k terms in the int8
+    range, or that one rounded so that sx * w_scale[0] / sy is an exact power
+    of two 2^-j (rounding ties happen: round-half-even vs away is tested)."""
+    mode = draw(st.sampled_from(["independent", "typical", "tie", "tie"]))
+    if mode == "independent":
+        return draw(scale())
+    typical = 128.0 * 64.0 * max(1.0, np.sqrt(k)) / 100.0
+    if mode == "typical":
+        ref = float(np.exp(np.mean(np.log(wq.scale.astype(np.float64)))))
+        return F32(max(float(sx) * ref * typical * 2.0 ** draw(st.floats(-3.0, 3.0)), 1e-30))
+    j = max(1, int(np.log2(typical)) + draw(st.integers(-2, 2)))
+    prod = F32(sx * wq.scale[0])
+    return F32(prod * F32(2.0 ** j))
+
+
+def weight_q(draw, cout, axis):
+    """Per-tensor or per-channel (independent scales, or a base scale times
+    powers of two, which keeps every channel's multiplier a power of two)."""
+    per_channel = cout > 1 and draw(st.booleans())
+    if per_channel:
+        if draw(st.booleans()):
+            s = np.array([draw(scale()) for _ in range(cout)], dtype=F32)
+        else:
+            base = draw(scale())
+            s = np.array([base * F32(2.0 ** -draw(st.integers(0, 3))) for _ in range(cout)],
+                         dtype=F32)
+            s[0] = base
+        return QParams(s, np.zeros(cout, np.int32), axis)
+    return QParams(np.array([draw(scale())], F32), np.zeros(1, np.int32), None)
+
+
+def bias_tensor(draw, name, cout, sx, wq):
+    bits = draw(st.sampled_from([0, 8, 16, 24]))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    data = rng.integers(-(1 << bits), (1 << bits) + 1, size=cout).astype(np.int32)
+    bs = (sx * wq.scale).astype(F32)
+    q = QParams(bs, np.zeros(bs.size, np.int32), 0 if wq.per_channel else None)
+    return Tensor(name, (cout,), "int32", q, data)
+
+
+def qt(name, shape, s, z):
+    return Tensor(name, tuple(shape), "int8", QParams(np.array([s], F32), np.array([z], np.int32)))
+
+
+def one_node(op, ins, outs, attrs):
+    g = Graph(name=f"one_{op}", source="<hypothesis>")
+    for t in ins + outs:
+        if t is not None:
+            g.add_tensor(t)
+    n = Node(op, f"{op}0", [t.name if t is not None else "" for t in ins],
+             [t.name for t in outs], dict(attrs))
+    g.nodes.append(n)
+    g.inputs = [ins[0].name]
+    g.outputs = [outs[0].name]
+    return g, n
+
+
+@st.composite
+def conv_case(draw, kind):
+    """kind: 'conv' (grouped too), 'depthwise' or 'float' (ort float Conv)."""
+    cin = draw(st.sampled_from(CHANNELS))
+    if kind == "depthwise":
+        groups = cin
+        cout = cin * draw(st.integers(1, 3))
+    else:
+        groups = draw(st.sampled_from([g for g in range(1, cin + 1) if cin % g == 0]))
+        cout = draw(st.sampled_from([c for c in CHANNELS if c % groups == 0]))
+    kh, kw = draw(st.integers(1, 5)), draw(st.integers(1, 5))
+    sh, sw = draw(st.integers(1, 3)), draw(st.integers(1, 3))
+    dh, dw = draw(st.integers(1, 2)), draw(st.integers(1, 2))
+    t, l, b, r = (draw(st.integers(0, 3)) for _ in range(4))
+    eh, ew = dh * (kh - 1) + 1, dw * (kw - 1) + 1
+    h = draw(st.integers(max(1, eh - t - b), 12))
+    w = draw(st.integers(max(1, ew - l - r), 12))
+    oh = (h + t + b - eh) // sh + 1
+    ow = (w + l + r - ew) // sw + 1
+    cg = cin // groups
+    sx, zx = draw(scale()), draw(zp)
+    wq = weight_q(draw, cout, 0)
+    sy = out_scale_for(draw, sx, wq, cg * kh * kw)
+    zy = draw(zp)
+    lo, hi = draw(st.sampled_from(ACTS))
+    x = qt("x", (1, cin, h, w), sx, zx)
+    wt = Tensor("w", (cout, cg, kh, kw), "int8", wq, draw(int8_array((cout, cg, kh, kw))))
+    bt = bias_tensor(draw, "b", cout, sx, wq) if draw(st.integers(0, 4)) else None
+    y = qt("y", (1, cout, oh, ow), sy, zy)
+    attrs = {"kernel": (kh, kw), "strides": (sh, sw), "dilations": (dh, dw),
+             "pads": (t, l, b, r), "group": groups, "act_lo": lo, "act_hi": hi}
+    if kind == "float":
+        attrs["ort_float"] = True
+    xv = draw(int8_array((1, cin, h, w)))
+    return one_node("conv2d", [x, wt, bt], [y], attrs), xv
+
+
+def describe(g, n, extra=""):
+    return g.dump() + (("\n  " + extra) if extra else "")
+
+
+def assert_bit_exact(expected, got, what, g, n, p):
+    expected = np.asarray(expected).astype(np.int64)
+    got = np.asarray(got).astype(np.int64).reshape(expected.shape)
+    if np.array_equal(expected, got):
+        return
+    bad = np.argwhere(expected != got)
+    lines = [f"{what}: {len(bad)} of {expected.size} output integers differ from the oracle",
+             describe(g, n),
+             "  prepared: " + ", ".join(f"{k}={_short(v)}" for k, v in sorted(p.items())),
+             "  first mismatches (logical index: oracle vs C):"]
+    for idx in bad[:8]:
+        i = tuple(int(v) for v in idx)
+        lines.append(f"    {i}: {expected[i]} vs {got[i]}")
+    raise AssertionError("\n".join(lines))
+
+
+def _short(v):
+    a = np.asarray(v)
+    if a.ndim == 0:
+        return repr(a.item())
+    s = np.array2string(a.reshape(-1)[:8], separator=",")
+    return s if a.size <= 8 else s[:-1] + f",... ({a.size})]"
+
+
+# ---------------------------------------------------------- param mapping
+# As c_emitter.py: conv_dims, requant, float_layer, emit_add, emit_pool, ...
+
+def conv_dims(g, n):
+    x, y = g.tensors[n.inputs[0]], g.tensors[n.outputs[0]]
+    a = n.attrs
+    _, c, h, w = x.shape
+    _, oc, oh, ow = y.shape
+    return {"in_h": h, "in_w": w, "in_c": c, "out_h": oh, "out_w": ow, "out_c": oc,
+            "k_h": a["kernel"][0], "k_w": a["kernel"][1],
+            "stride_h": a["strides"][0], "stride_w": a["strides"][1],
+            "dil_h": a["dilations"][0], "dil_w": a["dilations"][1],
+            "pad_top": a["pads"][0], "pad_left": a["pads"][1], "groups": a["group"]}
+
+
+def requant_fields(p):
+    f = {"in_zp": p["in_zp"], "out_zp": p["out_zp"], "act_min": p["act_min"],
+         "act_max": p["act_max"], "bias": np.asarray(p["bias"], np.int32)}
+    if "scale" in p:
+        f.update(scale=np.asarray(p["scale"], F32), mult=None, shift=None)
+    else:
+        f.update(scale=None, mult=np.asarray(p["mult"], np.int32),
+                 shift=np.asarray(p["shift"], np.int32))
+    return f
+
+
+def float_fields(g, n, p, filt):
+    w = g.tensors[n.inputs[1]]
+    return {"in_scale": p["in_scale"], "in_zp": p["in_zp"], "out_scale": p["out_scale"],
+            "out_zp": p["out_zp"], "act_min": p["act_min"], "act_max": p["act_max"],
+            "filter": np.ascontiguousarray(filt, np.int8),
+            "filter_scale": np.ascontiguousarray(
+                np.broadcast_to(w.q.scale.astype(F32), (w.shape[0],))),
+            "bias_f": np.asarray(c_emitter._float_bias(g, n), F32)}
+
+
+def nhwc(x):
+    return np.ascontiguousarray(x.transpose(0, 2, 3, 1))
+
+
+def from_nhwc(flat, shape_nchw):
+    n, c, h, w = shape_nchw
+    return flat.reshape(n, h, w, c).transpose(0, 3, 1, 2)
+
+
+# ------------------------------------------------------------------ tests
+
+def test_header_matches_the_wrappers():
+    """The prototypes the tests call are the header's (a drift is one clear failure)."""
+    for name, sig in K.EXPECTED_FUNCTIONS.items():
+        got = K.function_signature(name)
+        assert got is not None, f"{name} is no longer declared in {K.HEADER}"
+        assert got == sig, f"{name} changed in {K.HEADER}: {got}, the tests call {sig}"
+
+
+@pytest.mark.parametrize("numerics", NUMERICS)
+@pytest.mark.parametrize("kind", ["conv", "depthwise"])
+@SETTINGS
+@given(case=st.data())
+def test_conv_s8(numerics, kind, case):
+    (g, n), xv = case.draw(conv_case(kind))
+    x, wt = g.tensors[n.inputs[0]], g.tensors[n.inputs[1]]
+    y = g.tensors[n.outputs[0]]
+    p = prepare_node(g, n, numerics)
+    note(describe(g, n))
+    expected = ops.conv2d(xv, wt.data, n.attrs, p, numerics)
+    dims = conv_dims(g, n)
+    if kind == "depthwise":
+        got = K.depthwise_conv_s8(dims, requant_fields(p), nhwc(xv),
+                                  wt.data[:, 0].transpose(1, 2, 0))
+    else:
+        got = K.convolve_s8(dims, requant_fields(p), nhwc(xv), wt.data.transpose(0, 2, 3, 1))
+    assert_bit_exact(expected, from_nhwc(got, y.shape), f"tinyaot_{kind}_s8 [{numerics}]",
+                     g, n, p)
+
+
+@SETTINGS
+@given(case=st.data())
+def test_convolve_f32_s8_ort(case):
+    (g, n), xv = case.draw(conv_case("float"))
+    wt = g.tensors[n.inputs[1]]
+    bt = g.tensors[n.inputs[2]] if n.inputs[2] else None
+    y = g.tensors[n.outputs[0]]
+    p = prepare_node(g, n, "ort")
+    note(describe(g, n))
+    expected = ops.conv2d_ort_float(xv, wt, bt, n.attrs, p)
+    got = K.convolve_f32_s8(conv_dims(g, n), float_fields(g, n, p, wt.data.transpose(0, 2, 3, 1)),
+                            nhwc(xv))
+    assert_bit_exact(expected, from_nhwc(got, y.shape), "tinyaot_convolve_f32_s8 [ort]", g, n, p)
+
+
+@st.composite
+def fc_case(draw, ort_float=False):
+    rows = draw(st.integers(1, 4))
+    k = draw(st.one_of(st.sampled_from(CHANNELS), st.integers(1, 64)))
+    nout = draw(st.sampled_from(CHANNELS + [10]))
+    sx, zx = draw(scale()), draw(zp)
+    wq = weight_q(draw, nout, 0)
+    sy = out_scale_for(draw, sx, wq, k)
+    zy = draw(zp)
+    lo, hi = draw(st.sampled_from(ACTS))
+    x = qt("x", (rows, k), sx, zx)
+    wt = Tensor("w", (nout, k), "int8", wq, draw(int8_array((nout, k))))
+    bt = bias_tensor(draw, "b", nout, sx, wq) if draw(st.integers(0, 4)) else None
+    y = qt("y", (rows, nout), sy, zy)
+    attrs = {"act_lo": lo, "act_hi": hi}
+    if ort_float:
+        attrs["ort_float"] = True
+    return one_node("fully_connected", [x, wt, bt], [y], attrs), draw(int8_array((rows, k)))
+
+
+@pytest.mark.parametrize("numerics", NUMERICS)
+@SETTINGS
+@given(case=st.data())
+def test_fully_connected_s8(numerics, case):
+    (g, n), xv = case.draw(fc_case())
+    wt = g.tensors[n.inputs[1]]
+    rows, k = xv.shape
+    nout = wt.shape[0]
+    p = prepare_node(g, n, numerics)
+    note(describe(g, n))
+    expected = ops.fully_connected(xv, wt.data, p, numerics)
+    got = K.fully_connected_s8(rows, k, nout, requant_fields(p), xv, wt.data)
+    assert_bit_exact(expected, got.reshape(rows, nout),
+                     f"tinyaot_fully_connected_s8 [{numerics}]", g, n, p)
+
+
+@SETTINGS
+@given(case=st.data())
+def test_fully_connected_f32_s8_ort(case):
+    (g, n), xv = case.draw(fc_case(ort_float=True))
+    wt = g.tensors[n.inputs[1]]
+    bt = g.tensors[n.inputs[2]] if n.inputs[2] else None
+    rows, k = xv.shape
+    nout = wt.shape[0]
+    p = prepare_node(g, n, "ort")
+    note(describe(g, n))
+    expected = ops.fully_connected_ort_float(xv, wt, bt, p)
+    got = K.fully_connected_f32_s8(rows, k, nout, float_fields(g, n, p, wt.data), xv)
+    assert_bit_exact(expected, got.reshape(rows, nout),
+                     "tinyaot_fully_connected_f32_s8 [ort]", g, n, p)
+
+
+def act_shape(draw):
+    return (1, draw(st.sampled_from(CHANNELS)), draw(st.integers(1, 12)), draw(st.integers(1, 12)))
+
+
+@pytest.mark.parametrize("numerics", NUMERICS)
+@SETTINGS
+@given(case=st.data())
+def test_add_s8(numerics, case):
+    d = case.draw
+    shape = act_shape(d)
+    scalar_b = d(st.integers(0, 4)) == 0
+    bshape = (1,) if scalar_b else shape
+    a = qt("a", shape, d(scale()), d(zp))
+    b = qt("b", bshape, d(scale()), d(zp))
+    mode = d(st.integers(0, 2))
+    big = max(a.q.scale[0], b.q.scale[0])
+    if mode == 0:  # output scale near the inputs' (the common case)
+        sy = F32(big * 2.0 ** d(st.floats(-2.0, 2.0)))
+    elif mode == 1:  # a power of two times the larger one: ties if the inputs' are too
+        sy = F32(big * F32(2.0 ** d(st.integers(-1, 3))))
+    else:
+        sy = d(scale())
+    y = qt("y", shape, sy, d(zp))
+    lo, hi = d(st.sampled_from(ACTS))
+    g, n = one_node("add", [a, b], [y], {"act_lo": lo, "act_hi": hi})
+    av, bv = d(int8_array(shape)), d(int8_array(bshape))
+    p = prepare_node(g, n, numerics)
+    note(describe(g, n))
+    expected = ops.add(av, bv, p, numerics)
+    fields = {k: p[k] for k in ("a_zp", "b_zp", "out_zp", "act_min", "act_max")}
+    if numerics == "ort":
+        fields.update(a_scale=p["a_scale"], b_scale=p["b_scale"], out_scale=p["out_scale"],
+                      use_float=1, left_shift=0, a_mult=0, a_shift=0, b_mult=0, b_shift=0,
+                      out_mult=0, out_shift=0)
+    else:
+        fields.update(a_scale=0.0, b_scale=0.0, out_scale=0.0, use_float=0,
+                      **{k: p[k] for k in ("left_shift", "a_mult", "a_shift", "b_mult",
+                                           "b_shift", "out_mult", "out_shift")})
+    size = int(np.prod(shape))
+    got = K.add_s8(size, fields, av.reshape(-1), bv.reshape(-1), 0 if scalar_b else 1)
+    assert_bit_exact(expected, got.reshape(shape), f"tinyaot_add_s8 [{numerics}]", g, n, p)
+
+
+@st.composite
+def pool_case(draw, op, numerics):
+    c = draw(st.sampled_from(CHANNELS))
+    sx, zx = draw(scale()), draw(zp)
+    mean = False  # tflite MEAN: global window, own output quantization
+    if op == "avgpool" and numerics == "tflite":
+        mean = draw(st.booleans())
+    glob = mean or draw(st.integers(0, 5)) == 0
+    if glob:
+        h, w = draw(st.integers(1, 12)), draw(st.integers(1, 12))
+        kh, kw, sh, sw, pads = h, w, 1, 1, (0, 0, 0, 0)
+    else:
+        kh, kw = draw(st.integers(1, 5)), draw(st.integers(1, 5))
+        sh, sw = draw(st.integers(1, 3)), draw(st.integers(1, 3))
+        # ONNX: pads smaller than the kernel (every window sees the input)
+        t, b = draw(st.integers(0, kh - 1)), draw(st.integers(0, kh - 1))
+        l, r = draw(st.integers(0, kw - 1)), draw(st.integers(0, kw - 1))
+        pads = (t, l, b, r)
+        h = draw(st.integers(max(1, kh - t - b), 12))
+        w = draw(st.integers(max(1, kw - l - r), 12))
+    oh = (h + pads[0] + pads[2] - kh) // sh + 1
+    ow = (w + pads[1] + pads[3] - kw) // sw + 1
+    same_q = op == "maxpool" or (numerics == "tflite" and not mean) or draw(st.booleans())
+    if same_q:
+        sy, zy = sx, zx
+    else:
+        sy, zy = draw(scale()), draw(zp)
+    cip = int(op == "avgpool" and numerics == "ort" and draw(st.booleans()))
+    lo, hi = draw(st.sampled_from(ACTS))
+    x = qt("x", (1, c, h, w), sx, zx)
+    y = qt("y", (1, c, oh, ow), sy, zy)
+    attrs = {"kernel": (kh, kw), "strides": (sh, sw), "pads": pads, "count_include_pad": cip,
+             "act_lo": lo, "act_hi": hi}
+    return one_node(op, [x], [y], attrs), draw(int8_array((1, c, h, w)))
+
+
+def pool_fields(g, n, p):
+    x, y = g.tensors[n.inputs[0]], g.tensors[n.outputs[0]]
+    a = n.attrs
+    _, c, h, w = x.shape
+    _, _, oh, ow = y.shape
+    use_float = 1 if "in_scale" in p else (2 if "mean_mult" in p else 0)
+    return {"in_h": h, "in_w": w, "c": c, "out_h": oh, "out_w": ow,
+            "k_h": a["kernel"][0], "k_w": a["kernel"][1],
+            "stride_h": a["strides"][0], "stride_w": a["strides"][1],
+            "pad_top": a["pads"][0], "pad_left": a["pads"][1],
+            "count_include_pad": a.get("count_include_pad", 0),
+            "act_min": p["act_min"], "act_max": p["act_max"], "use_float": use_float,
+            "in_scale": p.get("in_scale", 0.0), "out_scale": p.get("out_scale", 0.0),
+            "in_zp": p.get("in_zp", 0), "out_zp": p.get("out_zp", 0),
+            "mean_mult": p.get("mean_mult", 0), "mean_shift": p.get("mean_shift", 0),
+            "mean_bias": p.get("mean_bias", 0)}
+
+
+@pytest.mark.parametrize("numerics", NUMERICS)
+@pytest.mark.parametrize("op", ["avgpool", "maxpool"])
+@SETTINGS
+@given(case=st.data())
+def test_pool_s8(numerics, op, case):
+    (g, n), xv = case.draw(pool_case(op, numerics))
+    y = g.tensors[n.outputs[0]]
+    p = prepare_node(g, n, numerics)
+    note(describe(g, n))
+    ref = ops.avgpool if op == "avgpool" else ops.maxpool
+    expected = ref(xv, n.attrs, p, numerics)
+    kern = K.avgpool_s8 if op == "avgpool" else K.maxpool_s8
+    got = kern(pool_fields(g, n, p), nhwc(xv))
+    assert_bit_exact(expected, from_nhwc(got, y.shape), f"tinyaot_{op}_s8 [{numerics}]", g, n, p)
+
+
+@pytest.mark.parametrize("numerics", NUMERICS)
+@SETTINGS
+@given(case=st.data())
+def test_softmax_s8(numerics, case):
+    d = case.draw
+    rows, nlast = d(st.integers(1, 4)), d(st.integers(1, 64))
+    x = qt("x", (rows, nlast), d(scale()), d(zp))
+    if numerics == "tflite" or d(st.booleans()):
+        sy, zy = F32(1.0 / 256), -128
+    else:
+        sy, zy = d(scale()), d(zp)
+    y = qt("y", (rows, nlast), sy, zy)
+    g, n = one_node("softmax", [x], [y], {"axis": 1})
+    xv = d(int8_array((rows, nlast)))
+    p = prepare_node(g, n, numerics)
+    note(describe(g, n))
+    expected = ops.softmax(xv, p, numerics)
+    if numerics == "ort":
+        fields = {"use_float": 1, "in_scale": p["in_scale"], "out_scale": p["out_scale"],
+                  "in_zp": p["in_zp"], "out_zp": p["out_zp"], "input_multiplier": 0,
+                  "input_left_shift": 0, "diff_min": 0}
+    else:
+        fields = {"use_float": 0, "in_scale": 0.0, "out_scale": 0.0, "in_zp": 0, "out_zp": 0,
+                  "input_multiplier": p["input_multiplier"],
+                  "input_left_shift": p["input_left_shift"], "diff_min": p["diff_min"]}
+    got = K.softmax_s8(rows, nlast, fields, xv)
+    assert_bit_exact(expected, got.reshape(rows, nlast), f"tinyaot_softmax_s8 [{numerics}]",
+                     g, n, p)
+
+
+@pytest.mark.parametrize("numerics", NUMERICS)
+@SETTINGS
+@given(case=st.data())
+def test_requantize_s8(numerics, case):
+    """clamp (same quantization: fused Relu/Clip on its own) and requantize."""
+    d = case.draw
+    shape = act_shape(d)
+    sx, zx = d(scale()), d(zp)
+    same = d(st.booleans())
+    sy, zy = (sx, zx) if same else (d(scale()), d(zp))
+    lo, hi = d(st.sampled_from(ACTS))
+    x, y = qt("x", shape, sx, zx), qt("y", shape, sy, zy)
+    g, n = one_node("clamp" if same else "requantize", [x], [y], {"act_lo": lo, "act_hi": hi})
+    xv = d(int8_array(shape))
+    p = prepare_node(g, n, numerics)
+    note(describe(g, n))
+    expected = ops.clamp_requant(xv, p, numerics)
+    base = {"in_zp": p["in_zp"], "out_zp": p["out_zp"], "act_min": p["act_min"],
+            "act_max": p["act_max"]}
+    if p["same_q"]:
+        fields = dict(base, mode=0, in_scale=0.0, out_scale=0.0, mult=0, shift=0)
+    elif numerics == "ort":
+        fields = dict(base, mode=1, in_scale=p["in_scale"], out_scale=p["out_scale"], mult=0,
+                      shift=0)
+    else:
+        fields = dict(base, mode=2, in_scale=0.0, out_scale=0.0, mult=p["mult"], shift=p["shift"])
+    got = K.requantize_s8(int(np.prod(shape)), fields, xv.reshape(-1))
+    assert_bit_exact(expected, got.reshape(shape), f"tinyaot_requantize_s8 [{numerics}]",
+                     g, n, p)
+
+
+@SETTINGS
+@given(dims=st.lists(st.integers(1, 6), min_size=4, max_size=4),
+       perm=st.permutations(range(4)), seed=st.integers(0, 2**32 - 1))
+def test_transpose_s8(dims, perm, seed):
+    xv = np.random.default_rng(seed).integers(-128, 128, size=dims).astype(np.int8)
+    expected = xv.transpose(perm)
+    got = K.transpose_s8(dims, perm, xv)
+    if not np.array_equal(got.reshape(expected.shape), expected):
+        bad = np.argwhere(got.reshape(expected.shape) != expected)
+        raise AssertionError(f"tinyaot_transpose_s8 dims {dims} perm {list(perm)}: "
+                             f"{len(bad)} of {xv.size} bytes misplaced, first at output "
+                             f"{tuple(int(v) for v in bad[0])}")
+
+
+def test_kernel_library_is_sanitized_or_says_why():
+    """Informational: the kernels run under UBSan unless TINYAOT_KERNEL_UBSAN=0."""
+    k = K.kernels()
+    if not k.ubsan:
+        pytest.skip("kernels built without UBSan: " + (k.build_log.strip() or
+                                                       "TINYAOT_KERNEL_UBSAN=0"))
