@@ -1,4 +1,5 @@
-"""tinyaot command line: compile, run, verify.
+"""tinyaot command line: compile, run, verify (+ report, validate, profile,
+quantize: codegen/tools/cli_tools.py).
 
 Exit codes: 0 success; 1 verification found mismatches; 2 user error (bad
 model, golden file or option: one line on stderr, nothing written);
@@ -19,6 +20,11 @@ EXAMPLES = """examples:
   tinyaot run models/digits_cnn_int8.onnx --board host --inputs in.npz -o out.npz
   tinyaot verify models/digits_cnn_int8.onnx --golden models/digits_cnn_int8_golden.npz \\
       --board qemu-m4 --json
+  tinyaot compile models/digits_cnn_int8.onnx --board qemu-m4 --ram-limit 64K
+  tinyaot report models/digits_cnn_int8.onnx --board qemu-m4
+  tinyaot validate models/digits_cnn_int8.onnx --inputs models/digits_cnn_int8_golden.npz
+  tinyaot profile models/digits_cnn_int8.onnx --board qemu-m4 --png profile.png
+  tinyaot quantize models/digits_cnn_f32.onnx --calib calib.npz -o model_int8.onnx
 """
 
 
@@ -44,7 +50,8 @@ def cmd_compile(a):
         dumps.append(f"== after {title} ==\n{g.dump()}")
 
     c = compile_model(a.model, numerics=a.numerics, input_shapes=_shape_arg(a.input_shape),
-                      dump=dump if a.dump_ir else None, io_buffers=a.io_buffers)
+                      dump=dump if a.dump_ir else None, io_buffers=a.io_buffers,
+                      integrity=a.integrity, io=a.io)
     out = a.output or os.path.join("build", model_name(a.model))
     from .build import board_or_error
     from .tools.budget import check_budget
@@ -162,6 +169,9 @@ def build_parser():
     common(p)
     p.add_argument("-o", "--output", help="output directory (default build/<name>)")
     p.add_argument("--dump-ir", action="store_true", help="print the IR after each pass")
+    p.add_argument("--io", default="int8", choices=["int8", "float"],
+                   help="float: also emit <name>_run_f32 (quantizes / dequantizes like "
+                        "onnxruntime's QuantizeLinear / DequantizeLinear; default %(default)s)")
     p.add_argument("--input-shape", action="append", metavar="NAME=D0,D1,...",
                    help="fix a symbolic input shape")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
@@ -169,6 +179,8 @@ def build_parser():
                    help="user: input/output in the caller's buffers (default); arena: inside "
                         "the arena, reached through <name>_input() / <name>_output()")
     p.add_argument("--plot-memory", metavar="PNG", help="draw the arena plan over time")
+    p.add_argument("--integrity", choices=["crc32", "sha256"],
+                   help="emit <name>_verify(): checks a digest of the weights at boot")
     p.set_defaults(fn=cmd_compile)
 
     p = sub.add_parser("run", help="compile, build and run inputs on a board")
@@ -201,6 +213,9 @@ def build_parser():
     p.add_argument("--no-measure", action="store_true",
                    help="do not run one inference in QEMU for flash and instruction counts")
     p.set_defaults(fn=cmd_export)
+
+    from .signing import add_signing_commands  # keygen, sign, verify-signature
+    add_signing_commands(sub)
     return ap
 
 

@@ -32,13 +32,19 @@ def model_name(path) -> str:
 
 
 def compile_model(path, numerics="ort", name=None, input_shapes=None, dump=None,
-                  hooks=False, io_buffers="user", search_order=True) -> Compiled:
+                  hooks=False, io_buffers="user", search_order=True, integrity=None,
+                  io="int8") -> Compiled:
     if numerics not in NUMERICS:
         raise TinyAotError(f"unknown numerics '{numerics}' (choose from {', '.join(NUMERICS)})")
     g = load_model(path, input_shapes)
+    from .frontend.limits import check_graph_limits, check_plan_limits, ort_rejects
+    check_graph_limits(g, path)  # one input/output, 32-bit tensor sizes
     if numerics == "ort":
-        from .passes.ort_paths import mark_ort_float_nodes
-        mark_ort_float_nodes(g, path)
+        with ort_rejects(path):  # onnxruntime refusing the model is a user error
+            from .passes.ort_paths import mark_ort_float_nodes
+            mark_ort_float_nodes(g, path)
+            from .passes.ort_qlinear import mark_ort_qlinear_pools
+            mark_ort_qlinear_pools(g, path)  # QLinearAveragePool rounds after adding zp
     run_passes(g, dump=dump)
     if io_buffers not in ("user", "arena"):
         raise TinyAotError(f"unknown --io-buffers '{io_buffers}' (choose from user, arena)")
@@ -48,8 +54,14 @@ def compile_model(path, numerics="ort", name=None, input_shapes=None, dump=None,
         g.nodes, order_info = choose_order(g, io_buffers)
     plan = plan_arena(g, io_buffers=io_buffers)
     check_plan(g, plan)
+    check_plan_limits(plan, path)
     params = {n.name: prepare_node(g, n, numerics) for n in g.nodes}
     module = emit_c(g, plan, params, numerics, name or model_name(path), hooks=hooks)
+    from .backend.float_io import IO_MODES, add_float_io
+    if io not in IO_MODES:
+        raise TinyAotError(f"unknown --io '{io}' (choose from {', '.join(IO_MODES)})")
+    if io == "float":  # <name>_run_f32 around <name>_run (backend/float_io.py)
+        add_float_io(module, g)
     report = {
         "tinyaot_version": __version__,
         "model": os.path.basename(str(path)),
@@ -69,6 +81,10 @@ def compile_model(path, numerics="ort", name=None, input_shapes=None, dump=None,
     }
     from .backend.io_types import io_report
     report["io"] = io_report(g)  # dtype, scale/zp, float or integer model boundary
+    report["io"]["api"] = io  # float: <name>_run_f32 as well
+    if integrity:  # integrity.py: <name>_verify() recomputes a digest of the weights
+        from .integrity import add_integrity
+        report["integrity"] = add_integrity(module, integrity)
     return Compiled(g, plan, params, module, numerics, report)
 
 

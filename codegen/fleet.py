@@ -15,7 +15,9 @@ the model itself decides whether it fits.
 from __future__ import annotations
 
 import os
+import shutil
 import sys
+import tempfile
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
@@ -24,12 +26,16 @@ import numpy as np
 from .build import board_or_error
 from .compiler import compile_model
 from .errors import TinyAotError
-from .paths import BOARDS_DIR
+from .paths import BOARDS_DIR, REPO_ROOT
 
 # Flash kept free for code when deciding how many golden inputs go into one
-# firmware: kernels + <name>_run (at most ~7 KiB on the shared models),
-# startup, semihosting, harness and libc.
-CODE_RESERVE = 48 * 1024
+# firmware: kernels + <name>_run (up to ~15 KiB on the shared models),
+# startup, semihosting, harness and libc. Only an estimate: if the model
+# itself fits but the firmware does not link, it is re-run with one input
+# per firmware before the linker has the last word.
+CODE_RESERVE = 24 * 1024
+# The model's code is at least this much: weights + this > flash cannot fit.
+MODEL_CODE_MIN = 4 * 1024
 # RAM kept free besides the arena and the stack (harness output buffer, .data).
 RAM_RESERVE = 8 * 1024
 
@@ -74,15 +80,15 @@ def fit(c, board):
     weights = int(c.report["weights_bytes"])
     arena = int(c.report["arena_bytes"])
     flash, ram = int(board["flash_size"]), int(board["ram_size"])
-    if weights + CODE_RESERVE > flash:
+    if weights + MODEL_CODE_MIN > flash:
         return False, f"weights {weights} B + code > flash {flash} B", 0
     if arena + int(board["stack_size"]) + RAM_RESERVE > ram:
         return False, f"arena {arena} B + stack {board['stack_size']} B > RAM {ram} B", 0
     xin = c.graph.tensors[c.graph.inputs[0]]
     per_run = (flash - weights - CODE_RESERVE) // max(1, int(xin.size))
-    if per_run < 1:
+    if weights + MODEL_CODE_MIN + int(xin.size) > flash:
         return False, f"weights {weights} B + one input + code > flash {flash} B", 0
-    return True, "", per_run
+    return True, "", max(1, per_run)
 
 
 def _overflow(msg):
@@ -93,7 +99,7 @@ def _overflow(msg):
 def verify_on_board(model, golden, board_name, numerics="ort", key="outputs", max_vectors=None,
                     build_root=None):
     """Verify `model` on one board; returns a table row (never raises for a board problem)."""
-    from .verify import load_golden, run_model
+    from .verify import load_golden
 
     row = {"board": board_name, "model": os.path.basename(str(model)), "numerics": numerics,
            "result": ERROR, "arena": None, "flash": None, "instructions": None,
@@ -111,20 +117,16 @@ def verify_on_board(model, golden, board_name, numerics="ort", key="outputs", ma
         if not ok:
             row.update(result=NOFIT, detail=reason)
             return row
-        step = per_run or len(inputs)
-        outs, instr, flash = [], [], None
-        for i in range(0, len(inputs), step):
-            bdir = None
-            if build_root:
-                bdir = os.path.join(build_root, f"{c.module.name}-{numerics}-{board_name}-{i}")
-            o, info = run_model(model, inputs[i:i + step], board=board_name, numerics=numerics,
-                                compiled=c, build_dir=bdir)
-            outs.append(o)
-            row["runs"] += 1
-            instr += info.get("instructions") or []
-            if info.get("flash_split"):
-                flash = info["flash_split"]["total"]
-        outs = np.concatenate(outs)
+        # One build directory for all of this board's firmware runs: SCons
+        # then rebuilds only the inputs and relinks between runs.
+        bdir = tempfile.mkdtemp(prefix=f"{c.module.name}-{numerics}-{board_name}-fleet-",
+                                dir=build_root or _build_base())
+        try:
+            outs, instr, flash = _run_chunks(row, model, inputs, board_name, numerics, c,
+                                             per_run or len(inputs), bdir)
+        finally:
+            if not os.environ.get("TINYAOT_KEEP_BUILD"):
+                shutil.rmtree(bdir, ignore_errors=True)
         if expected.size != outs.size:
             raise TinyAotError(f"golden '{key}' has {expected.size} values, the model gives "
                                f"{outs.size}", model=str(golden))
@@ -145,6 +147,35 @@ def verify_on_board(model, golden, board_name, numerics="ort", key="outputs", ma
     except Exception as e:  # a board that crashes must not hide the others' results
         row.update(result=ERROR, detail=f"{type(e).__name__}: {e}".splitlines()[0][:200])
     return row
+
+
+def _build_base():
+    base = os.path.join(str(REPO_ROOT), "build")
+    os.makedirs(base, exist_ok=True)
+    return base
+
+
+def _run_chunks(row, model, inputs, board_name, numerics, c, step, bdir):
+    from .verify import run_model
+
+    outs, instr, flash = [], [], None
+    i = 0
+    while i < len(inputs):
+        try:
+            o, info = run_model(model, inputs[i:i + step], board=board_name, numerics=numerics,
+                                compiled=c, build_dir=bdir)
+        except TinyAotError as e:
+            if step > 1 and _overflow(str(e)):   # the estimate was too optimistic
+                step = 1
+                continue
+            raise
+        outs.append(o)
+        row["runs"] += 1
+        instr += info.get("instructions") or []
+        if info.get("flash_split"):
+            flash = info["flash_split"]["total"]
+        i += len(o)
+    return np.concatenate(outs), instr, flash
 
 
 def run_fleet(jobs, workers=2, **kw):

@@ -112,6 +112,10 @@ def _avgpool(g, n, numerics):
     p["act_min"], p["act_max"] = act_bounds(numerics, y, n.attrs.get("act_lo"), n.attrs.get("act_hi"))
     if numerics == "ort":
         p.update(in_scale=sx, out_scale=sy)
+        if n.attrs.get("ort_qlinear"):  # passes/ort_qlinear.py: round(mean / s + zp)
+            p["qlinear"] = True
+            # the zero point ORT's kernel adds: uint8 (int8 + 128) if it ran on uint8
+            p["mean_bias"] = int(n.attrs.get("ort_zp_shift", 0)) or int(getattr(y, "zp_shift", 0))
     else:
         if not x.q.same_as(y.q):
             # TFLite has no rescaling AveragePool; the converter emits MEAN over
@@ -151,6 +155,11 @@ def _softmax(g, n, numerics):
     p = {"in_zp": zx, "out_zp": zy}
     if numerics == "ort":
         p.update(in_scale=sx, out_scale=sy)
+        if n.attrs.get("ort_qlinear"):  # onnxruntime QLinearSoftmax (passes/ort_qlinear.py)
+            from .reference.ops import qlinear_softmax_table
+            p.update(qlinear=True, table=qlinear_softmax_table(sx, x.shape[-1]),
+                     y_mult=F32(np.floor(F32(1.0) / sy)),
+                     u8=bool(n.attrs.get("ort_u8") or getattr(y, "zp_shift", 0)))
     else:
         from .reference import tflite_fixedpoint as tfp
         if zy != -128 or sy != F32(1.0 / 256):
@@ -235,3 +244,65 @@ def _mul(g, n, numerics):
 
 
 _PREPARE["mul"] = _mul
+
+
+def _concat(g, n, numerics):
+    """Concat: an input with the output's quantization is copied; others are
+    requantized through a 256-entry table. ort: DequantizeLinear -> float Concat
+    -> QuantizeLinear per element (MLAS formulas); tflite: TFLM CONCATENATION
+    copies bytes, so every input must already have the output's quantization."""
+    from .reference import ort_float as of
+    y = g.tensors[n.outputs[0]]
+    sy, zy = y.q.scalar()
+    lo, hi = act_bounds(numerics, y, n.attrs.get("act_lo"), n.attrs.get("act_hi"))
+    if (lo, hi) != qrange(y.dtype) or y.dtype != "int8":
+        raise TinyAotError("Concat with a fused activation or a non-int8 output",
+                           model=g.source, node=n.name)
+    tables = []
+    for i in n.inputs:
+        x = g.tensors[i]
+        if x.q.same_as(y.q) and x.dtype == y.dtype:
+            tables.append(None)
+            continue
+        if numerics != "ort":
+            raise TinyAotError("tflite numerics: TFLite CONCATENATION needs every input to have "
+                               "the output's scale and zero point", model=g.source, node=n.name,
+                               tensor=i)
+        sx, zx = x.q.scalar()
+        v = np.arange(-128, 128, dtype=np.int32)
+        tables.append(of.quantize(of.dequantize(v, sx, zx), sy, zy).astype(np.int8))
+    return {"tables": tables, "axis": n.attrs["axis"]}
+
+
+_PREPARE["concat"] = _concat
+
+
+def _pad(g, n, numerics):
+    """Pad: constant (the pad value quantized with the output's parameters; 0.0 ->
+    the zero point), reflect or edge. Elements are copied, or requantized through
+    a table when the output's quantization differs (ort only: DQ -> Pad -> Q)."""
+    from .reference import ort_float as of
+    x = g.tensors[n.inputs[0]]
+    y = g.tensors[n.outputs[0]]
+    sy, zy = y.q.scalar()
+    lo, hi = act_bounds(numerics, y, n.attrs.get("act_lo"), n.attrs.get("act_hi"))
+    if (lo, hi) != qrange(y.dtype) or y.dtype != "int8" or x.dtype != "int8":
+        raise TinyAotError("Pad with a fused activation or non-int8 tensors",
+                           model=g.source, node=n.name)
+    table = None
+    if not x.q.same_as(y.q):
+        if numerics != "ort":
+            raise TinyAotError("tflite numerics: TFLite PAD needs the input's and output's "
+                               "quantization to be equal", model=g.source, node=n.name)
+        sx, zx = x.q.scalar()
+        v = np.arange(-128, 128, dtype=np.int32)
+        table = of.quantize(of.dequantize(v, sx, zx), sy, zy).astype(np.int8)
+    val = float(n.attrs["value"])
+    if numerics == "ort":
+        pad_value = int(of.quantize(np.float32(val), sy, zy))
+    else:  # TFLM PAD int8: the constant is the output zero point (value 0) or a quantized scalar
+        pad_value = int(np.clip(zy + round_half_away(F32(F32(val) / sy)), -128, 127))
+    return {"table": table, "pad_value": pad_value}
+
+
+_PREPARE["pad"] = _pad

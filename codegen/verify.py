@@ -79,6 +79,9 @@ def _build_and_run(c, b, board, numerics, per, xin, xout, out_dir):
         from .targets.qemu import QemuError, firmware_size, run_firmware
         with open(os.path.join(out_dir, "harness_data.c"), "w") as f:
             f.write(emit_harness_data(c.module.name, per, xin.size, xout.size))
+            if c.report.get("integrity"):  # integrity.py: the firmware checks its weights at boot
+                from .integrity import harness_verify_c
+                f.write(harness_verify_c(c.module.name))
         elf = build_generated(out_dir, board, harness=True)
         timeout = 60 + 60 * len(per)
         try:

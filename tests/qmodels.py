@@ -9,9 +9,9 @@ from onnx import TensorProto, helper, numpy_helper
 INPUT_SHAPE = (1, 3, 8, 8)
 
 
-def _model(nodes, inits, out_shape, name):
+def _model(nodes, inits, out_shape, name, in_shape=INPUT_SHAPE):
     g = helper.make_graph(nodes, name,
-                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(INPUT_SHAPE))],
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(in_shape))],
                           [helper.make_tensor_value_info("y", TensorProto.FLOAT, list(out_shape))],
                           initializer=inits)
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
@@ -63,9 +63,22 @@ def elementwise(seed=0):
     return _model(nodes, inits, (1, 8, 8, 8), "small_elementwise")
 
 
-def calibration(n=16, seed=1):
+def matmul(seed=0):
+    """x [1, 48] -> MatMul (QLinearMatMul) -> Relu -> MatMul -> y [1, 10] (no bias Add)."""
+    inits = _inits(seed, {"w1": (48, 16), "w2": (16, 10)})
+    h = helper.make_node
+    nodes = [h("MatMul", ["x", "w1"], ["m1"], name="mm1"), h("Relu", ["m1"], ["r1"], name="relu"),
+             h("MatMul", ["r1", "w2"], ["y"], name="mm2")]
+    return _model(nodes, inits, (1, 10), "small_matmul", in_shape=(1, 48))
+
+
+def _in_shape(model):
+    return tuple(d.dim_value for d in model.graph.input[0].type.tensor_type.shape.dim)
+
+
+def calibration(n=16, seed=1, shape=INPUT_SHAPE):
     r = np.random.default_rng(seed)
-    return [r.standard_normal(INPUT_SHAPE).astype(np.float32) for _ in range(n)]
+    return [r.standard_normal(shape).astype(np.float32) for _ in range(n)]
 
 
 class _Reader:
@@ -85,13 +98,13 @@ def quantize(model, path, fmt="QDQ", activations="QInt8"):
     fpath = str(path) + ".float.onnx"
     onnx.save(model, fpath)
     logging.getLogger().setLevel(logging.ERROR)  # "consider pre-processing" warnings
-    quantize_static(fpath, str(path), _Reader(calibration()),
+    quantize_static(fpath, str(path), _Reader(calibration(shape=_in_shape(model))),
                     quant_format=getattr(QuantFormat, fmt), per_channel=True,
                     weight_type=QuantType.QInt8, activation_type=getattr(QuantType, activations),
                     calibrate_method=CalibrationMethod.MinMax)
     return path
 
 
-def sample_inputs(n=12, seed=5):
+def sample_inputs(n=12, seed=5, shape=INPUT_SHAPE):
     r = np.random.default_rng(seed)
-    return [(r.standard_normal(INPUT_SHAPE) * 1.5).astype(np.float32) for _ in range(n)]
+    return [(r.standard_normal(shape) * 1.5).astype(np.float32) for _ in range(n)]

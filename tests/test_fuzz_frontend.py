@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import collections
 import os
+import re
 import resource
 import signal
 import tempfile
@@ -92,8 +93,11 @@ def run_case(model_bytes: bytes, numerics: str, mutation: str, node=None, tensor
         resource.setrlimit(resource.RLIMIT_AS, (limit, old_as[1]))
         signal.setitimer(signal.ITIMER_REAL, TIME_LIMIT_S)
         try:
-            compile_model(path, numerics=numerics)
+            c = compile_model(path, numerics=numerics)
             kind = "ok"
+            bad = re.search(r"\b(nan|inf)f?\b", c.module.source + c.module.header)
+            if bad:  # a non-finite parameter reached the C: it would not even compile
+                kind, msg = "bug", f"generated C contains '{bad.group(0)}'"
         except TinyAotError as e:
             kind, msg = "error", str(e)
         except MemoryError:
@@ -121,11 +125,6 @@ def run_case(model_bytes: bytes, numerics: str, mutation: str, node=None, tensor
         assert "Traceback" not in msg
         assert path in msg, f"{mutation}: message does not name the model: {msg}"
         assert len(msg) < 2000, f"{mutation}: message too long ({len(msg)} chars)"
-        if node and tensor and f"'{node}'" not in msg and f"'{tensor}'" not in msg \
-                and "shape inference" not in msg and "protobuf" not in msg:
-            # The mutated node or tensor is where the problem is: say so.
-            # (ONNX's own shape inference and checker name ops their own way.)
-            pass
     return kind
 
 
@@ -412,11 +411,14 @@ def qdq_model(kind, n=1, c=2, h=5, w=5, oc=3, k=3, stride=1, pad=0, group=1, fea
 @st.composite
 def built_models(draw):
     kind = draw(st.sampled_from(["conv", "fc", "pool", "add", "softmax"]))
-    dim = st.one_of(st.integers(1, 9), st.sampled_from([0, 64, 2**16, 2**31 - 1]))
-    m = qdq_model(kind, n=draw(st.sampled_from([1, 1, 1, 2])), c=draw(dim), h=draw(dim),
+    # Sizes that become weights (channels, features) stay small so that building
+    # the seed allocates little; huge spatial sizes cost nothing to build.
+    small = st.one_of(st.integers(1, 9), st.sampled_from([0, 64]))
+    dim = st.one_of(st.integers(1, 9), st.sampled_from([0, 64, 2**16, 2**31 - 1, 2**40]))
+    m = qdq_model(kind, n=draw(st.sampled_from([1, 1, 1, 2])), c=draw(small), h=draw(dim),
                   w=draw(dim), oc=draw(st.integers(1, 6)), k=draw(st.integers(1, 5)),
                   stride=draw(st.integers(1, 3)), pad=draw(st.integers(0, 3)),
-                  group=draw(st.sampled_from([1, 1, 2, 3])), feats=draw(dim),
+                  group=draw(st.sampled_from([1, 1, 2, 3])), feats=draw(small),
                   units=draw(st.integers(1, 6)),
                   opset=draw(st.sampled_from([10, 13, 13, 17, 21])),
                   dtype=draw(st.sampled_from([TensorProto.INT8, TensorProto.INT8,
@@ -425,6 +427,20 @@ def built_models(draw):
 
 
 # ------------------------------------------------------------------- tests
+
+@pytest.fixture(autouse=True)
+def _whole_test_memory_guard():
+    """Building and mutating seeds runs outside run_case: bound it as well."""
+    old = resource.getrlimit(resource.RLIMIT_AS)
+    limit = _vm_bytes() + 2 * MEMORY_HEADROOM
+    if old[1] != resource.RLIM_INFINITY:
+        limit = min(limit, old[1])
+    resource.setrlimit(resource.RLIMIT_AS, (limit, old[1]))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_AS, old)
+
 
 def _settings(share):
     return settings(max_examples=max(1, int(TOTAL * share)), deadline=None, database=None,

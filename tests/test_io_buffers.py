@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from codegen.cli import main
-from codegen.compiler import compile_model, write_outputs
+from codegen.compiler import compile_model
 from codegen.build import build_generated
 from codegen.planner import check_plan
 from codegen.verify import run_model

@@ -12,7 +12,7 @@ parameters through cffi (tests/kernel_ffi.py), mapped onto the structs and
 weight layouts exactly as codegen/backend/c_emitter.py does. Outputs must
 be equal as integers.
 
-Budget: TINYAOT_HYPOTHESIS_EXAMPLES examples per test (default 40);
+Budget: TINYAOT_HYPOTHESIS_EXAMPLES examples per test (default 100);
 TINYAOT_HYPOTHESIS_RANDOM=1 explores new examples instead of the fixed,
 derandomized ones.
 """
@@ -32,7 +32,7 @@ from codegen.prepare import prepare_node
 from codegen.reference import ops
 
 F32 = np.float32
-EXAMPLES = int(os.environ.get("TINYAOT_HYPOTHESIS_EXAMPLES", "40"))
+EXAMPLES = int(os.environ.get("TINYAOT_HYPOTHESIS_EXAMPLES", "100"))
 CHANNELS = [1, 2, 3, 4, 5, 7, 8, 16]
 NUMERICS = ["ort", "tflite"]
 ACTS = [(None, None), (0.0, None), (0.0, 6.0), (None, 6.0), (-1.0, 1.0)]
@@ -48,63 +48,68 @@ def log_scale():
     return st.floats(-4.0, 0.0).map(lambda e: F32(10.0 ** e))
 
 
-def scale():
-    """log-uniform in [1e-4, 1], or an exact power of two (exact products: ties)."""
-    return st.one_of(log_scale(), st.integers(0, 13).map(lambda k: F32(2.0 ** -k)))
+def p2_scale():
+    return st.integers(0, 13).map(lambda k: F32(2.0 ** -k))
+
+
+def scale(tie=False):
+    """log-uniform in [1e-4, 1], or an exact power of two. tie=True: powers of
+    two only (exact float products, so rounding ties happen)."""
+    return p2_scale() if tie else st.one_of(log_scale(), p2_scale())
 
 
 zp = st.integers(-128, 127)
 
 
 @st.composite
-def int8_array(draw, shape):
+def int8_array(draw, shape, zero=0, tie=False):
+    """int8 values: uniform, extremes (saturation), or within 3 of `zero`
+    (small accumulators; tie=True always does this)."""
     seed = draw(st.integers(0, 2**32 - 1))
     rng = np.random.default_rng(seed)
-    kind = draw(st.sampled_from(["uniform", "uniform", "extremes", "small"]))
+    kind = "small" if tie else draw(st.sampled_from(["uniform", "uniform", "extremes", "small"]))
     if kind == "uniform":
         a = rng.integers(-128, 128, size=shape)
-    elif kind == "extremes":  # saturation / overflow paths
+    elif kind == "extremes":
         a = rng.choice(np.array([-128, -127, 127, 0, -1, 1]), size=shape)
     else:
-        a = rng.integers(-3, 4, size=shape)
+        a = np.clip(rng.integers(-3, 4, size=shape) + zero, -128, 127)
     return a.astype(np.int8)
 
 
-def out_scale_for(draw, sx, wq, k):
-    """Output scale of a conv / FC: independent (mostly saturated or zero
-    outputs), one that puts a typical accumulator of k terms in the int8
-    range, or that one rounded so that sx * w_scale[0] / sy is an exact power
-    of two 2^-j (rounding ties happen: round-half-even vs away is tested)."""
-    mode = draw(st.sampled_from(["independent", "typical", "tie", "tie"]))
-    if mode == "independent":
+def out_scale_for(draw, sx, wq, k, tie):
+    """Output scale of a conv / FC. tie: sx * w_scale[0] / sy is exactly 2^-j,
+    j small, so with small accumulators many outputs are exact .5 ties (round
+    half even vs away is tested). Otherwise independent (mostly saturated or
+    zero outputs) or one that puts a typical accumulator of k terms in range."""
+    if tie:
+        prod = F32(sx * wq.scale[0])
+        return F32(prod * F32(2.0 ** draw(st.integers(1, 5))))
+    if draw(st.booleans()):
         return draw(scale())
     typical = 128.0 * 64.0 * max(1.0, np.sqrt(k)) / 100.0
-    if mode == "typical":
-        ref = float(np.exp(np.mean(np.log(wq.scale.astype(np.float64)))))
-        return F32(max(float(sx) * ref * typical * 2.0 ** draw(st.floats(-3.0, 3.0)), 1e-30))
-    j = max(1, int(np.log2(typical)) + draw(st.integers(-2, 2)))
-    prod = F32(sx * wq.scale[0])
-    return F32(prod * F32(2.0 ** j))
+    ref = float(np.exp(np.mean(np.log(wq.scale.astype(np.float64)))))
+    return F32(max(float(sx) * ref * typical * 2.0 ** draw(st.floats(-3.0, 3.0)), 1e-30))
 
 
-def weight_q(draw, cout, axis):
+def weight_q(draw, cout, axis, tie=False):
     """Per-tensor or per-channel (independent scales, or a base scale times
     powers of two, which keeps every channel's multiplier a power of two)."""
     per_channel = cout > 1 and draw(st.booleans())
     if per_channel:
-        if draw(st.booleans()):
+        if not tie and draw(st.booleans()):
             s = np.array([draw(scale()) for _ in range(cout)], dtype=F32)
         else:
-            base = draw(scale())
+            base = draw(scale(tie))
             s = np.array([base * F32(2.0 ** -draw(st.integers(0, 3))) for _ in range(cout)],
                          dtype=F32)
             s[0] = base
         return QParams(s, np.zeros(cout, np.int32), axis)
-    return QParams(np.array([draw(scale())], F32), np.zeros(1, np.int32), None)
+    return QParams(np.array([draw(scale(tie))], F32), np.zeros(1, np.int32), None)
 
 
-def bias_tensor(draw, name, cout, sx, wq):
-    bits = draw(st.sampled_from([0, 8, 16, 24]))
+def bias_tensor(draw, name, cout, sx, wq, tie=False):
+    bits = draw(st.sampled_from([0, 3] if tie else [0, 8, 16, 24]))
     rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
     data = rng.integers(-(1 << bits), (1 << bits) + 1, size=cout).astype(np.int32)
     bs = (sx * wq.scale).astype(F32)
@@ -149,20 +154,21 @@ def conv_case(draw, kind):
     oh = (h + t + b - eh) // sh + 1
     ow = (w + l + r - ew) // sw + 1
     cg = cin // groups
-    sx, zx = draw(scale()), draw(zp)
-    wq = weight_q(draw, cout, 0)
-    sy = out_scale_for(draw, sx, wq, cg * kh * kw)
+    tie = draw(st.integers(0, 2)) == 0  # the rounding-tie regime
+    sx, zx = draw(scale(tie)), draw(zp)
+    wq = weight_q(draw, cout, 0, tie)
+    sy = out_scale_for(draw, sx, wq, cg * kh * kw, tie)
     zy = draw(zp)
     lo, hi = draw(st.sampled_from(ACTS))
     x = qt("x", (1, cin, h, w), sx, zx)
-    wt = Tensor("w", (cout, cg, kh, kw), "int8", wq, draw(int8_array((cout, cg, kh, kw))))
-    bt = bias_tensor(draw, "b", cout, sx, wq) if draw(st.integers(0, 4)) else None
+    wt = Tensor("w", (cout, cg, kh, kw), "int8", wq, draw(int8_array((cout, cg, kh, kw), 0, tie)))
+    bt = bias_tensor(draw, "b", cout, sx, wq, tie) if draw(st.integers(0, 4)) else None
     y = qt("y", (1, cout, oh, ow), sy, zy)
     attrs = {"kernel": (kh, kw), "strides": (sh, sw), "dilations": (dh, dw),
              "pads": (t, l, b, r), "group": groups, "act_lo": lo, "act_hi": hi}
     if kind == "float":
         attrs["ort_float"] = True
-    xv = draw(int8_array((1, cin, h, w)))
+    xv = draw(int8_array((1, cin, h, w), zx, tie))
     return one_node("conv2d", [x, wt, bt], [y], attrs), xv
 
 
@@ -290,19 +296,20 @@ def fc_case(draw, ort_float=False):
     rows = draw(st.integers(1, 4))
     k = draw(st.one_of(st.sampled_from(CHANNELS), st.integers(1, 64)))
     nout = draw(st.sampled_from(CHANNELS + [10]))
-    sx, zx = draw(scale()), draw(zp)
-    wq = weight_q(draw, nout, 0)
-    sy = out_scale_for(draw, sx, wq, k)
+    tie = draw(st.integers(0, 2)) == 0
+    sx, zx = draw(scale(tie)), draw(zp)
+    wq = weight_q(draw, nout, 0, tie)
+    sy = out_scale_for(draw, sx, wq, k, tie)
     zy = draw(zp)
     lo, hi = draw(st.sampled_from(ACTS))
     x = qt("x", (rows, k), sx, zx)
-    wt = Tensor("w", (nout, k), "int8", wq, draw(int8_array((nout, k))))
-    bt = bias_tensor(draw, "b", nout, sx, wq) if draw(st.integers(0, 4)) else None
+    wt = Tensor("w", (nout, k), "int8", wq, draw(int8_array((nout, k), 0, tie)))
+    bt = bias_tensor(draw, "b", nout, sx, wq, tie) if draw(st.integers(0, 4)) else None
     y = qt("y", (rows, nout), sy, zy)
     attrs = {"act_lo": lo, "act_hi": hi}
     if ort_float:
         attrs["ort_float"] = True
-    return one_node("fully_connected", [x, wt, bt], [y], attrs), draw(int8_array((rows, k)))
+    return one_node("fully_connected", [x, wt, bt], [y], attrs), draw(int8_array((rows, k), zx, tie))
 
 
 @pytest.mark.parametrize("numerics", NUMERICS)
@@ -349,9 +356,10 @@ def test_add_s8(numerics, case):
     shape = act_shape(d)
     scalar_b = d(st.integers(0, 4)) == 0
     bshape = (1,) if scalar_b else shape
-    a = qt("a", shape, d(scale()), d(zp))
-    b = qt("b", bshape, d(scale()), d(zp))
-    mode = d(st.integers(0, 2))
+    tie = d(st.integers(0, 2)) == 0  # powers of two: exact sums, rounding ties
+    a = qt("a", shape, d(scale(tie)), d(zp))
+    b = qt("b", bshape, d(scale(tie)), d(zp))
+    mode = 1 if tie else d(st.integers(0, 2))
     big = max(a.q.scale[0], b.q.scale[0])
     if mode == 0:  # output scale near the inputs' (the common case)
         sy = F32(big * 2.0 ** d(st.floats(-2.0, 2.0)))
@@ -487,9 +495,14 @@ def test_requantize_s8(numerics, case):
     """clamp (same quantization: fused Relu/Clip on its own) and requantize."""
     d = case.draw
     shape = act_shape(d)
-    sx, zx = d(scale()), d(zp)
-    same = d(st.booleans())
-    sy, zy = (sx, zx) if same else (d(scale()), d(zp))
+    tie = d(st.integers(0, 2)) == 0  # sy = sx * 2^j: exact, many rounding ties
+    sx, zx = d(scale(tie)), d(zp)
+    same = not tie and d(st.booleans())
+    if same:
+        sy, zy = sx, zx
+    else:
+        sy = F32(sx * F32(2.0 ** d(st.integers(1, 4)))) if tie else d(scale())
+        zy = d(zp)
     lo, hi = d(st.sampled_from(ACTS))
     x, y = qt("x", shape, sx, zx), qt("y", shape, sy, zy)
     g, n = one_node("clamp" if same else "requantize", [x], [y], {"act_lo": lo, "act_hi": hi})

@@ -43,8 +43,9 @@ def mul_model(kind, c, hw=(4, 5), relu=False, after_conv=False, seed=0):
         other = const_q(b, np.float32(-1.37), 0.012, 9)
     elif kind == "same_shape":  # a second activation of the same shape, other scale
         other = b.dq(b.q(b.op("Relu", [x]), 0.09, -100), 0.09, -100)
-    elif kind == "two_acts":  # second activation through its own DequantizeLinear of x
-        other = b.dq(b.q(b.op("Relu", [b.dq("x", 0.04, 3)]), 0.09, -100), 0.09, -100)
+    elif kind == "two_acts":  # two activations, each with its own single-use DequantizeLinear
+        other = b.dq(b.q(b.op("Relu", [x]), 0.09, -100), 0.09, -100)
+        x = b.dq(b.q(b.op("LeakyRelu", [x], alpha=0.2), 0.033, 4), 0.033, 4)
     elif kind == "squeeze_excite":  # x * GlobalAveragePool(x): [1,C,H,W] * [1,C,1,1]
         other = b.dq(b.q(b.op("GlobalAveragePool", [x]), 0.021, 7), 0.021, 7)
     else:
@@ -67,7 +68,7 @@ def test_mul_ort_host_bit_exact_with_onnxruntime(kind, c, tmp_path):
     x = all_int8_inputs(shape, 3, seed=c)
     outs, comp = host_run(path, x, "ort", tmp_path)
     np.testing.assert_array_equal(outs, run_ort(path, x).reshape(outs.shape))
-    if kind in ("per_channel", "scalar", "two_acts") and c != 5:  # ORT fuses these: QLinearMul
+    if kind in ("per_channel", "scalar") and c != 5:  # ORT fuses these: QLinearMul
         assert [comp.params[n.name]["mode"] for n in comp.graph.nodes if n.op == "mul"] == [1]
 
 

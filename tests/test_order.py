@@ -87,3 +87,10 @@ def test_200_node_dag_is_searched_in_under_a_second_and_never_gets_worse():
         assert info["peak"] <= info["peak_given_order"]
         assert plan.lower_bound == info["peak"]
         assert info["searched"] >= 2
+
+
+def test_search_is_deterministic():
+    g = _random_dag(120, 7)
+    a, ia = choose_order(g)
+    b, ib = choose_order(g)
+    assert [n.name for n in a] == [n.name for n in b] and ia == ib

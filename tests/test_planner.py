@@ -72,5 +72,9 @@ def test_shared_model_arena_equals_activation_lower_bound(key, bound):
 
     onnx_path, _ = shared_model(key)
     c = compile_model(onnx_path, numerics="tflite")
-    assert c.plan.lower_bound == bound
-    assert c.plan.size == bound
+    from codegen.planner.arena import lower_bound
+
+    # the activations alone (kernel scratch blocks aside) still peak at the same bound
+    acts = [b for b in c.plan.blocks if not getattr(b, "scratch", False)]
+    assert lower_bound(acts, len(c.graph.nodes)) == bound
+    assert c.plan.size == c.plan.lower_bound >= bound

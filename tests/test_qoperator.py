@@ -26,7 +26,7 @@ FORMS = [("QDQ", "QInt8"), ("QOperator", "QInt8"), ("QDQ", "QUInt8"), ("QOperato
 @pytest.fixture(scope="module")
 def cnn_models(tmp_path_factory):
     d = tmp_path_factory.mktemp("qop")
-    m = qmodels.cnn()
+    m = qmodels.cnn(avgpool=True, softmax=True)
     return {(f, a): qmodels.quantize(m, d / f"cnn_{f}_{a}.onnx", f, a) for f, a in FORMS}
 
 
@@ -40,7 +40,7 @@ def _quantize_input(c, x):
 def _host_vs_onnxruntime(path, tmp_path):
     """Run on the host; return (tinyaot output dequantized, ORT output, compiled)."""
     c = compile_model(path, numerics="ort")
-    xs = qmodels.sample_inputs()
+    xs = qmodels.sample_inputs(shape=tuple(c.graph.tensors[c.graph.inputs[0]].shape))
     qx = np.stack([_quantize_input(c, x) for x in xs])
     outs, info = run_model(path, qx, board="host", numerics="ort", compiled=c,
                            build_dir=tmp_path / "gen")
@@ -77,32 +77,50 @@ def test_cnn_bit_exact_with_onnxruntime(cnn_models, form, act, tmp_path):
 def test_forms_agree_where_onnxruntime_agrees(cnn_models, tmp_path):
     """Same float model, two forms: tinyaot's outputs differ exactly where ORT's do
     (QDQ keeps some convs in float in ORT, QOperator never)."""
+    m = qmodels.cnn(avgpool=True)  # no Softmax: its output scale differs between the forms
     for act in ("QInt8", "QUInt8"):
-        a, ra, _ = _host_vs_onnxruntime(cnn_models[("QDQ", act)], tmp_path / f"qdq{act}")
-        b, rb, _ = _host_vs_onnxruntime(cnn_models[("QOperator", act)], tmp_path / f"qop{act}")
+        pa = qmodels.quantize(m, tmp_path / f"qdq{act}.onnx", "QDQ", act)
+        pb = qmodels.quantize(m, tmp_path / f"qop{act}.onnx", "QOperator", act)
+        a, ra, _ = _host_vs_onnxruntime(pa, tmp_path / f"qdq{act}")
+        b, rb, _ = _host_vs_onnxruntime(pb, tmp_path / f"qop{act}")
         np.testing.assert_array_equal(a == b, ra == rb)
         assert (a == b).mean() > 0.5  # the same network, mostly the same bits
 
 
-def test_qoperator_avgpool_softmax_bit_exact(tmp_path):
-    """QLinearAveragePool and QLinearSoftmax (QOperator: output scale 1/256)."""
-    path = qmodels.quantize(qmodels.cnn(avgpool=True, softmax=True), tmp_path / "ap.onnx",
-                            "QOperator", "QInt8")
-    assert {"QLinearAveragePool", "QLinearSoftmax"} <= {n.op_type for n in onnx.load(str(path)).graph.node}
-    got, want, _ = _host_vs_onnxruntime(path, tmp_path)
-    np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
+def test_pool_and_softmax_follow_what_onnxruntime_runs(cnn_models):
+    """ORT fuses these AveragePool / Softmax into QLinearAveragePool / QLinearSoftmax
+    (both forms; on x86 an int8 QDQ graph even runs them on uint8): marked so."""
+    for (form, act), path in cnn_models.items():
+        c = compile_model(path)
+        nodes = [n for n in c.graph.nodes if n.op in ("avgpool", "softmax")]
+        assert len(nodes) == 3
+        by = {n.name.replace("_quant", ""): n for n in nodes}
+        assert by["ap"].attrs["ort_qlinear"] and by["sm"].attrs["ort_qlinear"]
+        sm = next(layer for layer in c.module.layers if layer["op"] == "softmax")
+        assert sm["kernel"] == "tinyaot_softmax_qlinear_s8"
+
+
+def test_unfused_softmax_keeps_float_formula():
+    """The MLPerf models' Softmax stays a float op in ORT: no QLinearSoftmax kernel."""
+    from conftest import shared_model
+    onnx_path, _ = shared_model("kws01")
+    c = compile_model(onnx_path)
+    sm = [n for n in c.graph.nodes if n.op in ("softmax", "avgpool")]
+    assert sm and not any(n.attrs.get("ort_qlinear") for n in sm)
 
 
 def test_rewrite_leaves_only_qdq_and_float_ops(cnn_models):
     path = cnn_models[("QOperator", "QInt8")]
     proto = read_onnx(path)
     ops = {n.op_type for n in proto.graph.node}
-    assert {"QLinearConv", "QGemm", "QLinearAdd", "QLinearGlobalAveragePool"} <= ops
+    assert {"QLinearConv", "QGemm", "QLinearAdd", "QLinearAveragePool", "QLinearSoftmax",
+            "QLinearGlobalAveragePool"} <= ops
     new = qoperator_to_qdq(proto, path)
     new_ops = {(n.domain, n.op_type) for n in new.graph.node}
     assert all(d == "" for d, _ in new_ops)
     assert {o for _, o in new_ops} == {"QuantizeLinear", "DequantizeLinear", "Conv", "Add",
-                                       "GlobalAveragePool", "Flatten", "Gemm"}
+                                       "AveragePool", "GlobalAveragePool", "Flatten", "Gemm",
+                                       "Softmax"}
     onnx.checker.check_model(new)
     # a QDQ model is passed through untouched
     qdq = read_onnx(cnn_models[("QDQ", "QInt8")])
@@ -167,3 +185,88 @@ def test_qlinearconv_missing_weight_initializer_is_reported(cnn_models, tmp_path
     with pytest.raises(TinyAotError) as e:
         compile_model(p)
     assert "conv1_quant" in str(e.value)
+
+
+def test_cli_reports_dynamic_quantization_in_one_line(tmp_path, capsys):
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    from codegen.cli import main
+
+    f = tmp_path / "f.onnx"
+    onnx.save(qmodels.cnn(), str(f))
+    q = tmp_path / "dyn.onnx"
+    quantize_dynamic(str(f), str(q), weight_type=QuantType.QInt8)
+    assert main(["compile", str(q), "-o", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("tinyaot: error: ") and "\n" not in err and "ConvInteger '" in err
+    assert not (tmp_path / "out").exists()
+
+
+def test_report_and_header_name_the_boundary(cnn_models):
+    c = compile_model(cnn_models[("QOperator", "QUInt8")])
+    io = c.report["io"]
+    assert io["input"]["model_boundary"] == "float" and io["input"]["dtype"] == "uint8"
+    assert io["input"]["onnx_name"] == "x" and io["output"]["onnx_name"] == "y"
+    t = c.graph.tensors[c.graph.inputs[0]]
+    assert io["input"]["zero_point"] == int(t.q.zero_point[0]) and 0 <= io["input"]["zero_point"] <= 255
+    assert "input boundary: the model's float input 'x'" in c.module.header
+
+
+@pytest.mark.parametrize("form,act", FORMS)
+def test_matmul_bit_exact_with_onnxruntime(form, act, tmp_path):
+    """MatMul without bias: QLinearMatMul (QOperator) / QDQ MatMul, per-column weights."""
+    path = qmodels.quantize(qmodels.matmul(), tmp_path / "mm.onnx", form, act)
+    if form == "QOperator":
+        assert "QLinearMatMul" in {n.op_type for n in onnx.load(str(path)).graph.node}
+    got, want, c = _host_vs_onnxruntime(path, tmp_path)
+    np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
+    assert [n.op for n in c.graph.nodes if n.op == "fully_connected"] == ["fully_connected"] * 2
+
+
+@pytest.mark.qemu
+@pytest.mark.parametrize("form,act", [("QDQ", "QInt8"), ("QOperator", "QUInt8")])
+def test_cnn_bit_exact_on_qemu_m4(cnn_models, form, act, tmp_path):
+    """The QLinearAveragePool / QLinearSoftmax kernels and uint8 I/O on Cortex-M4."""
+    from conftest import require_arm_toolchain
+    require_arm_toolchain()
+    path = cnn_models[(form, act)]
+    c = compile_model(path)
+    xs = qmodels.sample_inputs(4)
+    qx = np.stack([_quantize_input(c, x) for x in xs])
+    outs, info = run_model(path, qx, board="qemu-m4", compiled=c, build_dir=tmp_path / "fw")
+    assert info["status"] == [0] * len(xs)
+    s, zp = c.graph.tensors[c.graph.outputs[0]].q.scalar()
+    want = np.stack([run_onnxruntime(path, {"x": x})["y"] for x in xs])
+    got = dequantize(outs, s, zp).reshape(want.shape)
+    np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
+
+
+@pytest.mark.parametrize("form,act", [("QDQ", "QInt8"), ("QOperator", "QUInt8")])
+def test_io_float_wrapper_equals_onnxruntime_float_model(cnn_models, form, act, tmp_path):
+    """--io float: <name>_run_f32 on float inputs == onnxruntime on the float-I/O model."""
+    from cffi import FFI
+
+    from codegen.build import build_generated
+    from codegen.compiler import write_outputs
+
+    path = cnn_models[(form, act)]
+    c = compile_model(path, io="float")
+    assert c.report["io"]["api"] == "float"
+    assert f"int {c.module.name}_run_f32(const float *input, float *output);" in c.module.header
+    out = tmp_path / "gen"
+    write_outputs(c, out)
+    so = build_generated(str(out), "host", harness=False)
+    ffi = FFI()
+    ffi.cdef(f"int {c.module.name}_run_f32(const float *input, float *output);")
+    lib = ffi.dlopen(str(so))
+    xs = qmodels.sample_inputs(8)
+    xs[0] = xs[0] * 1000  # saturating inputs
+    for x in xs:
+        want = run_onnxruntime(path, {"x": x})["y"].reshape(-1)
+        got = np.zeros(want.size, np.float32)
+        xin = np.ascontiguousarray(x.reshape(-1), dtype=np.float32)
+        assert getattr(lib, f"{c.module.name}_run_f32")(
+            ffi.from_buffer("float[]", xin), ffi.from_buffer("float[]", got)) == 0
+        np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
+    with pytest.raises(TinyAotError, match="unknown --io"):
+        compile_model(path, io="int16")

@@ -55,7 +55,7 @@ def test_ram_budget_boundary_is_exact_and_failure_writes_nothing(tmp_path):
     assert f"needs {arena + stack} B RAM" in err, err
     assert f"arena {arena} B" in err and "stack 64 KiB" in err and "1 B over" in err, err
     assert not over.exists()
-    assert list(tmp_path.iterdir()) == sorted([ok, fits]) or set(tmp_path.iterdir()) == {ok, fits}
+    assert set(tmp_path.iterdir()) == {ok, fits}  # no temporary directory left behind
 
 
 def test_ram_limit_with_units_and_flash_limit(tmp_path):
@@ -181,10 +181,11 @@ def test_profile_needs_a_qemu_board():
 # ------------------------------------------------------------------ report
 
 @pytest.mark.qemu
-def test_report_flash_split_and_stack():
+@pytest.mark.parametrize("board", ["qemu-m4", "qemu-m3"])
+def test_report_flash_split_and_stack(board):
     require_arm_toolchain()
     from codegen.compiler import compile_model
-    p = run_cli("report", DEFAULT_MODEL, "--board", "qemu-m4", "--json")
+    p = run_cli("report", DEFAULT_MODEL, "--board", board, "--json", "--measure-stack")
     assert p.returncode == 0, p.stderr
     r = json.loads(p.stdout)
     c = compile_model(DEFAULT_MODEL)
@@ -215,6 +216,10 @@ def test_report_flash_split_and_stack():
     st = t["stack"]
     assert st["path"][0] == "digits_cnn_int8_run" and st["path"][1] in c.module.kernels
     assert 0 < st["worst_case_bytes"] < st["reserved_bytes"]
+    # The static bound (.su over the call graph) against a painted stack in QEMU:
+    # the deepest path is always taken by these kernels, so they agree exactly.
+    assert not st["measured"]["overflowed_paint"]
+    assert st["measured"]["measured_bytes"] == st["worst_case_bytes"], st
     assert st["firmware_path"][0] == "main" and st["firmware_worst_case_bytes"] > st["worst_case_bytes"]
     rows = r["layers"]
     assert [x["index"] for x in rows] == list(range(len(g.nodes)))

@@ -12,5 +12,8 @@ extern const uint32_t tinyaot_harness_input_size;   /* bytes per input */
 extern const uint32_t tinyaot_harness_output_size;  /* bytes per output */
 extern const int8_t tinyaot_harness_inputs[];        /* num_inputs * input_size */
 int tinyaot_harness_run(const int8_t *input, int8_t *output); /* calls <name>_run */
+/* Optional (weak): defined by harness_data.c when the model was compiled with
+ * --integrity; calls <name>_verify(). Non-zero: the weights are corrupt. */
+int tinyaot_harness_verify(void) __attribute__((weak));
 
 #endif

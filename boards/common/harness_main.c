@@ -4,7 +4,8 @@
  * then "DONE <n>\n". BOOT is printed first so the host can tell a
  * firmware that never started from one that died in the model.
  * Exit status: 0 = all inputs ran (whatever their status), 2 = the model's
- * output does not fit the static buffer. */
+ * output does not fit the static buffer, 3 = the weight integrity check
+ * (tinyaot_harness_verify, only with --integrity) failed. */
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -34,6 +35,17 @@ int main(void)
         tinyaot_sh_put_u32((uint32_t)sizeof(output));
         tinyaot_sh_putc('\n');
         return 2;
+    }
+
+    if (tinyaot_harness_verify) {
+        /* Boot-time weight integrity check (--integrity): exit 3 if corrupt. */
+        const int v = tinyaot_harness_verify();
+        tinyaot_sh_puts("VERIFY ");
+        tinyaot_sh_put_i32(v);
+        tinyaot_sh_putc('\n');
+        if (v != 0) {
+            return 3;
+        }
     }
 
     tinyaot_timer_start();

@@ -64,3 +64,43 @@ def emit_mul(em, lid, n, p, info):
     em.call("tinyaot_mul_s8", [f"{lid}_dims", f"{lid}_as", f"{lid}_bs", f"&{lid}_p", pa, pb,
                                em.ptr(y.name)])
     info["macs"] = int(np.prod(y.shape))
+
+
+def emit_concat(em, lid, n, p, info):
+    g = em.g
+    y = g.tensors[n.outputs[0]]
+    odims, operm = physical(y)
+    k = list(operm).index(p["axis"])
+    outer = int(np.prod(odims[:k], dtype=np.int64))
+    inner = int(np.prod(odims[k + 1:], dtype=np.int64))
+    chunks, tabs, ptrs = [], [], []
+    for j, (i, t) in enumerate(zip(n.inputs, p["tables"])):
+        x = g.tensors[i]
+        chunks.append(int(x.shape[p["axis"]]) * inner)
+        tabs.append("NULL" if t is None else em.const("int8_t", f"{lid}_t{j}", t))
+        ptrs.append(em.ptr(i))
+    m = len(n.inputs)
+    em.consts.append(f"static const int32_t {lid}_chunks[{m}] = {{ {', '.join(map(str, chunks))} }};\n")
+    em.consts.append(f"static const int8_t *const {lid}_tabs[{m}] = {{ {', '.join(tabs)} }};\n")
+    em.body.append("    {")
+    em.body.append(f"        const int8_t *const {lid}_in[{m}] = {{ {', '.join(ptrs)} }};")
+    info["kernel"] = "tinyaot_concat_s8"
+    em.call("tinyaot_concat_s8", [str(outer), str(m), f"{lid}_chunks", f"{lid}_in", f"{lid}_tabs",
+                                  em.ptr(y.name)])
+    em.body.append("    }")
+
+
+def emit_pad(em, lid, n, p, info):
+    g = em.g
+    x = g.tensors[n.inputs[0]]
+    y = g.tensors[n.outputs[0]]
+    idims, _ = physical(x)
+    odims, operm = physical(y)
+    before = [n.attrs["before"][a] for a in operm]
+    vals = dims4(idims, 1) + dims4(odims, 1) + dims4(before, 0)
+    mode = {"constant": 0, "reflect": 1, "edge": 2}[n.attrs["mode"]]
+    em.consts.append(f"static const int32_t {lid}_d[12] = {{ {', '.join(map(str, vals))} }};\n")
+    table = "NULL" if p["table"] is None else em.const("int8_t", f"{lid}_table", p["table"])
+    info["kernel"] = "tinyaot_pad_s8"
+    em.call("tinyaot_pad_s8", [f"{lid}_d", str(mode), str(p["pad_value"]), table, em.ptr(x.name),
+                               em.ptr(y.name)])

@@ -25,6 +25,8 @@ class CModule:
     weights_bytes: int = 0
     layers: list = field(default_factory=list)  # per-layer info for the report
     kernels: set = field(default_factory=set)  # runtime_c functions used
+    # (cname, ctype, values) of every const() array, in emission order (integrity.py)
+    blobs: list = field(default_factory=list)
 
 
 def _dims4(shape):
@@ -42,6 +44,7 @@ class _Emitter:
         self.numerics = numerics
         self.name = name
         self.consts = []
+        self.blobs = []
         self.body = []
         self.weights_bytes = 0
         self.layers = []
@@ -50,6 +53,7 @@ class _Emitter:
     def const(self, ctype, cname, values, align=None):
         arr = np.asarray(values)
         self.consts.append(c_array(ctype, cname, arr, align=align))
+        self.blobs.append((cname, ctype, arr))
         self.weights_bytes += arr.size * {"int8_t": 1, "int32_t": 4, "float": 4}[ctype]
         return cname
 
@@ -97,6 +101,13 @@ class _Emitter:
             self.emit_add(lid, n, p, info)
         elif op in ("avgpool", "maxpool"):
             self.emit_pool(lid, n, p, info)
+        elif op == "softmax" and p.get("qlinear"):  # onnxruntime QLinearSoftmax
+            x = g.tensors[n.inputs[0]]
+            table = self.const("float", f"{lid}_table", p["table"])
+            info["kernel"] = "tinyaot_softmax_qlinear_s8"
+            self.call("tinyaot_softmax_qlinear_s8", [
+                str(x.size // x.shape[-1]), str(x.shape[-1]), table, c_float(p["y_mult"]),
+                str(p["out_zp"]), str(int(p["u8"])), self.ptr(n.inputs[0]), self.ptr(n.outputs[0])])
         elif op == "softmax":
             x = g.tensors[n.inputs[0]]
             nlast = x.shape[-1]
@@ -128,6 +139,12 @@ class _Emitter:
         elif op == "mul":
             from .c_emit_more import emit_mul
             emit_mul(self, lid, n, p, info)
+        elif op == "concat":
+            from .c_emit_more import emit_concat
+            emit_concat(self, lid, n, p, info)
+        elif op == "pad":
+            from .c_emit_more import emit_pad
+            emit_pad(self, lid, n, p, info)
         elif op == "lut":
             t = g.tensors[n.inputs[0]]
             table = self.const("int8_t", f"{lid}_table", p["table"])
@@ -302,6 +319,8 @@ class _Emitter:
         _, c, h, w = x.shape
         _, _, oh, ow = y.shape
         use_float = 1 if "in_scale" in p else (2 if "mean_mult" in p else 0)
+        if p.get("qlinear"):
+            use_float = 3  # onnxruntime QLinearAveragePool (passes/ort_qlinear.py)
         vals = [h, w, c, oh, ow, a["kernel"][0], a["kernel"][1], a["strides"][0], a["strides"][1],
                 a["pads"][0], a["pads"][1], a.get("count_include_pad", 0), p["act_min"], p["act_max"],
                 use_float]
@@ -407,7 +426,7 @@ extern "C" {{
     from .io_types import apply_io_types, boundary_comment
     header = boundary_comment(g, apply_io_types(g, name, header))
     return CModule(name, apply_io_types(g, name, "\n".join(src)), header, em.weights_bytes,
-                   em.layers, em.kernels)
+                   em.layers, em.kernels, em.blobs)
 
 
 def _basename(path):

@@ -20,9 +20,12 @@ SUPPORTED_OPSETS = range(10, 22)
 def load_model(path, input_shapes=None):
     """Read an ONNX file and return the integer IR graph."""
     proto = read_onnx(path)
+    from .limits import check_proto_limits, check_value_limits
+    check_proto_limits(proto, path)  # 32-bit limits from the headers, before data is read
     from .qoperator import qoperator_to_qdq
     proto = qoperator_to_qdq(proto, path)  # QOperator form -> QDQ (no-op for QDQ models)
     proto = infer_static_shapes(proto, path, input_shapes or {})
+    check_value_limits(proto, path)  # no inferred tensor over 2**31 bytes
     from .const_fold import fold_constants
     proto, _ = fold_constants(proto, path)  # shape arithmetic on constants
     return lower_to_ir(proto, path)

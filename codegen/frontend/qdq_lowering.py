@@ -26,7 +26,7 @@ FLOAT_OPS = {"Conv", "MatMul", "Gemm", "Add", "Relu", "Clip", "AveragePool",
 # Elementwise nonlinearities: one `lut` IR node (256-entry table per numerics).
 LUT_OPS = {"Sigmoid", "Tanh", "HardSwish", "HardSigmoid", "LeakyRelu"}
 FLOAT_OPS |= LUT_OPS
-FLOAT_OPS |= {"Mul"}
+FLOAT_OPS |= {"Mul", "Concat", "Pad", "ReduceMean"}
 
 
 @dataclass
@@ -242,6 +242,11 @@ class Lowering:
             attrs["act_lo"] = p.act_lo
             attrs["act_hi"] = p.act_hi
             attrs["onnx_tensors"] = tuple(p.tensors + [f])
+            if attrs.pop("conv1d_out", False):  # 1-D conv: [N,C,1,L] conv2d, then a reshape
+                t4 = self.add_int_tensor(f"{out}@2d", p.shape, odt, q)
+                self.emit(p.op, p.node, p.inputs, [t4.name], attrs)
+                self.emit("reshape", f"{p.node}@1d", [t4.name], [t.name])
+                return
             self.emit(p.op, p.node, p.inputs, [t.name], attrs)
             return
         if f in self.qrepr:
@@ -317,6 +322,42 @@ class Lowering:
         raise _Unsupported(f"input '{x}' is not quantized (float op inside a quantized "
                            "region): quantize this node or enable float fallback")
 
+    def lower_conv1d(self, ins, out, name, attrs, shape):
+        """Conv on [N, C, L]: a conv2d on [N, C, 1, L] between two zero-copy reshapes."""
+        x = self.act_input(ins[0], name)
+        w = self.weight_input(ins[1], name)
+        b = self.weight_input(ins[2], name, "int32") if len(ins) > 2 and ins[2] else None
+        xt, wt = self.graph.tensors[x], self.graph.tensors[w]
+        if len(wt.shape) != 3:
+            raise _Unsupported("1-D Conv weights must be [O, I, K]")
+        self.check_weight_q(wt, 0, name)
+        fresh = f"{x}@2d" not in self.graph.tensors
+        x4 = self.add_int_tensor(f"{x}@2d", xt.shape[:2] + (1, xt.shape[2]), xt.dtype, xt.q)
+        if fresh:
+            self.emit("reshape", f"{name}@2d", [x], [x4.name])
+        w4 = self.add_int_tensor(f"{w}@2d", wt.shape[:2] + (1, wt.shape[2]), wt.dtype, wt.q,
+                                 np.ascontiguousarray(wt.data.reshape(wt.shape[:2] + (1, wt.shape[2]))))
+        k = int(tuple(attrs.get("kernel_shape", wt.shape[2:]))[0])
+        s = int(tuple(attrs.get("strides", (1,)))[0])
+        d = int(tuple(attrs.get("dilations", (1,)))[0])
+        a2 = {"auto_pad": attrs.get("auto_pad", "NOTSET")}
+        if "pads" in attrs:
+            p = list(attrs["pads"])
+            a2["pads"] = (0, p[0], 0, p[1])
+        pads = conv_pads(a2, (1, xt.shape[2]), (1, k), (1, s), (1, d), (1, shape[2]))
+        a = {"kernel": (1, k), "strides": (1, s), "dilations": (1, d), "pads": pads,
+             "group": int(attrs.get("group", 1)), "conv1d_out": True}
+        self.pending[out] = Pending("conv2d", name, [x4.name, w4.name, b], a,
+                                    shape=(shape[0], shape[1], 1, shape[2]))
+
+    def float_scalar(self, x, name):
+        """A constant float scalar, given directly or as DequantizeLinear of a constant."""
+        if x in self.qrepr and self.graph.tensors[self.qrepr[x]].is_const:
+            t = self.graph.tensors[self.qrepr[x]]
+            s, zp = t.q.scalar()
+            return float((np.float32(int(np.asarray(t.data).reshape(-1)[0]) - int(zp))) * s)
+        return float(np.asarray(self.const(x, name, "scalar")).reshape(-1)[0])
+
     def mul_input(self, x, name):
         if x in self.qrepr and self.graph.tensors[self.qrepr[x]].is_const:
             t = self.graph.tensors[self.qrepr[x]]
@@ -339,6 +380,8 @@ class Lowering:
         ins = list(node.input)
         out = node.output[0]
         shape = self.shape_of(out, name)
+        if op == "Conv" and len(self.graph.tensors[self.act_input(ins[0], name)].shape) == 3:
+            return self.lower_conv1d(ins, out, name, attrs, shape)
         if op == "Conv":
             x = self.act_input(ins[0], name)
             w = self.weight_input(ins[1], name)
@@ -448,6 +491,46 @@ class Lowering:
             if len(acts) == 1 and self.graph.tensors[acts[0]].shape != tuple(shape):
                 raise _Unsupported("Mul where a constant broadcasts the activation to a larger shape")
             self.pending[out] = Pending("mul", name, xs, {}, shape=shape)
+            return
+        if op == "Concat":
+            xs = [self.act_input(i, name) for i in ins if i]
+            axis = int(attrs.get("axis", 1)) % len(shape)
+            self.pending[out] = Pending("concat", name, xs, {"axis": axis}, shape=shape)
+            return
+        if op == "ReduceMean":  # over H, W with keepdims: a global average pool
+            x = self.act_input(ins[0], name)
+            xs = self.graph.tensors[x].shape
+            if len(ins) > 1 and ins[1]:
+                axes = [int(v) for v in np.asarray(self.const(ins[1], name, "axes")).reshape(-1)]
+            else:
+                axes = list(attrs.get("axes", []))
+            if len(xs) != 4 or sorted(a % 4 for a in axes) != [2, 3] or not attrs.get("keepdims", 1):
+                raise _Unsupported("ReduceMean is supported over H, W of a 4-D tensor, keepdims=1")
+            a = {"kernel": tuple(xs[2:]), "strides": (1, 1), "pads": (0, 0, 0, 0),
+                 "count_include_pad": 0, "reduce_mean": True}
+            self.pending[out] = Pending("avgpool", name, [x], a, shape=shape)
+            return
+        if op == "Pad":
+            x = self.act_input(ins[0], name)
+            rank = len(self.graph.tensors[x].shape)
+            value = 0.0
+            if _opset(self.proto) < 11:
+                pads = list(attrs["pads"])
+                value = float(attrs.get("value", 0.0))
+            else:
+                pads = [int(v) for v in np.asarray(self.const(ins[1], name, "Pad pads")).reshape(-1)]
+                if len(ins) > 2 and ins[2]:
+                    value = self.float_scalar(ins[2], name)
+                if len(ins) > 3 and ins[3]:
+                    raise _Unsupported("Pad with axes")
+            mode = attrs.get("mode", "constant")
+            if mode not in ("constant", "reflect", "edge"):
+                raise _Unsupported(f"Pad mode {mode}")
+            if len(pads) != 2 * rank or min(pads) < 0 or rank > 4:
+                raise _Unsupported("Pad with negative pads or rank > 4")
+            a = {"mode": mode, "before": tuple(pads[:rank]), "after": tuple(pads[rank:]),
+                 "value": value}
+            self.pending[out] = Pending("pad", name, [x], a, shape=shape)
             return
         if op in LUT_OPS:
             x = self.act_input(ins[0], name)

@@ -15,6 +15,8 @@ NHWC = (0, 2, 3, 1)
 SPATIAL = {"conv2d", "avgpool", "maxpool"}
 ELEMENTWISE = {"add", "clamp", "requantize", "lut", "mul"}
 ALIAS_OPS = {"reshape", "transpose", "reinterpret"}
+# all inputs and the output in the first input's layout (any perm; e.g. Concat)
+SAME_LAYOUT = {"concat", "pad"}
 
 
 def identity(rank):
@@ -68,6 +70,10 @@ def assign_layouts(g):
                     if i in acts:
                         n.inputs[k] = need(i, identity(len(g.tensors[i].shape)))
                 perm[out.name] = identity(rank)
+        elif n.op in SAME_LAYOUT:
+            p0 = perm[n.inputs[0]]
+            n.inputs = [need(i, p0) for i in n.inputs]
+            perm[out.name] = p0
         elif n.op == "transpose":
             p = n.attrs["perm"]
             q = perm[n.inputs[0]]

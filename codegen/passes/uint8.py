@@ -38,6 +38,7 @@ def uint8_to_int8(g):
             continue
         t.dtype = "int8"
         t.q = _shifted(t.q)
+        t.zp_shift = 128  # kernels that round after adding zp use zp + zp_shift
         if t.data is not None:
             t.data = (t.data.astype(np.int16) - 128).astype(np.int8)
     head, tail = [], []
@@ -54,6 +55,7 @@ def uint8_to_int8(g):
         if t.dtype != "uint8":
             continue
         new = g.add_tensor(Tensor(f"{name}@s8", t.shape, "int8", _shifted(t.q)))
+        new.zp_shift = 128
         for n in g.nodes:
             n.outputs = [new.name if o == name else o for o in n.outputs]
             n.inputs = [new.name if i == name else i for i in n.inputs]

@@ -51,6 +51,12 @@ def _run_node(g, n, ins, p, numerics):
     if op == "mul":
         from . import ops_more
         return ops_more.mul(ins[0], ins[1], p, numerics)
+    if op == "concat":
+        from . import ops_more
+        return ops_more.concat(ins, p)
+    if op == "pad":
+        from . import ops_more
+        return ops_more.pad(ins[0], n.attrs, p)
     if op == "lut":  # elementwise int8 table (codegen/reference/lut_tables.py)
         return p["table"][ins[0].astype(np.int32) + 128]
     if op == "sign_flip":  # uint8 <-> int8 (passes/uint8.py)

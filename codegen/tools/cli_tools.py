@@ -30,9 +30,12 @@ VALIDATE_EX = """examples:
   tinyaot validate M.onnx --inputs in.npz --board qemu-m4 --numerics tflite --json
 
 Compares the output of every layer of the generated C (host: through a
-debug hook and cffi; QEMU: printed over semihosting) with onnxruntime
-(--numerics ort) or the numpy oracle of TFLite Micro's kernels (tflite), and
-marks the first layer that diverges.
+debug hook and cffi; QEMU: printed over semihosting) with the numpy oracle of
+the chosen numerics on a fresh compile, and marks the first layer that
+diverges. With --numerics ort each layer is also compared with onnxruntime's
+tensor of the same name (column "ORT tap") and the final output with the
+plain onnxruntime session; exit 1 if either the layers or that final output
+differ.
 """ + EXIT_CODES
 
 PROFILE_EX = """examples:
@@ -68,7 +71,8 @@ def cmd_report(a):
     from ..compiler import compile_model
     from .report import format_report, report_model
     c = compile_model(a.model, numerics=a.numerics)
-    r = report_model(a.model, board=a.board, numerics=a.numerics, compiled=c)
+    r = report_model(a.model, board=a.board, numerics=a.numerics, compiled=c,
+                     measure=a.measure_stack)
     if a.plot:
         from ..planner.plot import plot_memory  # the arena picture of compile --plot-memory
         plot_memory(c.plan, c.graph, a.plot)
@@ -92,7 +96,8 @@ def cmd_validate(a):
         _dump(r)
     else:
         print(format_validate(r, color=_tty()))
-    return 0 if r["first_divergent_layer"] is None else 1
+    return 0 if r["first_divergent_layer"] is None and not r.get("final_output_vs_onnxruntime") \
+        else 1
 
 
 def cmd_profile(a):
@@ -136,6 +141,8 @@ def add_tool_commands(sub):
                        epilog=REPORT_EX, formatter_class=RAW)
     common(p, "qemu-m4")
     p.add_argument("--plot", metavar="PNG", help="also draw the arena plan (codegen/planner/plot.py)")
+    p.add_argument("--measure-stack", action="store_true",
+                   help="also run the model once in QEMU with a painted stack and report the use")
     p.set_defaults(fn=cmd_report)
 
     p = sub.add_parser("validate", help="compare every layer's output with the reference",

@@ -5,9 +5,9 @@ stores the board timer (tinyaot_timer_read) and codegen/tools/c/profile_main.c
 prints the stamps after one inference. Under QEMU with -icount shift=0 the
 timer counts virtual nanoseconds = instructions, so the counts are
 deterministic; the resolution is one timer tick (board.toml
-instructions_per_tick). Each hook costs a few instructions, charged to the
-next layer; `hook_ticks` in the report is the difference between the whole
-inference with and without hooks.
+instructions_per_tick). Each hook (one timer read and a store) costs a few
+instructions, charged to the next layer; tests/test_tools.py checks the
+per-layer sum against the hook-free firmware's whole-inference count.
 """
 from __future__ import annotations
 

@@ -116,7 +116,10 @@ def _su_table(obj_dir):
             parts = line.split("\t")
             if len(parts) >= 3:
                 fn = parts[0].rsplit(":", 1)[-1]
-                su[fn] = (int(parts[1]), parts[2])
+                size = int(parts[1])
+                # static functions of the same name in several files: keep the largest
+                if fn not in su or su[fn][0] < size:
+                    su[fn] = (size, parts[2])
     return su
 
 
@@ -183,8 +186,9 @@ def worst_stack(root, funcs, su):
     memo = {}
 
     def frame(fn):
-        if fn in su:
-            size, qual = su[fn]
+        key = fn if fn in su else re.sub(r"\.\d+$", "", fn)  # objdump: f.constprop.0, .su: f.constprop
+        if key in su:
+            size, qual = su[key]
             if "dynamic" in qual and "bounded" not in qual:
                 notes.add(f"{fn}: dynamic stack (not bounded)")
             return size
@@ -211,7 +215,34 @@ def worst_stack(root, funcs, su):
     return total, path, sorted(notes)
 
 
-def report_model(model, board="qemu-m4", numerics="ort", compiled=None, keep_dir=None):
+def measure_stack(c, board, paint=16384):
+    """Stack bytes <name>_run really used (through tinyaot_harness_run) on
+    QEMU, by painting the stack (codegen/tools/c/stack_main.c)."""
+    from ..targets.qemu import QemuError, run_firmware
+    from .fwbuild import C_DIR
+    if paint + 1024 > int(board.get("stack_size", 0)):
+        paint = max(1024, int(board.get("stack_size", 0)) - 1024)
+    g = c.graph
+    xin = g.tensors[g.inputs[0]]
+    out_dir = private_dir(c, f"stack-{board['name']}")
+    try:
+        elf, _, _ = build_firmware(c, board, out_dir, np.zeros((1, xin.size), np.int8),
+                                   C_DIR / "stack_main.c", defines=[f"TINYAOT_STACK_PAINT={paint}u"])
+        try:
+            res = run_firmware(elf, board, timeout=600)
+        except QemuError as e:
+            raise TinyAotError(f"firmware run failed on {board['name']}: {e}") from None
+    finally:
+        shutil.rmtree(out_dir, ignore_errors=True)
+    m = re.search(r"^STACK (\d+)$", res.output, re.M)
+    if not m:
+        raise TinyAotError("stack-measuring firmware printed no STACK line")
+    used = int(m.group(1))
+    return {"measured_bytes": used, "painted_bytes": paint, "overflowed_paint": used >= paint}
+
+
+def report_model(model, board="qemu-m4", numerics="ort", compiled=None, keep_dir=None,
+                 measure=False):
     b = board_or_error(board)
     if b["kind"] != "firmware":
         raise TinyAotError(f"report needs a firmware board for flash and stack (e.g. qemu-m4), "
@@ -253,6 +284,7 @@ def report_model(model, board="qemu-m4", numerics="ort", compiled=None, keep_dir
         })
     need = budget_of(c, b)
     ram_total = c.plan.size + stack
+    measured = measure_stack(c, b) if measure else None
     return {
         "model": str(model), "name": c.module.name, "board": board, "numerics": c.numerics,
         "layers": layers,
@@ -262,7 +294,7 @@ def report_model(model, board="qemu-m4", numerics="ort", compiled=None, keep_dir
             "flash": {k: v for k, v in flash.items() if k not in ("per_layer",)},
             "stack": {"worst_case_bytes": stack, "path": path, "notes": notes,
                       "firmware_worst_case_bytes": fw_stack, "firmware_path": fw_path,
-                      "reserved_bytes": need["ram"]["stack"]},
+                      "reserved_bytes": need["ram"]["stack"], "measured": measured},
             "ram_model_bytes": ram_total,
             "firmware": size,
             "board_limits": {"flash_size": b.get("flash_size"), "ram_size": b.get("ram_size"),
@@ -292,10 +324,19 @@ def format_report(r):
         f"libc/libgcc {f['libraries']:,} B)",
         f"stack        {st['worst_case_bytes']:,} B worst case for {r['name']}_run: "
         f"{' -> '.join(st['path'])}",
+        *([f"             measured on {r['board']} by stack painting: "
+           f"{st['measured']['measured_bytes']:,} B"] if st.get("measured") else []),
         f"RAM          {t['ram_model_bytes']:,} B (arena + worst-case stack); board reserves "
         f"{st['reserved_bytes']:,} B of stack",
         f"MACs         {t['macs']:,}",
     ]
+    lim = t["board_limits"]
+    if lim.get("flash_size") and lim.get("ram_size"):
+        ram_need = t["arena_bytes"] + st["reserved_bytes"]
+        lines.append(f"board        flash {f['total']:,} of {lim['flash_size']:,} B "
+                     f"({100 * f['total'] / lim['flash_size']:.1f} %, model only); RAM "
+                     f"{ram_need:,} of {lim['ram_size']:,} B ({100 * ram_need / lim['ram_size']:.1f} %, "
+                     f"arena + reserved stack)")
     for n in st["notes"]:
         lines.append(f"  note: {n}")
     return "\n".join(lines)

@@ -55,22 +55,32 @@ def _per_input(c, inputs, model):
     return per
 
 
-def reference_tensors(model, numerics, per, names):
-    """Per input: {tensor name: logical array} from the independent reference."""
+def reference_tensors(model, numerics, per):
+    """Per input: {tensor name: logical array} from the numpy oracle of the
+    chosen numerics, run on a fresh compile of the model (it never sees the
+    compiled graph being validated)."""
+    from ..reference import run_graph
     fresh = compile_model(model, numerics=numerics)
     g = fresh.graph
     xin = g.tensors[g.inputs[0]]
-    out = []
+    return [run_graph(g, numerics, {g.inputs[0]: x.reshape(xin.shape)}, fresh.params) for x in per]
+
+
+def onnxruntime_tensors(model, per, g, names):
+    """onnxruntime's own tensors: every intermediate of the same name (the
+    model with those tensors added as outputs) and the plain session's final
+    output. Exposing a tensor can keep ORT from fusing the node that makes
+    it, so a tapped tensor may differ from what the plain session computes
+    inside; the plain session's final output is the one that counts."""
+    from ..reference.onnxruntime_oracle import run_onnxruntime
+    xin = g.tensors[g.inputs[0]]
+    wanted = [n for n in names if "@" not in n]
+    taps, finals = [], []
     for x in per:
         feeds = {g.inputs[0]: x.reshape(xin.shape)}
-        if numerics == "ort":
-            from ..reference.onnxruntime_oracle import run_onnxruntime
-            wanted = [n for n in names if "@" not in n]
-            out.append(run_onnxruntime(model, feeds, wanted))
-        else:
-            from ..reference import run_graph
-            out.append(run_graph(g, numerics, feeds, fresh.params))
-    return out
+        taps.append(run_onnxruntime(model, feeds, wanted))
+        finals.append(run_onnxruntime(model, feeds)[g.outputs[0]])
+    return taps, finals
 
 
 def _traces_host(c, per, out_dir):
@@ -139,7 +149,9 @@ def _as_logical(t, raw):
 
 
 def validate_model(model, inputs, board="host", numerics="ort", compiled=None):
-    """Returns the report dict; report['first_divergent_layer'] is None when all match."""
+    """Returns the report dict; report['first_divergent_layer'] is None when
+    every layer matches the oracle (and, for ort, final_output_vs_onnxruntime
+    counts the final output's mismatches against the onnxruntime session)."""
     b = board_or_error(board)
     c = compiled or compile_model(model, numerics=numerics)
     if c.numerics != numerics:
@@ -148,7 +160,10 @@ def validate_model(model, inputs, board="host", numerics="ort", compiled=None):
     g = c.graph
     per = _per_input(c, np.asarray(inputs), model)
     names = [n.outputs[0] for n in g.nodes]
-    refs = reference_tensors(model, numerics, per, names)
+    refs = reference_tensors(model, numerics, per)
+    taps = finals = None
+    if numerics == "ort":
+        taps, finals = onnxruntime_tensors(model, per, g, names)
     out_dir = private_dir(c, f"validate-{board}")
     try:
         if b["kind"] == "shared-library":
@@ -184,13 +199,28 @@ def validate_model(model, inputs, board="host", numerics="ort", compiled=None):
                              "index_nd": [int(x) for x in np.unravel_index(k, t.shape)],
                              "got": int(got[k]), "expected": int(exp[k])}
             row.update(max_abs_diff=mad, mismatches=mism, first_mismatch=first)
+            if taps is not None and all(t.name in tp for tp in taps):
+                row["onnxruntime_tap_mismatches"] = int(sum(
+                    np.count_nonzero(_as_logical(t, run[i]).astype(np.int64).reshape(-1)
+                                     != np.asarray(tp[t.name]).astype(np.int64).reshape(-1))
+                    for tp, run in zip(taps, runs)))
             if mism and first_bad is None:
                 first_bad = i
         layers.append(row)
     for row in layers:
         row["first_divergent"] = row["index"] == first_bad
-    return {"model": str(model), "name": c.module.name, "board": board, "numerics": numerics,
-            "reference": "onnxruntime" if numerics == "ort" else "numpy oracle (TFLite Micro kernels)",
+    final_vs_ort = None
+    if finals is not None:
+        last = len(g.nodes) - 1
+        yt = g.tensors[g.outputs[0]]
+        final_vs_ort = int(sum(np.count_nonzero(
+            _as_logical(yt, run[last]).astype(np.int64).reshape(-1)
+            != np.asarray(f).astype(np.int64).reshape(-1)) for f, run in zip(finals, runs)))
+    return {"final_output_vs_onnxruntime": final_vs_ort,
+            "model": str(model), "name": c.module.name, "board": board, "numerics": numerics,
+            "reference": ("numpy oracle of onnxruntime (fresh compile); final output also vs "
+                          "the onnxruntime session" if numerics == "ort"
+                          else "numpy oracle of TFLite Micro's kernels (fresh compile)"),
             "vectors": int(len(per)), "status": status, "layers": layers,
             "first_divergent_layer": first_bad,
             "compared_layers": sum(r["compared"] for r in layers)}
@@ -200,20 +230,26 @@ def format_validate(r, color=False):
     red = (lambda s: f"\033[31m{s}\033[0m") if color else (lambda s: s)
     lines = [f"validate {r['name']} on {r['board']} (numerics {r['numerics']}, reference "
              f"{r['reference']}, {r['vectors']} input(s))",
-             f"{'#':>3}  {'op':<16} {'layer':<32} {'shape':<16} {'max|d|':>6} {'mismatch':>9}  first mismatch"]
+             f"{'#':>3}  {'op':<16} {'layer':<32} {'shape':<16} {'max|d|':>6} {'mismatch':>9} "
+             f"{'ORT tap':>7}  first mismatch"]
     for row in r["layers"]:
         shape = "x".join(map(str, row["shape"]))
         if not row["compared"]:
-            tail = f"{'-':>6} {'-':>9}  (no reference tensor)"
+            tail = f"{'-':>6} {'-':>9} {'-':>7}  (no reference tensor)"
         else:
             fm = row["first_mismatch"]
             where = (f"vector {fm['vector']} index {fm['index_nd']}: got {fm['got']}, "
                      f"expected {fm['expected']}") if fm else ""
-            tail = f"{row['max_abs_diff']:>6} {row['mismatches']:>9}  {where}"
+            tap = row.get("onnxruntime_tap_mismatches")
+            tail = f"{row['max_abs_diff']:>6} {row['mismatches']:>9} {'-' if tap is None else tap:>7}  {where}"
         line = f"{row['index']:>3}  {row['op']:<16} {row['name'][:32]:<32} {shape:<16} {tail}"
         if row["first_divergent"]:
             line = red(line + "   <-- first divergent layer")
         lines.append(line)
+    if r.get("final_output_vs_onnxruntime") is not None:
+        lines.append(f"final output vs the onnxruntime session: "
+                     f"{r['final_output_vs_onnxruntime']} mismatching elements"
+                     "  (ORT tap: mismatches against ORT's tensor of the same name)")
     if r["first_divergent_layer"] is None:
         lines.append(f"all {r['compared_layers']} compared layers bit-exact")
     else:

@@ -229,13 +229,15 @@ static inline __attribute__((always_inline)) int32_t __QSUB(int32_t a, int32_t b
         __asm__("pkhbt %0, %1, %2, lsl %3" : "=r"(r_) : "r"((uint32_t)(a)), "r"((uint32_t)(b)), "I"(s)); \
         r_;                                                                              \
     })
+/* shift 0: top half of a, bottom half of b (CMSIS; = pkhbt with the operands swapped) */
 #define __PKHTB(a, b, s)                                                                 \
     __extension__({                                                                      \
         uint32_t r_;                                                                     \
         if ((s) == 0) {                                                                  \
-            __asm__("pkhtb %0, %1, %2" : "=r"(r_) : "r"((uint32_t)(a)), "r"((uint32_t)(b))); \
+            __asm__("pkhbt %0, %2, %1" : "=r"(r_) : "r"((uint32_t)(a)), "r"((uint32_t)(b))); \
         } else {                                                                         \
-            __asm__("pkhtb %0, %1, %2, asr %3" : "=r"(r_) : "r"((uint32_t)(a)), "r"((uint32_t)(b)), "I"(s)); \
+            __asm__("pkhtb %0, %1, %2, asr %3" : "=r"(r_) : "r"((uint32_t)(a)), "r"((uint32_t)(b)), \
+                    "I"((s) == 0 ? 1 : (s)));                                           \
         }                                                                                \
         r_;                                                                              \
     })

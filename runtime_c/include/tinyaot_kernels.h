@@ -123,6 +123,9 @@ typedef struct {
 /* Softmax over the last axis: rows x n. */
 int tinyaot_softmax_s8(int32_t rows, int32_t n, const tinyaot_softmax_params_t *p,
                        const int8_t *input, int8_t *output);
+/* onnxruntime QLinearSoftmax (float table of 256 entries; tinyaot_softmax_qlinear_s8.c). */
+int tinyaot_softmax_qlinear_s8(int32_t rows, int32_t n, const float *table, float y_mult,
+                               int32_t out_zp, int32_t u8, const int8_t *input, int8_t *output);
 
 typedef struct {
     int32_t mode; /* 0: clamp only, 1: float requantize (ort), 2: fixed-point (tflite) */
@@ -155,6 +158,16 @@ typedef struct {
 int tinyaot_mul_s8(const int32_t dims[4], const int32_t a_strides[4], const int32_t b_strides[4],
                    const tinyaot_mul_params_t *p, const int8_t *a, const int8_t *b,
                    int8_t *output);
+
+/* Concatenation: for each of `outer` rows, input j contributes chunks[j] bytes,
+ * copied (tables[j] == NULL) or requantized through the 256-entry tables[j]. */
+int tinyaot_concat_s8(int32_t outer, int32_t n_inputs, const int32_t *chunks,
+                      const int8_t *const *inputs, const int8_t *const *tables, int8_t *output);
+
+/* 4-D Pad. d = { in_dims[4], out_dims[4], pad_before[4] }; mode 0: constant
+ * (pad_value), 1: reflect, 2: edge. table != NULL requantizes copied elements. */
+int tinyaot_pad_s8(const int32_t d[12], int32_t mode, int32_t pad_value, const int8_t *table,
+                   const int8_t *input, int8_t *output);
 
 #ifdef __cplusplus
 }

@@ -15,7 +15,24 @@ int tinyaot_avgpool_s8(const tinyaot_pool_params_t *p, const int8_t *input, int8
             const int32_t count = p->count_include_pad ? p->k_h * p->k_w : (yb - ya) * (xb - xa);
             int8_t *out = output + (oy * p->out_w + ox) * p->c;
             for (int32_t c = 0; c < p->c; ++c) {
-                if (p->use_float == 1) {
+                if (p->use_float == 3) {
+                    /* onnxruntime QLinearAveragePool: nearbyintf(mean / s + zp); mean_bias
+                     * is the zero point shift of a uint8 model (passes/uint8.py). */
+                    float acc = 0.0f;
+                    for (int32_t y = ya; y < yb; ++y) {
+                        for (int32_t x = xa; x < xb; ++x) {
+                            const int32_t v = input[(y * p->in_w + x) * p->c + c];
+                            acc = acc + (float)(v - p->in_zp) * p->in_scale;
+                        }
+                    }
+                    float t = acc / (float)count / p->out_scale + (float)(p->out_zp + p->mean_bias);
+                    if (t < -4194304.0f) t = -4194304.0f; /* saturates below; keeps the */
+                    if (t > 4194304.0f) t = 4194304.0f;   /* round-to-even trick exact */
+                    int32_t r = tinyaot_round_even_f32(t) - p->mean_bias;
+                    if (r < p->act_min) r = p->act_min;
+                    if (r > p->act_max) r = p->act_max;
+                    out[c] = (int8_t)r;
+                } else if (p->use_float == 1) {
                     /* onnxruntime: sum of dequantized values in window order, / count. */
                     float acc = 0.0f;
                     for (int32_t y = ya; y < yb; ++y) {

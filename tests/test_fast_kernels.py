@@ -1,0 +1,491 @@
+"""The fast kernels (runtime_c/include/tinyaot_fast_kernels.h) and what they
+are built from, each against an independent oracle:
+
+* tinyaot_intrinsics.h: the portable C versions (host) and the inline-asm
+  versions (qemu-m4, a small firmware) against a Python transcription of the
+  Armv7-M pseudocode, over edge and random operands;
+* tinyaot_requant_fast.h / tinyaot_add_fast_s8 against the reference
+  fixed-point functions (tinyaot_fixedpoint.h);
+* the fast conv / depthwise / FC kernels against the reference kernels of
+  tinyaot_kernels.h, and against a numpy oracle, on random layers (padding,
+  strides, dilation, odd pixel counts, K not a multiple of 4, both numerics);
+* the arena planner's scratch blocks (planner/arena.py, planner/check.py).
+"""
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import cffi
+import numpy as np
+import pytest
+
+from codegen.backend.fast_pack import (conv_gemm_weights, conv_scratch_bytes, gemm_scratch_bytes,
+                                       pack_depthwise, pack_gemm)
+
+from conftest import REPO, require_arm_toolchain
+
+INC = REPO / "runtime_c" / "include"
+SRC = REPO / "runtime_c" / "src"
+SHIM = REPO / "tests" / "c" / "fast_kernels_shim.c"
+M32 = 0xFFFFFFFF
+
+# ------------------------------------------------------------------ oracle
+
+
+def _s(v, bits):
+    v &= (1 << bits) - 1
+    return v - (1 << bits) if v >> (bits - 1) else v
+
+
+def lo(x):
+    return _s(x, 16)
+
+
+def hi(x):
+    return _s(x >> 16, 16)
+
+
+def b(x, k):
+    return _s(x >> (8 * k), 8)
+
+
+def pack(l, h):
+    return (l & 0xFFFF) | ((h & 0xFFFF) << 16)
+
+
+def sat(v, lo_, hi_):
+    return max(lo_, min(hi_, v))
+
+
+def asr(x, s):
+    return _s(x, 32) >> s
+
+
+OPS = [  # (name, oracle(a, b, c) -> uint32), index = shim op code
+    ("SXTB16", lambda a, b_, c: pack(b(a, 0), b(a, 2))),
+    ("SXTB16_ROR8", lambda a, b_, c: pack(b(a, 1), b(a, 3))),
+    ("SXTAB16", lambda a, b_, c: pack(lo(a) + b(b_, 0), hi(a) + b(b_, 2))),
+    ("SXTAB16_ROR8", lambda a, b_, c: pack(lo(a) + b(b_, 1), hi(a) + b(b_, 3))),
+    ("SMLAD", lambda a, b_, c: (c + lo(a) * lo(b_) + hi(a) * hi(b_)) & M32),
+    ("SMLADX", lambda a, b_, c: (c + lo(a) * hi(b_) + hi(a) * lo(b_)) & M32),
+    ("SMUAD", lambda a, b_, c: (lo(a) * lo(b_) + hi(a) * hi(b_)) & M32),
+    ("SMLABB", lambda a, b_, c: (c + lo(a) * lo(b_)) & M32),
+    ("SMLABT", lambda a, b_, c: (c + lo(a) * hi(b_)) & M32),
+    ("SMLATB", lambda a, b_, c: (c + hi(a) * lo(b_)) & M32),
+    ("SMLATT", lambda a, b_, c: (c + hi(a) * hi(b_)) & M32),
+    ("QADD", lambda a, b_, c: sat(_s(a, 32) + _s(b_, 32), -2**31, 2**31 - 1) & M32),
+    ("QSUB", lambda a, b_, c: sat(_s(a, 32) - _s(b_, 32), -2**31, 2**31 - 1) & M32),
+    ("SSAT8", lambda a, b_, c: sat(_s(a, 32), -128, 127) & M32),
+    ("SSAT16", lambda a, b_, c: sat(_s(a, 32), -32768, 32767) & M32),
+    ("SSAT1", lambda a, b_, c: sat(_s(a, 32), -1, 0) & M32),
+    ("SSAT32", lambda a, b_, c: a),
+    ("USAT8", lambda a, b_, c: sat(_s(a, 32), 0, 255)),
+    ("USAT0", lambda a, b_, c: 0),
+    ("USAT31", lambda a, b_, c: sat(_s(a, 32), 0, 2**31 - 1)),
+    ("PKHBT0", lambda a, b_, c: (a & 0xFFFF) | (b_ & 0xFFFF0000)),
+    ("PKHBT16", lambda a, b_, c: (a & 0xFFFF) | ((b_ << 16) & 0xFFFF0000)),
+    ("PKHBT5", lambda a, b_, c: (a & 0xFFFF) | ((b_ << 5) & 0xFFFF0000)),
+    ("PKHTB0", lambda a, b_, c: (a & 0xFFFF0000) | (b_ & 0xFFFF)),
+    ("PKHTB16", lambda a, b_, c: (a & 0xFFFF0000) | (asr(b_, 16) & 0xFFFF)),
+    ("PKHTB7", lambda a, b_, c: (a & 0xFFFF0000) | (asr(b_, 7) & 0xFFFF)),
+    ("PKHTB31", lambda a, b_, c: (a & 0xFFFF0000) | (asr(b_, 31) & 0xFFFF)),
+]
+
+EDGE32 = [0, 1, 2, 0x7F, 0x80, 0xFF, 0x7FFF, 0x8000, 0xFFFF, 0x10000, 0x7F7F7F7F, 0x80808080,
+          0x7FFF7FFF, 0x80008000, 0x80000000, 0x7FFFFFFF, 0xFFFFFFFF, 0xFFFF0000, 0x0000FFFF,
+          0x00FF00FF, 0xFF00FF00, 0x12345678, 0xDEADBEEF]
+
+
+def operands(n_random=3000, seed=1):
+    rng = np.random.default_rng(seed)
+    e = np.array(EDGE32, dtype=np.uint64)
+    grid = np.array(np.meshgrid(e, e, e[::4], indexing="ij")).reshape(3, -1)
+    rnd = rng.integers(0, 1 << 32, size=(3, n_random), dtype=np.uint64)
+    return np.concatenate([grid, rnd], axis=1).astype(np.uint32)
+
+
+def expected(op, a, b_, c):
+    f = OPS[op][1]
+    return np.array([f(int(x), int(y), int(z)) for x, y, z in zip(a, b_, c)], dtype=np.uint32)
+
+
+# ------------------------------------------------------------------ host library
+
+def _cdef_from(header):
+    text = Path(header).read_text()
+    text = re.sub(r"/\*.*?\*/", " ", text, flags=re.S)
+    text = re.sub(r"#\s*ifdef\s+__cplusplus.*?#\s*endif", "", text, flags=re.S)
+    return "\n".join(l for l in text.splitlines() if not l.strip().startswith("#"))
+
+
+@pytest.fixture(scope="module")
+def lib():
+    ffi = cffi.FFI()
+    ffi.cdef(_cdef_from(INC / "tinyaot_kernels.h"))
+    ffi.cdef(_cdef_from(INC / "tinyaot_fast_kernels.h"))
+    ffi.cdef("""
+        void shim_binop(int32_t op, int32_t n, const uint32_t *a, const uint32_t *b,
+                        const uint32_t *c, uint32_t *out);
+        void shim_requant(int32_t n, const int32_t *acc, const int32_t *mult,
+                          const int32_t *shift, const int32_t *zp, int8_t *ref, int8_t *fast);
+        void shim_srdhm(int32_t n, const int32_t *a, const int32_t *b, int32_t *ref, int32_t *fast);
+    """)
+    d = tempfile.mkdtemp(prefix="tinyaot-fast-")
+    so = Path(d) / "libfast.so"
+    cmd = (["gcc", "-std=c99", "-O2", "-shared", "-fPIC", "-ffp-contract=off", "-Wall", "-Wextra",
+            "-Werror", "-Wconversion", "-Wshadow", "-fsanitize=undefined",
+            "-fno-sanitize-recover=all", f"-I{INC}", "-o", str(so), str(SHIM)]
+           + [str(p) for p in sorted(SRC.glob("*.c"))] + ["-lm"])
+    subprocess.run(cmd, check=True, capture_output=True)
+    L = ffi.dlopen(str(so))
+    yield ffi, L
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def _ptr(ffi, arr, ctype):
+    return ffi.cast(ctype + " *", ffi.from_buffer(arr))
+
+
+# ------------------------------------------------------------------ intrinsics
+
+@pytest.mark.parametrize("op", range(len(OPS)), ids=[o[0] for o in OPS])
+def test_portable_intrinsics_match_arm_pseudocode(lib, op):
+    ffi, L = lib
+    a, b_, c = operands()
+    out = np.zeros(a.size, dtype=np.uint32)
+    L.shim_binop(op, a.size, _ptr(ffi, a, "uint32_t"), _ptr(ffi, b_, "uint32_t"),
+                 _ptr(ffi, c, "uint32_t"), _ptr(ffi, out, "uint32_t"))
+    exp = expected(op, a, b_, c)
+    bad = np.nonzero(out != exp)[0]
+    assert bad.size == 0, (f"{OPS[op][0]}({a[bad[0]]:#x}, {b_[bad[0]]:#x}, {c[bad[0]]:#x}) = "
+                           f"{out[bad[0]]:#x}, Arm: {exp[bad[0]]:#x}")
+
+
+def test_oracle_catches_a_wrong_intrinsic():
+    """The oracle is not vacuous: SMLAD and SMLADX differ on most operands."""
+    a, b_, c = operands(200)
+    assert np.count_nonzero(expected(4, a, b_, c) != expected(5, a, b_, c)) > 150
+
+
+HARNESS_RUN = r"""
+#include <stdint.h>
+#include <string.h>
+#include "harness.h"
+void shim_binop(int32_t op, int32_t n, const uint32_t *a, const uint32_t *b, const uint32_t *c,
+                uint32_t *out);
+const uint32_t tinyaot_harness_num_inputs = NUM_INPUTS;
+const uint32_t tinyaot_harness_input_size = 12u;
+const uint32_t tinyaot_harness_output_size = NUM_OPS * 4u;
+int tinyaot_harness_run(const int8_t *input, int8_t *output)
+{
+    uint32_t a, b, c, r;
+    memcpy(&a, input, 4);
+    memcpy(&b, input + 4, 4);
+    memcpy(&c, input + 8, 4);
+    for (int32_t op = 0; op < (int32_t)NUM_OPS; ++op) {
+        shim_binop(op, 1, &a, &b, &c, &r);
+        memcpy(output + 4 * op, &r, 4);
+    }
+    return 0;
+}
+"""
+
+
+@pytest.mark.qemu
+def test_dsp_asm_intrinsics_on_qemu_m4(tmp_path):
+    """The inline-asm versions (built for Cortex-M4 with DSP) give the Arm results."""
+    require_arm_toolchain()
+    from codegen.targets.qemu import build_firmware, load_board, run_firmware
+
+    board = load_board("qemu-m4")
+    a, b_, c = operands(600, seed=7)
+    sel = np.random.default_rng(3).choice(a.size, size=800, replace=False)
+    a, b_, c = a[sel], b_[sel], c[sel]
+    words = np.stack([a, b_, c], axis=1).astype("<u4").view(np.int8).reshape(len(a), 12)
+    data = ",".join(str(int(v)) for v in words.reshape(-1))
+    src = tmp_path / "intr_data.c"
+    src.write_text(HARNESS_RUN.replace("NUM_INPUTS", f"{len(a)}u").replace("NUM_OPS", f"{len(OPS)}u")
+                   + f"const int8_t tinyaot_harness_inputs[] = {{{data}}};\n")
+    elf = build_firmware([board["harness_main"], src, SHIM], [INC], board, tmp_path / "intr.elf")
+    asm = subprocess.run([board["toolchain_prefix"] + "objdump", "-d", str(elf)],
+                         capture_output=True, text=True, check=True).stdout
+    for insn in ("smlad", "smladx", "sxtab16", "sxtb16", "smlatt", "pkhtb", "ssat", "usat", "qadd"):
+        assert re.search(rf"\s{insn}\s", asm), f"{insn} not in the firmware: not the asm path"
+    res = run_firmware(elf, board, timeout=120)
+    assert len(res.outputs) == len(a)
+    outs = np.stack([np.frombuffer(r.data, dtype="<u4") for r in res.outputs])
+    for op in range(len(OPS)):
+        exp = expected(op, a, b_, c)
+        bad = np.nonzero(outs[:, op] != exp)[0]
+        assert bad.size == 0, (f"asm {OPS[op][0]}({a[bad[0]]:#x}, {b_[bad[0]]:#x}, {c[bad[0]]:#x})"
+                               f" = {outs[bad[0], op]:#x}, Arm: {exp[bad[0]]:#x}")
+
+
+# ------------------------------------------------------------------ requant
+
+def test_fast_requant_equals_reference(lib):
+    ffi, L = lib
+    rng = np.random.default_rng(5)
+    n = 200000
+    edge = np.array([-2**31, -2**31 + 1, -2**30 - 1, -2**30, -65536, -257, -2, -1, 0, 1, 2, 255,
+                     65535, 2**30, 2**31 - 2, 2**31 - 1], dtype=np.int64)
+    acc = np.concatenate([rng.integers(-2**31, 2**31, n // 2), rng.integers(-2**20, 2**20, n // 2),
+                          np.tile(edge, 64)])
+    m = len(acc)
+    mult = np.concatenate([rng.integers(2**30, 2**31, m - 2048),
+                           rng.choice([0, 1, 2**30, 2**30 + 1, 2**31 - 1], 2048)])
+    rng.shuffle(mult)
+    shift = rng.integers(-31, 32, m)
+    zp = rng.integers(-128, 128, m)
+    acc, mult, shift, zp = (x.astype(np.int32) for x in (acc, mult, shift, zp))
+    ref = np.zeros(m, np.int8)
+    fast = np.zeros(m, np.int8)
+    L.shim_requant(m, *(_ptr(ffi, x, "int32_t") for x in (acc, mult, shift, zp)),
+                   _ptr(ffi, ref, "int8_t"), _ptr(ffi, fast, "int8_t"))
+    assert np.count_nonzero(ref != -128) > m // 10  # not a saturated, vacuous comparison
+    bad = np.nonzero(ref != fast)[0]
+    assert bad.size == 0, (acc[bad[0]], mult[bad[0]], shift[bad[0]], ref[bad[0]], fast[bad[0]])
+    ra = np.zeros(m, np.int32)
+    fa = np.zeros(m, np.int32)
+    L.shim_srdhm(m, _ptr(ffi, acc, "int32_t"), _ptr(ffi, mult, "int32_t"), _ptr(ffi, ra, "int32_t"),
+                 _ptr(ffi, fa, "int32_t"))
+    assert np.array_equal(ra, fa)
+
+
+# ------------------------------------------------------------------ kernels
+
+def _requant(ffi, keep, cout, numerics, rng, in_zp, out_zp, lo=-128, hi=127):
+    bias = rng.integers(-3000, 3000, cout).astype(np.int32)
+    keep += [bias]
+    q = ffi.new("tinyaot_requant_t *")
+    q.in_zp, q.out_zp, q.act_min, q.act_max = in_zp, out_zp, lo, hi
+    q.bias = _ptr(ffi, bias, "int32_t")
+    if numerics == "ort":
+        scale = (rng.uniform(0.3, 3.0, cout) / 2000).astype(np.float32)
+        keep.append(scale)
+        q.scale = _ptr(ffi, scale, "float")
+        q.mult = ffi.NULL
+        q.shift = ffi.NULL
+    else:
+        mult = rng.integers(2**30, 2**31, cout).astype(np.int32)
+        shift = rng.integers(-12, -7, cout).astype(np.int32)
+        keep += [mult, shift]
+        q.scale = ffi.NULL
+        q.mult = _ptr(ffi, mult, "int32_t")
+        q.shift = _ptr(ffi, shift, "int32_t")
+    return q, bias
+
+
+def _dims(ffi, vals):
+    d = ffi.new("tinyaot_conv_dims_t *")
+    (d.in_h, d.in_w, d.in_c, d.out_h, d.out_w, d.out_c, d.k_h, d.k_w, d.stride_h, d.stride_w,
+     d.dil_h, d.dil_w, d.pad_top, d.pad_left, d.groups) = vals
+    return d
+
+
+def _out_size(n, k, s, dil, p0, p1):
+    return (n + p0 + p1 - dil * (k - 1) - 1) // s + 1
+
+
+def np_conv(x, w, in_zp, stride, dil, pads, groups=1):
+    """int32 accumulators of an NHWC conv, zero-point padding (oracle)."""
+    h, wd, c = x.shape
+    oc, cg, kh, kw = w.shape
+    oh = _out_size(h, kh, stride[0], dil[0], pads[0], pads[2])
+    ow = _out_size(wd, kw, stride[1], dil[1], pads[1], pads[3])
+    xp = np.full((h + pads[0] + pads[2], wd + pads[1] + pads[3], c), in_zp, np.int64)
+    xp[pads[0]:pads[0] + h, pads[1]:pads[1] + wd] = x
+    xp -= in_zp
+    acc = np.zeros((oh, ow, oc), np.int64)
+    og = oc // groups
+    for ky in range(kh):
+        for kx in range(kw):
+            win = xp[ky * dil[0]:ky * dil[0] + stride[0] * (oh - 1) + 1:stride[0],
+                     kx * dil[1]:kx * dil[1] + stride[1] * (ow - 1) + 1:stride[1]]
+            for g in range(groups):
+                acc[..., g * og:(g + 1) * og] += (
+                    win[..., g * cg:(g + 1) * cg] @ w[g * og:(g + 1) * og, :, ky, kx].T.astype(np.int64))
+    return acc
+
+
+CONV_CASES = [  # h, w, cin, cout, kh, kw, stride, dil, pads(t, l, b, r)
+    (5, 5, 8, 16, 1, 1, (1, 1), (1, 1), (0, 0, 0, 0)),
+    (7, 6, 3, 8, 3, 3, (2, 2), (1, 1), (1, 1, 1, 1)),
+    (8, 8, 3, 5, 3, 3, (1, 1), (1, 1), (1, 1, 1, 1)),
+    (9, 7, 1, 6, 4, 3, (2, 1), (1, 1), (1, 1, 2, 1)),
+    (6, 5, 12, 7, 3, 3, (1, 1), (2, 2), (2, 2, 2, 2)),
+    (5, 4, 20, 9, 2, 2, (1, 2), (1, 1), (0, 1, 1, 0)),
+    (3, 3, 2, 3, 3, 3, (1, 1), (1, 1), (1, 1, 1, 1)),
+    (1, 1, 7, 4, 1, 1, (1, 1), (1, 1), (0, 0, 0, 0)),
+]
+
+
+@pytest.mark.parametrize("numerics", ["tflite", "ort"])
+@pytest.mark.parametrize("case", CONV_CASES, ids=lambda c: "x".join(map(str, c[:6])))
+def test_fast_conv_matches_reference_kernel_and_numpy(lib, case, numerics):
+    ffi, L = lib
+    h, wd, cin, cout, kh, kw, stride, dil, pads = case
+    rng = np.random.default_rng(hash(case) % 2**32)
+    in_zp, out_zp = int(rng.integers(-128, 128)), int(rng.integers(-20, 20))
+    x = rng.integers(-128, 128, (h, wd, cin)).astype(np.int8)
+    w = rng.integers(-127, 128, (cout, cin, kh, kw)).astype(np.int8)
+    oh = _out_size(h, kh, stride[0], dil[0], pads[0], pads[2])
+    ow = _out_size(wd, kw, stride[1], dil[1], pads[1], pads[3])
+    keep = []
+    q, bias = _requant(ffi, keep, cout, numerics, rng, in_zp, out_zp, -100, 120)
+    d = _dims(ffi, [h, wd, cin, oh, ow, cout, kh, kw, stride[0], stride[1], dil[0], dil[1],
+                    pads[0], pads[1], 1])
+    wref = np.ascontiguousarray(w.transpose(0, 2, 3, 1))
+    wp = pack_gemm(conv_gemm_weights(w))
+    nbytes = L.tinyaot_convolve_fast_s8_get_buffer_size(d)
+    assert nbytes == conv_scratch_bytes(kh, kw, cin)
+    scratch = np.zeros(nbytes // 4 + 4, np.uint32)
+    ref = np.zeros((oh, ow, cout), np.int8)
+    fast = np.full((oh, ow, cout), 0x5A, np.int8)
+    assert L.tinyaot_convolve_s8(d, q, _ptr(ffi, x, "int8_t"), _ptr(ffi, wref, "int8_t"),
+                                 _ptr(ffi, ref, "int8_t")) == 0
+    assert L.tinyaot_convolve_fast_s8(d, q, _ptr(ffi, x, "int8_t"), _ptr(ffi, wp, "int32_t"),
+                                      _ptr(ffi, scratch, "uint32_t"), _ptr(ffi, fast, "int8_t")) == 0
+    assert np.array_equal(ref, fast)
+    # the numpy oracle pins the accumulators: an all-clamped output would prove nothing
+    acc = np_conv(x.astype(np.int64), w, in_zp, stride, dil, pads) + bias
+    assert len(np.unique(ref)) > min(10, ref.size // 2)
+    if numerics == "ort":
+        s = np.frombuffer(ffi.buffer(q.scale, 4 * cout), np.float32)
+        v = np.clip((acc.astype(np.float32) * s), -100 - out_zp, 120 - out_zp)
+        assert np.array_equal(np.rint(v).astype(np.int64) + out_zp, ref.astype(np.int64))
+
+
+@pytest.mark.parametrize("numerics", ["tflite", "ort"])
+@pytest.mark.parametrize("case", [
+    (6, 6, 8, 3, 3, (1, 1), (1, 1), (1, 1, 1, 1)),
+    (9, 8, 12, 3, 3, (2, 2), (1, 1), (0, 0, 1, 1)),
+    (10, 4, 4, 10, 4, (2, 1), (1, 1), (4, 1, 5, 2)),
+    (7, 7, 16, 3, 3, (1, 1), (2, 3), (2, 3, 2, 3)),
+    (4, 4, 4, 5, 5, (1, 1), (1, 1), (2, 2, 2, 2)),
+], ids=lambda c: "x".join(map(str, c[:5])))
+def test_fast_depthwise_matches_reference_kernel(lib, case, numerics):
+    ffi, L = lib
+    h, wd, c, kh, kw, stride, dil, pads = case
+    rng = np.random.default_rng(hash(case) % 2**32 + 1)
+    in_zp, out_zp = int(rng.integers(-128, 128)), int(rng.integers(-20, 20))
+    x = rng.integers(-128, 128, (h, wd, c)).astype(np.int8)
+    w = rng.integers(-127, 128, (c, 1, kh, kw)).astype(np.int8)
+    oh = _out_size(h, kh, stride[0], dil[0], pads[0], pads[2])
+    ow = _out_size(wd, kw, stride[1], dil[1], pads[1], pads[3])
+    keep = []
+    q, bias = _requant(ffi, keep, c, numerics, rng, in_zp, out_zp)
+    if numerics == "tflite":
+        shift = np.frombuffer(ffi.buffer(q.shift, 4 * c), np.int32)
+        shift[:] = rng.integers(-9, -5, c)  # 9-25 MACs per output: keep outputs unsaturated
+    d = _dims(ffi, [h, wd, c, oh, ow, c, kh, kw, stride[0], stride[1], dil[0], dil[1],
+                    pads[0], pads[1], c])
+    wt = np.ascontiguousarray(w[:, 0].transpose(1, 2, 0))  # kh, kw, c
+    wp = pack_depthwise(wt.reshape(-1, c))
+    ref = np.zeros((oh, ow, c), np.int8)
+    fast = np.full((oh, ow, c), 0x5A, np.int8)
+    assert L.tinyaot_depthwise_conv_s8(d, q, _ptr(ffi, x, "int8_t"), _ptr(ffi, wt, "int8_t"),
+                                       _ptr(ffi, ref, "int8_t")) == 0
+    assert L.tinyaot_depthwise_conv_fast_s8(d, q, _ptr(ffi, x, "int8_t"), _ptr(ffi, wp, "int32_t"),
+                                            _ptr(ffi, fast, "int8_t")) == 0
+    assert len(np.unique(ref)) > 10
+    assert np.array_equal(ref, fast)
+    acc = np_conv(x.astype(np.int64), w, in_zp, stride, dil, pads, groups=c) + bias
+    if numerics == "ort":
+        s = np.frombuffer(ffi.buffer(q.scale, 4 * c), np.float32)
+        v = np.clip(acc.astype(np.float32) * s, -128 - out_zp, 127 - out_zp)
+        assert np.array_equal(np.rint(v).astype(np.int64) + out_zp, ref.astype(np.int64))
+
+
+@pytest.mark.parametrize("numerics", ["tflite", "ort"])
+@pytest.mark.parametrize("rows,k,n", [(1, 640, 128), (1, 37, 10), (2, 64, 6), (3, 5, 9), (1, 1, 1)])
+def test_fast_fully_connected_matches_reference_kernel(lib, rows, k, n, numerics):
+    ffi, L = lib
+    rng = np.random.default_rng(rows * 1000 + k * 10 + n)
+    in_zp, out_zp = int(rng.integers(-128, 128)), int(rng.integers(-20, 20))
+    x = rng.integers(-128, 128, (rows, k)).astype(np.int8)
+    w = rng.integers(-127, 128, (n, k)).astype(np.int8)
+    keep = []
+    q, bias = _requant(ffi, keep, n, numerics, rng, in_zp, out_zp)
+    if numerics == "tflite":
+        shift = np.frombuffer(ffi.buffer(q.shift, 4 * n), np.int32)
+        shift[:] = max(-15, min(-2, -int(np.log2(k * 20000) - 7)))
+    nbytes = L.tinyaot_fully_connected_fast_s8_get_buffer_size(k)
+    assert nbytes == gemm_scratch_bytes(k)
+    scratch = np.zeros(nbytes // 4, np.uint32)
+    ref = np.zeros((rows, n), np.int8)
+    fast = np.full((rows, n), 0x5A, np.int8)
+    wp = pack_gemm(w)
+    assert L.tinyaot_fully_connected_s8(rows, k, n, q, _ptr(ffi, x, "int8_t"), _ptr(ffi, w, "int8_t"),
+                                        _ptr(ffi, ref, "int8_t")) == 0
+    assert L.tinyaot_fully_connected_fast_s8(rows, k, n, q, _ptr(ffi, x, "int8_t"),
+                                             _ptr(ffi, wp, "int32_t"), _ptr(ffi, scratch, "uint32_t"),
+                                             _ptr(ffi, fast, "int8_t")) == 0
+    assert np.array_equal(ref, fast)
+    if ref.size > 20:
+        assert len(np.unique(ref)) > 5
+
+
+def test_fast_add_matches_reference_kernel(lib):
+    ffi, L = lib
+    from codegen.reference import tflite_fixedpoint as tfp
+    rng = np.random.default_rng(11)
+    for trial in range(40):
+        sa, sb, so = (float(v) for v in rng.uniform(0.005, 0.2, 3))
+        za, zb, zo = (int(v) for v in rng.integers(-128, 128, 3))
+        p = ffi.new("tinyaot_add_params_t *")
+        prm = tfp.add_params(sa, za, sb, zb, so, zo)
+        p.act_min, p.act_max = -128, 127
+        p.use_float = 0
+        for key, val in prm.items():
+            setattr(p, key, int(val))
+        n = 4096
+        a = rng.integers(-128, 128, n).astype(np.int8)
+        bb = rng.integers(-128, 128, n).astype(np.int8)
+        ref = np.zeros(n, np.int8)
+        fast = np.zeros(n, np.int8)
+        stride = int(trial % 2)
+        assert L.tinyaot_add_s8(n, p, _ptr(ffi, a, "int8_t"), _ptr(ffi, bb, "int8_t"), stride,
+                                _ptr(ffi, ref, "int8_t")) == 0
+        assert L.tinyaot_add_fast_s8(n, p, _ptr(ffi, a, "int8_t"), _ptr(ffi, bb, "int8_t"), stride,
+                                     _ptr(ffi, fast, "int8_t")) == 0
+        assert len(np.unique(ref)) > 20
+        assert np.array_equal(ref, fast), trial
+
+
+# ------------------------------------------------------------------ planner
+
+def test_scratch_blocks_are_planned_and_checked():
+    from codegen.compiler import compile_model
+    from codegen.planner import PlanError, check_plan
+    from codegen.planner.arena import scratch_name
+
+    c = compile_model(REPO / "models" / "digits_cnn_int8.onnx", numerics="tflite")
+    g, plan = c.graph, c.plan
+    scratch_nodes = [(i, n) for i, n in enumerate(g.nodes) if n.attrs.get("scratch_bytes")]
+    assert scratch_nodes, "no layer of the default model uses a scratch buffer"
+    for step, n in scratch_nodes:
+        b = plan.where[scratch_name(n)]
+        assert (b.first, b.last) == (step, step) and b.size == n.attrs["scratch_bytes"]
+        assert b.offset % 8 == 0 and b.offset + b.size <= plan.size
+        assert f"ARENA + {b.offset})" in c.module.source
+    # move one scratch block onto a tensor live at the same step: the checker must object
+    step, n = scratch_nodes[-1]
+    b = plan.where[scratch_name(n)]
+    x = plan.where[n.inputs[0]]
+    if x.external is None:
+        saved = b.offset
+        b.offset = x.offset
+        with pytest.raises(PlanError, match="overlap"):
+            check_plan(g, plan)
+        b.offset = saved
+    saved = b.size
+    b.size = 0
+    with pytest.raises(PlanError, match="scratch"):
+        check_plan(g, plan)
+    b.size = saved
+    check_plan(g, plan)
