@@ -55,7 +55,8 @@ def cmd_compile(a):
     out = a.output or os.path.join("build", model_name(a.model))
     from .build import board_or_error
     from .tools.budget import check_budget
-    check_budget(c, board_or_error(a.board), a.ram_limit, a.flash_limit, model=a.model)
+    c.report["budget"] = check_budget(c, board_or_error(a.board), a.ram_limit, a.flash_limit,
+                                      model=a.model)
     write_outputs(c, out)
     if a.plot_memory:  # planner/plot.py: one rectangle per arena block over the steps
         from .planner.plot import plot_memory

@@ -55,7 +55,12 @@ def compile_model(path, numerics="ort", name=None, input_shapes=None, dump=None,
     plan = plan_arena(g, io_buffers=io_buffers)
     check_plan(g, plan)
     check_plan_limits(plan, path)
-    params = {n.name: prepare_node(g, n, numerics) for n in g.nodes}
+    from .frontend.limits import out_of_range_params
+    with out_of_range_params(path) as guard:  # fixed-point parameters TFLite cannot represent
+        params = {}
+        for n in g.nodes:
+            guard.node = n.name
+            params[n.name] = prepare_node(g, n, numerics)
     module = emit_c(g, plan, params, numerics, name or model_name(path), hooks=hooks)
     from .backend.float_io import IO_MODES, add_float_io
     if io not in IO_MODES:

@@ -96,6 +96,14 @@ def _overflow(msg):
     return "overflowed" in msg or "will not fit in region" in msg or "does not fit" in msg
 
 
+def _detail(msg):
+    """One line for the table: the first compiler/linker error, else the first line."""
+    lines = [ln.strip() for ln in msg.splitlines() if ln.strip()]
+    errs = [ln for ln in lines[1:] if "error" in ln.lower()]
+    first = lines[0] if lines else ""
+    return (first + " " + errs[0] if errs else first)[:240]
+
+
 def verify_on_board(model, golden, board_name, numerics="ort", key="outputs", max_vectors=None,
                     build_root=None):
     """Verify `model` on one board; returns a table row (never raises for a board problem)."""
@@ -143,7 +151,7 @@ def verify_on_board(model, golden, board_name, numerics="ort", key="outputs", ma
             row.update(result=NOFIT, detail=("linker: region overflowed" if "overflowed" in msg
                                              else msg.splitlines()[0][:200]))
         else:
-            row.update(result=ERROR, detail=msg.splitlines()[0][:200])
+            row.update(result=ERROR, detail=_detail(msg))
     except Exception as e:  # a board that crashes must not hide the others' results
         row.update(result=ERROR, detail=f"{type(e).__name__}: {e}".splitlines()[0][:200])
     return row

@@ -15,8 +15,9 @@ silently passing zeros to a kernel.
 Build: gcc -O1 -shared -fPIC -std=c99 -ffp-contract=off runtime_c/src/*.c
 -lm, into a private temporary directory (so parallel sessions never share a
 .so). By default it is compiled with -fsanitize=undefined (libubsan loads
-fine in-process via dlopen) and every wrapper checks UBSan's log after the
-call, so undefined behaviour in a kernel fails the test that triggered it.
+fine in-process via dlopen; ASan would not) and every wrapper captures the
+call's stderr, so a UBSan report in a kernel fails the test that triggered
+it (UBSan reports each source location once per process).
 TINYAOT_KERNEL_UBSAN=0 builds without it; TINYAOT_CC picks the compiler;
 TINYAOT_RUNTIME_C=DIR tests another copy of runtime_c/ (how the tests were
 shown to fail: a mutated copy).
@@ -191,14 +192,13 @@ class _Lib:
         if want_ubsan:
             so = self._build(cc, srcs, UBSAN_FLAGS, "libtinyaot_kernels_ubsan.so")
             if so is not None:
-                self.ubsan_log = self.dir / "ubsan"
-                opts = os.environ.get("UBSAN_OPTIONS", "")
-                os.environ["UBSAN_OPTIONS"] = ":".join(
-                    x for x in (opts, f"log_path={self.ubsan_log}", "print_stacktrace=1",
-                                "halt_on_error=0") if x)
                 try:
                     self.lib = ffi.dlopen(str(so))
                     self.ubsan = True
+                    # UBSan reads UBSAN_OPTIONS from /proc/self/environ (too late to set
+                    # here) and reports on stderr: each call's fd 2 goes to this file.
+                    self.ubsan_log = open(self.dir / "ubsan.log", "w+b")
+                    atexit.register(self.ubsan_log.close)
                 except OSError as e:
                     self.build_log += f"UBSan library did not load ({e}); plain build\n"
                     so = None
@@ -219,16 +219,28 @@ class _Lib:
             return None
         return out
 
-    def check_ub(self, what):
+    def call(self, name, *args):
+        """lib.name(*args); under UBSan, with stderr captured and checked. (UBSan
+        reports each source location once per process: the first case that hits
+        it fails.)"""
+        fn = getattr(self.lib, name)
         if not self.ubsan:
-            return
-        logs = sorted(glob.glob(str(self.ubsan_log) + ".*"))
-        if not logs:
-            return
-        text = "".join(Path(f).read_text(errors="replace") for f in logs)
-        for f in logs:
-            os.unlink(f)
-        raise KernelUB(f"UBSan in {what}:\n{text}")
+            return fn(*args)
+        log = self.ubsan_log
+        log.seek(0)
+        log.truncate()
+        saved = os.dup(2)
+        try:
+            os.dup2(log.fileno(), 2)
+            rc = fn(*args)
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+        log.seek(0)
+        text = log.read().decode(errors="replace")
+        if "runtime error" in text:
+            raise KernelUB(f"UBSan in {name}:\n{text}")
+        return rc
 
 
 @functools.lru_cache(maxsize=None)
@@ -241,10 +253,7 @@ def lib():
 
 
 def _call(name, *args):
-    k = kernels()
-    fn = getattr(k.lib, name)
-    rc = fn(*args)
-    k.check_ub(name)
+    rc = kernels().call(name, *args)
     if rc != TINYAOT_OK:
         raise AssertionError(f"{name} returned {rc}")
 

@@ -368,16 +368,19 @@ def qdq_model(kind, n=1, c=2, h=5, w=5, oc=3, k=3, stride=1, pad=0, group=1, fea
         xshape = [n, c, h, w]
         cin_g = max(1, c // max(1, group))
         wq = rng.integers(-127, 128, size=(oc, cin_g, k, k)).astype(np.int8)
+        per_ch = opset >= 13  # per-channel DequantizeLinear (axis) needs opset 13
+        qs = (oc,) if per_ch else ()
+        ax = {"axis": 0} if per_ch else {}
         inits += [numpy_helper.from_array(wq, "w"),
-                  numpy_helper.from_array(np.full((oc,), 0.02, np.float32), "s_w"),
-                  numpy_helper.from_array(np.zeros((oc,), np.int8), "z_w"),
+                  numpy_helper.from_array(np.full(qs, 0.02, np.float32), "s_w"),
+                  numpy_helper.from_array(np.zeros(qs, np.int8), "z_w"),
                   numpy_helper.from_array(rng.integers(-1000, 1000, oc).astype(np.int32), "b"),
-                  numpy_helper.from_array(np.full((oc,), 0.001, np.float32), "s_b"),
-                  numpy_helper.from_array(np.zeros((oc,), np.int32), "z_b")]
+                  numpy_helper.from_array(np.full(qs, 0.001, np.float32), "s_b"),
+                  numpy_helper.from_array(np.zeros(qs, np.int32), "z_b")]
         nodes += [helper.make_node("DequantizeLinear", ["w", "s_w", "z_w"], ["wf"], name="dq_w",
-                                   axis=0),
+                                   **ax),
                   helper.make_node("DequantizeLinear", ["b", "s_b", "z_b"], ["bf"], name="dq_b",
-                                   axis=0),
+                                   **ax),
                   helper.make_node("Conv", ["xf", "wf", "bf"], ["yf"], name="conv",
                                    strides=[stride, stride], pads=[pad] * 4, group=group,
                                    kernel_shape=[k, k])]

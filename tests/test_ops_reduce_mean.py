@@ -22,12 +22,14 @@ def rm_model(c, hw, out_q, opset):
 
 
 @pytest.mark.parametrize("c,hw,out_q,opset", [(1, (4, 4), (0.04, 3), 17), (3, (5, 7), (0.02, -9), 18),
-                                               (5, (8, 8), (0.01, 0), 13), (7, (3, 9), (0.03, 5), 18)])
+                                               (5, (8, 8), (0.01, 0), 13), (7, (3, 9), (0.03, 5), 18),
+                                               (3, (7, 9), (0.04, 3), 17), (5, (1, 3), (0.04, 3), 17),
+                                               (2, (6, 6), (0.04, 3), 18)])
 @pytest.mark.parametrize("numerics", ["ort", "tflite"])
 def test_reduce_mean_host(c, hw, out_q, opset, numerics, tmp_path):
     m, shape = rm_model(c, hw, out_q, opset)
     path = save(m, tmp_path)
-    x = all_int8_inputs(shape, 4, seed=c)
+    x = all_int8_inputs(shape, 12, seed=c)
     comp = compile_model(path, numerics=numerics)
     outs, info = run_model(path, x, board="host", numerics=numerics, build_dir=tmp_path / "gen",
                            compiled=comp)

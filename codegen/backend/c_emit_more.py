@@ -104,3 +104,35 @@ def emit_pad(em, lid, n, p, info):
     info["kernel"] = "tinyaot_pad_s8"
     em.call("tinyaot_pad_s8", [f"{lid}_d", str(mode), str(p["pad_value"]), table, em.ptr(x.name),
                                em.ptr(y.name)])
+
+
+def emit_reduce_mean_ort(em, lid, n, p, info):
+    g = em.g
+    x = g.tensors[n.inputs[0]]
+    y = g.tensors[n.outputs[0]]
+    nb, c, h, w = x.shape
+    em.consts.append(
+        f"static const tinyaot_requantize_params_t {lid}_p = {{ 1, {p['in_zp']}, {p['out_zp']}, "
+        f"{p['act_min']}, {p['act_max']}, {c_float(p['in_scale'])}, {c_float(p['out_scale'])}, "
+        "0, 0 };\n")
+    info["kernel"] = "tinyaot_reduce_mean_hw_f32_s8"
+    em.call("tinyaot_reduce_mean_hw_f32_s8", [str(nb), str(h * w), str(c), f"&{lid}_p",
+                                              em.ptr(x.name), em.ptr(y.name)])
+
+
+def emit_matmul(em, lid, n, p, info):
+    g = em.g
+    a, b = (g.tensors[i] for i in n.inputs)
+    y = g.tensors[n.outputs[0]]
+    m, k = a.shape[-2:]
+    nn = b.shape[-1]
+    batches = int(np.prod(a.shape[:-2], dtype=np.int64))
+    fields = [str(p["mode"]), str(p["a_zp"]), str(p["b_zp"]), str(p["out_zp"]), str(p["act_min"]),
+              str(p["act_max"]), c_float(p.get("a_scale", 0.0)), c_float(p.get("b_scale", 0.0)),
+              c_float(p.get("out_scale", 0.0)), c_float(p.get("scale", 0.0)),
+              str(p.get("mult", 0)), str(p.get("shift", 0))]
+    em.consts.append(f"static const tinyaot_matmul_params_t {lid}_p = {{ {', '.join(fields)} }};\n")
+    info["kernel"] = "tinyaot_matmul_s8"
+    info["macs"] = int(batches * m * k * nn)
+    em.call("tinyaot_matmul_s8", [str(batches), str(m), str(k), str(nn), f"&{lid}_p",
+                                  operand(em, lid, "a", a), operand(em, lid, "b", b), em.ptr(y.name)])

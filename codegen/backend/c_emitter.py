@@ -99,6 +99,9 @@ class _Emitter:
             self.emit_fc(lid, n, p, info)
         elif op == "add":
             self.emit_add(lid, n, p, info)
+        elif op == "avgpool" and n.attrs.get("reduce_mean") and self.numerics == "ort":
+            from .c_emit_more import emit_reduce_mean_ort
+            emit_reduce_mean_ort(self, lid, n, p, info)
         elif op in ("avgpool", "maxpool"):
             self.emit_pool(lid, n, p, info)
         elif op == "softmax" and p.get("qlinear"):  # onnxruntime QLinearSoftmax
@@ -139,6 +142,9 @@ class _Emitter:
         elif op == "mul":
             from .c_emit_more import emit_mul
             emit_mul(self, lid, n, p, info)
+        elif op == "matmul":
+            from .c_emit_more import emit_matmul
+            emit_matmul(self, lid, n, p, info)
         elif op == "concat":
             from .c_emit_more import emit_concat
             emit_concat(self, lid, n, p, info)

@@ -74,6 +74,7 @@ def check_proto_limits(proto: onnx.ModelProto, path) -> int:
     if total > LIMIT:
         raise TinyAotError(f"constants total {_human(total)}, over the 32-bit limit of {LIMIT} "
                            "bytes", model=path)
+    check_attributes(proto, path)
     return total
 
 
@@ -155,3 +156,58 @@ class ort_rejects:
         msg = lines[-1] if lines else type(exc).__name__
         msg = msg.replace(self.path, "<model>")
         raise TinyAotError(f"onnxruntime rejects the model: {msg[:300]}", model=self.path) from None
+
+
+def check_attributes(proto: onnx.ModelProto, path):
+    """Attributes of standard ops have the type their schema says (an `axis` that
+    is a list, a `strides` that is a string...) and exist in that opset."""
+    path = str(path)
+    opset = None
+    for imp in proto.opset_import:
+        if imp.domain in ("", "ai.onnx"):
+            opset = imp.version
+    if opset is None:
+        return
+    for i, n in enumerate(proto.graph.node):
+        if n.domain not in ("", "ai.onnx"):
+            continue
+        try:
+            schema = onnx.defs.get_schema(n.op_type, opset, "")
+        except Exception:  # noqa: BLE001 - unknown op: lowering lists it as unsupported
+            continue
+        for a in n.attribute:
+            want = schema.attributes.get(a.name)
+            name = n.name or f"{n.op_type}_{i}"
+            if want is None:
+                raise TinyAotError(f"{n.op_type} (opset {opset}) has no attribute '{a.name}'",
+                                   model=path, node=name)
+            if a.type != int(want.type):
+                got = onnx.AttributeProto.AttributeType.Name(a.type)
+                exp = onnx.AttributeProto.AttributeType.Name(int(want.type))
+                raise TinyAotError(f"attribute '{a.name}' must be {exp}, got {got}",
+                                   model=path, node=name)
+
+
+class out_of_range_params:
+    """Context manager: the ValueError / OverflowError the fixed-point helpers
+    (reference/tflite_fixedpoint.py) raise for multipliers they cannot represent
+    (e.g. a scale of 3e38) -> TinyAotError naming the node. Errors raised
+    anywhere else pass through unchanged."""
+
+    def __init__(self, path):
+        self.path = str(path)
+        self.node = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, typ, exc, tb):
+        if not isinstance(exc, (ValueError, OverflowError)):
+            return False
+        last = tb
+        while last.tb_next is not None:
+            last = last.tb_next
+        if not last.tb_frame.f_code.co_filename.endswith("tflite_fixedpoint.py"):
+            return False
+        raise TinyAotError(f"quantization scales give a fixed-point parameter out of range "
+                           f"({exc})", model=self.path, node=self.node) from None

@@ -126,7 +126,7 @@ def tensor_shapes(proto):
                 dims.append(int(d.dim_value))
             else:
                 ok = False
-        if ok:
+        if ok and tt.elem_type in onnx.helper.get_all_tensor_dtypes():  # 0: type unknown
             out[vi.name] = (tuple(dims), onnx.helper.tensor_dtype_to_np_dtype(tt.elem_type))
     for init in g.initializer:
         out[init.name] = (tuple(init.dims), onnx.helper.tensor_dtype_to_np_dtype(init.data_type))

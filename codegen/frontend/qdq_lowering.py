@@ -154,8 +154,11 @@ class Lowering:
         self.finish_outputs()
         if self.unsupported:
             lines = [f"{op} '{n}': {why}" for op, n, why in self.unsupported]
+            if len(lines) > 8:  # the first ones are the cause; the rest follow from them
+                lines = lines[:8] + [f"... and {len(lines) - 8} more"]
             raise UnsupportedError(
-                f"{len(lines)} unsupported node(s): " + "; ".join(lines), model=self.path)
+                f"{len(self.unsupported)} unsupported node(s): " + "; ".join(lines),
+                model=self.path)
         return self.graph
 
     def finish_outputs(self):
@@ -399,6 +402,17 @@ class Lowering:
                  "group": int(attrs.get("group", 1))}
             self.pending[out] = Pending("conv2d", name, [x, w, b], a, shape=shape)
             return
+        if (op == "MatMul" and ins[1] in self.qrepr
+                and not self.graph.tensors[self.qrepr[ins[1]]].is_const):
+            # activation x activation: [..., M, K] x [..., K, N], same batch dims
+            a = self.act_input(ins[0], name)
+            b = self.act_input(ins[1], name)
+            sa, sb = self.graph.tensors[a].shape, self.graph.tensors[b].shape
+            if len(sa) < 2 or len(sa) != len(sb) or sa[:-2] != sb[:-2] or sa[-1] != sb[-2]:
+                raise _Unsupported("MatMul of two activations needs [..., M, K] x [..., K, N] "
+                                   "with equal batch dimensions")
+            self.pending[out] = Pending("matmul", name, [a, b], {}, shape=shape)
+            return
         if op in ("MatMul", "Gemm"):
             x = self.act_input(ins[0], name)
             w = self.weight_input(ins[1], name)
@@ -547,10 +561,17 @@ class Lowering:
             hi = attrs.get("max")
         else:
             if len(node.input) > 1 and node.input[1]:
-                lo = float(np.asarray(self.const(node.input[1], name, "Clip min")))
+                lo = self.clip_scalar(node.input[1], name, "Clip min")
             if len(node.input) > 2 and node.input[2]:
-                hi = float(np.asarray(self.const(node.input[2], name, "Clip max")))
+                hi = self.clip_scalar(node.input[2], name, "Clip max")
         return lo, hi
+
+    def clip_scalar(self, x, name, what):
+        v = np.asarray(self.const(x, name, what))
+        if v.size != 1 or v.dtype.kind not in "fiu":
+            raise self.err(f"{what} must be one number, got shape {list(v.shape)} {v.dtype}",
+                           node=name, tensor=x)
+        return float(v.reshape(-1)[0])
 
     def check_weight_q(self, wt, channel_axis, name):
         if wt.q.per_channel and wt.q.axis != channel_axis:

@@ -17,6 +17,8 @@ ELEMENTWISE = {"add", "clamp", "requantize", "lut", "mul"}
 ALIAS_OPS = {"reshape", "transpose", "reinterpret"}
 # all inputs and the output in the first input's layout (any perm; e.g. Concat)
 SAME_LAYOUT = {"concat", "pad"}
+# every activation input row-major (e.g. MatMul of two activations)
+ROW_MAJOR_INPUTS = {"matmul"}
 
 
 def identity(rank):
@@ -70,6 +72,10 @@ def assign_layouts(g):
                     if i in acts:
                         n.inputs[k] = need(i, identity(len(g.tensors[i].shape)))
                 perm[out.name] = identity(rank)
+        elif n.op in ROW_MAJOR_INPUTS:
+            n.inputs = [need(i, identity(len(g.tensors[i].shape))) if not g.tensors[i].is_const
+                        else i for i in n.inputs]
+            perm[out.name] = identity(rank)
         elif n.op in SAME_LAYOUT:
             p0 = perm[n.inputs[0]]
             n.inputs = [need(i, p0) for i in n.inputs]

@@ -169,6 +169,25 @@ int tinyaot_concat_s8(int32_t outer, int32_t n_inputs, const int32_t *chunks,
 int tinyaot_pad_s8(const int32_t d[12], int32_t mode, int32_t pad_value, const int8_t *table,
                    const int8_t *input, int8_t *output);
 
+/* onnxruntime's float ReduceMean over H, W (NHWC input, [N][C] output): per
+ * channel, DequantizeLinear, Eigen's 4-lane float sum order, / (h*w), QuantizeLinear. */
+int tinyaot_reduce_mean_hw_f32_s8(int32_t batches, int32_t hw, int32_t c,
+                                  const tinyaot_requantize_params_t *p, const int8_t *input,
+                                  int8_t *output);
+
+typedef struct {
+    int32_t mode; /* 0: TFLite BATCH_MATMUL, 1: ORT QLinearMatMul, 2: ORT float MatMul */
+    int32_t a_zp, b_zp, out_zp, act_min, act_max;
+    float a_scale, b_scale, out_scale;
+    float scale;             /* mode 1: float32(a_scale * b_scale / out_scale) */
+    int32_t mult, shift;     /* mode 0 */
+} tinyaot_matmul_params_t;
+
+/* MatMul of two int8 activations, row-major: a [batches][m][k] x b [batches][k][n]. */
+int tinyaot_matmul_s8(int32_t batches, int32_t m, int32_t k, int32_t n,
+                      const tinyaot_matmul_params_t *p, const int8_t *a, const int8_t *b,
+                      int8_t *output);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,59 @@
+"""Did onnxruntime fuse the QDQ group that produces an integer tensor into a
+QLinear* kernel (QLinearMul, QLinearMatMul, ...)? Asked of ORT's optimized
+graph, once per model file.
+
+The fused node's output is the QuantizeLinear's output, unless ORT's x86
+int8 -> uint8 rewrite (QDQS8ToU8) renamed it; then the DequantizeLinear
+reading it still has its original output name, which is matched instead.
+"""
+from __future__ import annotations
+
+import functools
+import os
+import tempfile
+
+
+def ort_fused(model_path, q_output, op_type) -> bool:
+    """True if ORT's optimized graph computes `q_output` (an ONNX QuantizeLinear
+    output of model_path) with an `op_type` node."""
+    try:
+        st = os.stat(str(model_path))
+    except OSError:
+        return False
+    nodes, dq_of = _graphs(str(model_path), st.st_mtime_ns, st.st_size)
+    want_dq = set(dq_of.get(q_output, ()))
+    for op, outs, dq_users in nodes:
+        if op != op_type:
+            continue
+        if q_output in outs or want_dq & set(dq_users):
+            return True
+    return False
+
+
+@functools.lru_cache(maxsize=32)
+def _graphs(path, mtime, size):
+    import onnx
+    import onnxruntime as ort
+
+    orig = onnx.load(path)
+    dq_of = {}
+    for n in orig.graph.node:
+        if n.op_type == "DequantizeLinear":
+            dq_of.setdefault(n.input[0], []).append(n.output[0])
+    with tempfile.TemporaryDirectory() as tmp:
+        opt = os.path.join(tmp, "optimized.onnx")
+        so = ort.SessionOptions()
+        so.log_severity_level = 3
+        so.optimized_model_filepath = opt
+        ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+        m = onnx.load(opt)
+    consumers = {}
+    for n in m.graph.node:
+        for i in n.input:
+            consumers.setdefault(i, []).append(n)
+    nodes = []
+    for n in m.graph.node:
+        dq_users = tuple(c.output[0] for o in n.output for c in consumers.get(o, ())
+                         if c.op_type == "DequantizeLinear")
+        nodes.append((n.op_type, tuple(n.output), dq_users))
+    return tuple(nodes), {k: tuple(v) for k, v in dq_of.items()}
