@@ -28,8 +28,12 @@ from codegen.backend.fast_pack import (conv_gemm_weights, conv_scratch_bytes, ge
 
 from conftest import REPO, require_arm_toolchain
 
-INC = REPO / "runtime_c" / "include"
-SRC = REPO / "runtime_c" / "src"
+import os  # noqa: E402
+
+# TINYAOT_RUNTIME_C: test another copy of runtime_c/ (how these tests were shown to fail)
+RUNTIME = Path(os.environ.get("TINYAOT_RUNTIME_C", REPO / "runtime_c"))
+INC = RUNTIME / "include"
+SRC = RUNTIME / "src"
 SHIM = REPO / "tests" / "c" / "fast_kernels_shim.c"
 M32 = 0xFFFFFFFF
 
@@ -435,8 +439,10 @@ def test_fast_add_matches_reference_kernel(lib):
     from codegen.reference import tflite_fixedpoint as tfp
     rng = np.random.default_rng(11)
     for trial in range(40):
-        sa, sb, so = (float(v) for v in rng.uniform(0.005, 0.2, 3))
-        za, zb, zo = (int(v) for v in rng.integers(-128, 128, 3))
+        sa, sb = (float(v) for v in rng.uniform(0.005, 0.2, 2))
+        so = float(rng.uniform(1.0, 2.5)) * max(sa, sb)
+        za, zb = (int(v) for v in rng.integers(-128, 128, 2))
+        zo = int(rng.integers(-30, 30))
         p = ffi.new("tinyaot_add_params_t *")
         prm = tfp.add_params(sa, za, sb, zb, so, zo)
         p.act_min, p.act_max = -128, 127

@@ -253,6 +253,8 @@ def assert_bit_exact(expected, got, what, g, n, p):
 def _short(v):
     a = np.asarray(v)
     if a.ndim == 0:
+        if a.dtype.kind == "f":  # exact bits too: boundary cases depend on the last one
+            return f"{float(a):.9g} ({float(np.float32(a)).hex()})"
         return repr(a.item())
     s = np.array2string(a.reshape(-1)[:8], separator=",")
     return s if a.size <= 8 else s[:-1] + f",... ({a.size})]"

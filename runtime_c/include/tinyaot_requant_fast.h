@@ -42,11 +42,18 @@ static inline int8_t tinyaot_requant_tflite_fast(int32_t acc, int32_t mult, int3
         const int32_t mask = (int32_t)(((uint32_t)1 << e) - 1u);
         const int32_t t = tinyaot_srdhm_fast(acc, mult);
         const int32_t rem = (int32_t)((uint32_t)t & (uint32_t)mask);
-        const int32_t thr = (mask >> 1) + (t < 0 ? 1 : 0);
-        x = tinyaot_fp_asr(t, e) + (rem > thr ? 1 : 0);
+        const int32_t thr = (mask >> 1) + (int32_t)((uint32_t)t >> 31);
+        x = tinyaot_fp_asr(t, e) + (int32_t)(rem > thr);
     }
     v = tinyaot_fp_wrap_add(x, zp);
-    return (int8_t)(v < lo ? lo : (v > hi ? hi : v));
+    /* branch-free clamp (the same result): instruction counts stay data-independent */
+    {
+        const uint32_t below = 0u - (uint32_t)(v < lo);
+        const uint32_t above = 0u - (uint32_t)(v > hi);
+        uint32_t u = ((uint32_t)v & ~below) | ((uint32_t)lo & below);
+        u = (u & ~above) | ((uint32_t)hi & above);
+        return (int8_t)tinyaot_fp_s32(u);
+    }
 }
 
 /* The requantization parameters of one layer, copied to locals once per call

@@ -7,6 +7,39 @@
 #include "tinyaot_fast_kernels.h"
 #include "tinyaot_gemm_q15.h"
 
+/* acc = four channels' sums over nky x nkx taps */
+static inline __attribute__((always_inline)) void dw_taps(const int8_t *srow, const uint32_t *wrow,
+                                                          int32_t nky, int32_t nkx, int32_t sstep,
+                                                          int32_t rstep, int32_t wstep,
+                                                          int32_t wrstep, uint32_t off,
+                                                          uint32_t acc[4])
+{
+    uint32_t a0 = 0u, a1 = 0u, a2 = 0u, a3 = 0u;
+    for (int32_t ky = 0; ky < nky; ++ky) {
+        const int8_t *src = srow;
+        const uint32_t *wp = wrow;
+        for (int32_t kx = 0; kx < nkx; ++kx) {
+            uint32_t x;
+            memcpy(&x, src, 4);
+            const uint32_t xa = __SXTAB16(off, x);
+            const uint32_t xb = __SXTAB16_ROR8(off, x);
+            const uint32_t wa = wp[0], wb = wp[1];
+            a0 = __SMLABB(xa, wa, a0);
+            a2 = __SMLATT(xa, wa, a2);
+            a1 = __SMLABB(xb, wb, a1);
+            a3 = __SMLATT(xb, wb, a3);
+            src += sstep;
+            wp += wstep;
+        }
+        srow += rstep;
+        wrow += wrstep;
+    }
+    acc[0] = a0;
+    acc[1] = a1;
+    acc[2] = a2;
+    acc[3] = a3;
+}
+
 int tinyaot_depthwise_conv_fast_s8(const tinyaot_conv_dims_t *d, const tinyaot_requant_t *q,
                                    const int8_t *input, const int32_t *packed_weights,
                                    int8_t *output)
@@ -40,28 +73,13 @@ int tinyaot_depthwise_conv_fast_s8(const tinyaot_conv_dims_t *d, const tinyaot_r
             const int8_t *s0 = input + ((iy0 + ky_lo * dil_h) * in_w + ix0 + kx_lo * dil_w) * ch;
             const uint32_t *w0 = wbase + (ky_lo * k_w + kx_lo) * wstep;
             for (int32_t j = 0; j < nq; ++j) {
-                uint32_t a0 = 0u, a1 = 0u, a2 = 0u, a3 = 0u;
-                const int8_t *srow = s0;
-                const uint32_t *wrow = w0;
-                for (int32_t ky = 0; ky < nky; ++ky) {
-                    const int8_t *src = srow;
-                    const uint32_t *wp = wrow;
-                    for (int32_t kx = 0; kx < nkx; ++kx) {
-                        uint32_t x;
-                        memcpy(&x, src, 4);
-                        const uint32_t xa = __SXTAB16(off, x);
-                        const uint32_t xb = __SXTAB16_ROR8(off, x);
-                        const uint32_t wa = wp[0], wb = wp[1];
-                        a0 = __SMLABB(xa, wa, a0);
-                        a2 = __SMLATT(xa, wa, a2);
-                        a1 = __SMLABB(xb, wb, a1);
-                        a3 = __SMLATT(xb, wb, a3);
-                        src += sstep;
-                        wp += wstep;
-                    }
-                    srow += rstep;
-                    wrow += wrstep;
+                uint32_t acc[4];
+                if (nky == 3 && nkx == 3) { /* the interior of a 3x3: unrolled */
+                    dw_taps(s0, w0, 3, 3, sstep, rstep, wstep, wrstep, off, acc);
+                } else {
+                    dw_taps(s0, w0, nky, nkx, sstep, rstep, wstep, wrstep, off, acc);
                 }
+                const uint32_t a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3];
                 s0 += 4;
                 w0 += 2;
                 out[0] = tinyaot_rqc_apply(&rq, tinyaot_fp_s32(a0), 4 * j);
