@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import functools
 import os
-import tempfile
 
 
 def ort_fused(model_path, q_output, op_type) -> bool:
@@ -33,20 +32,15 @@ def ort_fused(model_path, q_output, op_type) -> bool:
 @functools.lru_cache(maxsize=32)
 def _graphs(path, mtime, size):
     import onnx
-    import onnxruntime as ort
 
     orig = onnx.load(path)
     dq_of = {}
     for n in orig.graph.node:
         if n.op_type == "DequantizeLinear":
             dq_of.setdefault(n.input[0], []).append(n.output[0])
-    with tempfile.TemporaryDirectory() as tmp:
-        opt = os.path.join(tmp, "optimized.onnx")
-        so = ort.SessionOptions()
-        so.log_severity_level = 3
-        so.optimized_model_filepath = opt
-        ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
-        m = onnx.load(opt)
+    from .ort_qlinear import optimized_graph  # one optimizer run per model, shared
+
+    m = optimized_graph(path)
     consumers = {}
     for n in m.graph.node:
         for i in n.input:

@@ -11,25 +11,15 @@ repeat MLAS's fused multiply-add order.
 """
 from __future__ import annotations
 
-import os
-import tempfile
-
-import onnx
 
 FLOAT_COMPUTE = {"Conv", "FusedConv", "Gemm", "FusedGemm", "MatMul", "FusedMatMul"}
 PASS_THROUGH = {"ReorderOutput", "Relu", "Clip"}
 
 
 def float_tensors_in_ort(model_path):
-    import onnxruntime as ort
+    from .ort_qlinear import optimized_graph  # one optimizer run per model, shared
 
-    with tempfile.TemporaryDirectory() as tmp:
-        opt = os.path.join(tmp, "optimized.onnx")
-        so = ort.SessionOptions()
-        so.log_severity_level = 3
-        so.optimized_model_filepath = opt
-        ort.InferenceSession(str(model_path), so, providers=["CPUExecutionProvider"])
-        m = onnx.load(opt)
+    m = optimized_graph(model_path)
     out = set()
     frontier = []
     for n in m.graph.node:
