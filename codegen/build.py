@@ -34,7 +34,7 @@ def _gen_info(gen_dir):
     return rep["name"], rep.get("kernels", [])
 
 
-def scons_targets(Environment, root, board_name, gen_dir, harness=True):
+def scons_targets(Environment, root, board_name, gen_dir, harness=True, stack_check=True):
     board = board_or_error(board_name)
     gen_dir = os.path.abspath(gen_dir)
     name, _ = _gen_info(gen_dir)
@@ -53,7 +53,9 @@ def scons_targets(Environment, root, board_name, gen_dir, harness=True):
         return env.SharedLibrary(os.path.join(gen_dir, name), objs)
     env = Environment(CC=board["compiler"], AR=board["toolchain_prefix"] + "ar",
                       RANLIB=board["toolchain_prefix"] + "ranlib", ENV=os.environ,
-                      CCFLAGS=firmware_compile_flags(board) + ["-std=c99"],
+                      # -fstack-usage: .su next to each object, for the stack check
+                      # after the link (codegen/tools/stack_check.py); no code change.
+                      CCFLAGS=firmware_compile_flags(board) + ["-std=c99", "-fstack-usage"],
                       CPPPATH=[str(RUNTIME_INCLUDE), gen_dir],
                       LINKFLAGS=firmware_link_flags(board) + [f"-Wl,-Map={gen_dir}/{name}.map"],
                       LIBS=[], PROGSUFFIX=".elf")
@@ -69,23 +71,54 @@ def scons_targets(Environment, root, board_name, gen_dir, harness=True):
     libs = [lib[0], "m"] + [x[2:] if x.startswith("-l") else x for x in firmware_libs(board)]
     prog = env.Program(os.path.join(gen_dir, name + "-" + board_name), objs, LIBS=libs)
     env.Depends(prog, str(board["linker_script"]))
+    if harness and stack_check:  # build_generated passes stack_check=0 and checks itself
+        env.AddPostAction(prog, _scons_stack_check(board, gen_dir, objdir))
     return prog
 
 
-def build_generated(gen_dir, board_name, harness=True, quiet=True):
-    """Run SCons on a generated directory; returns the artifact path."""
+def _scons_stack_check(board, gen_dir, objdir):
+    """SCons post-link action: the worst-case stack check of stack_check.py."""
+    def action(target, source, env):
+        from .tools.stack_check import check_generated
+        try:
+            st = check_generated(gen_dir, str(target[0]), objdir, board)
+        except TinyAotError as e:
+            print(f"tinyaot: error: {e}", file=sys.stderr)
+            return 1
+        print(f"stack {st['worst_case_bytes']} B worst case, {board['name']} reserves "
+              f"{st['reserved_bytes']} B; RAM {st['ram_needed_bytes']} of {st['ram_limit_bytes']} B")
+        return 0
+
+    from SCons.Script import Action
+    return Action(action, strfunction=lambda *a, **k: None)
+
+
+def build_generated(gen_dir, board_name, harness=True, quiet=True, ram_limit=None, info=None):
+    """Run SCons on a generated directory; returns the artifact path.
+
+    A firmware is then checked for its worst-case stack (stack_check.py):
+    TinyAotError if the board's stack reservation or RAM is too small; the
+    numbers go to info["stack"] when a dict is passed."""
     board = board_or_error(board_name)
     gen_dir = os.path.abspath(gen_dir)
     name, _ = _gen_info(gen_dir)
     cmd = [sys.executable, "-m", "SCons", "-f", str(SCONSTRUCT), "-Q", "-j2",
-           f"board={board_name}", f"gen={gen_dir}", f"harness={'1' if harness else '0'}"]
+           f"board={board_name}", f"gen={gen_dir}", f"harness={'1' if harness else '0'}",
+           "stack_check=0"]
     proc = subprocess.run(cmd, cwd=str(REPO_ROOT), capture_output=True, text=True)
     if proc.returncode != 0:
         raise TinyAotError(f"build failed for board {board_name}:\n{proc.stdout[-4000:]}"
                            f"{proc.stderr[-4000:]}")
     if board["kind"] == "shared-library":
         return os.path.join(gen_dir, f"lib{name}.so")
-    return os.path.join(gen_dir, f"{name}-{board_name}.elf")
+    elf = os.path.join(gen_dir, f"{name}-{board_name}.elf")
+    if harness:
+        from .tools.stack_check import check_generated
+        st = check_generated(gen_dir, elf, os.path.join(gen_dir, "obj-" + board_name), board,
+                             ram_limit=ram_limit)
+        if info is not None:
+            info["stack"] = st
+    return elf
 
 
 def scons_verify(Environment, Command, AlwaysBuild, Default, root, board_name, args):

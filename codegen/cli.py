@@ -101,6 +101,10 @@ def print_report(r, file=sys.stdout):
         p(f"flash        {f['total']} B  (code {f['code']} B / weights {f['weights']} B)")
     else:
         p(f"weights      {r['weights_bytes']} B")
+    if r.get("stack"):
+        st = r["stack"]
+        p(f"stack        {st['worst_case_bytes']} B worst case (board reserves {st['reserved_bytes']} B); "
+          f"RAM {st['ram_needed_bytes']} B of {st['ram_limit_bytes']} B")
     if r.get("instructions_per_inference"):
         same = "same for every input" if r.get("instructions_same_for_all_inputs") else \
             f"min {r['instructions_min']}"

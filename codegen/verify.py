@@ -60,13 +60,13 @@ def run_model(model, inputs, board="host", numerics="ort", build_dir=None, compi
         tmp_dir = tempfile.mkdtemp(prefix=f"{c.module.name}-{numerics}-{board}-", dir=base)
     out_dir = build_dir or tmp_dir
     try:
-        return _build_and_run(c, b, board, numerics, per, xin, xout, out_dir)
+        return _build_and_run(c, b, board, numerics, per, xin, xout, out_dir, ram_limit)
     finally:
         if tmp_dir and not os.environ.get("TINYAOT_KEEP_BUILD"):
             shutil.rmtree(tmp_dir, ignore_errors=True)
 
 
-def _build_and_run(c, b, board, numerics, per, xin, xout, out_dir):
+def _build_and_run(c, b, board, numerics, per, xin, xout, out_dir, ram_limit=None):
     write_outputs(c, out_dir)
     info = {"board": board, "name": c.module.name, "report": c.report}
     if b["kind"] == "shared-library":
@@ -82,7 +82,8 @@ def _build_and_run(c, b, board, numerics, per, xin, xout, out_dir):
             if c.report.get("integrity"):  # integrity.py: the firmware checks its weights at boot
                 from .integrity import harness_verify_c
                 f.write(harness_verify_c(c.module.name))
-        elf = build_generated(out_dir, board, harness=True)
+        # also checks the worst-case stack against the board (info["stack"])
+        elf = build_generated(out_dir, board, harness=True, ram_limit=ram_limit, info=info)
         timeout = 60 + 60 * len(per)
         try:
             res = run_firmware(elf, b, timeout=timeout)
@@ -153,6 +154,8 @@ def verify_model(model, golden, board="host", numerics="ort", key="outputs", bui
         rep["flash_bytes"] = info["flash_split"]["total"]
         rep["flash"] = info["flash_split"]
         rep["firmware_size"] = info["size"]
+        if info.get("stack"):
+            rep["stack"] = info["stack"]  # worst case, checked against the board at build time
     else:
         rep["instructions_per_inference"] = None
         rep["flash_bytes"] = None

@@ -1,13 +1,17 @@
 """The Cortex-M4 firmware in QEMU: same bits as the host, same cost for every input."""
 import json
+import shutil
 import subprocess
 import sys
 
 import numpy as np
 import pytest
 
+from codegen.build import board_or_error
 from codegen.compiler import compile_model
-from codegen.verify import run_model, verify_model
+from codegen.targets.qemu import run_firmware
+from codegen.tools.fwbuild import build_firmware, private_dir
+from codegen.verify import load_golden, run_model, verify_model
 
 from conftest import REPO, SHARED_MODELS, require_arm_toolchain, shared_model
 
@@ -70,10 +74,117 @@ def test_shared_model_qemu(key, numerics, golden_key):
     onnx_path, golden = shared_model(key)
     rep = verify_model(onnx_path, golden, board="qemu-m4", numerics=numerics, key=golden_key)
     assert rep["mismatches"] == 0, rep.get("first_mismatches")
+    # Data-independent control flow in both numerics (the fixed-point helpers
+    # and kernels are branch-free on data): the exact same count for every input.
+    assert rep["instructions_same_for_all_inputs"], (rep["instructions_min"],
+                                                     rep["instructions_per_inference"])
+    assert rep["instructions_min"] == rep["instructions_per_inference"]
+
+
+OWN_MODELS = sorted(p.stem for p in (REPO / "models").glob("*_int8.onnx"))
+
+
+def _own_model_counts(stem, numerics, board, tmp_path):
+    """Per-vector counts of one of models/ on a board, its outputs checked
+    against the golden (ort) or the host build (tflite: no TFLM golden)."""
+    model = REPO / "models" / f"{stem}.onnx"
+    inputs, expected = load_golden(REPO / "models" / f"{stem}_golden.npz")
+    c = compile_model(model, numerics=numerics)
+    fw, info = run_model(model, inputs, board=board, build_dir=tmp_path / board, compiled=c)
     if numerics == "ort":
-        assert rep["instructions_same_for_all_inputs"]
+        np.testing.assert_array_equal(fw.reshape(expected.shape), expected)
     else:
-        # The fixed-point helpers still branch on signs (a few instructions
-        # per requantization): known, bounded, tracked in the issue notes.
-        spread = rep["instructions_per_inference"] - rep["instructions_min"]
-        assert spread <= rep["instructions_per_inference"] // 1000
+        host, _ = run_model(model, inputs, board="host", build_dir=tmp_path / "host", compiled=c)
+        np.testing.assert_array_equal(fw, host)
+    assert info["status"] == [0] * len(inputs)
+    return info["instructions"]
+
+
+@pytest.mark.parametrize("numerics", ["ort", "tflite"])
+@pytest.mark.parametrize("stem", OWN_MODELS)
+def test_own_model_count_is_input_independent(stem, numerics, tmp_path):
+    counts = _own_model_counts(stem, numerics, "qemu-m4", tmp_path)
+    assert len(counts) >= 16 and len(set(counts)) == 1, sorted(set(counts))
+
+
+@pytest.mark.parametrize("stem", OWN_MODELS)
+def test_own_model_tflite_count_is_input_independent_on_soft_float_m3(stem, tmp_path):
+    # qemu-m3 has no FPU: with --numerics ort libgcc's soft-float routines take
+    # data-dependent paths (a board property, ~2 %, see tests/test_boards_family.py);
+    # the integer-only tflite numerics must still be exact.
+    counts = _own_model_counts(stem, "tflite", "qemu-m3", tmp_path)
+    assert len(set(counts)) == 1, sorted(set(counts))
+    model = REPO / "models" / f"{stem}.onnx"
+    inputs, _ = load_golden(REPO / "models" / f"{stem}_golden.npz")
+    exact, _ = _exact_counts(model, inputs, "tflite", board="qemu-m3")
+    assert len(set(exact)) == 1, sorted(set(exact))
+
+
+@pytest.mark.shared
+@pytest.mark.parametrize("key", ["kws01", "sww01"])
+def test_shared_model_tflite_count_is_input_independent_on_m3(key):
+    onnx_path, golden = shared_model(key)
+    rep = verify_model(onnx_path, golden, board="qemu-m3", numerics="tflite", key="outputs_tflm")
+    assert rep["mismatches"] == 0, rep.get("first_mismatches")
+    assert rep["instructions_same_for_all_inputs"], (rep["instructions_min"],
+                                                     rep["instructions_per_inference"])
+
+
+REPEAT = 40  # = instructions_per_tick: one instruction per inference = one tick
+
+
+def _exact_counts(model, inputs, numerics, board="qemu-m4"):
+    """Instructions of one inference per input, exact to one instruction:
+    each input runs REPEAT times between two timer reads (tests/c/harness_repeat_main.c)."""
+    b = board_or_error(board)
+    assert b["instructions_per_tick"] == REPEAT
+    c = compile_model(model, numerics=numerics)
+    per = np.asarray(inputs).reshape(len(inputs), -1).view(np.int8)
+    out_dir = private_dir(c, f"exact-{board}")
+    try:
+        elf, _, _ = build_firmware(c, b, out_dir, per, REPO / "tests" / "c" / "harness_repeat_main.c",
+                                   defines=[f"TINYAOT_REPEAT={REPEAT}u"])
+        res = run_firmware(elf, b, timeout=600)
+    finally:
+        shutil.rmtree(out_dir, ignore_errors=True)
+    assert [r.status for r in res.outputs] == [0] * len(per)
+    outs = np.stack([np.frombuffer(r.data, dtype=np.int8) for r in res.outputs])
+    return [r.ticks for r in res.outputs], outs  # ticks == instructions per inference
+
+
+def _with_adversarial(inputs):
+    """The golden set plus adversarial inputs: saturated, constant (ties
+    everywhere: max, softmax, clamps), alternating extremes, random."""
+    shape = (1,) + inputs.shape[1:]
+    rng = np.random.default_rng(5)
+    extra = [np.full(shape, v, inputs.dtype) for v in (-128, 127, 0, -1)]
+    extra.append(np.resize(np.array([-128, 127], inputs.dtype), shape))
+    extra.append(rng.integers(-128, 128, shape).astype(inputs.dtype))
+    return np.concatenate([inputs] + extra)
+
+
+@pytest.mark.parametrize("numerics", ["ort", "tflite"])
+@pytest.mark.parametrize("stem", OWN_MODELS)
+def test_own_model_cost_is_exact_to_one_instruction(stem, numerics, tmp_path):
+    model = REPO / "models" / f"{stem}.onnx"
+    inputs, expected = load_golden(REPO / "models" / f"{stem}_golden.npz")
+    allin = _with_adversarial(inputs)
+    counts, outs = _exact_counts(model, allin, numerics)
+    assert len(set(counts)) == 1, sorted(set(counts))
+    host, _ = run_model(model, allin, board="host", numerics=numerics, build_dir=tmp_path)
+    np.testing.assert_array_equal(outs, host.reshape(outs.shape))
+    if numerics == "ort":
+        np.testing.assert_array_equal(outs[:len(inputs)].reshape(expected.shape), expected)
+
+
+@pytest.mark.shared
+@pytest.mark.parametrize("key", ["kws01", "sww01", "ad01"])
+def test_shared_model_tflite_cost_is_exact_to_one_instruction(key, tmp_path):
+    onnx_path, golden = shared_model(key)
+    inputs, expected = load_golden(golden, "outputs_tflm")
+    allin = _with_adversarial(inputs)
+    counts, outs = _exact_counts(onnx_path, allin, "tflite")
+    np.testing.assert_array_equal(outs[:len(inputs)].reshape(expected.shape), expected)
+    host, _ = run_model(onnx_path, allin, board="host", numerics="tflite", build_dir=tmp_path)
+    np.testing.assert_array_equal(outs, host.reshape(outs.shape))
+    assert len(set(counts)) == 1, sorted(set(counts))

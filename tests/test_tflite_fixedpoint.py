@@ -188,16 +188,19 @@ def build_dir(tmp_path_factory):
     return tmp_path_factory.mktemp("tflite_fixedpoint")
 
 
-@pytest.fixture(scope="session")
-def clib(build_dir):
+@pytest.fixture(scope="session", params=["builtins", "portable"])
+def clib(build_dir, request):
+    """The shim as compiled normally, and with TINYAOT_PORTABLE_INTRINSICS (the
+    plain-C branch-free forms of clz and clamp that non-GNU compilers get)."""
     gcc = shutil.which("gcc")
     if not gcc:
         pytest.skip("gcc not available")
-    so = build_dir / "libtflite_fixedpoint_shim.so"
-    cmd = [gcc, *STRICT, "-O1", "-g", "-fPIC", "-shared", "-fsanitize=undefined",
+    so = build_dir / f"libtflite_fixedpoint_shim_{request.param}.so"
+    defs = ["-DTINYAOT_PORTABLE_INTRINSICS"] if request.param == "portable" else []
+    cmd = [gcc, *STRICT, "-O1", "-g", "-fPIC", "-shared", "-fsanitize=undefined", *defs,
            "-fno-omit-frame-pointer", f"-I{INCLUDE}", str(SHIM), "-o", str(so)]
     subprocess.run(cmd, check=True, capture_output=True, text=True)
-    return CLib(so, build_dir / "ubsan.log")
+    return CLib(so, build_dir / f"ubsan_{request.param}.log")
 
 
 # ---------------------------------------------------------------------------

@@ -8,7 +8,7 @@
 static inline int32_t rdbpot_c(int32_t x, int32_t e, int32_t mask, int32_t half)
 {
     const int32_t rem = (int32_t)((uint32_t)x & (uint32_t)mask);
-    return tinyaot_fp_asr(x, e) + (rem > half + (x < 0 ? 1 : 0) ? 1 : 0);
+    return tinyaot_fp_asr(x, e) + (int32_t)(rem > half + (int32_t)((uint32_t)x >> 31));
 }
 
 int tinyaot_add_fast_s8(int32_t n, const tinyaot_add_params_t *p, const int8_t *a,
@@ -35,7 +35,7 @@ int tinyaot_add_fast_s8(int32_t n, const tinyaot_add_params_t *p, const int8_t *
         const int32_t sum = tinyaot_fp_wrap_add(s1, s2);
         const int32_t v = tinyaot_fp_wrap_add(rdbpot_c(tinyaot_srdhm_fast(sum, om), oe, omask, ohalf),
                                               out_zp);
-        output[i] = (int8_t)(v < lo ? lo : (v > hi ? hi : v));
+        output[i] = (int8_t)tinyaot_fp_clamp(v, lo, hi); /* branch-free: data-independent count */
     }
     return TINYAOT_OK;
 }

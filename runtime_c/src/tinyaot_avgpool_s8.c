@@ -56,9 +56,7 @@ int tinyaot_avgpool_s8(const tinyaot_pool_params_t *p, const int8_t *input, int8
                     } else {
                         acc = tinyaot_avgpool_round_tflite(acc, count);
                     }
-                    if (acc < p->act_min) acc = p->act_min;
-                    if (acc > p->act_max) acc = p->act_max;
-                    out[c] = (int8_t)acc;
+                    out[c] = (int8_t)tinyaot_fp_clamp(acc, p->act_min, p->act_max);
                 }
             }
         }

@@ -1,4 +1,5 @@
 /* int8 max pooling, NHWC; padding never wins. */
+#include "tinyaot_fixedpoint.h"
 #include "tinyaot_kernels.h"
 
 int tinyaot_maxpool_s8(const tinyaot_pool_params_t *p, const int8_t *input, int8_t *output)
@@ -17,12 +18,10 @@ int tinyaot_maxpool_s8(const tinyaot_pool_params_t *p, const int8_t *input, int8
                 for (int32_t y = ya; y < yb; ++y) {
                     for (int32_t x = xa; x < xb; ++x) {
                         const int32_t v = input[(y * p->in_w + x) * p->c + c];
-                        if (v > m) m = v;
+                        m = tinyaot_fp_max(m, v); /* no branch on the data */
                     }
                 }
-                if (m < p->act_min) m = p->act_min;
-                if (m > p->act_max) m = p->act_max;
-                out[c] = (int8_t)m;
+                out[c] = (int8_t)tinyaot_fp_clamp(m, p->act_min, p->act_max);
             }
         }
     }

@@ -6,11 +6,23 @@
  * codegen/reference/ort_float.py:expf, so host, target and oracle agree. */
 static float tinyaot_expf(float x)
 {
-    if (x < -87.0f) x = -87.0f;
+    /* No branch on x, so the cost is the same for every input: the clamp is a
+     * select on the bits, the floor correction an integer 0/1. */
+    union {
+        uint32_t u;
+        float f;
+    } xc, lim;
+    xc.f = x;
+    lim.f = -87.0f;
+    {
+        const uint32_t m = 0u - (uint32_t)(x < -87.0f);
+        xc.u = (xc.u & ~m) | (lim.u & m);
+    }
+    x = xc.f;
     const float t = x * 1.44269504088896341f + 0.5f;
     /* floor for the negative range used here */
     int32_t k = (int32_t)t;
-    if ((float)k > t) k -= 1;
+    k -= (int32_t)((float)k > t);
     const float kf = (float)k;
     float r = x - kf * 0.693359375f;
     r = r - kf * -2.12194440e-4f;
