@@ -131,10 +131,24 @@ def cmd_verify(a):
 
 
 def cmd_bench(a):
-    from .bench import run_bench
+    from .bench import BENCH_HEADER, bench_cells, bench_jobs, run_bench
+    from .tools.console import print_table, progress, use_color
 
-    rows = run_bench(board=a.board, out_dir=a.output)
-    print(f"wrote {a.output or 'bench'}/results.json and results.md ({len(rows)} rows)")
+    rich = use_color() and not a.json
+    # Plain: one line per run as it finishes (stderr under --json); on a
+    # terminal a progress bar, then the table.
+    log = (lambda s: None) if rich else \
+        (lambda s: print(s, file=sys.stderr)) if a.json else print
+    with progress(f"bench on {a.board}", len(bench_jobs())) as tick:
+        rows = run_bench(board=a.board, out_dir=a.output, log=log, tick=tick)
+    wrote = f"wrote {a.output or 'bench'}/results.json and results.md ({len(rows)} rows)"
+    if a.json:
+        print(json.dumps(rows, indent=2))
+    elif rich:
+        print_table(wrote, f"bench on {a.board}", BENCH_HEADER, [bench_cells(r) for r in rows],
+                    right=tuple(range(2, len(BENCH_HEADER))), footer=[wrote])
+    else:
+        print(wrote)
     return 0 if all(r["mismatches"] == 0 for r in rows) else 1
 
 

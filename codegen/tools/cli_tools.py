@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import sys
 
 RAW = argparse.RawDescriptionHelpFormatter
 
@@ -58,10 +56,6 @@ and 'labels'; it prints float and int8 top-1 accuracy.
 """ + EXIT_CODES
 
 
-def _tty():
-    return sys.stdout.isatty() and os.environ.get("NO_COLOR") is None and os.environ.get("TERM") != "dumb"
-
-
 def _dump(obj):
     from ..compiler import _jsonable
     print(json.dumps(obj, indent=2, default=_jsonable))
@@ -69,7 +63,7 @@ def _dump(obj):
 
 def cmd_report(a):
     from ..compiler import compile_model
-    from .report import format_report, report_model
+    from .report import print_report_table, report_model
     c = compile_model(a.model, numerics=a.numerics)
     r = report_model(a.model, board=a.board, numerics=a.numerics, compiled=c,
                      measure=a.measure_stack)
@@ -80,28 +74,29 @@ def cmd_report(a):
     if a.json:
         _dump(r)
     else:
-        print(format_report(r))
+        print_report_table(r)
         if a.plot:
             print(f"wrote {a.plot}")
     return 0
 
 
 def cmd_validate(a):
-    from .validate import format_validate, load_inputs, validate_model
+    from .console import progress
+    from .validate import load_inputs, print_validate, validate_model
     x = load_inputs(a.inputs, a.key)
     if a.limit:
         x = x[:a.limit]
-    r = validate_model(a.model, x, board=a.board, numerics=a.numerics)
+    r = validate_model(a.model, x, board=a.board, numerics=a.numerics, progress=progress)
     if a.json:
         _dump(r)
     else:
-        print(format_validate(r, color=_tty()))
+        print_validate(r)
     return 0 if r["first_divergent_layer"] is None and not r.get("final_output_vs_onnxruntime") \
         else 1
 
 
 def cmd_profile(a):
-    from .profile import format_profile, plot_profile, profile_model
+    from .profile import plot_profile, print_profile, profile_model
     x = None
     if a.inputs:
         from .validate import load_inputs
@@ -113,7 +108,7 @@ def cmd_profile(a):
     if a.json:
         _dump(r)
     else:
-        print(format_profile(r))
+        print_profile(r)
         if a.png:
             print(f"wrote {a.png}")
     return 0

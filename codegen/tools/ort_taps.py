@@ -240,7 +240,7 @@ class TapRun:
     proof: dict
 
 
-def run_taps(model_path, g, per_input_feeds):
+def run_taps(model_path, g, per_input_feeds, tick=lambda n=1: None):
     """ORT's tensors for g's layer outputs, one dict per feed (see module doc)."""
     import onnxruntime as ort
     taps, missing = locate_taps(model_path, g)
@@ -265,6 +265,7 @@ def run_taps(model_path, g, per_input_feeds):
         finals.append(final)
         values.append({name: _to_ir(g.tensors[name], tap, got[tap.ort_name])
                        for name, tap in taps.items()})
+        tick()
     if final_diff or not same:
         why = ("the tapped session's final output differs from the plain session's"
                if final_diff else "exposing the tensors changes ORT's graph")

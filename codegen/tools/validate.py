@@ -10,6 +10,7 @@ wrong multiplier) shows up at the layer that has it.
 """
 from __future__ import annotations
 
+import contextlib
 import re
 import shutil
 
@@ -45,6 +46,11 @@ def with_hooks(c: Compiled) -> Compiled:
     return Compiled(c.graph, c.plan, c.params, module, c.numerics, c.report)
 
 
+@contextlib.contextmanager
+def _no_progress(description, total):
+    yield _no_tick
+
+
 def _per_input(c, inputs, model):
     g = c.graph
     xin = g.tensors[g.inputs[0]]
@@ -55,7 +61,11 @@ def _per_input(c, inputs, model):
     return per
 
 
-def reference_tensors(model, numerics, per):
+def _no_tick(n=1):
+    pass
+
+
+def reference_tensors(model, numerics, per, tick=_no_tick):
     """Per input: {tensor name: logical array} from the numpy oracle of the
     chosen numerics, run on a fresh compile of the model (it never sees the
     compiled graph being validated)."""
@@ -63,18 +73,22 @@ def reference_tensors(model, numerics, per):
     fresh = compile_model(model, numerics=numerics)
     g = fresh.graph
     xin = g.tensors[g.inputs[0]]
-    return [run_graph(g, numerics, {g.inputs[0]: x.reshape(xin.shape)}, fresh.params) for x in per]
+    out = []
+    for x in per:
+        out.append(run_graph(g, numerics, {g.inputs[0]: x.reshape(xin.shape)}, fresh.params))
+        tick()
+    return out
 
 
-def onnxruntime_tensors(model, per, g):
+def onnxruntime_tensors(model, per, g, tick=_no_tick):
     """onnxruntime's own layer outputs (codegen/tools/ort_taps.py: taken from
     the graph ORT runs, proven unchanged) and the plain session's output."""
     from .ort_taps import run_taps
     xin = g.tensors[g.inputs[0]]
-    return run_taps(model, g, [{g.inputs[0]: x.reshape(xin.shape)} for x in per])
+    return run_taps(model, g, [{g.inputs[0]: x.reshape(xin.shape)} for x in per], tick)
 
 
-def _traces_host(c, per, out_dir):
+def _traces_host(c, per, out_dir, tick):
     from cffi import FFI
     so = build_host(c, out_dir, defines=['TINYAOT_HOOKS_HEADER="tinyaot_hooks_host.h"'])
     ffi = FFI()
@@ -98,6 +112,7 @@ def _traces_host(c, per, out_dir):
         outb = ffi.new(f"int8_t[{xout.size}]")
         status.append(int(getattr(lib, f"{name}_run")(ffi.from_buffer("int8_t[]", xb), outb)))
         runs.append(cur)
+        tick()
     lib.tinyaot_set_trace(ffi.NULL)
     ffi.dlclose(lib)
     return runs, status
@@ -160,13 +175,14 @@ def _compare(t, refs, runs, i):
     return {"max_abs_diff": mad, "mismatches": mism, "first_mismatch": first}
 
 
-def validate_model(model, inputs, board="host", numerics="ort", compiled=None):
+def validate_model(model, inputs, board="host", numerics="ort", compiled=None, progress=None):
     """Returns the report dict; report['first_divergent_layer'] is None when
     every layer matches its reference. With ort, a layer's reference is
     onnxruntime's own tensor where ORT has one (row 'reference' =
     'onnxruntime'), else the numpy oracle with the reason ('oracle');
     final_output_vs_onnxruntime counts the final output's mismatches against
-    the plain onnxruntime session."""
+    the plain onnxruntime session. progress(description, total) -> context
+    yielding advance() (console.progress on a terminal)."""
     b = board_or_error(board)
     c = compiled or compile_model(model, numerics=numerics)
     if c.numerics != numerics:
@@ -174,16 +190,19 @@ def validate_model(model, inputs, board="host", numerics="ort", compiled=None):
     c = with_hooks(c)
     g = c.graph
     per = _per_input(c, np.asarray(inputs), model)
-    refs = reference_tensors(model, numerics, per)
-    taps = onnxruntime_tensors(model, per, g) if numerics == "ort" else None
-    out_dir = private_dir(c, f"validate-{board}")
-    try:
-        if b["kind"] == "shared-library":
-            runs, status = _traces_host(c, per, out_dir)
-        else:
-            runs, status = _traces_qemu(c, b, per, out_dir)
-    finally:
-        shutil.rmtree(out_dir, ignore_errors=True)
+    steps = len(per) * (3 if numerics == "ort" else 2)
+    with (progress or _no_progress)(f"validate {c.module.name}", steps) as tick:
+        refs = reference_tensors(model, numerics, per, tick)
+        taps = onnxruntime_tensors(model, per, g, tick) if numerics == "ort" else None
+        out_dir = private_dir(c, f"validate-{board}")
+        try:
+            if b["kind"] == "shared-library":
+                runs, status = _traces_host(c, per, out_dir, tick)
+            else:
+                runs, status = _traces_qemu(c, b, per, out_dir)
+                tick(len(per))
+        finally:
+            shutil.rmtree(out_dir, ignore_errors=True)
     layers, first_bad = [], None
     for i, n in enumerate(g.nodes):
         t = g.tensors[n.outputs[0]]
@@ -255,34 +274,49 @@ def validate_rows(r):
 
 
 def validate_footer(r):
+    """Summary lines below the table: [(text, rich style or None)]."""
     lines = []
     taps = r.get("onnxruntime_taps")
     if taps is not None:
         n_ort = r["onnxruntime_layers"]
-        lines.append(f"{n_ort} of {len(r['layers'])} layers against onnxruntime's own tensors "
-                     f"(ORT's graph unchanged: {'yes' if taps['graph_unchanged'] else 'NO'}); "
-                     f"{len(r['layers']) - n_ort} against the oracle (ORT has no tensor of its own)")
-    if r.get("final_output_vs_onnxruntime") is not None:
-        lines.append(f"final output vs the onnxruntime session: "
-                     f"{r['final_output_vs_onnxruntime']} mismatching elements")
+        lines.append((f"{n_ort} of {len(r['layers'])} layers against onnxruntime's own tensors "
+                      f"(ORT's graph unchanged: {'yes' if taps['graph_unchanged'] else 'NO'}); "
+                      f"{len(r['layers']) - n_ort} against the oracle (ORT has no tensor of its own)",
+                      None))
+    final = r.get("final_output_vs_onnxruntime")
+    if final is not None:
+        lines.append((f"final output vs the onnxruntime session: {final} mismatching elements",
+                      "bold red" if final else "green"))
     if r["first_divergent_layer"] is None:
-        lines.append(f"all {r['compared_layers']} compared layers bit-exact")
+        lines.append((f"all {r['compared_layers']} compared layers bit-exact", "bold green"))
     else:
         row = r["layers"][r["first_divergent_layer"]]
-        lines.append(f"FIRST DIVERGENCE: layer {row['index']} ({row['op']} '{row['name']}')")
+        lines.append((f"FIRST DIVERGENCE: layer {row['index']} ({row['op']} '{row['name']}')",
+                      "bold red"))
     return lines
 
 
-def format_validate(r, color=False):
-    red = (lambda s: f"\033[31m{s}\033[0m") if color else (lambda s: s)
+def validate_title(r):
+    return (f"validate {r['name']} on {r['board']} (numerics {r['numerics']}, reference "
+            f"{r['reference']}, {r['vectors']} input(s))")
+
+
+def format_validate(r):
+    """The plain-text table (what non-terminals get)."""
     header, rows, bad = validate_rows(r)
-    lines = [f"validate {r['name']} on {r['board']} (numerics {r['numerics']}, reference "
-             f"{r['reference']}, {r['vectors']} input(s))",
+    lines = [validate_title(r),
              f"{'#':>3}  {'op':<16} {'layer':<32} {'shape':<16} {'ref':<6} {'max|d|':>6} "
              f"{'mismatch':>9}  first mismatch / note"]
     for k, c in enumerate(rows):
         line = f"{c[0]:>3}  {c[1]:<16} {c[2]:<32} {c[3]:<16} {c[4]:<6} {c[5]:>6} {c[6]:>9}  {c[7]}"
         if k == bad:
-            line = red(line + "   <-- first divergent layer")
+            line += "   <-- first divergent layer"
         lines.append(line.rstrip())
-    return "\n".join(lines + validate_footer(r))
+    return "\n".join(lines + [t for t, _ in validate_footer(r)])
+
+
+def print_validate(r):
+    from .console import print_table
+    header, rows, bad = validate_rows(r)
+    print_table(format_validate(r), validate_title(r), header, rows, right=(0, 5, 6),
+                mark_row=bad, mark="<-- first divergent layer", footer=validate_footer(r))
