@@ -11,8 +11,16 @@ import json
 
 RAW = argparse.RawDescriptionHelpFormatter
 
-EXIT_CODES = """exit codes: 0 ok, 1 mismatch (validate: a layer diverges), 2 bad input
-(one line on stderr, nothing written), 70 internal error."""
+EXIT_CODES = """exit codes: 0 ok; 1 a check failed (verify, bench: outputs differ;
+validate: a layer diverges; verify-signature: invalid); 2 bad input (one line on
+stderr naming model, node and tensor; nothing written); 70 internal error; 130
+interrupted."""
+
+
+def examples(*lines, note=""):
+    """--help epilog: examples, an optional note, the exit codes."""
+    return ("examples:\n" + "\n".join(f"  {x}" for x in lines) + "\n\n"
+            + (note.strip() + "\n\n" if note else "") + EXIT_CODES)
 
 REPORT_EX = """examples:
   tinyaot report models/digits_cnn_int8.onnx --board qemu-m4
