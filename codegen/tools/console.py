@@ -31,11 +31,11 @@ def _console(stream):
 
 
 def print_table(plain, title, header, rows, *, right=(), mark_row=None, mark="", footer=(),
-                stream=None):
+                total_row=False, stream=None):
     """Print `plain` as is, or on a terminal the same table with rich: header,
     rows of strings, columns in `right` right-aligned, row `mark_row` in red
     with `mark` after it; footer lines below, each a string or (string, rich
-    style)."""
+    style); total_row: the last row is a total, set apart by a rule."""
     stream = stream or sys.stdout
     if not use_color(stream):
         print(plain, file=stream)
@@ -47,6 +47,8 @@ def print_table(plain, title, header, rows, *, right=(), mark_row=None, mark="",
         t.add_column(h, justify="right" if k in right else "left",
                      no_wrap=k != len(header) - 1)
     for k, cells in enumerate(rows):
+        if total_row and k == len(rows) - 1:
+            t.add_section()
         if k == mark_row:
             cells = list(cells[:-1]) + [f"{cells[-1]}  {mark}".strip()]
         t.add_row(*cells, style="bold red" if k == mark_row else None)

@@ -120,7 +120,7 @@ def format_profile(r):
 def print_profile(r):
     from .console import print_table
     print_table(format_profile(r), profile_title(r), PROFILE_HEADER, profile_rows(r),
-                right=(0, 3, 4, 5, 6))
+                right=(0, 3, 4, 5, 6), total_row=True)
 
 
 def plot_profile(r, path):
