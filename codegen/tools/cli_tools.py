@@ -36,12 +36,13 @@ VALIDATE_EX = """examples:
   tinyaot validate M.onnx --inputs in.npz --board qemu-m4 --numerics tflite --json
 
 Compares the output of every layer of the generated C (host: through a
-debug hook and cffi; QEMU: printed over semihosting) with the numpy oracle of
-the chosen numerics on a fresh compile, and marks the first layer that
-diverges. With --numerics ort each layer is also compared with onnxruntime's
-tensor of the same name (column "ORT tap") and the final output with the
-plain onnxruntime session; exit 1 if either the layers or that final output
-differ.
+debug hook and cffi; QEMU: printed over semihosting) with its reference and
+marks the first layer that diverges. --numerics ort: onnxruntime's own
+tensors, taken from the graph the plain session runs (column ref = ort); a
+layer ORT has no tensor for is compared with the numpy oracle and says why
+(ref = oracle). --numerics tflite: the numpy oracle of TFLite Micro's
+kernels. The final output is also compared with the plain onnxruntime
+session; exit 1 if a layer or that final output differs.
 """ + EXIT_CODES
 
 PROFILE_EX = """examples:

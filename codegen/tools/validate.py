@@ -1,5 +1,6 @@
 """Layer-by-layer validation: every intermediate tensor of the generated C
-against the reference (onnxruntime for --numerics ort, the numpy oracle of
+against the reference (onnxruntime's own tensors for --numerics ort, see
+ort_taps.py, the numpy oracle where ORT has none; the numpy oracle of
 TFLite Micro's kernels for tflite).
 
 The model is emitted with debug hooks (TINYAOT_TRACE after every layer); a
