@@ -37,18 +37,13 @@ def _model(key):
     return shared_model(key)
 
 
-def _feeds(g, x):
-    xin = g.tensors[g.inputs[0]]
-    return [{g.inputs[0]: v.reshape(xin.shape)} for v in x]
-
-
 @pytest.mark.parametrize("key", ["digits", "ad01", "kws01", "ic01", "vww01", "sww01"])
 def test_taps_leave_ort_unchanged_and_end_at_its_output(key):
     model, golden = _model(key)
     gold = np.load(golden)
     expected = gold["outputs_onnxruntime"] if "outputs_onnxruntime" in gold.files else gold["outputs"]
     g = compile_model(model, numerics="ort").graph
-    run = run_taps(model, g, _feeds(g, gold["inputs"]))
+    run = run_taps(model, g, list(gold["inputs"]))
     # The session that exposes the tensors runs node for node the plain
     # session's optimized graph, and ends at the plain session's output.
     assert run.proof["graph_unchanged"]
@@ -98,7 +93,7 @@ def test_ic01_last_add_is_qlinearadd_in_ort():
     model, golden = shared_model("ic01")
     assert any(n.op_type == "QLinearAdd" for n in optimized_graph(model).graph.node)
     g = compile_model(model, numerics="ort").graph
-    run = run_taps(model, g, _feeds(g, np.load(golden)["inputs"]))
+    run = run_taps(model, g, list(np.load(golden)["inputs"]))
     n = g.nodes[KNOWN_DIVERGENT["ic01"]]
     assert n.op == "add"
     ta, tb = (g.tensors[i] for i in n.inputs[:2])
@@ -166,3 +161,25 @@ def test_exposing_original_tensors_would_change_orts_graph():
         tapped = [n.op_type for n in onnx.load(so.optimized_model_filepath).graph.node]
     plain = [n.op_type for n in optimized_graph(model).graph.node]
     assert tapped != plain
+
+
+@pytest.mark.parametrize("fmt", ["QDQ", "QOperator"])
+@pytest.mark.parametrize("act", ["QInt8", "QUInt8"])
+def test_quantize_static_models_float_io_and_uint8(tmp_path, fmt, act):
+    """Float-I/O models from quantize_static (QDQ and QOperator, int8 and
+    uint8 activations): ORT gets the dequantized input, its uint8 tensors are
+    shifted back, and the convolutions, add, pools and FC are ORT's own."""
+    import qmodels
+    path = tmp_path / f"m_{fmt}_{act}.onnx"
+    qmodels.quantize(qmodels.cnn(avgpool=True, softmax=True), path, fmt=fmt, activations=act)
+    g = compile_model(path, numerics="ort").graph
+    xin = g.tensors[g.inputs[0]]
+    s, zp = xin.q.scalar()
+    lo, hi = (0, 255) if xin.dtype == "uint8" else (-128, 127)
+    x = np.clip(np.rint(np.stack(qmodels.sample_inputs(6)) / s) + zp, lo, hi).astype(xin.dtype)
+    r = validate_model(path, x, board="host", numerics="ort")
+    assert r["onnxruntime_taps"]["graph_unchanged"]
+    assert r["final_output_vs_onnxruntime"] == 0 and r["first_divergent_layer"] is None
+    ort_ops = [row["op"] for row in r["layers"] if row["reference"] == "onnxruntime"]
+    assert ort_ops.count("conv2d") == 3 and "add" in ort_ops and "fully_connected" in ort_ops
+    assert all(row["mismatches"] == 0 for row in r["layers"])

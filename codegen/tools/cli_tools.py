@@ -41,7 +41,7 @@ marks the first layer that diverges. --numerics ort: onnxruntime's own
 tensors, taken from the graph the plain session runs (column ref = ort); a
 layer ORT has no tensor for is compared with the numpy oracle and says why
 (ref = oracle). --numerics tflite: the numpy oracle of TFLite Micro's
-kernels. The final output is also compared with the plain onnxruntime
+kernels. With ort the final output is also compared with the plain onnxruntime
 session; exit 1 if a layer or that final output differs.
 """ + EXIT_CODES
 

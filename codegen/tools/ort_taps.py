@@ -176,6 +176,8 @@ def _locate(name, orig, opt, weighted):
             if qp is not None:
                 return Tap(name, d.input[0], qp[1], False, "dq"), qp[0]
     q = orig.producer.get(name)
+    if q is not None and q.op_type in WEIGHTED:  # a QOperator model's own QLinearConv / QGemm
+        return _by_weights(name, q.input[3], opt, weighted)
     if q is None or q.op_type != "QuantizeLinear":
         return None
     chain, op = _float_chain(orig, q.input[0])
@@ -188,14 +190,10 @@ def _locate(name, orig, opt, weighted):
                     return Tap(name, c.output[0], qp[1], False, "q"), qp[0]
     if op is None:
         return None
-    # weights: a fused integer op reads the same weight initializer
     if op.op_type in COMPUTE:
-        cands = weighted.get(orig.weight_of(op), [])
-        if len(cands) == 1:
-            f = cands[0]
-            qp = opt.qparams(f, Y_QPARAMS[f.op_type])
-            if qp is not None:
-                return Tap(name, f.output[0], qp[1], _nhwc(f), "weights"), qp[0]
+        found = _by_weights(name, orig.weight_of(op), opt, weighted)
+        if found is not None:
+            return found
     # node: the op kept its node name and now runs on integers (MaxPool
     # without its Q/DQ, GlobalAveragePool as QLinearGlobalAveragePool)
     same = [n for n in opt.m.graph.node if n.name == op.name and op.name
@@ -205,6 +203,18 @@ def _locate(name, orig, opt, weighted):
         if qp is not None:
             return Tap(name, same[0].output[0], qp[1], _nhwc(same[0]), "node"), qp[0]
     return None
+
+
+def _by_weights(name, weight, opt, weighted):
+    """weights: the one fused integer op of ORT that reads this weight initializer."""
+    cands = weighted.get(weight, [])
+    if len(cands) != 1:
+        return None
+    f = cands[0]
+    qp = opt.qparams(f, Y_QPARAMS[f.op_type])
+    if qp is None:
+        return None
+    return Tap(name, f.output[0], qp[1], _nhwc(f), "weights"), qp[0]
 
 
 def _signature(m):
@@ -240,8 +250,9 @@ class TapRun:
     proof: dict
 
 
-def run_taps(model_path, g, per_input_feeds, tick=lambda n=1: None):
-    """ORT's tensors for g's layer outputs, one dict per feed (see module doc)."""
+def run_taps(model_path, g, inputs, tick=lambda n=1: None):
+    """ORT's tensors for g's layer outputs, one dict per input (integer
+    arrays of g's input, as the generated C takes them; see module doc)."""
     import onnxruntime as ort
     taps, missing = locate_taps(model_path, g)
     base = optimized_graph(model_path)
@@ -258,11 +269,13 @@ def run_taps(model_path, g, per_input_feeds, tick=lambda n=1: None):
     plain = ort.InferenceSession(str(model_path), so, providers=["CPUExecutionProvider"])
     out_name = plain.get_outputs()[0].name
     values, finals, final_diff = [], [], 0
-    for feeds in per_input_feeds:
+    for x in inputs:
+        feeds = {plain.get_inputs()[0].name: _ort_input(g.tensors[g.inputs[0]], x,
+                                                         plain.get_inputs()[0].type)}
         final = plain.run([out_name], feeds)[0]
         got = dict(zip([o.name for o in sess.get_outputs()], sess.run(None, feeds)))
         final_diff += int(np.count_nonzero(got[out_name] != final))
-        finals.append(final)
+        finals.append(_ir_output(g.tensors[g.outputs[0]], final))
         values.append({name: _to_ir(g.tensors[name], tap, got[tap.ort_name])
                        for name, tap in taps.items()})
         tick()
@@ -280,6 +293,30 @@ def run_taps(model_path, g, per_input_feeds, tick=lambda n=1: None):
     proof = {"graph_unchanged": same, "final_mismatches_vs_plain_session": final_diff,
              "exposed": {n: {"ort_tensor": t.ort_name, "rule": t.rule} for n, t in taps.items()}}
     return TapRun(values, finals, missing, proof)
+
+
+def _ort_input(t, x, ort_type):
+    """The IR's integer input as the ONNX model takes it: float models get
+    the dequantized value (their QuantizeLinear gives x back exactly), uint8
+    ones x + 128 (the IR computes uint8 tensors as int8, passes/uint8.py)."""
+    x = np.asarray(x).reshape(t.shape)
+    if ort_type == "tensor(float)":
+        s, zp = t.q.scalar()
+        return ((x.astype(np.int32) - zp).astype(np.float32) * s).astype(np.float32)
+    if ort_type == "tensor(uint8)" and t.dtype == "int8":
+        return (x.astype(np.int16) + 128).astype(np.uint8)
+    return x
+
+
+def _ir_output(t, y):
+    """ORT's final output as the IR's integer output (inverse of _ort_input)."""
+    y = np.asarray(y)
+    if y.dtype == np.float32:
+        s, zp = t.q.scalar()
+        return (np.rint(y / s) + zp).astype(np.int64)
+    if y.dtype == np.uint8 and t.dtype == "int8":
+        return y.astype(np.int64) - 128
+    return y
 
 
 def _to_ir(t, tap, arr):

@@ -36,8 +36,9 @@ def load_inputs(path, key="inputs"):
     if key not in files:
         raise TinyAotError(f"no '{key}' array (has: {', '.join(sorted(files))})", model=str(path))
     x = np.asarray(data[key])
-    if x.dtype != np.int8:
-        raise TinyAotError(f"'{key}' must be int8 (quantized), got {x.dtype}", model=str(path))
+    if x.dtype not in (np.int8, np.uint8):
+        raise TinyAotError(f"'{key}' must be int8 or uint8 (quantized), got {x.dtype}",
+                           model=str(path))
     return x
 
 
@@ -55,6 +56,9 @@ def _no_progress(description, total):
 def _per_input(c, inputs, model):
     g = c.graph
     xin = g.tensors[g.inputs[0]]
+    if inputs.dtype != np.dtype(xin.dtype):
+        raise TinyAotError(f"the model's input is {xin.dtype}, the inputs are {inputs.dtype}",
+                           model=str(model), tensor=g.inputs[0])
     per = inputs.reshape(len(inputs), -1) if inputs.ndim > 1 else inputs.reshape(1, -1)
     if per.shape[1] != xin.size:
         raise TinyAotError(f"each input must have {xin.size} values {list(xin.shape)}, "
@@ -85,8 +89,7 @@ def onnxruntime_tensors(model, per, g, tick=_no_tick):
     """onnxruntime's own layer outputs (codegen/tools/ort_taps.py: taken from
     the graph ORT runs, proven unchanged) and the plain session's output."""
     from .ort_taps import run_taps
-    xin = g.tensors[g.inputs[0]]
-    return run_taps(model, g, [{g.inputs[0]: x.reshape(xin.shape)} for x in per], tick)
+    return run_taps(model, g, list(per), tick)
 
 
 def _traces_host(c, per, out_dir, tick):
