@@ -6,6 +6,7 @@ tests parse, without a single escape byte.
 """
 import os
 import pty
+import re
 import select
 import subprocess
 import sys
@@ -19,6 +20,7 @@ from onnx import helper as h
 from conftest import DEFAULT_GOLDEN, DEFAULT_MODEL, REPO
 
 ESC = "\x1b["
+ANSI = re.compile(r"\x1b\[[0-9;?]*[a-zA-Z]")
 
 
 def _env(**extra):
@@ -28,11 +30,12 @@ def _env(**extra):
     return env
 
 
-def run_in_pty(args, env, stderr_tty=True, timeout=300):
-    """Run tinyaot with stdout (and stderr) on a pseudo-terminal; returns
-    (exit code, terminal text, stderr text when stderr was a pipe)."""
+def run_in_pty(args, env, stderr_tty=True, timeout=300, argv=None):
+    """Run tinyaot (or argv) with stdout (and stderr) on a pseudo-terminal;
+    returns (exit code, terminal text, stderr text when stderr was a pipe)."""
     master, slave = pty.openpty()
-    p = subprocess.Popen([sys.executable, "-m", "codegen.cli", *map(str, args)], cwd=REPO,
+    argv = argv or [sys.executable, "-m", "codegen.cli", *map(str, args)]
+    p = subprocess.Popen(argv, cwd=REPO,
                          stdin=subprocess.DEVNULL, stdout=slave,
                          stderr=slave if stderr_tty else subprocess.PIPE, env=env)
     os.close(slave)
@@ -126,3 +129,34 @@ def test_quantize_progress_only_on_a_terminal(tmp_path):
     assert "\x1b" not in p.stdout + p.stderr and "calibrating" not in p.stderr
     # The progress bar does not change the model.
     assert (tmp_path / "a.onnx").read_bytes() == (tmp_path / "b.onnx").read_bytes()
+
+
+# tinyaot bench on the default model only (the full bench runs every shared model).
+BENCH_ONE = """import sys
+import codegen.bench as b
+b.MODELS = [m for m in b.MODELS if m[0] == "digits"]
+from codegen.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+@pytest.mark.qemu
+def test_bench_table_on_a_terminal_json_and_plain(tmp_path):
+    from conftest import require_arm_toolchain
+    require_arm_toolchain()
+    import json
+    argv = [sys.executable, "-c", BENCH_ONE, "bench", "-o", tmp_path / "t"]
+    rc, out, _ = run_in_pty(None, _env(), argv=[str(a) for a in argv])
+    assert rc == 0, out
+    assert ESC in out
+    text = ANSI.sub("", out)
+    assert "┃ model" in text and "│ digits" in text and "64/64" in text
+    p = subprocess.run([str(a) for a in [sys.executable, "-c", BENCH_ONE, "bench", "-o",
+                                         tmp_path / "j", "--json"]],
+                       cwd=REPO, capture_output=True, text=True, env=_env())
+    assert p.returncode == 0, p.stderr
+    rows = json.loads(p.stdout)
+    assert [(r["model"], r["numerics"], r["mismatches"]) for r in rows] == [("digits", "ort", 0)]
+    assert "\x1b" not in p.stdout + p.stderr and "digits" in p.stderr  # per-run line on stderr
+    md = (tmp_path / "j" / "results.md").read_text().splitlines()
+    assert md[0].startswith("| model | numerics | vectors exact |") and "| digits | ort | 64/64 |" in md[2]

@@ -44,8 +44,9 @@ def print_table(plain, title, header, rows, *, right=(), mark_row=None, mark="",
     from rich.text import Text
     t = Table(title=title, title_justify="left", header_style="bold cyan", show_lines=False)
     for k, h in enumerate(header):
-        t.add_column(h, justify="right" if k in right else "left",
-                     no_wrap=k != len(header) - 1)
+        # the first two columns (index, name) stay on one line; the others
+        # wrap, headers included, when the terminal is narrower than the table
+        t.add_column(h, justify="right" if k in right else "left", no_wrap=k < 2)
     for k, cells in enumerate(rows):
         if total_row and k == len(rows) - 1:
             t.add_section()
