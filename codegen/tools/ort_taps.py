@@ -37,6 +37,7 @@ import onnx
 from onnx import numpy_helper
 
 from ..passes.ort_qlinear import optimized_graph
+from ..reference.onnxruntime_oracle import with_outputs
 
 # Output quantization (scale, zero point) input positions of ORT's fused ops.
 Y_QPARAMS = {"QuantizeLinear": (1, 2), "QLinearConv": (6, 7), "QLinearMatMul": (6, 7),
@@ -226,13 +227,7 @@ def _tapped_session(base, names, tmp):
     """A session running `base` unoptimized with `names` as extra outputs, and
     whether the graph it runs is node for node `base`'s."""
     import onnxruntime as ort
-    m = onnx.ModelProto()
-    m.CopyFrom(base)
-    have = {o.name for o in m.graph.output}
-    for name in names:
-        if name not in have:
-            m.graph.output.append(onnx.helper.make_empty_tensor_value_info(name))
-            have.add(name)
+    m = with_outputs(base, names)
     so = ort.SessionOptions()
     so.log_severity_level = 3
     so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
