@@ -67,6 +67,18 @@ typedef struct {
 int tinyaot_convolve_f32_s8(const tinyaot_conv_dims_t *d, const tinyaot_float_conv_t *p,
                             const int8_t *input, int8_t *output);
 
+/* Transposed convolution (ONNX ConvTranspose), TFLite TRANSPOSE_CONV integer
+ * semantics. Output pixel o gets input pixel i through tap t when
+ * o = i * stride - pad + t * dil. Filter layout [k_h][k_w][out_c][in_c/groups].
+ * Gathers per output pixel: needs no scratch buffer. */
+int tinyaot_transpose_conv_s8(const tinyaot_conv_dims_t *d, const tinyaot_requant_t *q,
+                              const int8_t *input, const int8_t *filter, int8_t *output);
+
+/* onnxruntime's float ConvTranspose (MLAS SGEMM + col2im order, then bias and
+ * QuantizeLinear). Same filter layout; filter_scale has one entry per out channel. */
+int tinyaot_transpose_conv_f32_s8(const tinyaot_conv_dims_t *d, const tinyaot_float_conv_t *p,
+                                  const int8_t *input, int8_t *output);
+
 /* Fully connected: output[r][n] for rows r, weights [out_features][in_features]. */
 int tinyaot_fully_connected_s8(int32_t rows, int32_t in_features, int32_t out_features,
                                const tinyaot_requant_t *q, const int8_t *input,
