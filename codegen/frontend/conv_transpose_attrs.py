@@ -2,10 +2,12 @@
 
 Pads follow onnxruntime's ConvTranspose (ComputeTransposePadAndOutputShape),
 which is what `--numerics ort` must reproduce:
-  * output_shape given: total = max(0, (in-1)*s + output_padding + (k-1)*d + 1 - out);
-    SAME_UPPER puts the larger half at the head, anything else at the tail;
-  * auto_pad SAME_UPPER / SAME_LOWER: total = max(0, the same with out = in*s);
-    SAME_UPPER puts the larger half at the tail, SAME_LOWER at the head;
+  * output_shape given: total = max(0, (in-1)*s + output_padding + (k-1)*d + 1 - out)
+    (and an output_shape onnxruntime rejects is rejected);
+  * else auto_pad SAME_UPPER / SAME_LOWER: total = max(0, the same with out = in*s);
+  * in both cases SAME_UPPER puts the larger half of an odd total at the tail,
+    anything else (NOTSET, SAME_LOWER, VALID) at the head (the ONNX spec's
+    rule; checked against onnxruntime's outputs, tests/test_ops_conv_transpose.py);
   * VALID: no padding; NOTSET: the `pads` attribute.
 The output size is (in-1)*s + output_padding + (k-1)*d + 1 - head - tail, or
 output_shape when given. Only the head pads reach the kernels: output pixel
@@ -29,8 +31,10 @@ def conv_transpose_geometry(attrs, in_hw, w_hw):
     adj = _ints(attrs, "output_padding", nd, 0)
     if min(strides) < 1 or min(dil) < 1:
         raise AttrError("strides and dilations must be >= 1")
-    if min(adj) < 0:
-        raise AttrError("output_padding must be >= 0")
+    for i in range(nd):  # onnxruntime's (and the ONNX spec's) bound
+        if not 0 <= adj[i] < max(strides[i], dil[i]):
+            raise AttrError(f"output_padding {list(adj)} must be >= 0 and less than "
+                            "max(stride, dilation) on every axis")
     auto = attrs.get("auto_pad", "NOTSET") or "NOTSET"
     if auto not in ("NOTSET", "VALID", "SAME_UPPER", "SAME_LOWER"):
         raise AttrError(f"unknown auto_pad '{auto}'")
@@ -48,7 +52,13 @@ def conv_transpose_geometry(attrs, in_hw, w_hw):
         if out_shape is not None:
             total = max(0, natural - out_shape[i])
             big, small = total - total // 2, total // 2
-            pads[i], pads[nd + i] = (big, small) if auto == "SAME_UPPER" else (small, big)
+            pads[i], pads[nd + i] = (small, big) if auto == "SAME_UPPER" else (big, small)
+            # onnxruntime refuses an output_shape its forward convolution would not map
+            # back onto the input (e.g. more than stride - 1 rows beyond the natural size)
+            back = (out_shape[i] + total - adj[i] - (kernel[i] - 1) * dil[i] - 1) // strides[i] + 1
+            if back != in_hw[i]:
+                raise AttrError(f"output_shape {out_shape} is inconsistent with the input size "
+                                f"{list(in_hw)}, kernel, strides and output_padding")
             out_hw.append(out_shape[i])
             continue
         if auto in ("SAME_UPPER", "SAME_LOWER"):
