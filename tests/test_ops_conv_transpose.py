@@ -184,7 +184,7 @@ def test_conv_transpose_1d_ort_and_tflite(tmp_path):
     y = b.op("ConvTranspose", [x, w, bias], kernel_shape=[4], strides=[3], pads=[2, 1],
              output_padding=[1])
     b.q(y, 0.06, 5, out="y")
-    m = b.model("x", (1, 5, 7), "y", (1, 3, 21))
+    m = b.model("x", (1, 5, 7), "y", (1, 3, 20))
     path = save(m, tmp_path)
     x = all_int8_inputs((1, 5, 7), 4)
     outs, _ = host_run(path, x, "ort", tmp_path)
@@ -316,7 +316,7 @@ def test_quantize_static_decoder_ort_and_tflite(tmp_path):
     inits = [onnx.numpy_helper.from_array((rng.normal(size=s) * 0.3).astype(np.float32), n)
              for n, s in {"w1": (3, 4, 3, 3), "b1": (4,), "w2": (4, 2, 4, 4), "b2": (2,)}.items()]
     h = helper.make_node
-    nodes = [h("ConvTranspose", ["x", "w1", "b1"], ["u1"], strides=[2, 2], pads=[1, 1, 0, 0],
+    nodes = [h("ConvTranspose", ["x", "w1", "b1"], ["u1"], strides=[2, 2], pads=[1, 1, 1, 1],
                output_padding=[1, 1], name="up1"),
              h("Relu", ["u1"], ["r1"], name="relu1"),
              h("ConvTranspose", ["r1", "w2", "b2"], ["y"], strides=[2, 2], pads=[1, 1, 1, 1],

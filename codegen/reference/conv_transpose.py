@@ -97,9 +97,15 @@ def sgemm_column(xs, wk, gemv):
 
 
 def conv_transpose_ort_float(x, wt, bt, attrs, p, out_hw):
-    """onnxruntime's float ConvTranspose on dequantized tensors, bit for bit."""
+    """onnxruntime's float ConvTranspose on dequantized tensors + QuantizeLinear, bit for bit."""
+    y = conv_transpose_f32(x, wt.data, attrs, p, out_hw)
+    return of.quantize(y, p["out_scale"], p["out_zp"], p["act_min"], p["act_max"])
+
+
+def conv_transpose_f32(x, w, attrs, p, out_hw):
+    """The float32 output of onnxruntime's ConvTranspose (bias included), NCHW."""
     xf = of.dequantize(x, p["in_scale"], p["in_zp"])
-    wf = (wt.data.astype(F32) * p["filter_scale"].reshape(1, -1, 1, 1)).astype(F32)
+    wf = (w.astype(F32) * p["filter_scale"].reshape(1, -1, 1, 1)).astype(F32)
     n, c, h, wd = xf.shape
     cin, og, kh, kw = wf.shape
     g = attrs["group"]
@@ -119,5 +125,4 @@ def conv_transpose_ort_float(x, wt, bt, attrs, p, out_hw):
                 col = sgemm_column(xs, wf[gi * cg:(gi + 1) * cg, :, i, j], h * wd == 1)
                 dst = y[:, gi * og:(gi + 1) * og, ry[1], rx[1]]
                 y[:, gi * og:(gi + 1) * og, ry[1], rx[1]] = (dst + col).astype(F32)
-    y = (y + p["bias_f"].reshape(1, -1, 1, 1)).astype(F32)
-    return of.quantize(y, p["out_scale"], p["out_zp"], p["act_min"], p["act_max"])
+    return (y + p["bias_f"].reshape(1, -1, 1, 1)).astype(F32)
