@@ -36,28 +36,34 @@ def _taps(n_in, n_out, k, stride, pad, dil):
     return out
 
 
-def conv_transpose_acc(x, w, in_zp, attrs, out_hw):
-    """int64 sums of (x - zp) * w, NCHW [n, C_out, oh, ow]."""
-    n, c, h, wd = x.shape
-    cin, og, kh, kw = w.shape
+def tap_blocks(x_shape, w_shape, attrs, out_hw):
+    """(kh, kw, group input channels, group output channels, input pixels, output
+    pixels) for every tap in (kh, kw) order -- col2im's order -- and group."""
+    _, _, h, wd = x_shape
+    cin, og, kh, kw = w_shape
     g = attrs["group"]
     cg = cin // g
-    sh, sw = attrs["strides"]
-    dh, dw = attrs["dilations"]
+    (sh, sw), (dh, dw) = attrs["strides"], attrs["dilations"]
     t, l = attrs["pads"][:2]
-    oh, ow = out_hw
-    acc = np.zeros((n, og * g, oh, ow), dtype=np.int64)
-    xv = x.astype(np.int64) - in_zp
-    w64 = w.astype(np.int64)
-    rows, cols = _taps(h, oh, kh, sh, t, dh), _taps(wd, ow, kw, sw, l, dw)
+    rows = _taps(h, out_hw[0], kh, sh, t, dh)
+    cols = _taps(wd, out_hw[1], kw, sw, l, dw)
     for i, ry in enumerate(rows):
         for j, rx in enumerate(cols):
             if ry is None or rx is None:
                 continue
             for gi in range(g):
-                xs = xv[:, gi * cg:(gi + 1) * cg, ry[0], rx[0]]
-                contrib = np.einsum("nchw,co->nohw", xs, w64[gi * cg:(gi + 1) * cg, :, i, j])
-                acc[:, gi * og:(gi + 1) * og, ry[1], rx[1]] += contrib
+                yield (i, j, slice(gi * cg, (gi + 1) * cg), slice(gi * og, (gi + 1) * og),
+                       (ry[0], rx[0]), (ry[1], rx[1]))
+
+
+def conv_transpose_acc(x, w, in_zp, attrs, out_hw):
+    """int64 sums of (x - zp) * w, NCHW [n, C_out, oh, ow]."""
+    acc = np.zeros((x.shape[0], w.shape[1] * attrs["group"]) + tuple(out_hw), dtype=np.int64)
+    xv = x.astype(np.int64) - in_zp
+    w64 = w.astype(np.int64)
+    for i, j, ci, co, src, dst in tap_blocks(x.shape, w.shape, attrs, out_hw):
+        xs = xv[(slice(None), ci) + src]
+        acc[(slice(None), co) + dst] += np.einsum("nchw,co->nohw", xs, w64[ci, :, i, j])
     return acc
 
 
@@ -106,23 +112,9 @@ def conv_transpose_f32(x, w, attrs, p, out_hw):
     """The float32 output of onnxruntime's ConvTranspose (bias included), NCHW."""
     xf = of.dequantize(x, p["in_scale"], p["in_zp"])
     wf = (w.astype(F32) * p["filter_scale"].reshape(1, -1, 1, 1)).astype(F32)
-    n, c, h, wd = xf.shape
-    cin, og, kh, kw = wf.shape
-    g = attrs["group"]
-    cg = cin // g
-    sh, sw = attrs["strides"]
-    dh, dw = attrs["dilations"]
-    t, l = attrs["pads"][:2]
-    oh, ow = out_hw
-    y = np.zeros((n, og * g, oh, ow), dtype=F32)
-    rows, cols = _taps(h, oh, kh, sh, t, dh), _taps(wd, ow, kw, sw, l, dw)
-    for i, ry in enumerate(rows):
-        for j, rx in enumerate(cols):
-            if ry is None or rx is None:
-                continue
-            for gi in range(g):
-                xs = xf[:, gi * cg:(gi + 1) * cg, ry[0], rx[0]]
-                col = sgemm_column(xs, wf[gi * cg:(gi + 1) * cg, :, i, j], h * wd == 1)
-                dst = y[:, gi * og:(gi + 1) * og, ry[1], rx[1]]
-                y[:, gi * og:(gi + 1) * og, ry[1], rx[1]] = (dst + col).astype(F32)
+    y = np.zeros((x.shape[0], w.shape[1] * attrs["group"]) + tuple(out_hw), dtype=F32)
+    gemv = x.shape[2] * x.shape[3] == 1  # GEMM N (input pixels) == 1
+    for i, j, ci, co, src, dst in tap_blocks(x.shape, w.shape, attrs, out_hw):
+        col = sgemm_column(xf[(slice(None), ci) + src], wf[ci, :, i, j], gemv)
+        y[(slice(None), co) + dst] = (y[(slice(None), co) + dst] + col).astype(F32)
     return (y + p["bias_f"].reshape(1, -1, 1, 1)).astype(F32)
