@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from codegen.backend.c_emit_more import conv_transpose_filter
+from codegen.backend.c_emit_more import conv_transpose_filter, transpose_conv_scratch_bytes
 from codegen.reference.conv_transpose import conv_transpose_f32
 
 from kernel_ffi import INCLUDE, SRC
@@ -35,10 +35,10 @@ static int8_t capture_f32(float x, float s, int32_t zp, int32_t lo, int32_t hi)
 #define tinyaot_quantize_f32 capture_f32
 #include "tinyaot_transpose_conv_f32_s8.c"
 int run_capture(const tinyaot_conv_dims_t *d, const tinyaot_float_conv_t *p,
-                const int8_t *input, int8_t *output, float *y)
+                const int8_t *input, float *scratch, int8_t *output, float *y)
 {
     cap_ = y;
-    return tinyaot_transpose_conv_f32_s8(d, p, input, output);
+    return tinyaot_transpose_conv_f32_s8(d, p, input, scratch, output);
 }
 """
 
@@ -49,7 +49,8 @@ typedef struct { float in_scale; int32_t in_zp; float out_scale; int32_t out_zp;
                  int32_t act_min, act_max; const int8_t *filter; const float *filter_scale;
                  const float *bias_f; } tinyaot_float_conv_t;
 int run_capture(const tinyaot_conv_dims_t *d, const tinyaot_float_conv_t *p,
-                const int8_t *input, int8_t *output, float *y);
+                const int8_t *input, float *scratch, int8_t *output, float *y);
+int32_t tinyaot_transpose_conv_f32_s8_get_buffer_size(const tinyaot_conv_dims_t *d);
 """
 
 
@@ -119,7 +120,11 @@ def c_float(capture_lib, x, wq, p, attrs, out_hw):
     xin = np.ascontiguousarray(x[0].transpose(1, 2, 0))
     out = np.zeros(out_hw[0] * out_hw[1] * cout, np.int8)
     y = np.zeros(out.size, np.float32)
+    nbytes = lib.tinyaot_transpose_conv_f32_s8_get_buffer_size(dims)
+    assert nbytes == transpose_conv_scratch_bytes(cout)
+    scratch = np.full(nbytes // 4, np.nan, np.float32)  # the kernel must not read it first
     assert lib.run_capture(dims, fp, ffi.from_buffer("int8_t[]", xin),
+                           ffi.from_buffer("float[]", scratch),
                            ffi.from_buffer("int8_t[]", out), ffi.from_buffer("float[]", y)) == 0
     return y.reshape(out_hw[0], out_hw[1], cout).transpose(2, 0, 1)[None]
 

@@ -386,3 +386,56 @@ def test_conv_transpose_3d_is_unsupported_cli(tmp_path):
     out = tmp_path / "out"
     assert_clean_error(run_cli("compile", path, "-o", out), "convtranspose_", "1-D and 2-D")
     assert not out.exists()
+
+
+# ---- the integer kernel alone (kernel_ffi: UBSan build, canaries around the output) --
+
+def test_transpose_conv_s8_kernel_random_shapes():
+    """tinyaot_transpose_conv_s8 on random shapes (groups and dilations too, which the
+    kernel handles although tflite numerics never asks for them) and output sizes
+    (output_padding / output_shape), against the numpy reference; the scratch is
+    sized by its _get_buffer_size and filled with garbage first."""
+    import kernel_ffi as kf
+    from codegen.backend.c_emit_more import conv_transpose_filter, transpose_conv_scratch_bytes
+    from codegen.reference.conv_transpose import conv_transpose_tflite
+    rng = np.random.default_rng(42)
+    for case in range(60):
+        group = int(rng.choice([1, 1, 2, 3]))
+        cg, og = int(rng.integers(1, 8)), int(rng.integers(1, 6))
+        k = (int(rng.integers(1, 6)), int(rng.integers(1, 6)))
+        s = (int(rng.integers(1, 4)), int(rng.integers(1, 4)))
+        d = (int(rng.integers(1, 3)), int(rng.integers(1, 3)))
+        hw = (int(rng.integers(1, 6)), int(rng.integers(1, 6)))
+        pads = (int(rng.integers(0, k[0] * d[0])), int(rng.integers(0, k[1] * d[1])))
+        out_hw = tuple((hw[i] - 1) * s[i] + (k[i] - 1) * d[i] + 1 - pads[i]
+                       + int(rng.integers(-pads[i], s[i])) for i in range(2))
+        if min(out_hw) < 1:
+            continue
+        cin, cout = cg * group, og * group
+        x = rng.integers(-128, 128, size=(1, cin) + hw).astype(np.int8)
+        w = rng.integers(-127, 128, size=(cin, og) + k).astype(np.int8)
+        from codegen.reference import tflite_fixedpoint as tfp
+        mult, shift = tfp.conv_output_multipliers(0.05, rng.uniform(0.001, 0.01, cout), 0.1)
+        p = {"in_zp": int(rng.integers(-128, 128)), "out_zp": int(rng.integers(-20, 20)),
+             "act_min": -120, "act_max": 110, "mult": mult, "shift": shift,
+             "bias": rng.integers(-5000, 5000, cout).astype(np.int32)}
+        attrs = {"group": group, "strides": s, "dilations": d, "pads": pads + (0, 0)}
+        ref = conv_transpose_tflite(x, w, attrs, p, out_hw)[0].transpose(1, 2, 0)
+        keep = []
+        dims = kf.new_struct("tinyaot_conv_dims_t", dict(
+            in_h=hw[0], in_w=hw[1], in_c=cin, out_h=out_hw[0], out_w=out_hw[1], out_c=cout,
+            k_h=k[0], k_w=k[1], stride_h=s[0], stride_w=s[1], dil_h=d[0], dil_w=d[1],
+            pad_top=pads[0], pad_left=pads[1], groups=group), keep)
+        q = kf.new_struct("tinyaot_requant_t", dict(
+            in_zp=p["in_zp"], out_zp=p["out_zp"], act_min=-120, act_max=110, bias=p["bias"],
+            scale=None, mult=np.asarray(mult, np.int32), shift=np.asarray(shift, np.int32)), keep)
+        nbytes = kf.kernels().call("tinyaot_transpose_conv_s8_get_buffer_size", dims)
+        assert nbytes == transpose_conv_scratch_bytes(cout)
+        scratch = rng.integers(-2**31, 2**31 - 1, nbytes // 4).astype(np.int32)
+        out = kf.OutBuf(ref.size, rng)
+        assert kf.kernels().call(
+            "tinyaot_transpose_conv_s8", dims, q, kf.cbuf(x[0].transpose(1, 2, 0), np.int8, keep),
+            kf.cbuf(conv_transpose_filter(w, group), np.int8, keep),
+            kf.ffi.from_buffer("int32_t[]", scratch, require_writable=True), out.ptr) == 0
+        np.testing.assert_array_equal(out.result("tinyaot_transpose_conv_s8").reshape(ref.shape),
+                                      ref, err_msg=str((case, cg, og, group, k, s, d, hw, pads)))

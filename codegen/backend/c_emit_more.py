@@ -148,6 +148,12 @@ def conv_transpose_filter(w, group):
                                 .reshape(kh, kw, group * og, cg))
 
 
+def transpose_conv_scratch_bytes(out_c):
+    """tinyaot_transpose_conv_s8_get_buffer_size / ..._f32_s8_get_buffer_size: one
+    output pixel's accumulators (int32 or float)."""
+    return 4 * out_c
+
+
 def emit_conv_transpose(em, lid, n, p, info):
     """ConvTranspose: ort -> onnxruntime's float kernel, tflite -> the integer one."""
     x = em.g.tensors[n.inputs[0]]
@@ -156,13 +162,17 @@ def emit_conv_transpose(em, lid, n, p, info):
     group = n.attrs["group"]
     dims = em.conv_dims(lid, n)
     info["macs"] = int(x.size * w.shape[1] * w.shape[2] * w.shape[3])
+    from ..planner.arena import scratch_name
     filt = em.const("int8_t", f"{lid}_w", conv_transpose_filter(w.data, group), align=4)
+    scratch = f"(ARENA + {em.plan.where[scratch_name(n)].offset})"
     if "filter_scale" in p:
         em.float_layer(lid, em.g, n, w, p, filt, scales=np.tile(p["filter_scale"], group),
                        bias_f=p["bias_f"])
         info["kernel"] = "tinyaot_transpose_conv_f32_s8"
-        em.call(info["kernel"], [dims, f"&{lid}_fp", em.ptr(x.name), em.ptr(y.name)])
+        em.call(info["kernel"], [dims, f"&{lid}_fp", em.ptr(x.name), f"(float *)(void *){scratch}",
+                                 em.ptr(y.name)])
         return
     q = em.requant(lid, p)
     info["kernel"] = "tinyaot_transpose_conv_s8"
-    em.call(info["kernel"], [dims, q, em.ptr(x.name), filt, em.ptr(y.name)])
+    em.call(info["kernel"], [dims, q, em.ptr(x.name), filt, f"(int32_t *)(void *){scratch}",
+                             em.ptr(y.name)])

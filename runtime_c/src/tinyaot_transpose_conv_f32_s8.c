@@ -49,38 +49,48 @@ static float sgemm_term(const int8_t *in, const int8_t *f, int32_t n, float in_s
     return total;
 }
 
+int32_t tinyaot_transpose_conv_f32_s8_get_buffer_size(const tinyaot_conv_dims_t *d)
+{
+    return d->out_c * (int32_t)sizeof(float);
+}
+
 int tinyaot_transpose_conv_f32_s8(const tinyaot_conv_dims_t *d, const tinyaot_float_conv_t *p,
-                                  const int8_t *input, int8_t *output)
+                                  const int8_t *input, float *scratch, int8_t *output)
 {
     const int32_t cin_g = d->in_c / d->groups;
     const int32_t cout_g = d->out_c / d->groups;
     const int32_t gemv = d->in_h * d->in_w == 1;
     for (int32_t oy = 0; oy < d->out_h; ++oy) {
         for (int32_t ox = 0; ox < d->out_w; ++ox) {
-            int8_t *out = output + (oy * d->out_w + ox) * d->out_c;
+            /* col2im: the pixel starts at zero, then each tap's term in (k_h, k_w) order */
             for (int32_t oc = 0; oc < d->out_c; ++oc) {
-                const int32_t g = oc / cout_g;
-                float acc = 0.0f;
-                for (int32_t ky = 0; ky < d->k_h; ++ky) {
-                    const int32_t iy = tinyaot_transpose_conv_tap(oy, ky, d->pad_top, d->dil_h,
-                                                                  d->stride_h, d->in_h);
-                    if (iy < 0) {
+                scratch[oc] = 0.0f;
+            }
+            for (int32_t ky = 0; ky < d->k_h; ++ky) {
+                const int32_t iy = tinyaot_transpose_conv_tap(oy, ky, d->pad_top, d->dil_h,
+                                                              d->stride_h, d->in_h);
+                if (iy < 0) {
+                    continue;
+                }
+                for (int32_t kx = 0; kx < d->k_w; ++kx) {
+                    const int32_t ix = tinyaot_transpose_conv_tap(ox, kx, d->pad_left, d->dil_w,
+                                                                  d->stride_w, d->in_w);
+                    if (ix < 0) {
                         continue;
                     }
-                    for (int32_t kx = 0; kx < d->k_w; ++kx) {
-                        const int32_t ix = tinyaot_transpose_conv_tap(ox, kx, d->pad_left, d->dil_w,
-                                                                      d->stride_w, d->in_w);
-                        if (ix < 0) {
-                            continue;
-                        }
-                        const int8_t *in = input + (iy * d->in_w + ix) * d->in_c + g * cin_g;
-                        const int8_t *f = p->filter + ((ky * d->k_w + kx) * d->out_c + oc) * cin_g;
-                        acc = acc + sgemm_term(in, f, cin_g, p->in_scale, p->in_zp,
-                                               p->filter_scale[oc], gemv);
+                    const int8_t *pixel = input + (iy * d->in_w + ix) * d->in_c;
+                    const int8_t *f = p->filter + (ky * d->k_w + kx) * d->out_c * cin_g;
+                    for (int32_t oc = 0; oc < d->out_c; ++oc, f += cin_g) {
+                        scratch[oc] = scratch[oc] + sgemm_term(pixel + (oc / cout_g) * cin_g, f,
+                                                               cin_g, p->in_scale, p->in_zp,
+                                                               p->filter_scale[oc], gemv);
                     }
                 }
-                acc = acc + p->bias_f[oc];
-                out[oc] = tinyaot_quantize_f32(acc, p->out_scale, p->out_zp, p->act_min, p->act_max);
+            }
+            int8_t *out = output + (oy * d->out_w + ox) * d->out_c;
+            for (int32_t oc = 0; oc < d->out_c; ++oc) {
+                out[oc] = tinyaot_quantize_f32(scratch[oc] + p->bias_f[oc], p->out_scale,
+                                               p->out_zp, p->act_min, p->act_max);
             }
         }
     }
