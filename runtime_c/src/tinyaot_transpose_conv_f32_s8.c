@@ -66,25 +66,15 @@ int tinyaot_transpose_conv_f32_s8(const tinyaot_conv_dims_t *d, const tinyaot_fl
             for (int32_t oc = 0; oc < d->out_c; ++oc) {
                 scratch[oc] = 0.0f;
             }
-            for (int32_t ky = 0; ky < d->k_h; ++ky) {
-                const int32_t iy = tinyaot_transpose_conv_tap(oy, ky, d->pad_top, d->dil_h,
-                                                              d->stride_h, d->in_h);
-                if (iy < 0) {
-                    continue;
-                }
-                for (int32_t kx = 0; kx < d->k_w; ++kx) {
-                    const int32_t ix = tinyaot_transpose_conv_tap(ox, kx, d->pad_left, d->dil_w,
-                                                                  d->stride_w, d->in_w);
-                    if (ix < 0) {
-                        continue;
-                    }
-                    const int8_t *pixel = input + (iy * d->in_w + ix) * d->in_c;
-                    const int8_t *f = p->filter + (ky * d->k_w + kx) * d->out_c * cin_g;
-                    for (int32_t oc = 0; oc < d->out_c; ++oc, f += cin_g) {
-                        scratch[oc] = scratch[oc] + sgemm_term(pixel + (oc / cout_g) * cin_g, f,
-                                                               cin_g, p->in_scale, p->in_zp,
-                                                               p->filter_scale[oc], gemv);
-                    }
+            int32_t tap = -1;
+            int32_t pix;
+            while (tinyaot_transpose_conv_next_tap(d, oy, ox, &tap, &pix)) {
+                const int8_t *pixel = input + pix * d->in_c;
+                const int8_t *f = p->filter + tap * d->out_c * cin_g;
+                for (int32_t oc = 0; oc < d->out_c; ++oc, f += cin_g) {
+                    scratch[oc] = scratch[oc] + sgemm_term(pixel + (oc / cout_g) * cin_g, f,
+                                                           cin_g, p->in_scale, p->in_zp,
+                                                           p->filter_scale[oc], gemv);
                 }
             }
             int8_t *out = output + (oy * d->out_w + ox) * d->out_c;

@@ -26,29 +26,19 @@ int tinyaot_transpose_conv_s8(const tinyaot_conv_dims_t *d, const tinyaot_requan
             for (int32_t oc = 0; oc < d->out_c; ++oc) {
                 scratch[oc] = 0;
             }
-            for (int32_t ky = 0; ky < d->k_h; ++ky) {
-                const int32_t iy = tinyaot_transpose_conv_tap(oy, ky, d->pad_top, d->dil_h,
-                                                              d->stride_h, d->in_h);
-                if (iy < 0) {
-                    continue;
-                }
-                for (int32_t kx = 0; kx < d->k_w; ++kx) {
-                    const int32_t ix = tinyaot_transpose_conv_tap(ox, kx, d->pad_left, d->dil_w,
-                                                                  d->stride_w, d->in_w);
-                    if (ix < 0) {
-                        continue;
+            int32_t tap = -1;
+            int32_t pix;
+            while (tinyaot_transpose_conv_next_tap(d, oy, ox, &tap, &pix)) {
+                const int8_t *pixel = input + pix * d->in_c;
+                /* filter [k_h][k_w][out_c][in_c/groups] */
+                const int8_t *f = filter + tap * d->out_c * cin_g;
+                for (int32_t oc = 0; oc < d->out_c; ++oc, f += cin_g) {
+                    const int8_t *in = pixel + (oc / cout_g) * cin_g;
+                    int32_t acc = 0;
+                    for (int32_t ic = 0; ic < cin_g; ++ic) {
+                        acc += ((int32_t)in[ic] - in_zp) * (int32_t)f[ic];
                     }
-                    const int8_t *pixel = input + (iy * d->in_w + ix) * d->in_c;
-                    /* filter [k_h][k_w][out_c][in_c/groups] */
-                    const int8_t *f = filter + (ky * d->k_w + kx) * d->out_c * cin_g;
-                    for (int32_t oc = 0; oc < d->out_c; ++oc, f += cin_g) {
-                        const int8_t *in = pixel + (oc / cout_g) * cin_g;
-                        int32_t acc = 0;
-                        for (int32_t ic = 0; ic < cin_g; ++ic) {
-                            acc += ((int32_t)in[ic] - in_zp) * (int32_t)f[ic];
-                        }
-                        scratch[oc] += acc;
-                    }
+                    scratch[oc] += acc;
                 }
             }
             int8_t *out = output + (oy * d->out_w + ox) * d->out_c;
