@@ -439,3 +439,28 @@ def test_transpose_conv_s8_kernel_random_shapes():
             kf.ffi.from_buffer("int32_t[]", scratch, require_writable=True), out.ptr) == 0
         np.testing.assert_array_equal(out.result("tinyaot_transpose_conv_s8").reshape(ref.shape),
                                       ref, err_msg=str((case, cg, og, group, k, s, d, hw, pads)))
+
+
+@pytest.mark.parametrize("bad", [
+    {"strides": [0, 1]}, {"dilations": [1]}, {"pads": [-1, 0, 0, 0]},
+    {"output_padding": [2, 0]}, {"kernel_shape": [2, 2]}, {"output_shape": [40, 40]},
+    {"auto_pad": "SAME_MIDDLE"}, {"group": 2}, {"pads": [5, 5, 5, 5]},
+])
+def test_conv_transpose_bad_attributes_are_clean_errors(bad, tmp_path):
+    """Invalid attributes: a TinyAotError naming the model (and the node when it gets
+    that far), whichever of ONNX shape inference or tinyaot sees it first."""
+    rng = np.random.default_rng(0)
+    b = QdqBuilder("ct_bad")
+    x = b.dq("x", 0.05, 0)
+    w, _ = b.weight((rng.normal(size=(3, 2, 3, 3))).astype(np.float32), axis=1)
+    a = {"kernel_shape": [3, 3], "strides": [2, 2]}
+    a.update(bad)
+    b.nodes.append(helper.make_node("ConvTranspose", [x, w], ["ct"], name="ct_node", **a))
+    b.q("ct", 0.1, 0, out="y")
+    m = b.model("x", (1, 3, 4, 4), "y", (1, 3, 4, 4))
+    m.graph.output[0].type.tensor_type.ClearField("shape")
+    path = save(m, tmp_path)
+    for numerics in ("ort", "tflite"):
+        with pytest.raises(TinyAotError) as e:
+            compile_model(path, numerics=numerics)
+        assert str(path) in str(e.value)
