@@ -64,10 +64,30 @@ def _conv_like(g, n, numerics):
     y = g.tensors[n.outputs[0]]
     sx, zx = x.q.scalar()
     sy, zy = y.q.scalar()
-    cout = w.shape[0]
-    sw = np.broadcast_to(w.q.scale.astype(F32), (cout,))
+    transposed = n.op == "conv_transpose"
+    cout = y.shape[1] if transposed else w.shape[0]
+    if transposed:  # weights [C_in, C_out/group, ...]: scales along axis 1, repeated per group
+        sw = np.tile(np.broadcast_to(w.q.scale.astype(F32), (w.shape[1],)), n.attrs["group"])
+    else:
+        sw = np.broadcast_to(w.q.scale.astype(F32), (cout,))
     p = {"in_zp": zx, "out_zp": zy}
     p["act_min"], p["act_max"] = act_bounds(numerics, y, n.attrs.get("act_lo"), n.attrs.get("act_hi"))
+    b = n.inputs[2] if len(n.inputs) > 2 else None
+    if numerics != "ort":
+        from .bias_scale import check_bias_scale
+        check_bias_scale(g, n, sx, sw)
+    if transposed and numerics == "ort":
+        # onnxruntime's float ConvTranspose (reference/conv_transpose.py)
+        from .reference.ops import float_bias
+        p.update(in_scale=sx, out_scale=sy, bias_f=float_bias(g.tensors[b] if b else None, cout),
+                 filter_scale=np.broadcast_to(w.q.scale.astype(F32), (w.shape[1],)).copy())
+        return p
+    if transposed:
+        a = n.attrs
+        if a["group"] != 1 or tuple(a["dilations"]) != (1, 1):
+            raise TinyAotError(f"tflite numerics: TFLite TRANSPOSE_CONV has no groups and no "
+                               f"dilation (this ConvTranspose has group={a['group']}, "
+                               f"dilations={list(a['dilations'])})", model=g.source, node=n.name)
     if numerics == "ort":
         # ORT QLinearConv/QGemm: output_scale = X_scale * W_scale / Y_scale, in float32.
         p["scale"] = ((sx * sw).astype(F32) / sy).astype(F32)
@@ -78,10 +98,9 @@ def _conv_like(g, n, numerics):
             # TFLM FullyConnected: a per-tensor filter's scale product is float32.
             mult, shift = tfp.fc_output_multipliers(sx, w.q.scale, sy)
         else:
-            mult, shift = tfp.conv_output_multipliers(sx, w.q.scale, sy)
+            mult, shift = tfp.conv_output_multipliers(sx, sw if transposed else w.q.scale, sy)
         p["mult"] = np.broadcast_to(np.asarray(mult, dtype=np.int32), (cout,)).copy()
         p["shift"] = np.broadcast_to(np.asarray(shift, dtype=np.int32), (cout,)).copy()
-    b = n.inputs[2] if len(n.inputs) > 2 else None
     p["bias"] = (g.tensors[b].data.astype(np.int32).reshape(-1) if b
                  else np.zeros(cout, dtype=np.int32))
     return p
@@ -186,6 +205,7 @@ def _clamp_requant(g, n, numerics):
 
 _PREPARE = {
     "conv2d": _conv_like,
+    "conv_transpose": _conv_like,
     "fully_connected": _conv_like,
     "add": _add,
     "avgpool": _avgpool,

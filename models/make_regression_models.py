@@ -9,6 +9,9 @@
   conv1d_int8.onnx      1-D conv model on [1,4,32]:
       conv1d k5 + ReLU, zero Pad, depthwise conv1d k3/2 + Tanh, conv1d k3
       dilation 2, Mul by a per-channel constant, Flatten, Gemm.
+  decoder_int8.onnx     upsampler on [1,16,1,1]: ConvTranspose k4 + ReLU,
+      ConvTranspose k4/2 pad 1 + ReLU, ConvTranspose k3/2 pad 1
+      output_padding 1 -> [1,1,16,16].
 
 Each is exported from torch (opset 17), quantized with onnxruntime's
 quantize_static (QDQ, per-channel int8 weights, int8 activations, MinMax on
@@ -186,6 +189,22 @@ def _requantize_bias(g, inits, producers, conv, x_scale):
     new_int = np.rint(b_int * b_scale / new_scale.astype(np.float64)).astype(np.int32)
     inits[b_dq.input[0]].CopyFrom(onnx.numpy_helper.from_array(new_int, b_dq.input[0]))
     inits[b_dq.input[1]].CopyFrom(onnx.numpy_helper.from_array(new_scale, b_dq.input[1]))
+
+
+class Decoder(nn.Module):
+    """A tiny DCGAN-style upsampler: [1,16,1,1] -> [1,1,16,16], three ConvTranspose."""
+
+    def __init__(self):
+        super().__init__()
+        self.up1 = nn.ConvTranspose2d(16, 8, 4)  # one input pixel: MLAS's M=1 SGEMM path
+        self.up2 = nn.ConvTranspose2d(8, 4, 4, stride=2, padding=1)
+        self.up3 = nn.ConvTranspose2d(4, 1, 3, stride=2, padding=1, output_padding=1)
+
+    def forward(self, x):
+        return self.up3(F.relu(self.up2(F.relu(self.up1(x)))))
+
+
+MODELS["decoder"] = (Decoder, (16, 1, 1))  # decoder_int8.onnx: ConvTranspose + Relu
 
 
 def build(key, out_dir=HERE, seed=0):

@@ -151,6 +151,9 @@ class _Emitter:
         elif op == "pad":
             from .c_emit_more import emit_pad
             emit_pad(self, lid, n, p, info)
+        elif op == "conv_transpose":
+            from .c_emit_more import emit_conv_transpose
+            emit_conv_transpose(self, lid, n, p, info)
         elif op == "lut":
             t = g.tensors[n.inputs[0]]
             table = self.const("int8_t", f"{lid}_table", p["table"])
@@ -183,11 +186,13 @@ class _Emitter:
         info["weight_bytes"] = self.weights_bytes - before
         self.layers.append(info)
 
-    def float_layer(self, lid, g, n, w, p, filt):
-        """Parameters of an onnxruntime float layer (int8 weights + their scales)."""
-        scale = self.const("float", f"{lid}_ws",
-                           np.broadcast_to(w.q.scale.astype(np.float32), (w.shape[0],)))
-        bias = self.const("float", f"{lid}_bf", _float_bias(g, n))
+    def float_layer(self, lid, g, n, w, p, filt, scales=None, bias_f=None):
+        """Parameters of an onnxruntime float layer (int8 weights + their scales,
+        one per output channel; default: along the weights' axis 0)."""
+        if scales is None:
+            scales = np.broadcast_to(w.q.scale.astype(np.float32), (w.shape[0],))
+        scale = self.const("float", f"{lid}_ws", scales)
+        bias = self.const("float", f"{lid}_bf", _float_bias(g, n) if bias_f is None else bias_f)
         self.consts.append(
             f"static const tinyaot_float_conv_t {lid}_fp = {{ {c_float(p['in_scale'])}, "
             f"{p['in_zp']}, {c_float(p['out_scale'])}, {p['out_zp']}, {p['act_min']}, "

@@ -12,7 +12,7 @@ from __future__ import annotations
 from ..ir import Node, Tensor
 
 NHWC = (0, 2, 3, 1)
-SPATIAL = {"conv2d", "avgpool", "maxpool"}
+SPATIAL = {"conv2d", "conv_transpose", "avgpool", "maxpool"}
 ELEMENTWISE = {"add", "clamp", "requantize", "lut", "mul"}
 ALIAS_OPS = {"reshape", "transpose", "reinterpret"}
 # all inputs and the output in the first input's layout (any perm; e.g. Concat)

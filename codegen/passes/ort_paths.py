@@ -12,7 +12,7 @@ repeat MLAS's fused multiply-add order.
 from __future__ import annotations
 
 
-FLOAT_COMPUTE = {"Conv", "FusedConv", "Gemm", "FusedGemm", "MatMul", "FusedMatMul"}
+FLOAT_COMPUTE = {"Conv", "FusedConv", "Gemm", "FusedGemm", "MatMul", "FusedMatMul", "ConvTranspose"}
 PASS_THROUGH = {"ReorderOutput", "Relu", "Clip"}
 
 
@@ -43,6 +43,13 @@ def float_tensors_in_ort(model_path):
 def mark_ort_float_nodes(g, model_path):
     floats = float_tensors_in_ort(model_path)
     for n in g.nodes:
-        if n.op in ("conv2d", "fully_connected"):
+        if n.op in ("conv2d", "fully_connected", "conv_transpose"):
             n.attrs["ort_float"] = bool(floats & set(n.attrs.get("onnx_tensors", ())))
+        if n.op == "conv_transpose" and not n.attrs["ort_float"]:
+            # onnxruntime has no integer ConvTranspose: it always runs the float one,
+            # which is all tinyaot reproduces.
+            from ..errors import TinyAotError
+            raise TinyAotError("onnxruntime does not run this ConvTranspose as a float "
+                               "ConvTranspose; tinyaot cannot reproduce what it runs instead",
+                               model=g.source, node=n.name)
     return g

@@ -67,6 +67,22 @@ typedef struct {
 int tinyaot_convolve_f32_s8(const tinyaot_conv_dims_t *d, const tinyaot_float_conv_t *p,
                             const int8_t *input, int8_t *output);
 
+/* Transposed convolution (ONNX ConvTranspose), TFLite TRANSPOSE_CONV integer
+ * semantics. Output pixel o gets input pixel i through tap t when
+ * o = i * stride - pad + t * dil. Filter layout [k_h][k_w][out_c][in_c/groups].
+ * scratch: *_get_buffer_size bytes (one pixel's accumulators), planned in the
+ * arena by the compiler and live only during the call. */
+int tinyaot_transpose_conv_s8(const tinyaot_conv_dims_t *d, const tinyaot_requant_t *q,
+                              const int8_t *input, const int8_t *filter, int32_t *scratch,
+                              int8_t *output);
+int32_t tinyaot_transpose_conv_s8_get_buffer_size(const tinyaot_conv_dims_t *d);
+
+/* onnxruntime's float ConvTranspose (MLAS SGEMM + col2im order, then bias and
+ * QuantizeLinear). Same filter layout; filter_scale has one entry per out channel. */
+int tinyaot_transpose_conv_f32_s8(const tinyaot_conv_dims_t *d, const tinyaot_float_conv_t *p,
+                                  const int8_t *input, float *scratch, int8_t *output);
+int32_t tinyaot_transpose_conv_f32_s8_get_buffer_size(const tinyaot_conv_dims_t *d);
+
 /* Fully connected: output[r][n] for rows r, weights [out_features][in_features]. */
 int tinyaot_fully_connected_s8(int32_t rows, int32_t in_features, int32_t out_features,
                                const tinyaot_requant_t *q, const int8_t *input,
