@@ -151,6 +151,12 @@ class _Emitter:
         elif op == "pad":
             from .c_emit_more import emit_pad
             emit_pad(self, lid, n, p, info)
+        elif op == "slice":
+            from .c_emit_data import emit_slice
+            emit_slice(self, lid, n, p, info)
+        elif op == "resize":
+            from .c_emit_data import emit_resize
+            emit_resize(self, lid, n, p, info)
         elif op == "lut":
             t = g.tensors[n.inputs[0]]
             table = self.const("int8_t", f"{lid}_table", p["table"])

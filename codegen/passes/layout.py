@@ -12,11 +12,11 @@ from __future__ import annotations
 from ..ir import Node, Tensor
 
 NHWC = (0, 2, 3, 1)
-SPATIAL = {"conv2d", "avgpool", "maxpool"}
+SPATIAL = {"conv2d", "avgpool", "maxpool", "resize"}
 ELEMENTWISE = {"add", "clamp", "requantize", "lut", "mul"}
 ALIAS_OPS = {"reshape", "transpose", "reinterpret"}
 # all inputs and the output in the first input's layout (any perm; e.g. Concat)
-SAME_LAYOUT = {"concat", "pad"}
+SAME_LAYOUT = {"concat", "pad", "slice"}
 # every activation input row-major (e.g. MatMul of two activations)
 ROW_MAJOR_INPUTS = {"matmul"}
 
