@@ -1,5 +1,5 @@
 """tinyaot's own regression models (models/make_regression_models.py):
-a MobileNetV2-style block and a 1-D conv model. ort numerics: the generated C
+a MobileNetV2-style block, a 1-D conv model and a Slice / Split / Resize model. ort numerics: the generated C
 equals onnxruntime's golden outputs; tflite numerics: it equals the numpy TFLM
 reference; on the host and on the Cortex-M4 in QEMU."""
 import numpy as np
@@ -17,6 +17,9 @@ MODELS = {
                    "MaxPool", "Gemm", "Conv"},
     "conv1d": {"Conv", "Pad", "Tanh", "Gemm"},
 }
+MODELS["data_ops"] = {"Slice", "Split", "Resize", "Add", "Conv", "Gemm"}
+KERNELS = {"data_ops": {"tinyaot_slice_s8", "tinyaot_resize_nearest_s8",
+                        "tinyaot_resize_bilinear_s8"}}
 
 
 def paths(key):
@@ -65,7 +68,7 @@ def test_regression_model_host(key, numerics, tmp_path):
     c = _check(key, numerics, "host", tmp_path)
     kernels = set(c.report["kernels"])
     want = {"mbv2_block": {"tinyaot_lut_s8", "tinyaot_mul_s8", "tinyaot_pad_s8"},
-            "conv1d": {"tinyaot_lut_s8", "tinyaot_pad_s8"}}[key]
+            "conv1d": {"tinyaot_lut_s8", "tinyaot_pad_s8"}, **KERNELS}[key]
     assert want <= kernels, want - kernels
 
 
