@@ -187,3 +187,28 @@ def test_resize_tflite_without_equivalent_is_a_clear_error(mode, ctm, nearest, t
         compile_model(path, numerics="tflite")
     assert "resize" in str(e.value)
     compile_model(path, numerics="ort")  # fine in ort numerics
+
+
+@pytest.mark.parametrize("ctm", NEAREST_CTMS)
+def test_resize_nearest_index_tables_equal_onnxruntime(ctm, tmp_path):
+    """The source row of every output row, read back from onnxruntime (input
+    row r holds the value r), for geometries whose coordinates land within a
+    few float32 ulps of k + 0.5 (ORT takes those as ties) or of an integer, and
+    scale 1 (ORT maps the axis one to one)."""
+    from codegen.reference.resize import ort_nearest_axis
+    geoms = [(7, 2, None), (7, 4, None), (7, 8, None), (10, 6, None), (7, 1, None), (2, 2, None),
+             (3, 3, None), (9, 5, 0.6), (6, 2, float(np.float32(1 / 2.499999))), (5, 12, 2.5),
+             (4, 3, None), (8, 20, 2.5), (6, 4, 0.75)]
+    for nm in NEAREST_MODES:
+        for k, (n_in, n_out, scale) in enumerate(geoms):
+            if scale is None:
+                m = resize_model((1, 1, n_in, 1), "nearest", ctm, nm, sizes=[1, 1, n_out, 1])
+                scale = float(np.float32(n_out) / np.float32(n_in))
+            else:
+                m = resize_model((1, 1, n_in, 1), "nearest", ctm, nm, scales=[1, 1, scale, 1])
+                n_out = int(np.float32(scale) * np.float32(n_in))
+            path = save(m, tmp_path, f"{nm}{k}.onnx")
+            x = np.arange(n_in, dtype=np.int8).reshape(1, 1, 1, n_in, 1)
+            got = run_ort(path, x)[0, 0, 0, :, 0].astype(np.int32)  # the value is the source row
+            np.testing.assert_array_equal(ort_nearest_axis(ctm, nm, scale, n_in, n_out), got,
+                                          err_msg=f"{nm} {n_in} -> {n_out} scale {scale}")
