@@ -36,7 +36,7 @@ static void bilinear_tflite(const tinyaot_resize_bilinear_params_t *p, int32_t y
     for (int32_t i = 0; i < p->c; ++i) {
         const int32_t acc = a[i] * w00 + b[i] * w01 + c[i] * w10 + d[i] * w11;
         /* +2^19 or -2^19 by sign, without a branch; / truncates toward zero */
-        const int32_t rnd = (1 << 19) + ((acc >> 31) & -(1 << 20));
+        const int32_t rnd = tinyaot_fp_select(tinyaot_fp_mask(acc < 0), -(1 << 19), 1 << 19);
         const int32_t v = (acc + rnd) / (1 << 20);
         out[i] = p->table ? p->table[v + 128] : (int8_t)v;
     }
