@@ -13,24 +13,14 @@ from onnx import TensorProto, helper
 
 from codegen.compiler import compile_model
 from codegen.errors import TinyAotError
-from codegen.reference import run_graph
-from codegen.verify import run_model
 
-from qdq_builders import QdqBuilder, all_int8_inputs, run_ort, save
+from qdq_builders import QdqBuilder, all_int8_inputs, host_run_checked, run_ort, save
 
 Q = (0.05, 3)
 
 
 def host_run(path, x, numerics, tmp_path, kernel="tinyaot_slice_s8"):
-    c = compile_model(path, numerics=numerics)
-    outs, info = run_model(path, x, board="host", numerics=numerics, build_dir=tmp_path / "gen",
-                           compiled=c)
-    assert info["status"] == [0] * len(x)
-    assert kernel in c.report["kernels"]
-    g = c.graph
-    ref = np.stack([run_graph(g, numerics, {g.inputs[0]: v}, c.params)[g.outputs[0]] for v in x])
-    np.testing.assert_array_equal(outs.reshape(ref.shape), ref)  # C == numpy reference
-    return outs.reshape(ref.shape), c
+    return host_run_checked(path, x, numerics, tmp_path, kernel)
 
 
 def _front(b, c, conv, rng):
