@@ -202,3 +202,18 @@ def test_resize_nearest_index_tables_equal_onnxruntime(ctm, tmp_path):
             got = run_ort(path, x)[0, 0, 0, :, 0].astype(np.int32)  # the value is the source row
             np.testing.assert_array_equal(ort_nearest_axis(ctm, nm, scale, n_in, n_out), got,
                                           err_msg=f"{nm} {n_in} -> {n_out} scale {scale}")
+
+
+def test_resize_opset18_axes_bit_exact(tmp_path):
+    """opset 18: scales given for `axes` [2, 3] only."""
+    b = QdqBuilder("axes")
+    x = b.dq("x", *Q)
+    sc = b.const_int(np.asarray([1.5, 2.0], np.float32), np.float32)
+    y = b.op("Resize", [x, "", sc], mode="linear", axes=[2, 3],
+             coordinate_transformation_mode="half_pixel")
+    b.q(y, *Q, out="y")
+    m = b.model("x", (1, 3, 4, 3), "y", (1, 3, 6, 6), opset=18)
+    path = save(m, tmp_path)
+    x = all_int8_inputs((1, 3, 4, 3), 3)
+    outs, _ = host_run(path, x, "ort", tmp_path, "tinyaot_resize_bilinear_s8")
+    np.testing.assert_array_equal(outs, run_ort(path, x).reshape(outs.shape))

@@ -193,3 +193,22 @@ def test_invalid_slice_split_is_a_clean_error(kind, tmp_path):
     with pytest.raises(TinyAotError) as e:
         compile_model(save(m, tmp_path))
     assert node in str(e.value) and "m.onnx" in str(e.value)
+
+
+def test_split_directly_on_integer_tensor(tmp_path):
+    """int8 graph input -> Split (no DequantizeLinear in front) -> DQ -> Concat of
+    the pieces swapped -> Q."""
+    from onnx import numpy_helper
+    inits = [numpy_helper.from_array(np.float32(0.05), "s"), numpy_helper.from_array(np.int8(3), "z"),
+             numpy_helper.from_array(np.asarray([1, 4], np.int64), "sp")]
+    nodes = [helper.make_node("Split", ["x", "sp"], ["a", "b"], axis=2),
+             helper.make_node("DequantizeLinear", ["a", "s", "z"], ["fa"]),
+             helper.make_node("DequantizeLinear", ["b", "s", "z"], ["fb"]),
+             helper.make_node("Concat", ["fb", "fa"], ["f"], axis=2),
+             helper.make_node("QuantizeLinear", ["f", "s", "z"], ["y"])]
+    m = int_model(nodes, inits, (1, 3, 5, 2), (1, 3, 5, 2), 13)
+    path = save(m, tmp_path)
+    x = all_int8_inputs((1, 3, 5, 2), 3)
+    outs, _ = host_run(path, x, "ort", tmp_path)
+    np.testing.assert_array_equal(outs, run_ort(path, x).reshape(outs.shape))
+    np.testing.assert_array_equal(outs, np.concatenate([x[:, :, :, 1:], x[:, :, :, :1]], axis=3))
