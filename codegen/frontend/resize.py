@@ -59,6 +59,8 @@ def resize_attrs(attrs, opset, in_shape, out_shape, scales, sizes):
         full_sizes = [int(np.float32(s) * np.float32(i)) for s, i in zip(full_scales, in_shape)]
     else:
         raise ResizeUnsupported("Resize needs constant scales or sizes")
+    if min(full_sizes) <= 0:
+        raise ValueError(f"Resize output {full_sizes} is empty")
     if full_sizes[:2] != list(in_shape[:2]):
         raise ResizeUnsupported("Resize of the N or C axis is not supported (only H, W)")
     if tuple(full_sizes) != tuple(out_shape):
