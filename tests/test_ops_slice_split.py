@@ -212,3 +212,24 @@ def test_split_directly_on_integer_tensor(tmp_path):
     outs, _ = host_run(path, x, "ort", tmp_path)
     np.testing.assert_array_equal(outs, run_ort(path, x).reshape(outs.shape))
     np.testing.assert_array_equal(outs, np.concatenate([x[:, :, :, 1:], x[:, :, :, :1]], axis=3))
+
+
+@pytest.mark.parametrize("qdq_between", [False, True])
+def test_slice_of_a_slice_is_one_copy(qdq_between, tmp_path):
+    """x[:, 1:6, ::2, ::-1] as three Slice nodes (as torch exports it), with or
+    without Q -> DQ between them: one slice of x, bit-exact with onnxruntime."""
+    b = QdqBuilder("chain")
+    y = _front(b, 6, True, np.random.default_rng(2))
+    for st, en, ax, sp in (([1], [6], [1], [1]), ([0], [100], [2], [2]), ([-1], [-100], [3], [-1])):
+        y = b.op("Slice", [y] + [b.const_int(v, np.int64) for v in (st, en, ax, sp)])
+        if qdq_between:
+            y = b.dq(b.q(y, *Q), *Q)
+    b.q(y, *Q, out="y")
+    m = b.model("x", (1, 6, 5, 4), "y", (1, 5, 3, 4))
+    path = save(m, tmp_path)
+    x = all_int8_inputs((1, 6, 5, 4), 3)
+    outs, c = host_run(path, x, "ort", tmp_path)
+    np.testing.assert_array_equal(outs, run_ort(path, x).reshape(outs.shape))
+    slices = [n for n in c.graph.nodes if n.op == "slice"]
+    assert len(slices) == 1 and slices[0].attrs["steps"] == (1, 1, 2, -1)
+    assert slices[0].attrs["starts"] == (0, 1, 0, 3)

@@ -57,6 +57,9 @@ class Lowering:
         self.float_inputs = {}  # float graph input name -> None (boundary)
         self.defined = set(self.consts)
         self.unsupported = []  # (op_type, node name, why)
+        # slice output -> (its input, starts, steps): a slice of a slice reads the first
+        # one's input directly (one copy, not two; an unused middle slice is dead code)
+        self.windows = {}
         self.io_float = {"inputs": [], "outputs": []}
 
     # ---- helpers -------------------------------------------------------
@@ -257,6 +260,8 @@ class Lowering:
             t = self.add_int_tensor(out, shape, odt, q)
             if src.q is not None and src.q.same_as(q) and src.dtype == odt:
                 self.emit("reshape", name, [src.name], [t.name])  # Q(DQ(x)) == x
+                if src.name in self.windows and src.shape == t.shape:
+                    self.windows[t.name] = self.windows[src.name]
             else:
                 self.emit("requantize", name, [src.name], [t.name], {"act_lo": None, "act_hi": None})
             return
@@ -295,7 +300,13 @@ class Lowering:
                 if not o:
                     continue
                 t = self.add_int_tensor(o if not float_out else f"{o}@q", oshape, src.dtype, src.q)
-                self.emit("slice", name if len(node.output) == 1 else f"{name}:{j}", [src.name],
+                root = src.name
+                if root in self.windows:  # compose: index i of this window is
+                    root, s1, t1 = self.windows[root]  # s1 + t1 * (start + step * i)
+                    starts = tuple(a + b * c for a, b, c in zip(s1, t1, starts))
+                    steps = tuple(b * c for b, c in zip(t1, steps))
+                self.windows[t.name] = (root, starts, steps)
+                self.emit("slice", name if len(node.output) == 1 else f"{name}:{j}", [root],
                           [t.name], {"starts": starts, "steps": steps})
                 if float_out:
                     self.qrepr[o] = t.name
