@@ -85,7 +85,11 @@ def assign_layouts(g):
             q = perm[n.inputs[0]]
             inv = sorted(range(len(p)), key=lambda i: p[i])
             perm[out.name] = tuple(inv[qi] for qi in q)
-        elif n.op == "reinterpret":
+        elif n.op == "reinterpret" or (
+                n.op == "reshape" and g.tensors[n.inputs[0]].shape == out.shape
+                and not same_bytes(out.shape, perm[n.inputs[0]], identity(rank))):
+            # a same-shape reshape (Q(DQ(x)) with equal parameters) keeps its input's
+            # bytes in any perm: no transpose there and back
             perm[out.name] = perm[n.inputs[0]]
         else:  # reshape, fully_connected, softmax: row-major in and out
             n.inputs[0] = need(n.inputs[0], identity(len(g.tensors[n.inputs[0]].shape)))
