@@ -353,3 +353,87 @@ def _matmul(g, n, numerics):
 
 
 _PREPARE["matmul"] = _matmul
+
+
+def requant_table(x, y, numerics, lo, hi):
+    """int8 -> int8 change of quantization (and clamp) as a 256-entry table, or
+    None when it is the identity. ort: DequantizeLinear -> QuantizeLinear in
+    float32; tflite: TFLite QUANTIZE (int8 -> int8) fixed-point requantization."""
+    v = np.arange(-128, 128, dtype=np.int32)
+    if x.q.same_as(y.q):
+        t = np.clip(v, lo, hi)
+    else:
+        sx, zx = x.q.scalar()
+        sy, zy = y.q.scalar()
+        if numerics == "ort":
+            from .reference import ort_float as of
+            t = of.quantize(of.dequantize(v, sx, zx), sy, zy, lo, hi)
+        else:
+            from .reference import tflite_fixedpoint as tfp
+            m, s = tfp.quantize_multiplier(float(np.float64(sx) / np.float64(sy)))
+            t = tfp.requantize(v - zx, np.int32(m), np.int32(s), zy, lo, hi)
+    t = np.asarray(t, dtype=np.int32)
+    return None if np.array_equal(t, v) else t.astype(np.int8)
+
+
+def _slice(g, n, numerics):
+    """Slice / Split piece: a strided copy (exact in both numerics)."""
+    x = g.tensors[n.inputs[0]]
+    y = g.tensors[n.outputs[0]]
+    if x.dtype != y.dtype or (x.q is not None and y.q is not None and not x.q.same_as(y.q)):
+        raise TinyAotError("Slice output must keep the input's type and quantization",
+                           model=g.source, node=n.name)
+    return {}
+
+
+_PREPARE["slice"] = _slice
+
+
+def _resize(g, n, numerics):
+    """Resize over H, W: index tables (nearest) or per-axis indices and weights
+    (bilinear), computed here from the chosen oracle (reference/resize.py)."""
+    from .reference import resize as rr
+    x = g.tensors[n.inputs[0]]
+    y = g.tensors[n.outputs[0]]
+    a = n.attrs
+    if x.dtype != "int8" or y.dtype != "int8":
+        raise TinyAotError("Resize: only int8 input and output are supported",
+                           model=g.source, node=n.name)
+    _, _, h, w = x.shape
+    _, _, oh, ow = y.shape
+    sh, sw = a["scales"]
+    lo, hi = act_bounds(numerics, y, a.get("act_lo"), a.get("act_hi"))
+    p = {"act_min": lo, "act_max": hi, "table": None}
+    if numerics == "ort":
+        if a["mode"] == "nearest":
+            p["kind"] = "nearest"
+            p["y_idx"] = rr.ort_nearest_axis(a["ctm"], a["nearest_mode"], sh, h, oh)
+            p["x_idx"] = rr.ort_nearest_axis(a["ctm"], a["nearest_mode"], sw, w, ow)
+            p["table"] = requant_table(x, y, numerics, lo, hi)
+        else:
+            if a.get("ort_int8"):  # passes/ort_paths.py: ORT dropped the DQ/Q around it
+                raise TinyAotError("onnxruntime runs this linear Resize on int8 directly; its "
+                                   "integer bilinear kernel is not implemented in tinyaot",
+                                   model=g.source, node=n.name)
+            sx, zx = x.q.scalar()
+            sy, zy = y.q.scalar()
+            p.update(kind="bilinear_ort", in_scale=F32(sx), in_zp=int(zx), out_scale=F32(sy),
+                     out_zp=int(zy), ax_h=rr.ort_bilinear_axis(a["ctm"], sh, h, oh),
+                     ax_w=rr.ort_bilinear_axis(a["ctm"], sw, w, ow))
+        return p
+    try:
+        align, half = rr.tflite_flags(a["mode"], a["ctm"], a["nearest_mode"], oh, ow)
+    except rr.ResizeModeError as e:
+        raise TinyAotError(str(e), model=g.source, node=n.name) from None
+    p["table"] = requant_table(x, y, numerics, lo, hi)
+    if a["mode"] == "nearest":
+        p["kind"] = "nearest"
+        p["y_idx"] = rr.tflite_nearest_axis(h, oh, align, half)
+        p["x_idx"] = rr.tflite_nearest_axis(w, ow, align, half)
+    else:
+        p.update(kind="bilinear_tflite", ax_h=rr.tflite_bilinear_axis(h, oh, align, half),
+                 ax_w=rr.tflite_bilinear_axis(w, ow, align, half))
+    return p
+
+
+_PREPARE["resize"] = _resize

@@ -12,6 +12,10 @@
   decoder_int8.onnx     upsampler on [1,16,1,1]: ConvTranspose k4 + ReLU,
       ConvTranspose k4/2 pad 1 + ReLU, ConvTranspose k3/2 pad 1
       output_padding 1 -> [1,1,16,16].
+  data_ops_int8.onnx    data movement and resizing on [1,3,12,12]: conv3x3 +
+      ReLU, Slice (channels 1:7, H and W step 2), Split [2, 4] on channels,
+      nearest Resize x2 + 1x1 conv, bilinear Resize to 9x9 (half-pixel),
+      Slice + Add + ReLU, conv3x3/2, GlobalAveragePool, Gemm.
 
 Each is exported from torch (opset 17), quantized with onnxruntime's
 quantize_static (QDQ, per-channel int8 weights, int8 activations, MinMax on
@@ -87,10 +91,31 @@ class Conv1DNet(nn.Module):
         return self.fc(torch.flatten(y, 1))
 
 
+class DataOpsNet(nn.Module):
+    """Slice (channels, stride-2 H/W), Split, nearest and bilinear Resize."""
+
+    def __init__(self):
+        super().__init__()
+        self.c1 = nn.Conv2d(3, 8, 3, padding=1)
+        self.c2 = nn.Conv2d(2, 4, 1)
+        self.c3 = nn.Conv2d(4, 6, 3, stride=2)
+        self.fc = nn.Linear(6, 4)
+
+    def forward(self, x):
+        a = F.relu(self.c1(x))                               # 8 x 12 x 12
+        s = a[:, 1:7, ::2, 1::2]                             # Slice: 6 x 6 x 6
+        p1, p2 = torch.split(s, [2, 4], dim=1)               # Split
+        u = self.c2(F.interpolate(p1, scale_factor=2.0, mode="nearest"))  # 4 x 12 x 12
+        v = F.interpolate(p2, size=(9, 9), mode="bilinear", align_corners=False)
+        w = F.relu(u[:, :, 1:10, 2:11] + v)                  # Slice + Add: 4 x 9 x 9
+        return self.fc(torch.flatten(F.adaptive_avg_pool2d(self.c3(w), 1), 1))
+
+
 MODELS = {
     "mbv2_block": (MBV2Block, (3, 16, 16)),
     "conv1d": (Conv1DNet, (4, 32)),
 }
+MODELS["data_ops"] = (DataOpsNet, (3, 12, 12))  # python3 -c "...; build('data_ops')"
 
 
 def export(model, shape, path):

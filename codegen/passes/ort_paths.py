@@ -53,3 +53,22 @@ def mark_ort_float_nodes(g, model_path):
                                "ConvTranspose; tinyaot cannot reproduce what it runs instead",
                                model=g.source, node=n.name)
     return g
+
+
+def mark_ort_int8_resizes(g, model_path):
+    """`ort_int8` on each IR resize that onnxruntime runs directly on int8 (its
+    optimizer dropped the DequantizeLinear / QuantizeLinear around it; 1.32
+    does that for nearest mode with equal parameters, an exact copy either
+    way). Resizes are matched by order: the optimizer does not reorder them."""
+    resizes = [n for n in g.nodes if n.op == "resize"]
+    if not resizes:
+        return g
+    from .ort_qlinear import optimized_graph
+
+    m = optimized_graph(model_path)
+    producer = {o: n for n in m.graph.node for o in n.output}
+    ort_resizes = [n for n in m.graph.node if n.op_type == "Resize"]
+    for n, o in zip(resizes, ort_resizes):
+        src = producer.get(o.input[0])
+        n.attrs["ort_int8"] = src is None or src.op_type != "DequantizeLinear"
+    return g

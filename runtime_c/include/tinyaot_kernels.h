@@ -204,6 +204,31 @@ int tinyaot_matmul_s8(int32_t batches, int32_t m, int32_t k, int32_t n,
                       const tinyaot_matmul_params_t *p, const int8_t *a, const int8_t *b,
                       int8_t *output);
 
+/* Strided window of a 4-D tensor (Slice, Split). d = { in_dims[4], out_dims[4],
+ * start[4], step[4] } on the physical axes; steps may be negative. */
+int tinyaot_slice_s8(const int32_t d[16], const int8_t *input, int8_t *output);
+
+/* Nearest resize, NHWC. dims = { batches, in_h, in_w, c, out_h, out_w }; output
+ * row y / column x copies input row y_idx[y] / column x_idx[x]; table != NULL
+ * requantizes (and clamps) every copied element. */
+int tinyaot_resize_nearest_s8(const int32_t dims[6], const int32_t *y_idx, const int32_t *x_idx,
+                              const int8_t *table, const int8_t *input, int8_t *output);
+
+typedef struct {
+    int32_t batches, in_h, in_w, c, out_h, out_w;
+    int32_t mode;                      /* 0: onnxruntime float, 1: TFLite integer */
+    const int32_t *y0, *y1, *x0, *x1;  /* the two source rows / columns per output one */
+    const float *fy0, *fy1, *fx0, *fx1;/* mode 0: weights of y0, y1, x0, x1 */
+    const int32_t *wy, *wx;            /* mode 1: weight of y1 / x1, in 1/1024 */
+    float in_scale, out_scale;         /* mode 0 */
+    int32_t in_zp, out_zp, act_min, act_max;
+    const int8_t *table;               /* mode 1: requantization after, or NULL */
+} tinyaot_resize_bilinear_params_t;
+
+/* Bilinear resize over H, W, NHWC. */
+int tinyaot_resize_bilinear_s8(const tinyaot_resize_bilinear_params_t *p, const int8_t *input,
+                               int8_t *output);
+
 #ifdef __cplusplus
 }
 #endif
