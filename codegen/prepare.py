@@ -249,8 +249,10 @@ _PREPARE["mul"] = _mul
 def _concat(g, n, numerics):
     """Concat: an input with the output's quantization is copied; others are
     requantized through a 256-entry table. ort: DequantizeLinear -> float Concat
-    -> QuantizeLinear per element (MLAS formulas); tflite: TFLM CONCATENATION
-    copies bytes, so every input must already have the output's quantization."""
+    -> QuantizeLinear per element (MLAS formulas; ORT's QLinearConcat builds the
+    same table); tflite: TFLM CONCATENATION copies bytes, so an input whose
+    quantization differs gets what the converter's int8 QUANTIZE in front of it
+    would compute (reference Requantize), tabulated."""
     from .reference import ort_float as of
     y = g.tensors[n.outputs[0]]
     sy, zy = y.q.scalar()
@@ -264,13 +266,13 @@ def _concat(g, n, numerics):
         if x.q.same_as(y.q) and x.dtype == y.dtype:
             tables.append(None)
             continue
-        if numerics != "ort":
-            raise TinyAotError("tflite numerics: TFLite CONCATENATION needs every input to have "
-                               "the output's scale and zero point", model=g.source, node=n.name,
-                               tensor=i)
         sx, zx = x.q.scalar()
         v = np.arange(-128, 128, dtype=np.int32)
-        tables.append(of.quantize(of.dequantize(v, sx, zx), sy, zy).astype(np.int8))
+        if numerics == "ort":
+            tables.append(of.quantize(of.dequantize(v, sx, zx), sy, zy).astype(np.int8))
+        else:
+            from .reference import tflite_fixedpoint as tfp
+            tables.append(tfp.requantize_int8_table(sx, zx, sy, zy))
     return {"tables": tables, "axis": n.attrs["axis"]}
 
 

@@ -22,13 +22,22 @@ def load_model(path, input_shapes=None):
     proto = read_onnx(path)
     from .limits import check_proto_limits, check_value_limits
     check_proto_limits(proto, path)  # 32-bit limits from the headers, before data is read
-    from .qoperator import qoperator_to_qdq
-    proto = qoperator_to_qdq(proto, path)  # QOperator form -> QDQ (no-op for QDQ models)
-    proto = infer_static_shapes(proto, path, input_shapes or {})
-    check_value_limits(proto, path)  # no inferred tensor over 2**31 bytes
-    from .const_fold import fold_constants
-    proto, _ = fold_constants(proto, path)  # shape arithmetic on constants
-    return lower_to_ir(proto, path)
+    from .qoperator import qoperator_to_qdq_report
+    # QOperator form -> QDQ (no-op for QDQ models); nodes it cannot rewrite are
+    # reported by the lowering, in one message with its own unsupported nodes
+    proto, reported = qoperator_to_qdq_report(proto, path)
+    try:
+        proto = infer_static_shapes(proto, path, input_shapes or {})
+        check_value_limits(proto, path)  # no inferred tensor over 2**31 bytes
+        from .const_fold import fold_constants
+        proto, _ = fold_constants(proto, path)  # shape arithmetic on constants
+    except TinyAotError:
+        if reported:  # e.g. shape inference failed on a node left unrewritten: report those
+            from .unsupported import unsupported_error
+            raise unsupported_error([(op, n, why) for n, (op, why) in reported.items()],
+                                    path) from None
+        raise
+    return lower_to_ir(proto, path, reported)
 
 
 def read_onnx(path) -> onnx.ModelProto:
