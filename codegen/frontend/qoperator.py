@@ -105,7 +105,10 @@ class _Rewriter:
         out = self.fresh(f"{x}_dq")
         ins = [x, s] + ([zp] if zp else [])
         kw = {} if axis is None else {"axis": int(axis)}
-        out_nodes.append(helper.make_node("DequantizeLinear", ins, [out], name=f"{name}/dq_{x}", **kw))
+        # unique node name: the same tensor may be read twice (QLinearConcat(x, x))
+        # with other parameters, and the lowering names the reinterpreted view after it
+        out_nodes.append(helper.make_node("DequantizeLinear", ins, [out],
+                                          name=self.fresh(f"{name}/dq_{x}"), **kw))
         return out
 
     def q(self, out_nodes, f, s, zp, y, name):

@@ -1,0 +1,126 @@
+"""QOperator frontend: QLinearConcat, QLinearMatMul + QLinearAdd (bias), the
+unsupported-node message; models built with onnx.helper, int8 and uint8,
+generated C on the host bit-exact with onnxruntime (numerics ort)."""
+import numpy as np
+import onnx
+import pytest
+from onnx import helper
+
+from codegen.compiler import compile_model
+from codegen.errors import UnsupportedError
+from codegen.frontend.onnx_loader import read_onnx
+from codegen.frontend.qoperator import qoperator_to_qdq
+from codegen.reference import run_graph
+from codegen.verify import run_model
+
+from qdq_builders import run_ort, save
+from qop_builders import MS, QopBuilder, all_inputs
+
+DTYPES = [np.int8, np.uint8]
+
+
+def host_vs_ort(path, x, tmp_path, kernel=None):
+    """Host C == numpy reference == onnxruntime, integer equality."""
+    c = compile_model(path, numerics="ort")
+    outs, info = run_model(path, x, board="host", numerics="ort", compiled=c,
+                           build_dir=tmp_path / "gen")
+    assert info["status"] == [0] * len(x)
+    g = c.graph
+    want = run_ort(path, x)
+    got = outs.view(want.dtype).reshape(want.shape)
+    ref = np.stack([run_graph(g, "ort", {g.inputs[0]: v[None].view(np.int8) if v.dtype == np.uint8
+                                         else v[None]}, c.params)[g.outputs[0]] for v in x])
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(ref.reshape(want.shape).astype(np.int64) & 0xFF,
+                                  want.astype(np.int64) & 0xFF)
+    if kernel:
+        assert kernel in c.report["kernels"]
+    return c
+
+
+def _zp(dtype, zp):
+    return zp + 128 if dtype == np.uint8 else zp
+
+
+# ---- QLinearConcat ----------------------------------------------------------
+
+def qlinear_concat_model(dtype, in_q, out_q, axis=1, shape=(1, 3, 4, 4)):
+    """QLinearConcat(x read with in_q[0], x read with in_q[1], ...): every input
+    holds all the type's values, each with its own (scale, zero point)."""
+    b = QopBuilder(dtype)
+    ins = list(b.qp(out_q[0], _zp(dtype, out_q[1])))
+    for s, z in in_q:
+        ins += ["x", *b.qp(s, _zp(dtype, z))]
+    b.node("QLinearConcat", ins, domain=MS, axis=axis)
+    out = list(shape)
+    out[axis] *= len(in_q)
+    return b.model(shape, out)
+
+
+CONCAT_CASES = [
+    (((0.03, -100), (0.05, 2)), (0.05, 2), 1),
+    (((0.05, 2), (0.11, 40), (0.02, -128)), (0.07, -9), 1),
+    (((0.0123, 7), (0.0123, 7)), (0.0123, 7), 3),  # equal params: copies
+    (((0.025, 0), (0.2, 60)), (0.05, 0), 2),  # ratio 0.5: ties, half to even
+]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("in_q,out_q,axis", CONCAT_CASES)
+def test_qlinear_concat_bit_exact_with_onnxruntime(dtype, in_q, out_q, axis, tmp_path):
+    m = qlinear_concat_model(dtype, in_q, out_q, axis)
+    path = save(m, tmp_path)
+    assert [n.op_type for n in onnx.load(str(path)).graph.node] == ["QLinearConcat"]
+    x = all_inputs((1, 3, 4, 4), 3, dtype)
+    c = host_vs_ort(path, x, tmp_path, "tinyaot_concat_s8")
+    p = next(c.params[n.name] for n in c.graph.nodes if n.op == "concat")
+    assert [t is None for t in p["tables"]] == [q == out_q for q in in_q]
+
+
+def test_qlinear_concat_rewrite_is_dq_concat_q():
+    m = qlinear_concat_model(np.int8, ((0.03, 1), (0.05, 2)), (0.05, 2))
+    new = qoperator_to_qdq(m, "m")
+    assert [n.op_type for n in new.graph.node] == ["DequantizeLinear", "DequantizeLinear",
+                                                   "Concat", "QuantizeLinear"]
+    assert next(n for n in new.graph.node if n.op_type == "Concat").name == m.graph.node[0].name
+
+
+# ---- all unsupported nodes, both passes, one capped message ------------------
+
+def many_unsupported_model(n_pools=10):
+    """An Erf (the lowering refuses it) then n_pools QLinearAveragePool with
+    channels_last=1 (the QOperator rewrite refuses them)."""
+    b = QopBuilder(np.int8)
+    s, z = b.qp(0.05, 0)
+    f = b.node("DequantizeLinear", ["x", s, z])
+    e = b.node("Erf", [f])
+    t = b.node("QuantizeLinear", [e, s, z])
+    for _ in range(n_pools):
+        t = b.node("QLinearAveragePool", [t, s, z, s, z], domain=MS, kernel_shape=[1, 1],
+                   channels_last=1)
+    return b.model((1, 2, 4, 4), (1, 2, 4, 4))
+
+
+def test_unsupported_nodes_of_both_passes_in_one_capped_message(tmp_path):
+    path = save(many_unsupported_model(10), tmp_path)
+    with pytest.raises(UnsupportedError) as e:
+        compile_model(path)
+    msg = str(e.value)
+    assert "\n" not in msg and msg.startswith(f"{path}: 12 unsupported node(s): ")
+    assert "Erf 'erf_" in msg  # lowering
+    assert "QLinearAveragePool 'qlinearaveragepool_" in msg and "channels_last=1" in msg  # rewrite
+    assert msg.count("QLinearAveragePool '") == 6 and msg.endswith("; ... and 4 more")
+    # the rewrite alone caps its list the same way
+    with pytest.raises(UnsupportedError) as e2:
+        qoperator_to_qdq(read_onnx(path), "m")
+    assert "10 unsupported node(s)" in str(e2.value) and str(e2.value).endswith("... and 2 more")
+
+
+def test_cli_lists_both_passes_in_one_line(tmp_path, capsys):
+    from codegen.cli import main
+    path = save(many_unsupported_model(2), tmp_path)
+    assert main(["compile", str(path), "-o", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("tinyaot: error: ") and "\n" not in err
+    assert "4 unsupported node(s)" in err and "Erf '" in err and "channels_last=1" in err
+    assert not (tmp_path / "out").exists()
