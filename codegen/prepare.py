@@ -96,11 +96,25 @@ def _add(g, n, numerics):
     p = {"a_zp": za, "b_zp": zb, "out_zp": zy}
     p["act_min"], p["act_max"] = act_bounds(numerics, y, n.attrs.get("act_lo"), n.attrs.get("act_hi"))
     if numerics == "ort":
-        p.update(a_scale=sa, b_scale=sb, out_scale=sy)
+        from .passes.ort_fused_ops import ort_fused_on
+        fused, u8 = ort_fused_on(g.source, _onnx_name(y.name), "QLinearAdd")
+        if fused:  # MLAS QLinearAdd, not the float formula (reference/ort_qlinear_add.py)
+            from .reference.ort_qlinear_add import qlinear_add_params
+            scalar = int(b.data.reshape(-1)[0]) if b.is_const and b.size == 1 else None
+            p.update(qlinear_add_params((sa, za), (sb, zb), (sy, zy),
+                                        u8 or bool(getattr(y, "zp_shift", 0)),
+                                        bool(n.attrs.get("swapped")), scalar))
+        else:
+            p.update(mode=1, a_scale=sa, b_scale=sb, out_scale=sy)
     else:
         from .reference import tflite_fixedpoint as tfp
         p.update(tfp.add_params(float(sa), za, float(sb), zb, float(sy), zy))
     return p
+
+
+def _onnx_name(name):
+    """The ONNX tensor an IR tensor stands for (passes/uint8.py renames the output)."""
+    return name[:-len("@s8")] if name.endswith("@s8") else name
 
 
 def _avgpool(g, n, numerics):

@@ -124,3 +124,102 @@ def test_cli_lists_both_passes_in_one_line(tmp_path, capsys):
     assert err.startswith("tinyaot: error: ") and "\n" not in err
     assert "4 unsupported node(s)" in err and "Erf '" in err and "channels_last=1" in err
     assert not (tmp_path / "out").exists()
+
+
+# ---- QLinearAdd: MLAS's formula, an activation + a constant ------------------
+
+def qlinear_add_model(dtype, qa, qb, qy, const, const_first=False):
+    """y = QLinearAdd(x [256, 256], const) (or (const, x)); zero points in int8 terms."""
+    b = QopBuilder(dtype)
+    sa, za = b.qp(qa[0], _zp(dtype, qa[1]))
+    c = b.const(const)
+    sb, zb = b.qp(qb[0], _zp(dtype, qb[1]))
+    sy, zy = b.qp(qy[0], _zp(dtype, qy[1]))
+    ins = [c, sb, zb, "x", sa, za] if const_first else ["x", sa, za, c, sb, zb]
+    b.node("QLinearAdd", ins + [sy, zy], domain=MS)
+    return b.model((256, 256), (256, 256))
+
+
+def every_pair_input(dtype):
+    """x[i, j] = i-th value of the type: with a constant row b[j] = j-th value,
+    the 65536 elements are every (a, b) pair."""
+    v = np.arange(256, dtype=np.uint8).view(dtype)
+    return np.repeat(v, 256).reshape(1, 256, 256)
+
+
+ADD_PARAMS = [((0.031, -3), (0.017, 20), (0.045, 7)), ((0.1, 0), (0.1, 0), (0.2, 0)),
+              ((0.0071, -128), (0.093, 127), (0.052, -20)), ((0.05, 10), (0.004, -7), (0.011, 3))]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("qa,qb,qy", ADD_PARAMS)
+def test_qlinear_add_constant_row_every_pair_bit_exact(dtype, qa, qb, qy, tmp_path):
+    row = np.arange(256, dtype=np.uint8).view(dtype)
+    path = save(qlinear_add_model(dtype, qa, qb, qy, row), tmp_path)
+    c = host_vs_ort(path, every_pair_input(dtype), tmp_path, "tinyaot_add_s8")
+    p = next(c.params[n.name] for n in c.graph.nodes if n.op == "add")
+    assert p["mode"] == 2 and p["u8_shift"] == (128 if dtype == np.uint8 else 0)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("const_first", [False, True])
+def test_qlinear_add_scalar_constant_bit_exact(dtype, const_first, tmp_path):
+    x = all_inputs((256, 256), 1, dtype)
+    for k, (qa, qb, qy) in enumerate(ADD_PARAMS[1:3]):
+        for v in (np.array([-77], np.int8).view(dtype), np.array([100], np.int8).view(dtype)):
+            m = qlinear_add_model(dtype, qa, qb, qy, v, const_first)
+            host_vs_ort(save(m, tmp_path, f"s{k}_{int(v[0])}.onnx"), x, tmp_path / f"s{k}_{v[0]}")
+
+
+def test_mlas_formula_differs_from_the_float_formula():
+    """Why mode 2 exists: over every pair, DequantizeLinear -> float add ->
+    QuantizeLinear disagrees with MLAS in some elements for these parameters."""
+    from codegen.reference.ort_float import dequantize, quantize
+    from codegen.reference.ort_qlinear_add import qlinear_add, qlinear_add_params
+    qa, qb, qy = (np.float32(0.031), -3), (np.float32(0.017), 20), (np.float32(0.045), 7)
+    a, b = np.meshgrid(np.arange(-128, 128), np.arange(-128, 128))
+    p = dict(qlinear_add_params(qa, qb, qy, False), act_min=-128, act_max=127)
+    fl = quantize((dequantize(a, *qa) + dequantize(b, *qb)).astype(np.float32), qy[0], qy[1])
+    assert (qlinear_add(a, b, p) != fl).sum() > 0
+
+
+# ---- QLinearMatMul + QLinearAdd (bias): quantize_static's MatMul + Add -----------
+
+def matmul_bias_float():
+    import qmodels
+    from onnx import numpy_helper
+    r = np.random.default_rng(0)
+    inits = [numpy_helper.from_array((r.standard_normal(s) * sc).astype(np.float32), n)
+             for n, s, sc in (("w1", (48, 16), 0.3), ("b1", (16,), 0.1), ("w2", (16, 10), 0.3),
+                              ("b2", (10,), 0.1))]
+    h = helper.make_node
+    nodes = [h("MatMul", ["x", "w1"], ["m1"], name="mm1"), h("Add", ["m1", "b1"], ["a1"], name="add1"),
+             h("Relu", ["a1"], ["r1"], name="relu"), h("MatMul", ["r1", "w2"], ["m2"], name="mm2"),
+             h("Add", ["m2", "b2"], ["y"], name="add2")]
+    return qmodels._model(nodes, inits, (1, 10), "matmul_bias", in_shape=(1, 48))
+
+
+@pytest.mark.parametrize("form,act", [("QOperator", "QInt8"), ("QOperator", "QUInt8"),
+                                      ("QDQ", "QInt8"), ("QDQ", "QUInt8")])
+def test_matmul_with_bias_bit_exact_with_onnxruntime(form, act, tmp_path):
+    import qmodels
+    from codegen.reference.onnxruntime_oracle import run_onnxruntime
+    from codegen.reference.ort_float import dequantize, quantize
+    path = qmodels.quantize(matmul_bias_float(), tmp_path / "mmb.onnx", form, act)
+    ops = [n.op_type for n in onnx.load(str(path)).graph.node]
+    if form == "QOperator":
+        assert ops.count("QLinearMatMul") == 2 and ops.count("QLinearAdd") == 2
+    c = compile_model(path)
+    g = c.graph
+    assert [n.op for n in g.nodes if n.op in ("fully_connected", "add")] == [
+        "fully_connected", "add", "fully_connected", "add"]
+    xt, yt = g.tensors[g.inputs[0]], g.tensors[g.outputs[0]]
+    lo, hi = (0, 255) if xt.dtype == "uint8" else (-128, 127)
+    xs = [(np.random.default_rng(k).standard_normal((1, 48)) * 1.5).astype(np.float32)
+          for k in range(16)]
+    qx = np.stack([quantize(x, *xt.q.scalar(), lo, hi).astype(xt.dtype) for x in xs])
+    outs, info = run_model(path, qx, board="host", compiled=c, build_dir=tmp_path / "gen")
+    assert info["status"] == [0] * len(xs)
+    want = np.stack([run_onnxruntime(path, {"x": x})["y"] for x in xs])
+    got = dequantize(outs.view(yt.dtype).astype(np.int32), *yt.q.scalar()).reshape(want.shape)
+    np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))

@@ -297,25 +297,39 @@ class _Emitter:
         g = self.g
         a, b = (g.tensors[i] for i in n.inputs)
         y = g.tensors[n.outputs[0]]
-        if a.shape != b.shape:
-            if b.size != 1:
-                raise NotImplementedError("Add broadcasting other than a scalar")
+        rows = 1  # b a row repeated over the leading dims (frontend/const_operand.py)
+        if b.size == 1:
             stride = 0
-        else:
+        elif b.size == y.size:
             stride = 1
+        elif b.is_const and y.size % b.size == 0:
+            stride, rows = 1, y.size // b.size
+        else:
+            raise NotImplementedError("Add broadcasting other than a scalar or a constant row")
         if "a_scale" in p:
+            mode = p.get("mode", 1)  # 1: DQ -> float add -> Q; 2: MLAS QLinearAdd
             fields = (f"{p['a_zp']}, {p['b_zp']}, {p['out_zp']}, {p['act_min']}, {p['act_max']}, "
-                      f"{c_float(p['a_scale'])}, {c_float(p['b_scale'])}, {c_float(p['out_scale'])}, "
-                      "1, 0, 0, 0, 0, 0, 0, 0")
+                      f"{c_float(p['a_scale'])}, {c_float(p['b_scale'])}, "
+                      f"{c_float(p.get('out_scale', 0.0))}, {mode}, 0, 0, 0, 0, 0, 0, 0, "
+                      f"{c_float(p.get('qlinear_fixed', 0.0))}, {p.get('u8_shift', 0)}")
         else:
             fields = (f"{p['a_zp']}, {p['b_zp']}, {p['out_zp']}, {p['act_min']}, {p['act_max']}, "
                       f"0.0f, 0.0f, 0.0f, 0, {p['left_shift']}, {p['a_mult']}, {p['a_shift']}, "
-                      f"{p['b_mult']}, {p['b_shift']}, {p['out_mult']}, {p['out_shift']}")
+                      f"{p['b_mult']}, {p['b_shift']}, {p['out_mult']}, {p['out_shift']}, 0.0f, 0")
         self.consts.append(f"static const tinyaot_add_params_t {lid}_p = {{ {fields} }};\n")
         kernel = "tinyaot_add_fast_s8" if "a_scale" not in p else "tinyaot_add_s8"
         info["kernel"] = kernel
-        self.call(kernel, [str(y.size), f"&{lid}_p", self.ptr(a.name), self.ptr(b.name),
-                                     str(stride), self.ptr(y.name)])
+        pb = (self.const("int8_t", f"{lid}_b", b.data.reshape(-1).astype(np.int8)) if b.is_const
+              else self.ptr(b.name))
+        if rows == 1:
+            self.call(kernel, [str(y.size), f"&{lid}_p", self.ptr(a.name), pb, str(stride),
+                               self.ptr(y.name)])
+            return
+        m = b.size
+        self.body.append(f"    for (int32_t r = 0; r < {rows}; ++r) {{")
+        self.call(kernel, [str(m), f"&{lid}_p", f"{self.ptr(a.name)} + r * {m}", pb, "1",
+                           f"{self.ptr(y.name)} + r * {m}"])
+        self.body.append("    }")
 
     def emit_pool(self, lid, n, p, info):
         g = self.g

@@ -449,9 +449,9 @@ class Lowering:
                     p.tensors.append(ins[i])
                     self.pending[out] = p
                     return
-            a = self.act_input(ins[0], name)
-            b = self.act_input(ins[1], name)
-            self.pending[out] = Pending("add", name, [a, b], {}, shape=shape)
+            from .const_operand import add_operands  # an activation + a quantized constant too
+            a, b, attrs_add = add_operands(self, ins, name, shape, _Unsupported)
+            self.pending[out] = Pending("add", name, [a, b], attrs_add, shape=shape)
             return
         if op in ("Relu", "Clip"):
             lo, hi = 0.0, None

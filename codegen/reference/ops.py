@@ -63,6 +63,9 @@ def fully_connected(x, w, p, numerics):
 
 
 def add(a, b, p, numerics):
+    if numerics == "ort" and p.get("mode") == 2:  # onnxruntime QLinearAdd (MLAS)
+        from .ort_qlinear_add import qlinear_add
+        return qlinear_add(a, b, p)
     if numerics == "ort":
         fa = of.dequantize(a, p["a_scale"], p["a_zp"])
         fb = of.dequantize(b, p["b_scale"], p["b_zp"])
