@@ -59,6 +59,8 @@ def prepare_node(g: Graph, n: Node, numerics: str) -> dict:
 
 
 def _conv_like(g, n, numerics):
+    if n.attrs.get("int_epilogue"):  # ConvInteger / MatMulInteger (frontend/integer_ops.py)
+        return _integer_epilogue(g, n, numerics)
     x = g.tensors[n.inputs[0]]
     w = g.tensors[n.inputs[1]]
     y = g.tensors[n.outputs[0]]
@@ -84,6 +86,31 @@ def _conv_like(g, n, numerics):
     b = n.inputs[2] if len(n.inputs) > 2 else None
     p["bias"] = (g.tensors[b].data.astype(np.int32).reshape(-1) if b
                  else np.zeros(cout, dtype=np.int32))
+    return p
+
+
+def _integer_epilogue(g, n, numerics):
+    """onnxruntime's Cast -> Mul(S) -> Add(B) -> QuantizeLinear after the exact
+    int32 sum: float32(acc) * S[c], + B[c], round(v / s_y) + zp_y, saturated."""
+    stage = n.attrs["int_epilogue"]
+    if numerics != "ort":
+        raise TinyAotError(f"{n.attrs.get('onnx_op', 'ConvInteger / MatMulInteger')}: only "
+                           "--numerics ort (TFLite has no such layer)", model=g.source, node=n.name)
+    if stage == "acc":
+        raise TinyAotError("the int32 result must be Cast to float before QuantizeLinear",
+                           model=g.source, node=n.name)
+    x = g.tensors[n.inputs[0]]
+    w = g.tensors[n.inputs[1]]
+    y = g.tensors[n.outputs[0]]
+    cout = w.shape[0]
+    sy, zy = y.q.scalar()
+    p = {"in_zp": x.q.scalar()[1], "out_zp": zy, "bias": np.zeros(cout, np.int32)}
+    p["act_min"], p["act_max"] = act_bounds(numerics, y, n.attrs.get("act_lo"), n.attrs.get("act_hi"))
+    one = np.ones(cout, F32)
+    p["scale"] = (n.attrs["post_scale"] if n.attrs.get("post_scale") is not None else one).astype(F32)
+    p["post_bias"] = (n.attrs["post_bias"] if n.attrs.get("post_bias") is not None
+                      else np.zeros(cout, F32)).astype(F32)
+    p["out_scale"] = F32(sy)
     return p
 
 

@@ -74,10 +74,15 @@ class _Emitter:
         if "scale" in p:
             scale = self.const("float", f"{lid}_scale", p["scale"])
             extra = f"{scale}, NULL, NULL"
+            if "post_bias" in p:  # ConvInteger / MatMulInteger: float(acc) * scale + post_bias, Q
+                pb = self.const("float", f"{lid}_post_bias", p["post_bias"])
+                extra += f", {pb}, {c_float(p['out_scale'])}"
+            else:
+                extra += ", NULL, 0.0f"
         else:
             mult = self.const("int32_t", f"{lid}_mult", p["mult"])
             shift = self.const("int32_t", f"{lid}_shift", p["shift"])
-            extra = f"NULL, {mult}, {shift}"
+            extra = f"NULL, {mult}, {shift}, NULL, 0.0f"
         self.consts.append(
             f"static const tinyaot_requant_t {lid}_q = {{ {p['in_zp']}, {p['out_zp']}, "
             f"{p['act_min']}, {p['act_max']}, {bias}, {extra} }};\n")

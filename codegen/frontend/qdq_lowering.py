@@ -198,6 +198,9 @@ class Lowering:
             return self.lower_q(node, name, attrs)
         if op in MOVE_OPS:
             return self.lower_move(node, name, attrs)
+        from .integer_ops import INTEGER_OPS, is_epilogue_node, lower_integer_op
+        if op in INTEGER_OPS or is_epilogue_node(self, node):  # ConvInteger / MatMulInteger
+            return lower_integer_op(self, node, name, attrs, _Unsupported)
         if op in FLOAT_OPS:
             return self.lower_float(node, name, attrs)
         raise _Unsupported("operator is not supported")

@@ -14,7 +14,7 @@ from ..backend.fast_pack import conv_scratch_bytes, gemm_scratch_bytes
 
 def select_kernels(g):
     for n in g.nodes:
-        if n.attrs.get("ort_float"):
+        if n.attrs.get("ort_float") or n.attrs.get("int_epilogue"):  # float math: portable kernels
             continue
         if n.op == "conv2d":
             x = g.tensors[n.inputs[0]]

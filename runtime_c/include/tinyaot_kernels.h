@@ -28,6 +28,10 @@ typedef struct {
     const float *scale;   /* ort: per-channel float multipliers, else NULL */
     const int32_t *mult;  /* tflite: per-channel multipliers */
     const int32_t *shift; /* tflite: per-channel shifts */
+    /* ort, ConvInteger / MatMulInteger: QuantizeLinear(float(acc) * scale + post_bias)
+     * with out_scale (onnxruntime's Cast -> Mul -> Add -> QuantizeLinear); else NULL */
+    const float *post_bias;
+    float out_scale;
 } tinyaot_requant_t;
 
 typedef struct {
