@@ -82,6 +82,14 @@ def default_opset(proto):
 def infer_static_shapes(proto, path, input_shapes) -> onnx.ModelProto:
     """Fix graph input shapes, run ONNX shape inference, demand static dims."""
     inits = {i.name for i in proto.graph.initializer}
+    names = [i.name for i in proto.graph.input if i.name not in inits]
+    for name, dims in input_shapes.items():
+        if name not in names:
+            raise TinyAotError(f"--input-shape names '{name}', but the model's inputs are: "
+                               + ", ".join(names), model=path)
+        if not dims or any(int(d) <= 0 for d in dims):
+            raise TinyAotError(f"--input-shape {name}: every dimension must be > 0",
+                               model=path, tensor=name)
     for inp in proto.graph.input:
         if inp.name in inits:
             continue
