@@ -43,12 +43,12 @@ static inline int8_t tinyaot_quantize_f32(float x, float scale, int32_t zp,
 static inline int8_t tinyaot_requant_channel(const tinyaot_requant_t *q, int32_t acc, int32_t ch)
 {
     acc += q->bias[ch];
-    if (q->post_bias) {
-        const float v = (float)acc * q->scale[ch];
-        return tinyaot_quantize_f32(v + q->post_bias[ch], q->out_scale, q->out_zp, q->act_min,
-                                    q->act_max);
-    }
     if (q->scale) {
+        if (q->post_bias) { /* ConvInteger / MatMulInteger: Cast, Mul, Add, QuantizeLinear */
+            const float v = (float)acc * q->scale[ch];
+            return tinyaot_quantize_f32(v + q->post_bias[ch], q->out_scale, q->out_zp,
+                                        q->act_min, q->act_max);
+        }
         return tinyaot_requant_ort(acc, q->scale[ch], q->out_zp, q->act_min, q->act_max);
     }
     return tinyaot_requant_tflite(acc, q->mult[ch], q->shift[ch], q->out_zp,

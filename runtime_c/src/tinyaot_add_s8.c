@@ -32,12 +32,16 @@ static int8_t qlinear_add_one(const tinyaot_add_params_t *p, int32_t av, int32_t
 int tinyaot_add_s8(int32_t n, const tinyaot_add_params_t *p, const int8_t *a,
                    const int8_t *b, int32_t b_stride, int8_t *output)
 {
+    if (p->use_float == 2) { /* decided once: the other modes' loop stays as it was */
+        for (int32_t i = 0; i < n; ++i) {
+            output[i] = qlinear_add_one(p, a[i], b[i * b_stride]);
+        }
+        return TINYAOT_OK;
+    }
     for (int32_t i = 0; i < n; ++i) {
         const int32_t av = a[i];
         const int32_t bv = b[i * b_stride];
-        if (p->use_float == 2) {
-            output[i] = qlinear_add_one(p, av, bv);
-        } else if (p->use_float) {
+        if (p->use_float) {
             /* onnxruntime: DequantizeLinear both, float add, QuantizeLinear. */
             const float fa = (float)(av - p->a_zp) * p->a_scale;
             const float fb = (float)(bv - p->b_zp) * p->b_scale;
