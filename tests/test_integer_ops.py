@@ -156,3 +156,18 @@ def test_dynamic_quantization_is_named(tmp_path):
     assert ("DynamicQuantizeLinear 'dql': dynamic quantization is not supported: quantize "
             "statically (tinyaot quantize)") in msg
     assert "MatMulInteger 'core': dynamic quantization is not supported" in msg
+
+
+@pytest.mark.qemu
+@pytest.mark.parametrize("board", ["qemu-m4", "qemu-m3"])
+def test_integer_op_on_cortex_m(board, tmp_path):
+    """The float epilogue on the M4 FPU and on the M3's soft float == onnxruntime."""
+    from conftest import require_arm_toolchain
+    require_arm_toolchain()
+    m, xs = integer_model("conv", np.uint8, True, np.uint8, True, False, ties=False)
+    path = save(m, tmp_path)
+    x = all_inputs(xs, 8, np.uint8)
+    outs, info = run_model(path, x, board=board, build_dir=tmp_path / "fw")
+    assert info["status"] == [0] * len(x)
+    want = run_ort(path, x)
+    np.testing.assert_array_equal(outs.view(want.dtype).reshape(want.shape), want)

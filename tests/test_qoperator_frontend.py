@@ -203,8 +203,6 @@ def matmul_bias_float():
                                       ("QDQ", "QInt8"), ("QDQ", "QUInt8")])
 def test_matmul_with_bias_bit_exact_with_onnxruntime(form, act, tmp_path):
     import qmodels
-    from codegen.reference.onnxruntime_oracle import run_onnxruntime
-    from codegen.reference.ort_float import dequantize, quantize
     path = qmodels.quantize(matmul_bias_float(), tmp_path / "mmb.onnx", form, act)
     ops = [n.op_type for n in onnx.load(str(path)).graph.node]
     if form == "QOperator":
@@ -213,13 +211,62 @@ def test_matmul_with_bias_bit_exact_with_onnxruntime(form, act, tmp_path):
     g = c.graph
     assert [n.op for n in g.nodes if n.op in ("fully_connected", "add")] == [
         "fully_connected", "add", "fully_connected", "add"]
+    float_io_vs_ort(path, c, "host", tmp_path, 16)
+
+
+def float_io_vs_ort(path, c, board, tmp_path, count):
+    """A model with float I/O (quantize_static): quantize float inputs, run on the
+    board, compare the dequantized outputs with onnxruntime's floats bit for bit."""
+    from codegen.reference.onnxruntime_oracle import run_onnxruntime
+    from codegen.reference.ort_float import dequantize, quantize
+    g = c.graph
     xt, yt = g.tensors[g.inputs[0]], g.tensors[g.outputs[0]]
     lo, hi = (0, 255) if xt.dtype == "uint8" else (-128, 127)
     xs = [(np.random.default_rng(k).standard_normal((1, 48)) * 1.5).astype(np.float32)
-          for k in range(16)]
+          for k in range(count)]
     qx = np.stack([quantize(x, *xt.q.scalar(), lo, hi).astype(xt.dtype) for x in xs])
-    outs, info = run_model(path, qx, board="host", compiled=c, build_dir=tmp_path / "gen")
+    outs, info = run_model(path, qx, board=board, compiled=c, build_dir=tmp_path / "gen")
     assert info["status"] == [0] * len(xs)
     want = np.stack([run_onnxruntime(path, {"x": x})["y"] for x in xs])
     got = dequantize(outs.view(yt.dtype).astype(np.int32), *yt.q.scalar()).reshape(want.shape)
     np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
+
+
+def test_matmul_with_bias_tflite_host_equals_reference(tmp_path):
+    """The same graph under --numerics tflite: TFLite ADD of the constant row
+    (tflite oracle), C == numpy reference, through the per-row kernel calls."""
+    import qmodels
+    path = qmodels.quantize(matmul_bias_float(), tmp_path / "mmb.onnx", "QOperator", "QInt8")
+    c = compile_model(path, numerics="tflite")
+    g = c.graph
+    x = np.random.default_rng(1).integers(-128, 128, (32, 1, 48)).astype(np.int8)
+    outs, info = run_model(path, x, board="host", numerics="tflite", compiled=c,
+                           build_dir=tmp_path / "gen")
+    assert info["status"] == [0] * len(x)
+    ref = np.stack([run_graph(g, "tflite", {g.inputs[0]: v}, c.params)[g.outputs[0]] for v in x])
+    np.testing.assert_array_equal(outs.reshape(ref.shape), ref)
+
+
+def test_constant_row_over_several_rows_loops_in_c(tmp_path):
+    """[4, 256] + [256]: the generated C calls the kernel once per row."""
+    dtype = np.int8
+    b = QopBuilder(dtype)
+    sa, za = b.qp(0.031, -3)
+    c0 = b.const(np.arange(256, dtype=np.uint8).view(dtype))
+    sb, zb = b.qp(0.017, 20)
+    sy, zy = b.qp(0.045, 7)
+    b.node("QLinearAdd", ["x", sa, za, c0, sb, zb, sy, zy], domain=MS)
+    path = save(b.model((4, 256), (4, 256)), tmp_path)
+    c = host_vs_ort(path, all_inputs((4, 256), 4, dtype), tmp_path)
+    assert "for (int32_t r = 0; r < 4; ++r) {" in c.module.source
+
+
+@pytest.mark.qemu
+@pytest.mark.parametrize("act", ["QInt8", "QUInt8"])
+def test_matmul_with_bias_bit_exact_on_qemu_m4(act, tmp_path):
+    """QLinearAdd's fmaf on the Cortex-M4 FPU (VFMA) == onnxruntime."""
+    import qmodels
+    from conftest import require_arm_toolchain
+    require_arm_toolchain()
+    path = qmodels.quantize(matmul_bias_float(), tmp_path / "mmb.onnx", "QOperator", act)
+    float_io_vs_ort(path, compile_model(path), "qemu-m4", tmp_path, 24)
