@@ -270,3 +270,20 @@ def test_matmul_with_bias_bit_exact_on_qemu_m4(act, tmp_path):
     require_arm_toolchain()
     path = qmodels.quantize(matmul_bias_float(), tmp_path / "mmb.onnx", "QOperator", act)
     float_io_vs_ort(path, compile_model(path), "qemu-m4", tmp_path, 24)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_qlinear_add_of_a_one_value_activation_bit_exact(dtype, tmp_path):
+    """QLinearAdd(x, QLinearGlobalAveragePool(x)) with one channel: b is a
+    one-value activation; MLAS folds it unfused (its scalar path), so does the kernel."""
+    b = QopBuilder(dtype)
+    sx, zx = b.qp(0.031, _zp(dtype, -3))
+    sg, zg = b.qp(0.013, _zp(dtype, 5))
+    sy, zy = b.qp(0.045, _zp(dtype, 7))
+    g = b.node("QLinearGlobalAveragePool", ["x", sx, zx, sg, zg], domain=MS)
+    b.node("QLinearAdd", ["x", sx, zx, g, sg, zg, sy, zy], domain=MS)
+    path = save(b.model((1, 1, 16, 16), (1, 1, 16, 16)), tmp_path)
+    x = all_inputs((1, 1, 16, 16), 64, dtype, seed=3)
+    c = host_vs_ort(path, x, tmp_path, "tinyaot_add_s8")
+    p = next(c.params[n.name] for n in c.graph.nodes if n.op == "add")
+    assert p["mode"] == 2

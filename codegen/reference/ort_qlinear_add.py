@@ -10,7 +10,8 @@ optimizer fused) not as DequantizeLinear -> float Add -> QuantizeLinear but as
 in the type ORT ran it on (uint8 values and zero points when it ran uint8),
 which rounds differently from the float formula in a few elements per 65536.
 A scalar operand is folded first, unfused: fixed += s * r_s (its own path in
-MLAS), so the kernel sees ratio 0 for it. All of it is prepared here at
+MLAS), so the kernel sees ratio 0 for it; a one-value activation is folded
+the same way, once per call, by the kernel. The rest is prepared here at
 compile time; the C kernel (tinyaot_add_s8, mode 2) does the two fmaf.
 """
 from __future__ import annotations
@@ -49,7 +50,10 @@ def qlinear_add(a, b, p):
     lo, hi = (0, 255) if sh else (-128, 127)
     a = np.asarray(a, np.int32) + sh
     b = np.asarray(b, np.int32) + sh
-    t = fma32(a.astype(F32), p["a_scale"], fma32(b.astype(F32), p["b_scale"], p["qlinear_fixed"]))
+    fixed, rb = F32(p["qlinear_fixed"]), F32(p["b_scale"])
+    if b.size == 1:  # a broadcast b: MLAS folds it first, unfused (a constant one already is)
+        fixed, rb = F32(fixed + F32(F32(b.reshape(-1)[0]) * rb)), F32(0.0)
+    t = fma32(a.astype(F32), p["a_scale"], fma32(b.astype(F32), rb, fixed))
     # cvtps: INT32_MIN out of range (-> lo after the saturating packs)
     r = np.where(t >= F32(2.0**31), lo, np.clip(np.rint(np.clip(t, -1024, 1024)), lo, hi))
     return np.clip(r.astype(np.int32) - sh, p["act_min"], p["act_max"]).astype(np.int32)

@@ -5,13 +5,15 @@
 #include <math.h>
 
 /* onnxruntime QLinearAdd (MLAS AVX2): fma(a, r_a, fma(b, r_b, fixed)) on the
- * values ORT holds (uint8 when it ran uint8), round half to even, saturate. */
-static int8_t qlinear_add_one(const tinyaot_add_params_t *p, int32_t av, int32_t bv)
+ * values ORT holds (uint8 when it ran uint8), round half to even, saturate.
+ * A broadcast (one-value) b is folded into fixed first, unfused, as MLAS does. */
+static int8_t qlinear_add_one(const tinyaot_add_params_t *p, float fixed, float rb, int32_t av,
+                              int32_t bv)
 {
     const int32_t sh = p->u8_shift;
     const int32_t lo = sh ? 0 : -128;
     const int32_t hi = sh ? 255 : 127;
-    float t = fmaf((float)(bv + sh), p->b_scale, p->qlinear_fixed);
+    float t = fmaf((float)(bv + sh), rb, fixed);
     t = fmaf((float)(av + sh), p->a_scale, t);
     int32_t r;
     if (t >= 2147483648.0f) {
@@ -33,8 +35,15 @@ int tinyaot_add_s8(int32_t n, const tinyaot_add_params_t *p, const int8_t *a,
                    const int8_t *b, int32_t b_stride, int8_t *output)
 {
     if (p->use_float == 2) { /* decided once: the other modes' loop stays as it was */
+        float fixed = p->qlinear_fixed;
+        float rb = p->b_scale;
+        if (b_stride == 0) {
+            const float fb = (float)((int32_t)b[0] + p->u8_shift) * rb;
+            fixed = fixed + fb;
+            rb = 0.0f;
+        }
         for (int32_t i = 0; i < n; ++i) {
-            output[i] = qlinear_add_one(p, a[i], b[i * b_stride]);
+            output[i] = qlinear_add_one(p, fixed, rb, a[i], b[i * b_stride]);
         }
         return TINYAOT_OK;
     }
