@@ -6,7 +6,6 @@ so the generated C and onnxruntime see the same integers.
 from __future__ import annotations
 
 import numpy as np
-import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 MS = "com.microsoft"

@@ -2,7 +2,6 @@
 with equal parameters): no kernel writes the output, so the generated code
 copies the input's bytes into it. Host C == onnxruntime, both I/O modes."""
 import numpy as np
-import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
