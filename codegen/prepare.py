@@ -274,7 +274,7 @@ def _mul(g, n, numerics):
     p["act_min"], p["act_max"] = act_bounds(numerics, y, n.attrs.get("act_lo"), n.attrs.get("act_hi"))
     if numerics == "ort":
         from .passes.ort_fused_ops import ort_fused
-        fused = ort_fused(g.source, y.name, "QLinearMul")
+        fused = ort_fused(g.source, _onnx_name(y.name), "QLinearMul")
         p.update(mode=1 if fused else 2, a_scale=F32(sa), b_scale=F32(sb), out_scale=F32(sy),
                  ratio=F32(F32(F32(sa) * F32(sb)) / F32(sy)))
     else:
@@ -364,7 +364,7 @@ def _matmul(g, n, numerics):
     p["act_min"], p["act_max"] = act_bounds(numerics, y, n.attrs.get("act_lo"), n.attrs.get("act_hi"))
     if numerics == "ort":
         from .passes.ort_fused_ops import ort_fused
-        fused = ort_fused(g.source, y.name, "QLinearMatMul")
+        fused = ort_fused(g.source, _onnx_name(y.name), "QLinearMatMul")
         p.update(mode=1 if fused else 2, a_scale=F32(sa), b_scale=F32(sb), out_scale=F32(sy),
                  scale=F32(F32(F32(sa) * F32(sb)) / F32(sy)))
     else:

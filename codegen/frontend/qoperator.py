@@ -9,9 +9,12 @@ here into exactly that group, so `qdq_lowering` serves both forms:
       -> Q(Conv(DQ(x, xs, xz), DQ(w, ws, wz), DQ(B, xs*ws, 0)), ys, yz)
 
 The rewritten nodes keep the QOperator node's name (messages name the node
-the user knows). Nodes of other forms pass through unchanged; operators with
-no QDQ equivalent in tinyaot (ConvInteger / MatMulInteger: dynamic
-quantization, whose scales are computed at run time) are reported by name.
+the user knows). Nodes of other forms pass through unchanged (ConvInteger /
+MatMulInteger of a static graph: frontend/integer_ops.py). Dynamic
+quantization (DynamicQuantizeLinear and the integer ops reading it: scales
+computed at run time) and nodes that cannot be rewritten stay in the graph
+and are returned by name, so the lowering reports them together with its own
+unsupported nodes (frontend/unsupported.py).
 
 Numerics note (`--numerics ort`): onnxruntime runs QLinearConv / QGemm /
 QLinearMatMul as integer kernels (int32 accumulation, float requantize), so
