@@ -176,11 +176,12 @@ def test_mlas_formula_differs_from_the_float_formula():
     QuantizeLinear disagrees with MLAS in some elements for these parameters."""
     from codegen.reference.ort_float import dequantize, quantize
     from codegen.reference.ort_qlinear_add import qlinear_add, qlinear_add_params
-    qa, qb, qy = (np.float32(0.031), -3), (np.float32(0.017), 20), (np.float32(0.045), 7)
     a, b = np.meshgrid(np.arange(-128, 128), np.arange(-128, 128))
-    p = dict(qlinear_add_params(qa, qb, qy, False), act_min=-128, act_max=127)
-    fl = quantize((dequantize(a, *qa) + dequantize(b, *qb)).astype(np.float32), qy[0], qy[1])
-    assert (qlinear_add(a, b, p) != fl).sum() > 0
+    for (qa, qb, qy), want in zip(ADD_PARAMS[1:3], (6444, 18)):  # the every-pair cases above
+        qa, qb, qy = ((np.float32(s), z) for s, z in (qa, qb, qy))
+        p = dict(qlinear_add_params(qa, qb, qy, False), act_min=-128, act_max=127)
+        fl = quantize((dequantize(a, *qa) + dequantize(b, *qb)).astype(np.float32), qy[0], qy[1])
+        assert (qlinear_add(a, b, p) != fl).sum() == want
 
 
 # ---- QLinearMatMul + QLinearAdd (bias): quantize_static's MatMul + Add -----------
