@@ -59,6 +59,8 @@ def prepare_node(g: Graph, n: Node, numerics: str) -> dict:
 
 
 def _conv_like(g, n, numerics):
+    if n.attrs.get("int_epilogue"):  # ConvInteger / MatMulInteger (frontend/integer_ops.py)
+        return _integer_epilogue(g, n, numerics)
     x = g.tensors[n.inputs[0]]
     w = g.tensors[n.inputs[1]]
     y = g.tensors[n.outputs[0]]
@@ -106,6 +108,31 @@ def _conv_like(g, n, numerics):
     return p
 
 
+def _integer_epilogue(g, n, numerics):
+    """onnxruntime's Cast -> Mul(S) -> Add(B) -> QuantizeLinear after the exact
+    int32 sum: float32(acc) * S[c], + B[c], round(v / s_y) + zp_y, saturated."""
+    stage = n.attrs["int_epilogue"]
+    if numerics != "ort":
+        raise TinyAotError(f"{n.attrs.get('onnx_op', 'ConvInteger / MatMulInteger')}: only "
+                           "--numerics ort (TFLite has no such layer)", model=g.source, node=n.name)
+    if stage == "acc":
+        raise TinyAotError("the int32 result must be Cast to float before QuantizeLinear",
+                           model=g.source, node=n.name)
+    x = g.tensors[n.inputs[0]]
+    w = g.tensors[n.inputs[1]]
+    y = g.tensors[n.outputs[0]]
+    cout = w.shape[0]
+    sy, zy = y.q.scalar()
+    p = {"in_zp": x.q.scalar()[1], "out_zp": zy, "bias": np.zeros(cout, np.int32)}
+    p["act_min"], p["act_max"] = act_bounds(numerics, y, n.attrs.get("act_lo"), n.attrs.get("act_hi"))
+    one = np.ones(cout, F32)
+    p["scale"] = (n.attrs["post_scale"] if n.attrs.get("post_scale") is not None else one).astype(F32)
+    p["post_bias"] = (n.attrs["post_bias"] if n.attrs.get("post_bias") is not None
+                      else np.zeros(cout, F32)).astype(F32)
+    p["out_scale"] = F32(sy)
+    return p
+
+
 def _add(g, n, numerics):
     a, b = (g.tensors[i] for i in n.inputs)
     y = g.tensors[n.outputs[0]]
@@ -115,11 +142,25 @@ def _add(g, n, numerics):
     p = {"a_zp": za, "b_zp": zb, "out_zp": zy}
     p["act_min"], p["act_max"] = act_bounds(numerics, y, n.attrs.get("act_lo"), n.attrs.get("act_hi"))
     if numerics == "ort":
-        p.update(a_scale=sa, b_scale=sb, out_scale=sy)
+        from .passes.ort_fused_ops import ort_fused_on
+        fused, u8 = ort_fused_on(g.source, _onnx_name(y.name), "QLinearAdd")
+        if fused:  # MLAS QLinearAdd, not the float formula (reference/ort_qlinear_add.py)
+            from .reference.ort_qlinear_add import qlinear_add_params
+            scalar = int(b.data.reshape(-1)[0]) if b.is_const and b.size == 1 else None
+            p.update(qlinear_add_params((sa, za), (sb, zb), (sy, zy),
+                                        u8 or bool(getattr(y, "zp_shift", 0)),
+                                        bool(n.attrs.get("swapped")), scalar))
+        else:
+            p.update(mode=1, a_scale=sa, b_scale=sb, out_scale=sy)
     else:
         from .reference import tflite_fixedpoint as tfp
         p.update(tfp.add_params(float(sa), za, float(sb), zb, float(sy), zy))
     return p
+
+
+def _onnx_name(name):
+    """The ONNX tensor an IR tensor stands for (passes/uint8.py renames the output)."""
+    return name[:-len("@s8")] if name.endswith("@s8") else name
 
 
 def _avgpool(g, n, numerics):
@@ -253,7 +294,7 @@ def _mul(g, n, numerics):
     p["act_min"], p["act_max"] = act_bounds(numerics, y, n.attrs.get("act_lo"), n.attrs.get("act_hi"))
     if numerics == "ort":
         from .passes.ort_fused_ops import ort_fused
-        fused = ort_fused(g.source, y.name, "QLinearMul")
+        fused = ort_fused(g.source, _onnx_name(y.name), "QLinearMul")
         p.update(mode=1 if fused else 2, a_scale=F32(sa), b_scale=F32(sb), out_scale=F32(sy),
                  ratio=F32(F32(F32(sa) * F32(sb)) / F32(sy)))
     else:
@@ -269,8 +310,10 @@ _PREPARE["mul"] = _mul
 def _concat(g, n, numerics):
     """Concat: an input with the output's quantization is copied; others are
     requantized through a 256-entry table. ort: DequantizeLinear -> float Concat
-    -> QuantizeLinear per element (MLAS formulas); tflite: TFLM CONCATENATION
-    copies bytes, so every input must already have the output's quantization."""
+    -> QuantizeLinear per element (MLAS formulas; ORT's QLinearConcat builds the
+    same table); tflite: TFLM CONCATENATION copies bytes, so an input whose
+    quantization differs gets what the converter's int8 QUANTIZE in front of it
+    would compute (reference Requantize), tabulated."""
     from .reference import ort_float as of
     y = g.tensors[n.outputs[0]]
     sy, zy = y.q.scalar()
@@ -284,13 +327,13 @@ def _concat(g, n, numerics):
         if x.q.same_as(y.q) and x.dtype == y.dtype:
             tables.append(None)
             continue
-        if numerics != "ort":
-            raise TinyAotError("tflite numerics: TFLite CONCATENATION needs every input to have "
-                               "the output's scale and zero point", model=g.source, node=n.name,
-                               tensor=i)
         sx, zx = x.q.scalar()
         v = np.arange(-128, 128, dtype=np.int32)
-        tables.append(of.quantize(of.dequantize(v, sx, zx), sy, zy).astype(np.int8))
+        if numerics == "ort":
+            tables.append(of.quantize(of.dequantize(v, sx, zx), sy, zy).astype(np.int8))
+        else:
+            from .reference import tflite_fixedpoint as tfp
+            tables.append(tfp.requantize_int8_table(sx, zx, sy, zy))
     return {"tables": tables, "axis": n.attrs["axis"]}
 
 
@@ -341,7 +384,7 @@ def _matmul(g, n, numerics):
     p["act_min"], p["act_max"] = act_bounds(numerics, y, n.attrs.get("act_lo"), n.attrs.get("act_hi"))
     if numerics == "ort":
         from .passes.ort_fused_ops import ort_fused
-        fused = ort_fused(g.source, y.name, "QLinearMatMul")
+        fused = ort_fused(g.source, _onnx_name(y.name), "QLinearMatMul")
         p.update(mode=1 if fused else 2, a_scale=F32(sa), b_scale=F32(sb), out_scale=F32(sy),
                  scale=F32(F32(F32(sa) * F32(sb)) / F32(sy)))
     else:

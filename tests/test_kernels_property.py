@@ -283,6 +283,10 @@ def requant_fields(p):
     else:
         f.update(scale=None, mult=np.asarray(p["mult"], np.int32),
                  shift=np.asarray(p["shift"], np.int32))
+    if "post_bias" in p:  # ConvInteger / MatMulInteger epilogue (prepare._integer_epilogue)
+        f.update(post_bias=np.asarray(p["post_bias"], F32), out_scale=F32(p["out_scale"]))
+    else:
+        f.update(post_bias=None, out_scale=0.0)
     return f
 
 
@@ -438,17 +442,25 @@ def test_add_s8(numerics, case):
     if numerics == "ort" and not tie and d(st.booleans()):
         seek_boundary(d, g, n, lambda p: ops.add(av, bv, p, "ort"))
     p = prepare_node(g, n, numerics)
+    qlinear = numerics == "ort" and d(st.booleans())
+    if qlinear:  # onnxruntime's fused QLinearAdd (reference/ort_qlinear_add.py), s8 or u8
+        from codegen.reference.ort_qlinear_add import qlinear_add_params
+        p = dict(p, **qlinear_add_params(a.q.scalar(), b.q.scalar(), y.q.scalar(),
+                                         d(st.booleans()), False,
+                                         int(bv.reshape(-1)[0]) if scalar_b else None))
     note(describe(g, n))
     expected = ops.add(av, bv, p, numerics)
     fields = {k: p[k] for k in ("a_zp", "b_zp", "out_zp", "act_min", "act_max")}
     if numerics == "ort":
-        fields.update(a_scale=p["a_scale"], b_scale=p["b_scale"], out_scale=p["out_scale"],
-                      use_float=1, left_shift=0, a_mult=0, a_shift=0, b_mult=0, b_shift=0,
-                      out_mult=0, out_shift=0)
+        fields.update(a_scale=p["a_scale"], b_scale=p["b_scale"], out_scale=p.get("out_scale", 0.0),
+                      use_float=2 if qlinear else 1, left_shift=0, a_mult=0, a_shift=0, b_mult=0,
+                      b_shift=0, out_mult=0, out_shift=0,
+                      qlinear_fixed=p.get("qlinear_fixed", 0.0), u8_shift=p.get("u8_shift", 0))
     else:
-        fields.update(a_scale=0.0, b_scale=0.0, out_scale=0.0, use_float=0,
-                      **{k: p[k] for k in ("left_shift", "a_mult", "a_shift", "b_mult",
-                                           "b_shift", "out_mult", "out_shift")})
+        fields.update(a_scale=0.0, b_scale=0.0, out_scale=0.0, use_float=0, qlinear_fixed=0.0,
+                      u8_shift=0, **{k: p[k] for k in ("left_shift", "a_mult", "a_shift",
+                                                       "b_mult", "b_shift", "out_mult",
+                                                       "out_shift")})
     size = int(np.prod(shape))
     got = K.add_s8(size, fields, av.reshape(-1), bv.reshape(-1), 0 if scalar_b else 1)
     assert_bit_exact(expected, got.reshape(shape), f"tinyaot_add_s8 [{numerics}]", g, n, p)

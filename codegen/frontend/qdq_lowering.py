@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import onnx
 
-from ..errors import TinyAotError, UnsupportedError
+from ..errors import TinyAotError
 from ..ir import Graph, Node, QParams, Tensor
 from .onnx_loader_util import attr_dict, conv_pads, np_dtype_name
 
@@ -43,7 +43,7 @@ class Pending:
 
 
 class Lowering:
-    def __init__(self, proto: onnx.ModelProto, path):
+    def __init__(self, proto: onnx.ModelProto, path, reported=None):
         from .onnx_loader import initializer_arrays, tensor_shapes
 
         self.proto = proto
@@ -60,6 +60,10 @@ class Lowering:
         # slice output -> (its input, starts, steps): a slice of a slice reads the first
         # one's input directly (one copy, not two; an unused middle slice is dead code)
         self.windows = {}
+        # nodes an earlier pass (frontend/qoperator.py) could not rewrite:
+        # name -> (op_type, why); they and what depends on them are skipped
+        self.reported = dict(reported or {})
+        self.skipped = set()  # tensors computed by a skipped node
         self.io_float = {"inputs": [], "outputs": []}
 
     # ---- helpers -------------------------------------------------------
@@ -140,6 +144,12 @@ class Lowering:
                 raise self.err(f"graph input of type {dname} is not supported", tensor=inp.name)
         for i, node in enumerate(g.node):
             name = node.name or f"{node.op_type}_{i}"
+            if name in self.reported or self.skipped.intersection(node.input):
+                if name in self.reported:
+                    self.unsupported.append((node.op_type, name, self.reported[name][1]))
+                self.skipped.update(o for o in node.output if o)
+                self.defined.update(o for o in node.output if o)
+                continue
             for x in node.input:
                 if x and x not in self.defined:
                     raise self.err(
@@ -155,18 +165,16 @@ class Lowering:
                         raise self.err("tensor is produced twice (duplicate name)", node=name, tensor=o)
                     self.defined.add(o)
         self.finish_outputs()
-        if self.unsupported:
-            lines = [f"{op} '{n}': {why}" for op, n, why in self.unsupported]
-            if len(lines) > 8:  # the first ones are the cause; the rest follow from them
-                lines = lines[:8] + [f"... and {len(lines) - 8} more"]
-            raise UnsupportedError(
-                f"{len(self.unsupported)} unsupported node(s): " + "; ".join(lines),
-                model=self.path)
+        if self.unsupported:  # all of them in one message (frontend/unsupported.py)
+            from .unsupported import unsupported_error
+            raise unsupported_error(self.unsupported, self.path)
         return self.graph
 
     def finish_outputs(self):
         for out in self.proto.graph.output:
             n = out.name
+            if n in self.skipped:
+                continue
             if n in self.graph.tensors and not self.graph.tensors[n].is_const:
                 self.graph.outputs.append(n)
             elif n in self.qrepr:
@@ -193,6 +201,9 @@ class Lowering:
             return self.lower_q(node, name, attrs)
         if op in MOVE_OPS:
             return self.lower_move(node, name, attrs)
+        from .integer_ops import INTEGER_OPS, is_epilogue_node, lower_integer_op
+        if op in INTEGER_OPS or is_epilogue_node(self, node):  # ConvInteger / MatMulInteger
+            return lower_integer_op(self, node, name, attrs, _Unsupported)
         if op in FLOAT_OPS:
             return self.lower_float(node, name, attrs)
         raise _Unsupported("operator is not supported")
@@ -554,9 +565,9 @@ class Lowering:
                     p.tensors.append(ins[i])
                     self.pending[out] = p
                     return
-            a = self.act_input(ins[0], name)
-            b = self.act_input(ins[1], name)
-            self.pending[out] = Pending("add", name, [a, b], {}, shape=shape)
+            from .const_operand import add_operands  # an activation + a quantized constant too
+            a, b, attrs_add = add_operands(self, ins, name, shape, _Unsupported)
+            self.pending[out] = Pending("add", name, [a, b], attrs_add, shape=shape)
             return
         if op in ("Relu", "Clip"):
             lo, hi = 0.0, None
@@ -750,8 +761,8 @@ def quantize_like_onnx(x, q: QParams, dtype):
     return np.clip(v, lo, hi).astype(dtype)
 
 
-def lower_to_ir(proto, path) -> Graph:
-    low = Lowering(proto, path)
+def lower_to_ir(proto, path, reported=None) -> Graph:
+    low = Lowering(proto, path, reported)
     g = low.run()
     g.io_float = low.io_float
     return g

@@ -28,6 +28,10 @@ typedef struct {
     const float *scale;   /* ort: per-channel float multipliers, else NULL */
     const int32_t *mult;  /* tflite: per-channel multipliers */
     const int32_t *shift; /* tflite: per-channel shifts */
+    /* ort, ConvInteger / MatMulInteger: QuantizeLinear(float(acc) * scale + post_bias)
+     * with out_scale (onnxruntime's Cast -> Mul -> Add -> QuantizeLinear); else NULL */
+    const float *post_bias;
+    float out_scale;
 } tinyaot_requant_t;
 
 typedef struct {
@@ -98,10 +102,13 @@ typedef struct {
     int32_t act_min, act_max;
     /* ort */
     float a_scale, b_scale, out_scale;
-    int32_t use_float;
+    int32_t use_float; /* 1: DQ -> float add -> Q; 2: MLAS QLinearAdd */
     /* tflite */
     int32_t left_shift;
     int32_t a_mult, a_shift, b_mult, b_shift, out_mult, out_shift;
+    /* use_float 2: a_scale, b_scale are s_a / s_y, s_b / s_y; zero points folded in */
+    float qlinear_fixed;
+    int32_t u8_shift; /* 128 when onnxruntime ran the add on uint8 */
 } tinyaot_add_params_t;
 
 /* Elementwise a + b; b_stride 0 broadcasts a scalar b. */
