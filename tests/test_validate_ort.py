@@ -26,9 +26,9 @@ NOT_IN_ORT = {
 }
 # ic01 layer 12 is the last residual Add: ORT fuses it into com.microsoft
 # QLinearAdd, whose rounding differs from DequantizeLinear -> Add ->
-# QuantizeLinear; tinyaot's ort numerics do the latter (see
-# test_ic01_last_add_is_qlinearadd_in_ort).
-KNOWN_DIVERGENT = {"ic01": 12}
+# QuantizeLinear; tinyaot's ort numerics repeat QLinearAdd's formula there
+# (reference/ort_qlinear_add.py), so every exposed layer must match ORT.
+IC01_FUSED_ADD = 12
 
 
 def _model(key):
@@ -74,18 +74,15 @@ def test_generated_c_equals_ort_on_every_exposed_layer(key):
         assert row["compared"], row
         if row["reference"] == "oracle":
             assert row["reference_note"] and row["mismatches"] == 0, row
-        elif row["index"] == KNOWN_DIVERGENT.get(key):
-            assert row["mismatches"] > 0 and row["max_abs_diff"] == 1, row
         else:
             assert row["reference"] == "onnxruntime" and row["mismatches"] == 0, row
-    assert r["first_divergent_layer"] == KNOWN_DIVERGENT.get(key)
+    assert r["first_divergent_layer"] is None
 
 
 def test_ic01_last_add_is_qlinearadd_in_ort():
-    """The one layer where tinyaot's C differs from ORT: ORT's own QLinearAdd
-    kernel, run alone on ORT's tapped inputs, reproduces the tap exactly,
-    while DequantizeLinear -> Add -> Relu -> QuantizeLinear (what tinyaot
-    emulates) does not."""
+    """Why ic01's last Add needs ORT's QLinearAdd formula: ORT's own QLinearAdd
+    kernel, run alone on ORT's tapped inputs, reproduces the tap exactly, while
+    DequantizeLinear -> Add -> Relu -> QuantizeLinear does not."""
     from onnx import TensorProto as TP
     from onnx import helper as h
     import onnxruntime as ort
@@ -94,7 +91,7 @@ def test_ic01_last_add_is_qlinearadd_in_ort():
     assert any(n.op_type == "QLinearAdd" for n in optimized_graph(model).graph.node)
     g = compile_model(model, numerics="ort").graph
     run = run_taps(model, g, list(np.load(golden)["inputs"]))
-    n = g.nodes[KNOWN_DIVERGENT["ic01"]]
+    n = g.nodes[IC01_FUSED_ADD]
     assert n.op == "add"
     ta, tb = (g.tensors[i] for i in n.inputs[:2])
     ty = g.tensors[n.outputs[0]]
