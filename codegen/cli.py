@@ -79,7 +79,8 @@ def cmd_run(a):
 
     inputs, _ = load_golden(a.inputs, "inputs")
     outs, info = run_model(a.model, inputs, board=a.board, numerics=a.numerics,
-                           ram_limit=a.ram_limit, flash_limit=a.flash_limit)
+                           ram_limit=a.ram_limit, flash_limit=a.flash_limit,
+                           io_buffers=a.io_buffers)
     out = a.output
     tmp = out + ".tmp.npz"
     extra = {}
@@ -122,7 +123,7 @@ def cmd_verify(a):
     from .verify import verify_model
 
     r = verify_model(a.model, a.golden, board=a.board, numerics=a.numerics, key=a.key,
-                     ram_limit=a.ram_limit, flash_limit=a.flash_limit)
+                     ram_limit=a.ram_limit, flash_limit=a.flash_limit, io_buffers=a.io_buffers)
     if a.json:
         print(json.dumps(r, indent=2, default=str))
     else:
@@ -141,7 +142,8 @@ def cmd_bench(a):
 def cmd_export(a):
     from .export import export
 
-    r = export(a.model, a.board, a.output, numerics=a.numerics, measure_on_board=not a.no_measure)
+    r = export(a.model, a.board, a.output, numerics=a.numerics, measure_on_board=not a.no_measure,
+               io_buffers=a.io_buffers)
     for name in r["models"]:
         n = r["numbers"][name]
         extra = "" if n["instructions"] is None else \
@@ -168,6 +170,10 @@ def build_parser():
                        "(default: the board's ram_size); too much fails before any C is written")
         p.add_argument("--flash-limit", metavar="SIZE", help="flash limit, e.g. 256K "
                        "(default: the board's flash_size)")
+        p.add_argument("--io-buffers", choices=["arena", "user"], default="arena",
+                       help="arena (default): input/output inside the arena, reached through "
+                            "<name>_input() / <name>_output() (smallest total RAM); user: in the "
+                            "caller's buffers passed to <name>_run(in, out)")
 
     p = sub.add_parser("compile", help="write <name>.c, <name>.h and report.json",
                        epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -180,9 +186,6 @@ def build_parser():
     p.add_argument("--input-shape", action="append", metavar="NAME=D0,D1,...",
                    help="fix a symbolic input shape")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
-    p.add_argument("--io-buffers", choices=["user", "arena"], default="user",
-                   help="user: input/output in the caller's buffers (default); arena: inside "
-                        "the arena, reached through <name>_input() / <name>_output()")
     p.add_argument("--plot-memory", metavar="PNG", help="draw the arena plan over time")
     p.add_argument("--integrity", choices=["crc32", "sha256"],
                    help="emit <name>_verify(): checks a digest of the weights at boot")
@@ -217,6 +220,8 @@ def build_parser():
     p.add_argument("-o", "--output", required=True, help="output folder")
     p.add_argument("--no-measure", action="store_true",
                    help="do not run one inference in QEMU for flash and instruction counts")
+    p.add_argument("--io-buffers", choices=["arena", "user"], default="arena",
+                   help="where the model's input/output live (default %(default)s, see compile)")
     p.set_defaults(fn=cmd_export)
 
     from .signing import add_signing_commands  # keygen, sign, verify-signature

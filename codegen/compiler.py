@@ -32,7 +32,7 @@ def model_name(path) -> str:
 
 
 def compile_model(path, numerics="ort", name=None, input_shapes=None, dump=None,
-                  hooks=False, io_buffers="user", search_order=True, integrity=None,
+                  hooks=False, io_buffers="arena", search_order=True, integrity=None,
                   io="int8") -> Compiled:
     if numerics not in NUMERICS:
         raise TinyAotError(f"unknown numerics '{numerics}' (choose from {', '.join(NUMERICS)})")
