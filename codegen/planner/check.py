@@ -11,6 +11,14 @@ at the same offset, have the same size, and the output's lifetime starts at s.
 The kernels read element i before they write element i (see planner/inplace.py
 for the loops), so that is safe; any other sharing is an error.
 
+A second exact overlap: a concat at step s whose output bytes are its
+inputs' bytes one after the other (every output axis before the concat axis,
+in physical order, has size 1) may find an input already *inside* its output
+(zero-copy: the producer wrote its slice), when that input has the output's
+dtype, quantization and physical order (a byte copy), appears once in the
+node, is last read at s, and sits exactly at the output's offset plus the
+bytes of the inputs before it. The generated C does not copy it.
+
 Alignment: every arena tensor at a multiple of max(align, its element size,
 8 if a conv2d / fully_connected kernel touches it) and of its block's declared
 `align`.
@@ -46,6 +54,35 @@ def _inplace_allowed(g, root, dying, born, step, lo_d, hi_d, lo_b, hi_b):
         if k == 1 and tuple(g.tensors[n.inputs[0]].shape) != tuple(t.shape):
             continue
         return True
+    return False
+
+
+def _slice_allowed(g, root, part, whole, step, lo_p, hi_p, lo_w):
+    """May `part` (last step == step) sit inside `whole` (first step == step) as its slice?"""
+    if not 0 <= step < len(g.nodes):
+        return False
+    n = g.nodes[step]
+    if n.op != "concat" or len(n.outputs) != 1 or root(n.outputs[0]) != whole:
+        return False
+    y = g.tensors[n.outputs[0]]
+    order = list(y.perm) if y.perm is not None else list(range(len(y.shape)))
+    axis = int(n.attrs["axis"])
+    if any(y.shape[a] != 1 for a in order[:order.index(axis)]):
+        return False  # slices interleave: not contiguous
+    names = list(n.inputs)
+    before = 0
+    for k, name in enumerate(names):
+        if root(name) == part:
+            x = g.tensors[name]
+            xo = list(x.perm) if x.perm is not None else list(range(len(x.shape)))
+            return (sum(root(m) == part for m in names) == 1 and not x.is_const
+                    and x.dtype == y.dtype and xo == order and x.q is not None and y.q is not None
+                    and x.q.axis == y.q.axis
+                    and x.q.scale.tobytes() == y.q.scale.tobytes()
+                    and [int(v) for v in x.q.zero_point] == [int(v) for v in y.q.zero_point]
+                    and g.tensors[part].nbytes == x.nbytes == hi_p - lo_p
+                    and lo_p == lo_w + before)
+        before += g.tensors[name].nbytes
     return False
 
 
@@ -116,6 +153,10 @@ def check_plan(g, plan, align=4, io_buffers=None):
                 if b1 == a2 and _inplace_allowed(g, root, r1, r2, b1, lo1, hi1, lo2, hi2):
                     continue
                 if b2 == a1 and _inplace_allowed(g, root, r2, r1, b2, lo2, hi2, lo1, hi1):
+                    continue
+                if b1 == a2 and _slice_allowed(g, root, r1, r2, b1, lo1, hi1, lo2):
+                    continue
+                if b2 == a1 and _slice_allowed(g, root, r2, r1, b2, lo2, hi2, lo1):
                     continue
                 raise PlanError(f"tensors {r1} (steps {a1}-{b1}) and {r2} (steps {a2}-{b2}) "
                                 f"overlap in the arena")

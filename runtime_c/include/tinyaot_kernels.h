@@ -160,7 +160,8 @@ int tinyaot_mul_s8(const int32_t dims[4], const int32_t a_strides[4], const int3
                    int8_t *output);
 
 /* Concatenation: for each of `outer` rows, input j contributes chunks[j] bytes,
- * copied (tables[j] == NULL) or requantized through the 256-entry tables[j]. */
+ * copied (tables[j] == NULL) or requantized through the 256-entry tables[j];
+ * inputs[j] == NULL: already in place (its producer wrote the slice). */
 int tinyaot_concat_s8(int32_t outer, int32_t n_inputs, const int32_t *chunks,
                       const int8_t *const *inputs, const int8_t *const *tables, int8_t *output);
 
