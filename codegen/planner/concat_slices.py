@@ -10,7 +10,8 @@ output block at its slice's byte offset when
 * it has the output's dtype, quantization and physical layout (the kernel
   would copy its bytes unchanged; a requantizing input is still copied),
 * it is an arena block of exactly the input's size, not scratch, not already
-  inside another block, not the output itself, and appears once in the node,
+  inside another block, not the output itself, and appears once in the node
+  (aliases included),
 * step s is its last reader (after s its bytes belong to the output, which an
   in-place consumer of the output may overwrite),
 * its slice offset is a multiple of the block's alignment (the output block
@@ -66,7 +67,8 @@ def merge_concat_slices(g, blocks):
         for k, (name, rel) in enumerate(zip(n.inputs, offs)):
             bi = where.get(name)
             if (bi is None or bi is bo or bi.external is not None or bi.parent is not None
-                    or getattr(bi, "scratch", False) or n.inputs.count(name) != 1
+                    or getattr(bi, "scratch", False)
+                    or sum(where.get(m) is bi for m in n.inputs) != 1  # e.g. x and reshape(x)
                     or bi.last != step or bi.size != g.tensors[name].nbytes
                     or rel % bi.align or not copied_unchanged(g, n, name)):
                 continue
