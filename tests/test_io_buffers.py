@@ -118,3 +118,19 @@ def test_qemu_harness_times_the_inference_alone_in_both_modes():
         assert r["mismatches"] == 0 and r["vectors_passed"] == r["vectors"], io
         assert r["plan"]["io_buffers"] == io
     assert reps["arena"]["instructions_per_inference"] == reps["user"]["instructions_per_inference"]
+
+
+@pytest.mark.shared
+def test_readme_memory_table_is_current():
+    """The README's memory table is what `python -m codegen.planner.benchmark` prints
+    (both I/O modes, lower bounds, TFLite Micro's arena_used_bytes)."""
+    from codegen.paths import REPO_ROOT
+    from codegen.planner import benchmark
+
+    rows = benchmark.rows()
+    assert {k for k, _, _ in rows} >= set(benchmark.SHARED) | {"digits"}
+    for key, _, m in rows:
+        act, scratch = m["bounds"]
+        assert act <= scratch == m["arena"]  # the arena is its lower bound on every model
+        assert m["user"] <= m["arena"] <= m["user"] + m["io"]  # default never costs total RAM
+    assert benchmark.table(rows) in (REPO_ROOT / "README.md").read_text()
