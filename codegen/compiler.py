@@ -33,7 +33,7 @@ def model_name(path) -> str:
 
 def compile_model(path, numerics="ort", name=None, input_shapes=None, dump=None,
                   hooks=False, io_buffers="arena", search_order=True, integrity=None,
-                  io="int8") -> Compiled:
+                  io="int8", depthwise_inplace=False) -> Compiled:
     if numerics not in NUMERICS:
         raise TinyAotError(f"unknown numerics '{numerics}' (choose from {', '.join(NUMERICS)})")
     g = load_model(path, input_shapes)
@@ -52,6 +52,9 @@ def compile_model(path, numerics="ort", name=None, input_shapes=None, dump=None,
     if search_order:  # planner/order.py: the topological order with the lowest peak
         from .planner.order import choose_order
         g.nodes, order_info = choose_order(g, io_buffers)
+    if depthwise_inplace:  # planner/depthwise_inplace.py: a planner option, off by default
+        from .planner.depthwise_inplace import mark_depthwise_inplace
+        mark_depthwise_inplace(g, io_buffers)
     plan = plan_arena(g, io_buffers=io_buffers)
     check_plan(g, plan)
     check_plan_limits(plan, path)

@@ -193,6 +193,12 @@ class _Emitter:
             f"{p['in_zp']}, {c_float(p['out_scale'])}, {p['out_zp']}, {p['act_min']}, "
             f"{p['act_max']}, {filt}, {scale}, {bias} }};\n")
 
+    def in_place(self, n):
+        """Did the plan put a node flagged inplace_depthwise's output on its input?"""
+        bx, by = self.plan.where[n.inputs[0]], self.plan.where[n.outputs[0]]
+        return (bool(n.attrs.get("inplace_depthwise")) and bx.external is None
+                and by.external is None and bx.offset == by.offset)
+
     def conv_dims(self, lid, n):
         x = self.g.tensors[n.inputs[0]]
         y = self.g.tensors[n.outputs[0]]
@@ -228,6 +234,13 @@ class _Emitter:
             self.emit_fast(lid, n, p, info, dims, w)
             return
         q = self.requant(lid, p)
+        if depthwise and self.in_place(n):  # planner/depthwise_inplace.py
+            from ..planner.arena import scratch_name
+            filt = self.const("int8_t", f"{lid}_w", w.data[:, 0].transpose(1, 2, 0), align=4)
+            plane = f"(ARENA + {self.plan.where[scratch_name(n)].offset})"
+            info["kernel"] = "tinyaot_depthwise_conv_inplace_s8"
+            self.call(info["kernel"], [dims, q, self.ptr(x.name), filt, plane])
+            return
         if depthwise:
             filt = self.const("int8_t", f"{lid}_w", w.data[:, 0].transpose(1, 2, 0), align=4)
             kernel = "tinyaot_depthwise_conv_s8"

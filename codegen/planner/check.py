@@ -19,6 +19,12 @@ dtype, quantization and physical order (a byte copy), appears once in the
 node, is last read at s, and sits exactly at the output's offset plus the
 bytes of the inputs before it. The generated C does not copy it.
 
+Third: a conv2d flagged `inplace_depthwise` (planner/depthwise_inplace.py:
+depthwise, one output channel per input channel, same layout, int8) may write
+its output, no larger than its input, at the offset of its dying input: its
+kernel copies input channel c to scratch before it writes output channel c,
+and output channel c only covers bytes of input channel c.
+
 Alignment: every arena tensor at a multiple of max(align, its element size,
 8 if a conv2d / fully_connected kernel touches it) and of its block's declared
 `align`.
@@ -34,11 +40,28 @@ _INPLACE_SLOTS = {"clamp": (0,), "requantize": (0,), "lut": (0,), "add": (0, 1)}
 _WIDE = {"conv2d": 8, "fully_connected": 8}
 
 
+def _depthwise_inplace_allowed(g, root, dying, born, n, lo_d, hi_d, lo_b, hi_b):
+    """The in-place depthwise kernel: output at the input's offset, no larger than it."""
+    if not n.attrs.get("inplace_depthwise") or n.attrs.get("ort_float") or len(n.inputs) < 2:
+        return False
+    x, w, y = (g.tensors[t] for t in (n.inputs[0], n.inputs[1], n.outputs[0]))
+    xo = list(x.perm) if x.perm is not None else list(range(len(x.shape)))
+    yo = list(y.perm) if y.perm is not None else list(range(len(y.shape)))
+    return (root(n.inputs[0]) == dying and root(n.outputs[0]) == born and lo_d == lo_b
+            and hi_b - lo_b == y.nbytes <= x.nbytes == hi_d - lo_d
+            and n.attrs.get("group") == x.shape[1] == y.shape[1] and w.shape[1] == 1
+            and x.dtype == y.dtype == "int8" and xo == yo)
+
+
 def _inplace_allowed(g, root, dying, born, step, lo_d, hi_d, lo_b, hi_b):
     """May `born` (first step == step) take exactly the bytes of `dying` (last step == step)?"""
-    if lo_d != lo_b or hi_d != hi_b or not 0 <= step < len(g.nodes):
+    if not 0 <= step < len(g.nodes):
         return False
     n = g.nodes[step]
+    if n.op == "conv2d":
+        return _depthwise_inplace_allowed(g, root, dying, born, n, lo_d, hi_d, lo_b, hi_b)
+    if lo_d != lo_b or hi_d != hi_b:
+        return False
     slots = _INPLACE_SLOTS.get(n.op)
     if not slots or len(n.outputs) != 1 or root(n.outputs[0]) != born:
         return False

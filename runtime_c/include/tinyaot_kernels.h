@@ -48,6 +48,13 @@ int tinyaot_convolve_s8(const tinyaot_conv_dims_t *d, const tinyaot_requant_t *q
 int tinyaot_depthwise_conv_s8(const tinyaot_conv_dims_t *d, const tinyaot_requant_t *q,
                               const int8_t *input, const int8_t *filter, int8_t *output);
 
+/* Depthwise convolution in place (channel multiplier 1, output no larger than
+ * the input): `data` holds the input and then the output; `plane` is
+ * in_h * in_w bytes of scratch (one input channel). Bit-identical with
+ * tinyaot_depthwise_conv_s8. */
+int tinyaot_depthwise_conv_inplace_s8(const tinyaot_conv_dims_t *d, const tinyaot_requant_t *q,
+                                      int8_t *data, const int8_t *filter, int8_t *plane);
+
 /* onnxruntime's float Conv (the layers ORT does not fuse into QLinearConv):
  * x = (q - zp) * s_in, w = wq * s_w, y = fma-accumulated over (c, kh, kw),
  * + bias, clamp, QuantizeLinear. Filter layout [out_c][k_h][k_w][in_c/groups]. */
