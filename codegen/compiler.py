@@ -53,9 +53,11 @@ def compile_model(path, numerics="ort", name=None, input_shapes=None, dump=None,
         from .planner.order import choose_order
         g.nodes, order_info = choose_order(g, io_buffers)
     if depthwise_inplace:  # planner/depthwise_inplace.py: a planner option, off by default
-        from .planner.depthwise_inplace import mark_depthwise_inplace
-        mark_depthwise_inplace(g, io_buffers)
-    plan = plan_arena(g, io_buffers=io_buffers)
+        from .planner.depthwise_inplace import plan_with_depthwise_inplace
+        plan = plan_with_depthwise_inplace(g, io_buffers,
+                                           lambda gr: plan_arena(gr, io_buffers=io_buffers))
+    else:
+        plan = plan_arena(g, io_buffers=io_buffers)
     check_plan(g, plan)
     check_plan_limits(plan, path)
     from .frontend.limits import out_of_range_params

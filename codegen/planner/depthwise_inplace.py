@@ -13,7 +13,10 @@ the layer needs max(in, out) + in_h * in_w bytes instead of in + out.
 
 It pays only where a depthwise layer is the peak; on the shared models it
 never is (README, Memory plan), so it is off by default. It also replaces the
-fast (SXTAB16) depthwise kernel by this portable one for the layers it takes.
+fast (SXTAB16) depthwise kernel by this portable one for the layers it takes,
+and a merged block keeps the input's size for the output's whole life (a
+stride-2 layer's smaller output then holds more bytes than it needs), so
+`plan_with_depthwise_inplace` keeps it only when the arena gets smaller.
 
 The decision is recorded on the node (`attrs["inplace_depthwise"]`, plus
 the scratch size) before planning; `inplace.py` then merges the output into
@@ -62,3 +65,19 @@ def mark_depthwise_inplace(g, io_buffers):
         n.attrs.pop("fast_kernel", None)
         marked.append(n.name)
     return marked
+
+
+def plan_with_depthwise_inplace(g, io_buffers, plan_fn):
+    """plan_fn(g) -> plan, with the in-place depthwise layers if that is smaller;
+    otherwise the node attributes are restored and the plain plan returned."""
+    plain = plan_fn(g)
+    saved = {id(n): dict(n.attrs) for n in g.nodes}
+    if not mark_depthwise_inplace(g, io_buffers):
+        return plain
+    plan = plan_fn(g)
+    if plan.size < plain.size:
+        return plan
+    for n in g.nodes:
+        n.attrs.clear()
+        n.attrs.update(saved[id(n)])
+    return plain
