@@ -96,7 +96,9 @@ def print_report(r, file=sys.stdout):
     p = lambda s: print(s, file=file)  # noqa: E731
     p(f"model        {r['model']}  ({r['name']}, numerics {r['numerics']})")
     p(f"board        {r['board']}")
-    p(f"arena        {r['arena_bytes']} B  (lower bound {r['arena_lower_bound_bytes']} B)")
+    io = ("input and output inside" if r.get("io_buffers") == "arena"
+          else "input and output in the caller's buffers")
+    p(f"arena        {r['arena_bytes']} B  (lower bound {r['arena_lower_bound_bytes']} B; {io})")
     if r.get("flash"):
         f = r["flash"]
         p(f"flash        {f['total']} B  (code {f['code']} B / weights {f['weights']} B)")
