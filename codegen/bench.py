@@ -35,36 +35,48 @@ TFLM_CMSIS_NN = {
 KEYS = {"ort": "outputs_onnxruntime", "tflite": "outputs_tflm"}
 
 
-def run_bench(board="qemu-m4", out_dir=None, numerics=("ort", "tflite"), log=print):
-    rows = []
+def bench_jobs(numerics=("ort", "tflite")):
+    """(model key, stem, numerics) of every run the bench makes."""
+    jobs = []
     for key, stem in MODELS:
+        for num in numerics:
+            if key in OWN_MODELS and num == "tflite":
+                continue  # its golden is onnxruntime's; tflite numerics differ by design
+            jobs.append((key, stem, num))
+    return jobs
+
+
+def run_bench(board="qemu-m4", out_dir=None, numerics=("ort", "tflite"), log=print,
+              tick=lambda n=1: None):
+    rows = []
+    for key, stem, num in bench_jobs(numerics):
         model = Path(str(stem) + ".onnx")
         golden = Path(str(stem) + "_golden.npz")
         if not model.exists():
-            log(f"skip {key}: {model} missing")
+            if num == numerics[0]:
+                log(f"skip {key}: {model} missing")
+            tick()
             continue
-        for num in numerics:
-            gkey = KEYS[num] if key not in OWN_MODELS else "outputs"
-            if key in OWN_MODELS and num == "tflite":
-                continue  # its golden is onnxruntime's; tflite numerics differ by design
-            r = verify_model(model, golden, board=board, numerics=num, key=gkey)
-            tflm = TFLM_CMSIS_NN.get(key)
-            ins = r["instructions_per_inference"]
-            row = {
-                "model": key, "numerics": num, "board": board,
-                "instructions": ins, "macs": r["macs"],
-                "mac_per_instruction": round(r["macs"] / ins, 3) if ins else None,
-                "arena_bytes": r["arena_bytes"], "arena_lower_bound": r["arena_lower_bound_bytes"],
-                "flash_code": r["flash"]["code"] if r.get("flash") else None,
-                "flash_weights": r["flash"]["weights"] if r.get("flash") else None,
-                "vectors": r["vectors"], "mismatches": r["mismatches"],
-                "tflm_cmsis_nn_instructions": tflm[0] if tflm else None,
-                "ratio_to_tflm": round(ins / tflm[0], 3) if tflm and ins else None,
-                "tflm_arena_bytes": tflm[1] if tflm else None,
-            }
-            rows.append(row)
-            log(f"{key:6s} {num:6s} {ins:>10} instr  {row['mac_per_instruction']} MAC/instr  "
-                f"arena {row['arena_bytes']}  mismatches {row['mismatches']}")
+        gkey = KEYS[num] if key not in OWN_MODELS else "outputs"
+        r = verify_model(model, golden, board=board, numerics=num, key=gkey)
+        tflm = TFLM_CMSIS_NN.get(key)
+        ins = r["instructions_per_inference"]
+        row = {
+            "model": key, "numerics": num, "board": board,
+            "instructions": ins, "macs": r["macs"],
+            "mac_per_instruction": round(r["macs"] / ins, 3) if ins else None,
+            "arena_bytes": r["arena_bytes"], "arena_lower_bound": r["arena_lower_bound_bytes"],
+            "flash_code": r["flash"]["code"] if r.get("flash") else None,
+            "flash_weights": r["flash"]["weights"] if r.get("flash") else None,
+            "vectors": r["vectors"], "mismatches": r["mismatches"],
+            "tflm_cmsis_nn_instructions": tflm[0] if tflm else None,
+            "ratio_to_tflm": round(ins / tflm[0], 3) if tflm and ins else None,
+            "tflm_arena_bytes": tflm[1] if tflm else None,
+        }
+        rows.append(row)
+        log(f"{key:6s} {num:6s} {ins:>10} instr  {row['mac_per_instruction']} MAC/instr  "
+            f"arena {row['arena_bytes']}  mismatches {row['mismatches']}")
+        tick()
     out_dir = Path(out_dir or REPO_ROOT / "bench")
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "results.json").write_text(json.dumps(rows, indent=2) + "\n")
@@ -72,19 +84,26 @@ def run_bench(board="qemu-m4", out_dir=None, numerics=("ort", "tflite"), log=pri
     return rows
 
 
+BENCH_HEADER = ["model", "numerics", "vectors exact", "instructions", "MACs", "MAC/instr",
+                "TFLM+CMSIS-NN instr", "ratio", "arena B (lower bound)", "TFLM arena B",
+                "flash code B", "flash weights B"]
+
+
+def _cell(v):
+    return "-" if v is None else (f"{v:,}" if isinstance(v, int) else str(v))
+
+
+def bench_cells(r):
+    """One row of the results table as strings (markdown and terminal)."""
+    return [r["model"], r["numerics"],
+            f"{r['vectors'] - (1 if r['mismatches'] else 0)}/{r['vectors']}"
+            f"{'' if not r['mismatches'] else ' (' + str(r['mismatches']) + ' elements differ)'}",
+            _cell(r["instructions"]), _cell(r["macs"]), _cell(r["mac_per_instruction"]),
+            _cell(r["tflm_cmsis_nn_instructions"]), _cell(r["ratio_to_tflm"]),
+            f"{_cell(r['arena_bytes'])} ({_cell(r['arena_lower_bound'])})",
+            _cell(r["tflm_arena_bytes"]), _cell(r["flash_code"]), _cell(r["flash_weights"])]
+
+
 def markdown_table(rows):
-    head = ("| model | numerics | vectors exact | instructions | MACs | MAC/instr | "
-            "TFLM+CMSIS-NN instr | ratio | arena B (lower bound) | TFLM arena B | flash code B | flash weights B |\n"
-            "|---|---|---|---|---|---|---|---|---|---|---|---|\n")
-    lines = []
-    for r in rows:
-        def f(v):
-            return "-" if v is None else (f"{v:,}" if isinstance(v, int) else str(v))
-        lines.append(
-            f"| {r['model']} | {r['numerics']} | {r['vectors'] - (1 if r['mismatches'] else 0)}/{r['vectors']}"
-            f"{'' if not r['mismatches'] else ' (' + str(r['mismatches']) + ' elements differ)'} | "
-            f"{f(r['instructions'])} | {f(r['macs'])} | {f(r['mac_per_instruction'])} | "
-            f"{f(r['tflm_cmsis_nn_instructions'])} | {f(r['ratio_to_tflm'])} | "
-            f"{f(r['arena_bytes'])} ({f(r['arena_lower_bound'])}) | {f(r['tflm_arena_bytes'])} | "
-            f"{f(r['flash_code'])} | {f(r['flash_weights'])} |")
-    return head + "\n".join(lines) + "\n"
+    head = ("| " + " | ".join(BENCH_HEADER) + " |\n" + "|---" * len(BENCH_HEADER) + "|\n")
+    return head + "\n".join("| " + " | ".join(bench_cells(r)) + " |" for r in rows) + "\n"

@@ -14,6 +14,7 @@ import sys
 
 from . import __version__
 from .errors import TinyAotError
+from .tools.cli_tools import EXIT_CODES, RAW, examples
 
 EXAMPLES = """examples:
   tinyaot compile models/digits_cnn_int8.onnx -o build/digits
@@ -88,7 +89,13 @@ def cmd_run(a):
         extra["instructions"] = np.array(info["instructions"], dtype=np.int64)
     np.savez(tmp, outputs=outs, **extra)
     os.replace(tmp, out if out.endswith(".npz") else out)
-    print(f"{len(outs)} input(s) run on {a.board}: outputs written to {out}")
+    if a.json:
+        print(json.dumps({"model": a.model, "board": a.board, "numerics": a.numerics,
+                          "inputs": len(outs), "output_file": out,
+                          "instructions": [int(x) for x in info.get("instructions") or []]},
+                         indent=2))
+    else:
+        print(f"{len(outs)} input(s) run on {a.board}: outputs written to {out}")
     return 0
 
 
@@ -134,10 +141,24 @@ def cmd_verify(a):
 
 
 def cmd_bench(a):
-    from .bench import run_bench
+    from .bench import BENCH_HEADER, bench_cells, bench_jobs, run_bench
+    from .tools.console import print_table, progress, use_color
 
-    rows = run_bench(board=a.board, out_dir=a.output)
-    print(f"wrote {a.output or 'bench'}/results.json and results.md ({len(rows)} rows)")
+    rich = use_color() and not a.json
+    # Plain: one line per run as it finishes (stderr under --json); on a
+    # terminal a progress bar, then the table.
+    log = (lambda s: None) if rich else \
+        (lambda s: print(s, file=sys.stderr)) if a.json else print
+    with progress(f"bench on {a.board}", len(bench_jobs())) as tick:
+        rows = run_bench(board=a.board, out_dir=a.output, log=log, tick=tick)
+    wrote = f"wrote {a.output or 'bench'}/results.json and results.md ({len(rows)} rows)"
+    if a.json:
+        print(json.dumps(rows, indent=2))
+    elif rich:
+        print_table(wrote, f"bench on {a.board}", BENCH_HEADER, [bench_cells(r) for r in rows],
+                    right=tuple(range(2, len(BENCH_HEADER))), footer=[wrote])
+    else:
+        print(wrote)
     return 0 if all(r["mismatches"] == 0 for r in rows) else 1
 
 
@@ -146,6 +167,9 @@ def cmd_export(a):
 
     r = export(a.model, a.board, a.output, numerics=a.numerics, measure_on_board=not a.no_measure,
                io_buffers=a.io_buffers)
+    if a.json:
+        print(json.dumps(r, indent=2, default=str))
+        return 0
     for name in r["models"]:
         n = r["numbers"][name]
         extra = "" if n["instructions"] is None else \
@@ -159,7 +183,7 @@ def cmd_export(a):
 def build_parser():
     ap = argparse.ArgumentParser(
         prog="tinyaot", description="Ahead-of-time compiler: quantized ONNX -> static-arena C.",
-        epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+        epilog=EXAMPLES + "\n" + EXIT_CODES, formatter_class=RAW)
     ap.add_argument("--version", action="version", version=f"tinyaot {__version__}")
     sub = ap.add_subparsers(dest="cmd", required=True)
 
@@ -178,7 +202,11 @@ def build_parser():
                             "caller's buffers passed to <name>_run(in, out)")
 
     p = sub.add_parser("compile", help="write <name>.c, <name>.h and report.json",
-                       epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+                       formatter_class=RAW, epilog=examples(
+                           "tinyaot compile models/digits_cnn_int8.onnx -o build/digits",
+                           "tinyaot compile M.onnx --board qemu-m4 --ram-limit 64K --numerics tflite",
+                           "tinyaot compile M.onnx --io float --plot-memory mem.png --json",
+                           note="Writes <name>.c, <name>.h and report.json (all or nothing)."))
     common(p)
     p.add_argument("-o", "--output", help="output directory (default build/<name>)")
     p.add_argument("--dump-ir", action="store_true", help="print the IR after each pass")
@@ -193,28 +221,48 @@ def build_parser():
                    help="emit <name>_verify(): checks a digest of the weights at boot")
     p.set_defaults(fn=cmd_compile)
 
-    p = sub.add_parser("run", help="compile, build and run inputs on a board")
+    p = sub.add_parser("run", help="compile, build and run inputs on a board", formatter_class=RAW,
+                       epilog=examples(
+                           "tinyaot run models/digits_cnn_int8.onnx --board host "
+                           "--inputs models/digits_cnn_int8_golden.npz -o out.npz",
+                           "tinyaot run M.onnx --board qemu-m4 --inputs in.npz -o out.npz --json",
+                           note="On QEMU, out.npz also has 'instructions' per input."))
     common(p)
     p.add_argument("--inputs", required=True, help=".npz with an 'inputs' array (N, ...) int8")
     p.add_argument("-o", "--output", required=True, help="output .npz ('outputs')")
+    p.add_argument("--json", action="store_true", help="print a summary as JSON on stdout")
     p.set_defaults(fn=cmd_run)
 
-    p = sub.add_parser("verify", help="check bit-exactness against golden vectors")
+    p = sub.add_parser("verify", help="check bit-exactness against golden vectors",
+                       formatter_class=RAW, epilog=examples(
+                           "tinyaot verify models/digits_cnn_int8.onnx "
+                           "--golden models/digits_cnn_int8_golden.npz --board qemu-m4",
+                           "tinyaot verify M.onnx --golden M_golden.npz --board qemu-m4 "
+                           "--numerics tflite --key outputs_tflm --json"))
     common(p)
     p.add_argument("--golden", required=True, help="golden .npz (inputs + outputs)")
     p.add_argument("--key", default="outputs", help="array of expected outputs (default %(default)s)")
     p.add_argument("--json", action="store_true", help="print the report as JSON on stdout")
     p.set_defaults(fn=cmd_verify)
 
-    p = sub.add_parser("bench", help="instructions, arena and flash of every model on a board")
+    p = sub.add_parser("bench", help="instructions, arena and flash of every model on a board",
+                       formatter_class=RAW, epilog=examples(
+                           "tinyaot bench", "tinyaot bench --board qemu-m4 -o /tmp/bench --json",
+                           note="Runs every shared and own model in both numerics; writes "
+                                "results.json and results.md."))
     p.add_argument("--board", default="qemu-m4")
     p.add_argument("-o", "--output", help="output directory (default bench/)")
+    p.add_argument("--json", action="store_true", help="print the rows as JSON on stdout")
     p.set_defaults(fn=cmd_bench)
 
     from .tools.cli_tools import add_tool_commands  # report, validate, profile, quantize
     add_tool_commands(sub)
 
-    p = sub.add_parser("export", help="a self-contained C library folder (model + kernels, Make/CMake)")
+    p = sub.add_parser("export", help="a self-contained C library folder (model + kernels, Make/CMake)",
+                       formatter_class=RAW, epilog=examples(
+                           "tinyaot export models/digits_cnn_int8.onnx --board qemu-m4 -o out/digits",
+                           "tinyaot export a.onnx b.onnx --board qemu-m4 -o out/two --no-measure "
+                           "--json"))
     p.add_argument("model", nargs="+", help="quantized ONNX model(s); several share the kernels")
     p.add_argument("--board", required=True, help="board the numbers in the README are measured on")
     p.add_argument("--numerics", default="ort", choices=["ort", "tflite"],
@@ -224,6 +272,7 @@ def build_parser():
                    help="do not run one inference in QEMU for flash and instruction counts")
     p.add_argument("--io-buffers", choices=["arena", "user"], default="arena",
                    help="where the model's input/output live (default %(default)s, see compile)")
+    p.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
     p.set_defaults(fn=cmd_export)
 
     from .signing import add_signing_commands  # keygen, sign, verify-signature

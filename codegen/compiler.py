@@ -45,6 +45,8 @@ def compile_model(path, numerics="ort", name=None, input_shapes=None, dump=None,
             mark_ort_float_nodes(g, path)
             from .passes.ort_qlinear import mark_ort_qlinear_pools
             mark_ort_qlinear_pools(g, path)  # QLinearAveragePool rounds after adding zp
+            from .passes.ort_paths import mark_ort_int8_resizes
+            mark_ort_int8_resizes(g, path)  # Resize on int8 or in float (DQ -> Resize -> Q)
     run_passes(g, dump=dump)
     if io_buffers not in ("user", "arena"):
         raise TinyAotError(f"unknown --io-buffers '{io_buffers}' (choose from user, arena)")

@@ -59,15 +59,37 @@ def prepare_node(g: Graph, n: Node, numerics: str) -> dict:
 
 
 def _conv_like(g, n, numerics):
+    if n.attrs.get("int_epilogue"):  # ConvInteger / MatMulInteger (frontend/integer_ops.py)
+        return _integer_epilogue(g, n, numerics)
     x = g.tensors[n.inputs[0]]
     w = g.tensors[n.inputs[1]]
     y = g.tensors[n.outputs[0]]
     sx, zx = x.q.scalar()
     sy, zy = y.q.scalar()
-    cout = w.shape[0]
-    sw = np.broadcast_to(w.q.scale.astype(F32), (cout,))
+    transposed = n.op == "conv_transpose"
+    cout = y.shape[1] if transposed else w.shape[0]
+    if transposed:  # weights [C_in, C_out/group, ...]: scales along axis 1, repeated per group
+        sw = np.tile(np.broadcast_to(w.q.scale.astype(F32), (w.shape[1],)), n.attrs["group"])
+    else:
+        sw = np.broadcast_to(w.q.scale.astype(F32), (cout,))
     p = {"in_zp": zx, "out_zp": zy}
     p["act_min"], p["act_max"] = act_bounds(numerics, y, n.attrs.get("act_lo"), n.attrs.get("act_hi"))
+    b = n.inputs[2] if len(n.inputs) > 2 else None
+    if numerics != "ort":
+        from .bias_scale import check_bias_scale
+        check_bias_scale(g, n, sx, sw)
+    if transposed and numerics == "ort":
+        # onnxruntime's float ConvTranspose (reference/conv_transpose.py)
+        from .reference.ops import float_bias
+        p.update(in_scale=sx, out_scale=sy, bias_f=float_bias(g.tensors[b] if b else None, cout),
+                 filter_scale=np.broadcast_to(w.q.scale.astype(F32), (w.shape[1],)).copy())
+        return p
+    if transposed:
+        a = n.attrs
+        if a["group"] != 1 or tuple(a["dilations"]) != (1, 1):
+            raise TinyAotError(f"tflite numerics: TFLite TRANSPOSE_CONV has no groups and no "
+                               f"dilation (this ConvTranspose has group={a['group']}, "
+                               f"dilations={list(a['dilations'])})", model=g.source, node=n.name)
     if numerics == "ort":
         # ORT QLinearConv/QGemm: output_scale = X_scale * W_scale / Y_scale, in float32.
         p["scale"] = ((sx * sw).astype(F32) / sy).astype(F32)
@@ -78,12 +100,36 @@ def _conv_like(g, n, numerics):
             # TFLM FullyConnected: a per-tensor filter's scale product is float32.
             mult, shift = tfp.fc_output_multipliers(sx, w.q.scale, sy)
         else:
-            mult, shift = tfp.conv_output_multipliers(sx, w.q.scale, sy)
+            mult, shift = tfp.conv_output_multipliers(sx, sw if transposed else w.q.scale, sy)
         p["mult"] = np.broadcast_to(np.asarray(mult, dtype=np.int32), (cout,)).copy()
         p["shift"] = np.broadcast_to(np.asarray(shift, dtype=np.int32), (cout,)).copy()
-    b = n.inputs[2] if len(n.inputs) > 2 else None
     p["bias"] = (g.tensors[b].data.astype(np.int32).reshape(-1) if b
                  else np.zeros(cout, dtype=np.int32))
+    return p
+
+
+def _integer_epilogue(g, n, numerics):
+    """onnxruntime's Cast -> Mul(S) -> Add(B) -> QuantizeLinear after the exact
+    int32 sum: float32(acc) * S[c], + B[c], round(v / s_y) + zp_y, saturated."""
+    stage = n.attrs["int_epilogue"]
+    if numerics != "ort":
+        raise TinyAotError(f"{n.attrs.get('onnx_op', 'ConvInteger / MatMulInteger')}: only "
+                           "--numerics ort (TFLite has no such layer)", model=g.source, node=n.name)
+    if stage == "acc":
+        raise TinyAotError("the int32 result must be Cast to float before QuantizeLinear",
+                           model=g.source, node=n.name)
+    x = g.tensors[n.inputs[0]]
+    w = g.tensors[n.inputs[1]]
+    y = g.tensors[n.outputs[0]]
+    cout = w.shape[0]
+    sy, zy = y.q.scalar()
+    p = {"in_zp": x.q.scalar()[1], "out_zp": zy, "bias": np.zeros(cout, np.int32)}
+    p["act_min"], p["act_max"] = act_bounds(numerics, y, n.attrs.get("act_lo"), n.attrs.get("act_hi"))
+    one = np.ones(cout, F32)
+    p["scale"] = (n.attrs["post_scale"] if n.attrs.get("post_scale") is not None else one).astype(F32)
+    p["post_bias"] = (n.attrs["post_bias"] if n.attrs.get("post_bias") is not None
+                      else np.zeros(cout, F32)).astype(F32)
+    p["out_scale"] = F32(sy)
     return p
 
 
@@ -96,11 +142,25 @@ def _add(g, n, numerics):
     p = {"a_zp": za, "b_zp": zb, "out_zp": zy}
     p["act_min"], p["act_max"] = act_bounds(numerics, y, n.attrs.get("act_lo"), n.attrs.get("act_hi"))
     if numerics == "ort":
-        p.update(a_scale=sa, b_scale=sb, out_scale=sy)
+        from .passes.ort_fused_ops import ort_fused_on
+        fused, u8 = ort_fused_on(g.source, _onnx_name(y.name), "QLinearAdd")
+        if fused:  # MLAS QLinearAdd, not the float formula (reference/ort_qlinear_add.py)
+            from .reference.ort_qlinear_add import qlinear_add_params
+            scalar = int(b.data.reshape(-1)[0]) if b.is_const and b.size == 1 else None
+            p.update(qlinear_add_params((sa, za), (sb, zb), (sy, zy),
+                                        u8 or bool(getattr(y, "zp_shift", 0)),
+                                        bool(n.attrs.get("swapped")), scalar))
+        else:
+            p.update(mode=1, a_scale=sa, b_scale=sb, out_scale=sy)
     else:
         from .reference import tflite_fixedpoint as tfp
         p.update(tfp.add_params(float(sa), za, float(sb), zb, float(sy), zy))
     return p
+
+
+def _onnx_name(name):
+    """The ONNX tensor an IR tensor stands for (passes/uint8.py renames the output)."""
+    return name[:-len("@s8")] if name.endswith("@s8") else name
 
 
 def _avgpool(g, n, numerics):
@@ -186,6 +246,7 @@ def _clamp_requant(g, n, numerics):
 
 _PREPARE = {
     "conv2d": _conv_like,
+    "conv_transpose": _conv_like,
     "fully_connected": _conv_like,
     "add": _add,
     "avgpool": _avgpool,
@@ -233,7 +294,7 @@ def _mul(g, n, numerics):
     p["act_min"], p["act_max"] = act_bounds(numerics, y, n.attrs.get("act_lo"), n.attrs.get("act_hi"))
     if numerics == "ort":
         from .passes.ort_fused_ops import ort_fused
-        fused = ort_fused(g.source, y.name, "QLinearMul")
+        fused = ort_fused(g.source, _onnx_name(y.name), "QLinearMul")
         p.update(mode=1 if fused else 2, a_scale=F32(sa), b_scale=F32(sb), out_scale=F32(sy),
                  ratio=F32(F32(F32(sa) * F32(sb)) / F32(sy)))
     else:
@@ -249,8 +310,10 @@ _PREPARE["mul"] = _mul
 def _concat(g, n, numerics):
     """Concat: an input with the output's quantization is copied; others are
     requantized through a 256-entry table. ort: DequantizeLinear -> float Concat
-    -> QuantizeLinear per element (MLAS formulas); tflite: TFLM CONCATENATION
-    copies bytes, so every input must already have the output's quantization."""
+    -> QuantizeLinear per element (MLAS formulas; ORT's QLinearConcat builds the
+    same table); tflite: TFLM CONCATENATION copies bytes, so an input whose
+    quantization differs gets what the converter's int8 QUANTIZE in front of it
+    would compute (reference Requantize), tabulated."""
     from .reference import ort_float as of
     y = g.tensors[n.outputs[0]]
     sy, zy = y.q.scalar()
@@ -264,13 +327,13 @@ def _concat(g, n, numerics):
         if x.q.same_as(y.q) and x.dtype == y.dtype:
             tables.append(None)
             continue
-        if numerics != "ort":
-            raise TinyAotError("tflite numerics: TFLite CONCATENATION needs every input to have "
-                               "the output's scale and zero point", model=g.source, node=n.name,
-                               tensor=i)
         sx, zx = x.q.scalar()
         v = np.arange(-128, 128, dtype=np.int32)
-        tables.append(of.quantize(of.dequantize(v, sx, zx), sy, zy).astype(np.int8))
+        if numerics == "ort":
+            tables.append(of.quantize(of.dequantize(v, sx, zx), sy, zy).astype(np.int8))
+        else:
+            from .reference import tflite_fixedpoint as tfp
+            tables.append(tfp.requantize_int8_table(sx, zx, sy, zy))
     return {"tables": tables, "axis": n.attrs["axis"]}
 
 
@@ -321,7 +384,7 @@ def _matmul(g, n, numerics):
     p["act_min"], p["act_max"] = act_bounds(numerics, y, n.attrs.get("act_lo"), n.attrs.get("act_hi"))
     if numerics == "ort":
         from .passes.ort_fused_ops import ort_fused
-        fused = ort_fused(g.source, y.name, "QLinearMatMul")
+        fused = ort_fused(g.source, _onnx_name(y.name), "QLinearMatMul")
         p.update(mode=1 if fused else 2, a_scale=F32(sa), b_scale=F32(sb), out_scale=F32(sy),
                  scale=F32(F32(F32(sa) * F32(sb)) / F32(sy)))
     else:
@@ -333,3 +396,87 @@ def _matmul(g, n, numerics):
 
 
 _PREPARE["matmul"] = _matmul
+
+
+def requant_table(x, y, numerics, lo, hi):
+    """int8 -> int8 change of quantization (and clamp) as a 256-entry table, or
+    None when it is the identity. ort: DequantizeLinear -> QuantizeLinear in
+    float32; tflite: TFLite QUANTIZE (int8 -> int8) fixed-point requantization."""
+    v = np.arange(-128, 128, dtype=np.int32)
+    if x.q.same_as(y.q):
+        t = np.clip(v, lo, hi)
+    else:
+        sx, zx = x.q.scalar()
+        sy, zy = y.q.scalar()
+        if numerics == "ort":
+            from .reference import ort_float as of
+            t = of.quantize(of.dequantize(v, sx, zx), sy, zy, lo, hi)
+        else:
+            from .reference import tflite_fixedpoint as tfp
+            m, s = tfp.quantize_multiplier(float(np.float64(sx) / np.float64(sy)))
+            t = tfp.requantize(v - zx, np.int32(m), np.int32(s), zy, lo, hi)
+    t = np.asarray(t, dtype=np.int32)
+    return None if np.array_equal(t, v) else t.astype(np.int8)
+
+
+def _slice(g, n, numerics):
+    """Slice / Split piece: a strided copy (exact in both numerics)."""
+    x = g.tensors[n.inputs[0]]
+    y = g.tensors[n.outputs[0]]
+    if x.dtype != y.dtype or (x.q is not None and y.q is not None and not x.q.same_as(y.q)):
+        raise TinyAotError("Slice output must keep the input's type and quantization",
+                           model=g.source, node=n.name)
+    return {}
+
+
+_PREPARE["slice"] = _slice
+
+
+def _resize(g, n, numerics):
+    """Resize over H, W: index tables (nearest) or per-axis indices and weights
+    (bilinear), computed here from the chosen oracle (reference/resize.py)."""
+    from .reference import resize as rr
+    x = g.tensors[n.inputs[0]]
+    y = g.tensors[n.outputs[0]]
+    a = n.attrs
+    if x.dtype != "int8" or y.dtype != "int8":
+        raise TinyAotError("Resize: only int8 input and output are supported",
+                           model=g.source, node=n.name)
+    _, _, h, w = x.shape
+    _, _, oh, ow = y.shape
+    sh, sw = a["scales"]
+    lo, hi = act_bounds(numerics, y, a.get("act_lo"), a.get("act_hi"))
+    p = {"act_min": lo, "act_max": hi, "table": None}
+    if numerics == "ort":
+        if a["mode"] == "nearest":
+            p["kind"] = "nearest"
+            p["y_idx"] = rr.ort_nearest_axis(a["ctm"], a["nearest_mode"], sh, h, oh)
+            p["x_idx"] = rr.ort_nearest_axis(a["ctm"], a["nearest_mode"], sw, w, ow)
+            p["table"] = requant_table(x, y, numerics, lo, hi)
+        else:
+            if a.get("ort_int8"):  # passes/ort_paths.py: ORT dropped the DQ/Q around it
+                raise TinyAotError("onnxruntime runs this linear Resize on int8 directly; its "
+                                   "integer bilinear kernel is not implemented in tinyaot",
+                                   model=g.source, node=n.name)
+            sx, zx = x.q.scalar()
+            sy, zy = y.q.scalar()
+            p.update(kind="bilinear_ort", in_scale=F32(sx), in_zp=int(zx), out_scale=F32(sy),
+                     out_zp=int(zy), ax_h=rr.ort_bilinear_axis(a["ctm"], sh, h, oh),
+                     ax_w=rr.ort_bilinear_axis(a["ctm"], sw, w, ow))
+        return p
+    try:
+        align, half = rr.tflite_flags(a["mode"], a["ctm"], a["nearest_mode"], oh, ow)
+    except rr.ResizeModeError as e:
+        raise TinyAotError(str(e), model=g.source, node=n.name) from None
+    p["table"] = requant_table(x, y, numerics, lo, hi)
+    if a["mode"] == "nearest":
+        p["kind"] = "nearest"
+        p["y_idx"] = rr.tflite_nearest_axis(h, oh, align, half)
+        p["x_idx"] = rr.tflite_nearest_axis(w, ow, align, half)
+    else:
+        p.update(kind="bilinear_tflite", ax_h=rr.tflite_bilinear_axis(h, oh, align, half),
+                 ax_w=rr.tflite_bilinear_axis(w, ow, align, half))
+    return p
+
+
+_PREPARE["resize"] = _resize

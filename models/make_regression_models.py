@@ -9,6 +9,13 @@
   conv1d_int8.onnx      1-D conv model on [1,4,32]:
       conv1d k5 + ReLU, zero Pad, depthwise conv1d k3/2 + Tanh, conv1d k3
       dilation 2, Mul by a per-channel constant, Flatten, Gemm.
+  decoder_int8.onnx     upsampler on [1,16,1,1]: ConvTranspose k4 + ReLU,
+      ConvTranspose k4/2 pad 1 + ReLU, ConvTranspose k3/2 pad 1
+      output_padding 1 -> [1,1,16,16].
+  data_ops_int8.onnx    data movement and resizing on [1,3,12,12]: conv3x3 +
+      ReLU, Slice (channels 1:7, H and W step 2), Split [2, 4] on channels,
+      nearest Resize x2 + 1x1 conv, bilinear Resize to 9x9 (half-pixel),
+      Slice + Add + ReLU, conv3x3/2, GlobalAveragePool, Gemm.
 
 Each is exported from torch (opset 17), quantized with onnxruntime's
 quantize_static (QDQ, per-channel int8 weights, int8 activations, MinMax on
@@ -84,10 +91,31 @@ class Conv1DNet(nn.Module):
         return self.fc(torch.flatten(y, 1))
 
 
+class DataOpsNet(nn.Module):
+    """Slice (channels, stride-2 H/W), Split, nearest and bilinear Resize."""
+
+    def __init__(self):
+        super().__init__()
+        self.c1 = nn.Conv2d(3, 8, 3, padding=1)
+        self.c2 = nn.Conv2d(2, 4, 1)
+        self.c3 = nn.Conv2d(4, 6, 3, stride=2)
+        self.fc = nn.Linear(6, 4)
+
+    def forward(self, x):
+        a = F.relu(self.c1(x))                               # 8 x 12 x 12
+        s = a[:, 1:7, ::2, 1::2]                             # Slice: 6 x 6 x 6
+        p1, p2 = torch.split(s, [2, 4], dim=1)               # Split
+        u = self.c2(F.interpolate(p1, scale_factor=2.0, mode="nearest"))  # 4 x 12 x 12
+        v = F.interpolate(p2, size=(9, 9), mode="bilinear", align_corners=False)
+        w = F.relu(u[:, :, 1:10, 2:11] + v)                  # Slice + Add: 4 x 9 x 9
+        return self.fc(torch.flatten(F.adaptive_avg_pool2d(self.c3(w), 1), 1))
+
+
 MODELS = {
     "mbv2_block": (MBV2Block, (3, 16, 16)),
     "conv1d": (Conv1DNet, (4, 32)),
 }
+MODELS["data_ops"] = (DataOpsNet, (3, 12, 12))  # python3 -c "...; build('data_ops')"
 
 
 def export(model, shape, path):
@@ -186,6 +214,22 @@ def _requantize_bias(g, inits, producers, conv, x_scale):
     new_int = np.rint(b_int * b_scale / new_scale.astype(np.float64)).astype(np.int32)
     inits[b_dq.input[0]].CopyFrom(onnx.numpy_helper.from_array(new_int, b_dq.input[0]))
     inits[b_dq.input[1]].CopyFrom(onnx.numpy_helper.from_array(new_scale, b_dq.input[1]))
+
+
+class Decoder(nn.Module):
+    """A tiny DCGAN-style upsampler: [1,16,1,1] -> [1,1,16,16], three ConvTranspose."""
+
+    def __init__(self):
+        super().__init__()
+        self.up1 = nn.ConvTranspose2d(16, 8, 4)  # one input pixel: MLAS's M=1 SGEMM path
+        self.up2 = nn.ConvTranspose2d(8, 4, 4, stride=2, padding=1)
+        self.up3 = nn.ConvTranspose2d(4, 1, 3, stride=2, padding=1, output_padding=1)
+
+    def forward(self, x):
+        return self.up3(F.relu(self.up2(F.relu(self.up1(x)))))
+
+
+MODELS["decoder"] = (Decoder, (16, 1, 1))  # decoder_int8.onnx: ConvTranspose + Relu
 
 
 def build(key, out_dir=HERE, seed=0):

@@ -362,6 +362,32 @@ def transpose_s8(in_dims, perm, x, rng=None):
     return out.result("tinyaot_transpose_s8")
 
 
+def slice_s8(d, x, n_out, rng=None):
+    keep = []
+    out = OutBuf(n_out, rng)
+    _call("tinyaot_slice_s8", cbuf(np.asarray(d), np.int32, keep), cbuf(x, np.int8, keep), out.ptr)
+    return out.result("tinyaot_slice_s8")
+
+
+def resize_nearest_s8(dims, y_idx, x_idx, table, x, rng=None):
+    keep = []
+    nb, _, _, c, oh, ow = dims
+    out = OutBuf(nb * c * oh * ow, rng)
+    _call("tinyaot_resize_nearest_s8", cbuf(np.asarray(dims), np.int32, keep),
+          cbuf(y_idx, np.int32, keep), cbuf(x_idx, np.int32, keep),
+          ffi.NULL if table is None else cbuf(table, np.int8, keep), cbuf(x, np.int8, keep),
+          out.ptr)
+    return out.result("tinyaot_resize_nearest_s8")
+
+
+def resize_bilinear_s8(params, x, rng=None):
+    keep = []
+    p = new_struct("tinyaot_resize_bilinear_params_t", params, keep)
+    out = OutBuf(params["batches"] * params["c"] * params["out_h"] * params["out_w"], rng)
+    _call("tinyaot_resize_bilinear_s8", p, cbuf(x, np.int8, keep), out.ptr)
+    return out.result("tinyaot_resize_bilinear_s8")
+
+
 # Prototypes the wrappers above call, as (return type, parameter types). A
 # test compares them with the header's so a changed signature is one clear
 # failure.
@@ -385,6 +411,11 @@ EXPECTED_FUNCTIONS = {
     "tinyaot_requantize_s8": ("int", ("int32_t", "tinyaot_requantize_params_t *", "int8_t *",
                                       "int8_t *")),
     "tinyaot_transpose_s8": ("int", ("int32_t *", "int32_t *", "int8_t *", "int8_t *")),
+    "tinyaot_slice_s8": ("int", ("int32_t *", "int8_t *", "int8_t *")),
+    "tinyaot_resize_nearest_s8": ("int", ("int32_t *", "int32_t *", "int32_t *", "int8_t *",
+                                          "int8_t *", "int8_t *")),
+    "tinyaot_resize_bilinear_s8": ("int", ("tinyaot_resize_bilinear_params_t *", "int8_t *",
+                                           "int8_t *")),
 }
 
 

@@ -106,3 +106,21 @@ def all_int8_inputs(shape, count, seed=0):
     out = rng.integers(-128, 128, size=(count, size)).astype(np.int8)
     out[0] = np.resize(np.arange(-128, 128, dtype=np.int8), size)
     return out.reshape((count,) + tuple(shape))
+
+
+def host_run_checked(path, x, numerics, build_dir, kernel):
+    """Compile, run every input on the host, check that `kernel` is used and that
+    the C equals the numpy reference; returns (outputs, Compiled)."""
+    from codegen.compiler import compile_model
+    from codegen.reference import run_graph
+    from codegen.verify import run_model
+
+    c = compile_model(path, numerics=numerics)
+    outs, info = run_model(path, x, board="host", numerics=numerics, build_dir=build_dir / "gen",
+                           compiled=c)
+    assert info["status"] == [0] * len(x)
+    assert kernel in c.report["kernels"]
+    g = c.graph
+    ref = np.stack([run_graph(g, numerics, {g.inputs[0]: v}, c.params)[g.outputs[0]] for v in x])
+    np.testing.assert_array_equal(outs.reshape(ref.shape), ref)  # C == numpy reference
+    return outs.reshape(ref.shape), c

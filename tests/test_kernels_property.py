@@ -283,6 +283,10 @@ def requant_fields(p):
     else:
         f.update(scale=None, mult=np.asarray(p["mult"], np.int32),
                  shift=np.asarray(p["shift"], np.int32))
+    if "post_bias" in p:  # ConvInteger / MatMulInteger epilogue (prepare._integer_epilogue)
+        f.update(post_bias=np.asarray(p["post_bias"], F32), out_scale=F32(p["out_scale"]))
+    else:
+        f.update(post_bias=None, out_scale=0.0)
     return f
 
 
@@ -438,17 +442,25 @@ def test_add_s8(numerics, case):
     if numerics == "ort" and not tie and d(st.booleans()):
         seek_boundary(d, g, n, lambda p: ops.add(av, bv, p, "ort"))
     p = prepare_node(g, n, numerics)
+    qlinear = numerics == "ort" and d(st.booleans())
+    if qlinear:  # onnxruntime's fused QLinearAdd (reference/ort_qlinear_add.py), s8 or u8
+        from codegen.reference.ort_qlinear_add import qlinear_add_params
+        p = dict(p, **qlinear_add_params(a.q.scalar(), b.q.scalar(), y.q.scalar(),
+                                         d(st.booleans()), False,
+                                         int(bv.reshape(-1)[0]) if scalar_b else None))
     note(describe(g, n))
     expected = ops.add(av, bv, p, numerics)
     fields = {k: p[k] for k in ("a_zp", "b_zp", "out_zp", "act_min", "act_max")}
     if numerics == "ort":
-        fields.update(a_scale=p["a_scale"], b_scale=p["b_scale"], out_scale=p["out_scale"],
-                      use_float=1, left_shift=0, a_mult=0, a_shift=0, b_mult=0, b_shift=0,
-                      out_mult=0, out_shift=0)
+        fields.update(a_scale=p["a_scale"], b_scale=p["b_scale"], out_scale=p.get("out_scale", 0.0),
+                      use_float=2 if qlinear else 1, left_shift=0, a_mult=0, a_shift=0, b_mult=0,
+                      b_shift=0, out_mult=0, out_shift=0,
+                      qlinear_fixed=p.get("qlinear_fixed", 0.0), u8_shift=p.get("u8_shift", 0))
     else:
-        fields.update(a_scale=0.0, b_scale=0.0, out_scale=0.0, use_float=0,
-                      **{k: p[k] for k in ("left_shift", "a_mult", "a_shift", "b_mult",
-                                           "b_shift", "out_mult", "out_shift")})
+        fields.update(a_scale=0.0, b_scale=0.0, out_scale=0.0, use_float=0, qlinear_fixed=0.0,
+                      u8_shift=0, **{k: p[k] for k in ("left_shift", "a_mult", "a_shift",
+                                                       "b_mult", "b_shift", "out_mult",
+                                                       "out_shift")})
     size = int(np.prod(shape))
     got = K.add_s8(size, fields, av.reshape(-1), bv.reshape(-1), 0 if scalar_b else 1)
     assert_bit_exact(expected, got.reshape(shape), f"tinyaot_add_s8 [{numerics}]", g, n, p)
@@ -615,3 +627,87 @@ def test_kernel_library_is_sanitized_or_says_why():
     if not k.ubsan:
         pytest.skip("kernels built without UBSan: " + (k.build_log.strip() or
                                                        "TINYAOT_KERNEL_UBSAN=0"))
+
+
+@SETTINGS
+@given(dims=st.lists(st.integers(1, 7), min_size=4, max_size=4), case=st.data())
+def test_slice_s8(dims, case):
+    """Any window (negative starts / ends, clamping, steps of either sign) of a
+    4-D tensor: the kernel's bytes equal numpy's slicing of the input."""
+    from codegen.frontend.slice_split import slice_window
+    d = case.draw
+    starts = [d(st.integers(-9, 9)) for _ in dims]
+    ends = [d(st.integers(-9, 9)) for _ in dims]
+    steps = [d(st.sampled_from([-3, -2, -1, 1, 1, 2, 3])) for _ in dims]
+    for k, n in enumerate(dims):  # an empty axis becomes the whole axis (both ends clamped)
+        if not len(range(n)[slice(starts[k], ends[k], steps[k])]):
+            starts[k], ends[k] = (-9, 9) if steps[k] > 0 else (9, -9)
+    xv = np.random.default_rng(d(st.integers(0, 2**32 - 1))).integers(
+        -128, 128, size=dims).astype(np.int8)
+    expected = xv[tuple(slice(s, e, t) for s, e, t in zip(starts, ends, steps))]
+    st0, sp, oshape = slice_window(dims, starts, ends, None, steps)
+    assert oshape == expected.shape
+    got = K.slice_s8(list(dims) + list(oshape) + list(st0) + list(sp), xv, expected.size)
+    assert np.array_equal(got.reshape(expected.shape), expected), (
+        f"tinyaot_slice_s8 dims {dims} starts {starts} ends {ends} steps {steps}")
+
+
+RESIZE_MODES = [("nearest", c, m) for c in ("half_pixel", "asymmetric", "align_corners",
+                                            "pytorch_half_pixel", "tf_half_pixel_for_nn")
+                for m in ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")]
+RESIZE_MODES += [("linear", c, "floor") for c in ("half_pixel", "asymmetric", "align_corners",
+                                                  "pytorch_half_pixel")]
+
+
+def resize_fields(p, x, y):
+    """The bilinear struct, filled as backend/c_emit_data.py fills it."""
+    nb, c, h, w = x.shape
+    _, _, oh, ow = y.shape
+    f = {"batches": nb, "in_h": h, "in_w": w, "c": c, "out_h": oh, "out_w": ow,
+         "act_min": p["act_min"], "act_max": p["act_max"], "table": p["table"],
+         "in_scale": p.get("in_scale", 0.0), "out_scale": p.get("out_scale", 0.0),
+         "in_zp": p.get("in_zp", 0), "out_zp": p.get("out_zp", 0)}
+    if p["kind"] == "bilinear_ort":
+        (y0, y1, fy1, fy0), (x0, x1, fx1, fx0) = p["ax_h"], p["ax_w"]
+        f.update(mode=0, fy0=fy0, fy1=fy1, fx0=fx0, fx1=fx1, wy=None, wx=None)
+    else:
+        (y0, y1, wy), (x0, x1, wx) = p["ax_h"], p["ax_w"]
+        f.update(mode=1, fy0=None, fy1=None, fx0=None, fx1=None, wy=wy, wx=wx)
+    f.update(y0=y0, y1=y1, x0=x0, x1=x1)
+    return f
+
+
+@pytest.mark.parametrize("numerics", NUMERICS)
+@SETTINGS
+@given(case=st.data())
+def test_resize_s8(numerics, case):
+    """Nearest (every ctm x nearest_mode) and bilinear: scales up and down,
+    channels 1..16, different output quantization, fused clamps."""
+    from codegen.errors import TinyAotError
+    from codegen.reference.resize import resize
+    d = case.draw
+    mode, ctm, nm = d(st.sampled_from(RESIZE_MODES))
+    nb, c = d(st.integers(1, 2)), d(st.sampled_from(CHANNELS))
+    h, w, oh, ow = (d(st.integers(1, 8)) for _ in range(4))
+    shape, oshape = (nb, c, h, w), (nb, c, oh, ow)
+    sx, zx = d(scale()), d(zp)
+    sy, zy = (sx, zx) if d(st.booleans()) else (d(scale()), d(zp))
+    lo, hi = d(st.sampled_from(ACTS))
+    x, y = qt("x", shape, sx, zx), qt("y", oshape, sy, zy)
+    attrs = {"mode": mode, "ctm": ctm, "nearest_mode": nm, "act_lo": lo, "act_hi": hi,
+             "scales": (float(F32(oh) / F32(h)), float(F32(ow) / F32(w))), "ort_int8": False}
+    g, n = one_node("resize", [x], [y], attrs)
+    try:
+        p = prepare_node(g, n, numerics)
+    except TinyAotError:  # an ONNX mode without a TFLite equivalent
+        assert numerics == "tflite"
+        return
+    xv = d(int8_array(shape))
+    note(describe(g, n))
+    expected = resize(xv, attrs, p)
+    if p["kind"] == "nearest":
+        got = K.resize_nearest_s8([nb, h, w, c, oh, ow], p["y_idx"], p["x_idx"], p["table"],
+                                  nhwc(xv))
+    else:
+        got = K.resize_bilinear_s8(resize_fields(p, x, y), nhwc(xv))
+    assert_bit_exact(expected, from_nhwc(got, oshape), f"resize [{numerics}]", g, n, p)

@@ -1,5 +1,5 @@
 """tinyaot's own regression models (models/make_regression_models.py):
-a MobileNetV2-style block and a 1-D conv model. ort numerics: the generated C
+a MobileNetV2-style block, a 1-D conv model, a ConvTranspose decoder and a Slice / Split / Resize model. ort numerics: the generated C
 equals onnxruntime's golden outputs; tflite numerics: it equals the numpy TFLM
 reference; on the host and on the Cortex-M4 in QEMU."""
 import numpy as np
@@ -16,7 +16,11 @@ MODELS = {
     "mbv2_block": {"HardSwish", "Sigmoid", "LeakyRelu", "Mul", "Pad", "Add", "GlobalAveragePool",
                    "MaxPool", "Gemm", "Conv"},
     "conv1d": {"Conv", "Pad", "Tanh", "Gemm"},
+    "decoder": {"ConvTranspose"},
 }
+MODELS["data_ops"] = {"Slice", "Split", "Resize", "Add", "Conv", "Gemm"}
+KERNELS = {"data_ops": {"tinyaot_slice_s8", "tinyaot_resize_nearest_s8",
+                        "tinyaot_resize_bilinear_s8"}}
 
 
 def paths(key):
@@ -65,7 +69,9 @@ def test_regression_model_host(key, numerics, tmp_path):
     c = _check(key, numerics, "host", tmp_path)
     kernels = set(c.report["kernels"])
     want = {"mbv2_block": {"tinyaot_lut_s8", "tinyaot_mul_s8", "tinyaot_pad_s8"},
-            "conv1d": {"tinyaot_lut_s8", "tinyaot_pad_s8"}}[key]
+            "conv1d": {"tinyaot_lut_s8", "tinyaot_pad_s8"},
+            "decoder": {"tinyaot_transpose_conv_f32_s8" if numerics == "ort"
+                        else "tinyaot_transpose_conv_s8"}, **KERNELS}[key]
     assert want <= kernels, want - kernels
 
 

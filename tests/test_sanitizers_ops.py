@@ -1,4 +1,4 @@
-"""The new operator kernels (lut, mul, concat, pad, 1-D conv) under ASan/UBSan
+"""The new operator kernels (lut, mul, concat, pad, 1-D conv, ConvTranspose, slice, resize) under ASan/UBSan
 and strict warnings, through the regression models and a Concat model."""
 from pathlib import Path
 
@@ -24,7 +24,8 @@ def _model(key, tmp_path):
 
 
 CASES = [("mbv2_block", "ort"), ("mbv2_block", "tflite"), ("conv1d", "ort"),
-         ("conv1d", "tflite"), ("concat", "ort")]
+         ("conv1d", "tflite"), ("concat", "ort"), ("decoder", "ort"), ("decoder", "tflite"),
+         ("data_ops", "ort"), ("data_ops", "tflite")]
 
 
 @pytest.mark.parametrize("key,numerics", CASES)

@@ -119,6 +119,8 @@ def test_validate_points_at_the_layer_with_a_corrupted_weight(numerics, layer):
         assert row["mismatches"] in (0, None)
     bad = r["layers"][layer]
     assert bad["mismatches"] > 0 and bad["first_mismatch"] is not None
+    # With ort the reference of that layer is onnxruntime's own tensor.
+    assert bad["reference"] == ("onnxruntime" if numerics == "ort" else "oracle")
     # The first mismatch lies in the output channel of the corrupted weight.
     w = c.graph.tensors[c.graph.nodes[layer].inputs[1]]
     oc = np.unravel_index(3, w.shape)[0]

@@ -74,10 +74,15 @@ class _Emitter:
         if "scale" in p:
             scale = self.const("float", f"{lid}_scale", p["scale"])
             extra = f"{scale}, NULL, NULL"
+            if "post_bias" in p:  # ConvInteger / MatMulInteger: float(acc) * scale + post_bias, Q
+                pb = self.const("float", f"{lid}_post_bias", p["post_bias"])
+                extra += f", {pb}, {c_float(p['out_scale'])}"
+            else:
+                extra += ", NULL, 0.0f"
         else:
             mult = self.const("int32_t", f"{lid}_mult", p["mult"])
             shift = self.const("int32_t", f"{lid}_shift", p["shift"])
-            extra = f"NULL, {mult}, {shift}"
+            extra = f"NULL, {mult}, {shift}, NULL, 0.0f"
         self.consts.append(
             f"static const tinyaot_requant_t {lid}_q = {{ {p['in_zp']}, {p['out_zp']}, "
             f"{p['act_min']}, {p['act_max']}, {bias}, {extra} }};\n")
@@ -151,6 +156,15 @@ class _Emitter:
         elif op == "pad":
             from .c_emit_more import emit_pad
             emit_pad(self, lid, n, p, info)
+        elif op == "conv_transpose":
+            from .c_emit_more import emit_conv_transpose
+            emit_conv_transpose(self, lid, n, p, info)
+        elif op == "slice":
+            from .c_emit_data import emit_slice
+            emit_slice(self, lid, n, p, info)
+        elif op == "resize":
+            from .c_emit_data import emit_resize
+            emit_resize(self, lid, n, p, info)
         elif op == "lut":
             t = g.tensors[n.inputs[0]]
             table = self.const("int8_t", f"{lid}_table", p["table"])
@@ -183,11 +197,13 @@ class _Emitter:
         info["weight_bytes"] = self.weights_bytes - before
         self.layers.append(info)
 
-    def float_layer(self, lid, g, n, w, p, filt):
-        """Parameters of an onnxruntime float layer (int8 weights + their scales)."""
-        scale = self.const("float", f"{lid}_ws",
-                           np.broadcast_to(w.q.scale.astype(np.float32), (w.shape[0],)))
-        bias = self.const("float", f"{lid}_bf", _float_bias(g, n))
+    def float_layer(self, lid, g, n, w, p, filt, scales=None, bias_f=None):
+        """Parameters of an onnxruntime float layer (int8 weights + their scales,
+        one per output channel; default: along the weights' axis 0)."""
+        if scales is None:
+            scales = np.broadcast_to(w.q.scale.astype(np.float32), (w.shape[0],))
+        scale = self.const("float", f"{lid}_ws", scales)
+        bias = self.const("float", f"{lid}_bf", _float_bias(g, n) if bias_f is None else bias_f)
         self.consts.append(
             f"static const tinyaot_float_conv_t {lid}_fp = {{ {c_float(p['in_scale'])}, "
             f"{p['in_zp']}, {c_float(p['out_scale'])}, {p['out_zp']}, {p['act_min']}, "
@@ -310,25 +326,39 @@ class _Emitter:
         g = self.g
         a, b = (g.tensors[i] for i in n.inputs)
         y = g.tensors[n.outputs[0]]
-        if a.shape != b.shape:
-            if b.size != 1:
-                raise NotImplementedError("Add broadcasting other than a scalar")
+        rows = 1  # b a row repeated over the leading dims (frontend/const_operand.py)
+        if b.size == 1:
             stride = 0
-        else:
+        elif b.size == y.size:
             stride = 1
+        elif b.is_const and y.size % b.size == 0:
+            stride, rows = 1, y.size // b.size
+        else:
+            raise NotImplementedError("Add broadcasting other than a scalar or a constant row")
         if "a_scale" in p:
+            mode = p.get("mode", 1)  # 1: DQ -> float add -> Q; 2: MLAS QLinearAdd
             fields = (f"{p['a_zp']}, {p['b_zp']}, {p['out_zp']}, {p['act_min']}, {p['act_max']}, "
-                      f"{c_float(p['a_scale'])}, {c_float(p['b_scale'])}, {c_float(p['out_scale'])}, "
-                      "1, 0, 0, 0, 0, 0, 0, 0")
+                      f"{c_float(p['a_scale'])}, {c_float(p['b_scale'])}, "
+                      f"{c_float(p.get('out_scale', 0.0))}, {mode}, 0, 0, 0, 0, 0, 0, 0, "
+                      f"{c_float(p.get('qlinear_fixed', 0.0))}, {p.get('u8_shift', 0)}")
         else:
             fields = (f"{p['a_zp']}, {p['b_zp']}, {p['out_zp']}, {p['act_min']}, {p['act_max']}, "
                       f"0.0f, 0.0f, 0.0f, 0, {p['left_shift']}, {p['a_mult']}, {p['a_shift']}, "
-                      f"{p['b_mult']}, {p['b_shift']}, {p['out_mult']}, {p['out_shift']}")
+                      f"{p['b_mult']}, {p['b_shift']}, {p['out_mult']}, {p['out_shift']}, 0.0f, 0")
         self.consts.append(f"static const tinyaot_add_params_t {lid}_p = {{ {fields} }};\n")
         kernel = "tinyaot_add_fast_s8" if "a_scale" not in p else "tinyaot_add_s8"
         info["kernel"] = kernel
-        self.call(kernel, [str(y.size), f"&{lid}_p", self.ptr(a.name), self.ptr(b.name),
-                                     str(stride), self.ptr(y.name)])
+        pb = (self.const("int8_t", f"{lid}_b", b.data.reshape(-1).astype(np.int8)) if b.is_const
+              else self.ptr(b.name))
+        if rows == 1:
+            self.call(kernel, [str(y.size), f"&{lid}_p", self.ptr(a.name), pb, str(stride),
+                               self.ptr(y.name)])
+            return
+        m = b.size
+        self.body.append(f"    for (int32_t r = 0; r < {rows}; ++r) {{")
+        self.call(kernel, [str(m), f"&{lid}_p", f"{self.ptr(a.name)} + r * {m}", pb, "1",
+                           f"{self.ptr(y.name)} + r * {m}"])
+        self.body.append("    }")
 
     def emit_pool(self, lid, n, p, info):
         g = self.g
@@ -395,7 +425,7 @@ def emit_c(g: Graph, plan, params, numerics, name=None, hooks=False) -> CModule:
     xout = g.tensors[g.outputs[0]]
     up = name.upper()
     s_in, zp_in = xin.q.scalar() if xin.q is not None else (np.float32(1.0), 0)
-    s_out, zp_out = xout.q.scalar()
+    s_out, zp_out = xout.q.scalar() if xout.q is not None else (np.float32(1.0), 0)
     guard = f"TINYAOT_{up}_H"
     header = f"""/* Generated by tinyaot {__version__} from {_basename(g.source)}. Do not edit.
  * numerics: {numerics}; arena: {plan.size} bytes (static, inside {name}.c).
@@ -428,7 +458,8 @@ extern "C" {{
 """
     arena_decl = (f"static int8_t {name}_arena[{max(plan.size, 8)}] __attribute__((aligned(16)));\n"
                   f"#define ARENA {name}_arena\n")
-    uses_arena = any("ARENA" in line for line in em.body)
+    # arena I/O: <name>_input()/_output() point into the arena even with no layer
+    uses_arena = plan.io_buffers == "arena" or any("ARENA" in line for line in em.body)
     src = [f"/* Generated by tinyaot {__version__} from {_basename(g.source)}. Do not edit. */",
            f'#include "{name}.h"', "", "#include <stddef.h>", "", '#include "tinyaot_kernels.h"',
            '#include "tinyaot_fast_kernels.h"', ""]

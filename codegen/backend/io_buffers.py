@@ -55,8 +55,15 @@ def header_api(g, plan, name, up):
 def run_functions(g, plan, name, up, body, prologue):
     """The C definitions: <name>_run (user) or _input/_output/_invoke/_run (arena)."""
     if plan.io_buffers != "arena":
+        copy = []
+        if plan.where[g.outputs[0]] is plan.where[g.inputs[0]]:
+            # The output is a zero-copy view of the input (reshape, Q(DQ(x)) with
+            # equal params): no kernel writes it, so its bytes are copied, and the
+            # layers reading the shared block read them from output.
+            copy = [f"    __builtin_memmove(output, input, {up}_INPUT_SIZE);"]
         return ([f"int {name}_run(const int8_t *input, int8_t *output)\n{{",
-                 "    (void)input;\n    (void)output;"] + prologue + body + ["    return 0;\n}\n"])
+                 "    (void)input;\n    (void)output;"] + copy + prologue + body
+                + ["    return 0;\n}\n"])
     bi, bo = io_blocks(g, plan)
     return ([f"int8_t *{name}_input(void)\n{{\n    return ARENA + {bi.offset};\n}}\n",
              f"const int8_t *{name}_output(void)\n{{\n    return ARENA + {bo.offset};\n}}\n",

@@ -22,13 +22,22 @@ def load_model(path, input_shapes=None):
     proto = read_onnx(path)
     from .limits import check_proto_limits, check_value_limits
     check_proto_limits(proto, path)  # 32-bit limits from the headers, before data is read
-    from .qoperator import qoperator_to_qdq
-    proto = qoperator_to_qdq(proto, path)  # QOperator form -> QDQ (no-op for QDQ models)
-    proto = infer_static_shapes(proto, path, input_shapes or {})
-    check_value_limits(proto, path)  # no inferred tensor over 2**31 bytes
-    from .const_fold import fold_constants
-    proto, _ = fold_constants(proto, path)  # shape arithmetic on constants
-    return lower_to_ir(proto, path)
+    from .qoperator import qoperator_to_qdq_report
+    # QOperator form -> QDQ (no-op for QDQ models); nodes it cannot rewrite are
+    # reported by the lowering, in one message with its own unsupported nodes
+    proto, reported = qoperator_to_qdq_report(proto, path)
+    try:
+        proto = infer_static_shapes(proto, path, input_shapes or {})
+        check_value_limits(proto, path)  # no inferred tensor over 2**31 bytes
+        from .const_fold import fold_constants
+        proto, _ = fold_constants(proto, path)  # shape arithmetic on constants
+    except TinyAotError:
+        if reported:  # e.g. shape inference failed on a node left unrewritten: report those
+            from .unsupported import unsupported_error
+            raise unsupported_error([(op, n, why) for n, (op, why) in reported.items()],
+                                    path) from None
+        raise
+    return lower_to_ir(proto, path, reported)
 
 
 def read_onnx(path) -> onnx.ModelProto:
@@ -73,6 +82,14 @@ def default_opset(proto):
 def infer_static_shapes(proto, path, input_shapes) -> onnx.ModelProto:
     """Fix graph input shapes, run ONNX shape inference, demand static dims."""
     inits = {i.name for i in proto.graph.initializer}
+    names = [i.name for i in proto.graph.input if i.name not in inits]
+    for name, dims in input_shapes.items():
+        if name not in names:
+            raise TinyAotError(f"--input-shape names '{name}', but the model's inputs are: "
+                               + ", ".join(names), model=path)
+        if not dims or any(int(d) <= 0 for d in dims):
+            raise TinyAotError(f"--input-shape {name}: every dimension must be > 0",
+                               model=path, tensor=name)
     for inp in proto.graph.input:
         if inp.name in inits:
             continue

@@ -15,18 +15,18 @@ from dataclasses import dataclass, field
 import numpy as np
 import onnx
 
-from ..errors import TinyAotError, UnsupportedError
+from ..errors import TinyAotError
 from ..ir import Graph, Node, QParams, Tensor
 from .onnx_loader_util import attr_dict, conv_pads, np_dtype_name
 
 INT_TYPES = {"int8", "uint8", "int32"}
-MOVE_OPS = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "Identity"}
+MOVE_OPS = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "Identity", "Slice", "Split"}
 FLOAT_OPS = {"Conv", "MatMul", "Gemm", "Add", "Relu", "Clip", "AveragePool",
              "GlobalAveragePool", "MaxPool", "Softmax"}
 # Elementwise nonlinearities: one `lut` IR node (256-entry table per numerics).
 LUT_OPS = {"Sigmoid", "Tanh", "HardSwish", "HardSigmoid", "LeakyRelu"}
 FLOAT_OPS |= LUT_OPS
-FLOAT_OPS |= {"Mul", "Concat", "Pad", "ReduceMean"}
+FLOAT_OPS |= {"Mul", "Concat", "Pad", "ReduceMean", "ConvTranspose", "Resize"}
 
 
 @dataclass
@@ -43,7 +43,7 @@ class Pending:
 
 
 class Lowering:
-    def __init__(self, proto: onnx.ModelProto, path):
+    def __init__(self, proto: onnx.ModelProto, path, reported=None):
         from .onnx_loader import initializer_arrays, tensor_shapes
 
         self.proto = proto
@@ -57,6 +57,13 @@ class Lowering:
         self.float_inputs = {}  # float graph input name -> None (boundary)
         self.defined = set(self.consts)
         self.unsupported = []  # (op_type, node name, why)
+        # slice output -> (its input, starts, steps): a slice of a slice reads the first
+        # one's input directly (one copy, not two; an unused middle slice is dead code)
+        self.windows = {}
+        # nodes an earlier pass (frontend/qoperator.py) could not rewrite:
+        # name -> (op_type, why); they and what depends on them are skipped
+        self.reported = dict(reported or {})
+        self.skipped = set()  # tensors computed by a skipped node
         self.io_float = {"inputs": [], "outputs": []}
 
     # ---- helpers -------------------------------------------------------
@@ -137,6 +144,12 @@ class Lowering:
                 raise self.err(f"graph input of type {dname} is not supported", tensor=inp.name)
         for i, node in enumerate(g.node):
             name = node.name or f"{node.op_type}_{i}"
+            if name in self.reported or self.skipped.intersection(node.input):
+                if name in self.reported:
+                    self.unsupported.append((node.op_type, name, self.reported[name][1]))
+                self.skipped.update(o for o in node.output if o)
+                self.defined.update(o for o in node.output if o)
+                continue
             for x in node.input:
                 if x and x not in self.defined:
                     raise self.err(
@@ -152,18 +165,16 @@ class Lowering:
                         raise self.err("tensor is produced twice (duplicate name)", node=name, tensor=o)
                     self.defined.add(o)
         self.finish_outputs()
-        if self.unsupported:
-            lines = [f"{op} '{n}': {why}" for op, n, why in self.unsupported]
-            if len(lines) > 8:  # the first ones are the cause; the rest follow from them
-                lines = lines[:8] + [f"... and {len(lines) - 8} more"]
-            raise UnsupportedError(
-                f"{len(self.unsupported)} unsupported node(s): " + "; ".join(lines),
-                model=self.path)
+        if self.unsupported:  # all of them in one message (frontend/unsupported.py)
+            from .unsupported import unsupported_error
+            raise unsupported_error(self.unsupported, self.path)
         return self.graph
 
     def finish_outputs(self):
         for out in self.proto.graph.output:
             n = out.name
+            if n in self.skipped:
+                continue
             if n in self.graph.tensors and not self.graph.tensors[n].is_const:
                 self.graph.outputs.append(n)
             elif n in self.qrepr:
@@ -190,6 +201,9 @@ class Lowering:
             return self.lower_q(node, name, attrs)
         if op in MOVE_OPS:
             return self.lower_move(node, name, attrs)
+        from .integer_ops import INTEGER_OPS, is_epilogue_node, lower_integer_op
+        if op in INTEGER_OPS or is_epilogue_node(self, node):  # ConvInteger / MatMulInteger
+            return lower_integer_op(self, node, name, attrs, _Unsupported)
         if op in FLOAT_OPS:
             return self.lower_float(node, name, attrs)
         raise _Unsupported("operator is not supported")
@@ -257,6 +271,8 @@ class Lowering:
             t = self.add_int_tensor(out, shape, odt, q)
             if src.q is not None and src.q.same_as(q) and src.dtype == odt:
                 self.emit("reshape", name, [src.name], [t.name])  # Q(DQ(x)) == x
+                if src.name in self.windows and src.shape == t.shape:
+                    self.windows[t.name] = self.windows[src.name]
             else:
                 self.emit("requantize", name, [src.name], [t.name], {"act_lo": None, "act_hi": None})
             return
@@ -289,6 +305,23 @@ class Lowering:
             return
         else:
             raise _Unsupported(f"input '{x}' is a float tensor that is not quantized")
+        if node.op_type in ("Slice", "Split"):
+            windows = self.slice_windows(node, name, attrs, src.shape)
+            for j, (o, (starts, steps, oshape)) in enumerate(zip(node.output, windows)):
+                if not o:
+                    continue
+                t = self.add_int_tensor(o if not float_out else f"{o}@q", oshape, src.dtype, src.q)
+                root = src.name
+                if root in self.windows:  # compose: index i of this window is
+                    root, s1, t1 = self.windows[root]  # s1 + t1 * (start + step * i)
+                    starts = tuple(a + b * c for a, b, c in zip(s1, t1, starts))
+                    steps = tuple(b * c for b, c in zip(t1, steps))
+                self.windows[t.name] = (root, starts, steps)
+                self.emit("slice", name if len(node.output) == 1 else f"{name}:{j}", [root],
+                          [t.name], {"starts": starts, "steps": steps})
+                if float_out:
+                    self.qrepr[o] = t.name
+            return
         shape = self.shape_of(out, name)
         oname = out if not float_out else f"{out}@q"
         t = self.add_int_tensor(oname, shape, src.dtype, src.q)
@@ -300,9 +333,51 @@ class Lowering:
         if float_out:
             self.qrepr[out] = t.name
 
+    def slice_windows(self, node, name, attrs, shape):
+        """Slice / Split -> one (starts, steps, out_shape) per output (frontend/slice_split.py)."""
+        from .slice_split import SliceError, slice_window, split_sizes, split_windows
+        ins = list(node.input) + [""] * 5
+        opset = _opset(self.proto)
+        try:
+            if node.op_type == "Slice":
+                def opt(i, what):  # opset 10+ (the oldest tinyaot reads): constant inputs
+                    return self.const(ins[i], name, f"Slice {what}") if ins[i] else None
+                if not ins[1] or not ins[2]:
+                    raise SliceError("starts and ends are required")
+                windows = [slice_window(shape, opt(1, "starts"), opt(2, "ends"), opt(3, "axes"),
+                                        opt(4, "steps"))]
+            else:
+                axis = int(attrs.get("axis", 0))
+                if axis < -len(shape) or axis >= len(shape):
+                    raise SliceError(f"axis {axis} out of range for rank {len(shape)}")
+                axis %= len(shape)
+                split = attrs.get("split")
+                if opset >= 13 and ins[1]:
+                    split = self.const(ins[1], name, "Split split")
+                sizes = split_sizes(int(shape[axis]), len(node.output), split,
+                                    attrs.get("num_outputs"))
+                windows = split_windows(shape, axis, sizes)
+        except (SliceError, KeyError) as e:
+            raise self.err(f"invalid {node.op_type}: {e}", node=name) from None
+        for o, (_, _, oshape) in zip(node.output, windows):
+            if o and o in self.shapes and tuple(self.shapes[o][0]) != tuple(oshape):
+                raise self.err(f"{node.op_type} output shape {list(oshape)} differs from the "
+                               f"model's {list(self.shapes[o][0])}", node=name, tensor=o)
+            if o and 0 in oshape:
+                raise _Unsupported(f"{node.op_type} output '{o}' is empty")
+        if len(shape) > 4:
+            raise _Unsupported(f"{node.op_type} of a rank-{len(shape)} tensor (at most 4)")
+        return windows
+
     def fold_const_move(self, node, name, attrs):
         x = np.asarray(self.consts[node.input[0]])
         op = node.op_type
+        if op in ("Slice", "Split"):
+            from .slice_split import apply_window
+            for o, w in zip(node.output, self.slice_windows(node, name, attrs, x.shape)):
+                if o:
+                    self.consts[o] = apply_window(x, *w)
+            return
         if op == "Transpose":
             perm = attrs.get("perm", list(reversed(range(x.ndim))))
             y = np.transpose(x, perm)
@@ -353,6 +428,53 @@ class Lowering:
         self.pending[out] = Pending("conv2d", name, [x4.name, w4.name, b], a,
                                     shape=(shape[0], shape[1], 1, shape[2]))
 
+    def lower_conv_transpose(self, ins, out, name, attrs, shape):
+        """ConvTranspose on [N, C, H, W] (or [N, C, L] as [N, C, 1, L] between two
+        zero-copy reshapes) -> one conv_transpose IR node, weights [C_in, C_out/group, kH, kW]."""
+        from .conv_transpose_attrs import AttrError, conv_transpose_geometry
+
+        x = self.act_input(ins[0], name)
+        w = self.weight_input(ins[1], name)
+        b = self.weight_input(ins[2], name, "int32") if len(ins) > 2 and ins[2] else None
+        xt, wt = self.graph.tensors[x], self.graph.tensors[w]
+        rank = len(xt.shape)
+        if rank not in (3, 4) or len(wt.shape) != rank:
+            raise _Unsupported("only 1-D and 2-D ConvTranspose (3-D or 4-D tensors) is supported")
+        group = int(attrs.get("group", 1))
+        cin = xt.shape[1]
+        if group < 1 or cin % group or wt.shape[0] != cin:
+            raise self.err(f"weights {list(wt.shape)} do not fit {cin} input channels in "
+                           f"{group} group(s)", node=name, tensor=w)
+        try:
+            geo = conv_transpose_geometry(attrs, xt.shape[2:], wt.shape[2:])
+        except AttrError as e:
+            raise self.err(str(e), node=name) from None
+        want = (xt.shape[0], wt.shape[1] * group) + geo["out_hw"]
+        if tuple(shape) != want:
+            raise self.err(f"output shape {list(shape)} from ONNX shape inference differs from "
+                           f"{list(want)} (onnxruntime's ConvTranspose arithmetic)",
+                           node=name, tensor=out)
+        self.check_weight_q(wt, 1, name)
+        if rank == 3:  # 1-D: everything gets a unit H
+            fresh = f"{x}@2d" not in self.graph.tensors
+            x4 = self.add_int_tensor(f"{x}@2d", xt.shape[:2] + (1, xt.shape[2]), xt.dtype, xt.q)
+            if fresh:
+                self.emit("reshape", f"{name}@2d", [x], [x4.name])
+            x = x4.name
+            w4 = wt.shape[:2] + (1, wt.shape[2])
+            w = self.add_int_tensor(f"{w}@2d", w4, wt.dtype, wt.q,
+                                    np.ascontiguousarray(wt.data.reshape(w4))).name
+            p = geo["pads"]
+            geo.update(kernel=(1,) + geo["kernel"], strides=(1,) + geo["strides"],
+                       dilations=(1,) + geo["dilations"], pads=(0, p[0], 0, p[1]),
+                       output_padding=(0,) + geo["output_padding"])
+            shape = (shape[0], shape[1], 1, shape[2])
+        a = {k: geo[k] for k in ("kernel", "strides", "dilations", "pads", "output_padding")}
+        a["group"] = group
+        if rank == 3:
+            a["conv1d_out"] = True
+        self.pending[out] = Pending("conv_transpose", name, [x, w, b], a, shape=tuple(shape))
+
     def float_scalar(self, x, name):
         """A constant float scalar, given directly or as DequantizeLinear of a constant."""
         if x in self.qrepr and self.graph.tensors[self.qrepr[x]].is_const:
@@ -385,6 +507,8 @@ class Lowering:
         shape = self.shape_of(out, name)
         if op == "Conv" and len(self.graph.tensors[self.act_input(ins[0], name)].shape) == 3:
             return self.lower_conv1d(ins, out, name, attrs, shape)
+        if op == "ConvTranspose":
+            return self.lower_conv_transpose(ins, out, name, attrs, shape)
         if op == "Conv":
             x = self.act_input(ins[0], name)
             w = self.weight_input(ins[1], name)
@@ -441,9 +565,9 @@ class Lowering:
                     p.tensors.append(ins[i])
                     self.pending[out] = p
                     return
-            a = self.act_input(ins[0], name)
-            b = self.act_input(ins[1], name)
-            self.pending[out] = Pending("add", name, [a, b], {}, shape=shape)
+            from .const_operand import add_operands  # an activation + a quantized constant too
+            a, b, attrs_add = add_operands(self, ins, name, shape, _Unsupported)
+            self.pending[out] = Pending("add", name, [a, b], attrs_add, shape=shape)
             return
         if op in ("Relu", "Clip"):
             lo, hi = 0.0, None
@@ -546,6 +670,22 @@ class Lowering:
                  "value": value}
             self.pending[out] = Pending("pad", name, [x], a, shape=shape)
             return
+        if op == "Resize":
+            from .resize import ResizeUnsupported, resize_attrs
+            x = self.act_input(ins[0], name)
+            ins += [""] * 4
+
+            def const_or_none(i, what):
+                return np.asarray(self.const(ins[i], name, f"Resize {what}")) if ins[i] else None
+            try:
+                a = resize_attrs(attrs, _opset(self.proto), self.graph.tensors[x].shape, shape,
+                                 const_or_none(2, "scales"), const_or_none(3, "sizes"))
+            except ResizeUnsupported as e:
+                raise _Unsupported(str(e)) from None
+            except ValueError as e:
+                raise self.err(str(e), node=name, tensor=out) from None
+            self.pending[out] = Pending("resize", name, [x], a, shape=shape)
+            return
         if op in LUT_OPS:
             x = self.act_input(ins[0], name)
             fa = tuple(sorted((k, float(v)) for k, v in attrs.items() if k in ("alpha", "beta")))
@@ -621,8 +761,8 @@ def quantize_like_onnx(x, q: QParams, dtype):
     return np.clip(v, lo, hi).astype(dtype)
 
 
-def lower_to_ir(proto, path) -> Graph:
-    low = Lowering(proto, path)
+def lower_to_ir(proto, path, reported=None) -> Graph:
+    low = Lowering(proto, path, reported)
     g = low.run()
     g.io_float = low.io_float
     return g

@@ -9,9 +9,12 @@ here into exactly that group, so `qdq_lowering` serves both forms:
       -> Q(Conv(DQ(x, xs, xz), DQ(w, ws, wz), DQ(B, xs*ws, 0)), ys, yz)
 
 The rewritten nodes keep the QOperator node's name (messages name the node
-the user knows). Nodes of other forms pass through unchanged; operators with
-no QDQ equivalent in tinyaot (ConvInteger / MatMulInteger: dynamic
-quantization, whose scales are computed at run time) are reported by name.
+the user knows). Nodes of other forms pass through unchanged (ConvInteger /
+MatMulInteger of a static graph: frontend/integer_ops.py). Dynamic
+quantization (DynamicQuantizeLinear and the integer ops reading it: scales
+computed at run time) and nodes that cannot be rewritten stay in the graph
+and are returned by name, so the lowering reports them together with its own
+unsupported nodes (frontend/unsupported.py).
 
 Numerics note (`--numerics ort`): onnxruntime runs QLinearConv / QGemm /
 QLinearMatMul as integer kernels (int32 accumulation, float requantize), so
@@ -25,7 +28,7 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
-from ..errors import TinyAotError, UnsupportedError
+from ..errors import TinyAotError
 from .onnx_loader_util import attr_dict
 
 MS = "com.microsoft"
@@ -45,6 +48,7 @@ QOPERATOR_OPS = {
     "QLinearSoftmax": (MS,),
 }
 DYNAMIC_OPS = {"ConvInteger", "MatMulInteger", "DynamicQuantizeLinear"}
+DYNAMIC_MSG = "dynamic quantization is not supported: quantize statically (tinyaot quantize)"
 
 
 def is_qoperator_model(proto) -> bool:
@@ -104,7 +108,10 @@ class _Rewriter:
         out = self.fresh(f"{x}_dq")
         ins = [x, s] + ([zp] if zp else [])
         kw = {} if axis is None else {"axis": int(axis)}
-        out_nodes.append(helper.make_node("DequantizeLinear", ins, [out], name=f"{name}/dq_{x}", **kw))
+        # unique node name: the same tensor may be read twice (QLinearConcat(x, x))
+        # with other parameters, and the lowering names the reinterpreted view after it
+        out_nodes.append(helper.make_node("DequantizeLinear", ins, [out],
+                                          name=self.fresh(f"{name}/dq_{x}"), **kw))
         return out
 
     def q(self, out_nodes, f, s, zp, y, name):
@@ -208,14 +215,16 @@ class _Rewriter:
         return self.dq(out, b, s, z, name, axis)
 
     def run(self):
+        """-> (rewritten proto, {node name: (op_type, why)} for the nodes left as they were)."""
         g = self.proto.graph
+        dynamic = {o for n in g.node if n.op_type == "DynamicQuantizeLinear" for o in n.output}
         nodes = []
         for i, node in enumerate(g.node):
             name = node.name or f"{node.op_type}_{i}"
-            if node.op_type in DYNAMIC_OPS:
-                self.unsupported.append((node.op_type, name, "dynamic quantization (scales computed "
-                                         "at run time) is not supported: quantize with "
-                                         "quantize_static (QDQ or QOperator)"))
+            if node.op_type == "DynamicQuantizeLinear" or (
+                    node.op_type in DYNAMIC_OPS and dynamic.intersection(node.input)):
+                self.unsupported.append((node.op_type, name, DYNAMIC_MSG))
+                nodes.append(node)  # kept for shape inference; the lowering skips it
                 continue
             if not _is_qop(node):
                 nodes.append(node)
@@ -224,20 +233,16 @@ class _Rewriter:
                 nodes.extend(self.rewrite(node, name))
             except _Unsupported as u:
                 self.unsupported.append((node.op_type, name, str(u)))
+                nodes.append(node)
             except (KeyError, ValueError, IndexError) as e:
                 self.unsupported.append((node.op_type, name, f"malformed node ({e})"))
-        if self.unsupported:
-            lines = [f"{op} '{n}': {why}" for op, n, why in self.unsupported]
-            raise UnsupportedError(f"{len(lines)} unsupported node(s): " + "; ".join(lines),
-                                   model=self.path)
+                nodes.append(node)
         new = onnx.ModelProto()
         new.CopyFrom(self.proto)
         del new.graph.node[:]
         new.graph.node.extend(nodes)
         new.graph.initializer.extend(self.new_inits)
-        # The rewritten graph may hold QDQ ops of newer opsets only in
-        # per-channel form (DequantizeLinear axis: opset >= 13).
-        return new
+        return new, {n: (op, why) for op, n, why in self.unsupported}
 
 
 class _Unsupported(Exception):
@@ -248,10 +253,18 @@ def qoperator_to_qdq(proto, path="model"):
     """Return `proto` with every QOperator node replaced by its QDQ group.
 
     A model without QOperator nodes is returned unchanged (same object).
-    """
-    if not is_qoperator_model(proto):
-        return proto
-    new = _Rewriter(proto, path).run()
-    # The rewritten nodes carry value_info of the QOperator tensors only;
-    # stale float value_info would be harmless, the integer ones stay valid.
+    Nodes that cannot be rewritten raise one UnsupportedError (all listed)."""
+    new, reported = qoperator_to_qdq_report(proto, path)
+    if reported:
+        from .unsupported import unsupported_error
+        raise unsupported_error([(op, n, why) for n, (op, why) in reported.items()], path)
     return new
+
+
+def qoperator_to_qdq_report(proto, path="model"):
+    """Like qoperator_to_qdq, but nodes that cannot be rewritten stay in the
+    graph and are returned as {name: (op_type, why)}, so the lowering can list
+    them together with its own unsupported nodes in one message."""
+    if not is_qoperator_model(proto):
+        return proto, {}
+    return _Rewriter(proto, path).run()

@@ -4,7 +4,8 @@ Sets ``Node.attrs["fast_kernel"]`` ("conv", "depthwise" or "fc") on the
 integer layers the fast kernels (runtime_c/include/tinyaot_fast_kernels.h)
 handle, and ``Node.attrs["scratch_bytes"]`` (the kernel's
 *_get_buffer_size) so the arena planner reserves a block live only during
-that layer. Layers onnxruntime keeps in float (attr ``ort_float``) stay on
+that layer (ConvTranspose: one output pixel's accumulators, both numerics).
+Layers onnxruntime keeps in float (attr ``ort_float``) stay on
 the float kernels: their fma order is what makes them bit-exact.
 """
 from __future__ import annotations
@@ -14,7 +15,11 @@ from ..backend.fast_pack import conv_scratch_bytes, gemm_scratch_bytes
 
 def select_kernels(g):
     for n in g.nodes:
-        if n.attrs.get("ort_float"):
+        if n.op == "conv_transpose":  # one output pixel's accumulators (both numerics)
+            from ..backend.c_emit_more import transpose_conv_scratch_bytes
+            n.attrs["scratch_bytes"] = transpose_conv_scratch_bytes(g.tensors[n.outputs[0]].shape[1])
+            continue
+        if n.attrs.get("ort_float") or n.attrs.get("int_epilogue"):  # float math: portable kernels
             continue
         if n.op == "conv2d":
             x = g.tensors[n.inputs[0]]

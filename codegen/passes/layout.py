@@ -12,11 +12,11 @@ from __future__ import annotations
 from ..ir import Node, Tensor
 
 NHWC = (0, 2, 3, 1)
-SPATIAL = {"conv2d", "avgpool", "maxpool"}
+SPATIAL = {"conv2d", "conv_transpose", "avgpool", "maxpool", "resize"}
 ELEMENTWISE = {"add", "clamp", "requantize", "lut", "mul"}
 ALIAS_OPS = {"reshape", "transpose", "reinterpret"}
 # all inputs and the output in the first input's layout (any perm; e.g. Concat)
-SAME_LAYOUT = {"concat", "pad"}
+SAME_LAYOUT = {"concat", "pad", "slice"}
 # every activation input row-major (e.g. MatMul of two activations)
 ROW_MAJOR_INPUTS = {"matmul"}
 
@@ -85,7 +85,11 @@ def assign_layouts(g):
             q = perm[n.inputs[0]]
             inv = sorted(range(len(p)), key=lambda i: p[i])
             perm[out.name] = tuple(inv[qi] for qi in q)
-        elif n.op == "reinterpret":
+        elif n.op == "reinterpret" or (
+                n.op == "reshape" and g.tensors[n.inputs[0]].shape == out.shape
+                and not same_bytes(out.shape, perm[n.inputs[0]], identity(rank))):
+            # a same-shape reshape (Q(DQ(x)) with equal parameters) keeps its input's
+            # bytes in any perm: no transpose there and back
             perm[out.name] = perm[n.inputs[0]]
         else:  # reshape, fully_connected, softmax: row-major in and out
             n.inputs[0] = need(n.inputs[0], identity(len(g.tensors[n.inputs[0]].shape)))

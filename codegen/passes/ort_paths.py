@@ -12,7 +12,7 @@ repeat MLAS's fused multiply-add order.
 from __future__ import annotations
 
 
-FLOAT_COMPUTE = {"Conv", "FusedConv", "Gemm", "FusedGemm", "MatMul", "FusedMatMul"}
+FLOAT_COMPUTE = {"Conv", "FusedConv", "Gemm", "FusedGemm", "MatMul", "FusedMatMul", "ConvTranspose"}
 PASS_THROUGH = {"ReorderOutput", "Relu", "Clip"}
 
 
@@ -43,6 +43,32 @@ def float_tensors_in_ort(model_path):
 def mark_ort_float_nodes(g, model_path):
     floats = float_tensors_in_ort(model_path)
     for n in g.nodes:
-        if n.op in ("conv2d", "fully_connected"):
+        if n.op in ("conv2d", "fully_connected", "conv_transpose"):
             n.attrs["ort_float"] = bool(floats & set(n.attrs.get("onnx_tensors", ())))
+        if n.op == "conv_transpose" and not n.attrs["ort_float"]:
+            # onnxruntime has no integer ConvTranspose: it always runs the float one,
+            # which is all tinyaot reproduces.
+            from ..errors import TinyAotError
+            raise TinyAotError("onnxruntime does not run this ConvTranspose as a float "
+                               "ConvTranspose; tinyaot cannot reproduce what it runs instead",
+                               model=g.source, node=n.name)
+    return g
+
+
+def mark_ort_int8_resizes(g, model_path):
+    """`ort_int8` on each IR resize that onnxruntime runs directly on int8 (its
+    optimizer dropped the DequantizeLinear / QuantizeLinear around it; 1.32
+    does that for nearest mode with equal parameters, an exact copy either
+    way). Resizes are matched by order: the optimizer does not reorder them."""
+    resizes = [n for n in g.nodes if n.op == "resize"]
+    if not resizes:
+        return g
+    from .ort_qlinear import optimized_graph
+
+    m = optimized_graph(model_path)
+    producer = {o: n for n in m.graph.node for o in n.output}
+    ort_resizes = [n for n in m.graph.node if n.op_type == "Resize"]
+    for n, o in zip(resizes, ort_resizes):
+        src = producer.get(o.input[0])
+        n.attrs["ort_int8"] = src is None or src.op_type != "DequantizeLinear"
     return g

@@ -44,6 +44,10 @@ def requant(acc, p, numerics, channel_axis):
     if np.any(acc > 2**31 - 1) or np.any(acc < -2**31):
         raise OverflowError("int32 accumulator overflow")
     acc = acc.astype(np.int32)
+    if numerics == "ort" and "post_bias" in p:  # ConvInteger / MatMulInteger chain (prepare.py)
+        v = (acc.astype(F32) * p["scale"].reshape(shape)).astype(F32)
+        v = (v + p["post_bias"].reshape(shape)).astype(F32)
+        return of.quantize(v, p["out_scale"], p["out_zp"], p["act_min"], p["act_max"])
     if numerics == "ort":
         return of.requantize_acc(acc, p["scale"].reshape(shape), p["out_zp"], p["act_min"], p["act_max"])
     from . import tflite_fixedpoint as tfp
@@ -63,6 +67,9 @@ def fully_connected(x, w, p, numerics):
 
 
 def add(a, b, p, numerics):
+    if numerics == "ort" and p.get("mode") == 2:  # onnxruntime QLinearAdd (MLAS)
+        from .ort_qlinear_add import qlinear_add
+        return qlinear_add(a, b, p)
     if numerics == "ort":
         fa = of.dequantize(a, p["a_scale"], p["a_zp"])
         fb = of.dequantize(b, p["b_scale"], p["b_zp"])

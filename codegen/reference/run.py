@@ -34,6 +34,13 @@ def _run_node(g, n, ins, p, numerics):
         if ort_float:
             return ops.conv2d_ort_float(ins[0], g.tensors[n.inputs[1]], bias_t, n.attrs, p)
         return ops.conv2d(ins[0], ins[1], n.attrs, p, numerics)
+    if op == "conv_transpose":
+        from . import conv_transpose as ct
+        out_hw = g.tensors[n.outputs[0]].shape[2:]
+        if numerics == "ort":
+            return ct.conv_transpose_ort_float(ins[0], g.tensors[n.inputs[1]], bias_t, n.attrs, p,
+                                               out_hw)
+        return ct.conv_transpose_tflite(ins[0], ins[1], n.attrs, p, out_hw)
     if op == "fully_connected":
         if ort_float:
             return ops.fully_connected_ort_float(ins[0], g.tensors[n.inputs[1]], bias_t, p)
@@ -63,6 +70,13 @@ def _run_node(g, n, ins, p, numerics):
     if op == "pad":
         from . import ops_more
         return ops_more.pad(ins[0], n.attrs, p)
+    if op == "slice":  # Slice / Split piece: a strided window (frontend/slice_split.py)
+        from ..frontend.slice_split import apply_window
+        return apply_window(ins[0], n.attrs["starts"], n.attrs["steps"],
+                            g.tensors[n.outputs[0]].shape)
+    if op == "resize":
+        from .resize import resize
+        return resize(ins[0], n.attrs, p)
     if op == "lut":  # elementwise int8 table (codegen/reference/lut_tables.py)
         return p["table"][ins[0].astype(np.int32) + 128]
     if op == "sign_flip":  # uint8 <-> int8 (passes/uint8.py)

@@ -8,13 +8,19 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import sys
 
 RAW = argparse.RawDescriptionHelpFormatter
 
-EXIT_CODES = """exit codes: 0 ok, 1 mismatch (validate: a layer diverges), 2 bad input
-(one line on stderr, nothing written), 70 internal error."""
+EXIT_CODES = """exit codes: 0 ok; 1 a check failed (verify, bench: outputs differ;
+validate: a layer diverges; verify-signature: invalid); 2 bad input (one line on
+stderr naming model, node and tensor; nothing written); 70 internal error; 130
+interrupted."""
+
+
+def examples(*lines, note=""):
+    """--help epilog: examples, an optional note, the exit codes."""
+    return ("examples:\n" + "\n".join(f"  {x}" for x in lines) + "\n\n"
+            + (note.strip() + "\n\n" if note else "") + EXIT_CODES)
 
 REPORT_EX = """examples:
   tinyaot report models/digits_cnn_int8.onnx --board qemu-m4
@@ -30,12 +36,13 @@ VALIDATE_EX = """examples:
   tinyaot validate M.onnx --inputs in.npz --board qemu-m4 --numerics tflite --json
 
 Compares the output of every layer of the generated C (host: through a
-debug hook and cffi; QEMU: printed over semihosting) with the numpy oracle of
-the chosen numerics on a fresh compile, and marks the first layer that
-diverges. With --numerics ort each layer is also compared with onnxruntime's
-tensor of the same name (column "ORT tap") and the final output with the
-plain onnxruntime session; exit 1 if either the layers or that final output
-differ.
+debug hook and cffi; QEMU: printed over semihosting) with its reference and
+marks the first layer that diverges. --numerics ort: onnxruntime's own
+tensors, taken from the graph the plain session runs (column ref = ort); a
+layer ORT has no tensor for is compared with the numpy oracle and says why
+(ref = oracle). --numerics tflite: the numpy oracle of TFLite Micro's
+kernels. With ort the final output is also compared with the plain onnxruntime
+session; exit 1 if a layer or that final output differs.
 """ + EXIT_CODES
 
 PROFILE_EX = """examples:
@@ -58,10 +65,6 @@ and 'labels'; it prints float and int8 top-1 accuracy.
 """ + EXIT_CODES
 
 
-def _tty():
-    return sys.stdout.isatty() and os.environ.get("NO_COLOR") is None and os.environ.get("TERM") != "dumb"
-
-
 def _dump(obj):
     from ..compiler import _jsonable
     print(json.dumps(obj, indent=2, default=_jsonable))
@@ -69,7 +72,7 @@ def _dump(obj):
 
 def cmd_report(a):
     from ..compiler import compile_model
-    from .report import format_report, report_model
+    from .report import print_report_table, report_model
     c = compile_model(a.model, numerics=a.numerics)
     r = report_model(a.model, board=a.board, numerics=a.numerics, compiled=c,
                      measure=a.measure_stack)
@@ -80,28 +83,29 @@ def cmd_report(a):
     if a.json:
         _dump(r)
     else:
-        print(format_report(r))
+        print_report_table(r)
         if a.plot:
             print(f"wrote {a.plot}")
     return 0
 
 
 def cmd_validate(a):
-    from .validate import format_validate, load_inputs, validate_model
+    from .console import progress
+    from .validate import load_inputs, print_validate, validate_model
     x = load_inputs(a.inputs, a.key)
     if a.limit:
         x = x[:a.limit]
-    r = validate_model(a.model, x, board=a.board, numerics=a.numerics)
+    r = validate_model(a.model, x, board=a.board, numerics=a.numerics, progress=progress)
     if a.json:
         _dump(r)
     else:
-        print(format_validate(r, color=_tty()))
+        print_validate(r)
     return 0 if r["first_divergent_layer"] is None and not r.get("final_output_vs_onnxruntime") \
         else 1
 
 
 def cmd_profile(a):
-    from .profile import format_profile, plot_profile, profile_model
+    from .profile import plot_profile, print_profile, profile_model
     x = None
     if a.inputs:
         from .validate import load_inputs
@@ -113,7 +117,7 @@ def cmd_profile(a):
     if a.json:
         _dump(r)
     else:
-        print(format_profile(r))
+        print_profile(r)
         if a.png:
             print(f"wrote {a.png}")
     return 0

@@ -86,18 +86,41 @@ def profile_model(model, board="qemu-m4", numerics="ort", inputs=None, compiled=
             "macs": sum(r["macs"] for r in rows), "layers": rows}
 
 
-def format_profile(r):
-    lines = [f"profile {r['name']} on {r['board']} (numerics {r['numerics']}; resolution "
-             f"{r['resolution_instructions']} instructions = 1 timer tick)",
-             f"{'#':>3}  {'op':<16} {'kernel':<32} {'instructions':>12} {'MACs':>10} {'MAC/instr':>9} {'share':>7}"]
+PROFILE_HEADER = ["#", "op", "kernel", "instructions", "MACs", "MAC/instr", "share"]
+
+
+def profile_title(r):
+    return (f"profile {r['name']} on {r['board']} (numerics {r['numerics']}; resolution "
+            f"{r['resolution_instructions']} instructions = 1 timer tick)")
+
+
+def profile_rows(r):
+    rows = []
     for x in r["layers"]:
         mpi = f"{x['mac_per_instruction']:.3f}" if x["mac_per_instruction"] is not None else "-"
-        lines.append(f"{x['index']:>3}  {x['op']:<16} {str(x['kernel'])[:32]:<32} "
-                     f"{x['instructions']:>12,} {x['macs']:>10,} {mpi:>9} {100 * x['share']:>6.1f}%")
+        rows.append([str(x["index"]), x["op"], str(x["kernel"])[:32], f"{x['instructions']:,}",
+                     f"{x['macs']:,}", mpi, f"{100 * x['share']:.1f}%"])
     tot = r["total_instructions"]
-    mpi = r["macs"] / tot if tot else 0
-    lines.append(f"     {'total':<16} {'':<32} {tot:>12,} {r['macs']:>10,} {mpi:>9.3f}  100.0%")
+    rows.append(["", "total", "", f"{tot:,}", f"{r['macs']:,}",
+                 f"{r['macs'] / tot if tot else 0:.3f}", "100.0%"])
+    return rows
+
+
+def format_profile(r):
+    rows = profile_rows(r)
+    lines = [profile_title(r),
+             f"{'#':>3}  {'op':<16} {'kernel':<32} {'instructions':>12} {'MACs':>10} {'MAC/instr':>9} {'share':>7}"]
+    for c in rows[:-1]:
+        lines.append(f"{c[0]:>3}  {c[1]:<16} {c[2]:<32} {c[3]:>12} {c[4]:>10} {c[5]:>9} {c[6]:>7}")
+    c = rows[-1]
+    lines.append(f"     {c[1]:<16} {c[2]:<32} {c[3]:>12} {c[4]:>10} {c[5]:>9}  {c[6]}")
     return "\n".join(lines)
+
+
+def print_profile(r):
+    from .console import print_table
+    print_table(format_profile(r), profile_title(r), PROFILE_HEADER, profile_rows(r),
+                right=(0, 3, 4, 5, 6), total_row=True)
 
 
 def plot_profile(r, path):

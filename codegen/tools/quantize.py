@@ -8,7 +8,6 @@ models/make_digits_cnn.py calls quantize_qdq() for the default model.
 from __future__ import annotations
 
 import os
-import sys
 import tempfile
 
 import numpy as np
@@ -21,22 +20,17 @@ METHODS = ("minmax", "entropy", "percentile")
 class CalibReader:
     """onnxruntime CalibrationDataReader: one sample per get_next(), batch of 1."""
 
-    def __init__(self, inputs, input_name, progress=False):
+    def __init__(self, inputs, input_name, tick=None):
         self._samples = list(inputs)
         self._name = input_name
-        self._progress = progress
+        self._tick = tick or (lambda n=1: None)  # console.progress's advance()
         self.rewind()
 
     def get_next(self):
         s = next(self._it, None)
         if s is None:
-            if self._progress:
-                sys.stderr.write("\n")
             return None
-        self._n += 1
-        if self._progress and (self._n % 16 == 0 or self._n == len(self._samples)):
-            sys.stderr.write(f"\rcalibrating {self._n}/{len(self._samples)}")
-            sys.stderr.flush()
+        self._tick()
         return {self._name: s[None].astype(np.float32)}
 
     def rewind(self):
@@ -45,7 +39,7 @@ class CalibReader:
 
 
 def quantize_qdq(f32_path, calib_inputs, out_path, method="minmax",
-                 keep_removable_activations=False, progress=False):
+                 keep_removable_activations=False, tick=None):
     """Float ONNX -> QDQ int8 ONNX (float I/O); calib_inputs: (N, ...) samples
     without the batch axis. Writes out_path atomically; returns it."""
     import onnx
@@ -64,7 +58,7 @@ def quantize_qdq(f32_path, calib_inputs, out_path, method="minmax",
         quant_pre_process(str(f32_path), pre, skip_symbolic_shape=True)
         tmp_out = os.path.join(tmp, "out.onnx")
         quantize_static(
-            pre, tmp_out, CalibReader(calib_inputs, input_name, progress),
+            pre, tmp_out, CalibReader(calib_inputs, input_name, tick),
             quant_format=QuantFormat.QDQ,
             per_channel=True,
             weight_type=QuantType.QInt8,
@@ -160,9 +154,10 @@ def cli_quantize(a):
         ev = (load_samples(a.eval, rank), np.asarray(data["labels"]))
         if len(ev[0]) != len(ev[1].reshape(-1)):
             raise TinyAotError(f"{len(ev[0])} inputs but {ev[1].size} labels", model=a.eval)
-    tty = sys.stderr.isatty()
+    from .console import progress
     try:
-        quantize_qdq(a.model, calib, a.output, method=a.method, progress=tty)
+        with progress(f"calibrating ({a.method})", len(calib)) as tick:
+            quantize_qdq(a.model, calib, a.output, method=a.method, tick=tick)
     except TinyAotError:
         raise
     except Exception as e:

@@ -304,20 +304,49 @@ def report_model(model, board="qemu-m4", numerics="ort", compiled=None, keep_dir
     }
 
 
-def format_report(r):
-    t = r["totals"]
-    f = t["flash"]
-    lines = [f"report {r['name']} for {r['board']} (numerics {r['numerics']})",
-             f"{'#':>3}  {'op':<15} {'kernel':<31} {'output':<12} {'MACs':>9} {'weights':>8} "
-             f"{'arena off':>9} {'bytes':>6} {'life':>7}"]
+REPORT_HEADER = ["#", "op", "kernel", "output", "MACs", "weights", "arena off", "bytes", "life"]
+
+
+def report_rows(r):
+    rows = []
     for x in r["layers"]:
         off = str(x["arena_offset"]) if x["arena_offset"] is not None else x["buffer"]
         life = f"{x['lifetime'][0]}-{x['lifetime'][1]}" if x["lifetime"] else "-"
-        lines.append(f"{x['index']:>3}  {x['op']:<15} {str(x['kernel'])[:31]:<31} "
-                     f"{'x'.join(map(str, x['output'])):<12} {x['macs']:>9,} {x['weight_bytes']:>8,} "
-                     f"{off:>9} {x['bytes']:>6} {life:>7}")
+        rows.append([str(x["index"]), x["op"], str(x["kernel"])[:31], "x".join(map(str, x["output"])),
+                     f"{x['macs']:,}", f"{x['weight_bytes']:,}", off, str(x["bytes"]), life])
+    return rows
+
+
+def report_title(r):
+    return f"report {r['name']} for {r['board']} (numerics {r['numerics']})"
+
+
+def format_report(r):
+    return "\n".join(_report_table_lines(r) + report_totals(r))
+
+
+def print_report_table(r):
+    from .console import print_table
+    print_table(format_report(r), report_title(r), REPORT_HEADER, report_rows(r),
+                right=(0, 4, 5, 6, 7, 8), footer=report_totals(r))
+
+
+def _report_table_lines(r):
+    lines = [report_title(r),
+             f"{'#':>3}  {'op':<15} {'kernel':<31} {'output':<12} {'MACs':>9} {'weights':>8} "
+             f"{'arena off':>9} {'bytes':>6} {'life':>7}"]
+    for c in report_rows(r):
+        lines.append(f"{c[0]:>3}  {c[1]:<15} {c[2]:<31} {c[3]:<12} {c[4]:>9} {c[5]:>8} "
+                     f"{c[6]:>9} {c[7]:>6} {c[8]:>7}")
+    return lines
+
+
+def report_totals(r):
+    """The lines under the per-layer table."""
+    t = r["totals"]
+    f = t["flash"]
     st = t["stack"]
-    lines += [
+    lines = [
         f"arena        {t['arena_bytes']:,} B (lower bound {t['arena_lower_bound_bytes']:,} B)",
         f"flash        {f['total']:,} B = code {f['code']:,} B (run {f['model_run_code']:,} + kernels "
         f"{f['kernel_code']:,}) + weights {f['weights']:,} B + tables {f['tables']:,} B",
@@ -340,4 +369,4 @@ def format_report(r):
                      f"arena + reserved stack)")
     for n in st["notes"]:
         lines.append(f"  note: {n}")
-    return "\n".join(lines)
+    return lines

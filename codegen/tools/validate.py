@@ -1,5 +1,6 @@
 """Layer-by-layer validation: every intermediate tensor of the generated C
-against the reference (onnxruntime for --numerics ort, the numpy oracle of
+against the reference (onnxruntime's own tensors for --numerics ort, see
+ort_taps.py, the numpy oracle where ORT has none; the numpy oracle of
 TFLite Micro's kernels for tflite).
 
 The model is emitted with debug hooks (TINYAOT_TRACE after every layer); a
@@ -10,6 +11,7 @@ wrong multiplier) shows up at the layer that has it.
 """
 from __future__ import annotations
 
+import contextlib
 import re
 import shutil
 
@@ -34,8 +36,9 @@ def load_inputs(path, key="inputs"):
     if key not in files:
         raise TinyAotError(f"no '{key}' array (has: {', '.join(sorted(files))})", model=str(path))
     x = np.asarray(data[key])
-    if x.dtype != np.int8:
-        raise TinyAotError(f"'{key}' must be int8 (quantized), got {x.dtype}", model=str(path))
+    if x.dtype not in (np.int8, np.uint8):
+        raise TinyAotError(f"'{key}' must be int8 or uint8 (quantized), got {x.dtype}",
+                           model=str(path))
     return x
 
 
@@ -45,9 +48,17 @@ def with_hooks(c: Compiled) -> Compiled:
     return Compiled(c.graph, c.plan, c.params, module, c.numerics, c.report)
 
 
+@contextlib.contextmanager
+def _no_progress(description, total):
+    yield _no_tick
+
+
 def _per_input(c, inputs, model):
     g = c.graph
     xin = g.tensors[g.inputs[0]]
+    if inputs.dtype != np.dtype(xin.dtype):
+        raise TinyAotError(f"the model's input is {xin.dtype}, the inputs are {inputs.dtype}",
+                           model=str(model), tensor=g.inputs[0])
     per = inputs.reshape(len(inputs), -1) if inputs.ndim > 1 else inputs.reshape(1, -1)
     if per.shape[1] != xin.size:
         raise TinyAotError(f"each input must have {xin.size} values {list(xin.shape)}, "
@@ -55,7 +66,11 @@ def _per_input(c, inputs, model):
     return per
 
 
-def reference_tensors(model, numerics, per):
+def _no_tick(n=1):
+    pass
+
+
+def reference_tensors(model, numerics, per, tick=_no_tick):
     """Per input: {tensor name: logical array} from the numpy oracle of the
     chosen numerics, run on a fresh compile of the model (it never sees the
     compiled graph being validated)."""
@@ -63,27 +78,21 @@ def reference_tensors(model, numerics, per):
     fresh = compile_model(model, numerics=numerics)
     g = fresh.graph
     xin = g.tensors[g.inputs[0]]
-    return [run_graph(g, numerics, {g.inputs[0]: x.reshape(xin.shape)}, fresh.params) for x in per]
-
-
-def onnxruntime_tensors(model, per, g, names):
-    """onnxruntime's own tensors: every intermediate of the same name (the
-    model with those tensors added as outputs) and the plain session's final
-    output. Exposing a tensor can keep ORT from fusing the node that makes
-    it, so a tapped tensor may differ from what the plain session computes
-    inside; the plain session's final output is the one that counts."""
-    from ..reference.onnxruntime_oracle import run_onnxruntime
-    xin = g.tensors[g.inputs[0]]
-    wanted = [n for n in names if "@" not in n]
-    taps, finals = [], []
+    out = []
     for x in per:
-        feeds = {g.inputs[0]: x.reshape(xin.shape)}
-        taps.append(run_onnxruntime(model, feeds, wanted))
-        finals.append(run_onnxruntime(model, feeds)[g.outputs[0]])
-    return taps, finals
+        out.append(run_graph(g, numerics, {g.inputs[0]: x.reshape(xin.shape)}, fresh.params))
+        tick()
+    return out
 
 
-def _traces_host(c, per, out_dir):
+def onnxruntime_tensors(model, per, g, tick=_no_tick):
+    """onnxruntime's own layer outputs (codegen/tools/ort_taps.py: taken from
+    the graph ORT runs, proven unchanged) and the plain session's output."""
+    from .ort_taps import run_taps
+    return run_taps(model, g, list(per), tick)
+
+
+def _traces_host(c, per, out_dir, tick):
     from cffi import FFI
     so = build_host(c, out_dir, defines=['TINYAOT_HOOKS_HEADER="tinyaot_hooks_host.h"'])
     ffi = FFI()
@@ -107,6 +116,7 @@ def _traces_host(c, per, out_dir):
         outb = ffi.new(f"int8_t[{xout.size}]")
         status.append(int(getattr(lib, f"{name}_run")(ffi.from_buffer("int8_t[]", xb), outb)))
         runs.append(cur)
+        tick()
     lib.tinyaot_set_trace(ffi.NULL)
     ffi.dlclose(lib)
     return runs, status
@@ -148,10 +158,35 @@ def _as_logical(t, raw):
     return phys.transpose(inv)
 
 
-def validate_model(model, inputs, board="host", numerics="ort", compiled=None):
+def _compare(t, refs, runs, i):
+    """max |diff|, mismatching elements and the first mismatch of layer i."""
+    mism, mad, first = 0, 0, None
+    for v, (ref, run) in enumerate(zip(refs, runs)):
+        got = _as_logical(t, run[i]).astype(np.int64).reshape(-1)
+        exp = np.asarray(ref).astype(np.int64).reshape(-1)
+        if got.size != exp.size:
+            raise TinyAotError(f"layer {i}: reference has {exp.size} values, "
+                               f"generated code {got.size}", tensor=t.name)
+        d = np.abs(got - exp)
+        bad = np.flatnonzero(d)
+        mism += int(bad.size)
+        mad = max(mad, int(d.max()) if d.size else 0)
+        if bad.size and first is None:
+            k = int(bad[0])
+            first = {"vector": v, "index": k,
+                     "index_nd": [int(x) for x in np.unravel_index(k, t.shape)],
+                     "got": int(got[k]), "expected": int(exp[k])}
+    return {"max_abs_diff": mad, "mismatches": mism, "first_mismatch": first}
+
+
+def validate_model(model, inputs, board="host", numerics="ort", compiled=None, progress=None):
     """Returns the report dict; report['first_divergent_layer'] is None when
-    every layer matches the oracle (and, for ort, final_output_vs_onnxruntime
-    counts the final output's mismatches against the onnxruntime session)."""
+    every layer matches its reference. With ort, a layer's reference is
+    onnxruntime's own tensor where ORT has one (row 'reference' =
+    'onnxruntime'), else the numpy oracle with the reason ('oracle');
+    final_output_vs_onnxruntime counts the final output's mismatches against
+    the plain onnxruntime session. progress(description, total) -> context
+    yielding advance() (console.progress on a terminal)."""
     b = board_or_error(board)
     c = compiled or compile_model(model, numerics=numerics)
     if c.numerics != numerics:
@@ -159,100 +194,133 @@ def validate_model(model, inputs, board="host", numerics="ort", compiled=None):
     c = with_hooks(c)
     g = c.graph
     per = _per_input(c, np.asarray(inputs), model)
-    names = [n.outputs[0] for n in g.nodes]
-    refs = reference_tensors(model, numerics, per)
-    taps = finals = None
-    if numerics == "ort":
-        taps, finals = onnxruntime_tensors(model, per, g, names)
-    out_dir = private_dir(c, f"validate-{board}")
-    try:
-        if b["kind"] == "shared-library":
-            runs, status = _traces_host(c, per, out_dir)
-        else:
-            runs, status = _traces_qemu(c, b, per, out_dir)
-    finally:
-        shutil.rmtree(out_dir, ignore_errors=True)
+    steps = len(per) * (3 if numerics == "ort" else 2)
+    with (progress or _no_progress)(f"validate {c.module.name}", steps) as tick:
+        refs = reference_tensors(model, numerics, per, tick)
+        taps = onnxruntime_tensors(model, per, g, tick) if numerics == "ort" else None
+        out_dir = private_dir(c, f"validate-{board}")
+        try:
+            if b["kind"] == "shared-library":
+                runs, status = _traces_host(c, per, out_dir, tick)
+            else:
+                runs, status = _traces_qemu(c, b, per, out_dir)
+                tick(len(per))
+        finally:
+            shutil.rmtree(out_dir, ignore_errors=True)
     layers, first_bad = [], None
     for i, n in enumerate(g.nodes):
         t = g.tensors[n.outputs[0]]
         row = {"index": i, "op": n.op, "name": n.name, "tensor": t.name,
                "shape": list(t.shape), "elements": t.size, "compared": False,
+               "reference": None, "reference_note": None,
                "max_abs_diff": None, "mismatches": None, "first_mismatch": None}
-        if all(t.name in r for r in refs) and all(i in run for run in runs):
+        if taps is not None and all(t.name in v for v in taps.values):
+            ref = [v[t.name] for v in taps.values]
+            row.update(reference="onnxruntime",
+                       reference_note=taps.proof["exposed"][t.name]["ort_tensor"])
+        elif all(t.name in r for r in refs):
+            ref = [r[t.name] for r in refs]
+            row.update(reference="oracle", reference_note=(
+                taps.missing.get(t.name, "not exposed") if taps is not None else None))
+        else:
+            ref = None
+            row["reference_note"] = "no reference tensor"
+        if ref is not None and all(i in run for run in runs):
             row["compared"] = True
-            mism = 0
-            mad = 0
-            first = None
-            for v, (ref, run) in enumerate(zip(refs, runs)):
-                got = _as_logical(t, run[i]).astype(np.int64).reshape(-1)
-                exp = np.asarray(ref[t.name]).astype(np.int64).reshape(-1)
-                if got.size != exp.size:
-                    raise TinyAotError(f"layer {i} '{n.name}': reference has {exp.size} values, "
-                                       f"generated code {got.size}")
-                d = np.abs(got - exp)
-                bad = np.flatnonzero(d)
-                mism += int(bad.size)
-                mad = max(mad, int(d.max()) if d.size else 0)
-                if bad.size and first is None:
-                    k = int(bad[0])
-                    first = {"vector": v, "index": k,
-                             "index_nd": [int(x) for x in np.unravel_index(k, t.shape)],
-                             "got": int(got[k]), "expected": int(exp[k])}
-            row.update(max_abs_diff=mad, mismatches=mism, first_mismatch=first)
-            if taps is not None and all(t.name in tp for tp in taps):
-                row["onnxruntime_tap_mismatches"] = int(sum(
-                    np.count_nonzero(_as_logical(t, run[i]).astype(np.int64).reshape(-1)
-                                     != np.asarray(tp[t.name]).astype(np.int64).reshape(-1))
-                    for tp, run in zip(taps, runs)))
-            if mism and first_bad is None:
+            row.update(_compare(t, ref, runs, i))
+            if row["mismatches"] and first_bad is None:
                 first_bad = i
         layers.append(row)
     for row in layers:
         row["first_divergent"] = row["index"] == first_bad
     final_vs_ort = None
-    if finals is not None:
+    if taps is not None:
         last = len(g.nodes) - 1
         yt = g.tensors[g.outputs[0]]
         final_vs_ort = int(sum(np.count_nonzero(
             _as_logical(yt, run[last]).astype(np.int64).reshape(-1)
-            != np.asarray(f).astype(np.int64).reshape(-1)) for f, run in zip(finals, runs)))
+            != np.asarray(f).astype(np.int64).reshape(-1)) for f, run in zip(taps.finals, runs)))
     return {"final_output_vs_onnxruntime": final_vs_ort,
             "model": str(model), "name": c.module.name, "board": board, "numerics": numerics,
-            "reference": ("numpy oracle of onnxruntime (fresh compile); final output also vs "
-                          "the onnxruntime session" if numerics == "ort"
+            "reference": ("onnxruntime's own tensors (the graph the plain session runs, re-run "
+                          "unoptimized with them as outputs); the numpy oracle where ORT has "
+                          "no tensor of its own" if numerics == "ort"
                           else "numpy oracle of TFLite Micro's kernels (fresh compile)"),
+            "onnxruntime_taps": taps.proof if taps is not None else None,
             "vectors": int(len(per)), "status": status, "layers": layers,
             "first_divergent_layer": first_bad,
-            "compared_layers": sum(r["compared"] for r in layers)}
+            "compared_layers": sum(r["compared"] for r in layers),
+            "onnxruntime_layers": sum(r["reference"] == "onnxruntime" for r in layers)}
 
 
-def format_validate(r, color=False):
-    red = (lambda s: f"\033[31m{s}\033[0m") if color else (lambda s: s)
-    lines = [f"validate {r['name']} on {r['board']} (numerics {r['numerics']}, reference "
-             f"{r['reference']}, {r['vectors']} input(s))",
-             f"{'#':>3}  {'op':<16} {'layer':<32} {'shape':<16} {'max|d|':>6} {'mismatch':>9} "
-             f"{'ORT tap':>7}  first mismatch"]
+REF_SHORT = {"onnxruntime": "ort", "oracle": "oracle", None: "-"}
+
+
+def validate_rows(r):
+    """The table as (header, rows, divergent row index), plain strings; shared
+    by the plain and the rich renderings."""
+    header = ["#", "op", "layer", "shape", "ref", "max|d|", "mismatch", "first mismatch / note"]
+    rows = []
     for row in r["layers"]:
-        shape = "x".join(map(str, row["shape"]))
+        cells = [str(row["index"]), row["op"], row["name"][:32], "x".join(map(str, row["shape"])),
+                 REF_SHORT[row["reference"]]]
         if not row["compared"]:
-            tail = f"{'-':>6} {'-':>9} {'-':>7}  (no reference tensor)"
+            cells += ["-", "-", f"({row['reference_note']})"]
         else:
             fm = row["first_mismatch"]
-            where = (f"vector {fm['vector']} index {fm['index_nd']}: got {fm['got']}, "
-                     f"expected {fm['expected']}") if fm else ""
-            tap = row.get("onnxruntime_tap_mismatches")
-            tail = f"{row['max_abs_diff']:>6} {row['mismatches']:>9} {'-' if tap is None else tap:>7}  {where}"
-        line = f"{row['index']:>3}  {row['op']:<16} {row['name'][:32]:<32} {shape:<16} {tail}"
-        if row["first_divergent"]:
-            line = red(line + "   <-- first divergent layer")
-        lines.append(line)
-    if r.get("final_output_vs_onnxruntime") is not None:
-        lines.append(f"final output vs the onnxruntime session: "
-                     f"{r['final_output_vs_onnxruntime']} mismatching elements"
-                     "  (ORT tap: mismatches against ORT's tensor of the same name)")
+            note = (f"vector {fm['vector']} index {fm['index_nd']}: got {fm['got']}, "
+                    f"expected {fm['expected']}") if fm else ""
+            if row["reference"] == "oracle" and row["reference_note"]:
+                note = (note + "  " if note else "") + f"(ORT: {row['reference_note']})"
+            cells += [str(row["max_abs_diff"]), str(row["mismatches"]), note]
+        rows.append(cells)
+    return header, rows, r["first_divergent_layer"]
+
+
+def validate_footer(r):
+    """Summary lines below the table: [(text, rich style or None)]."""
+    lines = []
+    taps = r.get("onnxruntime_taps")
+    if taps is not None:
+        n_ort = r["onnxruntime_layers"]
+        lines.append((f"{n_ort} of {len(r['layers'])} layers against onnxruntime's own tensors "
+                      f"(ORT's graph unchanged: {'yes' if taps['graph_unchanged'] else 'NO'}); "
+                      f"{len(r['layers']) - n_ort} against the oracle (ORT has no tensor of its own)",
+                      None))
+    final = r.get("final_output_vs_onnxruntime")
+    if final is not None:
+        lines.append((f"final output vs the onnxruntime session: {final} mismatching elements",
+                      "bold red" if final else "green"))
     if r["first_divergent_layer"] is None:
-        lines.append(f"all {r['compared_layers']} compared layers bit-exact")
+        lines.append((f"all {r['compared_layers']} compared layers bit-exact", "bold green"))
     else:
         row = r["layers"][r["first_divergent_layer"]]
-        lines.append(f"FIRST DIVERGENCE: layer {row['index']} ({row['op']} '{row['name']}')")
-    return "\n".join(lines)
+        lines.append((f"FIRST DIVERGENCE: layer {row['index']} ({row['op']} '{row['name']}')",
+                      "bold red"))
+    return lines
+
+
+def validate_title(r):
+    return (f"validate {r['name']} on {r['board']} (numerics {r['numerics']}, reference "
+            f"{r['reference']}, {r['vectors']} input(s))")
+
+
+def format_validate(r):
+    """The plain-text table (what non-terminals get)."""
+    header, rows, bad = validate_rows(r)
+    lines = [validate_title(r),
+             f"{'#':>3}  {'op':<16} {'layer':<32} {'shape':<16} {'ref':<6} {'max|d|':>6} "
+             f"{'mismatch':>9}  first mismatch / note"]
+    for k, c in enumerate(rows):
+        line = f"{c[0]:>3}  {c[1]:<16} {c[2]:<32} {c[3]:<16} {c[4]:<6} {c[5]:>6} {c[6]:>9}  {c[7]}"
+        if k == bad:
+            line += "   <-- first divergent layer"
+        lines.append(line.rstrip())
+    return "\n".join(lines + [t for t, _ in validate_footer(r)])
+
+
+def print_validate(r):
+    from .console import print_table
+    header, rows, bad = validate_rows(r)
+    print_table(format_validate(r), validate_title(r), header, rows, right=(0, 5, 6),
+                mark_row=bad, mark="<-- first divergent layer", footer=validate_footer(r))

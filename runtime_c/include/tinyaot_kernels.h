@@ -28,6 +28,10 @@ typedef struct {
     const float *scale;   /* ort: per-channel float multipliers, else NULL */
     const int32_t *mult;  /* tflite: per-channel multipliers */
     const int32_t *shift; /* tflite: per-channel shifts */
+    /* ort, ConvInteger / MatMulInteger: QuantizeLinear(float(acc) * scale + post_bias)
+     * with out_scale (onnxruntime's Cast -> Mul -> Add -> QuantizeLinear); else NULL */
+    const float *post_bias;
+    float out_scale;
 } tinyaot_requant_t;
 
 typedef struct {
@@ -74,6 +78,22 @@ typedef struct {
 int tinyaot_convolve_f32_s8(const tinyaot_conv_dims_t *d, const tinyaot_float_conv_t *p,
                             const int8_t *input, int8_t *output);
 
+/* Transposed convolution (ONNX ConvTranspose), TFLite TRANSPOSE_CONV integer
+ * semantics. Output pixel o gets input pixel i through tap t when
+ * o = i * stride - pad + t * dil. Filter layout [k_h][k_w][out_c][in_c/groups].
+ * scratch: *_get_buffer_size bytes (one pixel's accumulators), planned in the
+ * arena by the compiler and live only during the call. */
+int tinyaot_transpose_conv_s8(const tinyaot_conv_dims_t *d, const tinyaot_requant_t *q,
+                              const int8_t *input, const int8_t *filter, int32_t *scratch,
+                              int8_t *output);
+int32_t tinyaot_transpose_conv_s8_get_buffer_size(const tinyaot_conv_dims_t *d);
+
+/* onnxruntime's float ConvTranspose (MLAS SGEMM + col2im order, then bias and
+ * QuantizeLinear). Same filter layout; filter_scale has one entry per out channel. */
+int tinyaot_transpose_conv_f32_s8(const tinyaot_conv_dims_t *d, const tinyaot_float_conv_t *p,
+                                  const int8_t *input, float *scratch, int8_t *output);
+int32_t tinyaot_transpose_conv_f32_s8_get_buffer_size(const tinyaot_conv_dims_t *d);
+
 /* Fully connected: output[r][n] for rows r, weights [out_features][in_features]. */
 int tinyaot_fully_connected_s8(int32_t rows, int32_t in_features, int32_t out_features,
                                const tinyaot_requant_t *q, const int8_t *input,
@@ -89,10 +109,13 @@ typedef struct {
     int32_t act_min, act_max;
     /* ort */
     float a_scale, b_scale, out_scale;
-    int32_t use_float;
+    int32_t use_float; /* 1: DQ -> float add -> Q; 2: MLAS QLinearAdd */
     /* tflite */
     int32_t left_shift;
     int32_t a_mult, a_shift, b_mult, b_shift, out_mult, out_shift;
+    /* use_float 2: a_scale, b_scale are s_a / s_y, s_b / s_y; zero points folded in */
+    float qlinear_fixed;
+    int32_t u8_shift; /* 128 when onnxruntime ran the add on uint8 */
 } tinyaot_add_params_t;
 
 /* Elementwise a + b; b_stride 0 broadcasts a scalar b. */
@@ -195,6 +218,31 @@ typedef struct {
 int tinyaot_matmul_s8(int32_t batches, int32_t m, int32_t k, int32_t n,
                       const tinyaot_matmul_params_t *p, const int8_t *a, const int8_t *b,
                       int8_t *output);
+
+/* Strided window of a 4-D tensor (Slice, Split). d = { in_dims[4], out_dims[4],
+ * start[4], step[4] } on the physical axes; steps may be negative. */
+int tinyaot_slice_s8(const int32_t d[16], const int8_t *input, int8_t *output);
+
+/* Nearest resize, NHWC. dims = { batches, in_h, in_w, c, out_h, out_w }; output
+ * row y / column x copies input row y_idx[y] / column x_idx[x]; table != NULL
+ * requantizes (and clamps) every copied element. */
+int tinyaot_resize_nearest_s8(const int32_t dims[6], const int32_t *y_idx, const int32_t *x_idx,
+                              const int8_t *table, const int8_t *input, int8_t *output);
+
+typedef struct {
+    int32_t batches, in_h, in_w, c, out_h, out_w;
+    int32_t mode;                      /* 0: onnxruntime float, 1: TFLite integer */
+    const int32_t *y0, *y1, *x0, *x1;  /* the two source rows / columns per output one */
+    const float *fy0, *fy1, *fx0, *fx1;/* mode 0: weights of y0, y1, x0, x1 */
+    const int32_t *wy, *wx;            /* mode 1: weight of y1 / x1, in 1/1024 */
+    float in_scale, out_scale;         /* mode 0 */
+    int32_t in_zp, out_zp, act_min, act_max;
+    const int8_t *table;               /* mode 1: requantization after, or NULL */
+} tinyaot_resize_bilinear_params_t;
+
+/* Bilinear resize over H, W, NHWC. */
+int tinyaot_resize_bilinear_s8(const tinyaot_resize_bilinear_params_t *p, const int8_t *input,
+                               int8_t *output);
 
 #ifdef __cplusplus
 }

@@ -44,6 +44,11 @@ static inline int8_t tinyaot_requant_channel(const tinyaot_requant_t *q, int32_t
 {
     acc += q->bias[ch];
     if (q->scale) {
+        if (q->post_bias) { /* ConvInteger / MatMulInteger: Cast, Mul, Add, QuantizeLinear */
+            const float v = (float)acc * q->scale[ch];
+            return tinyaot_quantize_f32(v + q->post_bias[ch], q->out_scale, q->out_zp,
+                                        q->act_min, q->act_max);
+        }
         return tinyaot_requant_ort(acc, q->scale[ch], q->out_zp, q->act_min, q->act_max);
     }
     return tinyaot_requant_tflite(acc, q->mult[ch], q->shift[ch], q->out_zp,
