@@ -80,7 +80,8 @@ def cmd_run(a):
 
     inputs, _ = load_golden(a.inputs, "inputs")
     outs, info = run_model(a.model, inputs, board=a.board, numerics=a.numerics,
-                           ram_limit=a.ram_limit, flash_limit=a.flash_limit)
+                           ram_limit=a.ram_limit, flash_limit=a.flash_limit,
+                           io_buffers=a.io_buffers)
     out = a.output
     tmp = out + ".tmp.npz"
     extra = {}
@@ -102,7 +103,9 @@ def print_report(r, file=sys.stdout):
     p = lambda s: print(s, file=file)  # noqa: E731
     p(f"model        {r['model']}  ({r['name']}, numerics {r['numerics']})")
     p(f"board        {r['board']}")
-    p(f"arena        {r['arena_bytes']} B  (lower bound {r['arena_lower_bound_bytes']} B)")
+    io = ("input and output inside" if r.get("io_buffers") == "arena"
+          else "input and output in the caller's buffers")
+    p(f"arena        {r['arena_bytes']} B  (lower bound {r['arena_lower_bound_bytes']} B; {io})")
     if r.get("flash"):
         f = r["flash"]
         p(f"flash        {f['total']} B  (code {f['code']} B / weights {f['weights']} B)")
@@ -129,7 +132,7 @@ def cmd_verify(a):
     from .verify import verify_model
 
     r = verify_model(a.model, a.golden, board=a.board, numerics=a.numerics, key=a.key,
-                     ram_limit=a.ram_limit, flash_limit=a.flash_limit)
+                     ram_limit=a.ram_limit, flash_limit=a.flash_limit, io_buffers=a.io_buffers)
     if a.json:
         print(json.dumps(r, indent=2, default=str))
     else:
@@ -162,7 +165,8 @@ def cmd_bench(a):
 def cmd_export(a):
     from .export import export
 
-    r = export(a.model, a.board, a.output, numerics=a.numerics, measure_on_board=not a.no_measure)
+    r = export(a.model, a.board, a.output, numerics=a.numerics, measure_on_board=not a.no_measure,
+               io_buffers=a.io_buffers)
     if a.json:
         print(json.dumps(r, indent=2, default=str))
         return 0
@@ -192,6 +196,10 @@ def build_parser():
                        "(default: the board's ram_size); too much fails before any C is written")
         p.add_argument("--flash-limit", metavar="SIZE", help="flash limit, e.g. 256K "
                        "(default: the board's flash_size)")
+        p.add_argument("--io-buffers", choices=["arena", "user"], default="arena",
+                       help="arena (default): input/output inside the arena, reached through "
+                            "<name>_input() / <name>_output() (smallest total RAM); user: in the "
+                            "caller's buffers passed to <name>_run(in, out)")
 
     p = sub.add_parser("compile", help="write <name>.c, <name>.h and report.json",
                        formatter_class=RAW, epilog=examples(
@@ -208,9 +216,6 @@ def build_parser():
     p.add_argument("--input-shape", action="append", metavar="NAME=D0,D1,...",
                    help="fix a symbolic input shape")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
-    p.add_argument("--io-buffers", choices=["user", "arena"], default="user",
-                   help="user: input/output in the caller's buffers (default); arena: inside "
-                        "the arena, reached through <name>_input() / <name>_output()")
     p.add_argument("--plot-memory", metavar="PNG", help="draw the arena plan over time")
     p.add_argument("--integrity", choices=["crc32", "sha256"],
                    help="emit <name>_verify(): checks a digest of the weights at boot")
@@ -265,6 +270,8 @@ def build_parser():
     p.add_argument("-o", "--output", required=True, help="output folder")
     p.add_argument("--no-measure", action="store_true",
                    help="do not run one inference in QEMU for flash and instruction counts")
+    p.add_argument("--io-buffers", choices=["arena", "user"], default="arena",
+                   help="where the model's input/output live (default %(default)s, see compile)")
     p.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
     p.set_defaults(fn=cmd_export)
 

@@ -32,8 +32,8 @@ def model_name(path) -> str:
 
 
 def compile_model(path, numerics="ort", name=None, input_shapes=None, dump=None,
-                  hooks=False, io_buffers="user", search_order=True, integrity=None,
-                  io="int8") -> Compiled:
+                  hooks=False, io_buffers="arena", search_order=True, integrity=None,
+                  io="int8", depthwise_inplace=False) -> Compiled:
     if numerics not in NUMERICS:
         raise TinyAotError(f"unknown numerics '{numerics}' (choose from {', '.join(NUMERICS)})")
     g = load_model(path, input_shapes)
@@ -54,7 +54,12 @@ def compile_model(path, numerics="ort", name=None, input_shapes=None, dump=None,
     if search_order:  # planner/order.py: the topological order with the lowest peak
         from .planner.order import choose_order
         g.nodes, order_info = choose_order(g, io_buffers)
-    plan = plan_arena(g, io_buffers=io_buffers)
+    if depthwise_inplace:  # planner/depthwise_inplace.py: a planner option, off by default
+        from .planner.depthwise_inplace import plan_with_depthwise_inplace
+        plan = plan_with_depthwise_inplace(g, io_buffers,
+                                           lambda gr: plan_arena(gr, io_buffers=io_buffers))
+    else:
+        plan = plan_arena(g, io_buffers=io_buffers)
     check_plan(g, plan)
     check_plan_limits(plan, path)
     from .frontend.limits import out_of_range_params

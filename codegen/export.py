@@ -11,7 +11,9 @@
 
 Several models can go into one folder (`tinyaot export A.onnx B.onnx ...`):
 they share the kernel sources and each keeps its own static arena; every
-non-static symbol is `<name>_run` or a `tinyaot_` kernel, so nothing clashes.
+non-static symbol is `<name>_...` (`_run`, and with the input and output in
+the arena, the default, `_input`, `_output`, `_invoke`) or a `tinyaot_`
+kernel, so nothing clashes.
 The folder needs neither Python nor SCons to build.
 """
 from __future__ import annotations
@@ -86,7 +88,7 @@ def measure(model, c, board_name):
             "flash": info["flash_split"] if info.get("flash_split") else None}
 
 
-def export(models, board_name, out_dir, numerics="ort", measure_on_board=True):
+def export(models, board_name, out_dir, numerics="ort", measure_on_board=True, io_buffers="arena"):
     """Compile `models` for `board_name` into the folder `out_dir`; returns a summary dict."""
     board = board_or_error(board_name)
     models = [str(m) for m in models]
@@ -97,7 +99,7 @@ def export(models, board_name, out_dir, numerics="ort", measure_on_board=True):
             os.listdir(out_dir) and not os.path.exists(os.path.join(out_dir, _MARKER)))):
         raise TinyAotError(f"{out_dir} exists and is not an earlier tinyaot export "
                            "(refusing to overwrite it)")
-    compiled = [compile_model(m, numerics=numerics) for m in models]
+    compiled = [compile_model(m, numerics=numerics, io_buffers=io_buffers) for m in models]
     names = [c.module.name for c in compiled]
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:
@@ -246,15 +248,24 @@ def _readme(compiled, numbers, board, numerics, srcs, headers, libm):
     api = []
     for c in compiled:
         nm, up = c.module.name, c.module.name.upper()
+        if c.plan.io_buffers == "arena":
+            call = f"""int8_t *in = {nm}_input();         /* {up}_INPUT_SIZE bytes inside the arena */
+/* quantize: in[i] = round(x / {up}_INPUT_SCALE) + {up}_INPUT_ZERO_POINT */
+int status = {nm}_invoke();         /* 0 = ok; overwrites the input */
+const int8_t *out = {nm}_output();  /* {up}_OUTPUT_SIZE bytes, valid until the next input */
+/* (or {nm}_run(in_buf, out_buf): copies in, invokes, copies out) */"""
+        else:
+            call = f"""int8_t in[{up}_INPUT_SIZE], out[{up}_OUTPUT_SIZE];
+/* quantize: in[i] = round(x / {up}_INPUT_SCALE) + {up}_INPUT_ZERO_POINT */
+int status = {nm}_run(in, out);   /* 0 = ok */"""
         api.append(f"""```c
 #include "{nm}.h"
-int8_t in[{up}_INPUT_SIZE], out[{up}_OUTPUT_SIZE];
-/* quantize: in[i] = round(x / {up}_INPUT_SCALE) + {up}_INPUT_ZERO_POINT */
-int status = {nm}_run(in, out);   /* 0 = ok; arena: {up}_ARENA_SIZE bytes, static, inside {nm}.c */
+{call}
 /* dequantize: y = {up}_OUTPUT_SCALE * (out[i] - {up}_OUTPUT_ZERO_POINT) */
 ```
 input `{c.report['input']['name']}` int8 {c.report['input']['shape']}, output
-`{c.report['output']['name']}` int8 {c.report['output']['shape']} (row-major, ONNX axis order).
+`{c.report['output']['name']}` int8 {c.report['output']['shape']} (row-major, ONNX axis order);
+I/O buffers `{c.plan.io_buffers}`; arena {up}_ARENA_SIZE bytes, static, inside {nm}.c.
 """)
     flags = " ".join(board.get("cflags", []))
     return f"""# tinyaot model library
@@ -270,12 +281,13 @@ stdio, no Python or SCons needed to build it.
 Flash is the model's own code (kernels + `<name>_run`) plus its weights;
 instructions were counted in QEMU (`-icount shift=0`) for one inference,
 built with `{flags}`. The arena is a `static`, 16-byte aligned buffer in
-the model's .c file (RAM); inputs and outputs live in your buffers.
+the model's .c file (RAM); with `--io-buffers arena` (the default) it also holds
+the input and output, so it is all the RAM the model needs besides the stack.
 
 ## API
 
 {chr(10).join(api)}
-`<name>_run` is not reentrant (one static arena per model). Several models
+`<name>_run` / `<name>_invoke` are not reentrant (one static arena per model). Several models
 in one firmware each have their own arena and share the kernels.
 
 ## Files

@@ -33,11 +33,11 @@ def load_golden(path, key="outputs"):
 
 
 def run_model(model, inputs, board="host", numerics="ort", build_dir=None, compiled=None,
-              ram_limit=None, flash_limit=None):
+              ram_limit=None, flash_limit=None, io_buffers="arena"):
     """Compile, build and run every input; returns (outputs (N, out), info dict)."""
     from .tools.budget import check_budget
     b = board_or_error(board)
-    c = compiled or compile_model(model, numerics=numerics)
+    c = compiled or compile_model(model, numerics=numerics, io_buffers=io_buffers)
     check_budget(c, b, ram_limit, flash_limit, model=str(model))
     g = c.graph
     xin = g.tensors[g.inputs[0]]
@@ -101,8 +101,14 @@ def _build_and_run(c, b, board, numerics, per, xin, xout, out_dir, ram_limit=Non
     return outs.reshape((len(per),) + tuple(xout.shape)), info
 
 
+def _api_functions(name):
+    """The generated C's entry points (io_buffers.py): _run, and in arena I/O mode also
+    _invoke (the layers), _input and _output."""
+    return {f"{name}_{f}" for f in ("run", "invoke", "input", "output")}
+
+
 def flash_split(elf, board, c):
-    """Flash bytes of the model alone: code (kernels + <name>_run) and weights."""
+    """Flash bytes of the model alone: code (kernels + the <name>_ API) and weights."""
     nm = board.get("toolchain_prefix", "") + "nm"
     out = subprocess.run([nm, "-S", "--size-sort", str(elf)], capture_output=True, text=True).stdout
     code = weights = 0
@@ -113,7 +119,7 @@ def flash_split(elf, board, c):
         size, typ, sym = int(parts[1], 16), parts[2], parts[3]
         if typ in "tT" and (sym.startswith("tinyaot_") and not sym.startswith("tinyaot_harness")
                             and not sym.startswith("tinyaot_sh_") and not sym.startswith("tinyaot_timer")
-                            or sym == f"{c.module.name}_run"):
+                            or sym in _api_functions(c.module.name)):
             code += size
         elif typ in "rR" and sym[:1] == "l" and "_" in sym and sym[1:sym.index("_")].isdigit():
             weights += size
@@ -121,11 +127,11 @@ def flash_split(elf, board, c):
 
 
 def verify_model(model, golden, board="host", numerics="ort", key="outputs", build_dir=None,
-                 ram_limit=None, flash_limit=None):
+                 ram_limit=None, flash_limit=None, io_buffers="arena"):
     if golden is None:
         raise TinyAotError("a golden file is needed (golden=PATH)", model=str(model))
     inputs, expected = load_golden(golden, key)
-    c = compile_model(model, numerics=numerics)
+    c = compile_model(model, numerics=numerics, io_buffers=io_buffers)
     outs, info = run_model(model, inputs, board=board, numerics=numerics, compiled=c,
                            build_dir=build_dir, ram_limit=ram_limit, flash_limit=flash_limit)
     exp = expected.reshape(outs.shape) if expected.size == outs.size else None

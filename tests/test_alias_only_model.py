@@ -60,7 +60,7 @@ def test_output_written_even_when_caller_buffer_is_dirty(tmp_path):
     from codegen.compiler import write_outputs
 
     path = save(reshape_only(), tmp_path)
-    c = compile_model(path)
+    c = compile_model(path, io_buffers="user")  # the caller's buffers: _run must copy in -> out
     assert "__builtin_memmove(output, input" in c.module.source
     out = tmp_path / "gen"
     write_outputs(c, out)

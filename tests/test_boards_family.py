@@ -103,5 +103,29 @@ def test_tflite_matches_host(board):
     assert np.array_equal(got, host)
     assert all(s == 0 for s in info["status"])
     # Integer-only numerics: the same count for every input on every board
-    # (soft-float qemu-m3 included).
-    assert len(set(info["instructions"])) == 1, sorted(set(info["instructions"]))
+    # (soft-float qemu-m3 included), exact to one instruction: one timer read
+    # has a phase jitter of a few instructions (the polling loop in
+    # tinyaot_timer_sync), so a count within that of a tick edge can read as
+    # either tick; running each input instructions_per_tick times between two
+    # reads makes one instruction one tick (tests/c/harness_repeat_main.c).
+    assert len(set(_exact_counts(board, inputs[:8]))) == 1
+
+
+def _exact_counts(board, inputs):
+    from codegen.compiler import compile_model
+    from codegen.paths import REPO_ROOT
+    from codegen.tools.fwbuild import build_firmware, private_dir
+
+    rep = int(board["instructions_per_tick"])
+    c = compile_model(DEFAULT_MODEL, numerics="tflite")
+    per = np.asarray(inputs).reshape(len(inputs), -1).view(np.int8)
+    out_dir = private_dir(c, f"exact-{board['name']}")
+    try:
+        elf, _, _ = build_firmware(c, board, out_dir, per,
+                                   REPO_ROOT / "tests" / "c" / "harness_repeat_main.c",
+                                   defines=[f"TINYAOT_REPEAT={rep}u"])
+        res = qemu.run_firmware(elf, board, timeout=600)
+    finally:
+        shutil.rmtree(out_dir, ignore_errors=True)
+    assert [r.status for r in res.outputs] == [0] * len(per)
+    return [r.ticks for r in res.outputs]

@@ -243,10 +243,13 @@ def test_two_models_one_firmware(tmp_path):
     _export([DEFAULT_MODEL, kws], "qemu-m4", lib)
     rep = _check_files(lib)
     assert set(rep) == {"digits_cnn_int8", "kws_ref_model"}
-    # Nothing non-static in the generated C but <name>_run.
+    # Nothing non-static in the generated C but the arena-I/O API (the default).
+    api = {n: {f"{n}_run", f"{n}_invoke", f"{n}_input", f"{n}_output"} for n in rep}
     for name in rep:
         tops = _TOP_LEVEL.findall((lib / "src" / f"{name}.c").read_text())
-        assert tops == [f"int {name}_run(const int8_t *input, int8_t *output)"], tops
+        assert tops == [f"int8_t *{name}_input(void)", f"const int8_t *{name}_output(void)",
+                        f"int {name}_invoke(void)",
+                        f"int {name}_run(const int8_t *input, int8_t *output)"], tops
     d_in, d_exp = _golden(DEFAULT_MODEL, DEFAULT_GOLDEN, "outputs")
     k_in, k_exp = _golden(kws, kws_golden, "outputs_onnxruntime")
     elf, app = _make_and_run(tmp_path, lib, [("digits_cnn_int8", d_in, d_exp),
@@ -257,7 +260,8 @@ def test_two_models_one_firmware(tmp_path):
     glob = subprocess.run(["arm-none-eabi-nm", "-g", "--defined-only", *map(str, objs)],
                           capture_output=True, text=True, check=True).stdout
     syms = [ln.split()[-1] for ln in glob.splitlines() if len(ln.split()) == 3]
-    assert syms and all(s.startswith("tinyaot_") or s in {f"{n}_run" for n in rep} for s in syms), syms
+    assert syms and all(s.startswith("tinyaot_") or s in set().union(*api.values())
+                        for s in syms), syms
     assert len(syms) == len(set(syms))
     # In the firmware: each kernel once (shared), two distinct, disjoint arenas.
     nm = subprocess.run(["arm-none-eabi-nm", "-S", str(elf)], capture_output=True, text=True,

@@ -12,6 +12,13 @@ extern const uint32_t tinyaot_harness_input_size;   /* bytes per input */
 extern const uint32_t tinyaot_harness_output_size;  /* bytes per output */
 extern const int8_t tinyaot_harness_inputs[];        /* num_inputs * input_size */
 int tinyaot_harness_run(const int8_t *input, int8_t *output); /* calls <name>_run */
+/* Optional (weak): defined by harness_data.c when the model keeps its input
+ * and output in the arena (--io-buffers arena, the default). load copies an
+ * input into <name>_input() and store copies <name>_output() out; the mains
+ * call them outside the timed region, so the count is the inference alone
+ * (then tinyaot_harness_run ignores its arguments and calls <name>_invoke). */
+void tinyaot_harness_load(const int8_t *input) __attribute__((weak));
+void tinyaot_harness_store(int8_t *output) __attribute__((weak));
 /* Optional (weak): defined by harness_data.c when the model was compiled with
  * --integrity; calls <name>_verify(). Non-zero: the weights are corrupt. */
 int tinyaot_harness_verify(void) __attribute__((weak));

@@ -1,13 +1,16 @@
-"""`--io-buffers arena`: the model's input and output live inside the arena.
+"""Where the model's input and output live: `--io-buffers arena` (default) or `user`.
 
-Default is `user`: the caller passes its own input/output buffers and the
-arena holds only intermediate tensors, which is the smallest total RAM when
-the application keeps those buffers anyway (a sensor/DMA buffer in, a result
-buffer out). With `arena` the input and output are planned like every other
-block (the input's bytes are reused once it is dead), so an application that
-would otherwise copy into a separate buffer saves that buffer: it writes the
-input to `<name>_input()`, calls `<name>_invoke()` and reads `<name>_output()`.
-`<name>_run(input, output)` stays available (it copies in and out).
+`arena` (the default, smallest total RAM): the input and output are planned
+like every other block, so the input's bytes are reused once it is dead and
+the output sits in bytes that are free at the end; the application needs no
+buffers of its own. It writes the input to `<name>_input()`, calls
+`<name>_invoke()` and reads `<name>_output()`. `<name>_run(input, output)`
+stays available (it copies in and out; NULL skips a copy).
+
+`user`: the caller passes its own input/output buffers to `<name>_run` and the
+arena holds only intermediate tensors; the smallest arena when the
+application keeps those buffers anyway (a sensor/DMA buffer in, a result
+buffer out).
 """
 from __future__ import annotations
 
@@ -19,23 +22,31 @@ def io_blocks(g, plan):
 def header_api(g, plan, name, up):
     """The header lines declaring the API, by I/O mode."""
     if plan.io_buffers != "arena":
-        return (f"/* I/O buffers: user. The input and output are the caller's buffers;\n"
-                f" * the arena holds only intermediate tensors. */\n"
+        return (f"/* I/O buffers: user (--io-buffers user). The input and output are the\n"
+                f" * caller's buffers, passed to {name}_run; the arena holds only intermediate\n"
+                f" * tensors. */\n"
                 f"#define {up}_IO_BUFFERS_IN_ARENA 0\n\n"
                 f"/* Runs one inference: reads {up}_INPUT_SIZE bytes from input, writes\n"
                 f" * {up}_OUTPUT_SIZE bytes to output. Returns 0 on success. Not reentrant\n"
                 f" * (one static arena). */\n"
                 f"int {name}_run(const int8_t *input, int8_t *output);\n")
     bi, bo = io_blocks(g, plan)
-    return (f"/* I/O buffers: arena. The input is at arena offset {bi.offset} and the output\n"
-            f" * at arena offset {bo.offset}, inside {up}_ARENA_SIZE: no caller buffers needed. */\n"
+    return (f"/* I/O buffers: arena (the default). The input is at arena offset {bi.offset} and\n"
+            f" * the output at arena offset {bo.offset}, inside {up}_ARENA_SIZE: the caller needs no\n"
+            f" * buffers of its own. Use:\n"
+            f" *     int8_t *in = {name}_input();      write {up}_INPUT_SIZE bytes here\n"
+            f" *     {name}_invoke();                  one inference (overwrites the input)\n"
+            f" *     const int8_t *out = {name}_output();   read {up}_OUTPUT_SIZE bytes here\n"
+            f" * (--io-buffers user keeps them in the caller's buffers instead, passed to\n"
+            f" * {name}_run). */\n"
             f"#define {up}_IO_BUFFERS_IN_ARENA 1\n\n"
             f"/* Where to write the {up}_INPUT_SIZE input bytes before {name}_invoke(). */\n"
             f"int8_t *{name}_input(void);\n"
             f"/* Where the {up}_OUTPUT_SIZE output bytes are after {name}_invoke(); valid\n"
             f" * until the next {name}_input() write. */\n"
             f"const int8_t *{name}_output(void);\n"
-            f"/* Runs one inference on the arena-resident input. Returns 0 on success. */\n"
+            f"/* Runs one inference on the arena-resident input. Returns 0 on success. Not\n"
+            f" * reentrant (one static arena). */\n"
             f"int {name}_invoke(void);\n"
             f"/* Copies input (if not NULL) in, invokes, copies the output out (if not NULL). */\n"
             f"int {name}_run(const int8_t *input, int8_t *output);\n")

@@ -1,7 +1,9 @@
 """Static arena planning: every activation gets an offset fixed at compile time.
 
 Tensors that alias (reshape / transpose outputs) form one block. Graph
-inputs and outputs live in the caller's buffers, not in the arena. A block
+inputs and outputs are blocks too (`io_buffers="arena"`, the compiler's
+default) or live in the caller's buffers ("user"). A concat input may be a
+sub-block of the concat output (concat_slices.py). A block
 is live from the step that writes it to the last step that reads it; two
 blocks whose lifetimes meet may not overlap. Several greedy placements are
 tried and the smallest arena is kept.
@@ -25,6 +27,9 @@ class Block:
     align: int = DEFAULT_ALIGN
     external: str | None = None  # "input" / "output": lives in the user's buffer
     inplace: list = field(default_factory=list)  # in-place merges (planner/inplace.py)
+    parent: "Block | None" = None  # zero-copy concat: a slice of this block (concat_slices.py)
+    parent_offset: int = 0  # byte offset of the slice inside parent
+    slices: list = field(default_factory=list)  # the concat inputs that are slices of this block
 
     def overlaps_in_time(self, other) -> bool:
         return not (self.last < other.first or other.last < self.first)
@@ -50,11 +55,13 @@ class ArenaPlan:
             "blocks": [
                 {"tensor": b.name, "size": b.size, "offset": b.offset, "first": b.first,
                  "last": b.last, "external": b.external, "aliases": b.tensors[1:],
-                 "align": b.align, "inplace": b.inplace}
+                 "align": b.align, "inplace": b.inplace,
+                 "within": None if b.parent is None else b.parent.name}
                 for b in self.blocks
             ],
             "io_buffers": self.io_buffers,
             "inplace": [m for b in self.blocks for m in b.inplace],
+            "concat_slices": [m for b in self.blocks for m in b.slices],
         }
 
 
@@ -116,10 +123,12 @@ def scratch_name(node):
 
 
 def lower_bound(blocks, steps):
-    """Largest sum of arena block sizes live at one step (no overlap possible)."""
+    """Largest sum of arena block sizes live at one step (no overlap possible).
+    A concat slice (sub-block) is counted in its parent block."""
     best = 0
     for s in range(-1, steps + 1):
-        best = max(best, sum(b.size for b in blocks if b.external is None and b.first <= s <= b.last))
+        best = max(best, sum(b.size for b in blocks if b.external is None and b.parent is None
+                             and b.first <= s <= b.last))
     return best
 
 
@@ -152,11 +161,27 @@ def _by_conflicts(bs):
 STRATEGIES["greedy-by-conflicts"] = _by_conflicts
 
 
-def plan_arena(g, align=None, inplace=True, io_buffers="user") -> ArenaPlan:
+def plan_arena(g, align=None, inplace=True, io_buffers="user", concat_slices=True) -> ArenaPlan:
     """align: None = per buffer (planner/align.py, at least 4), or one value for all.
     inplace: let elementwise ops overwrite a dying input (planner/inplace.py).
-    io_buffers: "user" = graph input/output in the caller's buffers, "arena" = planned."""
+    io_buffers: "user" = graph input/output in the caller's buffers, "arena" = planned.
+    concat_slices: producers write into their slice of a concat output (concat_slices.py);
+    the slices make the output block live from its earliest slice on, which can
+    raise the peak elsewhere, so the plan without them is tried too and the
+    smaller arena kept (the zero-copy one on a tie: it also saves the copies)."""
+    if io_buffers not in ("user", "arena"):
+        raise ValueError(f"io_buffers must be 'user' or 'arena', not {io_buffers!r}")
+    plan = _plan(g, align, inplace, io_buffers, concat_slices)
+    if concat_slices and any(b.slices for b in plan.blocks):
+        plain = _plan(g, align, inplace, io_buffers, False)
+        if plain.size < plan.size:
+            return plain
+    return plan
+
+
+def _plan(g, align, inplace, io_buffers, concat_slices):
     from .align import buffer_align
+    from .concat_slices import merge_concat_slices, resolve_offsets
     from .inplace import merge_inplace
 
     blocks = build_blocks(g)
@@ -164,13 +189,13 @@ def plan_arena(g, align=None, inplace=True, io_buffers="user") -> ArenaPlan:
         for b in blocks:
             if b.external is not None:
                 b.external = None
-    elif io_buffers != "user":
-        raise ValueError(f"io_buffers must be 'user' or 'arena', not {io_buffers!r}")
     if inplace:
         blocks = merge_inplace(g, blocks)
     for b in blocks:
         b.align = align if align is not None else buffer_align(g, b)
-    internal = [b for b in blocks if b.external is None]
+    if concat_slices:
+        blocks = merge_concat_slices(g, blocks)
+    internal = [b for b in blocks if b.external is None and b.parent is None]
     best = None
     for name, order_fn in STRATEGIES.items():
         size = _place(internal, order_fn(internal))
@@ -179,6 +204,7 @@ def plan_arena(g, align=None, inplace=True, io_buffers="user") -> ArenaPlan:
     size, strategy, offsets = best
     for b in internal:
         b.offset = offsets[b.name]
+    resolve_offsets(blocks)
     where = {t: b for b in blocks for t in b.tensors}
     return ArenaPlan(_align(size, max([DEFAULT_ALIGN] + [b.align for b in internal])), blocks,
                      where, strategy, lower_bound(blocks, len(g.nodes)), io_buffers)

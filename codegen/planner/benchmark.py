@@ -1,11 +1,12 @@
 """`python -m codegen.planner.benchmark`: the README's memory table.
 
-For each shared model (../shared/models) and the default model: the arena
-with the caller's input/output buffers (default), its lower bound, the
-caller's input + output bytes, the arena with `--io-buffers arena` (then the
-whole RAM the model needs), the arena before in-place planning, and TFLite
-Micro's `arena_used_bytes` (which counts the input and output tensors: they
-live in its arena).
+For each shared model (../shared/models) and the default model, in both I/O
+modes: the arena, its lower bound counting activations only and counting
+kernel scratch too (the largest sum of blocks live at one step, for the same
+in-place and zero-copy decisions), and TFLite Micro's `arena_used_bytes`
+(which counts the input and output tensors: they live in its arena, as in
+tinyaot's default `--io-buffers arena`). With `--io-buffers user` the total
+RAM is the arena plus the caller's input and output buffers.
 """
 from __future__ import annotations
 
@@ -23,19 +24,25 @@ SHARED = {
 }
 
 
+def bounds(c):
+    """(activations only, with kernel scratch) lower bounds of a compiled plan."""
+    from .arena import lower_bound
+    acts = [b for b in c.plan.blocks if not getattr(b, "scratch", False)]
+    return lower_bound(acts, len(c.graph.nodes)), c.plan.lower_bound
+
+
 def measure(path, numerics):
     from ..compiler import compile_model
-    from .arena import plan_arena
 
-    user = compile_model(path, numerics=numerics)
-    arena = compile_model(path, numerics=numerics, io_buffers="arena")
-    g = user.graph
-    no_inplace = plan_arena(g, inplace=False)
+    arena = compile_model(path, numerics=numerics)  # the default: --io-buffers arena
+    user = compile_model(path, numerics=numerics, io_buffers="user")
+    g = arena.graph
+    plan = arena.plan.to_json()
     return {
-        "arena": user.plan.size, "lower_bound": user.plan.lower_bound,
+        "arena": arena.plan.size, "bounds": bounds(arena),
+        "user": user.plan.size, "user_bounds": bounds(user),
         "io": g.tensors[g.inputs[0]].nbytes + g.tensors[g.outputs[0]].nbytes,
-        "arena_io": arena.plan.size, "arena_io_lower_bound": arena.plan.lower_bound,
-        "no_inplace": no_inplace.size, "inplace_ops": len(user.plan.to_json()["inplace"]),
+        "inplace_ops": len(plan["inplace"]), "concat_slices": len(plan["concat_slices"]),
     }
 
 
@@ -53,15 +60,16 @@ def rows(models=None):
 
 def table(rs):
     f = "{:,}".format
-    lines = ["| model | numerics | arena B | lower bound B | caller's in+out B | arena+in+out B "
-             "| arena B, `--io-buffers arena` (lower bound) | without in place B | in-place ops "
-             "| TFLM arena_used_bytes |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+    lines = ["| model | numerics | arena B (default: in+out inside) | lower bound B: activations "
+             "/ + scratch | TFLM arena_used_bytes | `--io-buffers user` arena B (bounds) "
+             "| + caller's in+out B = total RAM B | in-place ops |",
+             "|---|---|---|---|---|---|---|---|"]
     for key, num, m in rs:
         tflm = f(TFLM_ARENA[key]) if key in TFLM_ARENA else "-"
-        lines.append(f"| {key} | {num} | {f(m['arena'])} | {f(m['lower_bound'])} | {f(m['io'])} | "
-                     f"{f(m['arena'] + m['io'])} | {f(m['arena_io'])} ({f(m['arena_io_lower_bound'])}) | "
-                     f"{f(m['no_inplace'])} | {m['inplace_ops']} | {tflm} |")
+        (a, s), (ua, us) = m["bounds"], m["user_bounds"]
+        lines.append(f"| {key} | {num} | **{f(m['arena'])}** | {f(a)} / {f(s)} | {tflm} | "
+                     f"{f(m['user'])} ({f(ua)} / {f(us)}) | {f(m['io'])} = {f(m['user'] + m['io'])} | "
+                     f"{m['inplace_ops']} |")
     return "\n".join(lines)
 
 

@@ -11,6 +11,20 @@ at the same offset, have the same size, and the output's lifetime starts at s.
 The kernels read element i before they write element i (see planner/inplace.py
 for the loops), so that is safe; any other sharing is an error.
 
+A second exact overlap: a concat at step s whose output bytes are its
+inputs' bytes one after the other (every output axis before the concat axis,
+in physical order, has size 1) may find an input already *inside* its output
+(zero-copy: the producer wrote its slice), when that input has the output's
+dtype, quantization and physical order (a byte copy), appears once in the
+node, is last read at s, and sits exactly at the output's offset plus the
+bytes of the inputs before it. The generated C does not copy it.
+
+Third: a conv2d flagged `inplace_depthwise` (planner/depthwise_inplace.py:
+depthwise, one output channel per input channel, same layout, int8) may write
+its output, no larger than its input, at the offset of its dying input: its
+kernel copies input channel c to scratch before it writes output channel c,
+and output channel c only covers bytes of input channel c.
+
 Alignment: every arena tensor at a multiple of max(align, its element size,
 8 if a conv2d / fully_connected kernel touches it) and of its block's declared
 `align`.
@@ -26,11 +40,28 @@ _INPLACE_SLOTS = {"clamp": (0,), "requantize": (0,), "lut": (0,), "add": (0, 1)}
 _WIDE = {"conv2d": 8, "fully_connected": 8}
 
 
+def _depthwise_inplace_allowed(g, root, dying, born, n, lo_d, hi_d, lo_b, hi_b):
+    """The in-place depthwise kernel: output at the input's offset, no larger than it."""
+    if not n.attrs.get("inplace_depthwise") or n.attrs.get("ort_float") or len(n.inputs) < 2:
+        return False
+    x, w, y = (g.tensors[t] for t in (n.inputs[0], n.inputs[1], n.outputs[0]))
+    xo = list(x.perm) if x.perm is not None else list(range(len(x.shape)))
+    yo = list(y.perm) if y.perm is not None else list(range(len(y.shape)))
+    return (root(n.inputs[0]) == dying and root(n.outputs[0]) == born and lo_d == lo_b
+            and hi_b - lo_b == y.nbytes <= x.nbytes == hi_d - lo_d
+            and n.attrs.get("group") == x.shape[1] == y.shape[1] and w.shape[1] == 1
+            and x.dtype == y.dtype == "int8" and xo == yo)
+
+
 def _inplace_allowed(g, root, dying, born, step, lo_d, hi_d, lo_b, hi_b):
     """May `born` (first step == step) take exactly the bytes of `dying` (last step == step)?"""
-    if lo_d != lo_b or hi_d != hi_b or not 0 <= step < len(g.nodes):
+    if not 0 <= step < len(g.nodes):
         return False
     n = g.nodes[step]
+    if n.op == "conv2d":
+        return _depthwise_inplace_allowed(g, root, dying, born, n, lo_d, hi_d, lo_b, hi_b)
+    if lo_d != lo_b or hi_d != hi_b:
+        return False
     slots = _INPLACE_SLOTS.get(n.op)
     if not slots or len(n.outputs) != 1 or root(n.outputs[0]) != born:
         return False
@@ -46,6 +77,35 @@ def _inplace_allowed(g, root, dying, born, step, lo_d, hi_d, lo_b, hi_b):
         if k == 1 and tuple(g.tensors[n.inputs[0]].shape) != tuple(t.shape):
             continue
         return True
+    return False
+
+
+def _slice_allowed(g, root, part, whole, step, lo_p, hi_p, lo_w):
+    """May `part` (last step == step) sit inside `whole` (first step == step) as its slice?"""
+    if not 0 <= step < len(g.nodes):
+        return False
+    n = g.nodes[step]
+    if n.op != "concat" or len(n.outputs) != 1 or root(n.outputs[0]) != whole:
+        return False
+    y = g.tensors[n.outputs[0]]
+    order = list(y.perm) if y.perm is not None else list(range(len(y.shape)))
+    axis = int(n.attrs["axis"])
+    if any(y.shape[a] != 1 for a in order[:order.index(axis)]):
+        return False  # slices interleave: not contiguous
+    names = list(n.inputs)
+    before = 0
+    for k, name in enumerate(names):
+        if root(name) == part:
+            x = g.tensors[name]
+            xo = list(x.perm) if x.perm is not None else list(range(len(x.shape)))
+            return (sum(root(m) == part for m in names) == 1 and not x.is_const
+                    and x.dtype == y.dtype and xo == order and x.q is not None and y.q is not None
+                    and x.q.axis == y.q.axis
+                    and x.q.scale.tobytes() == y.q.scale.tobytes()
+                    and [int(v) for v in x.q.zero_point] == [int(v) for v in y.q.zero_point]
+                    and g.tensors[part].nbytes == x.nbytes == hi_p - lo_p
+                    and lo_p == lo_w + before)
+        before += g.tensors[name].nbytes
     return False
 
 
@@ -116,6 +176,10 @@ def check_plan(g, plan, align=4, io_buffers=None):
                 if b1 == a2 and _inplace_allowed(g, root, r1, r2, b1, lo1, hi1, lo2, hi2):
                     continue
                 if b2 == a1 and _inplace_allowed(g, root, r2, r1, b2, lo2, hi2, lo1, hi1):
+                    continue
+                if b1 == a2 and _slice_allowed(g, root, r1, r2, b1, lo1, hi1, lo2):
+                    continue
+                if b2 == a1 and _slice_allowed(g, root, r2, r1, b2, lo2, hi2, lo1):
                     continue
                 raise PlanError(f"tensors {r1} (steps {a1}-{b1}) and {r2} (steps {a2}-{b2}) "
                                 f"overlap in the arena")

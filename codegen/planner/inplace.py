@@ -17,6 +17,10 @@ out[j - k] (one index, one pass, same stride):
   in place on `a`, or on `b` only when b has a's shape (b_stride 1): with a
   broadcast b (stride 0) every output element would read the overwritten b[0].
 
+* conv2d flagged `inplace_depthwise` (depthwise_inplace.py) -> its own kernel,
+  which copies one input channel to scratch before writing that output channel;
+  its output may be smaller than the input (stride, no padding).
+
 Nothing else overlaps: the checker allows exactly this overlap (same offset,
 same size, the input's last step == the output's first step == s, op and
 operand as above) and nothing more.
@@ -29,6 +33,9 @@ INPLACE_OPS = {"clamp": (0,), "requantize": (0,), "lut": (0,), "add": (0, 1)}
 
 def inplace_operands(g, n):
     """Input tensors of node n that its kernel could safely overwrite."""
+    if n.attrs.get("inplace_depthwise"):  # depthwise_inplace.py: output no larger than input
+        from .depthwise_inplace import is_inplace_depthwise_candidate
+        return [n.inputs[0]] if is_inplace_depthwise_candidate(g, n) else []
     slots = INPLACE_OPS.get(n.op)
     if not slots or len(n.outputs) != 1:
         return []
@@ -64,7 +71,8 @@ def merge_inplace(g, blocks):
         for t in cands:
             bi = where.get(t)
             if (bi is None or bi is bo or bi.external is not None or bi.last != step
-                    or bi.size != bo.size or getattr(bi, "scratch", False)):
+                    or getattr(bi, "scratch", False)
+                    or (bo.size > bi.size if n.attrs.get("inplace_depthwise") else bo.size != bi.size)):
                 continue
             bi.inplace.append({"step": step, "op": n.op, "node": n.name, "input": t,
                                "output": n.outputs[0]})

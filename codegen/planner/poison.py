@@ -25,7 +25,9 @@ POISON_DEFAULTS = """/* Poison hook: after each step, TINYAOT_POISON(ptr, bytes)
 
 
 def _arena_blocks(plan):
-    return [b for b in plan.blocks if b.external is None and b.offset >= 0 and b.size > 0]
+    """Placed blocks; a concat slice's bytes belong to (and die with) its parent block."""
+    return [b for b in plan.blocks if b.external is None and b.offset >= 0 and b.size > 0
+            and getattr(b, "parent", None) is None]
 
 
 def poison_prologue(plan, keep=()):

@@ -260,7 +260,8 @@ def report_model(model, board="qemu-m4", numerics="ort", compiled=None, keep_dir
         flash = flash_breakdown(Path(map_path).read_text(), f"/{c.module.name}.o", kernel_objs)
         su = _su_table(obj_dir)
         funcs = call_graph(elf, b)
-        stack, path, notes = worst_stack(f"{c.module.name}_run", funcs, su)
+        from .stack_check import model_entry
+        stack, path, notes = worst_stack(model_entry(c.module.name, funcs), funcs, su)
         fw_stack, fw_path, fw_notes = worst_stack("main", funcs, su)
         size = firmware_size(elf, b)
     finally:

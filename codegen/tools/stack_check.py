@@ -26,13 +26,21 @@ from .budget import human, parse_size
 _ROOTS = ("Reset_Handler", "main")
 
 
+def model_entry(name, funcs):
+    """The model function the firmware calls: <name>_run, or <name>_invoke when the
+    input and output live in the arena (the harness copies them outside the
+    timed call and <name>_run is not linked)."""
+    run = f"{name}_run"
+    return run if run in funcs or f"{name}_invoke" not in funcs else f"{name}_invoke"
+
+
 def stack_bound(elf, obj_dir, board, name):
-    """{"model": bytes of <name>_run, "firmware": bytes from the reset handler,
+    """{"model": bytes of <name>_run (or _invoke), "firmware": bytes from the reset handler,
     "path": the deepest chain, "notes": what the bound does not cover}."""
     from .report import _su_table, call_graph, worst_stack
     su = _su_table(obj_dir)
     funcs = call_graph(elf, board)
-    model, model_path, notes = worst_stack(f"{name}_run", funcs, su)
+    model, model_path, notes = worst_stack(model_entry(name, funcs), funcs, su)
     root = next((r for r in _ROOTS if r in funcs), None)
     if root is None:
         fw, fw_path, fw_notes = model, model_path, notes

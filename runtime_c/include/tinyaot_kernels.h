@@ -52,6 +52,13 @@ int tinyaot_convolve_s8(const tinyaot_conv_dims_t *d, const tinyaot_requant_t *q
 int tinyaot_depthwise_conv_s8(const tinyaot_conv_dims_t *d, const tinyaot_requant_t *q,
                               const int8_t *input, const int8_t *filter, int8_t *output);
 
+/* Depthwise convolution in place (channel multiplier 1, output no larger than
+ * the input): `data` holds the input and then the output; `plane` is
+ * in_h * in_w bytes of scratch (one input channel). Bit-identical with
+ * tinyaot_depthwise_conv_s8. */
+int tinyaot_depthwise_conv_inplace_s8(const tinyaot_conv_dims_t *d, const tinyaot_requant_t *q,
+                                      int8_t *data, const int8_t *filter, int8_t *plane);
+
 /* onnxruntime's float Conv (the layers ORT does not fuse into QLinearConv):
  * x = (q - zp) * s_in, w = wq * s_w, y = fma-accumulated over (c, kh, kw),
  * + bias, clamp, QuantizeLinear. Filter layout [out_c][k_h][k_w][in_c/groups]. */
@@ -183,7 +190,8 @@ int tinyaot_mul_s8(const int32_t dims[4], const int32_t a_strides[4], const int3
                    int8_t *output);
 
 /* Concatenation: for each of `outer` rows, input j contributes chunks[j] bytes,
- * copied (tables[j] == NULL) or requantized through the 256-entry tables[j]. */
+ * copied (tables[j] == NULL) or requantized through the 256-entry tables[j];
+ * inputs[j] == NULL: already in place (its producer wrote the slice). */
 int tinyaot_concat_s8(int32_t outer, int32_t n_inputs, const int32_t *chunks,
                       const int8_t *const *inputs, const int8_t *const *tables, int8_t *output);
 

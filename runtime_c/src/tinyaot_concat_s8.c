@@ -1,4 +1,6 @@
-/* Concatenation along one physical axis, with per-input requantization tables. */
+/* Concatenation along one physical axis, with per-input requantization tables.
+ * A NULL input is one the planner placed in its own slice of the output
+ * (codegen/planner/concat_slices.py): nothing to copy. */
 #include "tinyaot_kernels.h"
 
 #include <stddef.h>
@@ -11,6 +13,10 @@ int tinyaot_concat_s8(int32_t outer, int32_t n_inputs, const int32_t *chunks,
     for (int32_t r = 0; r < outer; ++r) {
         for (int32_t j = 0; j < n_inputs; ++j) {
             const int32_t c = chunks[j];
+            if (inputs[j] == NULL) { /* already in its slice: its producer wrote it there */
+                o += c;
+                continue;
+            }
             const int8_t *in = inputs[j] + (size_t)r * (size_t)c;
             const int8_t *t = tables[j];
             if (t == NULL) {

@@ -34,7 +34,13 @@ int main(void)
     sp &= ~(uintptr_t)3u;
     volatile uint32_t *lo = (volatile uint32_t *)(sp - TINYAOT_STACK_PAINT);
     for (volatile uint32_t *p = lo; p < (volatile uint32_t *)sp; p++) *p = PATTERN;
+    if (tinyaot_harness_load) {
+        tinyaot_harness_load(tinyaot_harness_inputs);
+    }
     const int status = tinyaot_harness_run(tinyaot_harness_inputs, output);
+    if (tinyaot_harness_store) {
+        tinyaot_harness_store(output);
+    }
     volatile uint32_t *p = lo;
     while (p < (volatile uint32_t *)sp && *p == PATTERN) p++;
     tinyaot_sh_puts("STACK ");
