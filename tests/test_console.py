@@ -94,16 +94,33 @@ def test_no_color_dumb_terminal_and_ci_give_plain_text(extra):
     assert out.replace("\r\n", "\n") == plain
 
 
+# validate on the default model with one weight bit flipped after compiling
+# (as tests/test_validate_ort.py does), printed the way `tinyaot validate` does
+_CORRUPT_AND_PRINT = """
+import sys
+import numpy as np
+from codegen.compiler import compile_model
+from codegen.tools.validate import print_validate, validate_model
+model, golden, layer = sys.argv[1], sys.argv[2], int(sys.argv[3])
+c = compile_model(model, numerics="ort")
+w = c.graph.tensors[c.graph.nodes[layer].inputs[1]]
+w.data = w.data.copy()
+w.data.flat[3] = np.int8(int(w.data.flat[3]) ^ 0x40)
+r = validate_model(model, np.load(golden)["inputs"][:1], board="host", numerics="ort", compiled=c)
+print_validate(r)
+sys.exit(1 if r["first_divergent_layer"] is not None else 0)
+"""
+
+
 def test_divergent_layer_is_red_on_a_terminal():
-    """The first divergent row is printed in red (the ic01 QLinearAdd layer:
-    tests/test_validate_ort.py)."""
-    from conftest import shared_model
-    model, golden = shared_model("ic01")
-    rc, out, _ = run_in_pty(["validate", model, "--inputs", golden, "--limit", 1], _env())
+    """The first divergent row is printed in red (a weight of layer 8 corrupted
+    on purpose, as in tests/test_validate_ort.py)."""
+    argv = [sys.executable, "-c", _CORRUPT_AND_PRINT, str(DEFAULT_MODEL), str(DEFAULT_GOLDEN), "8"]
+    rc, out, _ = run_in_pty(None, _env(PYTHONPATH=str(REPO)), argv=argv)
     assert rc == 1
     red_rows = [ln for ln in out.splitlines() if "\x1b[1;31m" in ln]
     assert any("first divergent layer" in ln for ln in red_rows)
-    assert any("FIRST DIVERGENCE: layer 12" in ln for ln in red_rows)
+    assert any("FIRST DIVERGENCE: layer 8" in ln for ln in red_rows)
 
 
 def _float_model(path):
