@@ -69,15 +69,23 @@ class _Emitter:
         self.kernels.add(kernel)
         self.body.append(f"    if ({kernel}({', '.join(args)}) != TINYAOT_OK) return -1;")
 
-    def requant(self, lid, p):
+    def requant(self, lid, p, fast=False):
+        """The layer's tinyaot_requant_t; `fast`: a fast kernel, which also gets
+        the one-SMLAL parameters when every shift allows (fast_pack.smlal_requant)."""
+        from .fast_pack import smlal_requant
+
         bias = self.const("int32_t", f"{lid}_bias", p["bias"])
         if "scale" in p:
             scale = self.const("float", f"{lid}_scale", p["scale"])
-            extra = f"{scale}, NULL, NULL"
+            extra = f"{scale}, NULL, NULL, NULL"
         else:
-            mult = self.const("int32_t", f"{lid}_mult", p["mult"])
-            shift = self.const("int32_t", f"{lid}_shift", p["shift"])
-            extra = f"NULL, {mult}, {shift}"
+            rq = smlal_requant(p["mult"], p["shift"]) if fast else None
+            if rq is None:
+                mult = self.const("int32_t", f"{lid}_mult", p["mult"])
+                shift = self.const("int32_t", f"{lid}_shift", p["shift"])
+                extra = f"NULL, {mult}, {shift}, NULL"
+            else:  # the words hold mult and shift too
+                extra = f"NULL, NULL, NULL, {self.const('int32_t', f'{lid}_rq', rq, align=8)}"
         self.consts.append(
             f"static const tinyaot_requant_t {lid}_q = {{ {p['in_zp']}, {p['out_zp']}, "
             f"{p['act_min']}, {p['act_max']}, {bias}, {extra} }};\n")
@@ -269,7 +277,7 @@ class _Emitter:
         if "mult" in p and np.any(np.asarray(p["mult"]) < 0):
             raise NotImplementedError("fast kernels need non-negative multipliers")
         kind = n.attrs["fast_kernel"]
-        q = self.requant(lid, p)
+        q = self.requant(lid, p, fast=True)
         x, y = n.inputs[0], n.outputs[0]
         if kind == "depthwise":
             wt = w.data[:, 0].transpose(1, 2, 0)  # [k_h][k_w][c]

@@ -61,3 +61,17 @@ def conv_scratch_bytes(kh, kw, cin):
 def gemm_scratch_bytes(k):
     """tinyaot_convolve_fast_s8_get_buffer_size / tinyaot_fully_connected_fast_s8_get_buffer_size."""
     return 2 * ((k + 3) // 4) * 4 * 2
+
+
+def smlal_requant(mult, shift):
+    """Per-channel words {mult, e - 1, R low, R high}, R = 2^30 + 2^(30+e),
+    e = -shift, for tinyaot_mbqm_smlal (tinyaot_requant_fast.h); None when a
+    channel has shift >= 0 (the kernels then use the general form)."""
+    m = np.asarray(mult, dtype=np.int64).reshape(-1)
+    e = -np.asarray(shift, dtype=np.int64).reshape(-1)
+    if m.size == 0 or np.any(e < 1) or np.any(e > 31) or np.any(m < 0) or np.any(m >= 1 << 31):
+        return None
+    r = (1 << 30) + (np.int64(1) << (30 + e))
+    lo = r & 0xFFFFFFFF
+    lo = np.where(lo >= 1 << 31, lo - (1 << 32), lo)
+    return np.stack([m, e - 1, lo, r >> 32], axis=1).astype(np.int32).reshape(-1)

@@ -261,12 +261,11 @@ static inline void tinyaot_dot_4x1(const uint32_t *x, const uint32_t *w, int32_t
 
 /* Two interleaved columns x nquads, all out_c channels; o0 / o1 get the
  * requantized outputs of column 0 / 1. */
-static inline void tinyaot_gemm_2col(const uint32_t *cols, int32_t nquads, const int32_t *w,
-                                     int32_t out_c, const tinyaot_requant_t *q, int8_t *o0,
-                                     int8_t *o1)
+static inline __attribute__((always_inline)) void tinyaot_gemm_2col_m(
+    const uint32_t *cols, int32_t nquads, const int32_t *w, int32_t out_c, const tinyaot_rqc_t *rq,
+    int8_t *o0, int8_t *o1, int mode)
 {
     const int32_t nblocks = (out_c + 3) >> 2;
-    const tinyaot_rqc_t rq = tinyaot_rqc(q);
     const uint32_t *wb = (const uint32_t *)(const void *)w;
     for (int32_t b = 0; b < nblocks; ++b) {
         for (int32_t h = 0; h < 2; ++h) {
@@ -276,28 +275,48 @@ static inline void tinyaot_gemm_2col(const uint32_t *cols, int32_t nquads, const
             }
             uint32_t acc[4];
             tinyaot_dot_2x2(cols, wb + (int32_t)b * nquads * 8 + h * 4, nquads, acc);
-            tinyaot_rqc_apply2(&rq, tinyaot_fp_s32(acc[0]), tinyaot_fp_s32(acc[1]), oc, o0 + oc, o1 + oc);
+            tinyaot_rqc_apply2_m(rq, tinyaot_fp_s32(acc[0]), tinyaot_fp_s32(acc[1]), oc, o0 + oc,
+                                 o1 + oc, mode);
             if (oc + 1 < out_c) {
-                tinyaot_rqc_apply2(&rq, tinyaot_fp_s32(acc[2]), tinyaot_fp_s32(acc[3]), oc + 1,
-                                   o0 + oc + 1, o1 + oc + 1);
+                tinyaot_rqc_apply2_m(rq, tinyaot_fp_s32(acc[2]), tinyaot_fp_s32(acc[3]), oc + 1,
+                                     o0 + oc + 1, o1 + oc + 1, mode);
             }
         }
     }
 }
 
+static inline void tinyaot_gemm_2col(const uint32_t *cols, int32_t nquads, const int32_t *w,
+                                     int32_t out_c, const tinyaot_rqc_t *rq, int8_t *o0,
+                                     int8_t *o1)
+{
+    switch (rq->mode) {
+    case TINYAOT_RQ_ORT:
+        tinyaot_gemm_2col_m(cols, nquads, w, out_c, rq, o0, o1, TINYAOT_RQ_ORT);
+        break;
+    case TINYAOT_RQ_TFLITE:
+        tinyaot_gemm_2col_m(cols, nquads, w, out_c, rq, o0, o1, TINYAOT_RQ_TFLITE);
+        break;
+    case TINYAOT_RQ_SMLAL:
+        tinyaot_gemm_2col_m(cols, nquads, w, out_c, rq, o0, o1, TINYAOT_RQ_SMLAL);
+        break;
+    default:
+        tinyaot_gemm_2col_m(cols, nquads, w, out_c, rq, o0, o1, TINYAOT_RQ_SMLAL_SAT);
+        break;
+    }
+}
+
 /* One column x nquads, four channels at a time. */
 static inline void tinyaot_gemm_1col(const uint32_t *col, int32_t nquads, const int32_t *w,
-                                     int32_t out_c, const tinyaot_requant_t *q, int8_t *o)
+                                     int32_t out_c, const tinyaot_rqc_t *rq, int8_t *o)
 {
     const int32_t nblocks = (out_c + 3) >> 2;
-    const tinyaot_rqc_t rq = tinyaot_rqc(q);
     const uint32_t *wb = (const uint32_t *)(const void *)w;
     for (int32_t b = 0; b < nblocks; ++b) {
         const int32_t oc = 4 * b;
         uint32_t acc[4];
         tinyaot_dot_4x1(col, wb + (int32_t)b * nquads * 8, nquads, acc);
         for (int32_t r = 0; r < 4 && oc + r < out_c; ++r) {
-            o[oc + r] = tinyaot_rqc_apply(&rq, tinyaot_fp_s32(acc[r]), oc + r);
+            o[oc + r] = tinyaot_rqc_apply(rq, tinyaot_fp_s32(acc[r]), oc + r);
         }
     }
 }

@@ -72,6 +72,7 @@ int tinyaot_convolve_fast_s8(const tinyaot_conv_dims_t *d, const tinyaot_requant
     const int32_t nquads = d->k_h * padded_row(d) / 4;
     const int32_t npix = d->out_h * d->out_w;
     const int32_t out_c = d->out_c;
+    const tinyaot_rqc_t rq = tinyaot_rqc(q);
     tinyaot_colw_t c;
     int32_t p = 0;
     for (; p + 1 < npix; p += 2) {
@@ -79,13 +80,13 @@ int tinyaot_convolve_fast_s8(const tinyaot_conv_dims_t *d, const tinyaot_requant
         im2col_pixel(d, input, p, &c);
         tinyaot_colw_init(&c, scratch + 2, 4, q->in_zp);
         im2col_pixel(d, input, p + 1, &c);
-        tinyaot_gemm_2col(scratch, nquads, packed_weights, out_c, q, output + p * out_c,
+        tinyaot_gemm_2col(scratch, nquads, packed_weights, out_c, &rq, output + p * out_c,
                           output + (p + 1) * out_c);
     }
     if (p < npix) {
         tinyaot_colw_init(&c, scratch, 2, q->in_zp);
         im2col_pixel(d, input, p, &c);
-        tinyaot_gemm_1col(scratch, nquads, packed_weights, out_c, q, output + p * out_c);
+        tinyaot_gemm_1col(scratch, nquads, packed_weights, out_c, &rq, output + p * out_c);
     }
     return TINYAOT_OK;
 }

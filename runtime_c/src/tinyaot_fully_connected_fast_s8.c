@@ -15,6 +15,7 @@ int tinyaot_fully_connected_fast_s8(int32_t rows, int32_t in_features, int32_t o
                                     int8_t *output)
 {
     const int32_t nquads = (in_features + 3) / 4;
+    const tinyaot_rqc_t rq = tinyaot_rqc(q);
     tinyaot_colw_t c;
     int32_t r = 0;
     for (; r + 1 < rows; r += 2) {
@@ -24,14 +25,14 @@ int tinyaot_fully_connected_fast_s8(int32_t rows, int32_t in_features, int32_t o
         tinyaot_colw_init(&c, scratch + 2, 4, q->in_zp);
         tinyaot_colw_bytes(&c, input + (r + 1) * in_features, in_features);
         tinyaot_colw_finish(&c);
-        tinyaot_gemm_2col(scratch, nquads, packed_weights, out_features, q,
+        tinyaot_gemm_2col(scratch, nquads, packed_weights, out_features, &rq,
                           output + r * out_features, output + (r + 1) * out_features);
     }
     if (r < rows) {
         tinyaot_colw_init(&c, scratch, 2, q->in_zp);
         tinyaot_colw_bytes(&c, input + r * in_features, in_features);
         tinyaot_colw_finish(&c);
-        tinyaot_gemm_1col(scratch, nquads, packed_weights, out_features, q,
+        tinyaot_gemm_1col(scratch, nquads, packed_weights, out_features, &rq,
                           output + r * out_features);
     }
     return TINYAOT_OK;
