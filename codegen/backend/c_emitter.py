@@ -79,7 +79,7 @@ class _Emitter:
             scale = self.const("float", f"{lid}_scale", p["scale"])
             extra = f"{scale}, NULL, NULL, NULL"
         else:
-            rq = smlal_requant(p["mult"], p["shift"]) if fast else None
+            rq = smlal_requant(p["mult"], p["shift"], p["out_zp"], p["bias"]) if fast else None
             if rq is None:
                 mult = self.const("int32_t", f"{lid}_mult", p["mult"])
                 shift = self.const("int32_t", f"{lid}_shift", p["shift"])

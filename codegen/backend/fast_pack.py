@@ -33,11 +33,12 @@ def pack_gemm(w2d):
 
 
 def pack_depthwise(w_tap_c):
-    """W[tap][c] int8 (c % 4 == 0) -> int32 words [tap][quad][2]."""
+    """W[tap][c] int8 (c % 4 == 0) -> int32 words [quad][tap][2]: one channel
+    quad's taps are contiguous, so the kernel reaches them by immediate offsets."""
     w = np.asarray(w_tap_c, dtype=np.int16)
     taps, c = w.shape
     p = w.reshape(taps, c // 4, 4)[..., QUAD_ORDER].reshape(taps, c // 4, 2, 2)
-    return _words(p).reshape(-1)
+    return _words(p.transpose(1, 0, 2, 3)).reshape(-1)
 
 
 def conv_gemm_weights(w_oihw):
@@ -63,15 +64,24 @@ def gemm_scratch_bytes(k):
     return 2 * ((k + 3) // 4) * 4 * 2
 
 
-def smlal_requant(mult, shift):
-    """Per-channel words {mult, e - 1, R low, R high}, R = 2^30 + 2^(30+e),
-    e = -shift, for tinyaot_mbqm_smlal (tinyaot_requant_fast.h); None when a
-    channel has shift >= 0 (the kernels then use the general form)."""
+def smlal_requant(mult, shift, zp, bias):
+    """Per-channel records {mult, e - 1, R low, R high, bias} for the one-SMLAL
+    requantization (tinyaot_mbqm_smlal, tinyaot_requant_fast.h), e = -shift,
+    R = 2^30 + 2^(30+e) + zp * 2^(31+e) (the output zero point folded in).
+    None when a channel has e outside [1, 23] (the 64-bit sum could overflow
+    with the zero point folded) or a multiplier outside [0, 2^31): the kernels
+    then use the general form."""
     m = np.asarray(mult, dtype=np.int64).reshape(-1)
     e = -np.asarray(shift, dtype=np.int64).reshape(-1)
-    if m.size == 0 or np.any(e < 1) or np.any(e > 31) or np.any(m < 0) or np.any(m >= 1 << 31):
+    z = np.broadcast_to(np.asarray(zp, dtype=np.int64), m.shape)
+    b = np.broadcast_to(np.asarray(bias, dtype=np.int64), m.shape)
+    if (m.size == 0 or np.any(e < 1) or np.any(e > 23) or np.any(m < 0) or np.any(m >= 1 << 31)
+            or np.any(np.abs(z) > 128)):
         return None
-    r = (1 << 30) + (np.int64(1) << (30 + e))
-    lo = r & 0xFFFFFFFF
-    lo = np.where(lo >= 1 << 31, lo - (1 << 32), lo)
-    return np.stack([m, e - 1, lo, r >> 32], axis=1).astype(np.int32).reshape(-1)
+    r = [(1 << 30) + (1 << (30 + int(ei))) + int(zi) * (1 << (31 + int(ei))) for ei, zi in zip(e, z)]
+    r = np.array([v & 0xFFFFFFFFFFFFFFFF for v in r], dtype=np.uint64)
+    lo = (r & np.uint64(0xFFFFFFFF)).astype(np.int64)
+    hi = (r >> np.uint64(32)).astype(np.int64)
+    words = np.stack([m, e - 1, lo, hi, b], axis=1)
+    words = np.where(words >= 1 << 31, words - (1 << 32), words)
+    return words.astype(np.int32).reshape(-1)

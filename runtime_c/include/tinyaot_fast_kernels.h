@@ -17,7 +17,7 @@
  *       word 1 = { W[4b+r][4j+1], W[4b+r][4j+3] }
  *   which is the order __SXTAB16 / __SXTAB16_ROR8 widen four int8 inputs.
  *   Depthwise weights W[tap][c] (tap = ky * k_w + kx, in_c == out_c,
- *   in_c % 4 == 0): for tap t, for channel quad j: the same two words.
+ *   in_c % 4 == 0): for channel quad j, for tap t: the same two words.
  *
  * Scratch: the conv and FC kernels widen their input (minus the input zero
  * point) into `scratch`, planned in the arena by the compiler and live only

@@ -57,8 +57,9 @@ static inline int8_t tinyaot_requant_tflite_fast(int32_t acc, int32_t mult, int3
     }
 }
 
-/* One-SMLAL form of tinyaot_requant_tflite's MBQM for shift < 0, e = -shift
- * in [1, 31]; exact for every int32 v (bias included) and mult in [0, 2^31):
+/* One-SMLAL form of tinyaot_requant_tflite's MBQM(v) + zp for shift < 0,
+ * e = -shift in [1, 23]; exact for every int32 v (bias included), mult in
+ * [0, 2^31) and zp in [-128, 128]:
  *   MBQM(v) = RDBPOT(x, e), x = SRDHM(v, m) = floor((v*m + 2^30) / 2^31) (above);
  *   RDBPOT(x, e) = floor((x + 2^(e-1) - [x < 0]) / 2^e) (ties away from zero:
  *   for x < 0 the remainder must exceed 2^(e-1)).
@@ -66,11 +67,13 @@ static inline int8_t tinyaot_requant_tflite_fast(int32_t acc, int32_t mult, int3
  *   MBQM(v) = floor((v*m + 2^30 + 2^(30+e) - [x < 0] * 2^31) / 2^(31+e)).
  *   [x < 0] may be replaced by [v < 0]: they differ only when v < 0 and x = 0,
  *   and then both give floor((2^(e-1) - s) / 2^e) = 0 for e >= 1.
- *   With R = 2^30 + 2^(30+e) (per channel, compile time, two words) this is
- *   (R + v*m - [v < 0] * 2^31) >> (31 + e); as 31 + e >= 32, the high word
- *   shifted right by e - 1: SMLAL, LSR, SMLAL (by INT32_MIN), ASR. |v*m| < 2^62
- *   and R < 2^62, so the 64-bit sum does not overflow.
- * p = {mult, e - 1, R low word, R high word} (codegen/backend/fast_pack.py). */
+ *   Adding zp * 2^(31+e) inside adds exactly zp outside. With
+ *   R = 2^30 + 2^(30+e) + zp * 2^(31+e) (per channel, compile time, two words):
+ *   MBQM(v) + zp = (R + v*m - [v < 0] * 2^31) >> (31 + e); as 31 + e >= 32, that
+ *   is the high word shifted right by e - 1: SMLAL, LSR, SMLAL (by INT32_MIN),
+ *   ASR. |v*m| < 2^62 and |R| <= 2^61 + 2^53 + 2^30, so the 64-bit sum does not
+ *   overflow (hence e <= 23).
+ * The portable form computes the same sum modulo 2^64 (the exact sum fits). */
 #if TINYAOT_HAVE_DSP_ASM
 static inline __attribute__((always_inline)) int32_t tinyaot_mbqm_smlal(int32_t v, int32_t m,
                                                                        int32_t sh, uint32_t rlo,
@@ -141,7 +144,7 @@ static inline tinyaot_rqc_t tinyaot_rqc(const tinyaot_requant_t *q)
 }
 
 /* acc (bias included) of channel ch -> int8, in requantization mode `mode`
- * (a constant after inlining). */
+ * (a constant after inlining); not for the SMLAL modes. */
 static inline __attribute__((always_inline)) int8_t tinyaot_rqc_out(const tinyaot_rqc_t *r,
                                                                     int32_t acc, int32_t ch,
                                                                     int mode)
@@ -149,17 +152,21 @@ static inline __attribute__((always_inline)) int8_t tinyaot_rqc_out(const tinyao
     if (mode == TINYAOT_RQ_ORT) {
         return tinyaot_requant_ort(acc, r->scale[ch], r->zp, r->lo, r->hi);
     }
-    if (mode == TINYAOT_RQ_TFLITE) {
-        return tinyaot_requant_tflite_fast(acc, r->mult[ch], r->shift[ch], r->zp, r->lo, r->hi);
+    return tinyaot_requant_tflite_fast(acc, r->mult[ch], r->shift[ch], r->zp, r->lo, r->hi);
+}
+
+/* SMLAL modes: acc (without bias) -> int8 with the record p of its channel
+ * ({mult, e - 1, R low, R high, bias}). */
+static inline __attribute__((always_inline)) int8_t tinyaot_rq_smlal_out(const tinyaot_rqc_t *r,
+                                                                         int32_t acc,
+                                                                         const int32_t *p,
+                                                                         int mode)
+{
+    const int32_t v = tinyaot_mbqm_smlal(acc + p[4], p[0], p[1], (uint32_t)p[2], p[3]);
+    if (mode == TINYAOT_RQ_SMLAL_SAT) {
+        return (int8_t)__SSAT(v, 8);
     }
-    {
-        const int32_t *p = r->rq + 4 * ch;
-        const int32_t v = tinyaot_mbqm_smlal(acc, p[0], p[1], (uint32_t)p[2], p[3]) + r->zp;
-        if (mode == TINYAOT_RQ_SMLAL_SAT) {
-            return (int8_t)__SSAT(v, 8);
-        }
-        return (int8_t)tinyaot_fp_clamp(v, r->lo, r->hi);
-    }
+    return (int8_t)tinyaot_fp_clamp(v, r->lo, r->hi);
 }
 
 /* Output channel ch of two accumulators (two pixels / rows) at once. */
@@ -168,15 +175,26 @@ static inline __attribute__((always_inline)) void tinyaot_rqc_apply2_m(const tin
                                                                        int32_t ch, int8_t *o0,
                                                                        int8_t *o1, int mode)
 {
-    const int32_t b = r->bias[ch];
-    *o0 = tinyaot_rqc_out(r, acc0 + b, ch, mode);
-    *o1 = tinyaot_rqc_out(r, acc1 + b, ch, mode);
+    if (mode == TINYAOT_RQ_SMLAL || mode == TINYAOT_RQ_SMLAL_SAT) {
+        const int32_t *p = r->rq + 5 * ch;
+        *o0 = tinyaot_rq_smlal_out(r, acc0, p, mode);
+        *o1 = tinyaot_rq_smlal_out(r, acc1, p, mode);
+        return;
+    }
+    {
+        const int32_t b = r->bias[ch];
+        *o0 = tinyaot_rqc_out(r, acc0 + b, ch, mode);
+        *o1 = tinyaot_rqc_out(r, acc1 + b, ch, mode);
+    }
 }
 
 static inline __attribute__((always_inline)) int8_t tinyaot_rqc_apply_m(const tinyaot_rqc_t *r,
                                                                         int32_t acc, int32_t ch,
                                                                         int mode)
 {
+    if (mode == TINYAOT_RQ_SMLAL || mode == TINYAOT_RQ_SMLAL_SAT) {
+        return tinyaot_rq_smlal_out(r, acc, r->rq + 5 * ch, mode);
+    }
     return tinyaot_rqc_out(r, acc + r->bias[ch], ch, mode);
 }
 
