@@ -70,8 +70,8 @@ class _Emitter:
         self.body.append(f"    if ({kernel}({', '.join(args)}) != TINYAOT_OK) return -1;")
 
     def requant(self, lid, p, fast=False):
-        """The layer's tinyaot_requant_t; `fast`: a fast kernel, which also gets
-        the one-SMLAL parameters when every shift allows (fast_pack.smlal_requant)."""
+        """The layer's tinyaot_requant_t; `fast` (a fast kernel's): also the
+        one-SMLAL records when every channel allows (fast_pack.smlal_requant)."""
         from .fast_pack import smlal_requant
 
         bias = self.const("int32_t", f"{lid}_bias", p["bias"])
@@ -79,7 +79,7 @@ class _Emitter:
             scale = self.const("float", f"{lid}_scale", p["scale"])
             extra = f"{scale}, NULL, NULL, NULL"
         else:
-            rq = smlal_requant(p["mult"], p["shift"], p["out_zp"], p["bias"]) if fast else None
+            rq = smlal_requant(p["mult"], p["shift"], p["bias"]) if fast else None
             if rq is None:
                 mult = self.const("int32_t", f"{lid}_mult", p["mult"])
                 shift = self.const("int32_t", f"{lid}_shift", p["shift"])

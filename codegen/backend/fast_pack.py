@@ -64,24 +64,20 @@ def gemm_scratch_bytes(k):
     return 2 * ((k + 3) // 4) * 4 * 2
 
 
-def smlal_requant(mult, shift, zp, bias):
+def smlal_requant(mult, shift, bias):
     """Per-channel records {mult, e - 1, R low, R high, bias} for the one-SMLAL
-    requantization (tinyaot_mbqm_smlal, tinyaot_requant_fast.h), e = -shift,
-    R = 2^30 + 2^(30+e) + zp * 2^(31+e) (the output zero point folded in).
-    None when a channel has e outside [1, 23] (the 64-bit sum could overflow
-    with the zero point folded) or a multiplier outside [0, 2^31): the kernels
-    then use the general form."""
+    requantization (tinyaot_mbqm_smlal, tinyaot_requant_fast.h), e = -shift in
+    [1, 31], R = 2^30 + 2^(30+e). A channel with multiplier 0 (any shift) gets
+    mult 0, e 1: MBQM is 0 either way. None when a channel fits neither, or a
+    multiplier is outside [0, 2^31): the kernels then use the general form."""
     m = np.asarray(mult, dtype=np.int64).reshape(-1)
     e = -np.asarray(shift, dtype=np.int64).reshape(-1)
-    z = np.broadcast_to(np.asarray(zp, dtype=np.int64), m.shape)
     b = np.broadcast_to(np.asarray(bias, dtype=np.int64), m.shape)
-    if (m.size == 0 or np.any(e < 1) or np.any(e > 23) or np.any(m < 0) or np.any(m >= 1 << 31)
-            or np.any(np.abs(z) > 128)):
+    e = np.where(m == 0, 1, e)
+    if m.size == 0 or np.any(e < 1) or np.any(e > 31) or np.any(m < 0) or np.any(m >= 1 << 31):
         return None
-    r = [(1 << 30) + (1 << (30 + int(ei))) + int(zi) * (1 << (31 + int(ei))) for ei, zi in zip(e, z)]
-    r = np.array([v & 0xFFFFFFFFFFFFFFFF for v in r], dtype=np.uint64)
-    lo = (r & np.uint64(0xFFFFFFFF)).astype(np.int64)
-    hi = (r >> np.uint64(32)).astype(np.int64)
-    words = np.stack([m, e - 1, lo, hi, b], axis=1)
+    r = (np.int64(1) << 30) + (np.int64(1) << (30 + e))
+    lo = r & 0xFFFFFFFF
+    words = np.stack([m, e - 1, lo, r >> 32, b], axis=1)
     words = np.where(words >= 1 << 31, words - (1 << 32), words)
     return words.astype(np.int32).reshape(-1)

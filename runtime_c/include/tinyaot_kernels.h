@@ -28,10 +28,10 @@ typedef struct {
     const float *scale;   /* ort: per-channel float multipliers, else NULL */
     const int32_t *mult;  /* tflite: per-channel multipliers */
     const int32_t *shift; /* tflite: per-channel shifts */
-    const int32_t *rq;    /* fast kernels, tflite with every shift in [-23, -1]: per
-                             channel {mult, -shift - 1, round_lo, round_hi, bias}
-                             (one-SMLAL requantization with the output zero point
-                             folded in, tinyaot_requant_fast.h), else NULL */
+    const int32_t *rq;    /* fast kernels, tflite with every shift in [-31, -1] (or
+                             mult 0): per channel {mult, -shift - 1, round_lo,
+                             round_hi, bias} (one-SMLAL requantization,
+                             tinyaot_requant_fast.h), else NULL */
 } tinyaot_requant_t;
 
 typedef struct {

@@ -57,9 +57,8 @@ static inline int8_t tinyaot_requant_tflite_fast(int32_t acc, int32_t mult, int3
     }
 }
 
-/* One-SMLAL form of tinyaot_requant_tflite's MBQM(v) + zp for shift < 0,
- * e = -shift in [1, 23]; exact for every int32 v (bias included), mult in
- * [0, 2^31) and zp in [-128, 128]:
+/* One-SMLAL form of tinyaot_requant_tflite's MBQM for shift < 0, e = -shift
+ * in [1, 31]; exact for every int32 v (bias included) and mult in [0, 2^31):
  *   MBQM(v) = RDBPOT(x, e), x = SRDHM(v, m) = floor((v*m + 2^30) / 2^31) (above);
  *   RDBPOT(x, e) = floor((x + 2^(e-1) - [x < 0]) / 2^e) (ties away from zero:
  *   for x < 0 the remainder must exceed 2^(e-1)).
@@ -67,12 +66,11 @@ static inline int8_t tinyaot_requant_tflite_fast(int32_t acc, int32_t mult, int3
  *   MBQM(v) = floor((v*m + 2^30 + 2^(30+e) - [x < 0] * 2^31) / 2^(31+e)).
  *   [x < 0] may be replaced by [v < 0]: they differ only when v < 0 and x = 0,
  *   and then both give floor((2^(e-1) - s) / 2^e) = 0 for e >= 1.
- *   Adding zp * 2^(31+e) inside adds exactly zp outside. With
- *   R = 2^30 + 2^(30+e) + zp * 2^(31+e) (per channel, compile time, two words):
- *   MBQM(v) + zp = (R + v*m - [v < 0] * 2^31) >> (31 + e); as 31 + e >= 32, that
- *   is the high word shifted right by e - 1: SMLAL, LSR, SMLAL (by INT32_MIN),
- *   ASR. |v*m| < 2^62 and |R| <= 2^61 + 2^53 + 2^30, so the 64-bit sum does not
- *   overflow (hence e <= 23).
+ *   With R = 2^30 + 2^(30+e) (per channel, compile time, two words):
+ *   MBQM(v) = (R + v*m - [v < 0] * 2^31) >> (31 + e); as 31 + e >= 32, that is
+ *   the high word shifted right by e - 1: SMLAL, LSR, SMLAL (by INT32_MIN), ASR.
+ *   |v*m| < 2^62 and R <= 2^61 + 2^30, so the 64-bit sum does not overflow.
+ *   (m = 0 gives 0 for every shift, so such channels take e = 1.)
  * The portable form computes the same sum modulo 2^64 (the exact sum fits). */
 #if TINYAOT_HAVE_DSP_ASM
 static inline __attribute__((always_inline)) int32_t tinyaot_mbqm_smlal(int32_t v, int32_t m,
@@ -162,7 +160,7 @@ static inline __attribute__((always_inline)) int8_t tinyaot_rq_smlal_out(const t
                                                                          const int32_t *p,
                                                                          int mode)
 {
-    const int32_t v = tinyaot_mbqm_smlal(acc + p[4], p[0], p[1], (uint32_t)p[2], p[3]);
+    const int32_t v = tinyaot_mbqm_smlal(acc + p[4], p[0], p[1], (uint32_t)p[2], p[3]) + r->zp;
     if (mode == TINYAOT_RQ_SMLAL_SAT) {
         return (int8_t)__SSAT(v, 8);
     }

@@ -77,8 +77,8 @@ static inline __attribute__((always_inline)) void dw3x3_quad(const int8_t *s, co
 }
 
 /* Four accumulators (bias included) of channels 4j..4j+3 -> int8 with their
- * one-SMLAL records p (tinyaot_mbqm_smlal, zero point folded in), saturated
- * to int8: 8 instructions per output. */
+ * one-SMLAL records p (tinyaot_mbqm_smlal), plus the zero point, saturated
+ * to int8: 9 instructions per output. */
 #define TINYAOT_DW_RQ(A, OFF, OUT)                                                                 \
     "ldrd %[m], %[sh], [%[p], #" OFF "]\n\t"                                                       \
     "ldrd %[lo], %[hi], [%[p], #" OFF "+8]\n\t"                                                    \
@@ -86,10 +86,11 @@ static inline __attribute__((always_inline)) void dw3x3_quad(const int8_t *s, co
     "lsr %[" A "], %[" A "], #31\n\t"                                                              \
     "smlal %[lo], %[hi], %[" A "], %[mn]\n\t"                                                      \
     "asr %[hi], %[hi], %[sh]\n\t"                                                                  \
+    "add %[hi], %[hi], %[zp]\n\t"                                                                  \
     "ssat %[hi], #8, %[hi]\n\t"                                                                    \
     "strb %[hi], [%[o], #" OUT "]\n\t"
 static inline __attribute__((always_inline)) void dw_rq4_sat(const uint32_t acc[4], const int32_t *p,
-                                                             int8_t *o)
+                                                             int32_t zp, int8_t *o)
 {
     uint32_t a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3], m, sh, lo, hi;
     /* volatile: its only effect is the stores */
@@ -97,7 +98,7 @@ static inline __attribute__((always_inline)) void dw_rq4_sat(const uint32_t acc[
             TINYAOT_DW_RQ("a2", "40", "2") TINYAOT_DW_RQ("a3", "60", "3")
             : [a0] "+r"(a0), [a1] "+r"(a1), [a2] "+r"(a2), [a3] "+r"(a3), [m] "=&r"(m),
               [sh] "=&r"(sh), [lo] "=&r"(lo), [hi] "=&r"(hi)
-            : [p] "r"(p), [o] "r"(o), [mn] "r"(0x80000000u)
+            : [p] "r"(p), [o] "r"(o), [mn] "r"(0x80000000u), [zp] "r"(zp)
             : "memory");
 }
 #undef TINYAOT_DW_RQ
@@ -114,12 +115,12 @@ static inline void dw3x3_quad(const int8_t *s, const uint32_t *w, int32_t ch, in
     }
 }
 
-static inline void dw_rq4_sat(const uint32_t acc[4], const int32_t *p, int8_t *o)
+static inline void dw_rq4_sat(const uint32_t acc[4], const int32_t *p, int32_t zp, int8_t *o)
 {
     for (int32_t i = 0; i < 4; ++i) {
         const int32_t *r = p + 5 * i;
         o[i] = (int8_t)__SSAT(
-            tinyaot_mbqm_smlal(tinyaot_fp_s32(acc[i]), r[0], r[1], (uint32_t)r[2], r[3]), 8);
+            tinyaot_mbqm_smlal(tinyaot_fp_s32(acc[i]), r[0], r[1], (uint32_t)r[2], r[3]) + zp, 8);
     }
 }
 #endif
@@ -194,7 +195,7 @@ static inline __attribute__((always_inline)) void dw_run(const tinyaot_conv_dims
                         uint32_t acc[4] = {(uint32_t)p[4], (uint32_t)p[9], (uint32_t)p[14],
                                            (uint32_t)p[19]};
                         dw3x3_quad(s + 4 * j, w, ch, in_w * ch, off, acc);
-                        dw_rq4_sat(acc, p, out);
+                        dw_rq4_sat(acc, p, rq->zp, out);
                         w += 18;
                         p += 20;
                         out += 4;
