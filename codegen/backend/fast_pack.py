@@ -20,15 +20,16 @@ def _words(pairs_i16):
 
 
 def pack_gemm(w2d):
-    """W[oc][k] int8 -> int32 words [block][quad][row of 4][2]."""
+    """W[oc][k] int8 -> int32 words [pair of rows][quad][row of 2][2]; an odd
+    row count is padded with a zero row."""
     w = np.asarray(w2d, dtype=np.int16)
     oc, k = w.shape
     kp = (k + 3) // 4 * 4
-    ocp = (oc + 3) // 4 * 4
+    ocp = (oc + 1) // 2 * 2
     p = np.zeros((ocp, kp), dtype=np.int16)
     p[:oc, :k] = w
-    p = p.reshape(ocp // 4, 4, kp // 4, 4)[..., QUAD_ORDER]  # b, r, j, (k0 k2 k1 k3)
-    p = p.transpose(0, 2, 1, 3).reshape(ocp // 4, kp // 4, 4, 2, 2)
+    p = p.reshape(ocp // 2, 2, kp // 4, 4)[..., QUAD_ORDER]  # pair, r, j, (k0 k2 k1 k3)
+    p = p.transpose(0, 2, 1, 3).reshape(ocp // 2, kp // 4, 2, 2, 2)
     return _words(p).reshape(-1)
 
 
