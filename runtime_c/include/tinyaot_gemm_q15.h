@@ -61,47 +61,44 @@ static inline uint32_t *tinyaot_widen_run(const int8_t *src, int32_t n, uint32_t
 #if TINYAOT_HAVE_DSP_ASM
 /* acc[0..3] += {oc0 col0, oc0 col1, oc1 col0, oc1 col1} over nq >= 1 quads:
  * x = two interleaved columns (4 words per quad), w = an output channel
- * pair's weights (4 words per quad). Two quads per loop pass (13
- * instructions per 16 MACs), one before the loop when nq is odd. Returns the
- * next pair's weights. */
+ * pair's weights (4 words per quad, one LDM into r8-r11, in that order).
+ * Two quads per loop pass (12 instructions per 16 MACs), one before the
+ * loop when nq is odd. Returns the next pair's weights. */
 #define TINYAOT_DOT2X2_QUAD                                                                        \
-    "ldrd %[xa0], %[xb0], [%[x]], #8\n\t"                                                          \
-    "ldrd %[xa1], %[xb1], [%[x]], #8\n\t"                                                          \
-    "ldrd %[wa], %[wb], [%[w]], #8\n\t"                                                            \
-    "smlad %[a00], %[xa0], %[wa], %[a00]\n\t"                                                      \
-    "smlad %[a01], %[xa1], %[wa], %[a01]\n\t"                                                      \
-    "smlad %[a00], %[xb0], %[wb], %[a00]\n\t"                                                      \
-    "smlad %[a01], %[xb1], %[wb], %[a01]\n\t"                                                      \
-    "ldrd %[wa], %[wb], [%[w]], #8\n\t"                                                            \
-    "smlad %[a10], %[xa0], %[wa], %[a10]\n\t"                                                      \
-    "smlad %[a11], %[xa1], %[wa], %[a11]\n\t"                                                      \
-    "smlad %[a10], %[xb0], %[wb], %[a10]\n\t"                                                      \
-    "smlad %[a11], %[xb1], %[wb], %[a11]\n\t"
+    "ldmia %[w]!, {r8, r9, r10, r11}\n\t"                                                          \
+    "ldrd %[xa], %[xb], [%[x]], #8\n\t"                                                            \
+    "smlad %[a00], %[xa], r8, %[a00]\n\t"                                                          \
+    "smlad %[a00], %[xb], r9, %[a00]\n\t"                                                          \
+    "smlad %[a10], %[xa], r10, %[a10]\n\t"                                                         \
+    "smlad %[a10], %[xb], r11, %[a10]\n\t"                                                         \
+    "ldrd %[xa], %[xb], [%[x]], #8\n\t"                                                            \
+    "smlad %[a01], %[xa], r8, %[a01]\n\t"                                                          \
+    "smlad %[a01], %[xb], r9, %[a01]\n\t"                                                          \
+    "smlad %[a11], %[xa], r10, %[a11]\n\t"                                                         \
+    "smlad %[a11], %[xb], r11, %[a11]\n\t"
 static inline __attribute__((always_inline)) const uint32_t *tinyaot_dot_2x2(const uint32_t *x,
                                                                              const uint32_t *w,
                                                                              int32_t nq,
                                                                              uint32_t acc[4])
 {
     uint32_t a00 = acc[0], a01 = acc[1], a10 = acc[2], a11 = acc[3];
-    uint32_t xa0, xb0, xa1, xb1, wa, wb;
+    uint32_t xa, xb;
     const uint32_t *xe = x + 4 * nq;
     if (nq & 1) {
         __asm__(TINYAOT_DOT2X2_QUAD
                 : [a00] "+r"(a00), [a01] "+r"(a01), [a10] "+r"(a10), [a11] "+r"(a11),
-                  [xa0] "=&r"(xa0), [xb0] "=&r"(xb0), [xa1] "=&r"(xa1), [xb1] "=&r"(xb1),
-                  [wa] "=&r"(wa), [wb] "=&r"(wb), [x] "+r"(x), [w] "+r"(w)
+                  [xa] "=&r"(xa), [xb] "=&r"(xb), [x] "+r"(x), [w] "+r"(w)
                 :
-                : "memory");
+                : "r8", "r9", "r10", "r11", "memory");
     }
     if (nq > 1) {
         __asm__("1:\n\t" TINYAOT_DOT2X2_QUAD TINYAOT_DOT2X2_QUAD
                 "cmp %[x], %[xe]\n\t"
                 "bne 1b"
                 : [a00] "+r"(a00), [a01] "+r"(a01), [a10] "+r"(a10), [a11] "+r"(a11),
-                  [xa0] "=&r"(xa0), [xb0] "=&r"(xb0), [xa1] "=&r"(xa1), [xb1] "=&r"(xb1),
-                  [wa] "=&r"(wa), [wb] "=&r"(wb), [x] "+r"(x), [w] "+r"(w)
+                  [xa] "=&r"(xa), [xb] "=&r"(xb), [x] "+r"(x), [w] "+r"(w)
                 : [xe] "r"(xe)
-                : "cc", "memory");
+                : "r8", "r9", "r10", "r11", "cc", "memory");
     }
     acc[0] = a00;
     acc[1] = a01;
@@ -142,34 +139,45 @@ static inline __attribute__((always_inline)) void tinyaot_rq_2x2_sat(const uint3
 #undef TINYAOT_RQ_ONE
 
 /* acc[0..1] += an output channel pair's rows . one column (2 words per
- * quad), nq >= 1 quads. 7 instructions per 8 MACs. Returns the next pair's
- * weights. */
+ * quad), nq >= 1 quads; weights by one LDM into r8-r11 per quad. Two quads
+ * per loop pass (7 instructions per 8 MACs), one before when nq is odd.
+ * Returns the next pair's weights. */
+#define TINYAOT_DOT2X1_QUAD                                                                        \
+    "ldmia %[w]!, {r8, r9, r10, r11}\n\t"                                                          \
+    "ldrd %[xa], %[xb], [%[x]], #8\n\t"                                                            \
+    "smlad %[a0], %[xa], r8, %[a0]\n\t"                                                            \
+    "smlad %[a0], %[xb], r9, %[a0]\n\t"                                                            \
+    "smlad %[a1], %[xa], r10, %[a1]\n\t"                                                           \
+    "smlad %[a1], %[xb], r11, %[a1]\n\t"
 static inline __attribute__((always_inline)) const uint32_t *tinyaot_dot_2x1(const uint32_t *x,
                                                                              const uint32_t *w,
                                                                              int32_t nq,
                                                                              uint32_t acc[2])
 {
     uint32_t a0 = acc[0], a1 = acc[1];
-    uint32_t xa, xb, wa, wb;
+    uint32_t xa, xb;
     const uint32_t *xe = x + 2 * nq;
-    __asm__("1:\n\t"
-            "ldrd %[xa], %[xb], [%[x]], #8\n\t"
-            "ldrd %[wa], %[wb], [%[w]], #8\n\t"
-            "smlad %[a0], %[xa], %[wa], %[a0]\n\t"
-            "smlad %[a0], %[xb], %[wb], %[a0]\n\t"
-            "ldrd %[wa], %[wb], [%[w]], #8\n\t"
-            "smlad %[a1], %[xa], %[wa], %[a1]\n\t"
-            "smlad %[a1], %[xb], %[wb], %[a1]\n\t"
-            "cmp %[x], %[xe]\n\t"
-            "bne 1b"
-            : [a0] "+r"(a0), [a1] "+r"(a1), [xa] "=&r"(xa), [xb] "=&r"(xb), [wa] "=&r"(wa),
-              [wb] "=&r"(wb), [x] "+r"(x), [w] "+r"(w)
-            : [xe] "r"(xe)
-            : "cc", "memory");
+    if (nq & 1) {
+        __asm__(TINYAOT_DOT2X1_QUAD
+                : [a0] "+r"(a0), [a1] "+r"(a1), [xa] "=&r"(xa), [xb] "=&r"(xb), [x] "+r"(x),
+                  [w] "+r"(w)
+                :
+                : "r8", "r9", "r10", "r11", "memory");
+    }
+    if (nq > 1) {
+        __asm__("1:\n\t" TINYAOT_DOT2X1_QUAD TINYAOT_DOT2X1_QUAD
+                "cmp %[x], %[xe]\n\t"
+                "bne 1b"
+                : [a0] "+r"(a0), [a1] "+r"(a1), [xa] "=&r"(xa), [xb] "=&r"(xb), [x] "+r"(x),
+                  [w] "+r"(w)
+                : [xe] "r"(xe)
+                : "r8", "r9", "r10", "r11", "cc", "memory");
+    }
     acc[0] = a0;
     acc[1] = a1;
     return w;
 }
+#undef TINYAOT_DOT2X1_QUAD
 #else
 static inline const uint32_t *tinyaot_dot_2x2(const uint32_t *x, const uint32_t *w, int32_t nq,
                                               uint32_t acc[4])
