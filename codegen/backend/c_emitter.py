@@ -316,9 +316,15 @@ class _Emitter:
                       f"{c_float(p['a_scale'])}, {c_float(p['b_scale'])}, {c_float(p['out_scale'])}, "
                       "1, 0, 0, 0, 0, 0, 0, 0")
         else:
+            from .fast_pack import add_tables
+
+            a_lut, b_lut, out_rq = add_tables(p)
+            luts = (f"{self.const('int32_t', f'{lid}_alut', a_lut)}, "
+                    f"{self.const('int32_t', f'{lid}_blut', b_lut)}, "
+                    + ("NULL" if out_rq is None else self.const("int32_t", f"{lid}_orq", out_rq)))
             fields = (f"{p['a_zp']}, {p['b_zp']}, {p['out_zp']}, {p['act_min']}, {p['act_max']}, "
                       f"0.0f, 0.0f, 0.0f, 0, {p['left_shift']}, {p['a_mult']}, {p['a_shift']}, "
-                      f"{p['b_mult']}, {p['b_shift']}, {p['out_mult']}, {p['out_shift']}")
+                      f"{p['b_mult']}, {p['b_shift']}, {p['out_mult']}, {p['out_shift']}, {luts}")
         self.consts.append(f"static const tinyaot_add_params_t {lid}_p = {{ {fields} }};\n")
         kernel = "tinyaot_add_fast_s8" if "a_scale" not in p else "tinyaot_add_s8"
         info["kernel"] = kernel

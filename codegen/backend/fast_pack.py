@@ -82,3 +82,20 @@ def smlal_requant(mult, shift, bias):
     words = np.stack([m, e - 1, lo, r >> 32, b], axis=1)
     words = np.where(words >= 1 << 31, words - (1 << 32), words)
     return words.astype(np.int32).reshape(-1)
+
+
+def add_tables(p):
+    """tinyaot_add_fast_s8's compile-time tables for tflite Add parameters p
+    (reference/tflite_fixedpoint.py:add_params): for each input, TFLite's
+    rescaled value MBQM((x - zp) << left_shift) of every int8 x (they depend on
+    x alone), and the output rescale's one-SMLAL record (None if its shift is
+    not negative)."""
+    from ..reference import tflite_fixedpoint as tfp
+
+    x = np.arange(-128, 128, dtype=np.int64)
+    luts = []
+    for zp, m, s in ((p["a_zp"], p["a_mult"], p["a_shift"]), (p["b_zp"], p["b_mult"], p["b_shift"])):
+        v = (x - int(zp)) * (1 << int(p["left_shift"]))
+        luts.append(np.asarray(tfp.multiply_by_quantized_multiplier_smaller_than_one_exp(
+            v, int(m), int(s)), dtype=np.int64).astype(np.int32))
+    return luts[0], luts[1], smlal_requant([p["out_mult"]], [p["out_shift"]], [0])

@@ -90,6 +90,11 @@ typedef struct {
     /* tflite */
     int32_t left_shift;
     int32_t a_mult, a_shift, b_mult, b_shift, out_mult, out_shift;
+    /* tflite, tinyaot_add_fast_s8 only (NULL: computed): the rescaled
+     * inputs MBQM((x - zp) << left_shift) for x = -128..127, and the one-SMLAL
+     * record of the output rescale (codegen/backend/fast_pack.py) */
+    const int32_t *a_lut, *b_lut;
+    const int32_t *out_rq;
 } tinyaot_add_params_t;
 
 /* Elementwise a + b; b_stride 0 broadcasts a scalar b. */
