@@ -104,12 +104,52 @@ static inline __attribute__((always_inline)) void dw_rq4_sat(const uint32_t acc[
 #undef TINYAOT_DW_RQ
 #undef TINYAOT_DW_ROW
 #undef TINYAOT_DW_TAP
+
+/* acc += n >= 1 taps of one channel quad along a line: input bytes st apart,
+ * weight words contiguous (2 per tap). 12 instructions per tap (the two
+ * weight words share a register: 12 registers in all). */
+static __attribute__((noinline)) void dw_line(const int8_t *s, const uint32_t *w, int32_t n,
+                                              int32_t st, uint32_t off, uint32_t acc[4])
+{
+    uint32_t a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3], x, xb, wv;
+    __asm__("1:\n\t"
+            "ldr %[x], [%[s]]\n\t"
+            "add %[s], %[s], %[st]\n\t"
+            "sxtab16 %[xb], %[off], %[x], ror #8\n\t"
+            "sxtab16 %[x], %[off], %[x]\n\t"
+            "ldr %[wv], [%[w]], #4\n\t"
+            "smlabb %[a0], %[x], %[wv], %[a0]\n\t"
+            "smlatt %[a2], %[x], %[wv], %[a2]\n\t"
+            "ldr %[wv], [%[w]], #4\n\t"
+            "smlabb %[a1], %[xb], %[wv], %[a1]\n\t"
+            "smlatt %[a3], %[xb], %[wv], %[a3]\n\t"
+            "subs %[n], %[n], #1\n\t"
+            "bne 1b"
+            : [a0] "+r"(a0), [a1] "+r"(a1), [a2] "+r"(a2), [a3] "+r"(a3), [x] "=&r"(x),
+              [xb] "=&r"(xb), [wv] "=&r"(wv), [s] "+r"(s), [w] "+r"(w), [n] "+r"(n)
+            : [st] "r"(st), [off] "r"(off)
+            : "cc", "memory");
+    acc[0] = a0;
+    acc[1] = a1;
+    acc[2] = a2;
+    acc[3] = a3;
+}
 #else
 static inline void dw3x3_quad(const int8_t *s, const uint32_t *w, int32_t ch, int32_t rstep,
                               uint32_t off, uint32_t acc[4])
 {
     uint32_t a[4];
     dw_taps(s, w, 3, 3, ch, rstep, 2, 6, off, a);
+    for (int32_t i = 0; i < 4; ++i) {
+        acc[i] += a[i];
+    }
+}
+
+static inline void dw_line(const int8_t *s, const uint32_t *w, int32_t n, int32_t st, uint32_t off,
+                           uint32_t acc[4])
+{
+    uint32_t a[4];
+    dw_taps(s, w, 1, n, st, 0, 2, 0, off, a);
     for (int32_t i = 0; i < 4; ++i) {
         acc[i] += a[i];
     }
@@ -125,7 +165,33 @@ static inline void dw_rq4_sat(const uint32_t acc[4], const int32_t *p, int32_t z
 }
 #endif
 
-/* One output pixel (all channels) over the taps [ky_lo, ky_hi) x [kx_lo, kx_hi). */
+/* npix outputs along a row (input pointers sstep bytes apart) whose 3x3
+ * windows lie inside the input, SSAT requantization: all channel quads of
+ * each. A leaf function, so the asm blocks get the registers they need. */
+static __attribute__((noinline)) void dw3x3_row_sat(const int8_t *s, const uint32_t *wbase,
+                                                    int32_t nq, int32_t rstep, uint32_t off,
+                                                    const int32_t *rq, int32_t zp, int8_t *out,
+                                                    int32_t npix, int32_t sstep)
+{
+    const int32_t ch = 4 * nq;
+    for (int32_t i = 0; i < npix; ++i) {
+        const uint32_t *w = wbase;
+        const int32_t *p = rq;
+        for (int32_t j = 0; j < nq; ++j) {
+            uint32_t acc[4] = {(uint32_t)p[4], (uint32_t)p[9], (uint32_t)p[14], (uint32_t)p[19]};
+            dw3x3_quad(s + 4 * j, w, ch, rstep, off, acc);
+            dw_rq4_sat(acc, p, zp, out);
+            w += 18;
+            p += 20;
+            out += 4;
+        }
+        s += sstep;
+    }
+}
+
+/* One output pixel (all channels) over the taps [ky_lo, ky_hi) x [kx_lo, kx_hi)
+ * that lie inside the input: one dw_line per kernel row (or one line down the
+ * column for k_w == 1 kernels). */
 static inline __attribute__((always_inline)) void dw_pixel(
     const tinyaot_conv_dims_t *d, const tinyaot_rqc_t *rq, const int8_t *input,
     const uint32_t *wbase, int32_t iy0, int32_t ix0, int32_t ky_lo, int32_t ky_hi, uint32_t off,
@@ -137,20 +203,43 @@ static inline __attribute__((always_inline)) void dw_pixel(
     int32_t kx_lo = 0, kx_hi = k_w;
     while (kx_lo < kx_hi && ix0 + kx_lo * dil_w < 0) ++kx_lo;
     while (kx_hi > kx_lo && ix0 + (kx_hi - 1) * dil_w >= in_w) --kx_hi;
-    const int32_t nky = ky_hi - ky_lo, nkx = kx_hi - kx_lo;
+    int32_t nky = ky_hi - ky_lo, nkx = kx_hi - kx_lo;
+    const int32_t rstep = dil_h * in_w * ch;
+    int32_t lstep = dil_w * ch, wrstep = 2 * k_w;
+    if (k_w == 1) { /* the column is the line */
+        nkx = nky;
+        nky = nky > 0 ? 1 : 0;
+        lstep = rstep;
+    }
     const int8_t *s0 = input + ((iy0 + ky_lo * dil_h) * in_w + ix0 + kx_lo * dil_w) * ch;
     const uint32_t *w0 = wbase + (ky_lo * k_w + kx_lo) * 2;
+    const int32_t *p = rq->rq;
     for (int32_t j = 0; j < nq; ++j) {
-        uint32_t acc[4];
-        if (nky == 3 && nkx == 3) { /* the interior of a 3x3: unrolled */
-            dw_taps(s0, w0, 3, 3, dil_w * ch, dil_h * in_w * ch, 2, 2 * k_w, off, acc);
-        } else {
-            dw_taps(s0, w0, nky, nkx, dil_w * ch, dil_h * in_w * ch, 2, 2 * k_w, off, acc);
+        uint32_t acc[4] = {0u, 0u, 0u, 0u};
+        if (mode == TINYAOT_RQ_SMLAL_SAT) { /* start at the biases */
+            acc[0] = (uint32_t)p[4];
+            acc[1] = (uint32_t)p[9];
+            acc[2] = (uint32_t)p[14];
+            acc[3] = (uint32_t)p[19];
+        }
+        if (nkx > 0) {
+            const int8_t *s = s0;
+            const uint32_t *w = w0;
+            for (int32_t ky = 0; ky < nky; ++ky) {
+                dw_line(s, w, nkx, lstep, off, acc);
+                s += rstep;
+                w += wrstep;
+            }
         }
         s0 += 4;
         w0 += wquad;
-        for (int32_t i = 0; i < 4; ++i) {
-            out[i] = tinyaot_rqc_apply_m(rq, tinyaot_fp_s32(acc[i]), 4 * j + i, mode);
+        if (mode == TINYAOT_RQ_SMLAL_SAT) {
+            dw_rq4_sat(acc, p, rq->zp, out);
+            p += 20;
+        } else {
+            for (int32_t i = 0; i < 4; ++i) {
+                out[i] = tinyaot_rqc_apply_m(rq, tinyaot_fp_s32(acc[i]), 4 * j + i, mode);
+            }
         }
         out += 4;
     }
@@ -186,33 +275,11 @@ static inline __attribute__((always_inline)) void dw_run(const tinyaot_conv_dims
                 dw_pixel(d, rq, input, wbase, iy0, ox * sw - d->pad_left, 0, 3, off, out, mode);
                 out += ch;
             }
-            const int8_t *s = input + (iy0 * in_w + ox * sw - d->pad_left) * ch;
-            for (; ox < x_b; ++ox) {
-                const uint32_t *w = wbase;
-                if (mode == TINYAOT_RQ_SMLAL_SAT) { /* biases first, then straight-line code */
-                    const int32_t *p = rq->rq;
-                    for (int32_t j = 0; j < nq; ++j) {
-                        uint32_t acc[4] = {(uint32_t)p[4], (uint32_t)p[9], (uint32_t)p[14],
-                                           (uint32_t)p[19]};
-                        dw3x3_quad(s + 4 * j, w, ch, in_w * ch, off, acc);
-                        dw_rq4_sat(acc, p, rq->zp, out);
-                        w += 18;
-                        p += 20;
-                        out += 4;
-                    }
-                } else {
-                    for (int32_t j = 0; j < nq; ++j) {
-                        uint32_t acc[4] = {0u, 0u, 0u, 0u};
-                        dw3x3_quad(s + 4 * j, w, ch, in_w * ch, off, acc);
-                        w += 18;
-                        for (int32_t i = 0; i < 4; ++i) {
-                            out[i] = tinyaot_rqc_apply_m(rq, tinyaot_fp_s32(acc[i]), 4 * j + i,
-                                                         mode);
-                        }
-                        out += 4;
-                    }
-                }
-                s += sw * ch;
+            if (mode == TINYAOT_RQ_SMLAL_SAT && ox < x_b) {
+                dw3x3_row_sat(input + (iy0 * in_w + ox * sw - d->pad_left) * ch, wbase, nq,
+                              in_w * ch, off, rq->rq, rq->zp, out, x_b - ox, sw * ch);
+                out += (x_b - ox) * ch;
+                ox = x_b;
             }
         }
         for (; ox < d->out_w; ++ox) {
