@@ -134,7 +134,41 @@ static __attribute__((noinline)) void dw_line(const int8_t *s, const uint32_t *w
     acc[2] = a2;
     acc[3] = a3;
 }
+
+/* acc += one tap of one channel quad: input word at src, weight words w[0..1]. */
+static inline __attribute__((always_inline)) void dw_tap(const int8_t *src, const uint32_t *w,
+                                                         uint32_t off, uint32_t acc[4])
+{
+    uint32_t a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3], x, xb, wa, wb;
+    __asm__("ldr %[x], [%[src]]\n\t"
+            "ldrd %[wa], %[wb], [%[w]]\n\t"
+            "sxtab16 %[xb], %[off], %[x], ror #8\n\t"
+            "sxtab16 %[x], %[off], %[x]\n\t"
+            "smlabb %[a0], %[x], %[wa], %[a0]\n\t"
+            "smlatt %[a2], %[x], %[wa], %[a2]\n\t"
+            "smlabb %[a1], %[xb], %[wb], %[a1]\n\t"
+            "smlatt %[a3], %[xb], %[wb], %[a3]"
+            : [a0] "+r"(a0), [a1] "+r"(a1), [a2] "+r"(a2), [a3] "+r"(a3), [x] "=&r"(x),
+              [xb] "=&r"(xb), [wa] "=&r"(wa), [wb] "=&r"(wb)
+            : [src] "r"(src), [w] "r"(w), [off] "r"(off)
+            : "memory");
+    acc[0] = a0;
+    acc[1] = a1;
+    acc[2] = a2;
+    acc[3] = a3;
+}
 #else
+static inline void dw_tap(const int8_t *src, const uint32_t *w, uint32_t off, uint32_t acc[4])
+{
+    uint32_t x;
+    memcpy(&x, src, 4);
+    const uint32_t xa = __SXTAB16(off, x), xb = __SXTAB16_ROR8(off, x);
+    acc[0] = __SMLABB(xa, w[0], acc[0]);
+    acc[2] = __SMLATT(xa, w[0], acc[2]);
+    acc[1] = __SMLABB(xb, w[1], acc[1]);
+    acc[3] = __SMLATT(xb, w[1], acc[3]);
+}
+
 static inline void dw3x3_quad(const int8_t *s, const uint32_t *w, int32_t ch, int32_t rstep,
                               uint32_t off, uint32_t acc[4])
 {
@@ -189,6 +223,55 @@ static __attribute__((noinline)) void dw3x3_row_sat(const int8_t *s, const uint3
     }
 }
 
+/* A 3x3 undilated window cut by the input's edges to rows [y0, y1) and
+ * columns [x0, x1) (constants after inlining: one straight-line copy per
+ * case), SSAT requantization, all channel quads. s: the input bytes under
+ * tap (y0, x0) of quad 0. */
+static inline __attribute__((always_inline)) void dw3x3_cut_sat(
+    const int8_t *s, const uint32_t *wbase, int32_t nq, int32_t rstep, uint32_t off,
+    const int32_t *p, int32_t zp, int8_t *out, int32_t y0, int32_t y1, int32_t x0, int32_t x1)
+{
+    const int32_t ch = 4 * nq;
+    for (int32_t j = 0; j < nq; ++j) {
+        uint32_t acc[4] = {(uint32_t)p[4], (uint32_t)p[9], (uint32_t)p[14], (uint32_t)p[19]};
+        for (int32_t ky = y0; ky < y1; ++ky) {
+            for (int32_t kx = x0; kx < x1; ++kx) {
+                dw_tap(s + (ky - y0) * rstep + (kx - x0) * ch, wbase + 2 * (3 * ky + kx), off, acc);
+            }
+        }
+        dw_rq4_sat(acc, p, zp, out);
+        s += 4;
+        wbase += 18;
+        p += 20;
+        out += 4;
+    }
+}
+
+/* The cut 3x3 windows: rows [ky_lo, ky_hi), columns [kx_lo, kx_hi), each in
+ * {0, 1, 2, 3} with at most one of the low / high ends cut. Returns 0 when the
+ * case has no straight-line copy (the caller takes the general path). */
+static __attribute__((noinline)) int dw3x3_border_sat(const int8_t *s, const uint32_t *w,
+                                                      int32_t nq, int32_t rstep, uint32_t off,
+                                                      const int32_t *p, int32_t zp, int8_t *out,
+                                                      int32_t ky_lo, int32_t ky_hi, int32_t kx_lo,
+                                                      int32_t kx_hi)
+{
+    const int32_t code = (ky_lo * 4 + ky_hi) * 16 + kx_lo * 4 + kx_hi;
+#define TINYAOT_DW_CUT(Y0, Y1, X0, X1)                                                             \
+    case ((Y0) * 4 + (Y1)) * 16 + (X0) * 4 + (X1):                                                 \
+        dw3x3_cut_sat(s, w, nq, rstep, off, p, zp, out, Y0, Y1, X0, X1);                           \
+        return 1;
+    switch (code) {
+    TINYAOT_DW_CUT(0, 3, 1, 3) TINYAOT_DW_CUT(0, 3, 0, 2)
+    TINYAOT_DW_CUT(1, 3, 0, 3) TINYAOT_DW_CUT(0, 2, 0, 3)
+    TINYAOT_DW_CUT(1, 3, 1, 3) TINYAOT_DW_CUT(1, 3, 0, 2)
+    TINYAOT_DW_CUT(0, 2, 1, 3) TINYAOT_DW_CUT(0, 2, 0, 2)
+    TINYAOT_DW_CUT(0, 3, 0, 3)
+    default: return 0;
+    }
+#undef TINYAOT_DW_CUT
+}
+
 /* One output pixel (all channels) over the taps [ky_lo, ky_hi) x [kx_lo, kx_hi)
  * that lie inside the input: one dw_line per kernel row (or one line down the
  * column for k_w == 1 kernels). */
@@ -210,6 +293,11 @@ static inline __attribute__((always_inline)) void dw_pixel(
         nkx = nky;
         nky = nky > 0 ? 1 : 0;
         lstep = rstep;
+    }
+    if (mode == TINYAOT_RQ_SMLAL_SAT && d->k_h == 3 && k_w == 3 && dil_w == 1 && dil_h == 1 &&
+        dw3x3_border_sat(input + ((iy0 + ky_lo) * in_w + ix0 + kx_lo) * ch, wbase, nq, in_w * ch, off, rq->rq,
+                         rq->zp, out, ky_lo, ky_hi, kx_lo, kx_hi)) {
+        return;
     }
     const int8_t *s0 = input + ((iy0 + ky_lo * dil_h) * in_w + ix0 + kx_lo * dil_w) * ch;
     const uint32_t *w0 = wbase + (ky_lo * k_w + kx_lo) * 2;
