@@ -136,6 +136,24 @@ static inline __attribute__((always_inline)) void tinyaot_rq_2x2_sat(const uint3
                      : [p] "r"(p), [o0] "r"(o0), [o1] "r"(o1), [mn] "r"(0x80000000u), [zp] "r"(zp)
                      : "memory");
 }
+
+/* Two accumulators (bias included) of channels oc, oc + 1 (records p) of one
+ * column -> o[0], o[1]. */
+static inline __attribute__((always_inline)) void tinyaot_rq_2x1_sat(const uint32_t acc[2],
+                                                                     const int32_t *p, int32_t zp,
+                                                                     int8_t *o)
+{
+    uint32_t a0 = acc[0], a1 = acc[1], m, sh, lo, hi;
+    /* volatile: its only effect is the stores */
+    __asm__ volatile("ldrd %[m], %[sh], [%[p]]\n\t"
+                     TINYAOT_RQ_ONE("a0", "8", "o", "0")
+                     "ldrd %[m], %[sh], [%[p], #20]\n\t"
+                     TINYAOT_RQ_ONE("a1", "28", "o", "1")
+                     : [a0] "+r"(a0), [a1] "+r"(a1), [m] "=&r"(m), [sh] "=&r"(sh), [lo] "=&r"(lo),
+                       [hi] "=&r"(hi)
+                     : [p] "r"(p), [o] "r"(o), [mn] "r"(0x80000000u), [zp] "r"(zp)
+                     : "memory");
+}
 #undef TINYAOT_RQ_ONE
 
 /* acc[0..1] += an output channel pair's rows . one column (2 words per
@@ -214,6 +232,16 @@ static inline void tinyaot_rq_2x2_sat(const uint32_t acc[4], const int32_t *p, i
     }
 }
 
+static inline void tinyaot_rq_2x1_sat(const uint32_t acc[2], const int32_t *p, int32_t zp,
+                                      int8_t *o)
+{
+    for (int32_t i = 0; i < 2; ++i) {
+        const int32_t *r = p + 5 * i;
+        o[i] = (int8_t)__SSAT(
+            tinyaot_mbqm_smlal(tinyaot_fp_s32(acc[i]), r[0], r[1], (uint32_t)r[2], r[3]) + zp, 8);
+    }
+}
+
 static inline const uint32_t *tinyaot_dot_2x1(const uint32_t *x, const uint32_t *w, int32_t nq,
                                               uint32_t acc[2])
 {
@@ -288,7 +316,18 @@ static inline void tinyaot_gemm_1col(const uint32_t *col, int32_t nquads, const 
                                      int32_t out_c, const tinyaot_rqc_t *rq, int8_t *o)
 {
     const uint32_t *wp = (const uint32_t *)(const void *)w;
-    for (int32_t oc = 0; oc < out_c; oc += 2) {
+    int32_t oc = 0;
+    if (rq->mode == TINYAOT_RQ_SMLAL_SAT) { /* as in tinyaot_gemm_2col_m */
+        const int32_t *p = rq->rq;
+        const int32_t zp = rq->zp;
+        for (; oc + 1 < out_c; oc += 2) {
+            uint32_t acc[2] = {(uint32_t)p[4], (uint32_t)p[9]};
+            wp = tinyaot_dot_2x1(col, wp, nquads, acc);
+            tinyaot_rq_2x1_sat(acc, p, zp, o + oc);
+            p += 10;
+        }
+    }
+    for (; oc < out_c; oc += 2) {
         uint32_t acc[2] = {0u, 0u};
         wp = tinyaot_dot_2x1(col, wp, nquads, acc);
         o[oc] = tinyaot_rqc_apply(rq, tinyaot_fp_s32(acc[0]), oc);
