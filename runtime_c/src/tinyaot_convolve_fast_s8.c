@@ -42,11 +42,25 @@ static void im2col_pixel(const tinyaot_conv_dims_t *d, const int8_t *input, int3
             continue;
         }
         /* the window crosses the left / right edge (or is dilated): value by value */
-        int32_t v[4];
-        for (int32_t k = 0; k < prow; ++k) {
-            const int32_t kx = k / cin, ix = ix0 + kx * d->dil_w;
-            v[k & 3] = (k < row && ix >= 0 && ix < in_w) ? src[ix * cin + (k - kx * cin)] - in_zp : 0;
-            if ((k & 3) == 3) {
+        {
+            int32_t v[4] = {0, 0, 0, 0};
+            int32_t k = 0;
+            for (int32_t kx = 0; kx < k_w; ++kx) {
+                const int32_t ix = ix0 + kx * d->dil_w;
+                const int inside = ix >= 0 && ix < in_w;
+                const int8_t *px = src + (inside ? ix * cin : 0);
+                for (int32_t c = 0; c < cin; ++c) {
+                    v[k & 3] = inside ? px[c] - in_zp : 0;
+                    if ((++k & 3) == 0) {
+                        tinyaot_put_quad(dst, v[0], v[1], v[2], v[3]);
+                        dst += st;
+                    }
+                }
+            }
+            if (k & 3) { /* zeros up to the quad */
+                for (int32_t i = k & 3; i < 4; ++i) {
+                    v[i] = 0;
+                }
                 tinyaot_put_quad(dst, v[0], v[1], v[2], v[3]);
                 dst += st;
             }
@@ -69,6 +83,19 @@ int tinyaot_convolve_fast_s8(const tinyaot_conv_dims_t *d, const tinyaot_requant
     const uint32_t off = tinyaot_pack16(-in_zp, -in_zp);
     int32_t oy = 0, ox = 0; /* of pixel p */
     int32_t p = 0;
+    if (d->k_h == 1 && d->k_w == 1 && d->stride_h == 1 && d->stride_w == 1 && d->pad_top == 0 &&
+        d->pad_left == 0 && d->in_h == d->out_h && d->in_w == d->out_w) {
+        /* pointwise: pixel p's column is the in_c bytes at input + p * in_c */
+        const int32_t cin = d->in_c;
+        for (; p + 1 < npix; p += 2) {
+            tinyaot_widen_run(input + p * cin, cin, scratch, 4, off, in_zp);
+            tinyaot_widen_run(input + (p + 1) * cin, cin, scratch + 2, 4, off, in_zp);
+            tinyaot_gemm_2col(scratch, nquads, packed_weights, out_c, &rq, output + p * out_c,
+                              output + (p + 1) * out_c);
+        }
+        oy = p / out_w;
+        ox = p - oy * out_w;
+    }
     for (; p + 1 < npix; p += 2) {
         im2col_pixel(d, input, oy, ox, scratch, 4, off, in_zp);
         if (++ox == out_w) {
