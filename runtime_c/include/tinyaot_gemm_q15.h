@@ -76,22 +76,23 @@ static inline uint32_t *tinyaot_widen_run(const int8_t *src, int32_t n, uint32_t
     "smlad %[a01], %[xb], r9, %[a01]\n\t"                                                          \
     "smlad %[a11], %[xa], r10, %[a11]\n\t"                                                         \
     "smlad %[a11], %[xb], r11, %[a11]\n\t"
-static inline __attribute__((always_inline)) const uint32_t *tinyaot_dot_2x2(const uint32_t *x,
-                                                                             const uint32_t *w,
-                                                                             int32_t nq,
-                                                                             uint32_t acc[4])
+static inline __attribute__((always_inline)) const uint32_t *tinyaot_dot_2x2_p(
+    const uint32_t *x, const uint32_t *w, int32_t nq, uint32_t acc[4], int parity)
 {
     uint32_t a00 = acc[0], a01 = acc[1], a10 = acc[2], a11 = acc[3];
     uint32_t xa, xb;
     const uint32_t *xe = x + 4 * nq;
-    if (nq & 1) {
+    if (parity < 0) { /* not known at compile time */
+        parity = (int)(nq & 1);
+    }
+    if (parity == 1) {
         __asm__(TINYAOT_DOT2X2_QUAD
                 : [a00] "+r"(a00), [a01] "+r"(a01), [a10] "+r"(a10), [a11] "+r"(a11),
                   [xa] "=&r"(xa), [xb] "=&r"(xb), [x] "+r"(x), [w] "+r"(w)
                 :
                 : "r8", "r9", "r10", "r11", "memory");
     }
-    if (nq > 1) {
+    if (parity == 0 || nq > 1) { /* an even nq is >= 2 here */
         __asm__("1:\n\t" TINYAOT_DOT2X2_QUAD TINYAOT_DOT2X2_QUAD
                 "cmp %[x], %[xe]\n\t"
                 "bne 1b"
@@ -107,6 +108,14 @@ static inline __attribute__((always_inline)) const uint32_t *tinyaot_dot_2x2(con
     return w;
 }
 #undef TINYAOT_DOT2X2_QUAD
+
+static inline __attribute__((always_inline)) const uint32_t *tinyaot_dot_2x2(const uint32_t *x,
+                                                                             const uint32_t *w,
+                                                                             int32_t nq,
+                                                                             uint32_t acc[4])
+{
+    return tinyaot_dot_2x2_p(x, w, nq, acc, -1);
+}
 
 /* Four accumulators (bias included) {oc col0, oc col1, oc+1 col0, oc+1 col1}
  * -> int8 through the one-SMLAL records p (of oc; oc + 1 follows) plus the
@@ -221,6 +230,13 @@ static inline const uint32_t *tinyaot_dot_2x2(const uint32_t *x, const uint32_t 
     return w;
 }
 
+static inline const uint32_t *tinyaot_dot_2x2_p(const uint32_t *x, const uint32_t *w, int32_t nq,
+                                                uint32_t acc[4], int parity)
+{
+    (void)parity;
+    return tinyaot_dot_2x2(x, w, nq, acc);
+}
+
 static inline void tinyaot_rq_2x2_sat(const uint32_t acc[4], const int32_t *p, int32_t zp,
                                       int8_t *o0, int8_t *o1)
 {
@@ -264,7 +280,7 @@ static inline const uint32_t *tinyaot_dot_2x1(const uint32_t *x, const uint32_t 
  * requantized outputs of column 0 / 1. */
 static inline __attribute__((always_inline)) void tinyaot_gemm_2col_m(
     const uint32_t *cols, int32_t nquads, const int32_t *w, int32_t out_c, const tinyaot_rqc_t *rq,
-    int8_t *o0, int8_t *o1, int mode)
+    int8_t *o0, int8_t *o1, int mode, int parity)
 {
     const uint32_t *wp = (const uint32_t *)(const void *)w;
     int32_t oc = 0;
@@ -274,7 +290,7 @@ static inline __attribute__((always_inline)) void tinyaot_gemm_2col_m(
         const int32_t zp = rq->zp;
         for (; oc + 1 < out_c; oc += 2) {
             uint32_t acc[4] = {(uint32_t)p[4], (uint32_t)p[4], (uint32_t)p[9], (uint32_t)p[9]};
-            wp = tinyaot_dot_2x2(cols, wp, nquads, acc);
+            wp = tinyaot_dot_2x2_p(cols, wp, nquads, acc, parity);
             tinyaot_rq_2x2_sat(acc, p, zp, o0 + oc, o1 + oc);
             p += 10;
         }
@@ -297,16 +313,20 @@ static inline void tinyaot_gemm_2col(const uint32_t *cols, int32_t nquads, const
 {
     switch (rq->mode) {
     case TINYAOT_RQ_ORT:
-        tinyaot_gemm_2col_m(cols, nquads, w, out_c, rq, o0, o1, TINYAOT_RQ_ORT);
+        tinyaot_gemm_2col_m(cols, nquads, w, out_c, rq, o0, o1, TINYAOT_RQ_ORT, -1);
         break;
     case TINYAOT_RQ_TFLITE:
-        tinyaot_gemm_2col_m(cols, nquads, w, out_c, rq, o0, o1, TINYAOT_RQ_TFLITE);
+        tinyaot_gemm_2col_m(cols, nquads, w, out_c, rq, o0, o1, TINYAOT_RQ_TFLITE, -1);
         break;
     case TINYAOT_RQ_SMLAL:
-        tinyaot_gemm_2col_m(cols, nquads, w, out_c, rq, o0, o1, TINYAOT_RQ_SMLAL);
+        tinyaot_gemm_2col_m(cols, nquads, w, out_c, rq, o0, o1, TINYAOT_RQ_SMLAL, -1);
         break;
-    default:
-        tinyaot_gemm_2col_m(cols, nquads, w, out_c, rq, o0, o1, TINYAOT_RQ_SMLAL_SAT);
+    default: /* the parity of nquads as a constant: no test per channel pair */
+        if (nquads & 1) {
+            tinyaot_gemm_2col_m(cols, nquads, w, out_c, rq, o0, o1, TINYAOT_RQ_SMLAL_SAT, 1);
+        } else {
+            tinyaot_gemm_2col_m(cols, nquads, w, out_c, rq, o0, o1, TINYAOT_RQ_SMLAL_SAT, 0);
+        }
         break;
     }
 }

@@ -41,16 +41,35 @@ static void im2col_pixel(const tinyaot_conv_dims_t *d, const int8_t *input, int3
             dst = tinyaot_widen_run(src + ix0 * cin, row, dst, st, off, in_zp);
             continue;
         }
-        /* the window crosses the left / right edge (or is dilated): value by value */
+        /* the window crosses the left / right edge (or is dilated): value by value,
+         * kx in [kx_lo, kx_hi) inside the row (undilated: one contiguous run) */
         {
             int32_t v[4] = {0, 0, 0, 0};
             int32_t k = 0;
             for (int32_t kx = 0; kx < k_w; ++kx) {
                 const int32_t ix = ix0 + kx * d->dil_w;
-                const int inside = ix >= 0 && ix < in_w;
-                const int8_t *px = src + (inside ? ix * cin : 0);
-                for (int32_t c = 0; c < cin; ++c) {
-                    v[k & 3] = inside ? px[c] - in_zp : 0;
+                int32_t n = cin;
+                const int8_t *px = src;
+                if (ix < 0 || ix >= in_w) {
+                    n = 0;
+                } else if (d->dil_w == 1) { /* the rest of the run at once */
+                    px = src + ix * cin;
+                    n = (in_w - ix < k_w - kx ? in_w - ix : k_w - kx) * cin;
+                    kx += n / cin - 1;
+                } else {
+                    px = src + ix * cin;
+                }
+                if (n == 0) {
+                    for (int32_t c = 0; c < cin; ++c) {
+                        v[k & 3] = 0;
+                        if ((++k & 3) == 0) {
+                            tinyaot_put_quad(dst, v[0], v[1], v[2], v[3]);
+                            dst += st;
+                        }
+                    }
+                }
+                for (int32_t i = 0; i < n; ++i) {
+                    v[k & 3] = px[i] - in_zp;
                     if ((++k & 3) == 0) {
                         tinyaot_put_quad(dst, v[0], v[1], v[2], v[3]);
                         dst += st;
