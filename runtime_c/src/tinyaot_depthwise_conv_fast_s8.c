@@ -289,9 +289,9 @@ static inline __attribute__((always_inline)) void dw_pixel(
     int32_t nky = ky_hi - ky_lo, nkx = kx_hi - kx_lo;
     const int32_t rstep = dil_h * in_w * ch;
     int32_t lstep = dil_w * ch, wrstep = 2 * k_w;
-    if (k_w == 1) { /* the column is the line */
-        nkx = nky;
-        nky = nky > 0 ? 1 : 0;
+    if (k_w == 1) { /* the column is the line (none if the column is outside) */
+        nkx = nkx > 0 ? nky : 0;
+        nky = nkx > 0 ? 1 : 0;
         lstep = rstep;
     }
     if (mode == TINYAOT_RQ_SMLAL_SAT && d->k_h == 3 && k_w == 3 && dil_w == 1 && dil_h == 1 &&
