@@ -314,7 +314,7 @@ class _Emitter:
         if "a_scale" in p:
             fields = (f"{p['a_zp']}, {p['b_zp']}, {p['out_zp']}, {p['act_min']}, {p['act_max']}, "
                       f"{c_float(p['a_scale'])}, {c_float(p['b_scale'])}, {c_float(p['out_scale'])}, "
-                      "1, 0, 0, 0, 0, 0, 0, 0")
+                      "1, 0, 0, 0, 0, 0, 0, 0, NULL, NULL, NULL")
         else:
             from .fast_pack import add_tables
 

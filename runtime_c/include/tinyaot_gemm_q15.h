@@ -120,7 +120,8 @@ static inline __attribute__((always_inline)) const uint32_t *tinyaot_dot_2x2(con
 /* Four accumulators (bias included) {oc col0, oc col1, oc+1 col0, oc+1 col1}
  * -> int8 through the one-SMLAL records p (of oc; oc + 1 follows) plus the
  * zero point, saturated: o0[0], o1[0], o0[1], o1[1]. 8.5 instructions per
- * output. */
+ * output. TINYAOT_RQ_ONE (also used by the depthwise kernel): one output,
+ * with m, sh loaded; operands named m, sh, lo, hi, p, mn (0x80000000), zp. */
 #define TINYAOT_RQ_ONE(A, POFF, O, OOFF)                                                           \
     "ldrd %[lo], %[hi], [%[p], #" POFF "]\n\t"                                                     \
     "smlal %[lo], %[hi], %[" A "], %[m]\n\t"                                                       \
@@ -163,7 +164,6 @@ static inline __attribute__((always_inline)) void tinyaot_rq_2x1_sat(const uint3
                      : [p] "r"(p), [o] "r"(o), [mn] "r"(0x80000000u), [zp] "r"(zp)
                      : "memory");
 }
-#undef TINYAOT_RQ_ONE
 
 /* acc[0..1] += an output channel pair's rows . one column (2 words per
  * quad), nq >= 1 quads; weights by one LDM into r8-r11 per quad. Two quads

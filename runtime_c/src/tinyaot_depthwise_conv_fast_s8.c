@@ -80,15 +80,7 @@ static inline __attribute__((always_inline)) void dw3x3_quad(const int8_t *s, co
  * one-SMLAL records p (tinyaot_mbqm_smlal), plus the zero point, saturated
  * to int8: 9 instructions per output. */
 #define TINYAOT_DW_RQ(A, OFF, OUT)                                                                 \
-    "ldrd %[m], %[sh], [%[p], #" OFF "]\n\t"                                                       \
-    "ldrd %[lo], %[hi], [%[p], #" OFF "+8]\n\t"                                                    \
-    "smlal %[lo], %[hi], %[" A "], %[m]\n\t"                                                       \
-    "lsr %[" A "], %[" A "], #31\n\t"                                                              \
-    "smlal %[lo], %[hi], %[" A "], %[mn]\n\t"                                                      \
-    "asr %[hi], %[hi], %[sh]\n\t"                                                                  \
-    "add %[hi], %[hi], %[zp]\n\t"                                                                  \
-    "ssat %[hi], #8, %[hi]\n\t"                                                                    \
-    "strb %[hi], [%[o], #" OUT "]\n\t"
+    "ldrd %[m], %[sh], [%[p], #" OFF "]\n\t" TINYAOT_RQ_ONE(A, OFF "+8", "o", OUT)
 static inline __attribute__((always_inline)) void dw_rq4_sat(const uint32_t acc[4], const int32_t *p,
                                                              int32_t zp, int8_t *o)
 {
