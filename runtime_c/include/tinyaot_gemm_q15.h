@@ -307,7 +307,7 @@ static inline __attribute__((always_inline)) void tinyaot_gemm_2col_m(
     }
 }
 
-static inline void tinyaot_gemm_2col(const uint32_t *cols, int32_t nquads, const int32_t *w,
+static inline __attribute__((always_inline)) void tinyaot_gemm_2col(const uint32_t *cols, int32_t nquads, const int32_t *w,
                                      int32_t out_c, const tinyaot_rqc_t *rq, int8_t *o0,
                                      int8_t *o1)
 {
@@ -332,7 +332,7 @@ static inline void tinyaot_gemm_2col(const uint32_t *cols, int32_t nquads, const
 }
 
 /* One column x nquads, two channels at a time. */
-static inline void tinyaot_gemm_1col(const uint32_t *col, int32_t nquads, const int32_t *w,
+static inline __attribute__((always_inline)) void tinyaot_gemm_1col(const uint32_t *col, int32_t nquads, const int32_t *w,
                                      int32_t out_c, const tinyaot_rqc_t *rq, int8_t *o)
 {
     const uint32_t *wp = (const uint32_t *)(const void *)w;

@@ -44,7 +44,7 @@ static void im2col_pixel(const tinyaot_conv_dims_t *d, const int8_t *input, int3
         /* the window crosses the left / right edge (or is dilated): value by value,
          * kx in [kx_lo, kx_hi) inside the row (undilated: one contiguous run) */
         {
-            int32_t v[4] = {0, 0, 0, 0};
+            int32_t v[4]; /* each written before its quad is stored */
             int32_t k = 0;
             for (int32_t kx = 0; kx < k_w; ++kx) {
                 const int32_t ix = ix0 + kx * d->dil_w;
@@ -76,11 +76,9 @@ static void im2col_pixel(const tinyaot_conv_dims_t *d, const int8_t *input, int3
                     }
                 }
             }
-            if (k & 3) { /* zeros up to the quad */
-                for (int32_t i = k & 3; i < 4; ++i) {
-                    v[i] = 0;
-                }
-                tinyaot_put_quad(dst, v[0], v[1], v[2], v[3]);
+            if (k & 3) { /* zeros up to the quad (written out: a loop becomes a memset call) */
+                const int32_t r = k & 3;
+                tinyaot_put_quad(dst, v[0], r > 1 ? v[1] : 0, r > 2 ? v[2] : 0, 0);
                 dst += st;
             }
         }
