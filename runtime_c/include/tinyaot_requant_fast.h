@@ -196,7 +196,7 @@ static inline __attribute__((always_inline)) int8_t tinyaot_rqc_apply_m(const ti
     return tinyaot_rqc_out(r, acc + r->bias[ch], ch, mode);
 }
 
-static inline __attribute__((always_inline)) void tinyaot_rqc_apply2(const tinyaot_rqc_t *r, int32_t acc0, int32_t acc1, int32_t ch,
+static inline void tinyaot_rqc_apply2(const tinyaot_rqc_t *r, int32_t acc0, int32_t acc1, int32_t ch,
                                       int8_t *o0, int8_t *o1)
 {
     switch (r->mode) {
@@ -207,7 +207,7 @@ static inline __attribute__((always_inline)) void tinyaot_rqc_apply2(const tinya
     }
 }
 
-static inline __attribute__((always_inline)) int8_t tinyaot_rqc_apply(const tinyaot_rqc_t *r, int32_t acc, int32_t ch)
+static inline int8_t tinyaot_rqc_apply(const tinyaot_rqc_t *r, int32_t acc, int32_t ch)
 {
     switch (r->mode) {
     case TINYAOT_RQ_ORT: return tinyaot_rqc_apply_m(r, acc, ch, TINYAOT_RQ_ORT);
