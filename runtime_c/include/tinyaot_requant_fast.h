@@ -141,6 +141,34 @@ static inline tinyaot_rqc_t tinyaot_rqc(const tinyaot_requant_t *q)
     return r;
 }
 
+/* tinyaot_requant_ort with the float clamp as IT-predicated moves on FPU
+ * cores: inlined into a kernel loop, the C comparisons may become branches,
+ * and the instruction count would depend on the data. The same result. */
+static inline int8_t tinyaot_requant_ort_fast(int32_t acc, float scale, int32_t zp, int32_t lo,
+                                              int32_t hi)
+{
+#if defined(__GNUC__) && defined(__thumb2__) && defined(__ARM_FP) && \
+    !defined(TINYAOT_PORTABLE_INTRINSICS)
+    float v = (float)acc * scale;
+    const float fmin = (float)(lo - zp);
+    const float fmax = (float)(hi - zp);
+    __asm__("vcmp.f32 %[v], %[mn]\n\t"
+            "vmrs APSR_nzcv, fpscr\n\t"
+            "it mi\n\t"
+            "vmovmi.f32 %[v], %[mn]\n\t"
+            "vcmp.f32 %[v], %[mx]\n\t"
+            "vmrs APSR_nzcv, fpscr\n\t"
+            "it gt\n\t"
+            "vmovgt.f32 %[v], %[mx]"
+            : [v] "+t"(v)
+            : [mn] "t"(fmin), [mx] "t"(fmax)
+            : "cc");
+    return (int8_t)(tinyaot_round_even_f32(v) + zp);
+#else
+    return tinyaot_requant_ort(acc, scale, zp, lo, hi);
+#endif
+}
+
 /* acc (bias included) of channel ch -> int8, in requantization mode `mode`
  * (a constant after inlining); not for the SMLAL modes. */
 static inline __attribute__((always_inline)) int8_t tinyaot_rqc_out(const tinyaot_rqc_t *r,
@@ -148,7 +176,7 @@ static inline __attribute__((always_inline)) int8_t tinyaot_rqc_out(const tinyao
                                                                     int mode)
 {
     if (mode == TINYAOT_RQ_ORT) {
-        return tinyaot_requant_ort(acc, r->scale[ch], r->zp, r->lo, r->hi);
+        return tinyaot_requant_ort_fast(acc, r->scale[ch], r->zp, r->lo, r->hi);
     }
     return tinyaot_requant_tflite_fast(acc, r->mult[ch], r->shift[ch], r->zp, r->lo, r->hi);
 }
