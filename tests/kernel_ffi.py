@@ -89,8 +89,15 @@ def _regex_cdef(src):
     return "\n".join(parts)
 
 
+FAST_HEADER = INCLUDE / "tinyaot_fast_kernels.h"
+
+
 def _make_ffi():
     src, consts = header_cdef()
+    if FAST_HEADER.exists():  # the fast kernels' prototypes (their types are the header's)
+        fast, _ = header_cdef(FAST_HEADER.read_text())
+        src += "\n" + "\n".join(re.findall(r"^\s*(?:int|int32_t)\s+tinyaot_\w+\s*\([^;{]*\)\s*;",
+                                           fast, flags=re.M))
     ffi = cffi.FFI()
     try:
         ffi.cdef(src)
@@ -320,6 +327,47 @@ def add_s8(n, params, a, b, b_stride, rng=None):
     _call("tinyaot_add_s8", n, p, cbuf(a, np.int8, keep), cbuf(b, np.int8, keep), b_stride,
           out.ptr)
     return out.result("tinyaot_add_s8")
+
+
+def convolve_fast_s8(dims, q, x, packed, scratch_bytes, rng=None):
+    """tinyaot_convolve_fast_s8: packed = fast_pack.pack_gemm(conv_gemm_weights(w))."""
+    keep = []
+    d = new_struct("tinyaot_conv_dims_t", dims, keep)
+    out = OutBuf(dims["out_h"] * dims["out_w"] * dims["out_c"], rng)
+    scratch = OutBuf(scratch_bytes, rng)
+    _call("tinyaot_convolve_fast_s8", d, _requant(q, keep), cbuf(x, np.int8, keep),
+          cbuf(packed, np.int32, keep), ffi.cast("uint32_t *", scratch.ptr), out.ptr)
+    scratch.result("tinyaot_convolve_fast_s8 scratch")
+    return out.result("tinyaot_convolve_fast_s8")
+
+
+def depthwise_conv_fast_s8(dims, q, x, packed, rng=None):
+    keep = []
+    d = new_struct("tinyaot_conv_dims_t", dims, keep)
+    out = OutBuf(dims["out_h"] * dims["out_w"] * dims["out_c"], rng)
+    _call("tinyaot_depthwise_conv_fast_s8", d, _requant(q, keep), cbuf(x, np.int8, keep),
+          cbuf(packed, np.int32, keep), out.ptr)
+    return out.result("tinyaot_depthwise_conv_fast_s8")
+
+
+def fully_connected_fast_s8(rows, k, n, q, x, packed, scratch_bytes, rng=None):
+    keep = []
+    out = OutBuf(rows * n, rng)
+    scratch = OutBuf(scratch_bytes, rng)
+    _call("tinyaot_fully_connected_fast_s8", rows, k, n, _requant(q, keep),
+          cbuf(x, np.int8, keep), cbuf(packed, np.int32, keep),
+          ffi.cast("uint32_t *", scratch.ptr), out.ptr)
+    scratch.result("tinyaot_fully_connected_fast_s8 scratch")
+    return out.result("tinyaot_fully_connected_fast_s8")
+
+
+def add_fast_s8(n, params, a, b, b_stride, rng=None):
+    keep = []
+    p = new_struct("tinyaot_add_params_t", params, keep)
+    out = OutBuf(n, rng)
+    _call("tinyaot_add_fast_s8", n, p, cbuf(a, np.int8, keep), cbuf(b, np.int8, keep), b_stride,
+          out.ptr)
+    return out.result("tinyaot_add_fast_s8")
 
 
 def _pool(name, params, x, rng):

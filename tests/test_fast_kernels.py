@@ -23,8 +23,8 @@ import cffi
 import numpy as np
 import pytest
 
-from codegen.backend.fast_pack import (conv_gemm_weights, conv_scratch_bytes, gemm_scratch_bytes,
-                                       pack_depthwise, pack_gemm)
+from codegen.backend.fast_pack import (add_tables, conv_gemm_weights, conv_scratch_bytes,
+                                       gemm_scratch_bytes, pack_depthwise, pack_gemm, smlal_requant)
 
 from conftest import REPO, require_arm_toolchain
 
@@ -137,6 +137,8 @@ def lib():
         void shim_requant(int32_t n, const int32_t *acc, const int32_t *mult,
                           const int32_t *shift, const int32_t *zp, int8_t *ref, int8_t *fast);
         void shim_srdhm(int32_t n, const int32_t *a, const int32_t *b, int32_t *ref, int32_t *fast);
+        void shim_requant_smlal(int32_t n, const int32_t *acc, const int32_t *rq, const int32_t *zp,
+                                int8_t *out);
     """)
     d = tempfile.mkdtemp(prefix="tinyaot-fast-")
     so = Path(d) / "libfast.so"
@@ -260,6 +262,63 @@ def test_fast_requant_equals_reference(lib):
     assert np.array_equal(ra, fa)
 
 
+def _mbqm_oracle(acc, mult, shift, zp):
+    """tflite::MultiplyByQuantizedMultiplier (double rounding) + zp, saturated,
+    in Python integers from its definition (gemmlowp SRDHM, RDBPOT)."""
+    out = []
+    for a, m, s, z in zip(acc.tolist(), mult.tolist(), shift.tolist(), zp.tolist()):
+        left, right = max(s, 0), max(-s, 0)
+        a = _s(a << left, 32)
+        ab = a * m
+        nudge = (1 << 30) if ab >= 0 else 1 - (1 << 30)
+        x = int((ab + nudge) / (1 << 31)) if abs(ab + nudge) < 2**52 else \
+            (abs(ab + nudge) >> 31) * (1 if ab + nudge >= 0 else -1)
+        mask = (1 << right) - 1
+        r = (x & mask)
+        thr = (mask >> 1) + (1 if x < 0 else 0)
+        out.append(sat((x >> right) + (1 if r > thr else 0) + z, -128, 127))
+    return np.array(out, dtype=np.int8)
+
+
+def test_smlal_requant_equals_double_rounding(lib):
+    """tinyaot_mbqm_smlal (portable twin; the asm one runs in every qemu-m4
+    model test) against the reference helper and a Python oracle: every
+    shift from -1 to -31, accumulators over the whole int32 range, the ranges
+    layers produce, and the tie points of both roundings."""
+    ffi, L = lib
+    rng = np.random.default_rng(17)
+    n = 400000
+    shift = rng.integers(-31, 0, n)
+    mult = rng.integers(2**30, 2**31, n)
+    mult[:1000] = rng.choice([0, 2**30, 2**31 - 1], 1000)
+    e = -shift
+    acc = np.concatenate([rng.integers(-2**31, 2**31, n // 4), rng.integers(-2**22, 2**22, n // 4),
+                          rng.integers(-300, 300, n // 4), np.zeros(n - 3 * (n // 4), np.int64)])
+    # ties: acc * mult close to an odd multiple of 2^(30 + e) or of 2^30
+    k = n - 3 * (n // 4)
+    tgt = (2 * rng.integers(-2**8, 2**8, k) + 1) * (np.int64(1) << np.minimum(30 + e[-k:], 40)) \
+        // 2**8
+    acc[-k:] = np.clip(tgt * 2**8 // mult[-k:] + rng.integers(-2, 3, k), -2**31, 2**31 - 1)
+    zp = rng.integers(-128, 128, n)
+    acc, mult, shift, zp = (x.astype(np.int32) for x in (acc, mult, shift, zp))
+    mult[5:200] = 0
+    shift[5:100] = rng.integers(0, 4, 95)  # multiplier 0: any shift
+    rq = smlal_requant(mult, shift, 0)
+    assert rq is not None and smlal_requant(mult, np.where(shift == -3, 1, shift), 0) is None
+    out = np.zeros(n, np.int8)
+    ref = np.zeros(n, np.int8)
+    ref_fast = np.zeros(n, np.int8)
+    L.shim_requant_smlal(n, _ptr(ffi, acc, "int32_t"), _ptr(ffi, rq, "int32_t"),
+                         _ptr(ffi, zp, "int32_t"), _ptr(ffi, out, "int8_t"))
+    L.shim_requant(n, *(_ptr(ffi, x, "int32_t") for x in (acc, mult, shift, zp)),
+                   _ptr(ffi, ref, "int8_t"), _ptr(ffi, ref_fast, "int8_t"))
+    assert np.count_nonzero((ref != -128) & (ref != 127)) > n // 4  # not all saturated
+    bad = np.nonzero(out != ref)[0]
+    assert bad.size == 0, (acc[bad[0]], mult[bad[0]], shift[bad[0]], ref[bad[0]], out[bad[0]])
+    sel = rng.choice(n, 20000, replace=False)
+    assert np.array_equal(out[sel], _mbqm_oracle(acc[sel], mult[sel], shift[sel], zp[sel]))
+
+
 # ------------------------------------------------------------------ kernels
 
 def _requant(ffi, keep, cout, numerics, rng, in_zp, out_zp, lo=-128, hi=127):
@@ -282,6 +341,20 @@ def _requant(ffi, keep, cout, numerics, rng, in_zp, out_zp, lo=-128, hi=127):
         q.mult = _ptr(ffi, mult, "int32_t")
         q.shift = _ptr(ffi, shift, "int32_t")
     return q, bias
+
+
+def _attach_smlal(ffi, keep, q, cout, numerics):
+    """tflite_smlal: also give the kernels the one-SMLAL words (after any change
+    to the shifts), as the code generator does."""
+    if numerics != "tflite_smlal":
+        return
+    mult = np.frombuffer(ffi.buffer(q.mult, 4 * cout), np.int32)
+    shift = np.frombuffer(ffi.buffer(q.shift, 4 * cout), np.int32)
+    bias = np.frombuffer(ffi.buffer(q.bias, 4 * cout), np.int32)
+    rq = smlal_requant(mult, shift, bias)
+    assert rq is not None
+    keep.append(rq)
+    q.rq = _ptr(ffi, rq, "int32_t")
 
 
 def _dims(ffi, vals):
@@ -328,7 +401,7 @@ CONV_CASES = [  # h, w, cin, cout, kh, kw, stride, dil, pads(t, l, b, r)
 ]
 
 
-@pytest.mark.parametrize("numerics", ["tflite", "ort"])
+@pytest.mark.parametrize("numerics", ["tflite", "tflite_smlal", "ort"])
 @pytest.mark.parametrize("case", CONV_CASES, ids=lambda c: "x".join(map(str, c[:6])))
 def test_fast_conv_matches_reference_kernel_and_numpy(lib, case, numerics):
     ffi, L = lib
@@ -341,6 +414,7 @@ def test_fast_conv_matches_reference_kernel_and_numpy(lib, case, numerics):
     ow = _out_size(wd, kw, stride[1], dil[1], pads[1], pads[3])
     keep = []
     q, bias = _requant(ffi, keep, cout, numerics, rng, in_zp, out_zp, -100, 120)
+    _attach_smlal(ffi, keep, q, cout, numerics)
     d = _dims(ffi, [h, wd, cin, oh, ow, cout, kh, kw, stride[0], stride[1], dil[0], dil[1],
                     pads[0], pads[1], 1])
     wref = np.ascontiguousarray(w.transpose(0, 2, 3, 1))
@@ -364,7 +438,7 @@ def test_fast_conv_matches_reference_kernel_and_numpy(lib, case, numerics):
         assert np.array_equal(np.rint(v).astype(np.int64) + out_zp, ref.astype(np.int64))
 
 
-@pytest.mark.parametrize("numerics", ["tflite", "ort"])
+@pytest.mark.parametrize("numerics", ["tflite", "tflite_smlal", "ort"])
 @pytest.mark.parametrize("case", [
     (6, 6, 8, 3, 3, (1, 1), (1, 1), (1, 1, 1, 1)),
     (9, 8, 12, 3, 3, (2, 2), (1, 1), (0, 0, 1, 1)),
@@ -383,9 +457,10 @@ def test_fast_depthwise_matches_reference_kernel(lib, case, numerics):
     ow = _out_size(wd, kw, stride[1], dil[1], pads[1], pads[3])
     keep = []
     q, bias = _requant(ffi, keep, c, numerics, rng, in_zp, out_zp)
-    if numerics == "tflite":
+    if numerics != "ort":
         shift = np.frombuffer(ffi.buffer(q.shift, 4 * c), np.int32)
         shift[:] = rng.integers(-9, -5, c)  # 9-25 MACs per output: keep outputs unsaturated
+    _attach_smlal(ffi, keep, q, c, numerics)
     d = _dims(ffi, [h, wd, c, oh, ow, c, kh, kw, stride[0], stride[1], dil[0], dil[1],
                     pads[0], pads[1], c])
     wt = np.ascontiguousarray(w[:, 0].transpose(1, 2, 0))  # kh, kw, c
@@ -405,7 +480,7 @@ def test_fast_depthwise_matches_reference_kernel(lib, case, numerics):
         assert np.array_equal(np.rint(v).astype(np.int64) + out_zp, ref.astype(np.int64))
 
 
-@pytest.mark.parametrize("numerics", ["tflite", "ort"])
+@pytest.mark.parametrize("numerics", ["tflite", "tflite_smlal", "ort"])
 @pytest.mark.parametrize("rows,k,n", [(1, 640, 128), (1, 37, 10), (2, 64, 6), (3, 5, 9), (1, 1, 1)])
 def test_fast_fully_connected_matches_reference_kernel(lib, rows, k, n, numerics):
     ffi, L = lib
@@ -415,9 +490,10 @@ def test_fast_fully_connected_matches_reference_kernel(lib, rows, k, n, numerics
     w = rng.integers(-127, 128, (n, k)).astype(np.int8)
     keep = []
     q, bias = _requant(ffi, keep, n, numerics, rng, in_zp, out_zp)
-    if numerics == "tflite":
+    if numerics != "ort":
         shift = np.frombuffer(ffi.buffer(q.shift, 4 * n), np.int32)
         shift[:] = max(-15, min(-2, -int(np.log2(k * 20000) - 7)))
+    _attach_smlal(ffi, keep, q, n, numerics)
     nbytes = L.tinyaot_fully_connected_fast_s8_get_buffer_size(k)
     assert nbytes == gemm_scratch_bytes(k)
     scratch = np.zeros(nbytes // 4, np.uint32)
@@ -455,11 +531,17 @@ def test_fast_add_matches_reference_kernel(lib):
         ref = np.zeros(n, np.int8)
         fast = np.zeros(n, np.int8)
         stride = int(trial % 2)
+        if trial % 4 >= 2:  # half the trials with the compile-time tables
+            p.act_min, p.act_max = (-128, 127) if trial % 8 < 4 else (-120, 110)
+            a_lut, b_lut, out_rq = add_tables(prm)
+            assert out_rq is not None
+            keep = [a_lut, b_lut, out_rq]
+            p.a_lut, p.b_lut, p.out_rq = (_ptr(ffi, x, "int32_t") for x in keep)
         assert L.tinyaot_add_s8(n, p, _ptr(ffi, a, "int8_t"), _ptr(ffi, bb, "int8_t"), stride,
                                 _ptr(ffi, ref, "int8_t")) == 0
         assert L.tinyaot_add_fast_s8(n, p, _ptr(ffi, a, "int8_t"), _ptr(ffi, bb, "int8_t"), stride,
                                      _ptr(ffi, fast, "int8_t")) == 0
-        assert len(np.unique(ref)) > 20
+        assert len(np.unique(ref)) > (20 if stride else 10)  # a broadcast b narrows the range
         assert np.array_equal(ref, fast), trial
 
 

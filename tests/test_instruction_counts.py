@@ -16,11 +16,11 @@ from conftest import require_arm_toolchain, shared_model
 # with the input and output in the arena (the default: the harness copies them
 # outside the timed call to <name>_invoke; the same counts as --io-buffers user)
 PINNED = {
-    "ad01": 379000,
-    "kws01": 7932160,
-    "ic01": 20600800,
-    "vww01": 25243880,
-    "sww01": 1930160,
+    "ad01": 268320,
+    "kws01": 3779960,
+    "ic01": 13597920,
+    "vww01": 11488480,
+    "sww01": 1013000,
 }
 TFLM_CMSIS_NN = {"ad01": 582880, "kws01": 7697360, "ic01": 29863240, "vww01": 24101880,
                  "sww01": 2227520}

@@ -27,6 +27,7 @@ from hypothesis import strategies as st
 
 import kernel_ffi as K
 from codegen.backend import c_emitter
+from codegen.backend import fast_pack
 from codegen.ir import Graph, Node, QParams, Tensor
 from codegen.prepare import prepare_node
 from codegen.reference import ops
@@ -287,6 +288,18 @@ def requant_fields(p):
         f.update(post_bias=np.asarray(p["post_bias"], F32), out_scale=F32(p["out_scale"]))
     else:
         f.update(post_bias=None, out_scale=0.0)
+    f["rq"] = None  # the fast kernels' one-SMLAL records (fast_requant_fields)
+    return f
+
+
+def fast_requant_fields(p):
+    """requant_fields plus the one-SMLAL records, as the code generator emits
+    them for a fast kernel (c_emitter.requant)."""
+    f = requant_fields(p)
+    if "mult" in p:
+        rq = fast_pack.smlal_requant(p["mult"], p["shift"], p["bias"])
+        if rq is not None:
+            f.update(rq=rq, mult=None, shift=None)
     return f
 
 
@@ -337,6 +350,23 @@ def test_conv_s8(numerics, kind, case):
     else:
         got = K.convolve_s8(dims, requant_fields(p), nhwc(xv), wt.data.transpose(0, 2, 3, 1))
     assert_bit_exact(expected, from_nhwc(got, y.shape), f"tinyaot_{kind}_s8 [{numerics}]",
+                     g, n, p)
+    # the fast kernel on the layers kernel_select gives it, with what the emitter passes
+    q = fast_requant_fields(p)
+    cin = x.shape[1]
+    if kind == "depthwise" and cin % 4 == 0 and wt.shape[1] == 1 and y.shape[1] == cin:
+        wtc = wt.data[:, 0].transpose(1, 2, 0)
+        got = K.depthwise_conv_fast_s8(dims, q, nhwc(xv),
+                                       fast_pack.pack_depthwise(wtc.reshape(-1, cin)))
+    elif kind == "conv" and n.attrs["group"] == 1:
+        kh, kw = n.attrs["kernel"]
+        got = K.convolve_fast_s8(dims, q, nhwc(xv),
+                                 fast_pack.pack_gemm(fast_pack.conv_gemm_weights(wt.data)),
+                                 fast_pack.conv_scratch_bytes(kh, kw, cin))
+    else:
+        return
+    assert_bit_exact(expected, from_nhwc(got, y.shape),
+                     f"tinyaot_{kind}_fast_s8 [{numerics}, rq {'set' if q['rq'] is not None else 'NULL'}]",
                      g, n, p)
 
 
@@ -394,6 +424,10 @@ def test_fully_connected_s8(numerics, case):
     got = K.fully_connected_s8(rows, k, nout, requant_fields(p), xv, wt.data)
     assert_bit_exact(expected, got.reshape(rows, nout),
                      f"tinyaot_fully_connected_s8 [{numerics}]", g, n, p)
+    got = K.fully_connected_fast_s8(rows, k, nout, fast_requant_fields(p), xv,
+                                    fast_pack.pack_gemm(wt.data), fast_pack.gemm_scratch_bytes(k))
+    assert_bit_exact(expected, got.reshape(rows, nout),
+                     f"tinyaot_fully_connected_fast_s8 [{numerics}]", g, n, p)
 
 
 @SETTINGS
@@ -461,9 +495,15 @@ def test_add_s8(numerics, case):
                       u8_shift=0, **{k: p[k] for k in ("left_shift", "a_mult", "a_shift",
                                                        "b_mult", "b_shift", "out_mult",
                                                        "out_shift")})
+    fields.update(a_lut=None, b_lut=None, out_rq=None)  # tinyaot_add_fast_s8's tables
     size = int(np.prod(shape))
     got = K.add_s8(size, fields, av.reshape(-1), bv.reshape(-1), 0 if scalar_b else 1)
     assert_bit_exact(expected, got.reshape(shape), f"tinyaot_add_s8 [{numerics}]", g, n, p)
+    if numerics == "tflite":  # tinyaot_add_fast_s8 with the emitter's tables
+        a_lut, b_lut, out_rq = fast_pack.add_tables(p)
+        fields.update(a_lut=a_lut, b_lut=b_lut, out_rq=out_rq)
+        got = K.add_fast_s8(size, fields, av.reshape(-1), bv.reshape(-1), 0 if scalar_b else 1)
+        assert_bit_exact(expected, got.reshape(shape), "tinyaot_add_fast_s8 [tflite]", g, n, p)
 
 
 @st.composite

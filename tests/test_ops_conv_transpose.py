@@ -429,7 +429,7 @@ def test_transpose_conv_s8_kernel_random_shapes():
         q = kf.new_struct("tinyaot_requant_t", dict(
             in_zp=p["in_zp"], out_zp=p["out_zp"], act_min=-120, act_max=110, bias=p["bias"],
             scale=None, mult=np.asarray(mult, np.int32), shift=np.asarray(shift, np.int32),
-            post_bias=None, out_scale=0.0), keep)
+            post_bias=None, out_scale=0.0, rq=None), keep)
         nbytes = kf.kernels().call("tinyaot_transpose_conv_s8_get_buffer_size", dims)
         assert nbytes == transpose_conv_scratch_bytes(cout)
         scratch = rng.integers(-2**31, 2**31 - 1, nbytes // 4).astype(np.int32)

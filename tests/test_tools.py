@@ -221,9 +221,11 @@ def test_report_flash_split_and_stack(board):
     assert st["path"][0] == entry and st["path"][1] in c.module.kernels
     assert 0 < st["worst_case_bytes"] < st["reserved_bytes"]
     # The static bound (.su over the call graph) against a painted stack in QEMU:
-    # the deepest path is always taken by these kernels, so they agree exactly.
+    # the deepest path is always taken by these kernels, so they agree up to
+    # the one word a frame may reserve for 8-byte sp alignment and never write
+    # (qemu-m4: static 376 B, painted 372 B; qemu-m3: equal).
     assert not st["measured"]["overflowed_paint"]
-    assert st["measured"]["measured_bytes"] == st["worst_case_bytes"], st
+    assert 0 <= st["worst_case_bytes"] - st["measured"]["measured_bytes"] <= 4, st
     assert st["firmware_path"][0] == "main" and st["firmware_worst_case_bytes"] > st["worst_case_bytes"]
     rows = r["layers"]
     assert [x["index"] for x in rows] == list(range(len(g.nodes)))

@@ -69,20 +69,28 @@ class _Emitter:
         self.kernels.add(kernel)
         self.body.append(f"    if ({kernel}({', '.join(args)}) != TINYAOT_OK) return -1;")
 
-    def requant(self, lid, p):
+    def requant(self, lid, p, fast=False):
+        """The layer's tinyaot_requant_t; `fast` (a fast kernel's): also the
+        one-SMLAL records when every channel allows (fast_pack.smlal_requant)."""
+        from .fast_pack import smlal_requant
+
         bias = self.const("int32_t", f"{lid}_bias", p["bias"])
         if "scale" in p:
             scale = self.const("float", f"{lid}_scale", p["scale"])
             extra = f"{scale}, NULL, NULL"
             if "post_bias" in p:  # ConvInteger / MatMulInteger: float(acc) * scale + post_bias, Q
                 pb = self.const("float", f"{lid}_post_bias", p["post_bias"])
-                extra += f", {pb}, {c_float(p['out_scale'])}"
+                extra += f", {pb}, {c_float(p['out_scale'])}, NULL"
             else:
-                extra += ", NULL, 0.0f"
+                extra += ", NULL, 0.0f, NULL"
         else:
-            mult = self.const("int32_t", f"{lid}_mult", p["mult"])
-            shift = self.const("int32_t", f"{lid}_shift", p["shift"])
-            extra = f"NULL, {mult}, {shift}, NULL, 0.0f"
+            rq = smlal_requant(p["mult"], p["shift"], p["bias"]) if fast else None
+            if rq is None:
+                mult = self.const("int32_t", f"{lid}_mult", p["mult"])
+                shift = self.const("int32_t", f"{lid}_shift", p["shift"])
+                extra = f"NULL, {mult}, {shift}, NULL, 0.0f, NULL"
+            else:  # the words hold mult and shift too
+                extra = f"NULL, NULL, NULL, NULL, 0.0f, {self.const('int32_t', f'{lid}_rq', rq, align=8)}"
         self.consts.append(
             f"static const tinyaot_requant_t {lid}_q = {{ {p['in_zp']}, {p['out_zp']}, "
             f"{p['act_min']}, {p['act_max']}, {bias}, {extra} }};\n")
@@ -298,7 +306,7 @@ class _Emitter:
         if "mult" in p and np.any(np.asarray(p["mult"]) < 0):
             raise NotImplementedError("fast kernels need non-negative multipliers")
         kind = n.attrs["fast_kernel"]
-        q = self.requant(lid, p)
+        q = self.requant(lid, p, fast=True)
         x, y = n.inputs[0], n.outputs[0]
         if kind == "depthwise":
             wt = w.data[:, 0].transpose(1, 2, 0)  # [k_h][k_w][c]
@@ -340,11 +348,17 @@ class _Emitter:
             fields = (f"{p['a_zp']}, {p['b_zp']}, {p['out_zp']}, {p['act_min']}, {p['act_max']}, "
                       f"{c_float(p['a_scale'])}, {c_float(p['b_scale'])}, "
                       f"{c_float(p.get('out_scale', 0.0))}, {mode}, 0, 0, 0, 0, 0, 0, 0, "
-                      f"{c_float(p.get('qlinear_fixed', 0.0))}, {p.get('u8_shift', 0)}")
+                      f"{c_float(p.get('qlinear_fixed', 0.0))}, {p.get('u8_shift', 0)}, NULL, NULL, NULL")
         else:
+            from .fast_pack import add_tables
+
+            a_lut, b_lut, out_rq = add_tables(p)
+            luts = (f"{self.const('int32_t', f'{lid}_alut', a_lut)}, "
+                    f"{self.const('int32_t', f'{lid}_blut', b_lut)}, "
+                    + ("NULL" if out_rq is None else self.const("int32_t", f"{lid}_orq", out_rq)))
             fields = (f"{p['a_zp']}, {p['b_zp']}, {p['out_zp']}, {p['act_min']}, {p['act_max']}, "
                       f"0.0f, 0.0f, 0.0f, 0, {p['left_shift']}, {p['a_mult']}, {p['a_shift']}, "
-                      f"{p['b_mult']}, {p['b_shift']}, {p['out_mult']}, {p['out_shift']}, 0.0f, 0")
+                      f"{p['b_mult']}, {p['b_shift']}, {p['out_mult']}, {p['out_shift']}, 0.0f, 0, {luts}")
         self.consts.append(f"static const tinyaot_add_params_t {lid}_p = {{ {fields} }};\n")
         kernel = "tinyaot_add_fast_s8" if "a_scale" not in p else "tinyaot_add_s8"
         info["kernel"] = kernel

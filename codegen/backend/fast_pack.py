@@ -20,24 +20,26 @@ def _words(pairs_i16):
 
 
 def pack_gemm(w2d):
-    """W[oc][k] int8 -> int32 words [block][quad][row of 4][2]."""
+    """W[oc][k] int8 -> int32 words [pair of rows][quad][row of 2][2]; an odd
+    row count is padded with a zero row."""
     w = np.asarray(w2d, dtype=np.int16)
     oc, k = w.shape
     kp = (k + 3) // 4 * 4
-    ocp = (oc + 3) // 4 * 4
+    ocp = (oc + 1) // 2 * 2
     p = np.zeros((ocp, kp), dtype=np.int16)
     p[:oc, :k] = w
-    p = p.reshape(ocp // 4, 4, kp // 4, 4)[..., QUAD_ORDER]  # b, r, j, (k0 k2 k1 k3)
-    p = p.transpose(0, 2, 1, 3).reshape(ocp // 4, kp // 4, 4, 2, 2)
+    p = p.reshape(ocp // 2, 2, kp // 4, 4)[..., QUAD_ORDER]  # pair, r, j, (k0 k2 k1 k3)
+    p = p.transpose(0, 2, 1, 3).reshape(ocp // 2, kp // 4, 2, 2, 2)
     return _words(p).reshape(-1)
 
 
 def pack_depthwise(w_tap_c):
-    """W[tap][c] int8 (c % 4 == 0) -> int32 words [tap][quad][2]."""
+    """W[tap][c] int8 (c % 4 == 0) -> int32 words [quad][tap][2]: one channel
+    quad's taps are contiguous, so the kernel reaches them by immediate offsets."""
     w = np.asarray(w_tap_c, dtype=np.int16)
     taps, c = w.shape
     p = w.reshape(taps, c // 4, 4)[..., QUAD_ORDER].reshape(taps, c // 4, 2, 2)
-    return _words(p).reshape(-1)
+    return _words(p.transpose(1, 0, 2, 3)).reshape(-1)
 
 
 def conv_gemm_weights(w_oihw):
@@ -61,3 +63,39 @@ def conv_scratch_bytes(kh, kw, cin):
 def gemm_scratch_bytes(k):
     """tinyaot_convolve_fast_s8_get_buffer_size / tinyaot_fully_connected_fast_s8_get_buffer_size."""
     return 2 * ((k + 3) // 4) * 4 * 2
+
+
+def smlal_requant(mult, shift, bias):
+    """Per-channel records {mult, e - 1, R low, R high, bias} for the one-SMLAL
+    requantization (tinyaot_mbqm_smlal, tinyaot_requant_fast.h), e = -shift in
+    [1, 31], R = 2^30 + 2^(30+e). A channel with multiplier 0 (any shift) gets
+    mult 0, e 1: MBQM is 0 either way. None when a channel fits neither, or a
+    multiplier is outside [0, 2^31): the kernels then use the general form."""
+    m = np.asarray(mult, dtype=np.int64).reshape(-1)
+    e = -np.asarray(shift, dtype=np.int64).reshape(-1)
+    b = np.broadcast_to(np.asarray(bias, dtype=np.int64), m.shape)
+    e = np.where(m == 0, 1, e)
+    if m.size == 0 or np.any(e < 1) or np.any(e > 31) or np.any(m < 0) or np.any(m >= 1 << 31):
+        return None
+    r = (np.int64(1) << 30) + (np.int64(1) << (30 + e))
+    lo = r & 0xFFFFFFFF
+    words = np.stack([m, e - 1, lo, r >> 32, b], axis=1)
+    words = np.where(words >= 1 << 31, words - (1 << 32), words)
+    return words.astype(np.int32).reshape(-1)
+
+
+def add_tables(p):
+    """tinyaot_add_fast_s8's compile-time tables for tflite Add parameters p
+    (reference/tflite_fixedpoint.py:add_params): for each input, TFLite's
+    rescaled value MBQM((x - zp) << left_shift) of every int8 x (they depend on
+    x alone), and the output rescale's one-SMLAL record (None if its shift is
+    not negative)."""
+    from ..reference import tflite_fixedpoint as tfp
+
+    x = np.arange(-128, 128, dtype=np.int64)
+    luts = []
+    for zp, m, s in ((p["a_zp"], p["a_mult"], p["a_shift"]), (p["b_zp"], p["b_mult"], p["b_shift"])):
+        v = (x - int(zp)) * (1 << int(p["left_shift"]))
+        luts.append(np.asarray(tfp.multiply_by_quantized_multiplier_smaller_than_one_exp(
+            v, int(m), int(s)), dtype=np.int64).astype(np.int32))
+    return luts[0], luts[1], smlal_requant([p["out_mult"]], [p["out_shift"]], [0])

@@ -10,14 +10,14 @@
  * Weight packing (done at compile time, codegen/backend/fast_pack.py):
  *   GEMM weights W[oc][k], k = (ky * k_w + kx) * in_c + ic (FC: k = in
  *   feature), widened to int16, K padded with zeros to Kp = roundup(K, 4),
- *   out channels padded with zero rows to a multiple of 4.  Stored as
- *   int32 words holding two int16 (low half first), in blocks of 4 output
- *   channels: for block b, for quad j of k, for row r of the block:
- *       word 0 = { W[4b+r][4j+0], W[4b+r][4j+2] }
- *       word 1 = { W[4b+r][4j+1], W[4b+r][4j+3] }
+ *   out channels padded with a zero row to an even count. Stored as int32
+ *   words holding two int16 (low half first), in pairs of output channels:
+ *   for pair P, for quad j of k, for row r of the pair:
+ *       word 0 = { W[2P+r][4j+0], W[2P+r][4j+2] }
+ *       word 1 = { W[2P+r][4j+1], W[2P+r][4j+3] }
  *   which is the order __SXTAB16 / __SXTAB16_ROR8 widen four int8 inputs.
  *   Depthwise weights W[tap][c] (tap = ky * k_w + kx, in_c == out_c,
- *   in_c % 4 == 0): for tap t, for channel quad j: the same two words.
+ *   in_c % 4 == 0): for channel quad j, for tap t: the same two words.
  *
  * Scratch: the conv and FC kernels widen their input (minus the input zero
  * point) into `scratch`, planned in the arena by the compiler and live only

@@ -32,6 +32,10 @@ typedef struct {
      * with out_scale (onnxruntime's Cast -> Mul -> Add -> QuantizeLinear); else NULL */
     const float *post_bias;
     float out_scale;
+    const int32_t *rq;    /* fast kernels, tflite with every shift in [-31, -1] (or
+                             mult 0): per channel {mult, -shift - 1, round_lo,
+                             round_hi, bias} (one-SMLAL requantization,
+                             tinyaot_requant_fast.h), else NULL */
 } tinyaot_requant_t;
 
 typedef struct {
@@ -116,6 +120,11 @@ typedef struct {
     /* use_float 2: a_scale, b_scale are s_a / s_y, s_b / s_y; zero points folded in */
     float qlinear_fixed;
     int32_t u8_shift; /* 128 when onnxruntime ran the add on uint8 */
+    /* tflite, tinyaot_add_fast_s8 only (NULL: computed): the rescaled
+     * inputs MBQM((x - zp) << left_shift) for x = -128..127, and the one-SMLAL
+     * record of the output rescale (codegen/backend/fast_pack.py) */
+    const int32_t *a_lut, *b_lut;
+    const int32_t *out_rq;
 } tinyaot_add_params_t;
 
 /* Elementwise a + b; b_stride 0 broadcasts a scalar b. */

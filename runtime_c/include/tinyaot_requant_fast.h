@@ -17,6 +17,7 @@
 
 #include <stdint.h>
 
+#include "tinyaot_intrinsics.h"
 #include "tinyaot_kernels.h"
 #include "tinyaot_requant.h"
 
@@ -56,6 +57,55 @@ static inline int8_t tinyaot_requant_tflite_fast(int32_t acc, int32_t mult, int3
     }
 }
 
+/* One-SMLAL form of tinyaot_requant_tflite's MBQM for shift < 0, e = -shift
+ * in [1, 31]; exact for every int32 v (bias included) and mult in [0, 2^31):
+ *   MBQM(v) = RDBPOT(x, e), x = SRDHM(v, m) = floor((v*m + 2^30) / 2^31) (above);
+ *   RDBPOT(x, e) = floor((x + 2^(e-1) - [x < 0]) / 2^e) (ties away from zero:
+ *   for x < 0 the remainder must exceed 2^(e-1)).
+ *   For an integer k and n > 0, floor((floor(y) + k) / n) = floor((y + k) / n), so
+ *   MBQM(v) = floor((v*m + 2^30 + 2^(30+e) - [x < 0] * 2^31) / 2^(31+e)).
+ *   [x < 0] may be replaced by [v < 0]: they differ only when v < 0 and x = 0,
+ *   and then both give floor((2^(e-1) - s) / 2^e) = 0 for e >= 1.
+ *   With R = 2^30 + 2^(30+e) (per channel, compile time, two words):
+ *   MBQM(v) = (R + v*m - [v < 0] * 2^31) >> (31 + e); as 31 + e >= 32, that is
+ *   the high word shifted right by e - 1: SMLAL, LSR, SMLAL (by INT32_MIN), ASR.
+ *   |v*m| < 2^62 and R <= 2^61 + 2^30, so the 64-bit sum does not overflow.
+ *   (m = 0 gives 0 for every shift, so such channels take e = 1.)
+ * The portable form computes the same sum modulo 2^64 (the exact sum fits). */
+#if TINYAOT_HAVE_DSP_ASM
+static inline __attribute__((always_inline)) int32_t tinyaot_mbqm_smlal(int32_t v, int32_t m,
+                                                                       int32_t sh, uint32_t rlo,
+                                                                       int32_t rhi)
+{
+    uint32_t t;
+    __asm__("smlal %[lo], %[hi], %[v], %[m]\n\t"
+            "lsr %[t], %[v], #31\n\t"
+            "smlal %[lo], %[hi], %[t], %[mn]\n\t"
+            "asr %[hi], %[hi], %[sh]"
+            : [lo] "+&r"(rlo), [hi] "+&r"(rhi), [t] "=&r"(t)
+            : [v] "r"(v), [m] "r"(m), [mn] "r"(0x80000000u), [sh] "r"(sh));
+    return rhi;
+}
+#else
+static inline int32_t tinyaot_mbqm_smlal(int32_t v, int32_t m, int32_t sh, uint32_t rlo,
+                                         int32_t rhi)
+{
+    const uint64_t r = ((uint64_t)(uint32_t)rhi << 32) | (uint64_t)rlo;
+    const uint64_t s = r + (uint64_t)((int64_t)v * (int64_t)m) -
+                       ((uint64_t)((uint32_t)v >> 31) << 31);
+    return tinyaot_fp_asr(tinyaot_fp_s32((uint32_t)(s >> 32)), sh);
+}
+#endif
+
+/* How a layer requantizes; the kernels branch on it once per call and
+ * inline one copy of their loops per mode (so no per-output test). */
+enum {
+    TINYAOT_RQ_ORT = 0,       /* float scale (onnxruntime) */
+    TINYAOT_RQ_TFLITE = 1,    /* tinyaot_requant_tflite_fast (some shift >= 0) */
+    TINYAOT_RQ_SMLAL = 2,     /* tinyaot_mbqm_smlal, clamp to [lo, hi] */
+    TINYAOT_RQ_SMLAL_SAT = 3  /* tinyaot_mbqm_smlal, [lo, hi] = [-128, 127]: SSAT only */
+};
+
 /* The requantization parameters of one layer, copied to locals once per call
  * (so int8 stores through the output pointer cannot force reloads). */
 typedef struct {
@@ -63,7 +113,9 @@ typedef struct {
     const float *scale;
     const int32_t *mult;
     const int32_t *shift;
+    const int32_t *rq;
     int32_t zp, lo, hi;
+    int32_t mode;
 } tinyaot_rqc_t;
 
 static inline tinyaot_rqc_t tinyaot_rqc(const tinyaot_requant_t *q)
@@ -73,47 +125,130 @@ static inline tinyaot_rqc_t tinyaot_rqc(const tinyaot_requant_t *q)
     r.scale = q->scale;
     r.mult = q->mult;
     r.shift = q->shift;
+    r.rq = q->rq;
     r.zp = q->out_zp;
     r.lo = q->act_min;
     r.hi = q->act_max;
+    if (q->scale) {
+        r.mode = TINYAOT_RQ_ORT;
+    } else if (!q->rq) {
+        r.mode = TINYAOT_RQ_TFLITE;
+    } else if (q->act_min <= -128 && q->act_max >= 127) {
+        r.mode = TINYAOT_RQ_SMLAL_SAT;
+    } else {
+        r.mode = TINYAOT_RQ_SMLAL;
+    }
     return r;
 }
 
+/* tinyaot_requant_ort with the float clamp as IT-predicated moves on FPU
+ * cores: inlined into a kernel loop, the C comparisons may become branches,
+ * and the instruction count would depend on the data. The same result. */
+static inline int8_t tinyaot_requant_ort_fast(int32_t acc, float scale, int32_t zp, int32_t lo,
+                                              int32_t hi)
+{
+#if defined(__GNUC__) && defined(__thumb2__) && defined(__ARM_FP) && \
+    !defined(TINYAOT_PORTABLE_INTRINSICS)
+    float v = (float)acc * scale;
+    const float fmin = (float)(lo - zp);
+    const float fmax = (float)(hi - zp);
+    __asm__("vcmp.f32 %[v], %[mn]\n\t"
+            "vmrs APSR_nzcv, fpscr\n\t"
+            "it mi\n\t"
+            "vmovmi.f32 %[v], %[mn]\n\t"
+            "vcmp.f32 %[v], %[mx]\n\t"
+            "vmrs APSR_nzcv, fpscr\n\t"
+            "it gt\n\t"
+            "vmovgt.f32 %[v], %[mx]"
+            : [v] "+t"(v)
+            : [mn] "t"(fmin), [mx] "t"(fmax)
+            : "cc");
+    return (int8_t)(tinyaot_round_even_f32(v) + zp);
+#else
+    return tinyaot_requant_ort(acc, scale, zp, lo, hi);
+#endif
+}
+
+/* acc (bias included) of channel ch -> int8, in requantization mode `mode`
+ * (a constant after inlining); not for the SMLAL modes. */
+static inline __attribute__((always_inline)) int8_t tinyaot_rqc_out(const tinyaot_rqc_t *r,
+                                                                    int32_t acc, int32_t ch,
+                                                                    int mode)
+{
+    if (mode == TINYAOT_RQ_ORT) {
+        return tinyaot_requant_ort_fast(acc, r->scale[ch], r->zp, r->lo, r->hi);
+    }
+    return tinyaot_requant_tflite_fast(acc, r->mult[ch], r->shift[ch], r->zp, r->lo, r->hi);
+}
+
+/* SMLAL modes: acc (without bias) -> int8 with the record p of its channel
+ * ({mult, e - 1, R low, R high, bias}). */
+static inline __attribute__((always_inline)) int8_t tinyaot_rq_smlal_out(const tinyaot_rqc_t *r,
+                                                                         int32_t acc,
+                                                                         const int32_t *p,
+                                                                         int mode)
+{
+    const int32_t v = tinyaot_mbqm_smlal(acc + p[4], p[0], p[1], (uint32_t)p[2], p[3]) + r->zp;
+    if (mode == TINYAOT_RQ_SMLAL_SAT) {
+        return (int8_t)__SSAT(v, 8);
+    }
+    return (int8_t)tinyaot_fp_clamp(v, r->lo, r->hi);
+}
+
 /* Output channel ch of two accumulators (two pixels / rows) at once. */
+static inline __attribute__((always_inline)) void tinyaot_rqc_apply2_m(const tinyaot_rqc_t *r,
+                                                                       int32_t acc0, int32_t acc1,
+                                                                       int32_t ch, int8_t *o0,
+                                                                       int8_t *o1, int mode)
+{
+    if (mode == TINYAOT_RQ_SMLAL || mode == TINYAOT_RQ_SMLAL_SAT) {
+        const int32_t *p = r->rq + 5 * ch;
+        *o0 = tinyaot_rq_smlal_out(r, acc0, p, mode);
+        *o1 = tinyaot_rq_smlal_out(r, acc1, p, mode);
+        return;
+    }
+    {
+        const int32_t b = r->bias[ch];
+        *o0 = tinyaot_rqc_out(r, acc0 + b, ch, mode);
+        *o1 = tinyaot_rqc_out(r, acc1 + b, ch, mode);
+    }
+}
+
+static inline __attribute__((always_inline)) int8_t tinyaot_rqc_apply_m(const tinyaot_rqc_t *r,
+                                                                        int32_t acc, int32_t ch,
+                                                                        int mode)
+{
+    if (mode == TINYAOT_RQ_SMLAL || mode == TINYAOT_RQ_SMLAL_SAT) {
+        return tinyaot_rq_smlal_out(r, acc, r->rq + 5 * ch, mode);
+    }
+    return tinyaot_rqc_out(r, acc + r->bias[ch], ch, mode);
+}
+
 static inline void tinyaot_rqc_apply2(const tinyaot_rqc_t *r, int32_t acc0, int32_t acc1, int32_t ch,
                                       int8_t *o0, int8_t *o1)
 {
-    const int32_t b = r->bias[ch];
-    acc0 += b;
-    acc1 += b;
-    if (r->scale) {
-        const float s = r->scale[ch];
-        *o0 = tinyaot_requant_ort(acc0, s, r->zp, r->lo, r->hi);
-        *o1 = tinyaot_requant_ort(acc1, s, r->zp, r->lo, r->hi);
-    } else {
-        const int32_t m = r->mult[ch], sh = r->shift[ch];
-        *o0 = tinyaot_requant_tflite_fast(acc0, m, sh, r->zp, r->lo, r->hi);
-        *o1 = tinyaot_requant_tflite_fast(acc1, m, sh, r->zp, r->lo, r->hi);
+    switch (r->mode) {
+    case TINYAOT_RQ_ORT: tinyaot_rqc_apply2_m(r, acc0, acc1, ch, o0, o1, TINYAOT_RQ_ORT); break;
+    case TINYAOT_RQ_TFLITE: tinyaot_rqc_apply2_m(r, acc0, acc1, ch, o0, o1, TINYAOT_RQ_TFLITE); break;
+    case TINYAOT_RQ_SMLAL: tinyaot_rqc_apply2_m(r, acc0, acc1, ch, o0, o1, TINYAOT_RQ_SMLAL); break;
+    default: tinyaot_rqc_apply2_m(r, acc0, acc1, ch, o0, o1, TINYAOT_RQ_SMLAL_SAT); break;
     }
 }
 
 static inline int8_t tinyaot_rqc_apply(const tinyaot_rqc_t *r, int32_t acc, int32_t ch)
 {
-    acc += r->bias[ch];
-    if (r->scale) {
-        return tinyaot_requant_ort(acc, r->scale[ch], r->zp, r->lo, r->hi);
+    switch (r->mode) {
+    case TINYAOT_RQ_ORT: return tinyaot_rqc_apply_m(r, acc, ch, TINYAOT_RQ_ORT);
+    case TINYAOT_RQ_TFLITE: return tinyaot_rqc_apply_m(r, acc, ch, TINYAOT_RQ_TFLITE);
+    case TINYAOT_RQ_SMLAL: return tinyaot_rqc_apply_m(r, acc, ch, TINYAOT_RQ_SMLAL);
+    default: return tinyaot_rqc_apply_m(r, acc, ch, TINYAOT_RQ_SMLAL_SAT);
     }
-    return tinyaot_requant_tflite_fast(acc, r->mult[ch], r->shift[ch], r->zp, r->lo, r->hi);
 }
 
 static inline int8_t tinyaot_requant_channel_fast(const tinyaot_requant_t *q, int32_t acc, int32_t ch)
 {
-    acc += q->bias[ch];
-    if (q->scale) {
-        return tinyaot_requant_ort(acc, q->scale[ch], q->out_zp, q->act_min, q->act_max);
-    }
-    return tinyaot_requant_tflite_fast(acc, q->mult[ch], q->shift[ch], q->out_zp,
-                                       q->act_min, q->act_max);
+    const tinyaot_rqc_t r = tinyaot_rqc(q);
+    return tinyaot_rqc_apply(&r, acc, ch);
 }
 
 #endif

@@ -1,6 +1,9 @@
 /* Elementwise int8 Add, as tinyaot_add_s8 computes it (bit-identical), with
  * the per-layer constants hoisted out of the loop and the TFLite fixed-point
- * steps in the cheaper exact forms of tinyaot_requant_fast.h. */
+ * steps in the cheaper exact forms of tinyaot_requant_fast.h. With the
+ * compile-time tables (a_lut, b_lut: each input's rescaled value depends on
+ * that int8 alone) an element is two table reads, an add and the one-SMLAL
+ * output rescale. */
 #include "tinyaot_fast_kernels.h"
 #include "tinyaot_requant_fast.h"
 
@@ -19,6 +22,24 @@ int tinyaot_add_fast_s8(int32_t n, const tinyaot_add_params_t *p, const int8_t *
     if (p->use_float || p->a_mult < 0 || p->b_mult < 0 || p->out_mult < 0 || p->a_shift > 0 ||
         p->b_shift > 0 || p->out_shift > 0) {
         return tinyaot_add_s8(n, p, a, b, b_stride, output);
+    }
+    if (p->a_lut && p->b_lut && p->out_rq) {
+        const int32_t *la = p->a_lut + 128, *lb = p->b_lut + 128, *r = p->out_rq;
+        const int32_t m = r[0], sh = r[1], rhi = r[3];
+        const uint32_t rlo = (uint32_t)r[2];
+        if (lo <= -128 && hi >= 127) {
+            for (int32_t i = 0; i < n; ++i) {
+                const int32_t sum = tinyaot_fp_wrap_add(la[a[i]], lb[b[i * b_stride]]);
+                output[i] = (int8_t)__SSAT(tinyaot_mbqm_smlal(sum, m, sh, rlo, rhi) + out_zp, 8);
+            }
+        } else {
+            for (int32_t i = 0; i < n; ++i) {
+                const int32_t sum = tinyaot_fp_wrap_add(la[a[i]], lb[b[i * b_stride]]);
+                output[i] = (int8_t)tinyaot_fp_clamp(tinyaot_mbqm_smlal(sum, m, sh, rlo, rhi) + out_zp,
+                                                     lo, hi);
+            }
+        }
+        return TINYAOT_OK;
     }
     const int32_t ls = p->left_shift;
     const int32_t am = p->a_mult, bm = p->b_mult, om = p->out_mult;

@@ -16,50 +16,73 @@ int32_t tinyaot_convolve_fast_s8_get_buffer_size(const tinyaot_conv_dims_t *d)
     return 2 * d->k_h * padded_row(d) * (int32_t)sizeof(int16_t);
 }
 
-static void im2col_pixel(const tinyaot_conv_dims_t *d, const int8_t *input, int32_t p,
-                         tinyaot_colw_t *c)
+/* The column of output pixel (oy, ox): k_h rows of k_w * in_c values (zero
+ * where the window leaves the input), each row padded to whole quads. */
+static void im2col_pixel(const tinyaot_conv_dims_t *d, const int8_t *input, int32_t oy,
+                         int32_t ox, uint32_t *dst, int32_t st, uint32_t off, int32_t in_zp)
 {
-    const int32_t oy = p / d->out_w;
-    const int32_t ox = p - oy * d->out_w;
+    const int32_t cin = d->in_c, k_w = d->k_w, in_w = d->in_w;
+    const int32_t row = k_w * cin, prow = (row + 3) & ~3;
     const int32_t iy0 = oy * d->stride_h - d->pad_top;
     const int32_t ix0 = ox * d->stride_w - d->pad_left;
-    const int32_t cin = d->in_c;
-    int32_t kx_lo = 0, kx_hi = d->k_w;
-    if (d->dil_w == 1) {
-        if (ix0 < 0) {
-            kx_lo = -ix0 < d->k_w ? -ix0 : d->k_w;
-        }
-        if (ix0 + d->k_w > d->in_w) {
-            kx_hi = d->in_w - ix0 > kx_lo ? d->in_w - ix0 : kx_lo;
-        }
-    }
+    const int inside_x = d->dil_w == 1 && ix0 >= 0 && ix0 + k_w <= in_w;
     for (int32_t ky = 0; ky < d->k_h; ++ky) {
         const int32_t iy = iy0 + ky * d->dil_h;
         if (iy < 0 || iy >= d->in_h) {
-            tinyaot_colw_zeros(c, padded_row(d));
+            for (int32_t k = 0; k < prow; k += 4) {
+                dst[0] = 0u;
+                dst[1] = 0u;
+                dst += st;
+            }
             continue;
         }
-        const int8_t *row = input + (int32_t)iy * d->in_w * cin;
-        if (d->dil_w == 1 && kx_lo == 0 && kx_hi == d->k_w && (c->k & 3) == 0 &&
-            d->k_w * cin >= 4) {
-            tinyaot_colw_bytes_pad4(c, row + ix0 * cin, d->k_w * cin);
-        } else if (d->dil_w == 1) {
-            tinyaot_colw_zeros(c, kx_lo * cin);
-            tinyaot_colw_bytes(c, row + (ix0 + kx_lo) * cin, (kx_hi - kx_lo) * cin);
-            tinyaot_colw_zeros(c, (d->k_w - kx_hi) * cin);
-        } else {
-            for (int32_t kx = 0; kx < d->k_w; ++kx) {
+        const int8_t *src = input + iy * in_w * cin;
+        if (inside_x) {
+            dst = tinyaot_widen_run(src + ix0 * cin, row, dst, st, off, in_zp);
+            continue;
+        }
+        /* the window crosses the left / right edge (or is dilated): value by value,
+         * kx in [kx_lo, kx_hi) inside the row (undilated: one contiguous run) */
+        {
+            int32_t v[4]; /* each written before its quad is stored */
+            int32_t k = 0;
+            for (int32_t kx = 0; kx < k_w; ++kx) {
                 const int32_t ix = ix0 + kx * d->dil_w;
-                if (ix < 0 || ix >= d->in_w) {
-                    tinyaot_colw_zeros(c, cin);
+                int32_t n = cin;
+                const int8_t *px = src;
+                if (ix < 0 || ix >= in_w) {
+                    n = 0;
+                } else if (d->dil_w == 1) { /* the rest of the run at once */
+                    px = src + ix * cin;
+                    n = (in_w - ix < k_w - kx ? in_w - ix : k_w - kx) * cin;
+                    kx += n / cin - 1;
                 } else {
-                    tinyaot_colw_bytes(c, row + ix * cin, cin);
+                    px = src + ix * cin;
+                }
+                if (n == 0) {
+                    for (int32_t c = 0; c < cin; ++c) {
+                        v[k & 3] = 0;
+                        if ((++k & 3) == 0) {
+                            tinyaot_put_quad(dst, v[0], v[1], v[2], v[3]);
+                            dst += st;
+                        }
+                    }
+                }
+                for (int32_t i = 0; i < n; ++i) {
+                    v[k & 3] = px[i] - in_zp;
+                    if ((++k & 3) == 0) {
+                        tinyaot_put_quad(dst, v[0], v[1], v[2], v[3]);
+                        dst += st;
+                    }
                 }
             }
+            if (k & 3) { /* zeros up to the quad (written out: a loop becomes a memset call) */
+                const int32_t r = k & 3;
+                tinyaot_put_quad(dst, v[0], r > 1 ? v[1] : 0, r > 2 ? v[2] : 0, 0);
+                dst += st;
+            }
         }
-        tinyaot_colw_pad4(c);
     }
-    tinyaot_colw_finish(c);
 }
 
 int tinyaot_convolve_fast_s8(const tinyaot_conv_dims_t *d, const tinyaot_requant_t *q,
@@ -71,21 +94,42 @@ int tinyaot_convolve_fast_s8(const tinyaot_conv_dims_t *d, const tinyaot_requant
     }
     const int32_t nquads = d->k_h * padded_row(d) / 4;
     const int32_t npix = d->out_h * d->out_w;
-    const int32_t out_c = d->out_c;
-    tinyaot_colw_t c;
+    const int32_t out_c = d->out_c, out_w = d->out_w;
+    const tinyaot_rqc_t rq = tinyaot_rqc(q);
+    const int32_t in_zp = q->in_zp;
+    const uint32_t off = tinyaot_pack16(-in_zp, -in_zp);
+    int32_t oy = 0, ox = 0; /* of pixel p */
     int32_t p = 0;
+    if (d->k_h == 1 && d->k_w == 1 && d->stride_h == 1 && d->stride_w == 1 && d->pad_top == 0 &&
+        d->pad_left == 0 && d->in_h == d->out_h && d->in_w == d->out_w) {
+        /* pointwise: pixel p's column is the in_c bytes at input + p * in_c */
+        const int32_t cin = d->in_c;
+        for (; p + 1 < npix; p += 2) {
+            tinyaot_widen_run(input + p * cin, cin, scratch, 4, off, in_zp);
+            tinyaot_widen_run(input + (p + 1) * cin, cin, scratch + 2, 4, off, in_zp);
+            tinyaot_gemm_2col(scratch, nquads, packed_weights, out_c, &rq, output + p * out_c,
+                              output + (p + 1) * out_c);
+        }
+        oy = p / out_w;
+        ox = p - oy * out_w;
+    }
     for (; p + 1 < npix; p += 2) {
-        tinyaot_colw_init(&c, scratch, 4, q->in_zp);
-        im2col_pixel(d, input, p, &c);
-        tinyaot_colw_init(&c, scratch + 2, 4, q->in_zp);
-        im2col_pixel(d, input, p + 1, &c);
-        tinyaot_gemm_2col(scratch, nquads, packed_weights, out_c, q, output + p * out_c,
+        im2col_pixel(d, input, oy, ox, scratch, 4, off, in_zp);
+        if (++ox == out_w) {
+            ox = 0;
+            ++oy;
+        }
+        im2col_pixel(d, input, oy, ox, scratch + 2, 4, off, in_zp);
+        if (++ox == out_w) {
+            ox = 0;
+            ++oy;
+        }
+        tinyaot_gemm_2col(scratch, nquads, packed_weights, out_c, &rq, output + p * out_c,
                           output + (p + 1) * out_c);
     }
     if (p < npix) {
-        tinyaot_colw_init(&c, scratch, 2, q->in_zp);
-        im2col_pixel(d, input, p, &c);
-        tinyaot_gemm_1col(scratch, nquads, packed_weights, out_c, q, output + p * out_c);
+        im2col_pixel(d, input, oy, ox, scratch, 2, off, in_zp);
+        tinyaot_gemm_1col(scratch, nquads, packed_weights, out_c, &rq, output + p * out_c);
     }
     return TINYAOT_OK;
 }
