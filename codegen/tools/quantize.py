@@ -39,12 +39,15 @@ class CalibReader:
 
 
 def quantize_qdq(f32_path, calib_inputs, out_path, method="minmax",
-                 keep_removable_activations=False, tick=None):
+                 keep_removable_activations=False, tick=None, extra_op_types=()):
     """Float ONNX -> QDQ int8 ONNX (float I/O); calib_inputs: (N, ...) samples
-    without the batch axis. Writes out_path atomically; returns it."""
+    without the batch axis. extra_op_types: ops onnxruntime does not quantize
+    by default (e.g. HardSigmoid, ReduceMean) to put inside DQ -> op -> Q too.
+    Writes out_path atomically; returns it."""
     import onnx
     from onnxruntime.quantization import (CalibrationMethod, QuantFormat, QuantType,
                                           quantize_static)
+    from onnxruntime.quantization.registry import QDQRegistry, QLinearOpsRegistry
     from onnxruntime.quantization.shape_inference import quant_pre_process
 
     if method not in METHODS:
@@ -64,6 +67,8 @@ def quantize_qdq(f32_path, calib_inputs, out_path, method="minmax",
             weight_type=QuantType.QInt8,
             activation_type=QuantType.QInt8,
             calibrate_method=cm,
+            op_types_to_quantize=(sorted(set(QLinearOpsRegistry) | set(QDQRegistry)
+                                         | set(extra_op_types)) if extra_op_types else None),
             extra_options=({"QDQKeepRemovableActivations": True}
                            if keep_removable_activations else None),
         )
