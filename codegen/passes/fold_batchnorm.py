@@ -145,7 +145,10 @@ def _bias(consts, inputs, i, m):
 
 def _rank(model, name):
     from onnx import shape_inference
-    g = shape_inference.infer_shapes(model).graph
+    try:
+        g = shape_inference.infer_shapes(model).graph
+    except Exception:  # an unknown rank: not folded (the quantizer reports the model's error)
+        return None
     for v in list(g.input) + list(g.value_info) + list(g.output):
         if v.name == name and v.type.tensor_type.HasField("shape"):
             return len(v.type.tensor_type.shape.dim)
