@@ -138,7 +138,7 @@ def _bias(consts, inputs, i, m):
     if len(inputs) <= i or not inputs[i]:
         return np.zeros(m)
     b = consts.get(inputs[i])
-    if b is None or b.size not in (1, m) or (b.size == m and b.reshape(-1).shape[0] != b.shape[-1]):
+    if b is None or b.shape not in ((m,), (1, m), (), (1,)):
         return None
     return np.broadcast_to(b.reshape(-1), (m,)).astype(np.float64)
 
