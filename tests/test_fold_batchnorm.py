@@ -102,6 +102,8 @@ def test_conv_bn_is_folded(group, c_out, bias):
 def test_gemm_bn_is_folded_both_transb(trans_b, bias_shape):
     m = fold_and_compare(gemm_bn(trans_b, bias_shape), (3, 8), 1)
     assert [n.op_type for n in m.graph.node] == ["Gemm"]
+    gemm = m.graph.node[0]
+    assert {a.name: a.i for a in gemm.attribute} == {"transB": trans_b}  # alpha, beta folded
 
 
 def test_matmul_bn_becomes_matmul_plus_bias():
@@ -212,9 +214,14 @@ def test_quantize_cli_folds_bn_and_the_result_is_bit_exact_on_host(tmp_path):
              _bn("c1", "b1", "bn1"),
              helper.make_node("Relu", ["b1"], ["r1"], name="relu1"),
              helper.make_node("Conv", ["r1", "w2"], ["c2"], name="dw", pads=[1, 1, 1, 1], group=6),
-             _bn("c2", "y", "bn2")]
-    m = _model(nodes, [c1, dw] + _bn_params("bn1", 6, rng) + _bn_params("bn2", 6, rng),
-               [1, 3, 8, 8], [1, 6, 8, 8], opset=13)
+             _bn("c2", "b2", "bn2"),
+             helper.make_node("GlobalAveragePool", ["b2"], ["p"], name="gap"),
+             helper.make_node("Flatten", ["p"], ["f"], name="flat"),
+             helper.make_node("Gemm", ["f", "w3", "b3"], ["g"], name="fc"),
+             _bn("g", "y", "bn3")]
+    fc = [_init("w3", rng.normal(0, 0.4, (6, 5))), _init("b3", rng.normal(0, 0.5, 5))]
+    m = _model(nodes, [c1, dw] + fc + _bn_params("bn1", 6, rng) + _bn_params("bn2", 6, rng)
+               + _bn_params("bn3", 5, rng), [1, 3, 8, 8], [1, 5], opset=13)
     f32 = tmp_path / "f32.onnx"
     onnx.save(m, str(f32))
     calib = tmp_path / "calib.npz"
@@ -224,9 +231,9 @@ def test_quantize_cli_folds_bn_and_the_result_is_bit_exact_on_host(tmp_path):
                         str(calib), "-o", str(out), "--json"], capture_output=True, text=True,
                        cwd=REPO)
     assert p.returncode == 0, p.stderr
-    assert json.loads(p.stdout)["batchnorm_folded"] == 2
+    assert json.loads(p.stdout)["batchnorm_folded"] == 3
     ops = [n.op_type for n in onnx.load(str(out)).graph.node]
-    assert "BatchNormalization" not in ops and ops.count("Conv") == 2
+    assert "BatchNormalization" not in ops and ops.count("Conv") == 2 and ops.count("Gemm") == 1
     # float I/O model: quantize float inputs as its QuantizeLinear does, run on the
     # host, dequantize; must equal onnxruntime's float output bit for bit
     c = compile_model(out)

@@ -109,10 +109,10 @@ def _fold_gemm(model, gemm, bn, consts, s, shift):
     c = _bias(consts, gemm.input, 2, s.shape[0])
     if c is None or alpha == 0.0:
         return False
-    # Y = alpha * A B + beta * C; keep alpha, fold beta into the new C and set beta = 1
-    w_new = w * (s[:, None] if trans_b else s[None, :])
+    # Y = alpha * A B + beta * C: alpha and beta go into the new B and C (both become 1)
+    w_new = alpha * w * (s[:, None] if trans_b else s[None, :])
     _set_inputs(model, gemm, {1: w_new, 2: beta * c * s + shift}, bn.output[0])
-    for at in [at for at in gemm.attribute if at.name == "beta"]:
+    for at in [at for at in gemm.attribute if at.name in ("alpha", "beta")]:
         gemm.attribute.remove(at)
     return True
 
