@@ -12,6 +12,11 @@
   decoder_int8.onnx     upsampler on [1,16,1,1]: ConvTranspose k4 + ReLU,
       ConvTranspose k4/2 pad 1 + ReLU, ConvTranspose k3/2 pad 1
       output_padding 1 -> [1,1,16,16].
+  misc_ops_int8.onnx    the remaining operators on [1,3,8,8]: conv3x3 + ReLU +
+      grouped conv3x3 (2 groups) + ReLU and 1x1 conv + HardSigmoid, AveragePool 3x3/2 pad 1 (count_include_pad
+      1 and 0), Concat of the two (different scales), ReduceMean over H, W,
+      Transpose NCHW -> NHWC + Reshape to [16,12], MatMul with a constant
+      weight, MatMul of two activations (h^T h), Concat, Gemm, Softmax.
   data_ops_int8.onnx    data movement and resizing on [1,3,12,12]: conv3x3 +
       ReLU, Slice (channels 1:7, H and W step 2), Split [2, 4] on channels,
       nearest Resize x2 + 1x1 conv, bilinear Resize to 9x9 (half-pixel),
@@ -22,7 +27,7 @@ quantize_static (QDQ, per-channel int8 weights, int8 activations, MinMax on
 random calibration data, through codegen/tools/quantize.py), then given int8
 graph input/output (make_digits_cnn.to_int8_io). The Sigmoid and Tanh outputs
 are re-quantized the way the TFLite converter fixes them (Sigmoid 1/256, -128;
-Tanh 1/128, 0), so the same file is valid for both numerics. Golden vectors:
+Tanh 1/128, 0; Softmax 1/256, -128), so the same file is valid for both numerics. Golden vectors:
 onnxruntime's default CPU session on 16 int8 inputs (`outputs`).
 
     python3 models/make_regression_models.py        # rewrites the 4 files
@@ -48,7 +53,8 @@ sys.path.insert(0, os.path.dirname(HERE))
 OPSET = 17
 N_CALIB = 64
 N_GOLDEN = 16
-FIXED_OUTPUT_Q = {"Sigmoid": (1.0 / 256, -128), "Tanh": (1.0 / 128, 0)}
+FIXED_OUTPUT_Q = {"Sigmoid": (1.0 / 256, -128), "Tanh": (1.0 / 128, 0),
+                  "Softmax": (1.0 / 256, -128)}
 
 
 class MBV2Block(nn.Module):
@@ -232,6 +238,39 @@ class Decoder(nn.Module):
 MODELS["decoder"] = (Decoder, (16, 1, 1))  # decoder_int8.onnx: ConvTranspose + Relu
 
 
+class MiscOpsNet(nn.Module):
+    """The operators no other regression model has: grouped Conv, HardSigmoid, AveragePool
+    (padded, count_include_pad 1 and 0), a requantizing Concat, ReduceMean over
+    H, W, a layout-changing Transpose, Reshape, MatMul with a constant weight,
+    MatMul of two activations, Softmax."""
+
+    def __init__(self):
+        super().__init__()
+        self.c1 = nn.Conv2d(3, 8, 3, padding=1)
+        self.grouped = nn.Conv2d(8, 8, 3, padding=1, groups=2)
+        self.c2 = nn.Conv2d(3, 4, 1)
+        self.proj = nn.Linear(12, 6, bias=False)        # MatMul, constant weight
+        self.fc = nn.Linear(6 * 6 + 12, 5)
+
+    def forward(self, x):
+        a = F.relu(self.grouped(F.relu(self.c1(x))))                       # 8 x 8 x 8
+        b = F.hardsigmoid(self.c2(x))                                      # 4 x 8 x 8
+        p = F.avg_pool2d(a, 3, stride=2, padding=1, count_include_pad=True)   # 8 x 4 x 4
+        q = F.avg_pool2d(b, 3, stride=2, padding=1, count_include_pad=False)  # 4 x 4 x 4
+        c = torch.cat([p, q], 1)                                           # 12 x 4 x 4
+        m = torch.flatten(c.mean((2, 3), keepdim=True), 1)                 # ReduceMean: 12
+        # tinyaot's constant-weight MatMul takes a 2-D activation: tokens x channels
+        t = c.permute(0, 2, 3, 1).reshape(16, 12)                          # Transpose, Reshape
+        h = self.proj(t)                                                   # 16 x 6
+        g = torch.matmul(h.t(), h)                                         # 6 x 6
+        z = self.fc(torch.cat([g.reshape(1, 36), m], 1))
+        return F.softmax(z, dim=-1)
+
+
+MODELS["misc_ops"] = (MiscOpsNet, (3, 8, 8))  # python3 -c "...; build('misc_ops')"
+EXTRA_QUANTIZED_OPS = {"misc_ops": ("HardSigmoid", "ReduceMean")}  # not quantized by default
+
+
 def build(key, out_dir=HERE, seed=0):
     from make_digits_cnn import to_int8_io
 
@@ -247,7 +286,7 @@ def build(key, out_dir=HERE, seed=0):
         f32 = os.path.join(tmp, "f32.onnx")
         qdq = os.path.join(tmp, "qdq.onnx")
         export(model, shape, f32)
-        quantize_qdq(f32, calib, qdq)
+        quantize_qdq(f32, calib, qdq, extra_op_types=EXTRA_QUANTIZED_OPS.get(key, ()))
         fuse_hardswish(qdq)
         fix_output_quantization(qdq)
         _, (s_in, z_in, s_out, z_out) = to_int8_io(qdq, int8_path)

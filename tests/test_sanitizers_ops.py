@@ -1,4 +1,5 @@
-"""The new operator kernels (lut, mul, concat, pad, 1-D conv, ConvTranspose, slice, resize) under ASan/UBSan
+"""The new operator kernels (lut, mul, concat, pad, 1-D conv, ConvTranspose, slice, resize,
+avgpool, transpose, matmul, softmax) under ASan/UBSan
 and strict warnings, through the regression models and a Concat model."""
 from pathlib import Path
 
@@ -19,13 +20,18 @@ def _model(key, tmp_path):
     if key == "concat":
         m, shape = concat_model((3, 5, 1), ((0.03, 1), (0.08, -4), (0.05, 2)), conv=True)
         return save(m, tmp_path, "concat.onnx"), all_int8_inputs(shape, 4)
+    if key == "misc_ops_tflite":  # misc_ops without what tflite numerics reject
+        from test_regression_models import _tflite_variant
+        path, inputs = _model("misc_ops", tmp_path)
+        return _tflite_variant(path, tmp_path), inputs
     path = REPO / "models" / f"{key}_int8.onnx"
     return path, np.load(REPO / "models" / f"{key}_int8_golden.npz")["inputs"]
 
 
 CASES = [("mbv2_block", "ort"), ("mbv2_block", "tflite"), ("conv1d", "ort"),
          ("conv1d", "tflite"), ("concat", "ort"), ("decoder", "ort"), ("decoder", "tflite"),
-         ("data_ops", "ort"), ("data_ops", "tflite")]
+         ("data_ops", "ort"), ("data_ops", "tflite"), ("misc_ops", "ort"),
+         ("misc_ops_tflite", "tflite")]
 
 
 @pytest.mark.parametrize("key,numerics", CASES)

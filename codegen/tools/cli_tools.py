@@ -62,6 +62,8 @@ QUANTIZE_EX = """examples:
 DATA: an .npz (array 'inputs', or its only array) or a folder of .npy files
 (one sample or a batch each). --eval wants an .npz with 'inputs' (float)
 and 'labels'; it prints float and int8 top-1 accuracy.
+Inference-mode BatchNormalization is first folded into the Conv / Gemm /
+MatMul before it where that is exact (the count is printed); others stay.
 """ + EXIT_CODES
 
 

@@ -1,6 +1,7 @@
 """`tinyaot quantize`: float ONNX -> int8 QDQ ONNX with onnxruntime.
 
-onnxruntime's pre-processing (quant_pre_process: shape inference and
+BatchNormalization folded into the Conv / Gemm / MatMul before it
+(codegen/passes/fold_batchnorm.py), then onnxruntime's pre-processing (quant_pre_process: shape inference and
 graph clean-up) then quantize_static: QDQ format, per-channel int8 weights,
 int8 activations, calibration by MinMax (default), Entropy or Percentile.
 models/make_digits_cnn.py calls quantize_qdq() for the default model.
@@ -39,12 +40,16 @@ class CalibReader:
 
 
 def quantize_qdq(f32_path, calib_inputs, out_path, method="minmax",
-                 keep_removable_activations=False, tick=None):
+                 keep_removable_activations=False, tick=None, extra_op_types=(), info=None):
     """Float ONNX -> QDQ int8 ONNX (float I/O); calib_inputs: (N, ...) samples
-    without the batch axis. Writes out_path atomically; returns it."""
+    without the batch axis. extra_op_types: ops onnxruntime does not quantize
+    by default (e.g. HardSigmoid, ReduceMean) to put inside DQ -> op -> Q too.
+    Writes out_path atomically; returns it. info (a dict, optional) gets
+    "batchnorm_folded": how many BatchNormalization were folded."""
     import onnx
     from onnxruntime.quantization import (CalibrationMethod, QuantFormat, QuantType,
                                           quantize_static)
+    from onnxruntime.quantization.registry import QDQRegistry, QLinearOpsRegistry
     from onnxruntime.quantization.shape_inference import quant_pre_process
 
     if method not in METHODS:
@@ -53,9 +58,19 @@ def quantize_qdq(f32_path, calib_inputs, out_path, method="minmax",
           "percentile": CalibrationMethod.Percentile}[method]
     input_name = onnx.load(str(f32_path)).graph.input[0].name
     out_path = str(out_path)
+    from ..passes.fold_batchnorm import fold_batchnorm
+
     with tempfile.TemporaryDirectory() as tmp:
+        f32 = onnx.load(str(f32_path))
+        folded = fold_batchnorm(f32)
+        if info is not None:
+            info["batchnorm_folded"] = folded
+        src = str(f32_path)
+        if folded:  # else the original file, byte for byte (models/make_digits_cnn.py)
+            src = os.path.join(tmp, "folded.onnx")
+            onnx.save(f32, src)
         pre = os.path.join(tmp, "pre.onnx")
-        quant_pre_process(str(f32_path), pre, skip_symbolic_shape=True)
+        quant_pre_process(src, pre, skip_symbolic_shape=True)
         tmp_out = os.path.join(tmp, "out.onnx")
         quantize_static(
             pre, tmp_out, CalibReader(calib_inputs, input_name, tick),
@@ -64,6 +79,8 @@ def quantize_qdq(f32_path, calib_inputs, out_path, method="minmax",
             weight_type=QuantType.QInt8,
             activation_type=QuantType.QInt8,
             calibrate_method=cm,
+            op_types_to_quantize=(sorted(set(QLinearOpsRegistry) | set(QDQRegistry)
+                                         | set(extra_op_types)) if extra_op_types else None),
             extra_options=({"QDQKeepRemovableActivations": True}
                            if keep_removable_activations else None),
         )
@@ -155,20 +172,24 @@ def cli_quantize(a):
         if len(ev[0]) != len(ev[1].reshape(-1)):
             raise TinyAotError(f"{len(ev[0])} inputs but {ev[1].size} labels", model=a.eval)
     from .console import progress
+    info = {}
     try:
         with progress(f"calibrating ({a.method})", len(calib)) as tick:
-            quantize_qdq(a.model, calib, a.output, method=a.method, tick=tick)
+            quantize_qdq(a.model, calib, a.output, method=a.method, tick=tick, info=info)
     except TinyAotError:
         raise
     except Exception as e:
         raise TinyAotError(f"onnxruntime quantization failed: {type(e).__name__}: "
                            f"{str(e).splitlines()[0] if str(e) else ''}", model=a.model) from None
-    r = {"model": a.model, "output": a.output, "method": a.method, "calibration_samples": len(calib)}
+    r = {"model": a.model, "output": a.output, "method": a.method, "calibration_samples": len(calib),
+         "batchnorm_folded": info.get("batchnorm_folded", 0)}
     if ev is not None:
         r["float_accuracy"] = accuracy(a.model, *ev)
         r["int8_accuracy"] = accuracy(a.output, *ev)
         r["eval_samples"] = len(ev[0])
     if not a.json:
+        print(f"folded {r['batchnorm_folded']} BatchNormalization into the Conv/Gemm/MatMul "
+              "before it")
         print(f"wrote {a.output} (QDQ int8, per-channel weights, {a.method} calibration on "
               f"{len(calib)} samples)")
         if ev is not None:
