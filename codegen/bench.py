@@ -24,9 +24,12 @@ MODELS = [
     ("digits", REPO_ROOT / "models" / "digits_cnn_int8"),
     ("mbv2_block", REPO_ROOT / "models" / "mbv2_block_int8"),
     ("conv1d", REPO_ROOT / "models" / "conv1d_int8"),
+    ("decoder", REPO_ROOT / "models" / "decoder_int8"),
+    ("data_ops", REPO_ROOT / "models" / "data_ops_int8"),
+    ("misc_ops", REPO_ROOT / "models" / "misc_ops_int8"),
 ]
 # own models: golden `outputs` are onnxruntime's; there is no TFLM golden for them
-OWN_MODELS = {"digits", "mbv2_block", "conv1d"}
+OWN_MODELS = {"digits", "mbv2_block", "conv1d", "decoder", "data_ops", "misc_ops"}
 # TFLite Micro + CMSIS-NN on qemu-m4: instructions per inference, arena bytes.
 TFLM_CMSIS_NN = {
     "ad01": (582880, 2580), "kws01": (7697360, 22820), "ic01": (29863240, 54996),
