@@ -148,8 +148,6 @@ def _host(c, x, tmp_path, monkeypatch, poison):
 @pytest.mark.parametrize("numerics", ["ort", "tflite"])
 @pytest.mark.parametrize("requant", [False, True])
 def test_nested_zero_copy_concat_is_bit_exact_under_poison(numerics, requant, tmp_path, monkeypatch):
-    if requant and numerics == "tflite":
-        pytest.skip("TFLite CONCATENATION does not requantize (compile error, test_ops_concat.py)")
     m, shape = nested_concat_model(requant)
     path = save(m, tmp_path)
     x = all_int8_inputs(shape, 3)

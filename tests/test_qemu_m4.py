@@ -111,8 +111,14 @@ def _own_model_counts(stem, numerics, board, tmp_path):
 @pytest.mark.parametrize("numerics", ["ort", "tflite"])
 @pytest.mark.parametrize("stem", OWN_MODELS)
 def test_own_model_count_is_input_independent(stem, numerics, tmp_path):
+    # The user's firmware reads the timer once per inference: its tick (40
+    # instructions on qemu-m4) is synced by a polling loop whose exit phase can
+    # move a count that sits within a few instructions of a tick edge to the
+    # next tick. So here: at most one tick apart; exact equality, to one
+    # instruction, is test_own_model_cost_is_exact_to_one_instruction's.
     counts = _own_model_counts(stem, numerics, "qemu-m4", tmp_path)
-    assert len(counts) >= 16 and len(set(counts)) == 1, sorted(set(counts))
+    tick = board_or_error("qemu-m4")["instructions_per_tick"]
+    assert len(counts) >= 16 and max(counts) - min(counts) <= tick, sorted(set(counts))
 
 
 @pytest.mark.parametrize("stem", OWN_MODELS)
