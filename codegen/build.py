@@ -46,8 +46,9 @@ def scons_targets(Environment, root, board_name, gen_dir, harness=True, stack_ch
                           CPPPATH=[str(RUNTIME_INCLUDE), gen_dir],
                           LINKFLAGS=[f for f in os.environ.get("TINYAOT_HOST_LDFLAGS", "").split() if f],
                           LIBS=["m"], SHLIBPREFIX="lib")
-        env.VariantDir(os.path.join(gen_dir, "obj"), str(RUNTIME_SRC), duplicate=0)
-        objs = [env.SharedObject(os.path.join(gen_dir, "obj", Path(k).stem + ".os"), k) for k in kernels]
+        kenv = env.Clone(CPPPATH=[str(RUNTIME_INCLUDE)])
+        kdir = _host_kernel_dir(kenv)
+        objs = [kenv.SharedObject(os.path.join(kdir, Path(k).stem + ".os"), k) for k in kernels]
         objs.append(env.SharedObject(os.path.join(gen_dir, "obj", name + ".os"),
                                      os.path.join(gen_dir, name + ".c")))
         return env.SharedLibrary(os.path.join(gen_dir, name), objs)
@@ -74,6 +75,16 @@ def scons_targets(Environment, root, board_name, gen_dir, harness=True, stack_ch
     if harness and stack_check:  # build_generated passes stack_check=0 and checks itself
         env.AddPostAction(prog, _scons_stack_check(board, gen_dir, objdir))
     return prog
+
+
+def _host_kernel_dir(kenv):
+    """Host builds: the runtime kernels do not depend on the model, so their
+    objects live in one folder per compiler command line (build/host-kernels/
+    <hash>) and SCons rebuilds them only when a kernel source, header or flag
+    changes: a model build then compiles its own C file only."""
+    import hashlib
+    line = kenv.subst("$SHCC $SHCFLAGS $SHCCFLAGS $_CCCOMCOM")
+    return str(REPO_ROOT / "build" / "host-kernels" / hashlib.sha1(line.encode()).hexdigest()[:16])
 
 
 def _scons_stack_check(board, gen_dir, objdir):
