@@ -52,7 +52,7 @@ def cmd_compile(a):
 
     c = compile_model(a.model, numerics=a.numerics, input_shapes=_shape_arg(a.input_shape),
                       dump=dump if a.dump_ir else None, io_buffers=a.io_buffers,
-                      integrity=a.integrity, io=a.io)
+                      integrity=a.integrity, io=a.io, depthwise_inplace=a.depthwise_inplace)
     out = a.output or os.path.join("build", model_name(a.model))
     from .build import board_or_error
     from .tools.budget import check_budget
@@ -81,7 +81,7 @@ def cmd_run(a):
     inputs, _ = load_golden(a.inputs, "inputs")
     outs, info = run_model(a.model, inputs, board=a.board, numerics=a.numerics,
                            ram_limit=a.ram_limit, flash_limit=a.flash_limit,
-                           io_buffers=a.io_buffers)
+                           io_buffers=a.io_buffers, depthwise_inplace=a.depthwise_inplace)
     out = a.output
     tmp = out + ".tmp.npz"
     extra = {}
@@ -132,7 +132,8 @@ def cmd_verify(a):
     from .verify import verify_model
 
     r = verify_model(a.model, a.golden, board=a.board, numerics=a.numerics, key=a.key,
-                     ram_limit=a.ram_limit, flash_limit=a.flash_limit, io_buffers=a.io_buffers)
+                     ram_limit=a.ram_limit, flash_limit=a.flash_limit, io_buffers=a.io_buffers,
+                     depthwise_inplace=a.depthwise_inplace)
     if a.json:
         print(json.dumps(r, indent=2, default=str))
     else:
@@ -201,6 +202,11 @@ def build_parser():
                             "<name>_input() / <name>_output() (smallest total RAM); user: in the "
                             "caller's buffers passed to <name>_run(in, out)")
 
+    def depthwise_inplace(p):
+        p.add_argument("--depthwise-inplace", action="store_true",
+                       help="run depthwise convolutions in place (one channel plane of scratch) "
+                            "where that makes the arena smaller; slower portable kernel")
+
     p = sub.add_parser("compile", help="write <name>.c, <name>.h and report.json",
                        formatter_class=RAW, epilog=examples(
                            "tinyaot compile models/digits_cnn_int8.onnx -o build/digits",
@@ -208,6 +214,7 @@ def build_parser():
                            "tinyaot compile M.onnx --io float --plot-memory mem.png --json",
                            note="Writes <name>.c, <name>.h and report.json (all or nothing)."))
     common(p)
+    depthwise_inplace(p)
     p.add_argument("-o", "--output", help="output directory (default build/<name>)")
     p.add_argument("--dump-ir", action="store_true", help="print the IR after each pass")
     p.add_argument("--io", default="int8", choices=["int8", "float"],
@@ -228,6 +235,7 @@ def build_parser():
                            "tinyaot run M.onnx --board qemu-m4 --inputs in.npz -o out.npz --json",
                            note="On QEMU, out.npz also has 'instructions' per input."))
     common(p)
+    depthwise_inplace(p)
     p.add_argument("--inputs", required=True, help=".npz with an 'inputs' array (N, ...) int8")
     p.add_argument("-o", "--output", required=True, help="output .npz ('outputs')")
     p.add_argument("--json", action="store_true", help="print a summary as JSON on stdout")
@@ -240,6 +248,7 @@ def build_parser():
                            "tinyaot verify M.onnx --golden M_golden.npz --board qemu-m4 "
                            "--numerics tflite --key outputs_tflm --json"))
     common(p)
+    depthwise_inplace(p)
     p.add_argument("--golden", required=True, help="golden .npz (inputs + outputs)")
     p.add_argument("--key", default="outputs", help="array of expected outputs (default %(default)s)")
     p.add_argument("--json", action="store_true", help="print the report as JSON on stdout")

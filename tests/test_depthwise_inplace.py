@@ -148,3 +148,28 @@ def test_shared_models_peak_is_not_at_a_depthwise_layer_alone(key):
     assert cc.plan.size == base.plan.size
     assert KERNEL not in [la["kernel"] for la in cc.module.layers]
     assert not any(n.attrs.get("inplace_depthwise") for n in cc.graph.nodes)
+
+
+@pytest.mark.qemu
+def test_cli_flag_verifies_mbv2_block_in_place_on_qemu_m4():
+    """`tinyaot verify --depthwise-inplace`: the golden (onnxruntime) outputs,
+    bit-exact on the Cortex-M4, with a smaller arena than without the flag."""
+    import json
+    import subprocess
+    import sys
+
+    from conftest import require_arm_toolchain
+    require_arm_toolchain()
+    golden = REPO / "models" / "mbv2_block_int8_golden.npz"
+
+    def verify(*extra):
+        p = subprocess.run([sys.executable, "-m", "codegen.cli", "verify", str(MBV2), "--golden",
+                            str(golden), "--board", "qemu-m4", "--json", *extra],
+                           capture_output=True, text=True, cwd=REPO)
+        assert p.returncode == 0, p.stderr
+        return json.loads(p.stdout)
+
+    inplace, plain = verify("--depthwise-inplace"), verify()
+    assert inplace["mismatches"] == 0 and inplace["vectors_passed"] == inplace["vectors"] == 16
+    assert KERNEL in inplace["kernels"] and KERNEL not in plain["kernels"]
+    assert inplace["arena_bytes"] < plain["arena_bytes"]
