@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 
 from codegen.backend.fast_pack import (add_tables, conv_gemm_weights, conv_scratch_bytes,
-                                       gemm_scratch_bytes, pack_depthwise, pack_gemm, smlal_requant)
+                                       fc_scratch_bytes, pack_depthwise, pack_gemm, smlal_requant)
 
 from conftest import REPO, require_arm_toolchain
 
@@ -495,11 +495,11 @@ def test_fast_fully_connected_matches_reference_kernel(lib, rows, k, n, numerics
         shift[:] = max(-15, min(-2, -int(np.log2(k * 20000) - 7)))
     _attach_smlal(ffi, keep, q, n, numerics)
     nbytes = L.tinyaot_fully_connected_fast_s8_get_buffer_size(k)
-    assert nbytes == gemm_scratch_bytes(k)
+    assert nbytes == fc_scratch_bytes(k)
     scratch = np.zeros(nbytes // 4, np.uint32)
     ref = np.zeros((rows, n), np.int8)
     fast = np.full((rows, n), 0x5A, np.int8)
-    wp = pack_gemm(w)
+    wp = pack_gemm(w, 4)
     assert L.tinyaot_fully_connected_s8(rows, k, n, q, _ptr(ffi, x, "int8_t"), _ptr(ffi, w, "int8_t"),
                                         _ptr(ffi, ref, "int8_t")) == 0
     assert L.tinyaot_fully_connected_fast_s8(rows, k, n, q, _ptr(ffi, x, "int8_t"),

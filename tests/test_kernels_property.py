@@ -425,7 +425,7 @@ def test_fully_connected_s8(numerics, case):
     assert_bit_exact(expected, got.reshape(rows, nout),
                      f"tinyaot_fully_connected_s8 [{numerics}]", g, n, p)
     got = K.fully_connected_fast_s8(rows, k, nout, fast_requant_fields(p), xv,
-                                    fast_pack.pack_gemm(wt.data), fast_pack.gemm_scratch_bytes(k))
+                                    fast_pack.pack_gemm(wt.data, 4), fast_pack.fc_scratch_bytes(k))
     assert_bit_exact(expected, got.reshape(rows, nout),
                      f"tinyaot_fully_connected_fast_s8 [{numerics}]", g, n, p)
 

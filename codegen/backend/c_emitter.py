@@ -324,7 +324,7 @@ class _Emitter:
                 args = [dims, q, self.ptr(x), filt, scratch, self.ptr(y)]
             else:
                 nout, k = w.shape
-                filt = self.const("int32_t", f"{lid}_wp", pack_gemm(w.data), align=8)
+                filt = self.const("int32_t", f"{lid}_wp", pack_gemm(w.data, 4), align=8)
                 kernel = "tinyaot_fully_connected_fast_s8"
                 args = [str(rows), str(k), str(nout), q, self.ptr(x), filt, scratch, self.ptr(y)]
         info["kernel"] = kernel

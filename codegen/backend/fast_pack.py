@@ -19,17 +19,18 @@ def _words(pairs_i16):
     return np.where(u >= 1 << 31, u - (1 << 32), u).astype(np.int32)
 
 
-def pack_gemm(w2d):
-    """W[oc][k] int8 -> int32 words [pair of rows][quad][row of 2][2]; an odd
-    row count is padded with a zero row."""
+def pack_gemm(w2d, group=2):
+    """W[oc][k] int8 -> int32 words [group of rows][quad][row of the group][2];
+    the row count is padded with zero rows to a multiple of `group` (2: the
+    conv GEMM's channel pairs; 4: tinyaot_fully_connected_fast_s8's groups)."""
     w = np.asarray(w2d, dtype=np.int16)
     oc, k = w.shape
     kp = (k + 3) // 4 * 4
-    ocp = (oc + 1) // 2 * 2
+    ocp = (oc + group - 1) // group * group
     p = np.zeros((ocp, kp), dtype=np.int16)
     p[:oc, :k] = w
-    p = p.reshape(ocp // 2, 2, kp // 4, 4)[..., QUAD_ORDER]  # pair, r, j, (k0 k2 k1 k3)
-    p = p.transpose(0, 2, 1, 3).reshape(ocp // 2, kp // 4, 2, 2, 2)
+    p = p.reshape(ocp // group, group, kp // 4, 4)[..., QUAD_ORDER]  # group, r, j, (k0 k2 k1 k3)
+    p = p.transpose(0, 2, 1, 3).reshape(ocp // group, kp // 4, group, 2, 2)
     return _words(p).reshape(-1)
 
 
@@ -60,9 +61,9 @@ def conv_scratch_bytes(kh, kw, cin):
     return 2 * kh * ((kw * cin + 3) // 4 * 4) * 2
 
 
-def gemm_scratch_bytes(k):
-    """tinyaot_convolve_fast_s8_get_buffer_size / tinyaot_fully_connected_fast_s8_get_buffer_size."""
-    return 2 * ((k + 3) // 4) * 4 * 2
+def fc_scratch_bytes(k):
+    """tinyaot_fully_connected_fast_s8_get_buffer_size: one int16 column of K."""
+    return (k + 3) // 4 * 4 * 2
 
 
 def smlal_requant(mult, shift, bias):

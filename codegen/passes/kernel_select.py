@@ -10,7 +10,7 @@ the float kernels: their fma order is what makes them bit-exact.
 """
 from __future__ import annotations
 
-from ..backend.fast_pack import conv_scratch_bytes, gemm_scratch_bytes
+from ..backend.fast_pack import conv_scratch_bytes, fc_scratch_bytes
 
 
 def select_kernels(g):
@@ -36,5 +36,5 @@ def select_kernels(g):
         elif n.op == "fully_connected":
             w = g.tensors[n.inputs[1]]
             n.attrs["fast_kernel"] = "fc"
-            n.attrs["scratch_bytes"] = gemm_scratch_bytes(w.shape[1])
+            n.attrs["scratch_bytes"] = fc_scratch_bytes(w.shape[1])
     return g
