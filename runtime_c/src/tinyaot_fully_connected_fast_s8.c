@@ -11,6 +11,7 @@
 #include "tinyaot_gemm_q15.h"
 
 #define FC_UNROLL 8 /* quads per loop pass */
+#define FC_RQ_ORT_SAT 4 /* TINYAOT_RQ_ORT with [lo, hi] = [-128, 127]: no bytewise clamp */
 
 #if TINYAOT_HAVE_DSP_ASM && defined(__ARM_FP) && (__ARM_FP & 4)
 #define FC_VFP_ASM 1
@@ -93,8 +94,8 @@ static inline const uint32_t *fc_dot4(const uint32_t *x, const uint32_t *w, int3
  * unless that is [-128, 127]. */
 static inline __attribute__((always_inline)) void fc_rq4_ort(const uint32_t acc[4],
                                                              const float *sc, int32_t zp,
-                                                             uint32_t lo4, uint32_t hi4,
-                                                             int clamp, int8_t *o)
+                                                             int32_t lo, int32_t hi, int clamp,
+                                                             int8_t *o)
 {
     uint32_t a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3];
 #define FC_RQ4_ORT_HEAD                                                                            \
@@ -127,6 +128,8 @@ static inline __attribute__((always_inline)) void fc_rq4_ort(const uint32_t acc[
     "bfi %[a0], %[a2], #16, #8\n\t"                                                                \
     "bfi %[a0], %[a3], #24, #8\n\t"
     if (clamp) {
+        const uint32_t lo4 = (uint32_t)(uint8_t)lo * 0x01010101u;
+        const uint32_t hi4 = (uint32_t)(uint8_t)hi * 0x01010101u;
         __asm__ volatile(FC_RQ4_ORT_HEAD
                          "ssub8 %[a1], %[a0], %[lo4]\n\t"
                          "sel %[a0], %[a0], %[lo4]\n\t"
@@ -137,6 +140,8 @@ static inline __attribute__((always_inline)) void fc_rq4_ort(const uint32_t acc[
                          : [sc] "r"(sc), [zp] "r"(zp), [o] "r"(o), [lo4] "r"(lo4), [hi4] "r"(hi4)
                          : "s0", "s1", "s2", "s3", "s4", "s5", "s6", "s7", "cc", "memory");
     } else {
+        (void)lo;
+        (void)hi;
         __asm__ volatile(FC_RQ4_ORT_HEAD "str %[a0], [%[o]]"
                          : [a0] "+&r"(a0), [a1] "+&r"(a1), [a2] "+&r"(a2), [a3] "+&r"(a3)
                          : [sc] "r"(sc), [zp] "r"(zp), [o] "r"(o)
@@ -157,13 +162,14 @@ static inline __attribute__((always_inline)) void fc_rq4(const tinyaot_rqc_t *rq
         return;
     }
 #if FC_VFP_ASM
-    if (mode == TINYAOT_RQ_ORT) {
-        const uint32_t lo4 = (uint32_t)(uint8_t)rq->lo * 0x01010101u;
-        const uint32_t hi4 = (uint32_t)(uint8_t)rq->hi * 0x01010101u;
-        fc_rq4_ort(acc, rq->scale + ch, rq->zp, lo4, hi4, rq->lo > -128 || rq->hi < 127, o);
+    if (mode == TINYAOT_RQ_ORT || mode == FC_RQ_ORT_SAT) {
+        fc_rq4_ort(acc, rq->scale + ch, rq->zp, rq->lo, rq->hi, mode == TINYAOT_RQ_ORT, o);
         return;
     }
 #endif
+    if (mode == FC_RQ_ORT_SAT) {
+        mode = TINYAOT_RQ_ORT;
+    }
     for (int32_t i = 0; i < 4; ++i) {
         const int32_t a = tinyaot_fp_s32(acc[i]);
         if (mode == TINYAOT_RQ_SMLAL) {
@@ -192,11 +198,15 @@ static inline __attribute__((always_inline)) void fc_column(const uint32_t *col,
     int32_t ch = 0;
     for (; ch + 4 <= out_features; ch += 4) {
         uint32_t acc[4];
-        for (int32_t i = 0; i < 4; ++i) {
-            acc[i] = (uint32_t)fc_bias(rq, ch + i, mode);
-        }
+        acc[0] = (uint32_t)fc_bias(rq, ch, mode);
+        acc[1] = (uint32_t)fc_bias(rq, ch + 1, mode);
+        acc[2] = (uint32_t)fc_bias(rq, ch + 2, mode);
+        acc[3] = (uint32_t)fc_bias(rq, ch + 3, mode);
         w = fc_dot4(col, w, nq, acc);
         fc_rq4(rq, acc, ch, o + ch, mode);
+    }
+    if (mode == FC_RQ_ORT_SAT) {
+        mode = TINYAOT_RQ_ORT;
     }
     if (ch < out_features) { /* the packing's zero rows pad the last group */
         uint32_t acc[4] = {0u, 0u, 0u, 0u};
@@ -223,7 +233,13 @@ int tinyaot_fully_connected_fast_s8(int32_t rows, int32_t in_features, int32_t o
         int8_t *o = output + r * out_features;
         tinyaot_widen_run(input + r * in_features, in_features, scratch, 2, off, q->in_zp);
         switch (rq.mode) {
-        case TINYAOT_RQ_ORT: fc_column(scratch, nq, w, out_features, &rq, o, TINYAOT_RQ_ORT); break;
+        case TINYAOT_RQ_ORT:
+            if (rq.lo <= -128 && rq.hi >= 127) {
+                fc_column(scratch, nq, w, out_features, &rq, o, FC_RQ_ORT_SAT);
+            } else {
+                fc_column(scratch, nq, w, out_features, &rq, o, TINYAOT_RQ_ORT);
+            }
+            break;
         case TINYAOT_RQ_TFLITE:
             fc_column(scratch, nq, w, out_features, &rq, o, TINYAOT_RQ_TFLITE);
             break;
