@@ -480,34 +480,164 @@ def test_fast_depthwise_matches_reference_kernel(lib, case, numerics):
         assert np.array_equal(np.rint(v).astype(np.int64) + out_zp, ref.astype(np.int64))
 
 
+def _fc_case(rows, k, n, numerics, clamp, seed):
+    """A random FC layer for tinyaot_fully_connected_fast_s8 and its expected
+    output from the numpy oracle: exact int64 sum (x - in_zp) . w + bias,
+    then MLAS's float requantization (ort) or TFLite's double rounding."""
+    from codegen.reference.ort_float import requantize_acc
+
+    rng = np.random.default_rng(seed)
+    c = {"rows": rows, "k": k, "n": n, "numerics": numerics,
+         "in_zp": int(rng.integers(-128, 128)), "out_zp": int(rng.integers(-20, 20))}
+    c["lo"], c["hi"] = (c["out_zp"], int(rng.integers(60, 127))) if clamp else (-128, 127)
+    c["x"] = rng.integers(-128, 128, (rows, k)).astype(np.int8)
+    c["w"] = rng.integers(-127, 128, (n, k)).astype(np.int8)
+    c["bias"] = rng.integers(-3000, 3000, n).astype(np.int32)
+    acc = (c["x"].astype(np.int64) - c["in_zp"]) @ c["w"].astype(np.int64).T + c["bias"]
+    spread = float(np.sqrt(k)) * 150 * 74  # ~ the accumulators' standard deviation
+    if numerics == "ort":  # per-channel scales that spread the outputs over int8
+        c["scale"] = (rng.uniform(0.5, 2.0, n) * 40 / spread).astype(np.float32)
+        exp = requantize_acc(acc, c["scale"], c["out_zp"], c["lo"], c["hi"])
+    else:
+        c["mult"] = rng.integers(2**30, 2**31, n).astype(np.int32)
+        sh = -int(np.round(np.log2(spread / 40)))
+        c["shift"] = (sh + rng.integers(-1, 2, n)).clip(-31, -1).astype(np.int32)
+        c["rq"] = smlal_requant(c["mult"], c["shift"], c["bias"]) if numerics == "tflite_smlal" \
+            else None
+        exp = _mbqm_oracle(acc.reshape(-1), np.tile(c["mult"], rows), np.tile(c["shift"], rows),
+                           np.full(acc.size, c["out_zp"])).reshape(rows, n)
+        exp = np.clip(exp, c["lo"], c["hi"])
+    c["expected"] = exp.astype(np.int8)
+    return c
+
+
+# shapes: K % 4 != 0, K < 8 (no whole unrolled pass), K with single quads
+# and unrolled passes (nq = 11, 17), N % 4 != 0 (padded last group), rows > 1
+FC_SHAPES = [(1, 640, 128), (1, 128, 20), (1, 8, 128), (1, 37, 10), (2, 64, 6), (3, 5, 9),
+             (1, 1, 1), (1, 7, 3), (2, 44, 13), (1, 68, 4)]
+
+
+@pytest.mark.parametrize("clamp", [False, True])
 @pytest.mark.parametrize("numerics", ["tflite", "tflite_smlal", "ort"])
-@pytest.mark.parametrize("rows,k,n", [(1, 640, 128), (1, 37, 10), (2, 64, 6), (3, 5, 9), (1, 1, 1)])
-def test_fast_fully_connected_matches_reference_kernel(lib, rows, k, n, numerics):
+@pytest.mark.parametrize("rows,k,n", FC_SHAPES)
+def test_fast_fully_connected_matches_oracle_and_reference(lib, rows, k, n, numerics, clamp):
+    """Portable twin (host) against the numpy oracle and the reference kernel."""
     ffi, L = lib
-    rng = np.random.default_rng(rows * 1000 + k * 10 + n)
-    in_zp, out_zp = int(rng.integers(-128, 128)), int(rng.integers(-20, 20))
-    x = rng.integers(-128, 128, (rows, k)).astype(np.int8)
-    w = rng.integers(-127, 128, (n, k)).astype(np.int8)
-    keep = []
-    q, bias = _requant(ffi, keep, n, numerics, rng, in_zp, out_zp)
-    if numerics != "ort":
-        shift = np.frombuffer(ffi.buffer(q.shift, 4 * n), np.int32)
-        shift[:] = max(-15, min(-2, -int(np.log2(k * 20000) - 7)))
-    _attach_smlal(ffi, keep, q, n, numerics)
+    c = _fc_case(rows, k, n, numerics, clamp, seed=rows * 1000 + k * 10 + n)
+    keep = [c["x"], c["w"], c["bias"]]
+    q = ffi.new("tinyaot_requant_t *")
+    q.in_zp, q.out_zp, q.act_min, q.act_max = c["in_zp"], c["out_zp"], c["lo"], c["hi"]
+    q.bias = _ptr(ffi, c["bias"], "int32_t")
+    q.scale = _ptr(ffi, c["scale"], "float") if numerics == "ort" else ffi.NULL
+    for f in ("mult", "shift", "rq"):
+        v = c.get(f)
+        setattr(q, f, ffi.NULL if v is None else _ptr(ffi, v, "int32_t"))
+        keep.append(v)
     nbytes = L.tinyaot_fully_connected_fast_s8_get_buffer_size(k)
     assert nbytes == fc_scratch_bytes(k)
-    scratch = np.zeros(nbytes // 4, np.uint32)
+    scratch = np.zeros(nbytes // 4 + 1, np.uint32)
+    scratch[-1] = 0xDEADBEEF  # the kernel stays inside its scratch
     ref = np.zeros((rows, n), np.int8)
-    fast = np.full((rows, n), 0x5A, np.int8)
-    wp = pack_gemm(w, 4)
-    assert L.tinyaot_fully_connected_s8(rows, k, n, q, _ptr(ffi, x, "int8_t"), _ptr(ffi, w, "int8_t"),
-                                        _ptr(ffi, ref, "int8_t")) == 0
-    assert L.tinyaot_fully_connected_fast_s8(rows, k, n, q, _ptr(ffi, x, "int8_t"),
+    fast = np.full((rows, n + 4), 0x5A, np.int8)  # and inside its output rows
+    wp = pack_gemm(c["w"], 4)
+    assert L.tinyaot_fully_connected_s8(rows, k, n, q, _ptr(ffi, c["x"], "int8_t"),
+                                        _ptr(ffi, c["w"], "int8_t"), _ptr(ffi, ref, "int8_t")) == 0
+    out = np.zeros(rows * n + 4, np.int8)
+    out[-4:] = 0x5A
+    assert L.tinyaot_fully_connected_fast_s8(rows, k, n, q, _ptr(ffi, c["x"], "int8_t"),
                                              _ptr(ffi, wp, "int32_t"), _ptr(ffi, scratch, "uint32_t"),
-                                             _ptr(ffi, fast, "int8_t")) == 0
-    assert np.array_equal(ref, fast)
+                                             _ptr(ffi, out, "int8_t")) == 0
+    assert scratch[-1] == 0xDEADBEEF and np.all(out[-4:] == 0x5A)
+    assert np.array_equal(out[:-4].reshape(rows, n), c["expected"])
+    assert np.array_equal(ref, c["expected"])
     if ref.size > 20:
         assert len(np.unique(ref)) > 5
+    if clamp and ref.size > 20:
+        assert np.any(ref == c["lo"])  # the clamp is exercised
+
+
+def test_fc_packing_is_the_kernel_read_order():
+    """pack_gemm(w, 4): per group of 4 rows, per quad, rows 0..3 each as
+    {k0, k2}, {k1, k3}; zero rows and columns pad N and K."""
+    w = np.arange(1, 5 * 6 + 1, dtype=np.int8).reshape(5, 6)
+    words = pack_gemm(w, 4).view(np.uint32)
+    halves = np.stack([(words & 0xFFFF).astype(np.uint16).view(np.int16),
+                       (words >> 16).astype(np.uint16).view(np.int16)], axis=1).reshape(-1)
+    assert halves.size == 2 * 2 * 4 * 2 * 2  # 2 groups, 2 quads (K 6 -> 8), 4 rows, 2 words, 2 halves
+    g = halves.reshape(2, 2, 4, 2, 2)  # group, quad, row, word, half
+    wp = np.zeros((8, 8), np.int16)
+    wp[:5, :6] = w
+    for grp in range(2):
+        for j in range(2):
+            for r in range(4):
+                row = wp[4 * grp + r, 4 * j:4 * j + 4]
+                assert list(g[grp, j, r].reshape(-1)) == [row[0], row[2], row[1], row[3]]
+
+
+FC_QEMU_CASES = [(rows, k, n, numerics, clamp) for rows, k, n in FC_SHAPES
+                 for numerics in ("tflite", "tflite_smlal", "ort") for clamp in (False, True)]
+
+
+def _c_words(name, ctype, arr):
+    vals = ",".join(str(int(v)) for v in np.asarray(arr).reshape(-1))
+    return f"static const {ctype} {name}[] __attribute__((aligned(8))) = {{{vals}}};\n"
+
+
+@pytest.mark.qemu
+def test_fast_fully_connected_asm_on_qemu_m4(tmp_path):
+    """The inline-asm paths (DSP + VFP) on qemu-m4 against the numpy oracle,
+    every shape and requantization mode of the host test."""
+    require_arm_toolchain()
+    from codegen.backend.c_format import c_float
+    from codegen.targets.qemu import build_firmware, load_board, run_firmware
+
+    board = load_board("qemu-m4")
+    cases = [_fc_case(*cs, seed=7 + i) for i, cs in enumerate(FC_QEMU_CASES)]
+    out_size = max(c["rows"] * c["n"] for c in cases)
+    scratch = max(fc_scratch_bytes(c["k"]) for c in cases)
+    src = ["#include <stdint.h>", "#include <string.h>", '#include "harness.h"',
+           '#include "tinyaot_fast_kernels.h"']
+    calls = []
+    for i, c in enumerate(cases):
+        src.append(_c_words(f"x{i}", "int8_t", c["x"]))
+        src.append(_c_words(f"w{i}", "int32_t", pack_gemm(c["w"], 4)))
+        src.append(_c_words(f"b{i}", "int32_t", c["bias"]))
+        fields = {"scale": "NULL", "mult": "NULL", "shift": "NULL", "rq": "NULL"}
+        if c["numerics"] == "ort":
+            src.append(f"static const float s{i}[] = {{{','.join(c_float(v) for v in c['scale'])}}};\n")
+            fields["scale"] = f"s{i}"
+        else:
+            for f in ("mult", "shift", "rq"):
+                if c.get(f) is not None:
+                    src.append(_c_words(f"{f}{i}", "int32_t", c[f]))
+                    fields[f] = f"{f}{i}"
+        src.append(f"static const tinyaot_requant_t q{i} = {{ {c['in_zp']}, {c['out_zp']}, {c['lo']}, "
+                   f"{c['hi']}, b{i}, {fields['scale']}, {fields['mult']}, {fields['shift']}, NULL, "
+                   f"0.0f, {fields['rq']} }};\n")
+        calls.append(f"    case {i}: return tinyaot_fully_connected_fast_s8({c['rows']}, {c['k']}, "
+                     f"{c['n']}, &q{i}, x{i}, w{i}, scratch, output);")
+    src += [f"static uint32_t scratch[{scratch // 4}];",
+            f"const uint32_t tinyaot_harness_num_inputs = {len(cases)}u;",
+            "const uint32_t tinyaot_harness_input_size = 1u;",
+            f"const uint32_t tinyaot_harness_output_size = {out_size}u;",
+            f"const int8_t tinyaot_harness_inputs[] = {{{','.join(str(i) for i in range(len(cases)))}}};",
+            "int tinyaot_harness_run(const int8_t *input, int8_t *output)", "{",
+            f"    memset(output, 0, {out_size});", "    switch (input[0]) {", *calls,
+            "    default: return -1;", "    }", "}", ""]
+    (tmp_path / "fc_cases.c").write_text("\n".join(src))
+    elf = build_firmware([board["harness_main"], tmp_path / "fc_cases.c",
+                          SRC / "tinyaot_fully_connected_fast_s8.c"], [INC], board,
+                         tmp_path / "fc.elf")
+    asm = subprocess.run([board["toolchain_prefix"] + "objdump", "-d", str(elf)],
+                         capture_output=True, text=True, check=True).stdout
+    for insn in ("smlad", "vcvtr.s32.f32", "sel", "smlal"):
+        assert re.search(rf"\s{re.escape(insn)}\s", asm), f"{insn} not in the firmware"
+    res = run_firmware(elf, board, timeout=120)
+    assert len(res.outputs) == len(cases)
+    for c, r in zip(cases, res.outputs):
+        got = np.frombuffer(r.data, np.int8)[:c["rows"] * c["n"]].reshape(c["rows"], c["n"])
+        what = {f: c[f] for f in ("rows", "k", "n", "numerics", "lo", "hi")}
+        assert np.array_equal(got, c["expected"]), (what, np.argwhere(got != c["expected"])[:4])
 
 
 def test_fast_add_matches_reference_kernel(lib):

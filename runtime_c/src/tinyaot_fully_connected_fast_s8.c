@@ -172,8 +172,10 @@ static inline __attribute__((always_inline)) void fc_rq4(const tinyaot_rqc_t *rq
     }
     for (int32_t i = 0; i < 4; ++i) {
         const int32_t a = tinyaot_fp_s32(acc[i]);
-        if (mode == TINYAOT_RQ_SMLAL) {
-            o[i] = tinyaot_rq_smlal_out(rq, a, rq->rq + 5 * (ch + i), mode);
+        if (mode == TINYAOT_RQ_SMLAL) { /* the bias is already in a */
+            const int32_t *p = rq->rq + 5 * (ch + i);
+            const int32_t v = tinyaot_mbqm_smlal(a, p[0], p[1], (uint32_t)p[2], p[3]) + rq->zp;
+            o[i] = (int8_t)tinyaot_fp_clamp(v, rq->lo, rq->hi);
         } else { /* the bias is already in a */
             o[i] = tinyaot_rqc_out(rq, a, ch + i, mode);
         }
