@@ -28,12 +28,12 @@ int32_t tinyaot_fully_connected_fast_s8_get_buffer_size(int32_t in_features)
 /* a0..a3 += rows 0..3 . column over one quad (x: 2 words, w: 8 words). */
 #define FC_DOT4_QUAD                                                                               \
     "ldrd %[xa], %[xb], [%[x]], #8\n\t"                                                            \
-    "ldmia %[w]!, {r8, r9, r10, r11}\n\t"                                                          \
+    "ldmia.w %[w]!, {r8, r9, r10, r11}\n\t"                                                        \
     "smlad %[a0], %[xa], r8, %[a0]\n\t"                                                            \
     "smlad %[a0], %[xb], r9, %[a0]\n\t"                                                            \
     "smlad %[a1], %[xa], r10, %[a1]\n\t"                                                           \
     "smlad %[a1], %[xb], r11, %[a1]\n\t"                                                           \
-    "ldmia %[w]!, {r8, r9, r10, r11}\n\t"                                                          \
+    "ldmia.w %[w]!, {r8, r9, r10, r11}\n\t"                                                        \
     "smlad %[a2], %[xa], r8, %[a2]\n\t"                                                            \
     "smlad %[a2], %[xb], r9, %[a2]\n\t"                                                            \
     "smlad %[a3], %[xa], r10, %[a3]\n\t"                                                           \
@@ -68,7 +68,6 @@ static inline __attribute__((always_inline)) const uint32_t *fc_dot4(const uint3
     acc[3] = a3;
     return w;
 }
-#undef FC_DOT4_QUAD
 #undef FC_DOT4_OPERANDS
 #else
 static inline const uint32_t *fc_dot4(const uint32_t *x, const uint32_t *w, int32_t nq,
@@ -191,6 +190,147 @@ static inline __attribute__((always_inline)) int32_t fc_bias(const tinyaot_rqc_t
     return rq->bias[ch];
 }
 
+#if TINYAOT_HAVE_DSP_ASM
+/* The whole loop over groups of four output features in one asm statement,
+ * for the two saturating modes the MLPerf models use: the values that live
+ * across groups but not in the dot product (column, loop entry, output and
+ * parameter cursors, zero point) stay in memory operands, so the dot product
+ * keeps its 13 registers and a group costs ~15 instructions besides its
+ * MACs and requantization. K % 8 quads are handled by entering the unrolled
+ * loop part way (each quad is 11 four-byte instructions, 44 bytes). */
+typedef struct {
+    const uint32_t *col;
+    uint32_t skip;  /* bytes of the unrolled loop to skip on entry, + 1 (Thumb) */
+    uint32_t entry; /* set by the asm */
+    int8_t *o;
+    const int8_t *o_end;
+    const int32_t *p;  /* ort: biases; tflite: one-SMLAL records */
+    const float *sc;   /* ort: scales */
+    int32_t zp;
+} fc_loop_t;
+
+#define FC_GROUP_HEAD                                                                              \
+    "adr %[xa], 3f\n\t"                                                                            \
+    "ldr %[xb], %[skip]\n\t"                                                                       \
+    "add %[xa], %[xa], %[xb]\n\t"                                                                  \
+    "str %[xa], %[entry]\n\t"                                                                      \
+    "1:\n\t"
+#define FC_GROUP_DOT                                                                               \
+    "ldr %[x], %[col]\n\t"                                                                         \
+    "ldr %[xa], %[entry]\n\t"                                                                      \
+    "bx %[xa]\n\t"                                                                                 \
+    "3:\n\t" FC_DOT4_QUAD FC_DOT4_QUAD FC_DOT4_QUAD FC_DOT4_QUAD FC_DOT4_QUAD FC_DOT4_QUAD          \
+    FC_DOT4_QUAD FC_DOT4_QUAD                                                                      \
+    "cmp %[x], %[xe]\n\t"                                                                          \
+    "bne 3b\n\t"
+/* the four int8 in a0 (packed) -> output, next group */
+#define FC_GROUP_TAIL                                                                              \
+    "bfi %[a0], %[a1], #8, #8\n\t"                                                                 \
+    "bfi %[a0], %[a2], #16, #8\n\t"                                                                \
+    "bfi %[a0], %[a3], #24, #8\n\t"                                                                \
+    "ldr %[xb], %[o]\n\t"                                                                          \
+    "str %[a0], [%[xb]], #4\n\t"                                                                   \
+    "str %[xb], %[o]\n\t"                                                                          \
+    "ldr %[xa], %[o_end]\n\t"                                                                      \
+    "cmp %[xb], %[xa]\n\t"                                                                         \
+    "bne 1b\n\t"
+#define FC_GROUP_OPERANDS                                                                          \
+    : [a0] "=&r"(a0), [a1] "=&r"(a1), [a2] "=&r"(a2), [a3] "=&r"(a3), [xa] "=&r"(xa),              \
+      [xb] "=&r"(xb), [x] "=&r"(x), [w] "+r"(w), [entry] "=m"(L->entry), [o] "+m"(L->o),           \
+      [p] "+m"(L->p), [sc] "+m"(L->sc)                                                             \
+    : [xe] "r"(xe), [col] "m"(L->col), [skip] "m"(L->skip), [o_end] "m"(L->o_end),               \
+      [zp] "m"(L->zp)
+
+/* tflite, one-SMLAL records {m, e - 1, R low, R high, bias} at p (5 words per
+ * channel): channel I of the group from accumulator A (bias included). */
+#define FC_RQ_SMLAL(A, I)                                                                          \
+    "ldrd r8, r9, [%[xb], #" #I "*20]\n\t"                                                         \
+    "ldrd r10, r11, [%[xb], #" #I "*20+8]\n\t"                                                     \
+    "smlal r10, r11, %[" A "], r8\n\t"                                                             \
+    "lsr %[" A "], %[" A "], #31\n\t"                                                              \
+    "smlal r10, r11, %[" A "], %[x]\n\t"                                                           \
+    "asr %[" A "], r11, r9\n\t"                                                                    \
+    "add %[" A "], %[" A "], %[xa]\n\t"                                                            \
+    "ssat %[" A "], #8, %[" A "]\n\t"
+
+static inline __attribute__((always_inline)) const uint32_t *fc_groups_asm(fc_loop_t *L,
+                                                                           const uint32_t *w,
+                                                                           const uint32_t *xe,
+                                                                           int mode)
+{
+    uint32_t a0, a1, a2, a3, xa, xb;
+    const uint32_t *x;
+    if (mode == TINYAOT_RQ_SMLAL_SAT) {
+        __asm__ volatile(FC_GROUP_HEAD
+                         "ldr %[xa], %[p]\n\t"
+                         "ldr %[a0], [%[xa], #16]\n\t"
+                         "ldr %[a1], [%[xa], #36]\n\t"
+                         "ldr %[a2], [%[xa], #56]\n\t"
+                         "ldr %[a3], [%[xa], #76]\n\t"
+                         FC_GROUP_DOT
+                         "ldr %[xb], %[p]\n\t"
+                         "add %[xa], %[xb], #80\n\t"
+                         "str %[xa], %[p]\n\t"
+                         "ldr %[xa], %[zp]\n\t"
+                         "mov %[x], #0x80000000\n\t"
+                         FC_RQ_SMLAL("a0", 0) FC_RQ_SMLAL("a1", 1) FC_RQ_SMLAL("a2", 2)
+                         FC_RQ_SMLAL("a3", 3)
+                         FC_GROUP_TAIL
+                         FC_GROUP_OPERANDS
+                         : "r8", "r9", "r10", "r11", "cc", "memory");
+    }
+#if FC_VFP_ASM
+    if (mode == FC_RQ_ORT_SAT) { /* as fc_rq4_ort */
+        __asm__ volatile(FC_GROUP_HEAD
+                         "ldr %[xa], %[p]\n\t"
+                         "ldrd %[a0], %[a1], [%[xa]], #8\n\t"
+                         "ldrd %[a2], %[a3], [%[xa]], #8\n\t"
+                         "str %[xa], %[p]\n\t"
+                         FC_GROUP_DOT
+                         "ldr %[xa], %[sc]\n\t"
+                         "vmov s0, s1, %[a0], %[a1]\n\t"
+                         "vmov s2, s3, %[a2], %[a3]\n\t"
+                         "vldmia %[xa]!, {s4-s7}\n\t"
+                         "str %[xa], %[sc]\n\t"
+                         "vcvt.f32.s32 s0, s0\n\t"
+                         "vcvt.f32.s32 s1, s1\n\t"
+                         "vcvt.f32.s32 s2, s2\n\t"
+                         "vcvt.f32.s32 s3, s3\n\t"
+                         "vmul.f32 s0, s0, s4\n\t"
+                         "vmul.f32 s1, s1, s5\n\t"
+                         "vmul.f32 s2, s2, s6\n\t"
+                         "vmul.f32 s3, s3, s7\n\t"
+                         "vcvtr.s32.f32 s0, s0\n\t"
+                         "vcvtr.s32.f32 s1, s1\n\t"
+                         "vcvtr.s32.f32 s2, s2\n\t"
+                         "vcvtr.s32.f32 s3, s3\n\t"
+                         "vmov %[a0], %[a1], s0, s1\n\t"
+                         "vmov %[a2], %[a3], s2, s3\n\t"
+                         "ldr %[xa], %[zp]\n\t"
+                         "qadd %[a0], %[a0], %[xa]\n\t"
+                         "qadd %[a1], %[a1], %[xa]\n\t"
+                         "qadd %[a2], %[a2], %[xa]\n\t"
+                         "qadd %[a3], %[a3], %[xa]\n\t"
+                         "ssat %[a0], #8, %[a0]\n\t"
+                         "ssat %[a1], #8, %[a1]\n\t"
+                         "ssat %[a2], #8, %[a2]\n\t"
+                         "ssat %[a3], #8, %[a3]\n\t"
+                         FC_GROUP_TAIL
+                         FC_GROUP_OPERANDS
+                         : "r8", "r9", "r10", "r11", "s0", "s1", "s2", "s3", "s4", "s5", "s6", "s7",
+                           "cc", "memory");
+    }
+#endif
+    return w;
+}
+#undef FC_GROUP_HEAD
+#undef FC_GROUP_DOT
+#undef FC_GROUP_TAIL
+#undef FC_GROUP_OPERANDS
+#undef FC_RQ_SMLAL
+#endif
+#undef FC_DOT4_QUAD
+
 /* One widened column -> out_features int8. */
 static inline __attribute__((always_inline)) void fc_column(const uint32_t *col, int32_t nq,
                                                             const uint32_t *w, int32_t out_features,
@@ -198,6 +338,21 @@ static inline __attribute__((always_inline)) void fc_column(const uint32_t *col,
                                                             int mode)
 {
     int32_t ch = 0;
+#if TINYAOT_HAVE_DSP_ASM
+    if ((mode == TINYAOT_RQ_SMLAL_SAT || (FC_VFP_ASM && mode == FC_RQ_ORT_SAT)) &&
+        out_features >= 4) {
+        fc_loop_t L;
+        ch = out_features & ~3;
+        L.col = col;
+        L.skip = (uint32_t)((FC_UNROLL - nq % FC_UNROLL) % FC_UNROLL) * 44u + 1u;
+        L.o = o;
+        L.o_end = o + ch;
+        L.p = mode == TINYAOT_RQ_SMLAL_SAT ? rq->rq : rq->bias;
+        L.sc = rq->scale;
+        L.zp = rq->zp;
+        w = fc_groups_asm(&L, w, col + 2 * nq, mode);
+    }
+#endif
     for (; ch + 4 <= out_features; ch += 4) {
         uint32_t acc[4];
         acc[0] = (uint32_t)fc_bias(rq, ch, mode);
