@@ -511,10 +511,11 @@ def _fc_case(rows, k, n, numerics, clamp, seed):
     return c
 
 
-# shapes: K % 4 != 0, K < 8 (no whole unrolled pass), K with single quads
-# and unrolled passes (nq = 11, 17), N % 4 != 0 (padded last group), rows > 1
+# shapes: K % 4 != 0, K < 8, quad counts nq = ceil(K / 4) that enter the
+# unrolled loops part way (nq % 8, nq % 32 != 0) and take several passes
+# (nq = 11, 17, 36, 160), N % 4 != 0 (padded last group), rows > 1
 FC_SHAPES = [(1, 640, 128), (1, 128, 20), (1, 8, 128), (1, 37, 10), (2, 64, 6), (3, 5, 9),
-             (1, 1, 1), (1, 7, 3), (2, 44, 13), (1, 68, 4)]
+             (1, 1, 1), (1, 7, 3), (2, 44, 13), (1, 68, 4), (1, 141, 8)]
 
 
 @pytest.mark.parametrize("clamp", [False, True])

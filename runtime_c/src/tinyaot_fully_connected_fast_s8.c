@@ -10,7 +10,8 @@
 #include "tinyaot_fast_kernels.h"
 #include "tinyaot_gemm_q15.h"
 
-#define FC_UNROLL 8 /* quads per loop pass */
+#define FC_UNROLL 8         /* quads per loop pass (C-driven loop) */
+#define FC_GROUP_UNROLL 32  /* quads per loop pass of the asm group loop: K <= 128 without a test */
 #define FC_RQ_ORT_SAT 4 /* TINYAOT_RQ_ORT with [lo, hi] = [-128, 127]: no bytewise clamp */
 
 #if TINYAOT_HAVE_DSP_ASM && defined(__ARM_FP) && (__ARM_FP & 4)
@@ -196,8 +197,9 @@ static inline __attribute__((always_inline)) int32_t fc_bias(const tinyaot_rqc_t
  * across groups but not in the dot product (column, loop entry, output and
  * parameter cursors, zero point) stay in memory operands, so the dot product
  * keeps its 13 registers and a group costs ~15 instructions besides its
- * MACs and requantization. K % 8 quads are handled by entering the unrolled
- * loop part way (each quad is 11 four-byte instructions, 44 bytes). */
+ * MACs and requantization. The loop body is 32 quads (K = 128) unrolled;
+ * a K that is not a multiple of 128 enters it part way, so the first pass
+ * does nq % 32 quads (each quad is 11 four-byte instructions, 44 bytes). */
 typedef struct {
     const uint32_t *col;
     uint32_t skip;  /* bytes of the unrolled loop to skip on entry, + 1 (Thumb) */
@@ -209,6 +211,9 @@ typedef struct {
     int32_t zp;
 } fc_loop_t;
 
+#define FC_DOT4_QUAD8                                                                              \
+    FC_DOT4_QUAD FC_DOT4_QUAD FC_DOT4_QUAD FC_DOT4_QUAD FC_DOT4_QUAD FC_DOT4_QUAD FC_DOT4_QUAD        \
+    FC_DOT4_QUAD
 #define FC_GROUP_HEAD                                                                              \
     "adr %[xa], 3f\n\t"                                                                            \
     "ldr %[xb], %[skip]\n\t"                                                                       \
@@ -219,8 +224,7 @@ typedef struct {
     "ldr %[x], %[col]\n\t"                                                                         \
     "ldr %[xa], %[entry]\n\t"                                                                      \
     "bx %[xa]\n\t"                                                                                 \
-    "3:\n\t" FC_DOT4_QUAD FC_DOT4_QUAD FC_DOT4_QUAD FC_DOT4_QUAD FC_DOT4_QUAD FC_DOT4_QUAD          \
-    FC_DOT4_QUAD FC_DOT4_QUAD                                                                      \
+    "3:\n\t" FC_DOT4_QUAD8 FC_DOT4_QUAD8 FC_DOT4_QUAD8 FC_DOT4_QUAD8                                \
     "cmp %[x], %[xe]\n\t"                                                                          \
     "bne 3b\n\t"
 /* the four int8 in a0 (packed) -> output, next group */
@@ -324,6 +328,7 @@ static inline __attribute__((always_inline)) const uint32_t *fc_groups_asm(fc_lo
     return w;
 }
 #undef FC_GROUP_HEAD
+#undef FC_DOT4_QUAD8
 #undef FC_GROUP_DOT
 #undef FC_GROUP_TAIL
 #undef FC_GROUP_OPERANDS
@@ -344,7 +349,7 @@ static inline __attribute__((always_inline)) void fc_column(const uint32_t *col,
         fc_loop_t L;
         ch = out_features & ~3;
         L.col = col;
-        L.skip = (uint32_t)((FC_UNROLL - nq % FC_UNROLL) % FC_UNROLL) * 44u + 1u;
+        L.skip = (uint32_t)((FC_GROUP_UNROLL - nq % FC_GROUP_UNROLL) % FC_GROUP_UNROLL) * 44u + 1u;
         L.o = o;
         L.o_end = o + ch;
         L.p = mode == TINYAOT_RQ_SMLAL_SAT ? rq->rq : rq->bias;
