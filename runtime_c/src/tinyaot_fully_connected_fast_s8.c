@@ -245,11 +245,11 @@ typedef struct {
     : [xe] "r"(xe), [col] "m"(L->col), [skip] "m"(L->skip), [o_end] "m"(L->o_end),               \
       [zp] "m"(L->zp)
 
-/* tflite, one-SMLAL records {m, e - 1, R low, R high, bias} at p (5 words per
- * channel): channel I of the group from accumulator A (bias included). */
-#define FC_RQ_SMLAL(A, I)                                                                          \
-    "ldrd r8, r9, [%[xb], #" #I "*20]\n\t"                                                         \
-    "ldrd r10, r11, [%[xb], #" #I "*20+8]\n\t"                                                     \
+/* tflite: the next one-SMLAL record {m, e - 1, R low, R high, bias} (5 words
+ * per channel, one LDM; the bias, already in A, lands unused in r12) requantizes
+ * accumulator A (bias included); zero point in xa, 0x80000000 in x. */
+#define FC_RQ_SMLAL(A)                                                                             \
+    "ldmia %[xb]!, {r8, r9, r10, r11, r12}\n\t"                                                    \
     "smlal r10, r11, %[" A "], r8\n\t"                                                             \
     "lsr %[" A "], %[" A "], #31\n\t"                                                              \
     "smlal r10, r11, %[" A "], %[x]\n\t"                                                           \
@@ -273,15 +273,13 @@ static inline __attribute__((always_inline)) const uint32_t *fc_groups_asm(fc_lo
                          "ldr %[a3], [%[xa], #76]\n\t"
                          FC_GROUP_DOT
                          "ldr %[xb], %[p]\n\t"
-                         "add %[xa], %[xb], #80\n\t"
-                         "str %[xa], %[p]\n\t"
                          "ldr %[xa], %[zp]\n\t"
                          "mov %[x], #0x80000000\n\t"
-                         FC_RQ_SMLAL("a0", 0) FC_RQ_SMLAL("a1", 1) FC_RQ_SMLAL("a2", 2)
-                         FC_RQ_SMLAL("a3", 3)
+                         FC_RQ_SMLAL("a0") FC_RQ_SMLAL("a1") FC_RQ_SMLAL("a2") FC_RQ_SMLAL("a3")
+                         "str %[xb], %[p]\n\t"
                          FC_GROUP_TAIL
                          FC_GROUP_OPERANDS
-                         : "r8", "r9", "r10", "r11", "cc", "memory");
+                         : "r8", "r9", "r10", "r11", "r12", "cc", "memory");
     }
 #if FC_VFP_ASM
     if (mode == FC_RQ_ORT_SAT) { /* as fc_rq4_ort */
