@@ -480,10 +480,11 @@ def test_fast_depthwise_matches_reference_kernel(lib, case, numerics):
         assert np.array_equal(np.rint(v).astype(np.int64) + out_zp, ref.astype(np.int64))
 
 
-def _fc_case(rows, k, n, numerics, clamp, seed):
+def _fc_case(rows, k, n, numerics, clamp, seed, scale_mul=1.0):
     """A random FC layer for tinyaot_fully_connected_fast_s8 and its expected
     output from the numpy oracle: exact int64 sum (x - in_zp) . w + bias,
-    then MLAS's float requantization (ort) or TFLite's double rounding."""
+    then MLAS's float requantization (ort) or TFLite's double rounding.
+    scale_mul (ort) pushes float(acc) * scale past int32 (saturations)."""
     from codegen.reference.ort_float import requantize_acc
 
     rng = np.random.default_rng(seed)
@@ -496,7 +497,7 @@ def _fc_case(rows, k, n, numerics, clamp, seed):
     acc = (c["x"].astype(np.int64) - c["in_zp"]) @ c["w"].astype(np.int64).T + c["bias"]
     spread = float(np.sqrt(k)) * 150 * 74  # ~ the accumulators' standard deviation
     if numerics == "ort":  # per-channel scales that spread the outputs over int8
-        c["scale"] = (rng.uniform(0.5, 2.0, n) * 40 / spread).astype(np.float32)
+        c["scale"] = (rng.uniform(0.5, 2.0, n) * 40 / spread * scale_mul).astype(np.float32)
         exp = requantize_acc(acc, c["scale"], c["out_zp"], c["lo"], c["hi"])
     else:
         c["mult"] = rng.integers(2**30, 2**31, n).astype(np.int32)
@@ -577,6 +578,9 @@ def test_fc_packing_is_the_kernel_read_order():
 
 FC_QEMU_CASES = [(rows, k, n, numerics, clamp) for rows, k, n in FC_SHAPES
                  for numerics in ("tflite", "tflite_smlal", "ort") for clamp in (False, True)]
+# ort: float(acc) * scale beyond int32 (VCVTR and QADD saturate) and scales
+# that round every output to the zero point
+FC_QEMU_EXTREME = [((1, 37, 10, "ort", clamp), mul) for clamp in (False, True) for mul in (1e9, 1e-6)]
 
 
 def _c_words(name, ctype, arr):
@@ -594,6 +598,8 @@ def test_fast_fully_connected_asm_on_qemu_m4(tmp_path):
 
     board = load_board("qemu-m4")
     cases = [_fc_case(*cs, seed=7 + i) for i, cs in enumerate(FC_QEMU_CASES)]
+    cases += [_fc_case(*cs, seed=3 + i, scale_mul=mul) for i, (cs, mul) in enumerate(FC_QEMU_EXTREME)]
+    assert {127, -128} <= set(np.concatenate([c["expected"].reshape(-1) for c in cases[-4:]]).tolist())
     out_size = max(c["rows"] * c["n"] for c in cases)
     scratch = max(fc_scratch_bytes(c["k"]) for c in cases)
     src = ["#include <stdint.h>", "#include <string.h>", '#include "harness.h"',
