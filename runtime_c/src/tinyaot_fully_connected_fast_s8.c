@@ -45,20 +45,22 @@ int32_t tinyaot_fully_connected_fast_s8_get_buffer_size(int32_t in_features)
     : [xe] "r"(xe)                                                                                 \
     : "r8", "r9", "r10", "r11", "cc", "memory"
 
-/* nq >= 1 quads: nq % FC_UNROLL single quads first, then whole passes.
+/* nq >= 1 quads: nq % FC_UNROLL single quads first, then whole passes
+ * (`unrolled` 0, for a once-per-call group: single quads only, less code).
  * Returns the next group's weights. */
 static inline __attribute__((always_inline)) const uint32_t *fc_dot4(const uint32_t *x,
                                                                      const uint32_t *w,
-                                                                     int32_t nq, uint32_t acc[4])
+                                                                     int32_t nq, uint32_t acc[4],
+                                                                     int unrolled)
 {
     uint32_t a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3], xa, xb;
-    const uint32_t *xe = x + 2 * (nq % FC_UNROLL);
+    const uint32_t *xe = x + 2 * (unrolled ? nq % FC_UNROLL : nq);
     if (x != xe) {
         __asm__("1:\n\t" FC_DOT4_QUAD "cmp %[x], %[xe]\n\t"
                 "bne 1b" FC_DOT4_OPERANDS);
     }
     xe = x + 2 * (nq - nq % FC_UNROLL);
-    if (x != xe) {
+    if (unrolled && x != xe) {
         __asm__("1:\n\t" FC_DOT4_QUAD FC_DOT4_QUAD FC_DOT4_QUAD FC_DOT4_QUAD FC_DOT4_QUAD
                 FC_DOT4_QUAD FC_DOT4_QUAD FC_DOT4_QUAD "cmp %[x], %[xe]\n\t"
                 "bne 1b" FC_DOT4_OPERANDS);
@@ -72,8 +74,9 @@ static inline __attribute__((always_inline)) const uint32_t *fc_dot4(const uint3
 #undef FC_DOT4_OPERANDS
 #else
 static inline const uint32_t *fc_dot4(const uint32_t *x, const uint32_t *w, int32_t nq,
-                                      uint32_t acc[4])
+                                      uint32_t acc[4], int unrolled)
 {
+    (void)unrolled;
     for (int32_t j = 0; j < nq; ++j) {
         for (int32_t r = 0; r < 4; ++r) {
             acc[r] = __SMLAD(x[0], w[2 * r], acc[r]);
@@ -341,36 +344,42 @@ static inline __attribute__((always_inline)) void fc_column(const uint32_t *col,
                                                             int mode)
 {
     int32_t ch = 0;
+    /* a constant after inlining: the C group loop is not compiled where unused */
+    const int asm_groups = TINYAOT_HAVE_DSP_ASM &&
+                           (mode == TINYAOT_RQ_SMLAL_SAT || (FC_VFP_ASM && mode == FC_RQ_ORT_SAT));
+    if (asm_groups) {
 #if TINYAOT_HAVE_DSP_ASM
-    if ((mode == TINYAOT_RQ_SMLAL_SAT || (FC_VFP_ASM && mode == FC_RQ_ORT_SAT)) &&
-        out_features >= 4) {
-        fc_loop_t L;
-        ch = out_features & ~3;
-        L.col = col;
-        L.skip = (uint32_t)((FC_GROUP_UNROLL - nq % FC_GROUP_UNROLL) % FC_GROUP_UNROLL) * 44u + 1u;
-        L.o = o;
-        L.o_end = o + ch;
-        L.p = mode == TINYAOT_RQ_SMLAL_SAT ? rq->rq : rq->bias;
-        L.sc = rq->scale;
-        L.zp = rq->zp;
-        w = fc_groups_asm(&L, w, col + 2 * nq, mode);
-    }
+        if (out_features >= 4) {
+            fc_loop_t L;
+            ch = out_features & ~3;
+            L.col = col;
+            L.skip = (uint32_t)((FC_GROUP_UNROLL - nq % FC_GROUP_UNROLL) % FC_GROUP_UNROLL) * 44u +
+                     1u;
+            L.o = o;
+            L.o_end = o + ch;
+            L.p = mode == TINYAOT_RQ_SMLAL_SAT ? rq->rq : rq->bias;
+            L.sc = rq->scale;
+            L.zp = rq->zp;
+            w = fc_groups_asm(&L, w, col + 2 * nq, mode);
+        }
 #endif
-    for (; ch + 4 <= out_features; ch += 4) {
-        uint32_t acc[4];
-        acc[0] = (uint32_t)fc_bias(rq, ch, mode);
-        acc[1] = (uint32_t)fc_bias(rq, ch + 1, mode);
-        acc[2] = (uint32_t)fc_bias(rq, ch + 2, mode);
-        acc[3] = (uint32_t)fc_bias(rq, ch + 3, mode);
-        w = fc_dot4(col, w, nq, acc);
-        fc_rq4(rq, acc, ch, o + ch, mode);
+    } else {
+        for (; ch + 4 <= out_features; ch += 4) {
+            uint32_t acc[4];
+            acc[0] = (uint32_t)fc_bias(rq, ch, mode);
+            acc[1] = (uint32_t)fc_bias(rq, ch + 1, mode);
+            acc[2] = (uint32_t)fc_bias(rq, ch + 2, mode);
+            acc[3] = (uint32_t)fc_bias(rq, ch + 3, mode);
+            w = fc_dot4(col, w, nq, acc, 1);
+            fc_rq4(rq, acc, ch, o + ch, mode);
+        }
     }
     if (mode == FC_RQ_ORT_SAT) {
         mode = TINYAOT_RQ_ORT;
     }
     if (ch < out_features) { /* the packing's zero rows pad the last group */
         uint32_t acc[4] = {0u, 0u, 0u, 0u};
-        fc_dot4(col, w, nq, acc);
+        fc_dot4(col, w, nq, acc, 0);
         for (int32_t i = 0; ch + i < out_features; ++i) {
             o[ch + i] = tinyaot_rqc_apply_m(rq, tinyaot_fp_s32(acc[i]), ch + i, mode);
         }
