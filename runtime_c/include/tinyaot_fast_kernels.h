@@ -16,13 +16,17 @@
  *       word 0 = { W[2P+r][4j+0], W[2P+r][4j+2] }
  *       word 1 = { W[2P+r][4j+1], W[2P+r][4j+3] }
  *   which is the order __SXTAB16 / __SXTAB16_ROR8 widen four int8 inputs.
+ *   The FC kernel reads groups of four rows instead of pairs (rows padded
+ *   with zero rows to a multiple of 4; pack_gemm(w, 4)): for group G, for
+ *   quad j, for row r of the group, the same two words.
  *   Depthwise weights W[tap][c] (tap = ky * k_w + kx, in_c == out_c,
  *   in_c % 4 == 0): for channel quad j, for tap t: the same two words.
  *
  * Scratch: the conv and FC kernels widen their input (minus the input zero
  * point) into `scratch`, planned in the arena by the compiler and live only
- * during the call; *_get_buffer_size gives its size in bytes (mirrored by
- * codegen/passes/kernel_select.py).
+ * during the call (FC: one int16 column of roundup(K, 4), each input row in
+ * turn); *_get_buffer_size gives its size in bytes (mirrored by
+ * codegen/passes/kernel_select.py via backend/fast_pack.py).
  */
 #ifndef TINYAOT_FAST_KERNELS_H
 #define TINYAOT_FAST_KERNELS_H
