@@ -4,9 +4,11 @@
  * registers over the whole K, against weights packed for exactly that read
  * order (codegen/backend/fast_pack.py:pack_gemm(w, 4)): per quad of K one
  * LDRD of the column and two LDM of weights feed eight SMLAD, 11 instructions
- * per 16 MACs, eight quads per loop pass. The four results are requantized
- * together: ort in VFP (float(acc) * scale, VCVTR rounds half to even),
- * tflite by the one-SMLAL form (tinyaot_requant_fast.h). */
+ * per 16 MACs. The four results are requantized together: ort in VFP
+ * (float(acc) * scale, VCVTR rounds half to even), tflite by the one-SMLAL
+ * form (tinyaot_requant_fast.h). The saturating modes (every MLPerf layer)
+ * run the whole group loop in one asm statement (fc_groups_asm); the others,
+ * a group left over when N % 4 != 0 and the portable twin go through C. */
 #include "tinyaot_fast_kernels.h"
 #include "tinyaot_gemm_q15.h"
 
