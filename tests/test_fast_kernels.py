@@ -576,6 +576,17 @@ def test_fc_packing_is_the_kernel_read_order():
                 assert list(g[grp, j, r].reshape(-1)) == [row[0], row[2], row[1], row[3]]
 
 
+@pytest.mark.parametrize("opt", ["-O0", "-Og", "-Os", "-O3"])
+def test_fast_fully_connected_builds_at_every_optimization_level(opt, tmp_path):
+    """The FC asm wants 13-14 free core registers; at -O0 it is left out (the
+    C twin runs) instead of failing (GCC 12 then never returns)."""
+    require_arm_toolchain()
+    subprocess.run(["arm-none-eabi-gcc", "-mthumb", "-mcpu=cortex-m4", "-mfloat-abi=hard",
+                    "-mfpu=fpv4-sp-d16", opt, "-std=c99", "-ffp-contract=off", "-Wall", "-Wextra",
+                    "-Werror", f"-I{INC}", "-c", str(SRC / "tinyaot_fully_connected_fast_s8.c"),
+                    "-o", str(tmp_path / "fc.o")], check=True, capture_output=True, timeout=120)
+
+
 FC_QEMU_CASES = [(rows, k, n, numerics, clamp) for rows, k, n in FC_SHAPES
                  for numerics in ("tflite", "tflite_smlal", "ort") for clamp in (False, True)]
 # ort: float(acc) * scale beyond int32 (VCVTR and QADD saturate) and scales

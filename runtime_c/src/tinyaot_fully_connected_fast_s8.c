@@ -16,7 +16,14 @@
 #define FC_GROUP_UNROLL 32  /* quads per loop pass of the asm group loop: K <= 128 without a test */
 #define FC_RQ_ORT_SAT 4 /* TINYAOT_RQ_ORT with [lo, hi] = [-128, 127]: no bytewise clamp */
 
-#if TINYAOT_HAVE_DSP_ASM && defined(__ARM_FP) && (__ARM_FP & 4)
+/* The asm needs 13-14 free core registers: optimized builds only (at -O0
+ * GCC cannot allocate them; the portable C twin is used there). */
+#if TINYAOT_HAVE_DSP_ASM && defined(__OPTIMIZE__)
+#define FC_ASM 1
+#else
+#define FC_ASM 0
+#endif
+#if FC_ASM && defined(__ARM_FP) && (__ARM_FP & 4)
 #define FC_VFP_ASM 1
 #else
 #define FC_VFP_ASM 0
@@ -27,7 +34,7 @@ int32_t tinyaot_fully_connected_fast_s8_get_buffer_size(int32_t in_features)
     return ((in_features + 3) / 4) * 4 * (int32_t)sizeof(int16_t);
 }
 
-#if TINYAOT_HAVE_DSP_ASM
+#if FC_ASM
 /* a0..a3 += rows 0..3 . column over one quad (x: 2 words, w: 8 words). */
 #define FC_DOT4_QUAD                                                                               \
     "ldrd %[xa], %[xb], [%[x]], #8\n\t"                                                            \
@@ -196,7 +203,7 @@ static inline __attribute__((always_inline)) int32_t fc_bias(const tinyaot_rqc_t
     return rq->bias[ch];
 }
 
-#if TINYAOT_HAVE_DSP_ASM
+#if FC_ASM
 /* The whole loop over groups of four output features in one asm statement,
  * for the two saturating modes the MLPerf models use: the values that live
  * across groups but not in the dot product (column, loop entry, output and
@@ -347,10 +354,10 @@ static inline __attribute__((always_inline)) void fc_column(const uint32_t *col,
 {
     int32_t ch = 0;
     /* a constant after inlining: the C group loop is not compiled where unused */
-    const int asm_groups = TINYAOT_HAVE_DSP_ASM &&
+    const int asm_groups = FC_ASM &&
                            (mode == TINYAOT_RQ_SMLAL_SAT || (FC_VFP_ASM && mode == FC_RQ_ORT_SAT));
     if (asm_groups) {
-#if TINYAOT_HAVE_DSP_ASM
+#if FC_ASM
         if (out_features >= 4) {
             fc_loop_t L;
             ch = out_features & ~3;
