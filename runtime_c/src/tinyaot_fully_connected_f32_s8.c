@@ -1,26 +1,189 @@
-/* onnxruntime's float Gemm (MatMul + bias Add) on dequantized int8:
- * SGEMM with fused multiply-adds over k, then + bias, then QuantizeLinear. */
+/* onnxruntime's float Gemm / MatMul on dequantized int8, in MLAS's summation
+ * order (codegen/reference/fc_float_order.py), then QuantizeLinear.
+ *
+ * GEMV4 (every MLPerf Tiny float FC): outputs in blocks of 4, weights packed
+ * per block as [k group of 4][output][4] then the k tail per output, leftover
+ * outputs row-major (codegen/backend/fc_float_pack.py). Per output:
+ * t = bias; t = (((x0*w0 + x1*w1) + x2*w2) + x3*w3) + t per group, every
+ * product rounded. On an FPv4 FPU that is VMUL + 3 VMLA (multiply rounded,
+ * then added: not fused) + VADD, with the portable C below as its twin
+ * (built with -ffp-contract=off). LANES8 and KBLOCK read row-major weights. */
 #include <math.h>
 
 #include "tinyaot_kernels.h"
 #include "tinyaot_requant.h"
 
-int tinyaot_fully_connected_f32_s8(int32_t rows, int32_t in_features, int32_t out_features,
-                                   const tinyaot_float_conv_t *p, const int8_t *input,
-                                   int8_t *output)
+#if defined(__ARM_FP) && (__ARM_FP & 4) && defined(__thumb2__)
+#define TINYAOT_FC_F32_ASM 1
+#endif
+
+int32_t tinyaot_fully_connected_f32_s8_get_buffer_size(int32_t in_features)
 {
+    return (in_features * (int32_t)sizeof(float) + 7) & ~7;
+}
+
+/* One k group of 4 for 4 outputs: weights in s0-s15, x in X0..X3, totals s28-s31. */
+#define FC_GROUP(X0, X1, X2, X3)                                                              \
+    "vmul.f32 s0, " X0 ", s0\n\t" "vmla.f32 s0, " X1 ", s1\n\t"                               \
+    "vmla.f32 s0, " X2 ", s2\n\t" "vmla.f32 s0, " X3 ", s3\n\t" "vadd.f32 s28, s0, s28\n\t"   \
+    "vmul.f32 s4, " X0 ", s4\n\t" "vmla.f32 s4, " X1 ", s5\n\t"                               \
+    "vmla.f32 s4, " X2 ", s6\n\t" "vmla.f32 s4, " X3 ", s7\n\t" "vadd.f32 s29, s4, s29\n\t"   \
+    "vmul.f32 s8, " X0 ", s8\n\t" "vmla.f32 s8, " X1 ", s9\n\t"                               \
+    "vmla.f32 s8, " X2 ", s10\n\t" "vmla.f32 s8, " X3 ", s11\n\t" "vadd.f32 s30, s8, s30\n\t" \
+    "vmul.f32 s12, " X0 ", s12\n\t" "vmla.f32 s12, " X1 ", s13\n\t"                           \
+    "vmla.f32 s12, " X2 ", s14\n\t" "vmla.f32 s12, " X3 ", s15\n\t"                           \
+    "vadd.f32 s31, s12, s31\n\t"
+
+/* The k groups of a block of 4 outputs: t[4] in/out; advances *x, *w. */
+static void gemv4_groups(const float **x, const float **w, int32_t groups, float *t)
+{
+#ifdef TINYAOT_FC_F32_ASM
+    const float *xp = *x;
+    const float *wp = *w;
+    int32_t pairs = groups >> 1;
+    __asm__ volatile(
+        "vldmia %[t], {s28-s31}\n\t"
+        "cmp %[pairs], #0\n\t"
+        "beq 2f\n"
+        "1:\n\t"
+        "vldmia %[xp]!, {s20-s27}\n\t"
+        "vldmia %[wp]!, {s0-s15}\n\t"
+        FC_GROUP("s20", "s21", "s22", "s23")
+        "vldmia %[wp]!, {s0-s15}\n\t"
+        FC_GROUP("s24", "s25", "s26", "s27")
+        "subs %[pairs], %[pairs], #1\n\t"
+        "bne 1b\n"
+        "2:\n\t"
+        "tst %[groups], #1\n\t"
+        "beq 3f\n\t"
+        "vldmia %[xp]!, {s20-s23}\n\t"
+        "vldmia %[wp]!, {s0-s15}\n\t"
+        FC_GROUP("s20", "s21", "s22", "s23")
+        "3:\n\t"
+        "vstmia %[t], {s28-s31}\n\t"
+        : [xp] "+r"(xp), [wp] "+r"(wp), [pairs] "+r"(pairs)
+        : [t] "r"(t), [groups] "r"(groups)
+        : "s0", "s1", "s2", "s3", "s4", "s5", "s6", "s7", "s8", "s9", "s10", "s11", "s12",
+          "s13", "s14", "s15", "s20", "s21", "s22", "s23", "s24", "s25", "s26", "s27", "s28",
+          "s29", "s30", "s31", "memory", "cc");
+    *x = xp;
+    *w = wp;
+#else
+    const float *xp = *x;
+    const float *wp = *w;
+    for (int32_t g = 0; g < groups; ++g, xp += 4) {
+        for (int32_t j = 0; j < 4; ++j, wp += 4) {
+            float part = xp[0] * wp[0];
+            part = part + xp[1] * wp[1];
+            part = part + xp[2] * wp[2];
+            part = part + xp[3] * wp[3];
+            t[j] = part + t[j];
+        }
+    }
+    *x = xp;
+    *w = wp;
+#endif
+}
+
+/* MLAS's tail after the groups of 4: a group of 2, then a group of 1. */
+static float gemv4_tail(const float *x, const float *w, int32_t tail, float t)
+{
+    if (tail & 2) {
+        const float part = x[0] * w[0] + x[1] * w[1];
+        t = part + t;
+        x += 2;
+        w += 2;
+    }
+    if (tail & 1) {
+        t = x[0] * w[0] + t;
+    }
+    return t;
+}
+
+static void gemv4_row(int32_t k, int32_t n, const tinyaot_float_fc_t *p, const float *x,
+                      int8_t *out)
+{
+    const int32_t groups = k >> 2, tail = k & 3;
+    const float *w = p->weights;
+    int32_t o = 0;
+    for (; o + 4 <= n; o += 4) {
+        float t[4] = {p->bias[o], p->bias[o + 1], p->bias[o + 2], p->bias[o + 3]};
+        const float *xp = x;
+        gemv4_groups(&xp, &w, groups, t);
+        for (int32_t j = 0; j < 4; ++j, w += tail) {
+            t[j] = gemv4_tail(xp, w, tail, t[j]);
+            out[o + j] = tinyaot_quantize_f32(t[j], p->out_scale, p->out_zp, p->act_min,
+                                              p->act_max);
+        }
+    }
+    for (; o < n; ++o, w += k) {  /* leftover outputs: row-major weights */
+        float t = p->bias[o];
+        const float *xp = x;
+        for (int32_t g = 0; g < groups; ++g, xp += 4) {
+            const float *wp = w + 4 * g;
+            float part = xp[0] * wp[0];
+            part = part + xp[1] * wp[1];
+            part = part + xp[2] * wp[2];
+            part = part + xp[3] * wp[3];
+            t = part + t;
+        }
+        t = gemv4_tail(xp, w + 4 * groups, tail, t);
+        out[o] = tinyaot_quantize_f32(t, p->out_scale, p->out_zp, p->act_min, p->act_max);
+    }
+}
+
+/* MLAS M1 TransposeB reduction of 8 lanes; the tree depends on whether output
+ * `pos` of `count` falls in a block of 4, the pair or the single remainder. */
+static float lanes8_reduce(const float *a, int32_t pos, int32_t count)
+{
+    if (pos < count - (count & 3)) {
+        return (((a[0] + a[1]) + a[2]) + a[3]) + (((a[4] + a[5]) + a[6]) + a[7]);
+    }
+    if ((count & 2) && pos < count - (count & 1)) {
+        return ((a[0] + a[2]) + (a[4] + a[6])) + ((a[1] + a[3]) + (a[5] + a[7]));
+    }
+    return ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
+}
+
+int tinyaot_fully_connected_f32_s8(int32_t rows, int32_t in_features, int32_t out_features,
+                                   const tinyaot_float_fc_t *p, const int8_t *input,
+                                   float *scratch, int8_t *output)
+{
+    const int32_t k = in_features, n = out_features;
     for (int32_t r = 0; r < rows; ++r) {
-        const int8_t *x = input + r * in_features;
-        for (int32_t n = 0; n < out_features; ++n) {
-            const int8_t *w = p->filter + n * in_features;
-            const float ws = p->filter_scale[n];
-            float acc = 0.0f;
-            for (int32_t k = 0; k < in_features; ++k) {
-                acc = fmaf((float)((int32_t)x[k] - p->in_zp) * p->in_scale, (float)w[k] * ws, acc);
+        const int8_t *q = input + r * k;
+        int8_t *out = output + r * n;
+        for (int32_t i = 0; i < k; ++i) {
+            scratch[i] = p->in_table[(uint8_t)q[i]];
+        }
+        if (p->order == TINYAOT_FC_F32_GEMV4) {
+            gemv4_row(k, n, p, scratch, out);
+            continue;
+        }
+        for (int32_t o = 0; o < n; ++o) {
+            const float *w = p->weights + o * k;
+            float t;
+            if (p->order == TINYAOT_FC_F32_LANES8) {
+                float lane[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
+                for (int32_t i = 0; i < k; ++i) {
+                    lane[i & 7] = lane[i & 7] + scratch[i] * w[i];
+                }
+                /* N == 1 with rows > 1: MLAS swapped A and B, rows take the outputs' place */
+                t = (n == 1 && rows > 1) ? lanes8_reduce(lane, r, rows)
+                                         : lanes8_reduce(lane, o, n);
+                t = t + p->bias[o];
+            } else {
+                t = p->bias[o];
+                for (int32_t k0 = 0; k0 < k; k0 += p->k_block) {
+                    const int32_t k1 = k0 + p->k_block < k ? k0 + p->k_block : k;
+                    float part = 0.0f;
+                    for (int32_t i = k0; i < k1; ++i) {
+                        part = fmaf(scratch[i], w[i], part);
+                    }
+                    t = part + t;
+                }
             }
-            acc = acc + p->bias_f[n];
-            output[r * out_features + n] =
-                tinyaot_quantize_f32(acc, p->out_scale, p->out_zp, p->act_min, p->act_max);
+            out[o] = tinyaot_quantize_f32(t, p->out_scale, p->out_zp, p->act_min, p->act_max);
         }
     }
     return TINYAOT_OK;
