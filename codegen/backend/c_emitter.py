@@ -303,7 +303,7 @@ class _Emitter:
 
         x, w, y = (self.g.tensors[t] for t in (n.inputs[0], n.inputs[1], n.outputs[0]))
         nout, k = w.shape
-        wp = self.const("float", f"{lid}_wf", pack_fc_float(float_weights(w), p["fc_order"]),
+        wp = self.const("float", f"{lid}_wp", pack_fc_float(float_weights(w), p["fc_order"]),
                         align=8)
         table = self.const("float", f"{lid}_xt", input_table(p["in_scale"], p["in_zp"]))
         bias = self.const("float", f"{lid}_bf", _float_bias(self.g, n))

@@ -194,8 +194,8 @@ int tinyaot_fully_connected_f32_s8(int32_t rows, int32_t in_features, int32_t ou
             float t;
             if (p->order == TINYAOT_FC_F32_LANES8) {
                 float lane[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
-                for (int32_t i = 0; i < k; ++i) {
-                    lane[i & 7] = lane[i & 7] + scratch[i] * w[i];
+                for (int32_t kk = 0; kk < k; ++kk) {
+                    lane[kk & 7] = lane[kk & 7] + scratch[kk] * w[kk];
                 }
                 /* N == 1 with rows > 1: MLAS swapped A and B, rows take the outputs' place */
                 t = (n == 1 && rows > 1) ? lanes8_reduce(lane, r, rows)
@@ -206,8 +206,8 @@ int tinyaot_fully_connected_f32_s8(int32_t rows, int32_t in_features, int32_t ou
                 for (int32_t k0 = 0; k0 < k; k0 += p->k_block) {
                     const int32_t k1 = k0 + p->k_block < k ? k0 + p->k_block : k;
                     float part = 0.0f;
-                    for (int32_t i = k0; i < k1; ++i) {
-                        part = fmaf(scratch[i], w[i], part);
+                    for (int32_t kk = k0; kk < k1; ++kk) {
+                        part = fmaf(scratch[kk], w[kk], part);
                     }
                     t = part + t;
                 }
