@@ -350,3 +350,36 @@ def test_asm_kernel_float_bit_exact_on_qemu_m4(tmp_path):
         if bits_differ(got, y):
             bad.append((form, m, k, n, bits_differ(got, y)))
     assert not bad, bad
+
+
+# ------------------------------------------------------------------ end to end
+
+@pytest.mark.parametrize("rows", [1, 3])
+def test_ad01_float_layers_compiled_equal_onnxruntime(tmp_path, rows):
+    """ad01's first and last layers are float Gemms in ORT (MatMul + Add fused,
+    transB=0): tinyaot marks them ort_float with MLAS's order -- the M1 kernel for
+    batch 1, the K-blocked SGEMM for a batch of 3 (ad01 with its batch dimension set
+    to 3) -- and the host build gives ORT's int8 outputs (single-threaded ORT)."""
+    import onnxruntime as ort
+    from conftest import shared_model
+    from qdq_builders import all_int8_inputs, host_run_checked
+
+    src, _ = shared_model("ad01")
+    m = onnx.load(str(src))
+    for v in list(m.graph.input) + list(m.graph.output):
+        v.type.tensor_type.shape.dim[0].dim_value = rows
+    del m.graph.value_info[:]
+    path = tmp_path / f"ad01_m{rows}.onnx"
+    onnx.save(m, str(path))
+    xs = all_int8_inputs((rows, 640), 4, seed=rows)
+    outs, c = host_run_checked(path, xs, "ort", tmp_path, "tinyaot_fully_connected_f32_s8")
+    floats = [nd for nd in c.graph.nodes if nd.op == "fully_connected" and nd.attrs["ort_float"]]
+    assert len(floats) == 2 and all(nd.attrs["ort_trans_b"] == 0 for nd in floats)
+    want = [GEMV4, GEMV4] if rows == 1 else [KBLOCK, KBLOCK]
+    assert [c.params[nd.name]["fc_order"] for nd in floats] == want
+    so = ort.SessionOptions()
+    so.log_severity_level = 3
+    so.intra_op_num_threads = 1
+    sess = ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
+    exp = np.stack([sess.run(None, {sess.get_inputs()[0].name: v})[0] for v in xs])
+    np.testing.assert_array_equal(outs.reshape(exp.shape), exp)
