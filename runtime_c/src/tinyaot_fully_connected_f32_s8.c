@@ -17,9 +17,11 @@
 #define TINYAOT_FC_F32_ASM 1
 #endif
 
-int32_t tinyaot_fully_connected_f32_s8_get_buffer_size(int32_t in_features)
+/* One dequantized input row, then one row of float outputs. */
+int32_t tinyaot_fully_connected_f32_s8_get_buffer_size(int32_t in_features, int32_t out_features)
 {
-    return (in_features * (int32_t)sizeof(float) + 7) & ~7;
+    return ((in_features * (int32_t)sizeof(float) + 7) & ~7) +
+           out_features * (int32_t)sizeof(float);
 }
 
 /* One k group of 4 for 4 outputs: weights in s0-s15 (each output's product sum
@@ -35,20 +37,55 @@ int32_t tinyaot_fully_connected_f32_s8_get_buffer_size(int32_t in_features)
     "vmla.f32 s12, " X2 ", s14\n\t" "vmla.f32 s12, " X3 ", s15\n\t"                           \
     "vadd.f32 s19, s12, s19\n\t"
 
-/* The k groups of a block of 4 outputs from their biases b[4] into t[4];
- * advances *x, *w.
- * FPU: three groups per loop pass (x in s20-s31), 66 instructions per 48 MACs. */
-static void gemv4_groups(const float **x, const float **w, int32_t groups, const float *b,
-                         float *t)
+/* One block of 4 outputs from their biases b[4] into t[4]: k groups of 4, then
+ * MLAS's tail (a group of 2, then a group of 1). Advances *w past the block. */
+static void gemv4_block(const float *x, const float **w, int32_t k, const float *b, float *t)
 {
-#ifdef TINYAOT_FC_F32_ASM
-    const float *xp = *x;
     const float *wp = *w;
-    int32_t triples = groups / 3;
-    const int32_t rest = groups - 3 * triples;
+    const int32_t groups = k >> 2, tail = k & 3;
+    for (int32_t j = 0; j < 4; ++j) {
+        t[j] = b[j];
+    }
+    for (int32_t g = 0; g < groups; ++g, x += 4) {
+        for (int32_t j = 0; j < 4; ++j, wp += 4) {
+            float part = x[0] * wp[0];
+            part = part + x[1] * wp[1];
+            part = part + x[2] * wp[2];
+            part = part + x[3] * wp[3];
+            t[j] = part + t[j];
+        }
+    }
+    for (int32_t j = 0; j < 4 && tail; ++j, wp += tail) {
+        const float *xt = x, *wt = wp;
+        if (tail & 2) {
+            const float part = xt[0] * wt[0] + xt[1] * wt[1];
+            t[j] = part + t[j];
+            xt += 2;
+            wt += 2;
+        }
+        if (tail & 1) {
+            t[j] = xt[0] * wt[0] + t[j];
+        }
+    }
+    *w = wp;
+}
+
+#ifdef TINYAOT_FC_F32_ASM
+/* All blocks of 4 outputs of one row, k % 4 == 0: totals into y, 4 per block.
+ * Three k groups per loop pass (x in s20-s31): 66 instructions per 48 MACs. */
+static void gemv4_blocks_fpu(const float *x, const float **w, int32_t k, const float *b,
+                             int32_t blocks, float *y)
+{
+    const int32_t cfg[2] = {(k >> 2) / 3, (k >> 2) % 3}; /* triples, leftover groups */
+    const float *wp = *w;
+    const float *xp;
+    int32_t cnt;
     __asm__ volatile(
-        "vldmia %[b], {s16-s19}\n\t"
-        "cmp %[triples], #0\n\t"
+        "0:\n\t"
+        "mov %[xp], %[x]\n\t"
+        "vldmia %[b]!, {s16-s19}\n\t"
+        "ldr %[cnt], [%[cfg]]\n\t"
+        "cmp %[cnt], #0\n\t"
         "beq 2f\n"
         "1:\n\t"
         "vldmia %[xp]!, {s20-s31}\n\t"
@@ -58,84 +95,50 @@ static void gemv4_groups(const float **x, const float **w, int32_t groups, const
         FC_GROUP("s24", "s25", "s26", "s27")
         "vldmia %[wp]!, {s0-s15}\n\t"
         FC_GROUP("s28", "s29", "s30", "s31")
-        "subs %[triples], %[triples], #1\n\t"
+        "subs %[cnt], %[cnt], #1\n\t"
         "bne 1b\n"
         "2:\n\t"
-        "cmp %[rest], #0\n\t"
+        "ldr %[cnt], [%[cfg], #4]\n\t"
+        "cmp %[cnt], #0\n\t"
         "beq 3f\n\t"
         "vldmia %[xp]!, {s20-s23}\n\t"
         "vldmia %[wp]!, {s0-s15}\n\t"
         FC_GROUP("s20", "s21", "s22", "s23")
-        "cmp %[rest], #1\n\t"
+        "cmp %[cnt], #1\n\t"
         "beq 3f\n\t"
         "vldmia %[xp]!, {s20-s23}\n\t"
         "vldmia %[wp]!, {s0-s15}\n\t"
         FC_GROUP("s20", "s21", "s22", "s23")
         "3:\n\t"
-        "vstmia %[t], {s16-s19}\n\t"
-        : [xp] "+r"(xp), [wp] "+r"(wp), [triples] "+r"(triples)
-        : [b] "r"(b), [t] "r"(t), [rest] "r"(rest)
+        "vstmia %[y]!, {s16-s19}\n\t"
+        "subs %[blocks], %[blocks], #1\n\t"
+        "bne 0b\n\t"
+        : [wp] "+r"(wp), [b] "+r"(b), [y] "+r"(y), [blocks] "+r"(blocks), [xp] "=&r"(xp),
+          [cnt] "=&r"(cnt)
+        : [x] "r"(x), [cfg] "r"(cfg)
         : "s0", "s1", "s2", "s3", "s4", "s5", "s6", "s7", "s8", "s9", "s10", "s11", "s12",
           "s13", "s14", "s15", "s16", "s17", "s18", "s19", "s20", "s21", "s22", "s23", "s24",
           "s25", "s26", "s27", "s28", "s29", "s30", "s31", "memory", "cc");
-    *x = xp;
     *w = wp;
-#else
-    const float *xp = *x;
-    const float *wp = *w;
-    for (int32_t j = 0; j < 4; ++j) {
-        t[j] = b[j];
-    }
-    for (int32_t g = 0; g < groups; ++g, xp += 4) {
-        for (int32_t j = 0; j < 4; ++j, wp += 4) {
-            float part = xp[0] * wp[0];
-            part = part + xp[1] * wp[1];
-            part = part + xp[2] * wp[2];
-            part = part + xp[3] * wp[3];
-            t[j] = part + t[j];
-        }
-    }
-    *x = xp;
-    *w = wp;
+}
 #endif
-}
 
-/* MLAS's tail after the groups of 4: a group of 2, then a group of 1. */
-static float gemv4_tail(const float *x, const float *w, int32_t tail, float t)
-{
-    if (tail & 2) {
-        const float part = x[0] * w[0] + x[1] * w[1];
-        t = part + t;
-        x += 2;
-        w += 2;
-    }
-    if (tail & 1) {
-        t = x[0] * w[0] + t;
-    }
-    return t;
-}
-
+/* One row: float totals into y[n], then QuantizeLinear. */
 static void gemv4_row(int32_t k, int32_t n, const tinyaot_float_fc_t *p, const float *x,
-                      int8_t *out)
+                      float *y, int8_t *out)
 {
-    /* locals, so the output clamp's bounds are converted once, not per output */
-    const float scale = p->out_scale;
-    const int32_t zp = p->out_zp, lo = p->act_min, hi = p->act_max;
     const float *bias = p->bias;
-    const int32_t groups = k >> 2, tail = k & 3;
+    const int32_t groups = k >> 2;
     const float *w = p->weights;
     int32_t o = 0;
+#ifdef TINYAOT_FC_F32_ASM
+    if ((k & 3) == 0 && n >= 4) {
+        gemv4_blocks_fpu(x, &w, k, bias, n >> 2, y);
+        o = n & ~3;
+    }
+#endif
     for (; o + 4 <= n; o += 4) {
-        float t[4];
-        const float *xp = x;
-        gemv4_groups(&xp, &w, groups, bias + o, t);
-        for (int32_t j = 0; j < 4; ++j) {
-            if (tail) {
-                t[j] = gemv4_tail(xp, w, tail, t[j]);
-                w += tail;
-            }
-            out[o + j] = tinyaot_quantize_f32(t[j], scale, zp, lo, hi);
-        }
+        gemv4_block(x, &w, k, bias + o, y + o);
     }
     for (; o < n; ++o, w += k) {  /* leftover outputs: row-major weights */
         float t = bias[o];
@@ -148,8 +151,21 @@ static void gemv4_row(int32_t k, int32_t n, const tinyaot_float_fc_t *p, const f
             part = part + xp[3] * wp[3];
             t = part + t;
         }
-        t = gemv4_tail(xp, w + 4 * groups, tail, t);
-        out[o] = tinyaot_quantize_f32(t, scale, zp, lo, hi);
+        if (k & 2) {
+            const float part = xp[0] * w[4 * groups] + xp[1] * w[4 * groups + 1];
+            t = part + t;
+        }
+        if (k & 1) {
+            t = x[k - 1] * w[k - 1] + t;
+        }
+        y[o] = t;
+    }
+    {   /* locals, so the clamp's bounds are converted once, not per output */
+        const float scale = p->out_scale;
+        const int32_t zp = p->out_zp, lo = p->act_min, hi = p->act_max;
+        for (o = 0; o < n; ++o) {
+            out[o] = tinyaot_quantize_f32(y[o], scale, zp, lo, hi);
+        }
     }
 }
 
@@ -186,7 +202,7 @@ int tinyaot_fully_connected_f32_s8(int32_t rows, int32_t in_features, int32_t ou
             scratch[i] = tab[(uint8_t)q[i]];
         }
         if (p->order == TINYAOT_FC_F32_GEMV4) {
-            gemv4_row(k, n, p, scratch, out);
+            gemv4_row(k, n, p, scratch, scratch + ((k + 1) & ~1), out);
             continue;
         }
         for (int32_t o = 0; o < n; ++o) {
