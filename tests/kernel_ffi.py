@@ -259,6 +259,21 @@ def lib():
     return kernels().lib
 
 
+def capture_library(out_dir, source, cdef, opt="-O1"):
+    """Compile a C source that #includes one kernel's .c (e.g. with its
+    QuantizeLinear redefined to record the floats) into a shared library;
+    returns (ffi, lib) for the functions in `cdef`."""
+    out_dir = Path(out_dir)
+    (out_dir / "capture.c").write_text(source)
+    so = out_dir / "capture.so"
+    subprocess.run(["gcc", opt, "-shared", "-fPIC", "-std=c99", "-ffp-contract=off",
+                    "-Wall", "-Wextra", "-Werror", f"-I{INCLUDE}", f"-I{SRC}",
+                    str(out_dir / "capture.c"), "-o", str(so), "-lm"], check=True)
+    cap_ffi = cffi.FFI()
+    cap_ffi.cdef(cdef)
+    return cap_ffi, cap_ffi.dlopen(str(so))
+
+
 def _call(name, *args):
     rc = kernels().call(name, *args)
     if rc != TINYAOT_OK:

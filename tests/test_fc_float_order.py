@@ -27,7 +27,7 @@ from codegen.reference.fc_float_order import GEMV4, KBLOCK, LANES8, ORDER_CODE, 
 from codegen.reference.ops import _fma_f32
 
 from conftest import require_arm_toolchain
-from kernel_ffi import INCLUDE, SRC
+from kernel_ffi import INCLUDE, SRC, capture_library
 
 F32 = np.float32
 
@@ -224,16 +224,7 @@ def kernel_args(xq, wq, p, order, kb):
 
 @pytest.fixture(scope="module")
 def capture_lib(tmp_path_factory):
-    import cffi
-    d = tmp_path_factory.mktemp("fc_capture")
-    (d / "capture.c").write_text(CAPTURE_C)
-    so = d / "capture.so"
-    subprocess.run(["gcc", "-O2", "-shared", "-fPIC", "-std=c99", "-ffp-contract=off",
-                    "-Wall", "-Wextra", "-Werror", f"-I{INCLUDE}", f"-I{SRC}",
-                    str(d / "capture.c"), "-o", str(so), "-lm"], check=True)
-    ffi = cffi.FFI()
-    ffi.cdef(CDEF)
-    return ffi, ffi.dlopen(str(so))
+    return capture_library(tmp_path_factory.mktemp("fc_capture"), CAPTURE_C, CDEF, "-O2")
 
 
 def c_float(capture_lib, xq, a):
