@@ -332,7 +332,7 @@ def fully_connected_f32_s8(rows, k, n, fp, x, rng=None):
     keep = []
     p = new_struct("tinyaot_float_fc_t", fp, keep)
     out = OutBuf(rows * n, rng)
-    nbytes = lib().tinyaot_fully_connected_f32_s8_get_buffer_size(k, n)
+    nbytes = lib().tinyaot_fully_connected_f32_s8_get_buffer_size(k)
     scratch = np.full(nbytes // 4, np.nan, np.float32)  # written before it is read
     _call("tinyaot_fully_connected_f32_s8", rows, k, n, p, cbuf(x, np.int8, keep),
           ffi.from_buffer("float[]", scratch), out.ptr)

@@ -55,7 +55,7 @@ typedef struct { int32_t order, k_block; float out_scale; int32_t out_zp, act_mi
                  const float *in_table, *weights, *bias; } tinyaot_float_fc_t;
 int run_capture(int32_t rows, int32_t k, int32_t n, const tinyaot_float_fc_t *p,
                 const int8_t *input, float *scratch, int8_t *output, float *y);
-int32_t tinyaot_fully_connected_f32_s8_get_buffer_size(int32_t in_features, int32_t out_features);
+int32_t tinyaot_fully_connected_f32_s8_get_buffer_size(int32_t in_features);
 """
 
 # (form, M, K, N): N % 4 = 0..3, K % 8 != 0, K < 8, K up to 1000; MLPerf Tiny's
@@ -234,8 +234,8 @@ def c_float(capture_lib, xq, a):
     keep = [a["table"], a["weights"], a["bias"]]
     fp = ffi.new("tinyaot_float_fc_t *", [a["order"], a["k_block"], 1.0, 0, -128, 127] +
                  [ffi.from_buffer("float[]", v) for v in keep])
-    nbytes = lib.tinyaot_fully_connected_f32_s8_get_buffer_size(k, n)
-    assert nbytes == fc_float_scratch_bytes(k, n)
+    nbytes = lib.tinyaot_fully_connected_f32_s8_get_buffer_size(k)
+    assert nbytes == fc_float_scratch_bytes(k)
     scratch = np.full(nbytes // 4, np.nan, F32)  # the kernel must write it before reading
     out = np.zeros(m * n, np.int8)
     y = np.zeros(m * n, F32)

@@ -35,7 +35,6 @@ def input_table(scale, zp):
     return of.dequantize(q, scale, zp).astype(F32)
 
 
-def fc_float_scratch_bytes(k, n):
-    """tinyaot_fully_connected_f32_s8_get_buffer_size: one dequantized input row
-    (8-byte aligned), then one row of float outputs."""
-    return ((4 * int(k) + 7) & ~7) + 4 * int(n)
+def fc_float_scratch_bytes(k):
+    """tinyaot_fully_connected_f32_s8_get_buffer_size: one dequantized input row."""
+    return 4 * int(k)

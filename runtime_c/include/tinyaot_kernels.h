@@ -122,13 +122,12 @@ typedef struct {
     const float *bias;      /* per output (zeros without a bias: MLAS beta 0) */
 } tinyaot_float_fc_t;
 
-/* scratch: *_get_buffer_size bytes (one dequantized input row, one row of
- * float outputs), planned in the arena, 8-byte aligned. */
+/* scratch: *_get_buffer_size bytes (one dequantized input row), planned in
+ * the arena, 8-byte aligned. */
 int tinyaot_fully_connected_f32_s8(int32_t rows, int32_t in_features, int32_t out_features,
                                    const tinyaot_float_fc_t *p, const int8_t *input,
                                    float *scratch, int8_t *output);
-int32_t tinyaot_fully_connected_f32_s8_get_buffer_size(int32_t in_features,
-                                                       int32_t out_features);
+int32_t tinyaot_fully_connected_f32_s8_get_buffer_size(int32_t in_features);
 
 typedef struct {
     int32_t a_zp, b_zp, out_zp;

@@ -17,11 +17,10 @@
 #define TINYAOT_FC_F32_ASM 1
 #endif
 
-/* One dequantized input row, then one row of float outputs. */
-int32_t tinyaot_fully_connected_f32_s8_get_buffer_size(int32_t in_features, int32_t out_features)
+/* One dequantized input row. */
+int32_t tinyaot_fully_connected_f32_s8_get_buffer_size(int32_t in_features)
 {
-    return ((in_features * (int32_t)sizeof(float) + 7) & ~7) +
-           out_features * (int32_t)sizeof(float);
+    return in_features * (int32_t)sizeof(float);
 }
 
 /* One k group of 4 for 4 outputs: weights in s0-s15 (each output's product sum
@@ -71,7 +70,7 @@ static void gemv4_block(const float *x, const float **w, int32_t k, const float 
 }
 
 #ifdef TINYAOT_FC_F32_ASM
-/* All blocks of 4 outputs of one row, k % 4 == 0: totals into y, 4 per block.
+/* `blocks` blocks of 4 outputs of one row, k % 4 == 0: totals into y, 4 per block.
  * Three k groups per loop pass (x in s20-s31): 66 instructions per 48 MACs. */
 static void gemv4_blocks_fpu(const float *x, const float **w, int32_t k, const float *b,
                              int32_t blocks, float *y)
@@ -153,44 +152,51 @@ static void quantize_row(const float *y, int32_t n, const tinyaot_float_fc_t *p,
 #endif
 }
 
-/* One row: float totals into y[n], then QuantizeLinear. */
+#define GEMV4_CHUNK 32 /* outputs per pass (a multiple of 4): their floats on the stack */
+
+/* One row: float totals, GEMV4_CHUNK outputs at a time, then QuantizeLinear. */
 static void gemv4_row(int32_t k, int32_t n, const tinyaot_float_fc_t *p, const float *x,
-                      float *y, int8_t *out)
+                      int8_t *out)
 {
-    const float *bias = p->bias;
-    const int32_t groups = k >> 2;
+    float y[GEMV4_CHUNK];
+    const int32_t groups = k >> 2, in_blocks = n & ~3;
     const float *w = p->weights;
-    int32_t o = 0;
+    for (int32_t o0 = 0; o0 < n; o0 += GEMV4_CHUNK) {
+        const float *bias = p->bias + o0;
+        const int32_t cn = n - o0 < GEMV4_CHUNK ? n - o0 : GEMV4_CHUNK;
+        const int32_t full = o0 + cn <= in_blocks ? cn : in_blocks - o0; /* in blocks of 4 */
+        int32_t o = 0;
 #ifdef TINYAOT_FC_F32_ASM
-    if ((k & 3) == 0 && n >= 4) {
-        gemv4_blocks_fpu(x, &w, k, bias, n >> 2, y);
-        o = n & ~3;
-    }
+        if ((k & 3) == 0 && full >= 4) {
+            gemv4_blocks_fpu(x, &w, k, bias, full >> 2, y);
+            o = full;
+        }
 #endif
-    for (; o + 4 <= n; o += 4) {
-        gemv4_block(x, &w, k, bias + o, y + o);
+        for (; o < full; o += 4) {
+            gemv4_block(x, &w, k, bias + o, y + o);
+        }
+        for (; o < cn; ++o, w += k) {  /* leftover outputs: row-major weights */
+            float t = bias[o];
+            const float *xp = x;
+            for (int32_t g = 0; g < groups; ++g, xp += 4) {
+                const float *wp = w + 4 * g;
+                float part = xp[0] * wp[0];
+                part = part + xp[1] * wp[1];
+                part = part + xp[2] * wp[2];
+                part = part + xp[3] * wp[3];
+                t = part + t;
+            }
+            if (k & 2) {
+                const float part = xp[0] * w[4 * groups] + xp[1] * w[4 * groups + 1];
+                t = part + t;
+            }
+            if (k & 1) {
+                t = x[k - 1] * w[k - 1] + t;
+            }
+            y[o] = t;
+        }
+        quantize_row(y, cn, p, out + o0);
     }
-    for (; o < n; ++o, w += k) {  /* leftover outputs: row-major weights */
-        float t = bias[o];
-        const float *xp = x;
-        for (int32_t g = 0; g < groups; ++g, xp += 4) {
-            const float *wp = w + 4 * g;
-            float part = xp[0] * wp[0];
-            part = part + xp[1] * wp[1];
-            part = part + xp[2] * wp[2];
-            part = part + xp[3] * wp[3];
-            t = part + t;
-        }
-        if (k & 2) {
-            const float part = xp[0] * w[4 * groups] + xp[1] * w[4 * groups + 1];
-            t = part + t;
-        }
-        if (k & 1) {
-            t = x[k - 1] * w[k - 1] + t;
-        }
-        y[o] = t;
-    }
-    quantize_row(y, n, p, out);
 }
 
 /* MLAS M1 TransposeB reduction of 8 lanes; the tree depends on whether output
@@ -226,7 +232,7 @@ int tinyaot_fully_connected_f32_s8(int32_t rows, int32_t in_features, int32_t ou
             scratch[i] = tab[(uint8_t)q[i]];
         }
         if (p->order == TINYAOT_FC_F32_GEMV4) {
-            gemv4_row(k, n, p, scratch, scratch + ((k + 1) & ~1), out);
+            gemv4_row(k, n, p, scratch, out);
             continue;
         }
         for (int32_t o = 0; o < n; ++o) {
