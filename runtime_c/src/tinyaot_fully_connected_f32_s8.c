@@ -23,19 +23,6 @@ int32_t tinyaot_fully_connected_f32_s8_get_buffer_size(int32_t in_features)
     return in_features * (int32_t)sizeof(float);
 }
 
-/* One k group of 4 for 4 outputs: weights in s0-s15 (each output's product sum
- * lands on its first weight's register), x in X0..X3, totals s16-s19. */
-#define FC_GROUP(X0, X1, X2, X3)                                                              \
-    "vmul.f32 s0, " X0 ", s0\n\t" "vmla.f32 s0, " X1 ", s1\n\t"                               \
-    "vmla.f32 s0, " X2 ", s2\n\t" "vmla.f32 s0, " X3 ", s3\n\t" "vadd.f32 s16, s0, s16\n\t"   \
-    "vmul.f32 s4, " X0 ", s4\n\t" "vmla.f32 s4, " X1 ", s5\n\t"                               \
-    "vmla.f32 s4, " X2 ", s6\n\t" "vmla.f32 s4, " X3 ", s7\n\t" "vadd.f32 s17, s4, s17\n\t"   \
-    "vmul.f32 s8, " X0 ", s8\n\t" "vmla.f32 s8, " X1 ", s9\n\t"                               \
-    "vmla.f32 s8, " X2 ", s10\n\t" "vmla.f32 s8, " X3 ", s11\n\t" "vadd.f32 s18, s8, s18\n\t" \
-    "vmul.f32 s12, " X0 ", s12\n\t" "vmla.f32 s12, " X1 ", s13\n\t"                           \
-    "vmla.f32 s12, " X2 ", s14\n\t" "vmla.f32 s12, " X3 ", s15\n\t"                           \
-    "vadd.f32 s19, s12, s19\n\t"
-
 /* One block of 4 outputs from their biases b[4] into t[4]: k groups of 4, then
  * MLAS's tail (a group of 2, then a group of 1). Advances *w past the block. */
 static void gemv4_block(const float *x, const float **w, int32_t k, const float *b, float *t)
@@ -70,6 +57,19 @@ static void gemv4_block(const float *x, const float **w, int32_t k, const float 
 }
 
 #ifdef TINYAOT_FC_F32_ASM
+/* One k group of 4 for 4 outputs: weights in s0-s15 (each output's product sum
+ * lands on its first weight's register), x in X0..X3, totals s16-s19. */
+#define FC_GROUP(X0, X1, X2, X3)                                                              \
+    "vmul.f32 s0, " X0 ", s0\n\t" "vmla.f32 s0, " X1 ", s1\n\t"                               \
+    "vmla.f32 s0, " X2 ", s2\n\t" "vmla.f32 s0, " X3 ", s3\n\t" "vadd.f32 s16, s0, s16\n\t"   \
+    "vmul.f32 s4, " X0 ", s4\n\t" "vmla.f32 s4, " X1 ", s5\n\t"                               \
+    "vmla.f32 s4, " X2 ", s6\n\t" "vmla.f32 s4, " X3 ", s7\n\t" "vadd.f32 s17, s4, s17\n\t"   \
+    "vmul.f32 s8, " X0 ", s8\n\t" "vmla.f32 s8, " X1 ", s9\n\t"                               \
+    "vmla.f32 s8, " X2 ", s10\n\t" "vmla.f32 s8, " X3 ", s11\n\t" "vadd.f32 s18, s8, s18\n\t" \
+    "vmul.f32 s12, " X0 ", s12\n\t" "vmla.f32 s12, " X1 ", s13\n\t"                           \
+    "vmla.f32 s12, " X2 ", s14\n\t" "vmla.f32 s12, " X3 ", s15\n\t"                           \
+    "vadd.f32 s19, s12, s19\n\t"
+
 /* Three k groups: x in s20-s31, weights 16 at a time. */
 #define FC_TRIPLE                                                                             \
     "vldmia %[xp]!, {s20-s31}\n\t" "vldmia %[wp]!, {s0-s15}\n\t"                            \
