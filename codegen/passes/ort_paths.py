@@ -45,8 +45,8 @@ def mark_ort_float_nodes(g, model_path):
     for n in g.nodes:
         if n.op in ("conv2d", "fully_connected", "conv_transpose"):
             n.attrs["ort_float"] = bool(floats & set(n.attrs.get("onnx_tensors", ())))
-        if n.op == "fully_connected" and n.attrs["ort_float"]:
-            n.attrs["ort_trans_b"] = _float_gemm_trans_b(g, n, model_path)
+        if n.op == "fully_connected" and n.attrs["ort_float"] and _float_gemm_trans_b(g, n, model_path):
+            n.attrs["ort_trans_b"] = 1  # absent: 0
         if n.op == "conv_transpose" and not n.attrs["ort_float"]:
             # onnxruntime has no integer ConvTranspose: it always runs the float one,
             # which is all tinyaot reproduces.
