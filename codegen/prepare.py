@@ -90,6 +90,11 @@ def _conv_like(g, n, numerics):
             raise TinyAotError(f"tflite numerics: TFLite TRANSPOSE_CONV has no groups and no "
                                f"dilation (this ConvTranspose has group={a['group']}, "
                                f"dilations={list(a['dilations'])})", model=g.source, node=n.name)
+    if numerics == "ort" and n.op == "fully_connected" and n.attrs.get("ort_float"):
+        from .reference.fc_float_order import mlas_order  # the float Gemm's MLAS order
+        k = w.shape[1]
+        p["fc_order"], p["k_block"] = mlas_order(x.size // k, cout, k,
+                                                 n.attrs.get("ort_trans_b", 0))
     if numerics == "ort":
         # ORT QLinearConv/QGemm: output_scale = X_scale * W_scale / Y_scale, in float32.
         p["scale"] = ((sx * sw).astype(F32) / sy).astype(F32)

@@ -259,6 +259,21 @@ def lib():
     return kernels().lib
 
 
+def capture_library(out_dir, source, cdef, opt="-O1"):
+    """Compile a C source that #includes one kernel's .c (e.g. with its
+    QuantizeLinear redefined to record the floats) into a shared library;
+    returns (ffi, lib) for the functions in `cdef`."""
+    out_dir = Path(out_dir)
+    (out_dir / "capture.c").write_text(source)
+    so = out_dir / "capture.so"
+    subprocess.run(["gcc", opt, "-shared", "-fPIC", "-std=c99", "-ffp-contract=off",
+                    "-Wall", "-Wextra", "-Werror", f"-I{INCLUDE}", f"-I{SRC}",
+                    str(out_dir / "capture.c"), "-o", str(so), "-lm"], check=True)
+    cap_ffi = cffi.FFI()
+    cap_ffi.cdef(cdef)
+    return cap_ffi, cap_ffi.dlopen(str(so))
+
+
 def _call(name, *args):
     rc = kernels().call(name, *args)
     if rc != TINYAOT_OK:
@@ -313,10 +328,14 @@ def fully_connected_s8(rows, k, n, q, x, w, rng=None):
 
 
 def fully_connected_f32_s8(rows, k, n, fp, x, rng=None):
+    """fp: tinyaot_float_fc_t fields (weights packed by backend/fc_float_pack.py)."""
     keep = []
-    p = new_struct("tinyaot_float_conv_t", fp, keep)
+    p = new_struct("tinyaot_float_fc_t", fp, keep)
     out = OutBuf(rows * n, rng)
-    _call("tinyaot_fully_connected_f32_s8", rows, k, n, p, cbuf(x, np.int8, keep), out.ptr)
+    nbytes = lib().tinyaot_fully_connected_f32_s8_get_buffer_size(k)
+    scratch = np.full(nbytes // 4, np.nan, np.float32)  # written before it is read
+    _call("tinyaot_fully_connected_f32_s8", rows, k, n, p, cbuf(x, np.int8, keep),
+          ffi.from_buffer("float[]", scratch), out.ptr)
     return out.result("tinyaot_fully_connected_f32_s8")
 
 
@@ -449,7 +468,8 @@ EXPECTED_FUNCTIONS = {
     "tinyaot_fully_connected_s8": ("int", ("int32_t", "int32_t", "int32_t", "tinyaot_requant_t *",
                                            "int8_t *", "int8_t *", "int8_t *")),
     "tinyaot_fully_connected_f32_s8": ("int", ("int32_t", "int32_t", "int32_t",
-                                               "tinyaot_float_conv_t *", "int8_t *", "int8_t *")),
+                                               "tinyaot_float_fc_t *", "int8_t *", "float *",
+                                               "int8_t *")),
     "tinyaot_add_s8": ("int", ("int32_t", "tinyaot_add_params_t *", "int8_t *", "int8_t *",
                                "int32_t", "int8_t *")),
     "tinyaot_avgpool_s8": ("int", ("tinyaot_pool_params_t *", "int8_t *", "int8_t *")),

@@ -28,9 +28,11 @@ from hypothesis import strategies as st
 import kernel_ffi as K
 from codegen.backend import c_emitter
 from codegen.backend import fast_pack
+from codegen.backend.fc_float_pack import input_table, pack_fc_float
 from codegen.ir import Graph, Node, QParams, Tensor
 from codegen.prepare import prepare_node
 from codegen.reference import ops
+from codegen.reference.fc_float_order import ORDER_CODE
 
 F32 = np.float32
 EXAMPLES = int(os.environ.get("TINYAOT_HYPOTHESIS_EXAMPLES", "100"))
@@ -441,7 +443,12 @@ def test_fully_connected_f32_s8_ort(case):
     p = prepare_node(g, n, "ort")
     note(describe(g, n))
     expected = ops.fully_connected_ort_float(xv, wt, bt, p)
-    got = K.fully_connected_f32_s8(rows, k, nout, float_fields(g, n, p, wt.data), xv)
+    fp = {"order": ORDER_CODE[p["fc_order"]], "k_block": p["k_block"],
+          "out_scale": p["out_scale"], "out_zp": p["out_zp"], "act_min": p["act_min"],
+          "act_max": p["act_max"], "in_table": input_table(p["in_scale"], p["in_zp"]),
+          "weights": pack_fc_float(ops.float_weights(wt), p["fc_order"]),
+          "bias": np.asarray(c_emitter._float_bias(g, n), F32)}
+    got = K.fully_connected_f32_s8(rows, k, nout, fp, xv)
     assert_bit_exact(expected, got.reshape(rows, nout),
                      "tinyaot_fully_connected_f32_s8 [ort]", g, n, p)
 

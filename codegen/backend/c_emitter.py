@@ -283,11 +283,7 @@ class _Emitter:
         rows = x.size // k
         info["macs"] = int(rows * nout * k)
         if n.attrs.get("ort_float"):
-            filt = self.const("int8_t", f"{lid}_w", w.data, align=4)
-            self.float_layer(lid, g, n, w, p, filt)
-            info["kernel"] = "tinyaot_fully_connected_f32_s8"
-            self.call("tinyaot_fully_connected_f32_s8",
-                      [str(rows), str(k), str(nout), f"&{lid}_fp", self.ptr(x.name), self.ptr(y.name)])
+            self.emit_fc_float(lid, n, p, info, rows)
             return
         if n.attrs.get("fast_kernel") == "fc":
             self.emit_fast(lid, n, p, info, None, w, rows=rows)
@@ -297,6 +293,28 @@ class _Emitter:
         info["kernel"] = "tinyaot_fully_connected_s8"
         self.call("tinyaot_fully_connected_s8", [str(rows), str(k), str(nout), q,
                                                  self.ptr(x.name), filt, self.ptr(y.name)])
+
+    def emit_fc_float(self, lid, n, p, info, rows):
+        """onnxruntime's float Gemm/MatMul: float weights packed for MLAS's order."""
+        from .fc_float_pack import input_table, pack_fc_float
+        from ..planner.arena import scratch_name
+        from ..reference.fc_float_order import ORDER_CODE
+        from ..reference.ops import float_weights
+
+        x, w, y = (self.g.tensors[t] for t in (n.inputs[0], n.inputs[1], n.outputs[0]))
+        nout, k = w.shape
+        wp = self.const("float", f"{lid}_wp", pack_fc_float(float_weights(w), p["fc_order"]),
+                        align=8)
+        table = self.const("float", f"{lid}_xt", input_table(p["in_scale"], p["in_zp"]))
+        bias = self.const("float", f"{lid}_bf", _float_bias(self.g, n))
+        self.consts.append(
+            f"static const tinyaot_float_fc_t {lid}_fp = {{ {ORDER_CODE[p['fc_order']]}, "
+            f"{p['k_block']}, {c_float(p['out_scale'])}, {p['out_zp']}, {p['act_min']}, "
+            f"{p['act_max']}, {table}, {wp}, {bias} }};\n")
+        scratch = f"(float *)(void *)(ARENA + {self.plan.where[scratch_name(n)].offset})"
+        info["kernel"] = "tinyaot_fully_connected_f32_s8"
+        self.call(info["kernel"], [str(rows), str(k), str(nout), f"&{lid}_fp",
+                                   self.ptr(x.name), scratch, self.ptr(y.name)])
 
     def emit_fast(self, lid, n, p, info, dims, w, rows=None):
         """A layer on the fast kernels (passes/kernel_select.py, backend/fast_pack.py)."""

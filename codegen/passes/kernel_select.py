@@ -19,6 +19,10 @@ def select_kernels(g):
             from ..backend.c_emit_more import transpose_conv_scratch_bytes
             n.attrs["scratch_bytes"] = transpose_conv_scratch_bytes(g.tensors[n.outputs[0]].shape[1])
             continue
+        if n.op == "fully_connected" and n.attrs.get("ort_float"):  # one dequantized input row
+            from ..backend.fc_float_pack import fc_float_scratch_bytes
+            n.attrs["scratch_bytes"] = fc_float_scratch_bytes(g.tensors[n.inputs[1]].shape[1])
+            continue
         if n.attrs.get("ort_float") or n.attrs.get("int_epilogue"):  # float math: portable kernels
             continue
         if n.op == "conv2d":

@@ -45,6 +45,8 @@ def mark_ort_float_nodes(g, model_path):
     for n in g.nodes:
         if n.op in ("conv2d", "fully_connected", "conv_transpose"):
             n.attrs["ort_float"] = bool(floats & set(n.attrs.get("onnx_tensors", ())))
+        if n.op == "fully_connected" and n.attrs["ort_float"] and _float_gemm_trans_b(g, n, model_path):
+            n.attrs["ort_trans_b"] = 1  # absent: 0
         if n.op == "conv_transpose" and not n.attrs["ort_float"]:
             # onnxruntime has no integer ConvTranspose: it always runs the float one,
             # which is all tinyaot reproduces.
@@ -72,3 +74,23 @@ def mark_ort_int8_resizes(g, model_path):
         src = producer.get(o.input[0])
         n.attrs["ort_int8"] = src is None or src.op_type != "DequantizeLinear"
     return g
+
+
+def _float_gemm_trans_b(g, n, model_path):
+    """transB of the float Gemm / MatMul onnxruntime runs for IR fully_connected
+    `n`: with the row count it decides MLAS's summation order
+    (reference/fc_float_order.py). MLAS's M=1 kernels need alpha 1 and no transA."""
+    from onnx import helper
+    from ..errors import TinyAotError
+    from .ort_qlinear import optimized_graph
+
+    mine = set(n.attrs.get("onnx_tensors", ()))
+    for o in optimized_graph(model_path).graph.node:
+        if o.op_type in ("Gemm", "FusedGemm", "MatMul", "FusedMatMul") and mine & set(o.output):
+            a = {x.name: helper.get_attribute_value(x) for x in o.attribute}
+            if a.get("alpha", 1.0) != 1.0 or a.get("transA", 0) or a.get("beta", 1.0) not in (0.0, 1.0):
+                raise TinyAotError(f"onnxruntime runs this layer as a float {o.op_type} with "
+                                   f"alpha/beta/transA tinyaot does not reproduce",
+                                   model=g.source, node=n.name)
+            return int(a.get("transB", 0))
+    return 0

@@ -240,11 +240,9 @@ def conv2d_ort_float(x, wt, bt, attrs, p):
 
 
 def fully_connected_ort_float(x, wt, bt, p):
+    """onnxruntime's float Gemm/MatMul in MLAS's order (reference/fc_float_order.py)."""
+    from .fc_float_order import fc_float
     xf = of.dequantize(x, p["in_scale"], p["in_zp"])
     wf = float_weights(wt)
-    m, k = xf.shape
-    acc = np.zeros((m, wf.shape[0]), dtype=F32)
-    for kk in range(k):
-        acc = _fma_f32(acc, xf[:, kk:kk + 1], wf[:, kk][None])
-    y = (acc + float_bias(bt, wf.shape[0])[None]).astype(F32)
+    y = fc_float(xf, wf, float_bias(bt, wf.shape[0]), p["fc_order"], p["k_block"])
     return of.quantize(y, p["out_scale"], p["out_zp"], p["act_min"], p["act_max"])

@@ -103,10 +103,31 @@ int tinyaot_fully_connected_s8(int32_t rows, int32_t in_features, int32_t out_fe
                                const tinyaot_requant_t *q, const int8_t *input,
                                const int8_t *weights, int8_t *output);
 
-/* onnxruntime's float Gemm/MatMul+Add: fma over k, + bias, QuantizeLinear. */
+/* onnxruntime's float Gemm / MatMul (+ bias Add): y = sum of x * w in the order
+ * MLAS sums them (codegen/reference/fc_float_order.py), + bias, QuantizeLinear.
+ * Everything float is prepared at compile time: the input's DequantizeLinear
+ * as a 256-entry table, the dequantized weights packed in the order the kernel
+ * reads them (codegen/backend/fc_float_pack.py). */
+#define TINYAOT_FC_F32_GEMV4 0  /* MLAS M1 kernel: k in groups of 4, 2, 1 onto C = bias */
+#define TINYAOT_FC_F32_LANES8 1 /* MLAS M1 TransposeB kernel: 8 lanes, reduction tree */
+#define TINYAOT_FC_F32_KBLOCK 2 /* MLAS SGEMM: fma chains over k_block, added onto C */
+typedef struct {
+    int32_t order;          /* TINYAOT_FC_F32_* */
+    int32_t k_block;        /* KBLOCK: MLAS's K stride */
+    float out_scale;
+    int32_t out_zp;
+    int32_t act_min, act_max;
+    const float *in_table;  /* DequantizeLinear of q, indexed by (uint8_t)q */
+    const float *weights;   /* float weights, packed for `order` */
+    const float *bias;      /* per output (zeros without a bias: MLAS beta 0) */
+} tinyaot_float_fc_t;
+
+/* scratch: *_get_buffer_size bytes (one dequantized input row), planned in
+ * the arena, 8-byte aligned. */
 int tinyaot_fully_connected_f32_s8(int32_t rows, int32_t in_features, int32_t out_features,
-                                   const tinyaot_float_conv_t *p, const int8_t *input,
-                                   int8_t *output);
+                                   const tinyaot_float_fc_t *p, const int8_t *input,
+                                   float *scratch, int8_t *output);
+int32_t tinyaot_fully_connected_f32_s8_get_buffer_size(int32_t in_features);
 
 typedef struct {
     int32_t a_zp, b_zp, out_zp;
