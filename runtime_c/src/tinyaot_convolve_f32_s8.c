@@ -1,48 +1,297 @@
 /* onnxruntime's float Conv on dequantized int8, bit for bit.
  *
- * MLAS runs such a Conv as im2col + SGEMM with fused multiply-adds, one
- * accumulator per output, K in (channel, ky, kx) order; the bias is added
- * after. fmaf() and this loop order reproduce those roundings exactly.
- * Padding contributes fma(0, w, acc) == acc, so it is skipped. */
+ * MLAS runs it per group as im2col + SGEMM; which output pixels and channels
+ * go together, how K = (channel, ky, kx) is cut into blocks and which kernel
+ * sums a block is decided at compile time (codegen/reference/mlas_conv_order.py)
+ * and passed as segments (see tinyaot_conv_f32_plan_t):
+ *  - fma:  per K block one fused multiply-add chain from zero, added to the
+ *          previous blocks' sum;
+ *  - m1:   products rounded, added in groups of four ((p0 + p1) + p2) + p3
+ *          (then two, then one), each group added to the sum;
+ *  - m1tb: 8 lanes (lane k % 8 adds the rounded product of k), reduced as
+ *          MLAS's M=1 transpose-B kernel does for a run of 4, 2 or 1 rows.
+ * Then + bias, QuantizeLinear. The input goes through a compile-time table
+ * (its 256 dequantized values) into columns of 4 pixels x K in the scratch,
+ * zeros for the padding (MLAS's im2col feeds the same zeros: fma(0, w, a)
+ * == a). Built with -ffp-contract=off so only fmaf() / VFMA fuse. */
 #include <math.h>
 
 #include "tinyaot_kernels.h"
 #include "tinyaot_requant.h"
 
-int tinyaot_convolve_f32_s8(const tinyaot_conv_dims_t *d, const tinyaot_float_conv_t *p,
-                            const int8_t *input, int8_t *output)
+#define TILE 4 /* output channels x pixels of one accumulator tile */
+
+enum { SEG_FMA = 0, SEG_M1 = 1, SEG_M1TB = 2 };
+
+int32_t tinyaot_convolve_f32_s8_get_buffer_size(const tinyaot_conv_dims_t *d)
 {
-    const int32_t cin_g = d->in_c / d->groups;
-    const int32_t cout_g = d->out_c / d->groups;
-    for (int32_t oy = 0; oy < d->out_h; ++oy) {
+    const int32_t k = d->in_c / d->groups * d->k_h * d->k_w;
+    return (k * TILE + TILE * TILE) * (int32_t)sizeof(float);
+}
+
+/* Columns of output pixels n0 .. n0 + np - 1 (raster order, np <= 4) of group g:
+ * xt[k * 4 + px]; padding taps and absent pixels are 0. */
+static void im2col4(const tinyaot_conv_dims_t *d, const float *table, const int8_t *input,
+                    int32_t g, int32_t n0, int32_t np, float *xt)
+{
+    const int32_t cg = d->in_c / d->groups;
+    const int32_t khw = d->k_h * d->k_w;
+    const int32_t step = khw * TILE;
+    for (int32_t px = 0; px < TILE; ++px) {
+        const int32_t n = n0 + px;
+        const int32_t oy = n / d->out_w;
+        const int32_t ox = n - oy * d->out_w;
         const int32_t iy0 = oy * d->stride_h - d->pad_top;
-        for (int32_t ox = 0; ox < d->out_w; ++ox) {
-            const int32_t ix0 = ox * d->stride_w - d->pad_left;
-            int8_t *out = output + (oy * d->out_w + ox) * d->out_c;
-            for (int32_t oc = 0; oc < d->out_c; ++oc) {
-                const int32_t g = oc / cout_g;
-                const int8_t *f = p->filter + oc * d->k_h * d->k_w * cin_g;
-                const float ws = p->filter_scale[oc];
-                float acc = 0.0f;
-                for (int32_t ic = 0; ic < cin_g; ++ic) {
-                    for (int32_t ky = 0; ky < d->k_h; ++ky) {
-                        const int32_t iy = iy0 + ky * d->dil_h;
-                        if (iy < 0 || iy >= d->in_h) {
+        const int32_t ix0 = ox * d->stride_w - d->pad_left;
+        for (int32_t ky = 0; ky < d->k_h; ++ky) {
+            const int32_t iy = iy0 + ky * d->dil_h;
+            for (int32_t kx = 0; kx < d->k_w; ++kx) {
+                const int32_t ix = ix0 + kx * d->dil_w;
+                float *col = xt + (ky * d->k_w + kx) * TILE + px;
+                if (px >= np || iy < 0 || iy >= d->in_h || ix < 0 || ix >= d->in_w) {
+                    for (int32_t c = 0; c < cg; ++c, col += step) {
+                        *col = 0.0f;
+                    }
+                    continue;
+                }
+                const int8_t *in = input + (iy * d->in_w + ix) * d->in_c + g * cg;
+                for (int32_t c = 0; c < cg; ++c, col += step) {
+                    *col = table[in[c] + 128];
+                }
+            }
+        }
+    }
+}
+
+#if defined(__ARM_FP) && (__ARM_FP & 4) && defined(__ARM_FEATURE_FMA)
+#define TINYAOT_F32_ASM 1
+static const float zero16[TILE * TILE];
+
+/* 16 VFMA of one k into the tile's accumulators s16-s31 (acc[j][p] =
+ * s16 + 4j + p): x of the 4 pixels in s0-s3, weights of the 4 channels in
+ * s8-s11 (FMA_A) or s4-s7 / s12-s15 for the second k of a pair (FMA_B). */
+#define FMA_A \
+    "vfma.f32 s16, s8, s0\n\t" \
+    "vfma.f32 s17, s8, s1\n\t" \
+    "vfma.f32 s18, s8, s2\n\t" \
+    "vfma.f32 s19, s8, s3\n\t" \
+    "vfma.f32 s20, s9, s0\n\t" \
+    "vfma.f32 s21, s9, s1\n\t" \
+    "vfma.f32 s22, s9, s2\n\t" \
+    "vfma.f32 s23, s9, s3\n\t" \
+    "vfma.f32 s24, s10, s0\n\t" \
+    "vfma.f32 s25, s10, s1\n\t" \
+    "vfma.f32 s26, s10, s2\n\t" \
+    "vfma.f32 s27, s10, s3\n\t" \
+    "vfma.f32 s28, s11, s0\n\t" \
+    "vfma.f32 s29, s11, s1\n\t" \
+    "vfma.f32 s30, s11, s2\n\t" \
+    "vfma.f32 s31, s11, s3\n\t"
+#define FMA_B \
+    "vfma.f32 s16, s12, s4\n\t" \
+    "vfma.f32 s17, s12, s5\n\t" \
+    "vfma.f32 s18, s12, s6\n\t" \
+    "vfma.f32 s19, s12, s7\n\t" \
+    "vfma.f32 s20, s13, s4\n\t" \
+    "vfma.f32 s21, s13, s5\n\t" \
+    "vfma.f32 s22, s13, s6\n\t" \
+    "vfma.f32 s23, s13, s7\n\t" \
+    "vfma.f32 s24, s14, s4\n\t" \
+    "vfma.f32 s25, s14, s5\n\t" \
+    "vfma.f32 s26, s14, s6\n\t" \
+    "vfma.f32 s27, s14, s7\n\t" \
+    "vfma.f32 s28, s15, s4\n\t" \
+    "vfma.f32 s29, s15, s5\n\t" \
+    "vfma.f32 s30, s15, s6\n\t" \
+    "vfma.f32 s31, s15, s7\n\t"
+#endif
+
+/* One K block of a 4x4 tile: acc = fma chain from zero over n k's of
+ * x[k][4] and w[k][4]; tot = acc (first block) or acc + tot (MLAS adds each
+ * block's sum to C). */
+static void block4x4(const float *x, const float *w, int32_t n, float *tot, int32_t first)
+{
+#ifdef TINYAOT_F32_ASM
+    /* VLDM moves 8 registers in one instruction: 2 loads + 32 VFMA per 2 k */
+    int32_t quads = n >> 2;
+    const int32_t rest = n & 3;
+    __asm__ volatile(
+        "vldm %[z], {s16-s31}\n\t"
+        "cmp %[q], #0\n\t"
+        "beq 2f\n"
+        "1:\n\t"
+        "vldmia %[x]!, {s0-s7}\n\t"
+        "vldmia %[w]!, {s8-s15}\n\t"
+        FMA_A FMA_B
+        "vldmia %[x]!, {s0-s7}\n\t"
+        "vldmia %[w]!, {s8-s15}\n\t"
+        FMA_A FMA_B
+        "subs %[q], %[q], #1\n\t"
+        "bne 1b\n"
+        "2:\n\t"
+        "tst %[r], #2\n\t"
+        "beq 3f\n\t"
+        "vldmia %[x]!, {s0-s7}\n\t"
+        "vldmia %[w]!, {s8-s15}\n\t"
+        FMA_A FMA_B
+        "3:\n\t"
+        "tst %[r], #1\n\t"
+        "beq 4f\n\t"
+        "vldmia %[x]!, {s0-s3}\n\t"
+        "vldmia %[w]!, {s8-s11}\n\t"
+        FMA_A
+        "4:\n\t"
+        "cmp %[f], #0\n\t"
+        "bne 5f\n\t"
+        "vldm %[t], {s0-s15}\n\t"
+        "vadd.f32 s16, s16, s0\n\t"
+        "vadd.f32 s17, s17, s1\n\t"
+        "vadd.f32 s18, s18, s2\n\t"
+        "vadd.f32 s19, s19, s3\n\t"
+        "vadd.f32 s20, s20, s4\n\t"
+        "vadd.f32 s21, s21, s5\n\t"
+        "vadd.f32 s22, s22, s6\n\t"
+        "vadd.f32 s23, s23, s7\n\t"
+        "vadd.f32 s24, s24, s8\n\t"
+        "vadd.f32 s25, s25, s9\n\t"
+        "vadd.f32 s26, s26, s10\n\t"
+        "vadd.f32 s27, s27, s11\n\t"
+        "vadd.f32 s28, s28, s12\n\t"
+        "vadd.f32 s29, s29, s13\n\t"
+        "vadd.f32 s30, s30, s14\n\t"
+        "vadd.f32 s31, s31, s15\n"
+        "5:\n\t"
+        "vstm %[t], {s16-s31}\n\t"
+        : [x] "+r"(x), [w] "+r"(w), [q] "+r"(quads)
+        : [z] "r"(zero16), [r] "r"(rest), [f] "r"(first), [t] "r"(tot)
+        : "memory", "cc", "s0", "s1", "s2", "s3", "s4", "s5", "s6", "s7", "s8", "s9", "s10",
+          "s11", "s12", "s13", "s14", "s15", "s16", "s17", "s18", "s19", "s20", "s21", "s22",
+          "s23", "s24", "s25", "s26", "s27", "s28", "s29", "s30", "s31");
+#else
+    float acc[TILE * TILE];
+    for (int32_t i = 0; i < TILE * TILE; ++i) {
+        acc[i] = 0.0f;
+    }
+    for (int32_t k = 0; k < n; ++k, x += TILE, w += TILE) {
+        for (int32_t j = 0; j < TILE; ++j) {
+            for (int32_t p = 0; p < TILE; ++p) {
+                acc[j * TILE + p] = fmaf(w[j], x[p], acc[j * TILE + p]);
+            }
+        }
+    }
+    for (int32_t i = 0; i < TILE * TILE; ++i) {
+        tot[i] = first ? acc[i] : acc[i] + tot[i];
+    }
+#endif
+}
+
+/* The weight of channel m (of the group), tap k: packed [tile][k][4]. */
+static float weight(const tinyaot_conv_f32_plan_t *pl, int32_t g, int32_t m, int32_t k)
+{
+    const int32_t kk = pl->k;
+    return pl->weights[((g * pl->tiles + m / TILE) * kk + k) * TILE + m % TILE];
+}
+
+/* MLAS's M=1 transpose-B kernel: lanes of row `row` (of `rows` in the call). */
+static float m1tb_reduce(const float *l, int32_t row, int32_t rows)
+{
+    const int32_t four = rows / 4 * 4;
+    if (row < four) {
+        const float t = ((l[0] + l[1]) + l[2]) + l[3];
+        const float u = ((l[4] + l[5]) + l[6]) + l[7];
+        return t + u;
+    }
+    if (row < four + (rows - four) / 2 * 2) {
+        const float a = (l[0] + l[2]) + (l[4] + l[6]);
+        const float b = (l[1] + l[3]) + (l[5] + l[7]);
+        return a + b;
+    }
+    return ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7]));
+}
+
+/* Sum of channel m, pixel column x (stride 4) for the m1 / m1tb kinds. */
+static float sum_m1(const tinyaot_conv_f32_plan_t *pl, const int32_t *seg, int32_t g, int32_t m,
+                    int32_t n, const float *x)
+{
+    const int32_t nslices = seg[5];
+    const int32_t *ends = seg + 6;
+    float c = 0.0f;
+    int32_t k0 = 0;
+    for (int32_t s = 0; s < nslices; ++s) {
+        const int32_t k1 = ends[s];
+        if (seg[0] == SEG_M1) {
+            int32_t k = k0;
+            while (k < k1) {
+                const int32_t size = k1 - k >= 4 ? 4 : (k1 - k >= 2 ? 2 : 1);
+                float part = x[k * TILE] * weight(pl, g, m, k);
+                for (int32_t j = 1; j < size; ++j) {
+                    part = part + x[(k + j) * TILE] * weight(pl, g, m, k + j);
+                }
+                c = part + c; /* the first group adds MLAS's zeroed C */
+                k += size;
+            }
+        } else {
+            float lanes[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
+            for (int32_t k = k0; k < k1; ++k) {
+                lanes[(k - k0) & 7] = lanes[(k - k0) & 7] + x[k * TILE] * weight(pl, g, m, k);
+            }
+            const int32_t by_pixel = seg[2] - seg[1] == 1;
+            const float r = by_pixel ? m1tb_reduce(lanes, n - seg[3], seg[4] - seg[3])
+                                     : m1tb_reduce(lanes, m - seg[1], seg[2] - seg[1]);
+            c = s == 0 ? r : r + c;
+        }
+        k0 = k1;
+    }
+    return c;
+}
+
+int tinyaot_convolve_f32_s8(const tinyaot_conv_dims_t *d, const tinyaot_float_conv_t *p,
+                            const tinyaot_conv_f32_plan_t *pl, const int8_t *input,
+                            float *scratch, int8_t *output)
+{
+    const int32_t cout_g = d->out_c / d->groups;
+    float *xt = scratch;
+    float *tot = scratch + pl->k * TILE;
+    for (int32_t g = 0; g < d->groups; ++g) {
+        const int32_t *seg = pl->segments;
+        for (int32_t si = 0; si < pl->nseg; seg += 6 + seg[5], ++si) {
+            const int32_t m0 = seg[1], m1 = seg[2], n0 = seg[3], n1 = seg[4];
+            for (int32_t n = n0; n < n1; n += TILE) {
+                const int32_t np = n1 - n < TILE ? n1 - n : TILE;
+                im2col4(d, pl->table, input, g, n, np, xt);
+                if (seg[0] != SEG_FMA) {
+                    for (int32_t m = m0; m < m1; ++m) {
+                        const int32_t oc = g * cout_g + m;
+                        for (int32_t px = 0; px < np; ++px) {
+                            const float y = sum_m1(pl, seg, g, m, n + px, xt + px) + p->bias_f[oc];
+                            output[(n + px) * d->out_c + oc] = tinyaot_quantize_f32(
+                                y, p->out_scale, p->out_zp, p->act_min, p->act_max);
+                        }
+                    }
+                    continue;
+                }
+                for (int32_t t = m0 / TILE; t * TILE < m1; ++t) {
+                    const float *w = pl->weights + (g * pl->tiles + t) * pl->k * TILE;
+                    int32_t k0 = 0;
+                    for (int32_t s = 0; s < seg[5]; ++s) {
+                        const int32_t k1 = seg[6 + s];
+                        block4x4(xt + k0 * TILE, w + k0 * TILE, k1 - k0, tot, s == 0);
+                        k0 = k1;
+                    }
+                    for (int32_t j = 0; j < TILE; ++j) {
+                        const int32_t m = t * TILE + j;
+                        if (m < m0 || m >= m1) {
                             continue;
                         }
-                        for (int32_t kx = 0; kx < d->k_w; ++kx) {
-                            const int32_t ix = ix0 + kx * d->dil_w;
-                            if (ix < 0 || ix >= d->in_w) {
-                                continue;
-                            }
-                            const int32_t xq = input[(iy * d->in_w + ix) * d->in_c + g * cin_g + ic];
-                            const float x = (float)(xq - p->in_zp) * p->in_scale;
-                            acc = fmaf(x, (float)f[(ky * d->k_w + kx) * cin_g + ic] * ws, acc);
+                        const int32_t oc = g * cout_g + m;
+                        const float b = p->bias_f[oc];
+                        int8_t *out = output + n * d->out_c + oc;
+                        for (int32_t px = 0; px < np; ++px, out += d->out_c) {
+                            *out = tinyaot_quantize_f32(tot[j * TILE + px] + b, p->out_scale,
+                                                        p->out_zp, p->act_min, p->act_max);
                         }
                     }
                 }
-                acc = acc + p->bias_f[oc];
-                out[oc] = tinyaot_quantize_f32(acc, p->out_scale, p->out_zp, p->act_min, p->act_max);
             }
         }
     }
