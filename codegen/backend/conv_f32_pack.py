@@ -19,9 +19,11 @@ TILE = 4
 
 
 def scratch_bytes(x_shape, w_shape):
-    """tinyaot_convolve_f32_s8_get_buffer_size: 4 pixel columns of K floats + a 4x4 tile."""
+    """tinyaot_convolve_f32_s8_get_buffer_size: 4 pixel columns of K floats, a 4x4
+    tile, and a row of the input zero point (the padding taps' source)."""
     k = int(np.prod(w_shape[1:]))
-    return (k * TILE + TILE * TILE) * 4
+    cg = int(w_shape[1])
+    return (k * TILE + TILE * TILE) * 4 + (cg + 3) // 4 * 4
 
 
 def segment_words(x_shape, y_shape, attrs):

@@ -25,42 +25,71 @@ enum { SEG_FMA = 0, SEG_M1 = 1, SEG_M1TB = 2 };
 
 int32_t tinyaot_convolve_f32_s8_get_buffer_size(const tinyaot_conv_dims_t *d)
 {
-    const int32_t k = d->in_c / d->groups * d->k_h * d->k_w;
-    return (k * TILE + TILE * TILE) * (int32_t)sizeof(float);
+    const int32_t cg = d->in_c / d->groups;
+    const int32_t k = cg * d->k_h * d->k_w;
+    return (k * TILE + TILE * TILE) * (int32_t)sizeof(float) + ((cg + 3) & ~3);
 }
 
 /* Columns of output pixels n0 .. n0 + np - 1 (raster order, np <= 4) of group g:
- * xt[k * 4 + px]; padding taps and absent pixels are 0. */
+ * xt[k * 4 + px]. A padding tap, or an absent pixel, reads `zp_row` (cg bytes
+ * of the input zero point, whose table value is 0.0f), so every tap is the
+ * same loop: 4 bytes -> 4 table loads -> 4 consecutive floats. */
 static void im2col4(const tinyaot_conv_dims_t *d, const float *table, const int8_t *input,
-                    int32_t g, int32_t n0, int32_t np, float *xt)
+                    const int8_t *zp_row, int32_t g, int32_t n0, int32_t np, float *xt)
 {
     const int32_t cg = d->in_c / d->groups;
-    const int32_t khw = d->k_h * d->k_w;
-    const int32_t step = khw * TILE;
+    const int32_t step = d->k_h * d->k_w * TILE;
+    const float *tbl = table + 128;
+    int32_t iy0[TILE], ix0[TILE];
     for (int32_t px = 0; px < TILE; ++px) {
         const int32_t n = n0 + px;
         const int32_t oy = n / d->out_w;
-        const int32_t ox = n - oy * d->out_w;
-        const int32_t iy0 = oy * d->stride_h - d->pad_top;
-        const int32_t ix0 = ox * d->stride_w - d->pad_left;
-        for (int32_t ky = 0; ky < d->k_h; ++ky) {
-            const int32_t iy = iy0 + ky * d->dil_h;
-            for (int32_t kx = 0; kx < d->k_w; ++kx) {
-                const int32_t ix = ix0 + kx * d->dil_w;
-                float *col = xt + (ky * d->k_w + kx) * TILE + px;
-                if (px >= np || iy < 0 || iy >= d->in_h || ix < 0 || ix >= d->in_w) {
-                    for (int32_t c = 0; c < cg; ++c, col += step) {
-                        *col = 0.0f;
-                    }
-                    continue;
-                }
-                const int8_t *in = input + (iy * d->in_w + ix) * d->in_c + g * cg;
-                for (int32_t c = 0; c < cg; ++c, col += step) {
-                    *col = table[in[c] + 128];
-                }
+        iy0[px] = oy * d->stride_h - d->pad_top;
+        ix0[px] = (n - oy * d->out_w) * d->stride_w - d->pad_left;
+    }
+    for (int32_t ky = 0; ky < d->k_h; ++ky) {
+        for (int32_t kx = 0; kx < d->k_w; ++kx) {
+            const int8_t *src[TILE];
+            for (int32_t px = 0; px < TILE; ++px) {
+                const int32_t iy = iy0[px] + ky * d->dil_h;
+                const int32_t ix = ix0[px] + kx * d->dil_w;
+                src[px] = (px >= np || iy < 0 || iy >= d->in_h || ix < 0 || ix >= d->in_w)
+                              ? zp_row
+                              : input + (iy * d->in_w + ix) * d->in_c + g * cg;
+            }
+            const int8_t *s0 = src[0], *s1 = src[1], *s2 = src[2], *s3 = src[3];
+            float *col = xt + (ky * d->k_w + kx) * TILE;
+            for (int32_t c = 0; c < cg; ++c, col += step) {
+                const float a = tbl[s0[c]], b = tbl[s1[c]], e = tbl[s2[c]], f = tbl[s3[c]];
+                col[0] = a;
+                col[1] = b;
+                col[2] = e;
+                col[3] = f;
             }
         }
     }
+}
+
+/* QuantizeLinear of y: round_half_even(y / s) + zp, saturated. With an FPU,
+ * VCVTR rounds to nearest even (default FPSCR) and saturates, and clamping
+ * the integer equals clamping the float first (the bounds are integers). */
+static inline int8_t quant_out(float y, const tinyaot_float_conv_t *p)
+{
+#if defined(__ARM_FP) && (__ARM_FP & 4)
+    float t;
+    int32_t r;
+    __asm__("vcvtr.s32.f32 %0, %1" : "=t"(t) : "t"(y / p->out_scale));
+    __asm__("vmov %0, %1" : "=r"(r) : "t"(t));
+    /* predicated moves, not branches: the instruction count stays input-independent */
+    __asm__("cmp %0, %1\n\tit lt\n\tmovlt %0, %1\n\t"
+            "cmp %0, %2\n\tit gt\n\tmovgt %0, %2"
+            : "+r"(r)
+            : "r"(p->act_min - p->out_zp), "r"(p->act_max - p->out_zp)
+            : "cc");
+    return (int8_t)(r + p->out_zp);
+#else
+    return tinyaot_quantize_f32(y, p->out_scale, p->out_zp, p->act_min, p->act_max);
+#endif
 }
 
 #if defined(__ARM_FP) && (__ARM_FP & 4) && defined(__ARM_FEATURE_FMA)
@@ -252,20 +281,23 @@ int tinyaot_convolve_f32_s8(const tinyaot_conv_dims_t *d, const tinyaot_float_co
     const int32_t cout_g = d->out_c / d->groups;
     float *xt = scratch;
     float *tot = scratch + pl->k * TILE;
+    int8_t *zp_row = (int8_t *)(tot + TILE * TILE);
+    for (int32_t c = 0; c < d->in_c / d->groups; ++c) {
+        zp_row[c] = (int8_t)p->in_zp;
+    }
     for (int32_t g = 0; g < d->groups; ++g) {
         const int32_t *seg = pl->segments;
         for (int32_t si = 0; si < pl->nseg; seg += 6 + seg[5], ++si) {
             const int32_t m0 = seg[1], m1 = seg[2], n0 = seg[3], n1 = seg[4];
             for (int32_t n = n0; n < n1; n += TILE) {
                 const int32_t np = n1 - n < TILE ? n1 - n : TILE;
-                im2col4(d, pl->table, input, g, n, np, xt);
+                im2col4(d, pl->table, input, zp_row, g, n, np, xt);
                 if (seg[0] != SEG_FMA) {
                     for (int32_t m = m0; m < m1; ++m) {
                         const int32_t oc = g * cout_g + m;
                         for (int32_t px = 0; px < np; ++px) {
                             const float y = sum_m1(pl, seg, g, m, n + px, xt + px) + p->bias_f[oc];
-                            output[(n + px) * d->out_c + oc] = tinyaot_quantize_f32(
-                                y, p->out_scale, p->out_zp, p->act_min, p->act_max);
+                            output[(n + px) * d->out_c + oc] = quant_out(y, p);
                         }
                     }
                     continue;
@@ -287,8 +319,7 @@ int tinyaot_convolve_f32_s8(const tinyaot_conv_dims_t *d, const tinyaot_float_co
                         const float b = p->bias_f[oc];
                         int8_t *out = output + n * d->out_c + oc;
                         for (int32_t px = 0; px < np; ++px, out += d->out_c) {
-                            *out = tinyaot_quantize_f32(tot[j * TILE + px] + b, p->out_scale,
-                                                        p->out_zp, p->act_min, p->act_max);
+                            *out = quant_out(tot[j * TILE + px] + b, p);
                         }
                     }
                 }
