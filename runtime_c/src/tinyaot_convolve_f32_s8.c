@@ -59,6 +59,30 @@ static void im2col4(const tinyaot_conv_dims_t *d, const float *table, const int8
             }
             const int8_t *s0 = src[0], *s1 = src[1], *s2 = src[2], *s3 = src[3];
             float *col = xt + (ky * d->k_w + kx) * TILE;
+#if defined(__thumb2__)
+            /* the float bits move through core registers: LDRSB, LDR [tbl, q, lsl #2], STRD */
+            int32_t cnt = cg;
+            uint32_t a, b, e, f;
+            __asm__ volatile(
+                "1:\n\t"
+                "ldrsb %[a], [%[s0]], #1\n\t"
+                "ldrsb %[b], [%[s1]], #1\n\t"
+                "ldrsb %[e], [%[s2]], #1\n\t"
+                "ldrsb %[f], [%[s3]], #1\n\t"
+                "ldr %[a], [%[t], %[a], lsl #2]\n\t"
+                "ldr %[b], [%[t], %[b], lsl #2]\n\t"
+                "ldr %[e], [%[t], %[e], lsl #2]\n\t"
+                "ldr %[f], [%[t], %[f], lsl #2]\n\t"
+                "strd %[a], %[b], [%[col]]\n\t"
+                "strd %[e], %[f], [%[col], #8]\n\t"
+                "add %[col], %[col], %[step]\n\t"
+                "subs %[n], %[n], #1\n\t"
+                "bne 1b"
+                : [a] "=&r"(a), [b] "=&r"(b), [e] "=&r"(e), [f] "=&r"(f), [s0] "+r"(s0),
+                  [s1] "+r"(s1), [s2] "+r"(s2), [s3] "+r"(s3), [col] "+r"(col), [n] "+r"(cnt)
+                : [t] "r"(tbl), [step] "r"(step * (int32_t)sizeof(float))
+                : "memory", "cc");
+#else
             for (int32_t c = 0; c < cg; ++c, col += step) {
                 const float a = tbl[s0[c]], b = tbl[s1[c]], e = tbl[s2[c]], f = tbl[s3[c]];
                 col[0] = a;
@@ -66,6 +90,7 @@ static void im2col4(const tinyaot_conv_dims_t *d, const float *table, const int8
                 col[2] = e;
                 col[3] = f;
             }
+#endif
         }
     }
 }
@@ -73,22 +98,22 @@ static void im2col4(const tinyaot_conv_dims_t *d, const float *table, const int8
 /* QuantizeLinear of y: round_half_even(y / s) + zp, saturated. With an FPU,
  * VCVTR rounds to nearest even (default FPSCR) and saturates, and clamping
  * the integer equals clamping the float first (the bounds are integers). */
-static inline int8_t quant_out(float y, const tinyaot_float_conv_t *p)
+static inline int8_t quant_out(float y, float scale, int32_t zp, int32_t lo, int32_t hi)
 {
 #if defined(__ARM_FP) && (__ARM_FP & 4)
     float t;
     int32_t r;
-    __asm__("vcvtr.s32.f32 %0, %1" : "=t"(t) : "t"(y / p->out_scale));
+    __asm__("vcvtr.s32.f32 %0, %1" : "=t"(t) : "t"(y / scale));
     __asm__("vmov %0, %1" : "=r"(r) : "t"(t));
     /* predicated moves, not branches: the instruction count stays input-independent */
     __asm__("cmp %0, %1\n\tit lt\n\tmovlt %0, %1\n\t"
             "cmp %0, %2\n\tit gt\n\tmovgt %0, %2"
             : "+r"(r)
-            : "r"(p->act_min - p->out_zp), "r"(p->act_max - p->out_zp)
+            : "r"(lo - zp), "r"(hi - zp)
             : "cc");
-    return (int8_t)(r + p->out_zp);
+    return (int8_t)(r + zp);
 #else
-    return tinyaot_quantize_f32(y, p->out_scale, p->out_zp, p->act_min, p->act_max);
+    return tinyaot_quantize_f32(y, scale, zp, lo, hi);
 #endif
 }
 
@@ -279,6 +304,9 @@ int tinyaot_convolve_f32_s8(const tinyaot_conv_dims_t *d, const tinyaot_float_co
                             float *scratch, int8_t *output)
 {
     const int32_t cout_g = d->out_c / d->groups;
+    const int32_t out_c = d->out_c;
+    const float osc = p->out_scale;
+    const int32_t ozp = p->out_zp, lo = p->act_min, hi = p->act_max;
     float *xt = scratch;
     float *tot = scratch + pl->k * TILE;
     int8_t *zp_row = (int8_t *)(tot + TILE * TILE);
@@ -297,7 +325,7 @@ int tinyaot_convolve_f32_s8(const tinyaot_conv_dims_t *d, const tinyaot_float_co
                         const int32_t oc = g * cout_g + m;
                         for (int32_t px = 0; px < np; ++px) {
                             const float y = sum_m1(pl, seg, g, m, n + px, xt + px) + p->bias_f[oc];
-                            output[(n + px) * d->out_c + oc] = quant_out(y, p);
+                            output[(n + px) * out_c + oc] = quant_out(y, osc, ozp, lo, hi);
                         }
                     }
                     continue;
@@ -317,9 +345,10 @@ int tinyaot_convolve_f32_s8(const tinyaot_conv_dims_t *d, const tinyaot_float_co
                         }
                         const int32_t oc = g * cout_g + m;
                         const float b = p->bias_f[oc];
-                        int8_t *out = output + n * d->out_c + oc;
-                        for (int32_t px = 0; px < np; ++px, out += d->out_c) {
-                            *out = quant_out(tot[j * TILE + px] + b, p);
+                        int8_t *out = output + n * out_c + oc;
+                        const float *tj = tot + j * TILE;
+                        for (int32_t px = 0; px < np; ++px, out += out_c) {
+                            *out = quant_out(tj[px] + b, osc, ozp, lo, hi);
                         }
                     }
                 }
