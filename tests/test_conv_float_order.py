@@ -162,11 +162,11 @@ def c_store_order(attrs, out_shape, segs):
     order = []
     for gi in range(group):
         for s in segs:
+            if s.kind != "fma":  # one pixel at a time, its channels in order
+                order += [(n, gi * og + m) for n in range(s.n0, s.n1) for m in range(s.m0, s.m1)]
+                continue
             for n in range(s.n0, s.n1, 4):
                 npx = min(4, s.n1 - n)
-                if s.kind != "fma":
-                    order += [(n + px, gi * og + m) for m in range(s.m0, s.m1) for px in range(npx)]
-                    continue
                 for t in range(s.m0 // 4, -(-s.m1 // 4)):
                     order += [(n + px, gi * og + m) for m in range(4 * t, 4 * t + 4)
                               if s.m0 <= m < s.m1 for px in range(npx)]
