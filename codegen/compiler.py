@@ -42,6 +42,7 @@ def compile_model(path, numerics="ort", name=None, input_shapes=None, dump=None,
                   io="int8", depthwise_inplace=False, ort_threads=1) -> Compiled:
     if numerics not in NUMERICS:
         raise TinyAotError(f"unknown numerics '{numerics}' (choose from {', '.join(NUMERICS)})")
+    ort_threads = _ort_threads(ort_threads)
     g = load_model(path, input_shapes)
     from .frontend.limits import check_graph_limits, check_plan_limits, ort_rejects
     check_graph_limits(g, path)  # one input/output, 32-bit tensor sizes
@@ -51,7 +52,7 @@ def compile_model(path, numerics="ort", name=None, input_shapes=None, dump=None,
             mark_ort_float_nodes(g, path)
             for n in g.nodes:  # MLAS's float Conv order depends on ORT's intra-op threads
                 if n.attrs.get("ort_float") and n.op == "conv2d":
-                    n.attrs["ort_threads"] = _ort_threads(ort_threads)
+                    n.attrs["ort_threads"] = ort_threads
             from .passes.ort_qlinear import mark_ort_qlinear_pools
             mark_ort_qlinear_pools(g, path)  # QLinearAveragePool rounds after adding zp
             from .passes.ort_paths import mark_ort_int8_resizes

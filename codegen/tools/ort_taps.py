@@ -230,6 +230,7 @@ def _tapped_session(base, names, tmp):
     m = with_outputs(base, names)
     so = ort.SessionOptions()
     so.log_severity_level = 3
+    so.intra_op_num_threads = 1  # MLAS's float conv order depends on it: tinyaot's default
     so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     so.optimized_model_filepath = os.path.join(tmp, "tapped.onnx")
     sess = ort.InferenceSession(m.SerializeToString(), so, providers=["CPUExecutionProvider"])
@@ -261,6 +262,7 @@ def run_taps(model_path, g, inputs, tick=lambda n=1: None):
             sess, same = _tapped_session(base, {t.ort_name for t in taps.values()}, tmp)
     so = ort.SessionOptions()
     so.log_severity_level = 3
+    so.intra_op_num_threads = 1  # MLAS's float conv order depends on it: tinyaot's default
     plain = ort.InferenceSession(str(model_path), so, providers=["CPUExecutionProvider"])
     out_name = plain.get_outputs()[0].name
     values, finals, final_diff = [], [], 0
