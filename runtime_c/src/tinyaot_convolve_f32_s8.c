@@ -30,6 +30,44 @@ int32_t tinyaot_convolve_f32_s8_get_buffer_size(const tinyaot_conv_dims_t *d)
     return (k * TILE + TILE * TILE) * (int32_t)sizeof(float) + ((cg + 3) & ~3);
 }
 
+/* One tap of 4 pixels: col[c * step + px] = table value of src_px[c], c < cg. */
+static inline void gather4(const int8_t *s0, const int8_t *s1, const int8_t *s2,
+                           const int8_t *s3, int32_t cg, const float *tbl, float *col,
+                           int32_t step)
+{
+#if defined(__thumb2__)
+    /* the float bits move through core registers: LDRSB, LDR [tbl, q, lsl #2], STRD */
+    uint32_t a, b, e, f;
+    __asm__ volatile(
+        "1:\n\t"
+        "ldrsb %[a], [%[s0]], #1\n\t"
+        "ldrsb %[b], [%[s1]], #1\n\t"
+        "ldrsb %[e], [%[s2]], #1\n\t"
+        "ldrsb %[f], [%[s3]], #1\n\t"
+        "ldr %[a], [%[t], %[a], lsl #2]\n\t"
+        "ldr %[b], [%[t], %[b], lsl #2]\n\t"
+        "ldr %[e], [%[t], %[e], lsl #2]\n\t"
+        "ldr %[f], [%[t], %[f], lsl #2]\n\t"
+        "strd %[a], %[b], [%[col]]\n\t"
+        "strd %[e], %[f], [%[col], #8]\n\t"
+        "add %[col], %[col], %[step]\n\t"
+        "subs %[n], %[n], #1\n\t"
+        "bne 1b"
+        : [a] "=&r"(a), [b] "=&r"(b), [e] "=&r"(e), [f] "=&r"(f), [s0] "+r"(s0), [s1] "+r"(s1),
+          [s2] "+r"(s2), [s3] "+r"(s3), [col] "+r"(col), [n] "+r"(cg)
+        : [t] "r"(tbl), [step] "r"(step * (int32_t)sizeof(float))
+        : "memory", "cc");
+#else
+    for (int32_t c = 0; c < cg; ++c, col += step) {
+        const float a = tbl[s0[c]], b = tbl[s1[c]], e = tbl[s2[c]], f = tbl[s3[c]];
+        col[0] = a;
+        col[1] = b;
+        col[2] = e;
+        col[3] = f;
+    }
+#endif
+}
+
 /* Columns of output pixels n0 .. n0 + np - 1 (raster order, np <= 4) of group g:
  * xt[k * 4 + px]. A padding tap, or an absent pixel, reads `zp_row` (cg bytes
  * of the input zero point, whose table value is 0.0f), so every tap is the
@@ -47,64 +85,35 @@ static void im2col4(const tinyaot_conv_dims_t *d, const float *table, const int8
         iy0[px] = oy * d->stride_h - d->pad_top;
         ix0[px] = (n - oy * d->out_w) * d->stride_w - d->pad_left;
     }
-    /* 4 pixels of one output row whose windows are inside the input: each tap's
-     * sources are a fixed step apart, no bounds checks */
-    const int32_t inner = np == TILE && iy0[0] == iy0[TILE - 1] && iy0[0] >= 0 &&
-                          iy0[0] + (d->k_h - 1) * d->dil_h < d->in_h && ix0[0] >= 0 &&
-                          ix0[TILE - 1] + (d->k_w - 1) * d->dil_w < d->in_w;
-    const int32_t pstep = d->stride_w * d->in_c;
-    const int8_t *base = input + (iy0[0] * d->in_w + ix0[0]) * d->in_c + g * cg;
+    if (np == TILE && iy0[0] == iy0[TILE - 1] && iy0[0] >= 0 &&
+        iy0[0] + (d->k_h - 1) * d->dil_h < d->in_h && ix0[0] >= 0 &&
+        ix0[TILE - 1] + (d->k_w - 1) * d->dil_w < d->in_w) {
+        /* 4 pixels of one output row, windows inside the input: fixed steps */
+        const int32_t pstep = d->stride_w * d->in_c;
+        const int32_t xs = d->dil_w * d->in_c;
+        const int32_t ys = d->dil_h * d->in_w * d->in_c;
+        const int8_t *row = input + (iy0[0] * d->in_w + ix0[0]) * d->in_c + g * cg;
+        float *col = xt;
+        for (int32_t ky = 0; ky < d->k_h; ++ky, row += ys) {
+            const int8_t *t = row;
+            for (int32_t kx = 0; kx < d->k_w; ++kx, t += xs, col += TILE) {
+                gather4(t, t + pstep, t + 2 * pstep, t + 3 * pstep, cg, tbl, col, step);
+            }
+        }
+        return;
+    }
     for (int32_t ky = 0; ky < d->k_h; ++ky) {
         for (int32_t kx = 0; kx < d->k_w; ++kx) {
             const int8_t *src[TILE];
-            if (inner) {
-                src[0] = base + (ky * d->dil_h * d->in_w + kx * d->dil_w) * d->in_c;
-                src[1] = src[0] + pstep;
-                src[2] = src[1] + pstep;
-                src[3] = src[2] + pstep;
-            } else {
-                for (int32_t px = 0; px < TILE; ++px) {
-                    const int32_t iy = iy0[px] + ky * d->dil_h;
-                    const int32_t ix = ix0[px] + kx * d->dil_w;
-                    src[px] = (px >= np || iy < 0 || iy >= d->in_h || ix < 0 || ix >= d->in_w)
-                                  ? zp_row
-                                  : input + (iy * d->in_w + ix) * d->in_c + g * cg;
-                }
+            for (int32_t px = 0; px < TILE; ++px) {
+                const int32_t iy = iy0[px] + ky * d->dil_h;
+                const int32_t ix = ix0[px] + kx * d->dil_w;
+                src[px] = (px >= np || iy < 0 || iy >= d->in_h || ix < 0 || ix >= d->in_w)
+                              ? zp_row
+                              : input + (iy * d->in_w + ix) * d->in_c + g * cg;
             }
-            const int8_t *s0 = src[0], *s1 = src[1], *s2 = src[2], *s3 = src[3];
-            float *col = xt + (ky * d->k_w + kx) * TILE;
-#if defined(__thumb2__)
-            /* the float bits move through core registers: LDRSB, LDR [tbl, q, lsl #2], STRD */
-            int32_t cnt = cg;
-            uint32_t a, b, e, f;
-            __asm__ volatile(
-                "1:\n\t"
-                "ldrsb %[a], [%[s0]], #1\n\t"
-                "ldrsb %[b], [%[s1]], #1\n\t"
-                "ldrsb %[e], [%[s2]], #1\n\t"
-                "ldrsb %[f], [%[s3]], #1\n\t"
-                "ldr %[a], [%[t], %[a], lsl #2]\n\t"
-                "ldr %[b], [%[t], %[b], lsl #2]\n\t"
-                "ldr %[e], [%[t], %[e], lsl #2]\n\t"
-                "ldr %[f], [%[t], %[f], lsl #2]\n\t"
-                "strd %[a], %[b], [%[col]]\n\t"
-                "strd %[e], %[f], [%[col], #8]\n\t"
-                "add %[col], %[col], %[step]\n\t"
-                "subs %[n], %[n], #1\n\t"
-                "bne 1b"
-                : [a] "=&r"(a), [b] "=&r"(b), [e] "=&r"(e), [f] "=&r"(f), [s0] "+r"(s0),
-                  [s1] "+r"(s1), [s2] "+r"(s2), [s3] "+r"(s3), [col] "+r"(col), [n] "+r"(cnt)
-                : [t] "r"(tbl), [step] "r"(step * (int32_t)sizeof(float))
-                : "memory", "cc");
-#else
-            for (int32_t c = 0; c < cg; ++c, col += step) {
-                const float a = tbl[s0[c]], b = tbl[s1[c]], e = tbl[s2[c]], f = tbl[s3[c]];
-                col[0] = a;
-                col[1] = b;
-                col[2] = e;
-                col[3] = f;
-            }
-#endif
+            gather4(src[0], src[1], src[2], src[3], cg, tbl, xt + (ky * d->k_w + kx) * TILE,
+                    step);
         }
     }
 }
@@ -180,9 +189,10 @@ static const float zero16[TILE * TILE];
 static void block4x4(const float *x, const float *w, int32_t n, float *tot, int32_t first)
 {
 #ifdef TINYAOT_F32_ASM
-    /* VLDM moves 8 registers in one instruction: 2 loads + 32 VFMA per 2 k */
-    int32_t quads = n >> 2;
-    const int32_t rest = n & 3;
+    /* VLDM moves 8 registers in one instruction: 2 loads + 32 VFMA per 2 k,
+     * 8 k per loop iteration */
+    int32_t octs = n >> 3;
+    const int32_t rest = n & 7;
     __asm__ volatile(
         "vldm %[z], {s16-s31}\n\t"
         "cmp %[q], #0\n\t"
@@ -194,9 +204,24 @@ static void block4x4(const float *x, const float *w, int32_t n, float *tot, int3
         "vldmia %[x]!, {s0-s7}\n\t"
         "vldmia %[w]!, {s8-s15}\n\t"
         FMA_A FMA_B
+        "vldmia %[x]!, {s0-s7}\n\t"
+        "vldmia %[w]!, {s8-s15}\n\t"
+        FMA_A FMA_B
+        "vldmia %[x]!, {s0-s7}\n\t"
+        "vldmia %[w]!, {s8-s15}\n\t"
+        FMA_A FMA_B
         "subs %[q], %[q], #1\n\t"
         "bne 1b\n"
         "2:\n\t"
+        "tst %[r], #4\n\t"
+        "beq 6f\n\t"
+        "vldmia %[x]!, {s0-s7}\n\t"
+        "vldmia %[w]!, {s8-s15}\n\t"
+        FMA_A FMA_B
+        "vldmia %[x]!, {s0-s7}\n\t"
+        "vldmia %[w]!, {s8-s15}\n\t"
+        FMA_A FMA_B
+        "6:\n\t"
         "tst %[r], #2\n\t"
         "beq 3f\n\t"
         "vldmia %[x]!, {s0-s7}\n\t"
@@ -230,7 +255,7 @@ static void block4x4(const float *x, const float *w, int32_t n, float *tot, int3
         "vadd.f32 s31, s31, s15\n"
         "5:\n\t"
         "vstm %[t], {s16-s31}\n\t"
-        : [x] "+r"(x), [w] "+r"(w), [q] "+r"(quads)
+        : [x] "+r"(x), [w] "+r"(w), [q] "+r"(octs)
         : [z] "r"(zero16), [r] "r"(rest), [f] "r"(first), [t] "r"(tot)
         : "memory", "cc", "s0", "s1", "s2", "s3", "s4", "s5", "s6", "s7", "s8", "s9", "s10",
           "s11", "s12", "s13", "s14", "s15", "s16", "s17", "s18", "s19", "s20", "s21", "s22",
