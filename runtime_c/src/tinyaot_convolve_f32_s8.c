@@ -399,7 +399,7 @@ int tinyaot_convolve_f32_s8(const tinyaot_conv_dims_t *d, const tinyaot_float_co
     const int32_t ozp = p->out_zp, lo = p->act_min, hi = p->act_max;
     float *xt = scratch;
     float *tot = scratch + pl->k * TILE;
-    int8_t *zp_row = (int8_t *)(tot + TILE * TILE);
+    int8_t *zp_row = (int8_t *)(void *)(tot + TILE * TILE); /* bytes after the tile */
     for (int32_t c = 0; c < d->in_c / d->groups; ++c) {
         zp_row[c] = (int8_t)p->in_zp;
     }
