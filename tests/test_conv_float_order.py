@@ -12,8 +12,9 @@ every rounding difference, so the order is checked on the float itself:
 * the numpy reference (codegen/reference/ops.conv2d_ort_f32 with the same
   thread count), and
 * the C kernel runtime_c/src/tinyaot_convolve_f32_s8.c with the compile-time
-  data the backend emits, compiled here with its QuantizeLinear replaced by
-  a function that records the float.
+  data the backend emits, compiled with TINYAOT_F32_CAPTURE recording the
+  float before its QuantizeLinear: on the host (portable C, every shape) and
+  in a qemu-m4 firmware (the FPv4 inline-asm path, a subset).
 """
 import subprocess
 
@@ -29,15 +30,8 @@ from codegen.reference.mlas_conv_order import node_segments
 from kernel_ffi import INCLUDE, SRC
 
 CAPTURE_C = r"""
-#include "tinyaot_requant.h"
 static float *cap_;
-static int8_t capture_f32(float x, float s, int32_t zp, int32_t lo, int32_t hi)
-{
-    (void)s; (void)zp; (void)lo; (void)hi;
-    *cap_++ = x;
-    return 0;
-}
-#define tinyaot_quantize_f32 capture_f32
+#define TINYAOT_F32_CAPTURE(y) (*cap_++ = (y))
 #include "tinyaot_convolve_f32_s8.c"
 int run_capture(const tinyaot_conv_dims_t *d, const tinyaot_float_conv_t *p,
                 const tinyaot_conv_f32_plan_t *pl, const int8_t *input, float *scratch,
@@ -225,4 +219,92 @@ def test_float_value_bit_exact_with_onnxruntime(capture_lib, threads):
         c = int((cy.view(np.uint32) != y.view(np.uint32)).sum())
         if r or c:
             bad.append(((cin, cout, group, hw, k), r, c, y.size))
+    assert not bad, bad
+
+
+# the Cortex-M4 inline-asm path: K blocks of 128 + 16, 256 + 256 + 64 and 27
+# (every remainder of 8), channels and pixels not multiples of 4, the M=1 kernels
+QEMU_SHAPES = [SHAPES[0], SHAPES[4], SHAPES[2], SHAPES[12], SHAPES[16], SHAPES[14], SHAPES[10]]
+
+HARNESS_C = r"""
+#include <string.h>
+#include "harness.h"
+static float *cap_;
+#define TINYAOT_F32_CAPTURE(y) (*cap_++ = (y))
+#include "tinyaot_convolve_f32_s8.c"
+#include "case_data.h"
+const uint32_t tinyaot_harness_num_inputs = 1u;
+const uint32_t tinyaot_harness_input_size = IN_SIZE;
+const uint32_t tinyaot_harness_output_size = OUT_SIZE * 4u;
+static float scratch[SCRATCH / 4 + 1];
+static int8_t out8[OUT_SIZE];
+static float y[OUT_SIZE];
+int tinyaot_harness_run(const int8_t *input, int8_t *output)
+{
+    cap_ = y;
+    int rc = tinyaot_convolve_f32_s8(&dims, &fp, &plan, input, scratch, out8);
+    memcpy(output, y, sizeof(y));
+    return rc;
+}
+"""
+
+
+def _c_array(ctype, name, a):
+    if ctype == "float":  # 10 significant digits: the float32 round-trips exactly
+        vals = ", ".join(f"{np.float32(v).item():.9e}f" for v in a)
+    else:
+        vals = ", ".join(str(int(v)) for v in a)
+    return f"static const {ctype} {name}[] = {{ {vals} }};\n"
+
+
+@pytest.mark.qemu
+def test_asm_float_value_bit_exact_on_qemu_m4(tmp_path):
+    from conftest import require_arm_toolchain
+    from codegen.targets.qemu import build_firmware, load_board, run_firmware
+    require_arm_toolchain()
+    board = load_board("qemu-m4")
+    rng = np.random.default_rng(11)
+    bad = []
+    for i, (cin, cout, group, hw, k, s, pads, d, relu) in enumerate(QEMU_SHAPES):
+        y, x, wt, bt, sx, zx = ort_case(rng, cin, cout, group, hw, k, s, pads, d, 1, relu)
+        attrs = {"group": group, "kernel": k, "strides": s, "pads": pads, "dilations": d}
+        bf = (bt.data.astype(np.float32) * bt.q.scale).astype(np.float32)
+        packed, tiles, kk = packed_weights(wt, group)
+        words, nseg = segment_words(x.shape, y.shape, attrs)
+        _, _, h, w = x.shape
+        _, _, oh, ow = y.shape
+        dims = [h, w, cin, oh, ow, cout, k[0], k[1], s[0], s[1], d[0], d[1], pads[0], pads[1], group]
+        xin = np.ascontiguousarray(x[0].transpose(1, 2, 0)).reshape(-1)
+        case = tmp_path / f"case{i}"
+        case.mkdir()
+        (case / "case_data.h").write_text(
+            f"#define IN_SIZE {xin.size}u\n#define OUT_SIZE {y.size}\n"
+            f"#define SCRATCH {scratch_bytes(x.shape, wt.shape)}\n"
+            + _c_array("float", "tbl", input_table({"in_scale": sx, "in_zp": zx}))
+            + _c_array("float", "wts", packed.reshape(-1)) + _c_array("int32_t", "segs", words)
+            + _c_array("float", "bias", bf)
+            + f"static const tinyaot_conv_dims_t dims = {{ {', '.join(map(str, dims))} }};\n"
+            f"static const tinyaot_float_conv_t fp = {{ 1.0f, {zx}, 1.0f, 0, -128, 127, 0, 0, bias }};\n"
+            f"static const tinyaot_conv_f32_plan_t plan = {{ tbl, wts, segs, {nseg}, {kk}, {tiles} }};\n")
+        (case / "harness_data.c").write_text(
+            HARNESS_C + _c_array("int8_t", "in_", xin).replace("static const int8_t in_[]",
+                                                              "const int8_t tinyaot_harness_inputs[]"))
+        elf = build_firmware([board["harness_main"], case / "harness_data.c"], [INCLUDE, SRC, case],
+                             board, case / "f.elf",
+                             defines=[f"TINYAOT_HARNESS_MAX_OUTPUT={4 * y.size + 64}"])
+        if i == 0:
+            asm = subprocess.run([board["toolchain_prefix"] + "objdump", "-d", str(elf)],
+                                 capture_output=True, text=True, check=True).stdout
+            assert "vfma.f32" in asm and "vcvtr.s32.f32" in asm, "not the FPv4 asm path"
+        res = run_firmware(elf, board, timeout=120)
+        got = np.frombuffer(res.outputs[0].data, dtype="<f4").copy()
+        cy = np.full(y.shape, np.nan, np.float32)
+        for v, (n, oc) in zip(got, c_store_order(attrs, y.shape, node_segments(x.shape, y.shape,
+                                                                                attrs, 1))):
+            cy[0, oc, n // ow, n % ow] = v
+        if relu:  # ORT's value is after its Relu
+            cy = np.maximum(cy, 0)
+        mism = int((cy.view(np.uint32) != y.view(np.uint32)).sum())
+        if mism:
+            bad.append(((cin, cout, group, hw, k), mism, y.size))
     assert not bad, bad

@@ -123,6 +123,9 @@ static void im2col4(const tinyaot_conv_dims_t *d, const float *table, const int8
  * the integer equals clamping the float first (the bounds are integers). */
 static inline int8_t quant_out(float y, float scale, int32_t zp, int32_t lo, int32_t hi)
 {
+#ifdef TINYAOT_F32_CAPTURE /* tests: record the float before QuantizeLinear */
+    TINYAOT_F32_CAPTURE(y);
+#endif
 #if defined(__ARM_FP) && (__ARM_FP & 4)
     float t;
     int32_t r;
