@@ -78,21 +78,24 @@ static void im2col4(const tinyaot_conv_dims_t *d, const float *table, const int8
     const int32_t cg = d->in_c / d->groups;
     const int32_t step = d->k_h * d->k_w * TILE;
     const float *tbl = table + 128;
-    int32_t iy0[TILE], ix0[TILE];
+    int32_t iy0[TILE], ix0[TILE], off[TILE];
+    int32_t inside = np == TILE;
     for (int32_t px = 0; px < TILE; ++px) {
         const int32_t n = n0 + px;
         const int32_t oy = n / d->out_w;
         iy0[px] = oy * d->stride_h - d->pad_top;
         ix0[px] = (n - oy * d->out_w) * d->stride_w - d->pad_left;
+        off[px] = (iy0[px] * d->in_w + ix0[px]) * d->in_c;
+        inside = inside && iy0[px] >= 0 && iy0[px] + (d->k_h - 1) * d->dil_h < d->in_h &&
+                 ix0[px] >= 0 && ix0[px] + (d->k_w - 1) * d->dil_w < d->in_w;
     }
-    if (np == TILE && iy0[0] == iy0[TILE - 1] && iy0[0] >= 0 &&
-        iy0[0] + (d->k_h - 1) * d->dil_h < d->in_h && ix0[0] >= 0 &&
-        ix0[TILE - 1] + (d->k_w - 1) * d->dil_w < d->in_w) {
-        /* 4 pixels of one output row, windows inside the input: fixed steps */
-        const int32_t pstep = d->stride_w * d->in_c;
+    const int32_t pstep = off[1] - off[0];
+    if (inside && off[2] - off[1] == pstep && off[3] - off[2] == pstep) {
+        /* 4 windows inside the input, equally spaced (along a row, or down a
+         * column when the output is one pixel wide): fixed steps */
         const int32_t xs = d->dil_w * d->in_c;
         const int32_t ys = d->dil_h * d->in_w * d->in_c;
-        const int8_t *row = input + (iy0[0] * d->in_w + ix0[0]) * d->in_c + g * cg;
+        const int8_t *row = input + off[0] + g * cg;
         float *col = xt;
         for (int32_t ky = 0; ky < d->k_h; ++ky, row += ys) {
             const int8_t *t = row;
@@ -281,75 +284,34 @@ static void block4x4(const float *x, const float *w, int32_t n, float *tot, int3
 #endif
 }
 
-/* The im2col column of output pixel n of group g: xcol[0..K), K in
- * (c, ky, kx) order, 0 for padding taps (MLAS's zero-filled im2col). */
-static inline void column(const tinyaot_conv_dims_t *d, const float *table, const int8_t *input,
-                   int32_t g, int32_t n, float *xcol)
-{
-    const int32_t cg = d->in_c / d->groups;
-    const float *tbl = table + 128;
-    const int32_t oy = n / d->out_w;
-    const int32_t iy0 = oy * d->stride_h - d->pad_top;
-    const int32_t ix0 = (n - oy * d->out_w) * d->stride_w - d->pad_left;
-    const int8_t *in = input + g * cg;
-    if (iy0 >= 0 && ix0 >= 0 && iy0 + (d->k_h - 1) * d->dil_h < d->in_h &&
-        ix0 + (d->k_w - 1) * d->dil_w < d->in_w) { /* the whole window inside */
-        const int32_t sx = d->dil_w * d->in_c;
-        const int32_t sy = d->dil_h * d->in_w * d->in_c;
-        const int8_t *b = in + (iy0 * d->in_w + ix0) * d->in_c;
-        for (int32_t c = 0; c < cg; ++c) {
-            const int8_t *r = b + c;
-            for (int32_t ky = 0; ky < d->k_h; ++ky, r += sy) {
-                const int8_t *q = r;
-                for (int32_t kx = 0; kx < d->k_w; ++kx, q += sx) {
-                    *xcol++ = tbl[*q];
-                }
-            }
-        }
-        return;
-    }
-    for (int32_t c = 0; c < cg; ++c) {
-        for (int32_t ky = 0; ky < d->k_h; ++ky) {
-            const int32_t iy = iy0 + ky * d->dil_h;
-            const int row_in = iy >= 0 && iy < d->in_h;
-            for (int32_t kx = 0; kx < d->k_w; ++kx) {
-                const int32_t ix = ix0 + kx * d->dil_w;
-                *xcol++ = (row_in && ix >= 0 && ix < d->in_w)
-                              ? tbl[in[(iy * d->in_w + ix) * d->in_c + c]]
-                              : 0.0f;
-            }
-        }
-    }
-}
-
 /* MLAS's M=1 transpose-B kernel: 8 lanes, lane j sums the rounded products
  * of k = k0 + j, k0 + j + 8, ... from zero; reduced as the kernel does for
  * row `row` of a run of `rows` (4 at a time, then 2, then 1). */
-static inline float m1tb_sum(const float *x, const float *w, int32_t k0, int32_t k1, int32_t row,
-                      int32_t rows)
+static inline float m1tb_sum(const float *x, const float *w, int32_t k0, int32_t k1,
+                             int32_t row, int32_t rows)
 {
     /* eight scalars, not an array: no memset, the lanes stay in registers */
     float l0 = 0.0f, l1 = 0.0f, l2 = 0.0f, l3 = 0.0f, l4 = 0.0f, l5 = 0.0f, l6 = 0.0f, l7 = 0.0f;
-    x += k0;
+    x += k0 * TILE;
     w += k0 * TILE;
     int32_t r = k1 - k0;
-    for (; r >= 8; r -= 8, x += 8, w += 8 * TILE) {
+    for (; r >= 8; r -= 8, x += 8 * TILE, w += 8 * TILE) {
         l0 = l0 + x[0] * w[0];
-        l1 = l1 + x[1] * w[TILE];
-        l2 = l2 + x[2] * w[2 * TILE];
-        l3 = l3 + x[3] * w[3 * TILE];
-        l4 = l4 + x[4] * w[4 * TILE];
-        l5 = l5 + x[5] * w[5 * TILE];
-        l6 = l6 + x[6] * w[6 * TILE];
-        l7 = l7 + x[7] * w[7 * TILE];
+        l1 = l1 + x[TILE] * w[TILE];
+        l2 = l2 + x[2 * TILE] * w[2 * TILE];
+        l3 = l3 + x[3 * TILE] * w[3 * TILE];
+        l4 = l4 + x[4 * TILE] * w[4 * TILE];
+        l5 = l5 + x[5 * TILE] * w[5 * TILE];
+        l6 = l6 + x[6 * TILE] * w[6 * TILE];
+        l7 = l7 + x[7 * TILE] * w[7 * TILE];
     }
     if (r > 0) l0 = l0 + x[0] * w[0];
-    if (r > 1) l1 = l1 + x[1] * w[TILE];
-    if (r > 2) l2 = l2 + x[2] * w[2 * TILE];
-    if (r > 3) l3 = l3 + x[3] * w[3 * TILE];
-    if (r > 4) l4 = l4 + x[4] * w[4 * TILE];
-    if (r > 5) l5 = l5 + x[5] * w[5 * TILE];
-    if (r > 6) l6 = l6 + x[6] * w[6 * TILE];
+    if (r > 1) l1 = l1 + x[TILE] * w[TILE];
+    if (r > 2) l2 = l2 + x[2 * TILE] * w[2 * TILE];
+    if (r > 3) l3 = l3 + x[3 * TILE] * w[3 * TILE];
+    if (r > 4) l4 = l4 + x[4 * TILE] * w[4 * TILE];
+    if (r > 5) l5 = l5 + x[5 * TILE] * w[5 * TILE];
+    if (r > 6) l6 = l6 + x[6 * TILE] * w[6 * TILE];
     const int32_t four = rows / 4 * 4;
     if (row < four) {
         return (((l0 + l1) + l2) + l3) + (((l4 + l5) + l6) + l7);
@@ -360,8 +322,8 @@ static inline float m1tb_sum(const float *x, const float *w, int32_t k0, int32_t
     return ((l0 + l1) + (l2 + l3)) + ((l4 + l5) + (l6 + l7));
 }
 
-/* C of one output (channel m, pixel n) for the m1 / m1tb kinds: column x,
- * weights w (stride TILE, the packed layout). */
+/* C of one output (channel m, pixel n) for the m1 / m1tb kinds: its im2col
+ * column x and weights w, both at stride TILE (xt's and the packed layouts). */
 static inline float sum_m1(const int32_t *seg, int32_t m, int32_t n, const float *x, const float *w)
 {
     const int32_t nslices = seg[5];
@@ -374,17 +336,18 @@ static inline float sum_m1(const int32_t *seg, int32_t m, int32_t n, const float
             int32_t k = k0;
             while (k < k1) {
                 const int32_t size = k1 - k >= 4 ? 4 : (k1 - k >= 2 ? 2 : 1);
-                float part = x[k] * w[k * TILE];
+                float part = x[k * TILE] * w[k * TILE];
                 for (int32_t j = 1; j < size; ++j) {
-                    part = part + x[k + j] * w[(k + j) * TILE];
+                    part = part + x[(k + j) * TILE] * w[(k + j) * TILE];
                 }
                 c = part + c; /* the first group adds MLAS's zeroed C */
                 k += size;
             }
         } else {
-            const int32_t by_pixel = seg[2] - seg[1] == 1;
-            const float r = by_pixel ? m1tb_sum(x, w, k0, k1, n - seg[3], seg[4] - seg[3])
-                                     : m1tb_sum(x, w, k0, k1, m - seg[1], seg[2] - seg[1]);
+            const int32_t by_pixel = seg[2] - seg[1] == 1; /* rows: pixels, else channels */
+            const int32_t row = by_pixel ? n - seg[3] : m - seg[1];
+            const int32_t rows = by_pixel ? seg[4] - seg[3] : seg[2] - seg[1];
+            const float r = m1tb_sum(x, w, k0, k1, row, rows);
             c = s == 0 ? r : r + c;
         }
         k0 = k1;
@@ -410,15 +373,18 @@ int tinyaot_convolve_f32_s8(const tinyaot_conv_dims_t *d, const tinyaot_float_co
         const int32_t *seg = pl->segments;
         for (int32_t si = 0; si < pl->nseg; seg += 6 + seg[5], ++si) {
             const int32_t m0 = seg[1], m1 = seg[2], n0 = seg[3], n1 = seg[4];
-            if (seg[0] != SEG_FMA) { /* M=1 kernels: one pixel's column, then its channels */
-                for (int32_t n = n0; n < n1; ++n) {
-                    column(d, pl->table, input, g, n, xt);
-                    for (int32_t m = m0; m < m1; ++m) {
-                        const int32_t oc = g * cout_g + m;
-                        const float *w = pl->weights + (g * pl->tiles + m / TILE) * pl->k * TILE +
-                                         m % TILE;
-                        const float y = sum_m1(seg, m, n, xt, w) + p->bias_f[oc];
-                        output[n * out_c + oc] = quant_out(y, osc, ozp, lo, hi);
+            if (seg[0] != SEG_FMA) { /* M=1 kernels: per pixel, its channels one by one */
+                for (int32_t n = n0; n < n1; n += TILE) {
+                    const int32_t np = n1 - n < TILE ? n1 - n : TILE;
+                    im2col4(d, pl->table, input, zp_row, g, n, np, xt);
+                    for (int32_t px = 0; px < np; ++px) {
+                        for (int32_t m = m0; m < m1; ++m) {
+                            const int32_t oc = g * cout_g + m;
+                            const float *w = pl->weights +
+                                             (g * pl->tiles + m / TILE) * pl->k * TILE + m % TILE;
+                            const float y = sum_m1(seg, m, n + px, xt + px, w) + p->bias_f[oc];
+                            output[(n + px) * out_c + oc] = quant_out(y, osc, ozp, lo, hi);
+                        }
                     }
                 }
                 continue;
