@@ -487,3 +487,18 @@ def function_signature(name):
         return None
     t = ffi.typeof(fn)
     return _ctype_name(t.result), tuple(_ctype_name(a) for a in t.args)
+
+
+def build_capture(tmp_dir, c_source, cdef):
+    """(ffi, lib) of `c_source` (which #includes a kernel .c from runtime_c/src,
+    e.g. with its QuantizeLinear replaced by a recorder), built warning-free
+    as the kernels are; for the float-order tests."""
+    d = Path(tmp_dir)
+    (d / "capture.c").write_text(c_source)
+    so = d / "capture.so"
+    subprocess.run(["gcc", "-O1", "-shared", "-fPIC", "-std=c99", "-ffp-contract=off",
+                    "-Wall", "-Wextra", "-Werror", f"-I{INCLUDE}", f"-I{SRC}",
+                    str(d / "capture.c"), "-o", str(so), "-lm"], check=True)
+    cffi_ = cffi.FFI()
+    cffi_.cdef(cdef)
+    return cffi_, cffi_.dlopen(str(so))

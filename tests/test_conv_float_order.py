@@ -27,7 +27,7 @@ from codegen.backend.conv_f32_pack import input_table, packed_weights, scratch_b
 from codegen.reference import ops
 from codegen.reference.mlas_conv_order import node_segments
 
-from kernel_ffi import INCLUDE, SRC
+from kernel_ffi import INCLUDE, SRC, build_capture
 
 CAPTURE_C = r"""
 static float *cap_;
@@ -59,16 +59,7 @@ int32_t tinyaot_convolve_f32_s8_get_buffer_size(const tinyaot_conv_dims_t *d);
 
 @pytest.fixture(scope="module")
 def capture_lib(tmp_path_factory):
-    import cffi
-    d = tmp_path_factory.mktemp("capture")
-    (d / "capture.c").write_text(CAPTURE_C)
-    so = d / "capture.so"
-    subprocess.run(["gcc", "-O1", "-shared", "-fPIC", "-std=c99", "-ffp-contract=off",
-                    "-Wall", "-Wextra", "-Werror", f"-I{INCLUDE}", f"-I{SRC}",
-                    str(d / "capture.c"), "-o", str(so), "-lm"], check=True)
-    ffi = cffi.FFI()
-    ffi.cdef(CDEF)
-    return ffi, ffi.dlopen(str(so))
+    return build_capture(tmp_path_factory.mktemp("capture"), CAPTURE_C, CDEF)
 
 
 class _Q:

@@ -12,7 +12,6 @@ is checked here on the float itself:
 * the C kernel runtime_c/src/tinyaot_transpose_conv_f32_s8.c, compiled here
   with its QuantizeLinear replaced by a function that records the float.
 """
-import subprocess
 
 import numpy as np
 import pytest
@@ -21,7 +20,7 @@ from onnx import TensorProto, helper, numpy_helper
 from codegen.backend.c_emit_more import conv_transpose_filter, transpose_conv_scratch_bytes
 from codegen.reference.conv_transpose import conv_transpose_f32
 
-from kernel_ffi import INCLUDE, SRC
+from kernel_ffi import build_capture
 
 CAPTURE_C = r"""
 #include "tinyaot_requant.h"
@@ -56,16 +55,7 @@ int32_t tinyaot_transpose_conv_f32_s8_get_buffer_size(const tinyaot_conv_dims_t 
 
 @pytest.fixture(scope="module")
 def capture_lib(tmp_path_factory):
-    import cffi
-    d = tmp_path_factory.mktemp("capture")
-    (d / "capture.c").write_text(CAPTURE_C)
-    so = d / "capture.so"
-    subprocess.run(["gcc", "-O1", "-shared", "-fPIC", "-std=c99", "-ffp-contract=off",
-                    "-Wall", "-Wextra", "-Werror", f"-I{INCLUDE}", f"-I{SRC}",
-                    str(d / "capture.c"), "-o", str(so), "-lm"], check=True)
-    ffi = cffi.FFI()
-    ffi.cdef(CDEF)
-    return ffi, ffi.dlopen(str(so))
+    return build_capture(tmp_path_factory.mktemp("capture"), CAPTURE_C, CDEF)
 
 
 def ort_float_case(rng, cin, og, group, hw, k, s, pads, d):
