@@ -23,7 +23,8 @@ import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from codegen.backend.conv_f32_pack import input_table, packed_weights, scratch_bytes, segment_words
+from codegen.backend.conv_f32_pack import (input_table, packed_weights, scratch_bytes, segment_words,
+                                           tap_offsets)
 from codegen.reference import ops
 from codegen.reference.mlas_conv_order import node_segments
 
@@ -49,7 +50,8 @@ typedef struct { float in_scale; int32_t in_zp; float out_scale; int32_t out_zp;
                  int32_t act_min, act_max; const int8_t *filter; const float *filter_scale;
                  const float *bias_f; } tinyaot_float_conv_t;
 typedef struct { const float *table; const float *weights; const int32_t *segments;
-                 int32_t nseg; int32_t k; int32_t tiles; } tinyaot_conv_f32_plan_t;
+                 const int32_t *taps; int32_t nseg; int32_t k; int32_t tiles; }
+        tinyaot_conv_f32_plan_t;
 int run_capture(const tinyaot_conv_dims_t *d, const tinyaot_float_conv_t *p,
                 const tinyaot_conv_f32_plan_t *pl, const int8_t *input, float *scratch,
                 int8_t *output, float *y);
@@ -119,12 +121,14 @@ def c_float(capture_lib, x, wt, bf, sx, zx, attrs, out_shape):
     p = {"in_scale": sx, "in_zp": zx}
     packed, tiles, k = packed_weights(wt, group)
     words, nseg = segment_words(x.shape, out_shape, attrs)
-    keep = [np.ascontiguousarray(a) for a in (input_table(p), packed.reshape(-1), words, bf)]
+    keep = [np.ascontiguousarray(a) for a in (input_table(p), packed.reshape(-1), words, bf,
+                                              tap_offsets(x.shape, wt.shape, attrs))]
     fp = ffi.new("tinyaot_float_conv_t *", [sx, zx, 1.0, 0, -128, 127, ffi.NULL, ffi.NULL,
                                             ffi.from_buffer("float[]", keep[3])])
     pl = ffi.new("tinyaot_conv_f32_plan_t *", [ffi.from_buffer("float[]", keep[0]),
                                                ffi.from_buffer("float[]", keep[1]),
                                                ffi.from_buffer("int32_t[]", keep[2]),
+                                               ffi.from_buffer("int32_t[]", keep[4]),
                                                nseg, k, tiles])
     nbytes = lib.tinyaot_convolve_f32_s8_get_buffer_size(dims)
     assert nbytes == scratch_bytes(x.shape, wt.shape)
@@ -274,9 +278,11 @@ def test_asm_float_value_bit_exact_on_qemu_m4(tmp_path):
             + _c_array("float", "tbl", input_table({"in_scale": sx, "in_zp": zx}))
             + _c_array("float", "wts", packed.reshape(-1)) + _c_array("int32_t", "segs", words)
             + _c_array("float", "bias", bf)
+            + _c_array("int32_t", "taps", tap_offsets(x.shape, wt.shape, attrs))
             + f"static const tinyaot_conv_dims_t dims = {{ {', '.join(map(str, dims))} }};\n"
             f"static const tinyaot_float_conv_t fp = {{ 1.0f, {zx}, 1.0f, 0, -128, 127, 0, 0, bias }};\n"
-            f"static const tinyaot_conv_f32_plan_t plan = {{ tbl, wts, segs, {nseg}, {kk}, {tiles} }};\n")
+            f"static const tinyaot_conv_f32_plan_t plan = {{ tbl, wts, segs, taps, {nseg}, {kk}, "
+            f"{tiles} }};\n")
         (case / "harness_data.c").write_text(
             HARNESS_C + _c_array("int8_t", "in_", xin).replace("static const int8_t in_[]",
                                                               "const int8_t tinyaot_harness_inputs[]"))

@@ -384,6 +384,7 @@ def test_convolve_f32_s8_ort(case):
     packed, tiles, k = cp.packed_weights(wt, n.attrs["group"])
     words, nseg = cp.segment_words(g.tensors[n.inputs[0]].shape, y.shape, n.attrs)
     plan = {"table": cp.input_table(p), "weights": packed.reshape(-1), "segments": words,
+            "taps": cp.tap_offsets(g.tensors[n.inputs[0]].shape, wt.shape, n.attrs),
             "nseg": nseg, "k": k, "tiles": tiles}
     fp = float_fields(g, n, p, wt.data.transpose(0, 2, 3, 1))
     fp.update(filter=None, filter_scale=None)  # not read by this kernel

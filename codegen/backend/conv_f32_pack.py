@@ -5,7 +5,8 @@
 * the weights dequantized as ORT's DequantizeLinear does (float(wq) * scale),
   packed [group][channel / 4][k][channel % 4], k = (c, ky, kx), so the
   kernel's inner loop loads 4 channels x 2 k with one VLDM;
-* the input's 256 dequantized values (float(q - zp) * scale).
+* the input's 256 dequantized values (float(q - zp) * scale);
+* each k's input offset from the window origin (im2col without per-tap setup).
 """
 from __future__ import annotations
 
@@ -51,6 +52,15 @@ def packed_weights(w, group):
     return out.reshape(group, tiles, TILE, k).transpose(0, 1, 3, 2).copy(), tiles, k
 
 
+def tap_offsets(x_shape, w_shape, attrs):
+    """Per k = (c, ky, kx): the byte offset of its input (NHWC) from the window's origin."""
+    _, cin, _, w = x_shape
+    _, cg, kh, kw = w_shape
+    dh, dw = attrs["dilations"]
+    c, ky, kx = np.meshgrid(np.arange(cg), np.arange(kh), np.arange(kw), indexing="ij")
+    return (c + (ky * dh * w + kx * dw) * cin).reshape(-1).astype(np.int32)
+
+
 def input_table(p):
     return of.dequantize(np.arange(-128, 128), p["in_scale"], p["in_zp"]).astype(np.float32)
 
@@ -66,9 +76,10 @@ def emit_plan(em, lid, n, w, p):
     packed, tiles, k = packed_weights(w, group)
     words, nseg = segment_words(x.shape, y.shape, n.attrs)
     em.float_layer(lid, g, n, w, p, "0")
-    wname = em.const("float", f"{lid}_wf", packed.reshape(-1), align=8)
+    wname = em.const("float", f"{lid}_wp", packed.reshape(-1), align=8)  # report: weights
     sname = em.const("int32_t", f"{lid}_seg", words)
     tname = em.const("float", f"{lid}_xt", input_table(p))
+    oname = em.const("int32_t", f"{lid}_taps", tap_offsets(x.shape, w.shape, n.attrs))
     em.consts.append(f"static const tinyaot_conv_f32_plan_t {lid}_pl = {{ {tname}, {wname}, "
-                     f"{sname}, {nseg}, {k}, {tiles} }};\n")
+                     f"{sname}, {oname}, {nseg}, {k}, {tiles} }};\n")
     return f"(float *)(void *)(ARENA + {em.plan.where[scratch_name(n)].offset})"

@@ -89,6 +89,8 @@ typedef struct {
     const float *table;       /* table[q + 128] = float(q - in_zp) * in_scale */
     const float *weights;
     const int32_t *segments;
+    const int32_t *taps;      /* per k: byte offset c + (ky * dil_h * in_w + kx * dil_w) * in_c
+                                 of its input from the window's origin */
     int32_t nseg;
     int32_t k;                /* in_c / groups * k_h * k_w */
     int32_t tiles;            /* ceil(out_c / groups / 4) */

@@ -68,20 +68,61 @@ static inline void gather4(const int8_t *s0, const int8_t *s1, const int8_t *s2,
 #endif
 }
 
+/* Every k of 4 windows inside the input (origins p0 + {0, d1, d2, d3}):
+ * xt[k * 4 + px] = table value of p_px[taps[k]]. One loop over K, no
+ * per-tap setup. */
+static inline void gather_taps(const int8_t *p0, int32_t d1, int32_t d2, int32_t d3,
+                               const int32_t *taps, int32_t k, const float *tbl, float *xt)
+{
+    const int8_t *p1 = p0 + d1, *p2 = p0 + d2, *p3 = p0 + d3;
+#if defined(__thumb2__)
+    /* the float bits move through core registers: LDRSB, LDR [tbl, q, lsl #2], STRD */
+    uint32_t a, b, e, o;
+    __asm__ volatile(
+        "1:\n\t"
+        "ldr %[o], [%[tp]], #4\n\t"
+        "ldrsb %[a], [%[p0], %[o]]\n\t"
+        "ldrsb %[b], [%[p1], %[o]]\n\t"
+        "ldrsb %[e], [%[p2], %[o]]\n\t"
+        "ldrsb %[o], [%[p3], %[o]]\n\t"
+        "ldr %[a], [%[t], %[a], lsl #2]\n\t"
+        "ldr %[b], [%[t], %[b], lsl #2]\n\t"
+        "ldr %[e], [%[t], %[e], lsl #2]\n\t"
+        "ldr %[o], [%[t], %[o], lsl #2]\n\t"
+        "strd %[a], %[b], [%[col]], #8\n\t"
+        "strd %[e], %[o], [%[col]], #8\n\t"
+        "subs %[n], %[n], #1\n\t"
+        "bne 1b"
+        : [a] "=&r"(a), [b] "=&r"(b), [e] "=&r"(e), [o] "=&r"(o), [tp] "+r"(taps),
+          [col] "+r"(xt), [n] "+r"(k)
+        : [p0] "r"(p0), [p1] "r"(p1), [p2] "r"(p2), [p3] "r"(p3), [t] "r"(tbl)
+        : "memory", "cc");
+#else
+    for (int32_t i = 0; i < k; ++i, xt += TILE) {
+        const int32_t o = taps[i];
+        xt[0] = tbl[p0[o]];
+        xt[1] = tbl[p1[o]];
+        xt[2] = tbl[p2[o]];
+        xt[3] = tbl[p3[o]];
+    }
+#endif
+}
+
 /* Columns of output pixels n0 .. n0 + np - 1 (raster order, np <= 4) of group g:
  * xt[k * 4 + px]. A padding tap, or an absent pixel, reads `zp_row` (cg bytes
  * of the input zero point, whose table value is 0.0f), so every tap is the
  * same loop: 4 bytes -> 4 table loads -> 4 consecutive floats. */
-static void im2col4(const tinyaot_conv_dims_t *d, const float *table, const int8_t *input,
-                    const int8_t *zp_row, int32_t g, int32_t n0, int32_t np, float *xt)
+static void im2col4(const tinyaot_conv_dims_t *d, const float *table, const int32_t *taps,
+                    const int8_t *input, const int8_t *zp_row, int32_t g, int32_t n0, int32_t np,
+                    float *xt)
 {
     const int32_t cg = d->in_c / d->groups;
     const int32_t step = d->k_h * d->k_w * TILE;
     const float *tbl = table + 128;
     int32_t iy0[TILE], ix0[TILE], off[TILE];
-    int32_t inside = np == TILE;
+    int32_t inside = 1;
     for (int32_t px = 0; px < TILE; ++px) {
-        const int32_t n = n0 + px;
+        const int32_t n = n0 + (px < np ? px : np - 1); /* an absent pixel repeats the last */
         const int32_t oy = n / d->out_w;
         iy0[px] = oy * d->stride_h - d->pad_top;
         ix0[px] = (n - oy * d->out_w) * d->stride_w - d->pad_left;
@@ -89,20 +130,9 @@ static void im2col4(const tinyaot_conv_dims_t *d, const float *table, const int8
         inside = inside && iy0[px] >= 0 && iy0[px] + (d->k_h - 1) * d->dil_h < d->in_h &&
                  ix0[px] >= 0 && ix0[px] + (d->k_w - 1) * d->dil_w < d->in_w;
     }
-    const int32_t pstep = off[1] - off[0];
-    if (inside && off[2] - off[1] == pstep && off[3] - off[2] == pstep) {
-        /* 4 windows inside the input, equally spaced (along a row, or down a
-         * column when the output is one pixel wide): fixed steps */
-        const int32_t xs = d->dil_w * d->in_c;
-        const int32_t ys = d->dil_h * d->in_w * d->in_c;
-        const int8_t *row = input + off[0] + g * cg;
-        float *col = xt;
-        for (int32_t ky = 0; ky < d->k_h; ++ky, row += ys) {
-            const int8_t *t = row;
-            for (int32_t kx = 0; kx < d->k_w; ++kx, t += xs, col += TILE) {
-                gather4(t, t + pstep, t + 2 * pstep, t + 3 * pstep, cg, tbl, col, step);
-            }
-        }
+    if (inside) { /* every window inside the input: no bounds checks */
+        gather_taps(input + off[0] + g * cg, off[1] - off[0], off[2] - off[0], off[3] - off[0],
+                    taps, cg * d->k_h * d->k_w, tbl, xt);
         return;
     }
     for (int32_t ky = 0; ky < d->k_h; ++ky) {
@@ -376,7 +406,7 @@ int tinyaot_convolve_f32_s8(const tinyaot_conv_dims_t *d, const tinyaot_float_co
             if (seg[0] != SEG_FMA) { /* M=1 kernels: per pixel, its channels one by one */
                 for (int32_t n = n0; n < n1; n += TILE) {
                     const int32_t np = n1 - n < TILE ? n1 - n : TILE;
-                    im2col4(d, pl->table, input, zp_row, g, n, np, xt);
+                    im2col4(d, pl->table, pl->taps, input, zp_row, g, n, np, xt);
                     for (int32_t px = 0; px < np; ++px) {
                         for (int32_t m = m0; m < m1; ++m) {
                             const int32_t oc = g * cout_g + m;
@@ -391,7 +421,7 @@ int tinyaot_convolve_f32_s8(const tinyaot_conv_dims_t *d, const tinyaot_float_co
             }
             for (int32_t n = n0; n < n1; n += TILE) {
                 const int32_t np = n1 - n < TILE ? n1 - n : TILE;
-                im2col4(d, pl->table, input, zp_row, g, n, np, xt);
+                im2col4(d, pl->table, pl->taps, input, zp_row, g, n, np, xt);
                 for (int32_t t = m0 / TILE; t * TILE < m1; ++t) {
                     const float *w = pl->weights + (g * pl->tiles + t) * pl->k * TILE;
                     int32_t k0 = 0;
