@@ -23,8 +23,8 @@ import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from codegen.backend.conv_f32_pack import (input_table, packed_weights, scratch_bytes, segment_words,
-                                           tap_offsets)
+from codegen.backend.conv_f32_pack import (has_fma, input_table, packed_weights, scratch_bytes,
+                                           segment_words, tap_offsets)
 from codegen.reference import ops
 from codegen.reference.mlas_conv_order import node_segments
 
@@ -119,8 +119,8 @@ def c_float(capture_lib, x, wt, bf, sx, zx, attrs, out_shape):
                                              *attrs["strides"], *attrs["dilations"],
                                              attrs["pads"][0], attrs["pads"][1], group])
     p = {"in_scale": sx, "in_zp": zx}
-    packed, tiles, k = packed_weights(wt, group)
     words, nseg = segment_words(x.shape, out_shape, attrs)
+    packed, tiles, k = packed_weights(wt, group, compact=not has_fma(words))
     keep = [np.ascontiguousarray(a) for a in (input_table(p), packed.reshape(-1), words, bf,
                                               tap_offsets(x.shape, wt.shape, attrs))]
     fp = ffi.new("tinyaot_float_conv_t *", [sx, zx, 1.0, 0, -128, 127, ffi.NULL, ffi.NULL,
@@ -264,8 +264,8 @@ def test_asm_float_value_bit_exact_on_qemu_m4(tmp_path):
         y, x, wt, bt, sx, zx = ort_case(rng, cin, cout, group, hw, k, s, pads, d, 1, relu)
         attrs = {"group": group, "kernel": k, "strides": s, "pads": pads, "dilations": d}
         bf = (bt.data.astype(np.float32) * bt.q.scale).astype(np.float32)
-        packed, tiles, kk = packed_weights(wt, group)
         words, nseg = segment_words(x.shape, y.shape, attrs)
+        packed, tiles, kk = packed_weights(wt, group, compact=not has_fma(words))
         _, _, h, w = x.shape
         _, _, oh, ow = y.shape
         dims = [h, w, cin, oh, ow, cout, k[0], k[1], s[0], s[1], d[0], d[1], pads[0], pads[1], group]

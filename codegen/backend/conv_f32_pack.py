@@ -40,12 +40,26 @@ def segment_words(x_shape, y_shape, attrs):
     return np.asarray(words, dtype=np.int32), len(segs)
 
 
-def packed_weights(w, group):
-    """float weights [O, cg, kh, kw] -> [group][tile][k][4] (zero rows to a multiple of 4)."""
+def has_fma(words):
+    """Does the segment record array hold an fma segment (the 4x4 tiles)?"""
+    i = 0
+    while i < len(words):
+        if words[i] == KINDS["fma"]:
+            return True
+        i += 6 + int(words[i + 5])
+    return False
+
+
+def packed_weights(w, group, compact=False):
+    """float weights [O, cg, kh, kw] -> [group][tile][k][4] (zero rows to a multiple of
+    4), or with compact (no fma segment: the M=1 kernels read one channel at a time)
+    [O][k] and tiles 0."""
     wf = float_weights(w)
     o = wf.shape[0]
     og = o // group
     k = int(np.prod(wf.shape[1:]))
+    if compact:
+        return wf.reshape(o, k).copy(), 0, k
     tiles = -(-og // TILE)
     out = np.zeros((group, tiles * TILE, k), dtype=np.float32)
     out[:, :og] = wf.reshape(group, og, k)
@@ -73,8 +87,8 @@ def emit_plan(em, lid, n, w, p):
     x = g.tensors[n.inputs[0]]
     y = g.tensors[n.outputs[0]]
     group = n.attrs["group"]
-    packed, tiles, k = packed_weights(w, group)
     words, nseg = segment_words(x.shape, y.shape, n.attrs)
+    packed, tiles, k = packed_weights(w, group, compact=not has_fma(words))
     em.float_layer(lid, g, n, w, p, "0")
     wname = em.const("float", f"{lid}_wp", packed.reshape(-1), align=8)  # report: weights
     sname = em.const("int32_t", f"{lid}_seg", words)

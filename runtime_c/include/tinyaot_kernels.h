@@ -84,7 +84,8 @@ typedef struct {
  * {kind (0 fma, 1 m1, 2 m1tb), m0, m1, n0, n1, nslices, k_end[nslices]}
  * over the group's channels [m0, m1) and output pixels [n0, n1); the float
  * weights float(wq) * scale packed [group][channel / 4][k][channel % 4]
- * (zero rows up to a multiple of 4); the 256 dequantized input values. */
+ * (zero rows up to a multiple of 4), or [out_c][k] when tiles is 0; the 256
+ * dequantized input values; each k's input offset in the window. */
 typedef struct {
     const float *table;       /* table[q + 128] = float(q - in_zp) * in_scale */
     const float *weights;
@@ -93,7 +94,8 @@ typedef struct {
                                  of its input from the window's origin */
     int32_t nseg;
     int32_t k;                /* in_c / groups * k_h * k_w */
-    int32_t tiles;            /* ceil(out_c / groups / 4) */
+    int32_t tiles;            /* ceil(out_c / groups / 4); 0: no fma segment, weights
+                                 packed [out_c][k] instead */
 } tinyaot_conv_f32_plan_t;
 
 /* p: output quantization and bias_f (its filter fields are not read).

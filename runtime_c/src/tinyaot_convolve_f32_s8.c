@@ -317,31 +317,31 @@ static void block4x4(const float *x, const float *w, int32_t n, float *tot, int3
 /* MLAS's M=1 transpose-B kernel: 8 lanes, lane j sums the rounded products
  * of k = k0 + j, k0 + j + 8, ... from zero; reduced as the kernel does for
  * row `row` of a run of `rows` (4 at a time, then 2, then 1). */
-static inline float m1tb_sum(const float *x, const float *w, int32_t k0, int32_t k1,
-                             int32_t row, int32_t rows)
+static inline float m1tb_sum(const float *x, const float *w, int32_t ws, int32_t k0,
+                             int32_t k1, int32_t row, int32_t rows)
 {
     /* eight scalars, not an array: no memset, the lanes stay in registers */
     float l0 = 0.0f, l1 = 0.0f, l2 = 0.0f, l3 = 0.0f, l4 = 0.0f, l5 = 0.0f, l6 = 0.0f, l7 = 0.0f;
     x += k0 * TILE;
-    w += k0 * TILE;
+    w += k0 * ws;
     int32_t r = k1 - k0;
-    for (; r >= 8; r -= 8, x += 8 * TILE, w += 8 * TILE) {
+    for (; r >= 8; r -= 8, x += 8 * TILE, w += 8 * ws) {
         l0 = l0 + x[0] * w[0];
-        l1 = l1 + x[TILE] * w[TILE];
-        l2 = l2 + x[2 * TILE] * w[2 * TILE];
-        l3 = l3 + x[3 * TILE] * w[3 * TILE];
-        l4 = l4 + x[4 * TILE] * w[4 * TILE];
-        l5 = l5 + x[5 * TILE] * w[5 * TILE];
-        l6 = l6 + x[6 * TILE] * w[6 * TILE];
-        l7 = l7 + x[7 * TILE] * w[7 * TILE];
+        l1 = l1 + x[TILE] * w[ws];
+        l2 = l2 + x[2 * TILE] * w[2 * ws];
+        l3 = l3 + x[3 * TILE] * w[3 * ws];
+        l4 = l4 + x[4 * TILE] * w[4 * ws];
+        l5 = l5 + x[5 * TILE] * w[5 * ws];
+        l6 = l6 + x[6 * TILE] * w[6 * ws];
+        l7 = l7 + x[7 * TILE] * w[7 * ws];
     }
     if (r > 0) l0 = l0 + x[0] * w[0];
-    if (r > 1) l1 = l1 + x[TILE] * w[TILE];
-    if (r > 2) l2 = l2 + x[2 * TILE] * w[2 * TILE];
-    if (r > 3) l3 = l3 + x[3 * TILE] * w[3 * TILE];
-    if (r > 4) l4 = l4 + x[4 * TILE] * w[4 * TILE];
-    if (r > 5) l5 = l5 + x[5 * TILE] * w[5 * TILE];
-    if (r > 6) l6 = l6 + x[6 * TILE] * w[6 * TILE];
+    if (r > 1) l1 = l1 + x[TILE] * w[ws];
+    if (r > 2) l2 = l2 + x[2 * TILE] * w[2 * ws];
+    if (r > 3) l3 = l3 + x[3 * TILE] * w[3 * ws];
+    if (r > 4) l4 = l4 + x[4 * TILE] * w[4 * ws];
+    if (r > 5) l5 = l5 + x[5 * TILE] * w[5 * ws];
+    if (r > 6) l6 = l6 + x[6 * TILE] * w[6 * ws];
     const int32_t four = rows / 4 * 4;
     if (row < four) {
         return (((l0 + l1) + l2) + l3) + (((l4 + l5) + l6) + l7);
@@ -353,8 +353,10 @@ static inline float m1tb_sum(const float *x, const float *w, int32_t k0, int32_t
 }
 
 /* C of one output (channel m, pixel n) for the m1 / m1tb kinds: its im2col
- * column x and weights w, both at stride TILE (xt's and the packed layouts). */
-static inline float sum_m1(const int32_t *seg, int32_t m, int32_t n, const float *x, const float *w)
+ * column x at stride TILE (xt), its weights w at stride ws (1 when packed
+ * [group][channel][k], TILE when [group][channel / 4][k][4]). */
+static inline float sum_m1(const int32_t *seg, int32_t m, int32_t n, const float *x, const float *w,
+                           int32_t ws)
 {
     const int32_t nslices = seg[5];
     const int32_t *ends = seg + 6;
@@ -366,9 +368,9 @@ static inline float sum_m1(const int32_t *seg, int32_t m, int32_t n, const float
             int32_t k = k0;
             while (k < k1) {
                 const int32_t size = k1 - k >= 4 ? 4 : (k1 - k >= 2 ? 2 : 1);
-                float part = x[k * TILE] * w[k * TILE];
+                float part = x[k * TILE] * w[k * ws];
                 for (int32_t j = 1; j < size; ++j) {
-                    part = part + x[(k + j) * TILE] * w[(k + j) * TILE];
+                    part = part + x[(k + j) * TILE] * w[(k + j) * ws];
                 }
                 c = part + c; /* the first group adds MLAS's zeroed C */
                 k += size;
@@ -377,7 +379,7 @@ static inline float sum_m1(const int32_t *seg, int32_t m, int32_t n, const float
             const int32_t by_pixel = seg[2] - seg[1] == 1; /* rows: pixels, else channels */
             const int32_t row = by_pixel ? n - seg[3] : m - seg[1];
             const int32_t rows = by_pixel ? seg[4] - seg[3] : seg[2] - seg[1];
-            const float r = m1tb_sum(x, w, k0, k1, row, rows);
+            const float r = m1tb_sum(x, w, ws, k0, k1, row, rows);
             c = s == 0 ? r : r + c;
         }
         k0 = k1;
@@ -410,9 +412,11 @@ int tinyaot_convolve_f32_s8(const tinyaot_conv_dims_t *d, const tinyaot_float_co
                     for (int32_t px = 0; px < np; ++px) {
                         for (int32_t m = m0; m < m1; ++m) {
                             const int32_t oc = g * cout_g + m;
-                            const float *w = pl->weights +
-                                             (g * pl->tiles + m / TILE) * pl->k * TILE + m % TILE;
-                            const float y = sum_m1(seg, m, n + px, xt + px, w) + p->bias_f[oc];
+                            const int32_t ws = pl->tiles ? TILE : 1;
+                            const float *w = pl->tiles ? pl->weights + (g * pl->tiles + m / TILE) *
+                                                                           pl->k * TILE + m % TILE
+                                                       : pl->weights + oc * pl->k;
+                            const float y = sum_m1(seg, m, n + px, xt + px, w, ws) + p->bias_f[oc];
                             output[(n + px) * out_c + oc] = quant_out(y, osc, ozp, lo, hi);
                         }
                     }
