@@ -314,6 +314,41 @@ static void block4x4(const float *x, const float *w, int32_t n, float *tot, int3
 #endif
 }
 
+/* The im2col column of output pixel n of group g: xcol[k], 0 for padding
+ * taps (MLAS's zero-filled im2col); the compile-time tap offsets when the
+ * window is inside the input. */
+static void column(const tinyaot_conv_dims_t *d, const float *table, const int32_t *taps,
+                   const int8_t *input, int32_t g, int32_t n, float *xcol)
+{
+    const int32_t cg = d->in_c / d->groups;
+    const float *tbl = table + 128;
+    const int32_t oy = n / d->out_w;
+    const int32_t iy0 = oy * d->stride_h - d->pad_top;
+    const int32_t ix0 = (n - oy * d->out_w) * d->stride_w - d->pad_left;
+    const int8_t *in = input + g * cg;
+    const int32_t kk = cg * d->k_h * d->k_w;
+    if (iy0 >= 0 && ix0 >= 0 && iy0 + (d->k_h - 1) * d->dil_h < d->in_h &&
+        ix0 + (d->k_w - 1) * d->dil_w < d->in_w) {
+        const int8_t *b = in + (iy0 * d->in_w + ix0) * d->in_c;
+        for (int32_t k = 0; k < kk; ++k) {
+            xcol[k] = tbl[b[taps[k]]];
+        }
+        return;
+    }
+    for (int32_t c = 0; c < cg; ++c) {
+        for (int32_t ky = 0; ky < d->k_h; ++ky) {
+            const int32_t iy = iy0 + ky * d->dil_h;
+            const int row_in = iy >= 0 && iy < d->in_h;
+            for (int32_t kx = 0; kx < d->k_w; ++kx) {
+                const int32_t ix = ix0 + kx * d->dil_w;
+                *xcol++ = (row_in && ix >= 0 && ix < d->in_w)
+                              ? tbl[in[(iy * d->in_w + ix) * d->in_c + c]]
+                              : 0.0f;
+            }
+        }
+    }
+}
+
 /* MLAS's M=1 transpose-B kernel: 8 lanes, lane j sums the rounded products
  * of k = k0 + j, k0 + j + 8, ... from zero; reduced as the kernel does for
  * row `row` of a run of `rows` (4 at a time, then 2, then 1). */
@@ -322,26 +357,26 @@ static inline float m1tb_sum(const float *x, const float *w, int32_t ws, int32_t
 {
     /* eight scalars, not an array: no memset, the lanes stay in registers */
     float l0 = 0.0f, l1 = 0.0f, l2 = 0.0f, l3 = 0.0f, l4 = 0.0f, l5 = 0.0f, l6 = 0.0f, l7 = 0.0f;
-    x += k0 * TILE;
+    x += k0;
     w += k0 * ws;
     int32_t r = k1 - k0;
-    for (; r >= 8; r -= 8, x += 8 * TILE, w += 8 * ws) {
+    for (; r >= 8; r -= 8, x += 8, w += 8 * ws) {
         l0 = l0 + x[0] * w[0];
-        l1 = l1 + x[TILE] * w[ws];
-        l2 = l2 + x[2 * TILE] * w[2 * ws];
-        l3 = l3 + x[3 * TILE] * w[3 * ws];
-        l4 = l4 + x[4 * TILE] * w[4 * ws];
-        l5 = l5 + x[5 * TILE] * w[5 * ws];
-        l6 = l6 + x[6 * TILE] * w[6 * ws];
-        l7 = l7 + x[7 * TILE] * w[7 * ws];
+        l1 = l1 + x[1] * w[ws];
+        l2 = l2 + x[2] * w[2 * ws];
+        l3 = l3 + x[3] * w[3 * ws];
+        l4 = l4 + x[4] * w[4 * ws];
+        l5 = l5 + x[5] * w[5 * ws];
+        l6 = l6 + x[6] * w[6 * ws];
+        l7 = l7 + x[7] * w[7 * ws];
     }
     if (r > 0) l0 = l0 + x[0] * w[0];
-    if (r > 1) l1 = l1 + x[TILE] * w[ws];
-    if (r > 2) l2 = l2 + x[2 * TILE] * w[2 * ws];
-    if (r > 3) l3 = l3 + x[3 * TILE] * w[3 * ws];
-    if (r > 4) l4 = l4 + x[4 * TILE] * w[4 * ws];
-    if (r > 5) l5 = l5 + x[5 * TILE] * w[5 * ws];
-    if (r > 6) l6 = l6 + x[6 * TILE] * w[6 * ws];
+    if (r > 1) l1 = l1 + x[1] * w[ws];
+    if (r > 2) l2 = l2 + x[2] * w[2 * ws];
+    if (r > 3) l3 = l3 + x[3] * w[3 * ws];
+    if (r > 4) l4 = l4 + x[4] * w[4 * ws];
+    if (r > 5) l5 = l5 + x[5] * w[5 * ws];
+    if (r > 6) l6 = l6 + x[6] * w[6 * ws];
     const int32_t four = rows / 4 * 4;
     if (row < four) {
         return (((l0 + l1) + l2) + l3) + (((l4 + l5) + l6) + l7);
@@ -353,8 +388,8 @@ static inline float m1tb_sum(const float *x, const float *w, int32_t ws, int32_t
 }
 
 /* C of one output (channel m, pixel n) for the m1 / m1tb kinds: its im2col
- * column x at stride TILE (xt), its weights w at stride ws (1 when packed
- * [group][channel][k], TILE when [group][channel / 4][k][4]). */
+ * column x, its weights w at stride ws (1 when packed [group][channel][k],
+ * TILE when [group][channel / 4][k][4]). */
 static inline float sum_m1(const int32_t *seg, int32_t m, int32_t n, const float *x, const float *w,
                            int32_t ws)
 {
@@ -368,9 +403,9 @@ static inline float sum_m1(const int32_t *seg, int32_t m, int32_t n, const float
             int32_t k = k0;
             while (k < k1) {
                 const int32_t size = k1 - k >= 4 ? 4 : (k1 - k >= 2 ? 2 : 1);
-                float part = x[k * TILE] * w[k * ws];
+                float part = x[k] * w[k * ws];
                 for (int32_t j = 1; j < size; ++j) {
-                    part = part + x[(k + j) * TILE] * w[(k + j) * ws];
+                    part = part + x[k + j] * w[(k + j) * ws];
                 }
                 c = part + c; /* the first group adds MLAS's zeroed C */
                 k += size;
@@ -408,15 +443,15 @@ int tinyaot_convolve_f32_s8(const tinyaot_conv_dims_t *d, const tinyaot_float_co
             if (seg[0] != SEG_FMA) { /* M=1 kernels: per pixel, its channels one by one */
                 for (int32_t n = n0; n < n1; n += TILE) {
                     const int32_t np = n1 - n < TILE ? n1 - n : TILE;
-                    im2col4(d, pl->table, pl->taps, input, zp_row, g, n, np, xt);
                     for (int32_t px = 0; px < np; ++px) {
+                        column(d, pl->table, pl->taps, input, g, n + px, xt);
                         for (int32_t m = m0; m < m1; ++m) {
                             const int32_t oc = g * cout_g + m;
                             const int32_t ws = pl->tiles ? TILE : 1;
                             const float *w = pl->tiles ? pl->weights + (g * pl->tiles + m / TILE) *
                                                                            pl->k * TILE + m % TILE
                                                        : pl->weights + oc * pl->k;
-                            const float y = sum_m1(seg, m, n + px, xt + px, w, ws) + p->bias_f[oc];
+                            const float y = sum_m1(seg, m, n + px, xt, w, ws) + p->bias_f[oc];
                             output[(n + px) * out_c + oc] = quant_out(y, osc, ozp, lo, hi);
                         }
                     }
