@@ -11,9 +11,13 @@
  *  - m1tb: 8 lanes (lane k % 8 adds the rounded product of k), reduced as
  *          MLAS's M=1 transpose-B kernel does for a run of 4, 2 or 1 rows.
  * Then + bias, QuantizeLinear. The input goes through a compile-time table
- * (its 256 dequantized values) into columns of 4 pixels x K in the scratch,
- * zeros for the padding (MLAS's im2col feeds the same zeros: fma(0, w, a)
- * == a). Built with -ffp-contract=off so only fmaf() / VFMA fuse. */
+ * (its 256 dequantized values) into im2col columns in the scratch (4 pixels
+ * x K for the fma tiles, one pixel for the M=1 kinds), zeros for the
+ * padding (MLAS's im2col feeds the same zeros: fma(0, w, a) == a); windows
+ * inside the input use the compile-time tap offsets, no bounds checks.
+ * fma segments run 4 channels x 4 pixels at a time: on FPv4 an inline-asm
+ * VFMA tile (VLDM of 2 k of inputs and weights, 32 VFMA), else fmaf().
+ * Built with -ffp-contract=off so only fmaf() / VFMA fuse. */
 #include <math.h>
 
 #include "tinyaot_kernels.h"
