@@ -52,7 +52,8 @@ def cmd_compile(a):
 
     c = compile_model(a.model, numerics=a.numerics, input_shapes=_shape_arg(a.input_shape),
                       dump=dump if a.dump_ir else None, io_buffers=a.io_buffers,
-                      integrity=a.integrity, io=a.io, depthwise_inplace=a.depthwise_inplace)
+                      integrity=a.integrity, io=a.io, depthwise_inplace=a.depthwise_inplace,
+                      ort_threads=a.ort_threads)
     out = a.output or os.path.join("build", model_name(a.model))
     from .build import board_or_error
     from .tools.budget import check_budget
@@ -81,7 +82,8 @@ def cmd_run(a):
     inputs, _ = load_golden(a.inputs, "inputs")
     outs, info = run_model(a.model, inputs, board=a.board, numerics=a.numerics,
                            ram_limit=a.ram_limit, flash_limit=a.flash_limit,
-                           io_buffers=a.io_buffers, depthwise_inplace=a.depthwise_inplace)
+                           io_buffers=a.io_buffers, depthwise_inplace=a.depthwise_inplace,
+                           ort_threads=a.ort_threads)
     out = a.output
     tmp = out + ".tmp.npz"
     extra = {}
@@ -133,7 +135,7 @@ def cmd_verify(a):
 
     r = verify_model(a.model, a.golden, board=a.board, numerics=a.numerics, key=a.key,
                      ram_limit=a.ram_limit, flash_limit=a.flash_limit, io_buffers=a.io_buffers,
-                     depthwise_inplace=a.depthwise_inplace)
+                     depthwise_inplace=a.depthwise_inplace, ort_threads=a.ort_threads)
     if a.json:
         print(json.dumps(r, indent=2, default=str))
     else:
@@ -167,7 +169,7 @@ def cmd_export(a):
     from .export import export
 
     r = export(a.model, a.board, a.output, numerics=a.numerics, measure_on_board=not a.no_measure,
-               io_buffers=a.io_buffers)
+               io_buffers=a.io_buffers, ort_threads=a.ort_threads)
     if a.json:
         print(json.dumps(r, indent=2, default=str))
         return 0
@@ -193,6 +195,7 @@ def build_parser():
         p.add_argument("--board", default=board_default, help="host, qemu-m4, ... (default %(default)s)")
         p.add_argument("--numerics", default="ort", choices=["ort", "tflite"],
                        help="bit-exact reference: onnxruntime or TFLite Micro (default %(default)s)")
+        p.add_argument("--ort-threads", type=int, default=1, metavar="N", help="--numerics ort: the intra-op thread count of the onnxruntime session to match (MLAS sums float convs in an order that depends on it; default %(default)s)")
         p.add_argument("--ram-limit", metavar="SIZE", help="RAM for arena + stack, e.g. 64K "
                        "(default: the board's ram_size); too much fails before any C is written")
         p.add_argument("--flash-limit", metavar="SIZE", help="flash limit, e.g. 256K "
@@ -276,6 +279,7 @@ def build_parser():
     p.add_argument("--board", required=True, help="board the numbers in the README are measured on")
     p.add_argument("--numerics", default="ort", choices=["ort", "tflite"],
                    help="bit-exact reference: onnxruntime or TFLite Micro (default %(default)s)")
+    p.add_argument("--ort-threads", type=int, default=1, metavar="N", help="--numerics ort: the intra-op thread count of the onnxruntime session to match (MLAS sums float convs in an order that depends on it; default %(default)s)")
     p.add_argument("-o", "--output", required=True, help="output folder")
     p.add_argument("--no-measure", action="store_true",
                    help="do not run one inference in QEMU for flash and instruction counts")

@@ -31,11 +31,18 @@ def model_name(path) -> str:
     return c_ident(os.path.splitext(os.path.basename(str(path)))[0])
 
 
+def _ort_threads(v):
+    if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= 64:
+        raise TinyAotError(f"--ort-threads must be an integer from 1 to 64 (got {v!r})")
+    return v
+
+
 def compile_model(path, numerics="ort", name=None, input_shapes=None, dump=None,
                   hooks=False, io_buffers="arena", search_order=True, integrity=None,
-                  io="int8", depthwise_inplace=False) -> Compiled:
+                  io="int8", depthwise_inplace=False, ort_threads=1) -> Compiled:
     if numerics not in NUMERICS:
         raise TinyAotError(f"unknown numerics '{numerics}' (choose from {', '.join(NUMERICS)})")
+    ort_threads = _ort_threads(ort_threads)
     g = load_model(path, input_shapes)
     from .frontend.limits import check_graph_limits, check_plan_limits, ort_rejects
     check_graph_limits(g, path)  # one input/output, 32-bit tensor sizes
@@ -43,6 +50,9 @@ def compile_model(path, numerics="ort", name=None, input_shapes=None, dump=None,
         with ort_rejects(path):  # onnxruntime refusing the model is a user error
             from .passes.ort_paths import mark_ort_float_nodes
             mark_ort_float_nodes(g, path)
+            for n in g.nodes:  # MLAS's float Conv order depends on ORT's intra-op threads
+                if n.attrs.get("ort_float") and n.op == "conv2d":
+                    n.attrs["ort_threads"] = ort_threads
             from .passes.ort_qlinear import mark_ort_qlinear_pools
             mark_ort_qlinear_pools(g, path)  # QLinearAveragePool rounds after adding zp
             from .passes.ort_paths import mark_ort_int8_resizes

@@ -309,13 +309,19 @@ def depthwise_conv_s8(dims, q, x, filt, rng=None):
     return out.result("tinyaot_depthwise_conv_s8")
 
 
-def convolve_f32_s8(dims, fp, x, rng=None):
-    """fp: tinyaot_float_conv_t fields (filter OHWI int8, filter_scale, bias_f)."""
+def convolve_f32_s8(dims, fp, plan, x, rng=None):
+    """fp: tinyaot_float_conv_t fields (output quantization, bias_f); plan:
+    tinyaot_conv_f32_plan_t fields (backend/conv_f32_pack.py). The scratch is
+    NaN-filled: the kernel must write before it reads."""
     keep = []
     d = new_struct("tinyaot_conv_dims_t", dims, keep)
     p = new_struct("tinyaot_float_conv_t", fp, keep)
+    pl = new_struct("tinyaot_conv_f32_plan_t", plan, keep)
+    nbytes = lib().tinyaot_convolve_f32_s8_get_buffer_size(d)
+    scratch = np.full(-(-nbytes // 4), np.nan, np.float32)
     out = OutBuf(dims["out_h"] * dims["out_w"] * dims["out_c"], rng)
-    _call("tinyaot_convolve_f32_s8", d, p, cbuf(x, np.int8, keep), out.ptr)
+    _call("tinyaot_convolve_f32_s8", d, p, pl, cbuf(x, np.int8, keep),
+          ffi.from_buffer("float[]", scratch), out.ptr)
     return out.result("tinyaot_convolve_f32_s8")
 
 
@@ -464,7 +470,8 @@ EXPECTED_FUNCTIONS = {
     "tinyaot_depthwise_conv_s8": ("int", ("tinyaot_conv_dims_t *", "tinyaot_requant_t *",
                                           "int8_t *", "int8_t *", "int8_t *")),
     "tinyaot_convolve_f32_s8": ("int", ("tinyaot_conv_dims_t *", "tinyaot_float_conv_t *",
-                                        "int8_t *", "int8_t *")),
+                                        "tinyaot_conv_f32_plan_t *", "int8_t *", "float *",
+                                        "int8_t *")),
     "tinyaot_fully_connected_s8": ("int", ("int32_t", "int32_t", "int32_t", "tinyaot_requant_t *",
                                            "int8_t *", "int8_t *", "int8_t *")),
     "tinyaot_fully_connected_f32_s8": ("int", ("int32_t", "int32_t", "int32_t",

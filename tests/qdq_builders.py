@@ -90,10 +90,12 @@ def save(model, tmp_path, name="m.onnx"):
 
 
 def run_ort(path, x):
-    """onnxruntime's default CPU session on each int8 input vector."""
+    """onnxruntime's default CPU session (one intra-op thread, as tinyaot's
+    --ort-threads default) on each int8 input vector."""
     import onnxruntime as ort
     so = ort.SessionOptions()
     so.log_severity_level = 3
+    so.intra_op_num_threads = 1
     sess = ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
     iname = sess.get_inputs()[0].name
     return np.stack([sess.run(None, {iname: v})[0] for v in x])

@@ -100,7 +100,9 @@ def test_ort_follows_onnxruntime_with_mismatched_bias_scale(factor, tmp_path):
     x = all_int8_inputs(xin.shape, 6)
     outs, _ = run_model(path, x, board="host", numerics="ort", build_dir=tmp_path / "g",
                         compiled=c)
-    sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = 1  # tinyaot's --ort-threads default
+    sess = ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
     s_in, z_in = xin.q.scalar()
     s_out, z_out = c.graph.tensors[c.graph.outputs[0]].q.scalar()
     for i, v in enumerate(x):  # float I/O model: feed the dequantized integers

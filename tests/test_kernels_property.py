@@ -382,8 +382,15 @@ def test_convolve_f32_s8_ort(case):
     p = prepare_node(g, n, "ort")
     note(describe(g, n))
     expected = ops.conv2d_ort_float(xv, wt, bt, n.attrs, p)
-    got = K.convolve_f32_s8(conv_dims(g, n), float_fields(g, n, p, wt.data.transpose(0, 2, 3, 1)),
-                            nhwc(xv))
+    from codegen.backend import conv_f32_pack as cp  # what the emitter passes
+    words, nseg = cp.segment_words(g.tensors[n.inputs[0]].shape, y.shape, n.attrs)
+    packed, tiles, k = cp.packed_weights(wt, n.attrs["group"], compact=not cp.has_fma(words))
+    plan = {"table": cp.input_table(p), "weights": packed.reshape(-1), "segments": words,
+            "taps": cp.tap_offsets(g.tensors[n.inputs[0]].shape, wt.shape, n.attrs),
+            "nseg": nseg, "k": k, "tiles": tiles}
+    fp = float_fields(g, n, p, wt.data.transpose(0, 2, 3, 1))
+    fp.update(filter=None, filter_scale=None)  # not read by this kernel
+    got = K.convolve_f32_s8(conv_dims(g, n), fp, plan, nhwc(xv))
     assert_bit_exact(expected, from_nhwc(got, y.shape), "tinyaot_convolve_f32_s8 [ort]", g, n, p)
 
 

@@ -248,11 +248,11 @@ class _Emitter:
         kh, kw = n.attrs["kernel"]
         info["macs"] = int(y.size * kh * kw * (w.shape[1]))
         if n.attrs.get("ort_float"):
-            filt = self.const("int8_t", f"{lid}_w", w.data.transpose(0, 2, 3, 1), align=4)
-            self.float_layer(lid, g, n, w, p, filt)
+            from .conv_f32_pack import emit_plan
+            scratch = emit_plan(self, lid, n, w, p)
             info["kernel"] = "tinyaot_convolve_f32_s8"
-            self.call("tinyaot_convolve_f32_s8", [dims, f"&{lid}_fp", self.ptr(x.name),
-                                                  self.ptr(y.name)])
+            self.call("tinyaot_convolve_f32_s8", [dims, f"&{lid}_fp", f"&{lid}_pl",
+                                                  self.ptr(x.name), scratch, self.ptr(y.name)])
             return
         if n.attrs.get("fast_kernel") in ("conv", "depthwise"):
             self.emit_fast(lid, n, p, info, dims, w)

@@ -23,6 +23,11 @@ def select_kernels(g):
             from ..backend.fc_float_pack import fc_float_scratch_bytes
             n.attrs["scratch_bytes"] = fc_float_scratch_bytes(g.tensors[n.inputs[1]].shape[1])
             continue
+        if n.op == "conv2d" and n.attrs.get("ort_float"):  # pixel columns + one tile
+            from ..backend.conv_f32_pack import scratch_bytes
+            n.attrs["scratch_bytes"] = scratch_bytes(g.tensors[n.inputs[0]].shape,
+                                                     g.tensors[n.inputs[1]].shape)
+            continue
         if n.attrs.get("ort_float") or n.attrs.get("int_epilogue"):  # float math: portable kernels
             continue
         if n.op == "conv2d":

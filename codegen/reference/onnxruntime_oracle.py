@@ -25,6 +25,7 @@ def run_onnxruntime(model_path, feeds: dict, extra_outputs=(), disable_opt=False
     model = with_outputs(onnx.load(str(model_path)), extra_outputs)
     so = ort.SessionOptions()
     so.log_severity_level = 3
+    so.intra_op_num_threads = 1  # MLAS's float conv order depends on it: tinyaot's default
     if disable_opt:
         so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     sess = ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])

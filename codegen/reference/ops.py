@@ -212,7 +212,17 @@ def float_bias(bt, cout):
 
 
 def conv2d_ort_float(x, wt, bt, attrs, p):
-    """onnxruntime's float Conv: im2col order (c, ky, kx), fma accumulation, + bias."""
+    """onnxruntime's float Conv (DQ -> Conv -> Q), bit for bit."""
+    y = conv2d_ort_f32(x, wt, bt, attrs, p)
+    return of.quantize(y, p["out_scale"], p["out_zp"], p["act_min"], p["act_max"])
+
+
+def conv2d_ort_f32(x, wt, bt, attrs, p):
+    """The float32 output of onnxruntime's Conv (bias included, before
+    QuantizeLinear), NCHW: per group im2col in (c, ky, kx) order and MLAS's
+    summation order (reference/mlas_conv_order.py; it depends on ORT's
+    intra-op thread count, attrs["ort_threads"], default 1)."""
+    from .mlas_conv_order import node_segments, run_segments
     xf = of.dequantize(x, p["in_scale"], p["in_zp"])
     wf = float_weights(wt)
     n, c, h, w = xf.shape
@@ -226,17 +236,20 @@ def conv2d_ort_float(x, wt, bt, attrs, p):
     oh = (h + t + b - (dh * (kh - 1) + 1)) // sh + 1
     ow = (w + l + r - (dw * (kw - 1) + 1)) // sw + 1
     og = o // group
-    acc = np.zeros((n, o, oh, ow), dtype=F32)
-    for gi in range(group):
-        for ci in range(cg):
-            for i in range(kh):
-                for j in range(kw):
-                    patch = xp[:, gi * cg + ci, i * dh: i * dh + sh * (oh - 1) + 1: sh,
-                               j * dw: j * dw + sw * (ow - 1) + 1: sw][:, None]
-                    wv = wf[gi * og:(gi + 1) * og, ci, i, j].reshape(1, -1, 1, 1)
-                    acc[:, gi * og:(gi + 1) * og] = _fma_f32(acc[:, gi * og:(gi + 1) * og], patch, wv)
-    y = (acc + float_bias(bt, o).reshape(1, -1, 1, 1)).astype(F32)
-    return of.quantize(y, p["out_scale"], p["out_zp"], p["act_min"], p["act_max"])
+    segs = node_segments(x.shape, (n, o, oh, ow), attrs, attrs.get("ort_threads", 1))
+    y = np.zeros((n, o, oh, ow), dtype=F32)
+    for bi in range(n):
+        for gi in range(group):
+            cols = np.zeros((cg * kh * kw, oh * ow), dtype=F32)
+            for ci in range(cg):
+                for i in range(kh):
+                    for j in range(kw):
+                        cols[(ci * kh + i) * kw + j] = xp[bi, gi * cg + ci,
+                                                          i * dh: i * dh + sh * (oh - 1) + 1: sh,
+                                                          j * dw: j * dw + sw * (ow - 1) + 1: sw].reshape(-1)
+            wm = wf[gi * og:(gi + 1) * og].reshape(og, -1)
+            y[bi, gi * og:(gi + 1) * og] = run_segments(cols, wm, segs).reshape(og, oh, ow)
+    return (y + float_bias(bt, o).reshape(1, -1, 1, 1)).astype(F32)
 
 
 def fully_connected_ort_float(x, wt, bt, p):

@@ -75,7 +75,7 @@ def _dump(obj):
 def cmd_report(a):
     from ..compiler import compile_model
     from .report import print_report_table, report_model
-    c = compile_model(a.model, numerics=a.numerics)
+    c = compile_model(a.model, numerics=a.numerics, ort_threads=a.ort_threads)
     r = report_model(a.model, board=a.board, numerics=a.numerics, compiled=c,
                      measure=a.measure_stack)
     if a.plot:
@@ -97,7 +97,10 @@ def cmd_validate(a):
     x = load_inputs(a.inputs, a.key)
     if a.limit:
         x = x[:a.limit]
-    r = validate_model(a.model, x, board=a.board, numerics=a.numerics, progress=progress)
+    from ..compiler import compile_model
+    c = compile_model(a.model, numerics=a.numerics, ort_threads=a.ort_threads)
+    r = validate_model(a.model, x, board=a.board, numerics=a.numerics, compiled=c,
+                       progress=progress)
     if a.json:
         _dump(r)
     else:
@@ -112,7 +115,9 @@ def cmd_profile(a):
     if a.inputs:
         from .validate import load_inputs
         x = load_inputs(a.inputs)
-    r = profile_model(a.model, board=a.board, numerics=a.numerics, inputs=x)
+    from ..compiler import compile_model
+    c = compile_model(a.model, numerics=a.numerics, ort_threads=a.ort_threads)
+    r = profile_model(a.model, board=a.board, numerics=a.numerics, inputs=x, compiled=c)
     if a.png:
         plot_profile(r, a.png)
         r["png"] = a.png
@@ -139,6 +144,7 @@ def add_tool_commands(sub):
         p.add_argument("--board", default=board_default, help="(default %(default)s)")
         p.add_argument("--numerics", default="ort", choices=["ort", "tflite"],
                        help="bit-exact reference: onnxruntime or TFLite Micro (default %(default)s)")
+        p.add_argument("--ort-threads", type=int, default=1, metavar="N", help="--numerics ort: the intra-op thread count of the onnxruntime session to match (MLAS sums float convs in an order that depends on it; default %(default)s)")
         p.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
 
     p = sub.add_parser("report", help="per-layer table, arena, flash split and worst-case stack",

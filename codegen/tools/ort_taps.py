@@ -223,13 +223,14 @@ def _signature(m):
              tuple(sorted(a.SerializeToString() for a in n.attribute))) for n in m.graph.node]
 
 
-def _tapped_session(base, names, tmp):
+def _tapped_session(base, names, tmp, threads=1):
     """A session running `base` unoptimized with `names` as extra outputs, and
     whether the graph it runs is node for node `base`'s."""
     import onnxruntime as ort
     m = with_outputs(base, names)
     so = ort.SessionOptions()
     so.log_severity_level = 3
+    so.intra_op_num_threads = threads  # MLAS's float conv order depends on it
     so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     so.optimized_model_filepath = os.path.join(tmp, "tapped.onnx")
     sess = ort.InferenceSession(m.SerializeToString(), so, providers=["CPUExecutionProvider"])
@@ -251,16 +252,19 @@ def run_taps(model_path, g, inputs, tick=lambda n=1: None):
     import onnxruntime as ort
     taps, missing = locate_taps(model_path, g)
     base = optimized_graph(model_path)
+    # the intra-op thread count g was compiled for (--ort-threads, default 1)
+    threads = max([n.attrs.get("ort_threads", 1) for n in g.nodes] + [1])
     with tempfile.TemporaryDirectory() as tmp:
-        sess, same = _tapped_session(base, {t.ort_name for t in taps.values()}, tmp)
+        sess, same = _tapped_session(base, {t.ort_name for t in taps.values()}, tmp, threads)
         if not same:  # fall back per tensor: keep those that leave ORT's graph alone
             for name, tap in list(taps.items()):
-                if not _tapped_session(base, [tap.ort_name], tmp)[1]:
+                if not _tapped_session(base, [tap.ort_name], tmp, threads)[1]:
                     missing[name] = "exposing it changes ORT's graph"
                     del taps[name]
-            sess, same = _tapped_session(base, {t.ort_name for t in taps.values()}, tmp)
+            sess, same = _tapped_session(base, {t.ort_name for t in taps.values()}, tmp, threads)
     so = ort.SessionOptions()
     so.log_severity_level = 3
+    so.intra_op_num_threads = threads
     plain = ort.InferenceSession(str(model_path), so, providers=["CPUExecutionProvider"])
     out_name = plain.get_outputs()[0].name
     values, finals, final_diff = [], [], 0

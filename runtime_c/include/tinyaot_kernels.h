@@ -79,8 +79,31 @@ typedef struct {
     const float *bias_f;        /* dequantized bias */
 } tinyaot_float_conv_t;
 
+/* tinyaot_convolve_f32_s8's compile-time data: MLAS's summation order as
+ * segments (codegen/reference/mlas_conv_order.py), each
+ * {kind (0 fma, 1 m1, 2 m1tb), m0, m1, n0, n1, nslices, k_end[nslices]}
+ * over the group's channels [m0, m1) and output pixels [n0, n1); the float
+ * weights float(wq) * scale packed [group][channel / 4][k][channel % 4]
+ * (zero rows up to a multiple of 4), or [out_c][k] when tiles is 0; the 256
+ * dequantized input values; each k's input offset in the window. */
+typedef struct {
+    const float *table;       /* table[q + 128] = float(q - in_zp) * in_scale */
+    const float *weights;
+    const int32_t *segments;
+    const int32_t *taps;      /* per k: byte offset c + (ky * dil_h * in_w + kx * dil_w) * in_c
+                                 of its input from the window's origin */
+    int32_t nseg;
+    int32_t k;                /* in_c / groups * k_h * k_w */
+    int32_t tiles;            /* ceil(out_c / groups / 4); 0: no fma segment, weights
+                                 packed [out_c][k] instead */
+} tinyaot_conv_f32_plan_t;
+
+/* p: output quantization and bias_f (its filter fields are not read).
+ * scratch: *_get_buffer_size bytes, planned in the arena for this layer. */
 int tinyaot_convolve_f32_s8(const tinyaot_conv_dims_t *d, const tinyaot_float_conv_t *p,
-                            const int8_t *input, int8_t *output);
+                            const tinyaot_conv_f32_plan_t *pl, const int8_t *input,
+                            float *scratch, int8_t *output);
+int32_t tinyaot_convolve_f32_s8_get_buffer_size(const tinyaot_conv_dims_t *d);
 
 /* Transposed convolution (ONNX ConvTranspose), TFLite TRANSPOSE_CONV integer
  * semantics. Output pixel o gets input pixel i through tap t when

@@ -1,48 +1,492 @@
 /* onnxruntime's float Conv on dequantized int8, bit for bit.
  *
- * MLAS runs such a Conv as im2col + SGEMM with fused multiply-adds, one
- * accumulator per output, K in (channel, ky, kx) order; the bias is added
- * after. fmaf() and this loop order reproduce those roundings exactly.
- * Padding contributes fma(0, w, acc) == acc, so it is skipped. */
+ * MLAS runs it per group as im2col + SGEMM; which output pixels and channels
+ * go together, how K = (channel, ky, kx) is cut into blocks and which kernel
+ * sums a block is decided at compile time (codegen/reference/mlas_conv_order.py)
+ * and passed as segments (see tinyaot_conv_f32_plan_t):
+ *  - fma:  per K block one fused multiply-add chain from zero, added to the
+ *          previous blocks' sum;
+ *  - m1:   products rounded, added in groups of four ((p0 + p1) + p2) + p3
+ *          (then two, then one), each group added to the sum;
+ *  - m1tb: 8 lanes (lane k % 8 adds the rounded product of k), reduced as
+ *          MLAS's M=1 transpose-B kernel does for a run of 4, 2 or 1 rows.
+ * Then + bias, QuantizeLinear. The input goes through a compile-time table
+ * (its 256 dequantized values) into im2col columns in the scratch (4 pixels
+ * x K for the fma tiles, one pixel for the M=1 kinds), zeros for the
+ * padding (MLAS's im2col feeds the same zeros: fma(0, w, a) == a); windows
+ * inside the input use the compile-time tap offsets, no bounds checks.
+ * fma segments run 4 channels x 4 pixels at a time: on FPv4 an inline-asm
+ * VFMA tile (VLDM of 2 k of inputs and weights, 32 VFMA), else fmaf().
+ * Built with -ffp-contract=off so only fmaf() / VFMA fuse. */
 #include <math.h>
 
 #include "tinyaot_kernels.h"
 #include "tinyaot_requant.h"
 
-int tinyaot_convolve_f32_s8(const tinyaot_conv_dims_t *d, const tinyaot_float_conv_t *p,
-                            const int8_t *input, int8_t *output)
+#define TILE 4 /* output channels x pixels of one accumulator tile */
+
+enum { SEG_FMA = 0, SEG_M1 = 1, SEG_M1TB = 2 };
+
+int32_t tinyaot_convolve_f32_s8_get_buffer_size(const tinyaot_conv_dims_t *d)
 {
-    const int32_t cin_g = d->in_c / d->groups;
+    const int32_t cg = d->in_c / d->groups;
+    const int32_t k = cg * d->k_h * d->k_w;
+    return (k * TILE + TILE * TILE) * (int32_t)sizeof(float) + ((cg + 3) & ~3);
+}
+
+/* One tap of 4 pixels: col[c * step + px] = table value of src_px[c], c < cg. */
+static inline void gather4(const int8_t *s0, const int8_t *s1, const int8_t *s2,
+                           const int8_t *s3, int32_t cg, const float *tbl, float *col,
+                           int32_t step)
+{
+#if defined(__thumb2__)
+    /* the float bits move through core registers: LDRSB, LDR [tbl, q, lsl #2], STRD */
+    uint32_t a, b, e, f;
+    __asm__ volatile(
+        "1:\n\t"
+        "ldrsb %[a], [%[s0]], #1\n\t"
+        "ldrsb %[b], [%[s1]], #1\n\t"
+        "ldrsb %[e], [%[s2]], #1\n\t"
+        "ldrsb %[f], [%[s3]], #1\n\t"
+        "ldr %[a], [%[t], %[a], lsl #2]\n\t"
+        "ldr %[b], [%[t], %[b], lsl #2]\n\t"
+        "ldr %[e], [%[t], %[e], lsl #2]\n\t"
+        "ldr %[f], [%[t], %[f], lsl #2]\n\t"
+        "strd %[a], %[b], [%[col]]\n\t"
+        "strd %[e], %[f], [%[col], #8]\n\t"
+        "add %[col], %[col], %[step]\n\t"
+        "subs %[n], %[n], #1\n\t"
+        "bne 1b"
+        : [a] "=&r"(a), [b] "=&r"(b), [e] "=&r"(e), [f] "=&r"(f), [s0] "+r"(s0), [s1] "+r"(s1),
+          [s2] "+r"(s2), [s3] "+r"(s3), [col] "+r"(col), [n] "+r"(cg)
+        : [t] "r"(tbl), [step] "r"(step * (int32_t)sizeof(float))
+        : "memory", "cc");
+#else
+    for (int32_t c = 0; c < cg; ++c, col += step) {
+        const float a = tbl[s0[c]], b = tbl[s1[c]], e = tbl[s2[c]], f = tbl[s3[c]];
+        col[0] = a;
+        col[1] = b;
+        col[2] = e;
+        col[3] = f;
+    }
+#endif
+}
+
+/* Every k of 4 windows inside the input (origins p0 + {0, d1, d2, d3}):
+ * xt[k * 4 + px] = table value of p_px[taps[k]]. One loop over K, no
+ * per-tap setup. */
+static inline void gather_taps(const int8_t *p0, int32_t d1, int32_t d2, int32_t d3,
+                               const int32_t *taps, int32_t k, const float *tbl, float *xt)
+{
+    const int8_t *p1 = p0 + d1, *p2 = p0 + d2, *p3 = p0 + d3;
+#if defined(__thumb2__)
+    /* the float bits move through core registers: LDRSB, LDR [tbl, q, lsl #2], STRD */
+    uint32_t a, b, e, o;
+    __asm__ volatile(
+        "1:\n\t"
+        "ldr %[o], [%[tp]], #4\n\t"
+        "ldrsb %[a], [%[p0], %[o]]\n\t"
+        "ldrsb %[b], [%[p1], %[o]]\n\t"
+        "ldrsb %[e], [%[p2], %[o]]\n\t"
+        "ldrsb %[o], [%[p3], %[o]]\n\t"
+        "ldr %[a], [%[t], %[a], lsl #2]\n\t"
+        "ldr %[b], [%[t], %[b], lsl #2]\n\t"
+        "ldr %[e], [%[t], %[e], lsl #2]\n\t"
+        "ldr %[o], [%[t], %[o], lsl #2]\n\t"
+        "strd %[a], %[b], [%[col]], #8\n\t"
+        "strd %[e], %[o], [%[col]], #8\n\t"
+        "subs %[n], %[n], #1\n\t"
+        "bne 1b"
+        : [a] "=&r"(a), [b] "=&r"(b), [e] "=&r"(e), [o] "=&r"(o), [tp] "+r"(taps),
+          [col] "+r"(xt), [n] "+r"(k)
+        : [p0] "r"(p0), [p1] "r"(p1), [p2] "r"(p2), [p3] "r"(p3), [t] "r"(tbl)
+        : "memory", "cc");
+#else
+    for (int32_t i = 0; i < k; ++i, xt += TILE) {
+        const int32_t o = taps[i];
+        xt[0] = tbl[p0[o]];
+        xt[1] = tbl[p1[o]];
+        xt[2] = tbl[p2[o]];
+        xt[3] = tbl[p3[o]];
+    }
+#endif
+}
+
+/* Columns of output pixels n0 .. n0 + np - 1 (raster order, np <= 4) of group g:
+ * xt[k * 4 + px]. A padding tap, or an absent pixel, reads `zp_row` (cg bytes
+ * of the input zero point, whose table value is 0.0f), so every tap is the
+ * same loop: 4 bytes -> 4 table loads -> 4 consecutive floats. */
+static void im2col4(const tinyaot_conv_dims_t *d, const float *table, const int32_t *taps,
+                    const int8_t *input, const int8_t *zp_row, int32_t g, int32_t n0, int32_t np,
+                    float *xt)
+{
+    const int32_t cg = d->in_c / d->groups;
+    const int32_t step = d->k_h * d->k_w * TILE;
+    const float *tbl = table + 128;
+    int32_t iy0[TILE], ix0[TILE], off[TILE];
+    int32_t inside = 1;
+    for (int32_t px = 0; px < TILE; ++px) {
+        const int32_t n = n0 + (px < np ? px : np - 1); /* an absent pixel repeats the last */
+        const int32_t oy = n / d->out_w;
+        iy0[px] = oy * d->stride_h - d->pad_top;
+        ix0[px] = (n - oy * d->out_w) * d->stride_w - d->pad_left;
+        off[px] = (iy0[px] * d->in_w + ix0[px]) * d->in_c;
+        inside = inside && iy0[px] >= 0 && iy0[px] + (d->k_h - 1) * d->dil_h < d->in_h &&
+                 ix0[px] >= 0 && ix0[px] + (d->k_w - 1) * d->dil_w < d->in_w;
+    }
+    if (inside) { /* every window inside the input: no bounds checks */
+        gather_taps(input + off[0] + g * cg, off[1] - off[0], off[2] - off[0], off[3] - off[0],
+                    taps, cg * d->k_h * d->k_w, tbl, xt);
+        return;
+    }
+    for (int32_t ky = 0; ky < d->k_h; ++ky) {
+        for (int32_t kx = 0; kx < d->k_w; ++kx) {
+            const int8_t *src[TILE];
+            for (int32_t px = 0; px < TILE; ++px) {
+                const int32_t iy = iy0[px] + ky * d->dil_h;
+                const int32_t ix = ix0[px] + kx * d->dil_w;
+                src[px] = (px >= np || iy < 0 || iy >= d->in_h || ix < 0 || ix >= d->in_w)
+                              ? zp_row
+                              : input + (iy * d->in_w + ix) * d->in_c + g * cg;
+            }
+            gather4(src[0], src[1], src[2], src[3], cg, tbl, xt + (ky * d->k_w + kx) * TILE,
+                    step);
+        }
+    }
+}
+
+/* QuantizeLinear of y: round_half_even(y / s) + zp, saturated. With an FPU,
+ * VCVTR rounds to nearest even (default FPSCR) and saturates, and clamping
+ * the integer equals clamping the float first (the bounds are integers). */
+static inline int8_t quant_out(float y, float scale, int32_t zp, int32_t lo, int32_t hi)
+{
+#ifdef TINYAOT_F32_CAPTURE /* tests: record the float before QuantizeLinear */
+    TINYAOT_F32_CAPTURE(y);
+#endif
+#if defined(__ARM_FP) && (__ARM_FP & 4)
+    float t;
+    int32_t r;
+    __asm__("vcvtr.s32.f32 %0, %1" : "=t"(t) : "t"(y / scale));
+    __asm__("vmov %0, %1" : "=r"(r) : "t"(t));
+    /* predicated moves, not branches: the instruction count stays input-independent */
+    __asm__("cmp %0, %1\n\tit lt\n\tmovlt %0, %1\n\t"
+            "cmp %0, %2\n\tit gt\n\tmovgt %0, %2"
+            : "+r"(r)
+            : "r"(lo - zp), "r"(hi - zp)
+            : "cc");
+    return (int8_t)(r + zp);
+#else
+    return tinyaot_quantize_f32(y, scale, zp, lo, hi);
+#endif
+}
+
+#if defined(__ARM_FP) && (__ARM_FP & 4) && defined(__ARM_FEATURE_FMA)
+#define TINYAOT_F32_ASM 1
+static const float zero16[TILE * TILE];
+
+/* 16 VFMA of one k into the tile's accumulators s16-s31 (acc[j][p] =
+ * s16 + 4j + p): x of the 4 pixels in s0-s3, weights of the 4 channels in
+ * s8-s11 (FMA_A) or s4-s7 / s12-s15 for the second k of a pair (FMA_B). */
+#define FMA_A \
+    "vfma.f32 s16, s8, s0\n\t" \
+    "vfma.f32 s17, s8, s1\n\t" \
+    "vfma.f32 s18, s8, s2\n\t" \
+    "vfma.f32 s19, s8, s3\n\t" \
+    "vfma.f32 s20, s9, s0\n\t" \
+    "vfma.f32 s21, s9, s1\n\t" \
+    "vfma.f32 s22, s9, s2\n\t" \
+    "vfma.f32 s23, s9, s3\n\t" \
+    "vfma.f32 s24, s10, s0\n\t" \
+    "vfma.f32 s25, s10, s1\n\t" \
+    "vfma.f32 s26, s10, s2\n\t" \
+    "vfma.f32 s27, s10, s3\n\t" \
+    "vfma.f32 s28, s11, s0\n\t" \
+    "vfma.f32 s29, s11, s1\n\t" \
+    "vfma.f32 s30, s11, s2\n\t" \
+    "vfma.f32 s31, s11, s3\n\t"
+#define FMA_B \
+    "vfma.f32 s16, s12, s4\n\t" \
+    "vfma.f32 s17, s12, s5\n\t" \
+    "vfma.f32 s18, s12, s6\n\t" \
+    "vfma.f32 s19, s12, s7\n\t" \
+    "vfma.f32 s20, s13, s4\n\t" \
+    "vfma.f32 s21, s13, s5\n\t" \
+    "vfma.f32 s22, s13, s6\n\t" \
+    "vfma.f32 s23, s13, s7\n\t" \
+    "vfma.f32 s24, s14, s4\n\t" \
+    "vfma.f32 s25, s14, s5\n\t" \
+    "vfma.f32 s26, s14, s6\n\t" \
+    "vfma.f32 s27, s14, s7\n\t" \
+    "vfma.f32 s28, s15, s4\n\t" \
+    "vfma.f32 s29, s15, s5\n\t" \
+    "vfma.f32 s30, s15, s6\n\t" \
+    "vfma.f32 s31, s15, s7\n\t"
+#endif
+
+/* One K block of a 4x4 tile: acc = fma chain from zero over n k's of
+ * x[k][4] and w[k][4]; tot = acc (first block) or acc + tot (MLAS adds each
+ * block's sum to C). */
+static void block4x4(const float *x, const float *w, int32_t n, float *tot, int32_t first)
+{
+#ifdef TINYAOT_F32_ASM
+    /* VLDM moves 8 registers in one instruction: 2 loads + 32 VFMA per 2 k,
+     * 8 k per loop iteration */
+    int32_t octs = n >> 3;
+    const int32_t rest = n & 7;
+    __asm__ volatile(
+        "vldm %[z], {s16-s31}\n\t"
+        "cmp %[q], #0\n\t"
+        "beq 2f\n"
+        "1:\n\t"
+        "vldmia %[x]!, {s0-s7}\n\t"
+        "vldmia %[w]!, {s8-s15}\n\t"
+        FMA_A FMA_B
+        "vldmia %[x]!, {s0-s7}\n\t"
+        "vldmia %[w]!, {s8-s15}\n\t"
+        FMA_A FMA_B
+        "vldmia %[x]!, {s0-s7}\n\t"
+        "vldmia %[w]!, {s8-s15}\n\t"
+        FMA_A FMA_B
+        "vldmia %[x]!, {s0-s7}\n\t"
+        "vldmia %[w]!, {s8-s15}\n\t"
+        FMA_A FMA_B
+        "subs %[q], %[q], #1\n\t"
+        "bne 1b\n"
+        "2:\n\t"
+        "tst %[r], #4\n\t"
+        "beq 6f\n\t"
+        "vldmia %[x]!, {s0-s7}\n\t"
+        "vldmia %[w]!, {s8-s15}\n\t"
+        FMA_A FMA_B
+        "vldmia %[x]!, {s0-s7}\n\t"
+        "vldmia %[w]!, {s8-s15}\n\t"
+        FMA_A FMA_B
+        "6:\n\t"
+        "tst %[r], #2\n\t"
+        "beq 3f\n\t"
+        "vldmia %[x]!, {s0-s7}\n\t"
+        "vldmia %[w]!, {s8-s15}\n\t"
+        FMA_A FMA_B
+        "3:\n\t"
+        "tst %[r], #1\n\t"
+        "beq 4f\n\t"
+        "vldmia %[x]!, {s0-s3}\n\t"
+        "vldmia %[w]!, {s8-s11}\n\t"
+        FMA_A
+        "4:\n\t"
+        "cmp %[f], #0\n\t"
+        "bne 5f\n\t"
+        "vldm %[t], {s0-s15}\n\t"
+        "vadd.f32 s16, s16, s0\n\t"
+        "vadd.f32 s17, s17, s1\n\t"
+        "vadd.f32 s18, s18, s2\n\t"
+        "vadd.f32 s19, s19, s3\n\t"
+        "vadd.f32 s20, s20, s4\n\t"
+        "vadd.f32 s21, s21, s5\n\t"
+        "vadd.f32 s22, s22, s6\n\t"
+        "vadd.f32 s23, s23, s7\n\t"
+        "vadd.f32 s24, s24, s8\n\t"
+        "vadd.f32 s25, s25, s9\n\t"
+        "vadd.f32 s26, s26, s10\n\t"
+        "vadd.f32 s27, s27, s11\n\t"
+        "vadd.f32 s28, s28, s12\n\t"
+        "vadd.f32 s29, s29, s13\n\t"
+        "vadd.f32 s30, s30, s14\n\t"
+        "vadd.f32 s31, s31, s15\n"
+        "5:\n\t"
+        "vstm %[t], {s16-s31}\n\t"
+        : [x] "+r"(x), [w] "+r"(w), [q] "+r"(octs)
+        : [z] "r"(zero16), [r] "r"(rest), [f] "r"(first), [t] "r"(tot)
+        : "memory", "cc", "s0", "s1", "s2", "s3", "s4", "s5", "s6", "s7", "s8", "s9", "s10",
+          "s11", "s12", "s13", "s14", "s15", "s16", "s17", "s18", "s19", "s20", "s21", "s22",
+          "s23", "s24", "s25", "s26", "s27", "s28", "s29", "s30", "s31");
+#else
+    float acc[TILE * TILE];
+    for (int32_t i = 0; i < TILE * TILE; ++i) {
+        acc[i] = 0.0f;
+    }
+    for (int32_t k = 0; k < n; ++k, x += TILE, w += TILE) {
+        for (int32_t j = 0; j < TILE; ++j) {
+            for (int32_t p = 0; p < TILE; ++p) {
+                acc[j * TILE + p] = fmaf(w[j], x[p], acc[j * TILE + p]);
+            }
+        }
+    }
+    for (int32_t i = 0; i < TILE * TILE; ++i) {
+        tot[i] = first ? acc[i] : acc[i] + tot[i];
+    }
+#endif
+}
+
+/* The im2col column of output pixel n of group g: xcol[k], 0 for padding
+ * taps (MLAS's zero-filled im2col); the compile-time tap offsets when the
+ * window is inside the input. */
+static void column(const tinyaot_conv_dims_t *d, const float *table, const int32_t *taps,
+                   const int8_t *input, int32_t g, int32_t n, float *xcol)
+{
+    const int32_t cg = d->in_c / d->groups;
+    const float *tbl = table + 128;
+    const int32_t oy = n / d->out_w;
+    const int32_t iy0 = oy * d->stride_h - d->pad_top;
+    const int32_t ix0 = (n - oy * d->out_w) * d->stride_w - d->pad_left;
+    const int8_t *in = input + g * cg;
+    const int32_t kk = cg * d->k_h * d->k_w;
+    if (iy0 >= 0 && ix0 >= 0 && iy0 + (d->k_h - 1) * d->dil_h < d->in_h &&
+        ix0 + (d->k_w - 1) * d->dil_w < d->in_w) {
+        const int8_t *b = in + (iy0 * d->in_w + ix0) * d->in_c;
+        for (int32_t k = 0; k < kk; ++k) {
+            xcol[k] = tbl[b[taps[k]]];
+        }
+        return;
+    }
+    for (int32_t c = 0; c < cg; ++c) {
+        for (int32_t ky = 0; ky < d->k_h; ++ky) {
+            const int32_t iy = iy0 + ky * d->dil_h;
+            const int row_in = iy >= 0 && iy < d->in_h;
+            for (int32_t kx = 0; kx < d->k_w; ++kx) {
+                const int32_t ix = ix0 + kx * d->dil_w;
+                *xcol++ = (row_in && ix >= 0 && ix < d->in_w)
+                              ? tbl[in[(iy * d->in_w + ix) * d->in_c + c]]
+                              : 0.0f;
+            }
+        }
+    }
+}
+
+/* MLAS's M=1 transpose-B kernel: 8 lanes, lane j sums the rounded products
+ * of k = k0 + j, k0 + j + 8, ... from zero; reduced as the kernel does for
+ * row `row` of a run of `rows` (4 at a time, then 2, then 1). */
+static inline float m1tb_sum(const float *x, const float *w, int32_t ws, int32_t k0,
+                             int32_t k1, int32_t row, int32_t rows)
+{
+    /* eight scalars, not an array: no memset, the lanes stay in registers */
+    float l0 = 0.0f, l1 = 0.0f, l2 = 0.0f, l3 = 0.0f, l4 = 0.0f, l5 = 0.0f, l6 = 0.0f, l7 = 0.0f;
+    x += k0;
+    w += k0 * ws;
+    int32_t r = k1 - k0;
+    for (; r >= 8; r -= 8, x += 8, w += 8 * ws) {
+        l0 = l0 + x[0] * w[0];
+        l1 = l1 + x[1] * w[ws];
+        l2 = l2 + x[2] * w[2 * ws];
+        l3 = l3 + x[3] * w[3 * ws];
+        l4 = l4 + x[4] * w[4 * ws];
+        l5 = l5 + x[5] * w[5 * ws];
+        l6 = l6 + x[6] * w[6 * ws];
+        l7 = l7 + x[7] * w[7 * ws];
+    }
+    if (r > 0) l0 = l0 + x[0] * w[0];
+    if (r > 1) l1 = l1 + x[1] * w[ws];
+    if (r > 2) l2 = l2 + x[2] * w[2 * ws];
+    if (r > 3) l3 = l3 + x[3] * w[3 * ws];
+    if (r > 4) l4 = l4 + x[4] * w[4 * ws];
+    if (r > 5) l5 = l5 + x[5] * w[5 * ws];
+    if (r > 6) l6 = l6 + x[6] * w[6 * ws];
+    const int32_t four = rows / 4 * 4;
+    if (row < four) {
+        return (((l0 + l1) + l2) + l3) + (((l4 + l5) + l6) + l7);
+    }
+    if (row < four + (rows - four) / 2 * 2) {
+        return ((l0 + l2) + (l4 + l6)) + ((l1 + l3) + (l5 + l7));
+    }
+    return ((l0 + l1) + (l2 + l3)) + ((l4 + l5) + (l6 + l7));
+}
+
+/* C of one output (channel m, pixel n) for the m1 / m1tb kinds: its im2col
+ * column x, its weights w at stride ws (1 when packed [group][channel][k],
+ * TILE when [group][channel / 4][k][4]). */
+static inline float sum_m1(const int32_t *seg, int32_t m, int32_t n, const float *x, const float *w,
+                           int32_t ws)
+{
+    const int32_t nslices = seg[5];
+    const int32_t *ends = seg + 6;
+    float c = 0.0f;
+    int32_t k0 = 0;
+    for (int32_t s = 0; s < nslices; ++s) {
+        const int32_t k1 = ends[s];
+        if (seg[0] == SEG_M1) {
+            int32_t k = k0;
+            while (k < k1) {
+                const int32_t size = k1 - k >= 4 ? 4 : (k1 - k >= 2 ? 2 : 1);
+                float part = x[k] * w[k * ws];
+                for (int32_t j = 1; j < size; ++j) {
+                    part = part + x[k + j] * w[(k + j) * ws];
+                }
+                c = part + c; /* the first group adds MLAS's zeroed C */
+                k += size;
+            }
+        } else {
+            const int32_t by_pixel = seg[2] - seg[1] == 1; /* rows: pixels, else channels */
+            const int32_t row = by_pixel ? n - seg[3] : m - seg[1];
+            const int32_t rows = by_pixel ? seg[4] - seg[3] : seg[2] - seg[1];
+            const float r = m1tb_sum(x, w, ws, k0, k1, row, rows);
+            c = s == 0 ? r : r + c;
+        }
+        k0 = k1;
+    }
+    return c;
+}
+
+int tinyaot_convolve_f32_s8(const tinyaot_conv_dims_t *d, const tinyaot_float_conv_t *p,
+                            const tinyaot_conv_f32_plan_t *pl, const int8_t *input,
+                            float *scratch, int8_t *output)
+{
     const int32_t cout_g = d->out_c / d->groups;
-    for (int32_t oy = 0; oy < d->out_h; ++oy) {
-        const int32_t iy0 = oy * d->stride_h - d->pad_top;
-        for (int32_t ox = 0; ox < d->out_w; ++ox) {
-            const int32_t ix0 = ox * d->stride_w - d->pad_left;
-            int8_t *out = output + (oy * d->out_w + ox) * d->out_c;
-            for (int32_t oc = 0; oc < d->out_c; ++oc) {
-                const int32_t g = oc / cout_g;
-                const int8_t *f = p->filter + oc * d->k_h * d->k_w * cin_g;
-                const float ws = p->filter_scale[oc];
-                float acc = 0.0f;
-                for (int32_t ic = 0; ic < cin_g; ++ic) {
-                    for (int32_t ky = 0; ky < d->k_h; ++ky) {
-                        const int32_t iy = iy0 + ky * d->dil_h;
-                        if (iy < 0 || iy >= d->in_h) {
-                            continue;
-                        }
-                        for (int32_t kx = 0; kx < d->k_w; ++kx) {
-                            const int32_t ix = ix0 + kx * d->dil_w;
-                            if (ix < 0 || ix >= d->in_w) {
-                                continue;
-                            }
-                            const int32_t xq = input[(iy * d->in_w + ix) * d->in_c + g * cin_g + ic];
-                            const float x = (float)(xq - p->in_zp) * p->in_scale;
-                            acc = fmaf(x, (float)f[(ky * d->k_w + kx) * cin_g + ic] * ws, acc);
+    const int32_t out_c = d->out_c;
+    const float osc = p->out_scale;
+    const int32_t ozp = p->out_zp, lo = p->act_min, hi = p->act_max;
+    float *xt = scratch;
+    float *tot = scratch + pl->k * TILE;
+    int8_t *zp_row = (int8_t *)(void *)(tot + TILE * TILE); /* bytes after the tile */
+    for (int32_t c = 0; c < d->in_c / d->groups; ++c) {
+        zp_row[c] = (int8_t)p->in_zp;
+    }
+    for (int32_t g = 0; g < d->groups; ++g) {
+        const int32_t *seg = pl->segments;
+        for (int32_t si = 0; si < pl->nseg; seg += 6 + seg[5], ++si) {
+            const int32_t m0 = seg[1], m1 = seg[2], n0 = seg[3], n1 = seg[4];
+            if (seg[0] != SEG_FMA) { /* M=1 kernels: per pixel, its channels one by one */
+                for (int32_t n = n0; n < n1; n += TILE) {
+                    const int32_t np = n1 - n < TILE ? n1 - n : TILE;
+                    for (int32_t px = 0; px < np; ++px) {
+                        column(d, pl->table, pl->taps, input, g, n + px, xt);
+                        for (int32_t m = m0; m < m1; ++m) {
+                            const int32_t oc = g * cout_g + m;
+                            const int32_t ws = pl->tiles ? TILE : 1;
+                            const float *w = pl->tiles ? pl->weights + (g * pl->tiles + m / TILE) *
+                                                                           pl->k * TILE + m % TILE
+                                                       : pl->weights + oc * pl->k;
+                            const float y = sum_m1(seg, m, n + px, xt, w, ws) + p->bias_f[oc];
+                            output[(n + px) * out_c + oc] = quant_out(y, osc, ozp, lo, hi);
                         }
                     }
                 }
-                acc = acc + p->bias_f[oc];
-                out[oc] = tinyaot_quantize_f32(acc, p->out_scale, p->out_zp, p->act_min, p->act_max);
+                continue;
+            }
+            for (int32_t n = n0; n < n1; n += TILE) {
+                const int32_t np = n1 - n < TILE ? n1 - n : TILE;
+                im2col4(d, pl->table, pl->taps, input, zp_row, g, n, np, xt);
+                for (int32_t t = m0 / TILE; t * TILE < m1; ++t) {
+                    const float *w = pl->weights + (g * pl->tiles + t) * pl->k * TILE;
+                    int32_t k0 = 0;
+                    for (int32_t s = 0; s < seg[5]; ++s) {
+                        const int32_t k1 = seg[6 + s];
+                        block4x4(xt + k0 * TILE, w + k0 * TILE, k1 - k0, tot, s == 0);
+                        k0 = k1;
+                    }
+                    for (int32_t j = 0; j < TILE; ++j) {
+                        const int32_t m = t * TILE + j;
+                        if (m < m0 || m >= m1) {
+                            continue;
+                        }
+                        const int32_t oc = g * cout_g + m;
+                        const float b = p->bias_f[oc];
+                        int8_t *out = output + n * out_c + oc;
+                        const float *tj = tot + j * TILE;
+                        for (int32_t px = 0; px < np; ++px, out += out_c) {
+                            *out = quant_out(tj[px] + b, osc, ozp, lo, hi);
+                        }
+                    }
+                }
             }
         }
     }

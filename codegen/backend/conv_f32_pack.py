@@ -1,0 +1,99 @@
+"""Compile-time data of tinyaot_convolve_f32_s8 (onnxruntime's float Conv).
+
+* the summation order: MLAS's segments (reference/mlas_conv_order.py) as one
+  int32 array of records {kind, m0, m1, n0, n1, nslices, k_end...};
+* the weights dequantized as ORT's DequantizeLinear does (float(wq) * scale),
+  packed [group][channel / 4][k][channel % 4], k = (c, ky, kx), so the
+  kernel's inner loop loads 4 channels x 2 k with one VLDM;
+* the input's 256 dequantized values (float(q - zp) * scale);
+* each k's input offset from the window origin (im2col without per-tap setup).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..reference import ort_float as of
+from ..reference.mlas_conv_order import KINDS, node_segments
+from ..reference.ops import float_weights
+
+TILE = 4
+
+
+def scratch_bytes(x_shape, w_shape):
+    """tinyaot_convolve_f32_s8_get_buffer_size: 4 pixel columns of K floats, a 4x4
+    tile, and a row of the input zero point (the padding taps' source)."""
+    k = int(np.prod(w_shape[1:]))
+    cg = int(w_shape[1])
+    return (k * TILE + TILE * TILE) * 4 + (cg + 3) // 4 * 4
+
+
+def segment_words(x_shape, y_shape, attrs):
+    segs = node_segments(x_shape, y_shape, attrs, attrs.get("ort_threads", 1))
+    k = None
+    words = []
+    for s in segs:
+        ends = [b for _, b in s.slices]
+        starts = [a for a, _ in s.slices]
+        assert starts[0] == 0 and starts[1:] == ends[:-1], s  # contiguous from 0
+        k = ends[-1] if k is None else k
+        words += [KINDS[s.kind], s.m0, s.m1, s.n0, s.n1, len(ends)] + ends
+    return np.asarray(words, dtype=np.int32), len(segs)
+
+
+def has_fma(words):
+    """Does the segment record array hold an fma segment (the 4x4 tiles)?"""
+    i = 0
+    while i < len(words):
+        if words[i] == KINDS["fma"]:
+            return True
+        i += 6 + int(words[i + 5])
+    return False
+
+
+def packed_weights(w, group, compact=False):
+    """float weights [O, cg, kh, kw] -> [group][tile][k][4] (zero rows to a multiple of
+    4), or with compact (no fma segment: the M=1 kernels read one channel at a time)
+    [O][k] and tiles 0."""
+    wf = float_weights(w)
+    o = wf.shape[0]
+    og = o // group
+    k = int(np.prod(wf.shape[1:]))
+    if compact:
+        return wf.reshape(o, k).copy(), 0, k
+    tiles = -(-og // TILE)
+    out = np.zeros((group, tiles * TILE, k), dtype=np.float32)
+    out[:, :og] = wf.reshape(group, og, k)
+    return out.reshape(group, tiles, TILE, k).transpose(0, 1, 3, 2).copy(), tiles, k
+
+
+def tap_offsets(x_shape, w_shape, attrs):
+    """Per k = (c, ky, kx): the byte offset of its input (NHWC) from the window's origin."""
+    _, cin, _, w = x_shape
+    _, cg, kh, kw = w_shape
+    dh, dw = attrs["dilations"]
+    c, ky, kx = np.meshgrid(np.arange(cg), np.arange(kh), np.arange(kw), indexing="ij")
+    return (c + (ky * dh * w + kx * dw) * cin).reshape(-1).astype(np.int32)
+
+
+def input_table(p):
+    return of.dequantize(np.arange(-128, 128), p["in_scale"], p["in_zp"]).astype(np.float32)
+
+
+def emit_plan(em, lid, n, w, p):
+    """Emit `<lid>_fp` (output quantization, bias) and `<lid>_pl` (order, weights,
+    table); returns the C expression of the layer's arena scratch."""
+    from ..planner.arena import scratch_name
+    g = em.g
+    x = g.tensors[n.inputs[0]]
+    y = g.tensors[n.outputs[0]]
+    group = n.attrs["group"]
+    words, nseg = segment_words(x.shape, y.shape, n.attrs)
+    packed, tiles, k = packed_weights(w, group, compact=not has_fma(words))
+    em.float_layer(lid, g, n, w, p, "0")
+    wname = em.const("float", f"{lid}_wp", packed.reshape(-1), align=8)  # report: weights
+    sname = em.const("int32_t", f"{lid}_seg", words)
+    tname = em.const("float", f"{lid}_xt", input_table(p))
+    oname = em.const("int32_t", f"{lid}_taps", tap_offsets(x.shape, w.shape, n.attrs))
+    em.consts.append(f"static const tinyaot_conv_f32_plan_t {lid}_pl = {{ {tname}, {wname}, "
+                     f"{sname}, {oname}, {nseg}, {k}, {tiles} }};\n")
+    return f"(float *)(void *)(ARENA + {em.plan.where[scratch_name(n)].offset})"

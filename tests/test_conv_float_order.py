@@ -1,0 +1,307 @@
+"""The float32 value of onnxruntime's Conv, before QuantizeLinear, bit for bit.
+
+onnxruntime keeps some QDQ convs in float (here: a bias whose scale is not
+s_x * s_w, as in the shared models' float layers). MLAS sums such a conv in
+an order that depends on the shape and on ORT's intra-op thread count
+(K blocks of 128 or more, pixel segments per thread, its M=1 kernels for one
+output channel per group or one output pixel). int8 outputs hide almost
+every rounding difference, so the order is checked on the float itself:
+
+* onnxruntime's float output of DQ(x), DQ(w), DQ(b) -> Conv [-> Relu] with
+  intra_op_num_threads = 1 and 2 (the independent oracle), against
+* the numpy reference (codegen/reference/ops.conv2d_ort_f32 with the same
+  thread count), and
+* the C kernel runtime_c/src/tinyaot_convolve_f32_s8.c with the compile-time
+  data the backend emits, compiled with TINYAOT_F32_CAPTURE recording the
+  float before its QuantizeLinear: on the host (portable C, every shape) and
+  in a qemu-m4 firmware (the FPv4 inline-asm path, a subset).
+"""
+import subprocess
+
+import numpy as np
+import onnxruntime as ort
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from codegen.backend.conv_f32_pack import (has_fma, input_table, packed_weights, scratch_bytes,
+                                           segment_words, tap_offsets)
+from codegen.reference import ops
+from codegen.reference.mlas_conv_order import node_segments
+
+from kernel_ffi import INCLUDE, SRC, capture_library
+
+CAPTURE_C = r"""
+static float *cap_;
+#define TINYAOT_F32_CAPTURE(y) (*cap_++ = (y))
+#include "tinyaot_convolve_f32_s8.c"
+int run_capture(const tinyaot_conv_dims_t *d, const tinyaot_float_conv_t *p,
+                const tinyaot_conv_f32_plan_t *pl, const int8_t *input, float *scratch,
+                int8_t *output, float *y)
+{
+    cap_ = y;
+    return tinyaot_convolve_f32_s8(d, p, pl, input, scratch, output);
+}
+"""
+
+CDEF = """
+typedef struct { int32_t in_h, in_w, in_c, out_h, out_w, out_c, k_h, k_w, stride_h, stride_w,
+                 dil_h, dil_w, pad_top, pad_left, groups; } tinyaot_conv_dims_t;
+typedef struct { float in_scale; int32_t in_zp; float out_scale; int32_t out_zp;
+                 int32_t act_min, act_max; const int8_t *filter; const float *filter_scale;
+                 const float *bias_f; } tinyaot_float_conv_t;
+typedef struct { const float *table; const float *weights; const int32_t *segments;
+                 const int32_t *taps; int32_t nseg; int32_t k; int32_t tiles; }
+        tinyaot_conv_f32_plan_t;
+int run_capture(const tinyaot_conv_dims_t *d, const tinyaot_float_conv_t *p,
+                const tinyaot_conv_f32_plan_t *pl, const int8_t *input, float *scratch,
+                int8_t *output, float *y);
+int32_t tinyaot_convolve_f32_s8_get_buffer_size(const tinyaot_conv_dims_t *d);
+"""
+
+
+@pytest.fixture(scope="module")
+def capture_lib(tmp_path_factory):
+    return capture_library(tmp_path_factory.mktemp("capture"), CAPTURE_C, CDEF)
+
+
+class _Q:
+    def __init__(self, scale):
+        self.scale = scale
+
+
+class _T:
+    """The fields of an IR tensor the reference reads."""
+
+    def __init__(self, data, scale):
+        self.data, self.shape, self.q = data, data.shape, _Q(scale)
+
+
+def ort_case(rng, cin, cout, group, hw, k, s, pads, d, threads, relu):
+    """(onnxruntime's float y NCHW, x, weight / bias tensors, input scale and zero point)."""
+    sx, zx = np.float32(rng.uniform(0.01, 0.1)), int(rng.integers(-20, 20))
+    wq = rng.integers(-127, 128, size=(cout, cin // group) + k).astype(np.int8)
+    ws = rng.uniform(0.001, 0.02, size=cout).astype(np.float32)
+    bs = (sx * ws * np.float32(1.5)).astype(np.float32)  # not s_x*s_w: ORT keeps the Conv in float
+    bq = rng.integers(-3000, 3000, size=cout).astype(np.int32)
+    inits = [numpy_helper.from_array(v, n) for n, v in [
+        ("sx", sx), ("zx", np.int8(zx)), ("wq", wq), ("ws", ws), ("wz", np.zeros(cout, np.int8)),
+        ("bq", bq), ("bs", bs), ("bz", np.zeros(cout, np.int32))]]
+    nodes = [helper.make_node("DequantizeLinear", ["x", "sx", "zx"], ["xf"]),
+             helper.make_node("DequantizeLinear", ["wq", "ws", "wz"], ["wf"], axis=0),
+             helper.make_node("DequantizeLinear", ["bq", "bs", "bz"], ["bf"], axis=0),
+             helper.make_node("Conv", ["xf", "wf", "bf"], ["c" if relu else "y"],
+                              kernel_shape=list(k), strides=list(s), dilations=list(d),
+                              group=group, pads=list(pads))]
+    if relu:
+        nodes.append(helper.make_node("Relu", ["c"], ["y"]))
+    g = helper.make_graph(nodes, "cv", [helper.make_tensor_value_info("x", TensorProto.INT8,
+                                                                      [1, cin, *hw])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    so = ort.SessionOptions()
+    so.log_severity_level = 3
+    so.intra_op_num_threads = threads
+    x = rng.integers(-128, 128, size=(1, cin) + hw).astype(np.int8)
+    y = ort.InferenceSession(m.SerializeToString(), so,
+                             providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    return y, x, _T(wq, ws), _T(bq, bs), sx, zx
+
+
+def c_float(capture_lib, x, wt, bf, sx, zx, attrs, out_shape):
+    """The C kernel's float y (bias included), NCHW."""
+    ffi, lib = capture_lib
+    _, cin, h, w = x.shape
+    _, cout, oh, ow = out_shape
+    group = attrs["group"]
+    kh, kw = attrs["kernel"]
+    dims = ffi.new("tinyaot_conv_dims_t *", [h, w, cin, oh, ow, cout, kh, kw,
+                                             *attrs["strides"], *attrs["dilations"],
+                                             attrs["pads"][0], attrs["pads"][1], group])
+    p = {"in_scale": sx, "in_zp": zx}
+    words, nseg = segment_words(x.shape, out_shape, attrs)
+    packed, tiles, k = packed_weights(wt, group, compact=not has_fma(words))
+    keep = [np.ascontiguousarray(a) for a in (input_table(p), packed.reshape(-1), words, bf,
+                                              tap_offsets(x.shape, wt.shape, attrs))]
+    fp = ffi.new("tinyaot_float_conv_t *", [sx, zx, 1.0, 0, -128, 127, ffi.NULL, ffi.NULL,
+                                            ffi.from_buffer("float[]", keep[3])])
+    pl = ffi.new("tinyaot_conv_f32_plan_t *", [ffi.from_buffer("float[]", keep[0]),
+                                               ffi.from_buffer("float[]", keep[1]),
+                                               ffi.from_buffer("int32_t[]", keep[2]),
+                                               ffi.from_buffer("int32_t[]", keep[4]),
+                                               nseg, k, tiles])
+    nbytes = lib.tinyaot_convolve_f32_s8_get_buffer_size(dims)
+    assert nbytes == scratch_bytes(x.shape, wt.shape)
+    scratch = np.full(nbytes // 4, np.nan, np.float32)  # the kernel must not read it first
+    xin = np.ascontiguousarray(x[0].transpose(1, 2, 0))
+    out = np.zeros(oh * ow * cout, np.int8)
+    y = np.full(out.size, np.nan, np.float32)
+    assert lib.run_capture(dims, fp, pl, ffi.from_buffer("int8_t[]", xin),
+                           ffi.from_buffer("float[]", scratch), ffi.from_buffer("int8_t[]", out),
+                           ffi.from_buffer("float[]", y)) == 0
+    # captured in the kernel's store order: fma tiles are (pixel tile, channel, pixel)
+    return y
+
+
+def c_store_order(attrs, out_shape, segs):
+    """Output index (pixel, channel) of each value the C kernel quantizes, in order."""
+    _, cout, oh, ow = out_shape
+    group = attrs["group"]
+    og = cout // group
+    order = []
+    for gi in range(group):
+        for s in segs:
+            if s.kind != "fma":  # one pixel at a time, its channels in order
+                order += [(n, gi * og + m) for n in range(s.n0, s.n1) for m in range(s.m0, s.m1)]
+                continue
+            for n in range(s.n0, s.n1, 4):
+                npx = min(4, s.n1 - n)
+                for t in range(s.m0 // 4, -(-s.m1 // 4)):
+                    order += [(n + px, gi * og + m) for m in range(4 * t, 4 * t + 4)
+                              if s.m0 <= m < s.m1 for px in range(npx)]
+    return order
+
+
+# (cin, cout, group, hw, kernel, strides, pads (t, l, b, r), dilations, relu)
+SHAPES = [
+    (16, 16, 1, (32, 32), (3, 3), (1, 1), (1, 1, 1, 1), (1, 1), False),   # ic01 layer 2: K 144
+    (16, 32, 1, (32, 32), (3, 3), (2, 2), (1, 1, 1, 1), (1, 1), True),    # stride 2, Relu
+    (3, 16, 1, (32, 32), (3, 3), (1, 1), (1, 1, 1, 1), (1, 1), True),     # ic01 layer 1: K 27
+    (32, 32, 1, (16, 16), (3, 3), (1, 1), (1, 1, 1, 1), (1, 1), False),   # K 288
+    (64, 64, 1, (8, 8), (3, 3), (1, 1), (1, 1, 1, 1), (1, 1), False),     # K 576, 64 pixels
+    (64, 8, 1, (6, 6), (3, 3), (1, 1), (1, 1, 1, 1), (1, 1), False),      # K 576, 36 pixels
+    (16, 32, 1, (32, 32), (1, 1), (2, 2), (0, 0, 0, 0), (1, 1), False),   # 1x1 stride 2
+    (32, 24, 1, (7, 9), (1, 1), (1, 1), (0, 0, 0, 0), (1, 1), False),     # pointwise: GEMM direct
+    (300, 8, 1, (4, 4), (3, 3), (1, 1), (1, 1, 1, 1), (1, 1), False),     # K 2700
+    (133, 6, 1, (5, 7), (3, 3), (1, 1), (1, 1, 1, 1), (1, 1), False),     # K 1197
+    (64, 96, 1, (3, 3), (3, 3), (1, 1), (1, 1, 1, 1), (1, 1), False),     # Cout > pixels
+    (10, 7, 1, (9, 9), (3, 3), (1, 1), (2, 2, 2, 2), (2, 2), False),      # dilation 2
+    (5, 9, 1, (11, 6), (2, 3), (2, 1), (1, 0, 0, 2), (1, 1), True),       # asymmetric pads
+    (1, 1, 1, (3, 3), (3, 3), (1, 1), (0, 0, 0, 0), (1, 1), False),       # K 9, one pixel, M 1
+    (64, 20, 1, (3, 3), (3, 3), (1, 1), (0, 0, 0, 0), (1, 1), False),     # one output pixel
+    (16, 5, 1, (1, 1), (3, 3), (1, 1), (1, 1, 1, 1), (1, 1), True),       # 1x1 input, padded
+    (8, 8, 8, (12, 12), (3, 3), (1, 1), (1, 1, 1, 1), (1, 1), False),     # depthwise (M = 1)
+    (16, 16, 16, (1, 49), (1, 5), (1, 1), (0, 2, 0, 2), (1, 1), True),    # depthwise 1-D (sww01)
+    (12, 24, 12, (1, 30), (1, 9), (1, 2), (0, 4, 0, 4), (1, 1), False),   # depthwise, multiplier 2
+    (64, 64, 64, (1, 40), (1, 3), (1, 1), (0, 0, 0, 0), (1, 1), False),   # depthwise, no pad
+    (12, 6, 2, (9, 9), (3, 3), (2, 2), (1, 0, 1, 0), (1, 1), False),      # grouped
+    (256, 8, 2, (5, 5), (3, 3), (1, 1), (1, 1, 1, 1), (1, 1), False),     # grouped, K 1152
+    (8, 12, 4, (6, 6), (1, 1), (1, 1), (0, 0, 0, 0), (1, 1), False),      # grouped pointwise
+    (1, 6, 1, (8, 5), (3, 5), (1, 1), (0, 0, 0, 0), (1, 1), False),       # kernel = input width
+    (1, 8, 1, (49, 10), (10, 4), (2, 2), (4, 1, 5, 1), (1, 1), True),     # kws01 first conv
+    (3, 8, 1, (96, 96), (3, 3), (2, 2), (0, 0, 1, 1), (1, 1), True),      # vww01 first conv
+]
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_float_value_bit_exact_with_onnxruntime(capture_lib, threads):
+    rng = np.random.default_rng(7 + threads)
+    bad = []
+    for cin, cout, group, hw, k, s, pads, d, relu in SHAPES:
+        y, x, wt, bt, sx, zx = ort_case(rng, cin, cout, group, hw, k, s, pads, d, threads, relu)
+        attrs = {"group": group, "kernel": k, "strides": s, "pads": pads, "dilations": d,
+                 "ort_threads": threads}
+        ref = ops.conv2d_ort_f32(x, wt, bt, attrs, {"in_scale": sx, "in_zp": zx})
+        bf = (bt.data.astype(np.float32) * bt.q.scale).astype(np.float32)
+        yc = c_float(capture_lib, x, wt, bf, sx, zx, attrs, y.shape)
+        cy = np.full(y.shape, np.nan, np.float32)
+        for v, (n, oc) in zip(yc, c_store_order(attrs, y.shape, node_segments(
+                x.shape, y.shape, attrs, threads))):
+            cy[0, oc, n // y.shape[3], n % y.shape[3]] = v
+        if relu:  # ORT's Relu (fused into MLAS's activation); the C kernel clamps the int8
+            ref, cy = np.maximum(ref, 0), np.maximum(cy, 0)
+        r = int((ref.view(np.uint32) != y.view(np.uint32)).sum())
+        c = int((cy.view(np.uint32) != y.view(np.uint32)).sum())
+        if r or c:
+            bad.append(((cin, cout, group, hw, k), r, c, y.size))
+    assert not bad, bad
+
+
+# the Cortex-M4 inline-asm path: K blocks of 128 + 16, 256 + 256 + 64 and 27
+# (every remainder of 8), channels and pixels not multiples of 4, the M=1 kernels
+QEMU_SHAPES = [SHAPES[0], SHAPES[4], SHAPES[2], SHAPES[12], SHAPES[16], SHAPES[14], SHAPES[10]]
+
+HARNESS_C = r"""
+#include <string.h>
+#include "harness.h"
+static float *cap_;
+#define TINYAOT_F32_CAPTURE(y) (*cap_++ = (y))
+#include "tinyaot_convolve_f32_s8.c"
+#include "case_data.h"
+const uint32_t tinyaot_harness_num_inputs = 1u;
+const uint32_t tinyaot_harness_input_size = IN_SIZE;
+const uint32_t tinyaot_harness_output_size = OUT_SIZE * 4u;
+static float scratch[SCRATCH / 4 + 1];
+static int8_t out8[OUT_SIZE];
+static float y[OUT_SIZE];
+int tinyaot_harness_run(const int8_t *input, int8_t *output)
+{
+    cap_ = y;
+    int rc = tinyaot_convolve_f32_s8(&dims, &fp, &plan, input, scratch, out8);
+    memcpy(output, y, sizeof(y));
+    return rc;
+}
+"""
+
+
+def _c_array(ctype, name, a):
+    if ctype == "float":  # 10 significant digits: the float32 round-trips exactly
+        vals = ", ".join(f"{np.float32(v).item():.9e}f" for v in a)
+    else:
+        vals = ", ".join(str(int(v)) for v in a)
+    return f"static const {ctype} {name}[] = {{ {vals} }};\n"
+
+
+@pytest.mark.qemu
+def test_asm_float_value_bit_exact_on_qemu_m4(tmp_path):
+    from conftest import require_arm_toolchain
+    from codegen.targets.qemu import build_firmware, load_board, run_firmware
+    require_arm_toolchain()
+    board = load_board("qemu-m4")
+    rng = np.random.default_rng(11)
+    bad = []
+    for i, (cin, cout, group, hw, k, s, pads, d, relu) in enumerate(QEMU_SHAPES):
+        y, x, wt, bt, sx, zx = ort_case(rng, cin, cout, group, hw, k, s, pads, d, 1, relu)
+        attrs = {"group": group, "kernel": k, "strides": s, "pads": pads, "dilations": d}
+        bf = (bt.data.astype(np.float32) * bt.q.scale).astype(np.float32)
+        words, nseg = segment_words(x.shape, y.shape, attrs)
+        packed, tiles, kk = packed_weights(wt, group, compact=not has_fma(words))
+        _, _, h, w = x.shape
+        _, _, oh, ow = y.shape
+        dims = [h, w, cin, oh, ow, cout, k[0], k[1], s[0], s[1], d[0], d[1], pads[0], pads[1], group]
+        xin = np.ascontiguousarray(x[0].transpose(1, 2, 0)).reshape(-1)
+        case = tmp_path / f"case{i}"
+        case.mkdir()
+        (case / "case_data.h").write_text(
+            f"#define IN_SIZE {xin.size}u\n#define OUT_SIZE {y.size}\n"
+            f"#define SCRATCH {scratch_bytes(x.shape, wt.shape)}\n"
+            + _c_array("float", "tbl", input_table({"in_scale": sx, "in_zp": zx}))
+            + _c_array("float", "wts", packed.reshape(-1)) + _c_array("int32_t", "segs", words)
+            + _c_array("float", "bias", bf)
+            + _c_array("int32_t", "taps", tap_offsets(x.shape, wt.shape, attrs))
+            + f"static const tinyaot_conv_dims_t dims = {{ {', '.join(map(str, dims))} }};\n"
+            f"static const tinyaot_float_conv_t fp = {{ 1.0f, {zx}, 1.0f, 0, -128, 127, 0, 0, bias }};\n"
+            f"static const tinyaot_conv_f32_plan_t plan = {{ tbl, wts, segs, taps, {nseg}, {kk}, "
+            f"{tiles} }};\n")
+        (case / "harness_data.c").write_text(
+            HARNESS_C + _c_array("int8_t", "in_", xin).replace("static const int8_t in_[]",
+                                                              "const int8_t tinyaot_harness_inputs[]"))
+        elf = build_firmware([board["harness_main"], case / "harness_data.c"], [INCLUDE, SRC, case],
+                             board, case / "f.elf",
+                             defines=[f"TINYAOT_HARNESS_MAX_OUTPUT={4 * y.size + 64}"])
+        if i == 0:
+            asm = subprocess.run([board["toolchain_prefix"] + "objdump", "-d", str(elf)],
+                                 capture_output=True, text=True, check=True).stdout
+            assert "vfma.f32" in asm and "vcvtr.s32.f32" in asm, "not the FPv4 asm path"
+        res = run_firmware(elf, board, timeout=120)
+        got = np.frombuffer(res.outputs[0].data, dtype="<f4").copy()
+        cy = np.full(y.shape, np.nan, np.float32)
+        for v, (n, oc) in zip(got, c_store_order(attrs, y.shape, node_segments(x.shape, y.shape,
+                                                                                attrs, 1))):
+            cy[0, oc, n // ow, n % ow] = v
+        if relu:  # ORT's value is after its Relu
+            cy = np.maximum(cy, 0)
+        mism = int((cy.view(np.uint32) != y.view(np.uint32)).sum())
+        if mism:
+            bad.append(((cin, cout, group, hw, k), mism, y.size))
+    assert not bad, bad
