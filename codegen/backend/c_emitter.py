@@ -69,10 +69,12 @@ class _Emitter:
         self.kernels.add(kernel)
         self.body.append(f"    if ({kernel}({', '.join(args)}) != TINYAOT_OK) return -1;")
 
-    def requant(self, lid, p, fast=False):
+    def requant(self, lid, p, fast=False, float_records=False):
         """The layer's tinyaot_requant_t; `fast` (a fast kernel's): also the
-        one-SMLAL records when every channel allows (fast_pack.smlal_requant)."""
-        from .fast_pack import smlal_requant
+        one-SMLAL records when every channel allows (fast_pack.smlal_requant);
+        `float_records` (fast conv / depthwise, ort, whole int8 range): the
+        {bias, scale} records (fast_pack.float_requant)."""
+        from .fast_pack import float_requant, smlal_requant
 
         bias = self.const("int32_t", f"{lid}_bias", p["bias"])
         if "scale" in p:
@@ -81,6 +83,9 @@ class _Emitter:
             if "post_bias" in p:  # ConvInteger / MatMulInteger: float(acc) * scale + post_bias, Q
                 pb = self.const("float", f"{lid}_post_bias", p["post_bias"])
                 extra += f", {pb}, {c_float(p['out_scale'])}, NULL"
+            elif float_records and p["act_min"] <= -128 and p["act_max"] >= 127:
+                rq = self.const("int32_t", f"{lid}_rq", float_requant(p["scale"], p["bias"]), align=8)
+                extra += f", NULL, 0.0f, {rq}"
             else:
                 extra += ", NULL, 0.0f, NULL"
         else:
@@ -306,7 +311,8 @@ class _Emitter:
         if "mult" in p and np.any(np.asarray(p["mult"]) < 0):
             raise NotImplementedError("fast kernels need non-negative multipliers")
         kind = n.attrs["fast_kernel"]
-        q = self.requant(lid, p, fast=True)
+        # fc: tinyaot_fully_connected_fast_s8 keeps the float scales (not its records)
+        q = self.requant(lid, p, fast=True, float_records=kind != "fc")
         x, y = n.inputs[0], n.outputs[0]
         if kind == "depthwise":
             wt = w.data[:, 0].transpose(1, 2, 0)  # [k_h][k_w][c]

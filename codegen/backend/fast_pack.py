@@ -84,6 +84,16 @@ def smlal_requant(mult, shift, bias):
     return words.astype(np.int32).reshape(-1)
 
 
+def float_requant(scale, bias):
+    """Per-channel records {bias, float32 bits of scale} for onnxruntime's
+    requantization in the fast conv / depthwise kernels (TINYAOT_RQ_FLOAT_SAT,
+    tinyaot_requant_fast.h): the kernels start each accumulator at the bias
+    and read the scale next to it."""
+    s = np.ascontiguousarray(np.asarray(scale, dtype=np.float32).reshape(-1))
+    b = np.broadcast_to(np.asarray(bias, dtype=np.int32), s.shape)
+    return np.stack([b, s.view(np.int32)], axis=1).reshape(-1)
+
+
 def add_tables(p):
     """tinyaot_add_fast_s8's compile-time tables for tflite Add parameters p
     (reference/tflite_fixedpoint.py:add_params): for each input, TFLite's
