@@ -350,11 +350,17 @@ class _Emitter:
         else:
             raise NotImplementedError("Add broadcasting other than a scalar or a constant row")
         if "a_scale" in p:
+            from .fast_pack import ort_add_tables
+
             mode = p.get("mode", 1)  # 1: DQ -> float add -> Q; 2: MLAS QLinearAdd
+            tables = ort_add_tables(p, stride == 0)
+            luts = ("NULL, NULL" if tables is None else
+                    f"{self.const('int32_t', f'{lid}_alut', tables[0])}, "
+                    f"{self.const('int32_t', f'{lid}_blut', tables[1])}")
             fields = (f"{p['a_zp']}, {p['b_zp']}, {p['out_zp']}, {p['act_min']}, {p['act_max']}, "
                       f"{c_float(p['a_scale'])}, {c_float(p['b_scale'])}, "
                       f"{c_float(p.get('out_scale', 0.0))}, {mode}, 0, 0, 0, 0, 0, 0, 0, "
-                      f"{c_float(p.get('qlinear_fixed', 0.0))}, {p.get('u8_shift', 0)}, NULL, NULL, NULL")
+                      f"{c_float(p.get('qlinear_fixed', 0.0))}, {p.get('u8_shift', 0)}, {luts}, NULL")
         else:
             from .fast_pack import add_tables
 
@@ -366,7 +372,7 @@ class _Emitter:
                       f"0.0f, 0.0f, 0.0f, 0, {p['left_shift']}, {p['a_mult']}, {p['a_shift']}, "
                       f"{p['b_mult']}, {p['b_shift']}, {p['out_mult']}, {p['out_shift']}, 0.0f, 0, {luts}")
         self.consts.append(f"static const tinyaot_add_params_t {lid}_p = {{ {fields} }};\n")
-        kernel = "tinyaot_add_fast_s8" if "a_scale" not in p else "tinyaot_add_s8"
+        kernel = "tinyaot_add_fast_s8"
         info["kernel"] = kernel
         pb = (self.const("int8_t", f"{lid}_b", b.data.reshape(-1).astype(np.int8)) if b.is_const
               else self.ptr(b.name))

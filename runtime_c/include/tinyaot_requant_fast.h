@@ -151,6 +151,19 @@ static inline __attribute__((always_inline)) int8_t tinyaot_requant_float_sat(in
             : [sb] "r"(scale_bits), [zp] "r"(zp));
     return (int8_t)r;
 }
+
+/* round_half_even(v) + zp, saturated to int32 (VCVTR saturates too); the
+ * callers clamp the result. */
+static inline __attribute__((always_inline)) int32_t tinyaot_round_add_fpu(float v, int32_t zp)
+{
+    int32_t r;
+    __asm__("vcvtr.s32.f32 %[v], %[v]\n\t"
+            "vmov %[r], %[v]\n\t"
+            "qadd %[r], %[r], %[zp]"
+            : [r] "=r"(r), [v] "+t"(v)
+            : [zp] "r"(zp));
+    return r;
+}
 #else
 #define TINYAOT_HAVE_FPU_ASM 0
 static inline int8_t tinyaot_requant_float_sat(int32_t acc, int32_t scale_bits, int32_t zp)
@@ -160,6 +173,14 @@ static inline int8_t tinyaot_requant_float_sat(int32_t acc, int32_t scale_bits, 
     return tinyaot_requant_ort(acc, scale, zp, -128, 127);
 }
 #endif
+
+/* Float bits in an int32 table word (the compile-time tables are int32). */
+static inline float tinyaot_f32_bits(int32_t w)
+{
+    float f;
+    memcpy(&f, &w, sizeof f);
+    return f;
+}
 
 /* The requantization parameters of one layer, copied to locals once per call
  * (so int8 stores through the output pointer cannot force reloads). */
