@@ -403,6 +403,12 @@ class _Emitter:
         fields += (f", {c_float(p.get('in_scale', 0.0))}, {c_float(p.get('out_scale', 0.0))}, "
                    f"{p.get('in_zp', 0)}, {p.get('out_zp', 0)}, {p.get('mean_mult', 0)}, "
                    f"{p.get('mean_shift', 0)}, {p.get('mean_bias', 0)}")
+        if n.op == "avgpool" and use_float in (1, 3):
+            from .fast_pack import dequant_table
+
+            fields += ", " + self.const("float", f"{lid}_dq", dequant_table(p["in_scale"], p["in_zp"]))
+        else:
+            fields += ", NULL"
         self.consts.append(f"static const tinyaot_pool_params_t {lid}_p = {{ {fields} }};\n")
         kernel = "tinyaot_avgpool_s8" if n.op == "avgpool" else "tinyaot_maxpool_s8"
         info["kernel"] = kernel

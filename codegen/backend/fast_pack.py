@@ -111,6 +111,14 @@ def add_tables(p):
     return luts[0], luts[1], smlal_requant([p["out_mult"]], [p["out_shift"]], [0])
 
 
+def dequant_table(scale, zp):
+    """float(x - zp) * scale for x = -128..127 (reference/ort_float.py:dequantize,
+    the same float32 operations): onnxruntime's DequantizeLinear of every int8."""
+    from ..reference import ort_float as of
+
+    return of.dequantize(np.arange(-128, 128), scale, zp)
+
+
 def _fma_f32_exact(x, y, z):
     """float32 fma(x, y, z) of float32 operands: the exact value, rounded once
     to nearest even (no double rounding), for normal results."""
@@ -143,12 +151,10 @@ def ort_add_tables(p, b_broadcast):
     use_float 2 (MLAS QLinearAdd, reference/ort_qlinear_add.py): a's value as
     ORT holds it, float(x + u8_shift), and b's inner fma(float(b + u8_shift),
     r_b, fixed), or for a broadcast b MLAS's unfused fold fixed + b * r_b."""
-    from ..reference import ort_float as of
-
     x = np.arange(-128, 128)
     if p.get("mode", 1) == 1:
-        la = of.dequantize(x, p["a_scale"], p["a_zp"])
-        lb = of.dequantize(x, p["b_scale"], p["b_zp"])
+        la = dequant_table(p["a_scale"], p["a_zp"])
+        lb = dequant_table(p["b_scale"], p["b_zp"])
     else:
         sh = int(p["u8_shift"])
         fx = (x + sh).astype(np.float32)
