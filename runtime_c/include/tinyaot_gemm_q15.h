@@ -330,7 +330,9 @@ static inline void tinyaot_rqf_2x1_sat(const uint32_t acc[2], const int32_t *p, 
 #endif
 
 /* Two interleaved columns x nquads, all out_c channels; o0 / o1 get the
- * requantized outputs of column 0 / 1. */
+ * requantized outputs of column 0 / 1. (tinyaot_gemm_2col: the modes of
+ * tinyaot_rqc, chosen per call; TINYAOT_RQ_FLOAT_SAT layers call
+ * tinyaot_gemm_2col_m with the mode as a constant.) */
 static inline __attribute__((always_inline)) void tinyaot_gemm_2col_m(
     const uint32_t *cols, int32_t nquads, const int32_t *w, int32_t out_c, const tinyaot_rqc_t *rq,
     int8_t *o0, int8_t *o1, int mode, int parity)
@@ -380,13 +382,6 @@ static inline __attribute__((always_inline)) void tinyaot_gemm_2col(const uint32
     case TINYAOT_RQ_SMLAL:
         tinyaot_gemm_2col_m(cols, nquads, w, out_c, rq, o0, o1, TINYAOT_RQ_SMLAL, -1);
         break;
-    case TINYAOT_RQ_FLOAT_SAT:
-        if (nquads & 1) {
-            tinyaot_gemm_2col_m(cols, nquads, w, out_c, rq, o0, o1, TINYAOT_RQ_FLOAT_SAT, 1);
-        } else {
-            tinyaot_gemm_2col_m(cols, nquads, w, out_c, rq, o0, o1, TINYAOT_RQ_FLOAT_SAT, 0);
-        }
-        break;
     default: /* the parity of nquads as a constant: no test per channel pair */
         if (nquads & 1) {
             tinyaot_gemm_2col_m(cols, nquads, w, out_c, rq, o0, o1, TINYAOT_RQ_SMLAL_SAT, 1);
@@ -421,16 +416,18 @@ static inline __attribute__((always_inline)) const uint32_t *tinyaot_gemm_1col_r
     return wp;
 }
 
-/* One column x nquads, two channels at a time. */
-static inline __attribute__((always_inline)) void tinyaot_gemm_1col(const uint32_t *col, int32_t nquads, const int32_t *w,
-                                     int32_t out_c, const tinyaot_rqc_t *rq, int8_t *o)
+/* One column x nquads, two channels at a time; mode: TINYAOT_RQ_FLOAT_SAT
+ * (a constant), or -1 for the modes of tinyaot_rqc (chosen here). */
+static inline __attribute__((always_inline)) void tinyaot_gemm_1col_m(
+    const uint32_t *col, int32_t nquads, const int32_t *w, int32_t out_c, const tinyaot_rqc_t *rq,
+    int8_t *o, int mode)
 {
     const uint32_t *wp = (const uint32_t *)(const void *)w;
     int32_t oc = 0;
-    if (rq->mode == TINYAOT_RQ_SMLAL_SAT) {
-        wp = tinyaot_gemm_1col_rec(col, nquads, wp, out_c, rq, o, &oc, TINYAOT_RQ_SMLAL_SAT);
-    } else if (rq->mode == TINYAOT_RQ_FLOAT_SAT) {
+    if (mode == TINYAOT_RQ_FLOAT_SAT) {
         wp = tinyaot_gemm_1col_rec(col, nquads, wp, out_c, rq, o, &oc, TINYAOT_RQ_FLOAT_SAT);
+    } else if (rq->mode == TINYAOT_RQ_SMLAL_SAT) {
+        wp = tinyaot_gemm_1col_rec(col, nquads, wp, out_c, rq, o, &oc, TINYAOT_RQ_SMLAL_SAT);
     }
     for (; oc < out_c; oc += 2) {
         uint32_t acc[2] = {0u, 0u};
@@ -440,6 +437,12 @@ static inline __attribute__((always_inline)) void tinyaot_gemm_1col(const uint32
             o[oc + 1] = tinyaot_rqc_apply(rq, tinyaot_fp_s32(acc[1]), oc + 1);
         }
     }
+}
+
+static inline __attribute__((always_inline)) void tinyaot_gemm_1col(const uint32_t *col, int32_t nquads, const int32_t *w,
+                                     int32_t out_c, const tinyaot_rqc_t *rq, int8_t *o)
+{
+    tinyaot_gemm_1col_m(col, nquads, w, out_c, rq, o, -1);
 }
 
 #endif

@@ -205,10 +205,8 @@ static inline tinyaot_rqc_t tinyaot_rqc(const tinyaot_requant_t *q)
     r.zp = q->out_zp;
     r.lo = q->act_min;
     r.hi = q->act_max;
-    if (q->scale) { /* the records only when the whole int8 range is kept */
-        r.mode = q->rq && !q->post_bias && q->act_min <= -128 && q->act_max >= 127
-                     ? TINYAOT_RQ_FLOAT_SAT
-                     : TINYAOT_RQ_ORT;
+    if (q->scale) {
+        r.mode = TINYAOT_RQ_ORT;
     } else if (!q->rq) {
         r.mode = TINYAOT_RQ_TFLITE;
     } else if (q->act_min <= -128 && q->act_max >= 127) {
@@ -249,6 +247,18 @@ static inline int8_t tinyaot_requant_ort_fast(int32_t acc, float scale, int32_t 
 
 /* acc (bias included) of channel ch -> int8, in requantization mode `mode`
  * (a constant after inlining); not for the SMLAL modes. */
+/* tinyaot_rqc, and for onnxruntime layers that keep the whole int8 range and
+ * come with {bias, scale} records (the conv and depthwise kernels' only):
+ * TINYAOT_RQ_FLOAT_SAT. */
+static inline tinyaot_rqc_t tinyaot_rqc_records(const tinyaot_requant_t *q)
+{
+    tinyaot_rqc_t r = tinyaot_rqc(q);
+    if (q->scale && q->rq && !q->post_bias && q->act_min <= -128 && q->act_max >= 127) {
+        r.mode = TINYAOT_RQ_FLOAT_SAT;
+    }
+    return r;
+}
+
 static inline __attribute__((always_inline)) int8_t tinyaot_rqc_out(const tinyaot_rqc_t *r,
                                                                     int32_t acc, int32_t ch,
                                                                     int mode)

@@ -66,7 +66,8 @@ static inline __attribute__((always_inline)) void add_ort_qlinear(
     }
 }
 
-static void add_ort_tables(int32_t n, const tinyaot_add_params_t *p, const int8_t *a,
+/* noinline: keeps the tflite loops' register allocation as it was */
+static __attribute__((noinline)) void add_ort_tables(int32_t n, const tinyaot_add_params_t *p, const int8_t *a,
                            const int8_t *b, int32_t b_stride, int8_t *output)
 {
     const int32_t *la = p->a_lut + 128, *lb = p->b_lut + 128;

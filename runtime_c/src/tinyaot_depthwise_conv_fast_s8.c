@@ -472,6 +472,17 @@ static inline __attribute__((always_inline)) void dw_run(const tinyaot_conv_dims
     }
 }
 
+/* onnxruntime layers with {bias, scale} records, apart from the other modes'
+ * copies (their code and register allocation stay as they were). */
+static __attribute__((noinline)) void dw_run_float_sat(const tinyaot_conv_dims_t *d,
+                                                       const tinyaot_requant_t *q,
+                                                       const int8_t *input, const uint32_t *wbase,
+                                                       uint32_t off, int8_t *output)
+{
+    const tinyaot_rqc_t rq = tinyaot_rqc_records(q);
+    dw_run(d, &rq, input, wbase, off, output, TINYAOT_RQ_FLOAT_SAT);
+}
+
 int tinyaot_depthwise_conv_fast_s8(const tinyaot_conv_dims_t *d, const tinyaot_requant_t *q,
                                    const int8_t *input, const int32_t *packed_weights,
                                    int8_t *output)
@@ -480,16 +491,14 @@ int tinyaot_depthwise_conv_fast_s8(const tinyaot_conv_dims_t *d, const tinyaot_r
     if (d->out_c != ch || (ch & 3) != 0) {
         return TINYAOT_ERR_ARG;
     }
-    const tinyaot_rqc_t rq = tinyaot_rqc(q);
+    const tinyaot_rqc_t rq = tinyaot_rqc_records(q);
     const uint32_t off = tinyaot_pack16(-q->in_zp, -q->in_zp);
     const uint32_t *wbase = (const uint32_t *)(const void *)packed_weights;
     switch (rq.mode) {
     case TINYAOT_RQ_ORT: dw_run(d, &rq, input, wbase, off, output, TINYAOT_RQ_ORT); break;
     case TINYAOT_RQ_TFLITE: dw_run(d, &rq, input, wbase, off, output, TINYAOT_RQ_TFLITE); break;
     case TINYAOT_RQ_SMLAL: dw_run(d, &rq, input, wbase, off, output, TINYAOT_RQ_SMLAL); break;
-    case TINYAOT_RQ_FLOAT_SAT:
-        dw_run(d, &rq, input, wbase, off, output, TINYAOT_RQ_FLOAT_SAT);
-        break;
+    case TINYAOT_RQ_FLOAT_SAT: dw_run_float_sat(d, q, input, wbase, off, output); break;
     default: dw_run(d, &rq, input, wbase, off, output, TINYAOT_RQ_SMLAL_SAT); break;
     }
     return TINYAOT_OK;
