@@ -392,42 +392,21 @@ static inline __attribute__((always_inline)) void tinyaot_gemm_2col(const uint32
     }
 }
 
-/* The channel pairs of one column in a record mode (as in tinyaot_gemm_2col_m);
- * returns the next pair's weights (*oc: its channel). */
-static inline __attribute__((always_inline)) const uint32_t *tinyaot_gemm_1col_rec(
-    const uint32_t *col, int32_t nquads, const uint32_t *wp, int32_t out_c,
-    const tinyaot_rqc_t *rq, int8_t *o, int32_t *oc, int mode)
-{
-    const int32_t *p = rq->rq;
-    const int32_t zp = rq->zp;
-    const int32_t rw = TINYAOT_RQ_WORDS(mode), rb = TINYAOT_RQ_BIAS(mode);
-    int32_t c = 0;
-    for (; c + 1 < out_c; c += 2) {
-        uint32_t acc[2] = {(uint32_t)p[rb], (uint32_t)p[rw + rb]};
-        wp = tinyaot_dot_2x1(col, wp, nquads, acc);
-        if (mode == TINYAOT_RQ_FLOAT_SAT) {
-            tinyaot_rqf_2x1_sat(acc, p, zp, o + c);
-        } else {
-            tinyaot_rq_2x1_sat(acc, p, zp, o + c);
-        }
-        p += 2 * rw;
-    }
-    *oc = c;
-    return wp;
-}
-
-/* One column x nquads, two channels at a time; mode: TINYAOT_RQ_FLOAT_SAT
- * (a constant), or -1 for the modes of tinyaot_rqc (chosen here). */
-static inline __attribute__((always_inline)) void tinyaot_gemm_1col_m(
-    const uint32_t *col, int32_t nquads, const int32_t *w, int32_t out_c, const tinyaot_rqc_t *rq,
-    int8_t *o, int mode)
+/* One column x nquads, two channels at a time. */
+static inline __attribute__((always_inline)) void tinyaot_gemm_1col(const uint32_t *col, int32_t nquads, const int32_t *w,
+                                     int32_t out_c, const tinyaot_rqc_t *rq, int8_t *o)
 {
     const uint32_t *wp = (const uint32_t *)(const void *)w;
     int32_t oc = 0;
-    if (mode == TINYAOT_RQ_FLOAT_SAT) {
-        wp = tinyaot_gemm_1col_rec(col, nquads, wp, out_c, rq, o, &oc, TINYAOT_RQ_FLOAT_SAT);
-    } else if (rq->mode == TINYAOT_RQ_SMLAL_SAT) {
-        wp = tinyaot_gemm_1col_rec(col, nquads, wp, out_c, rq, o, &oc, TINYAOT_RQ_SMLAL_SAT);
+    if (rq->mode == TINYAOT_RQ_SMLAL_SAT) { /* as in tinyaot_gemm_2col_m */
+        const int32_t *p = rq->rq;
+        const int32_t zp = rq->zp;
+        for (; oc + 1 < out_c; oc += 2) {
+            uint32_t acc[2] = {(uint32_t)p[4], (uint32_t)p[9]};
+            wp = tinyaot_dot_2x1(col, wp, nquads, acc);
+            tinyaot_rq_2x1_sat(acc, p, zp, o + oc);
+            p += 10;
+        }
     }
     for (; oc < out_c; oc += 2) {
         uint32_t acc[2] = {0u, 0u};
@@ -439,10 +418,25 @@ static inline __attribute__((always_inline)) void tinyaot_gemm_1col_m(
     }
 }
 
-static inline __attribute__((always_inline)) void tinyaot_gemm_1col(const uint32_t *col, int32_t nquads, const int32_t *w,
-                                     int32_t out_c, const tinyaot_rqc_t *rq, int8_t *o)
+/* tinyaot_gemm_1col for TINYAOT_RQ_FLOAT_SAT (records {bias, scale}); out_c even
+ * or odd, as there. */
+static inline __attribute__((always_inline)) void tinyaot_gemm_1col_float_sat(
+    const uint32_t *col, int32_t nquads, const int32_t *w, int32_t out_c, const tinyaot_rqc_t *rq,
+    int8_t *o)
 {
-    tinyaot_gemm_1col_m(col, nquads, w, out_c, rq, o, -1);
+    const uint32_t *wp = (const uint32_t *)(const void *)w;
+    const int32_t *p = rq->rq;
+    int32_t oc = 0;
+    for (; oc + 1 < out_c; oc += 2, p += 4) {
+        uint32_t acc[2] = {(uint32_t)p[0], (uint32_t)p[2]};
+        wp = tinyaot_dot_2x1(col, wp, nquads, acc);
+        tinyaot_rqf_2x1_sat(acc, p, rq->zp, o + oc);
+    }
+    if (oc < out_c) { /* the last, odd channel: its packed pair has a zero row */
+        uint32_t acc[2] = {(uint32_t)p[0], 0u};
+        tinyaot_dot_2x1(col, wp, nquads, acc);
+        o[oc] = tinyaot_requant_float_sat(tinyaot_fp_s32(acc[0]), p[1], rq->zp);
+    }
 }
 
 #endif

@@ -321,6 +321,8 @@ static inline __attribute__((always_inline)) int8_t tinyaot_rqc_apply_m(const ti
     return tinyaot_rqc_out(r, acc + r->bias[ch], ch, mode);
 }
 
+/* The modes of tinyaot_rqc, chosen at run time (TINYAOT_RQ_FLOAT_SAT comes only
+ * from tinyaot_rqc_records, whose kernels pass it as a constant). */
 static inline void tinyaot_rqc_apply2(const tinyaot_rqc_t *r, int32_t acc0, int32_t acc1, int32_t ch,
                                       int8_t *o0, int8_t *o1)
 {
@@ -328,9 +330,6 @@ static inline void tinyaot_rqc_apply2(const tinyaot_rqc_t *r, int32_t acc0, int3
     case TINYAOT_RQ_ORT: tinyaot_rqc_apply2_m(r, acc0, acc1, ch, o0, o1, TINYAOT_RQ_ORT); break;
     case TINYAOT_RQ_TFLITE: tinyaot_rqc_apply2_m(r, acc0, acc1, ch, o0, o1, TINYAOT_RQ_TFLITE); break;
     case TINYAOT_RQ_SMLAL: tinyaot_rqc_apply2_m(r, acc0, acc1, ch, o0, o1, TINYAOT_RQ_SMLAL); break;
-    case TINYAOT_RQ_FLOAT_SAT:
-        tinyaot_rqc_apply2_m(r, acc0, acc1, ch, o0, o1, TINYAOT_RQ_FLOAT_SAT);
-        break;
     default: tinyaot_rqc_apply2_m(r, acc0, acc1, ch, o0, o1, TINYAOT_RQ_SMLAL_SAT); break;
     }
 }
@@ -341,7 +340,6 @@ static inline int8_t tinyaot_rqc_apply(const tinyaot_rqc_t *r, int32_t acc, int3
     case TINYAOT_RQ_ORT: return tinyaot_rqc_apply_m(r, acc, ch, TINYAOT_RQ_ORT);
     case TINYAOT_RQ_TFLITE: return tinyaot_rqc_apply_m(r, acc, ch, TINYAOT_RQ_TFLITE);
     case TINYAOT_RQ_SMLAL: return tinyaot_rqc_apply_m(r, acc, ch, TINYAOT_RQ_SMLAL);
-    case TINYAOT_RQ_FLOAT_SAT: return tinyaot_rqc_apply_m(r, acc, ch, TINYAOT_RQ_FLOAT_SAT);
     default: return tinyaot_rqc_apply_m(r, acc, ch, TINYAOT_RQ_SMLAL_SAT);
     }
 }

@@ -483,6 +483,20 @@ static __attribute__((noinline)) void dw_run_float_sat(const tinyaot_conv_dims_t
     dw_run(d, &rq, input, wbase, off, output, TINYAOT_RQ_FLOAT_SAT);
 }
 
+/* The modes of tinyaot_rqc, one inlined copy of the loops each. */
+static __attribute__((noinline)) void dw_fixed(const tinyaot_conv_dims_t *d,
+                                               const tinyaot_requant_t *q, const int8_t *input,
+                                               const uint32_t *wbase, uint32_t off, int8_t *output)
+{
+    const tinyaot_rqc_t rq = tinyaot_rqc(q);
+    switch (rq.mode) {
+    case TINYAOT_RQ_ORT: dw_run(d, &rq, input, wbase, off, output, TINYAOT_RQ_ORT); break;
+    case TINYAOT_RQ_TFLITE: dw_run(d, &rq, input, wbase, off, output, TINYAOT_RQ_TFLITE); break;
+    case TINYAOT_RQ_SMLAL: dw_run(d, &rq, input, wbase, off, output, TINYAOT_RQ_SMLAL); break;
+    default: dw_run(d, &rq, input, wbase, off, output, TINYAOT_RQ_SMLAL_SAT); break;
+    }
+}
+
 int tinyaot_depthwise_conv_fast_s8(const tinyaot_conv_dims_t *d, const tinyaot_requant_t *q,
                                    const int8_t *input, const int32_t *packed_weights,
                                    int8_t *output)
@@ -491,15 +505,12 @@ int tinyaot_depthwise_conv_fast_s8(const tinyaot_conv_dims_t *d, const tinyaot_r
     if (d->out_c != ch || (ch & 3) != 0) {
         return TINYAOT_ERR_ARG;
     }
-    const tinyaot_rqc_t rq = tinyaot_rqc_records(q);
     const uint32_t off = tinyaot_pack16(-q->in_zp, -q->in_zp);
     const uint32_t *wbase = (const uint32_t *)(const void *)packed_weights;
-    switch (rq.mode) {
-    case TINYAOT_RQ_ORT: dw_run(d, &rq, input, wbase, off, output, TINYAOT_RQ_ORT); break;
-    case TINYAOT_RQ_TFLITE: dw_run(d, &rq, input, wbase, off, output, TINYAOT_RQ_TFLITE); break;
-    case TINYAOT_RQ_SMLAL: dw_run(d, &rq, input, wbase, off, output, TINYAOT_RQ_SMLAL); break;
-    case TINYAOT_RQ_FLOAT_SAT: dw_run_float_sat(d, q, input, wbase, off, output); break;
-    default: dw_run(d, &rq, input, wbase, off, output, TINYAOT_RQ_SMLAL_SAT); break;
+    if (tinyaot_rqc_records(q).mode == TINYAOT_RQ_FLOAT_SAT) {
+        dw_run_float_sat(d, q, input, wbase, off, output);
+        return TINYAOT_OK;
     }
+    dw_fixed(d, q, input, wbase, off, output);
     return TINYAOT_OK;
 }
