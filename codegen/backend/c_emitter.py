@@ -373,6 +373,8 @@ class _Emitter:
                       f"{p['b_mult']}, {p['b_shift']}, {p['out_mult']}, {p['out_shift']}, 0.0f, 0, {luts}")
         self.consts.append(f"static const tinyaot_add_params_t {lid}_p = {{ {fields} }};\n")
         kernel = "tinyaot_add_fast_s8"
+        if "a_scale" in p:  # ort: the fast kernel falls back to it without tables
+            self.kernels.add("tinyaot_add_s8")
         info["kernel"] = kernel
         pb = (self.const("int8_t", f"{lid}_b", b.data.reshape(-1).astype(np.int8)) if b.is_const
               else self.ptr(b.name))
