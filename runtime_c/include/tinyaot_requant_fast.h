@@ -250,10 +250,15 @@ static inline int8_t tinyaot_requant_ort_fast(int32_t acc, float scale, int32_t 
 /* tinyaot_rqc, and for onnxruntime layers that keep the whole int8 range and
  * come with {bias, scale} records (the conv and depthwise kernels' only):
  * TINYAOT_RQ_FLOAT_SAT. */
+static inline int tinyaot_rq_float_records(const tinyaot_requant_t *q)
+{
+    return q->scale && q->rq && !q->post_bias && q->act_min <= -128 && q->act_max >= 127;
+}
+
 static inline tinyaot_rqc_t tinyaot_rqc_records(const tinyaot_requant_t *q)
 {
     tinyaot_rqc_t r = tinyaot_rqc(q);
-    if (q->scale && q->rq && !q->post_bias && q->act_min <= -128 && q->act_max >= 127) {
+    if (tinyaot_rq_float_records(q)) {
         r.mode = TINYAOT_RQ_FLOAT_SAT;
     }
     return r;

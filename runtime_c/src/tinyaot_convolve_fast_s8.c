@@ -151,14 +151,16 @@ static __attribute__((noinline)) void conv_float_sat(const tinyaot_conv_dims_t *
     }
 }
 
-/* The modes of tinyaot_rqc (chosen per pixel pair by tinyaot_gemm_2col). */
-static __attribute__((noinline)) int conv_fixed(const tinyaot_conv_dims_t *d,
-                                                const tinyaot_requant_t *q, const int8_t *input,
-                                                const int32_t *packed_weights, uint32_t *scratch,
-                                                int8_t *output)
+int tinyaot_convolve_fast_s8(const tinyaot_conv_dims_t *d, const tinyaot_requant_t *q,
+                             const int8_t *input, const int32_t *packed_weights,
+                             uint32_t *scratch, int8_t *output)
 {
     if (d->groups != 1) {
         return TINYAOT_ERR_ARG;
+    }
+    if (tinyaot_rq_float_records(q)) { /* onnxruntime, {bias, scale} records */
+        conv_float_sat(d, q, input, packed_weights, scratch, output);
+        return TINYAOT_OK;
     }
     const int32_t nquads = d->k_h * padded_row(d) / 4;
     const int32_t npix = d->out_h * d->out_w;
@@ -200,15 +202,4 @@ static __attribute__((noinline)) int conv_fixed(const tinyaot_conv_dims_t *d,
         tinyaot_gemm_1col(scratch, nquads, packed_weights, out_c, &rq, output + p * out_c);
     }
     return TINYAOT_OK;
-}
-
-int tinyaot_convolve_fast_s8(const tinyaot_conv_dims_t *d, const tinyaot_requant_t *q,
-                             const int8_t *input, const int32_t *packed_weights,
-                             uint32_t *scratch, int8_t *output)
-{
-    if (d->groups == 1 && tinyaot_rqc_records(q).mode == TINYAOT_RQ_FLOAT_SAT) {
-        conv_float_sat(d, q, input, packed_weights, scratch, output);
-        return TINYAOT_OK;
-    }
-    return conv_fixed(d, q, input, packed_weights, scratch, output);
 }
