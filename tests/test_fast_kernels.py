@@ -24,7 +24,8 @@ import numpy as np
 import pytest
 
 from codegen.backend.fast_pack import (add_tables, conv_gemm_weights, conv_scratch_bytes,
-                                       fc_scratch_bytes, pack_depthwise, pack_gemm, smlal_requant)
+                                       fc_scratch_bytes, float_requant, pack_depthwise, pack_gemm,
+                                       smlal_requant)
 
 from conftest import REPO, require_arm_toolchain
 
@@ -327,7 +328,7 @@ def _requant(ffi, keep, cout, numerics, rng, in_zp, out_zp, lo=-128, hi=127):
     q = ffi.new("tinyaot_requant_t *")
     q.in_zp, q.out_zp, q.act_min, q.act_max = in_zp, out_zp, lo, hi
     q.bias = _ptr(ffi, bias, "int32_t")
-    if numerics == "ort":
+    if numerics in ("ort", "ort_records"):
         scale = (rng.uniform(0.3, 3.0, cout) / 2000).astype(np.float32)
         keep.append(scale)
         q.scale = _ptr(ffi, scale, "float")
@@ -345,7 +346,16 @@ def _requant(ffi, keep, cout, numerics, rng, in_zp, out_zp, lo=-128, hi=127):
 
 def _attach_smlal(ffi, keep, q, cout, numerics):
     """tflite_smlal: also give the kernels the one-SMLAL words (after any change
-    to the shifts), as the code generator does."""
+    to the shifts), as the code generator does; ort_records: the {bias, scale}
+    records of onnxruntime's requantization (whole int8 range only)."""
+    if numerics == "ort_records":
+        assert q.act_min == -128 and q.act_max == 127
+        scale = np.frombuffer(ffi.buffer(q.scale, 4 * cout), np.float32)
+        bias = np.frombuffer(ffi.buffer(q.bias, 4 * cout), np.int32)
+        rq = float_requant(scale, bias)
+        keep.append(rq)
+        q.rq = _ptr(ffi, rq, "int32_t")
+        return
     if numerics != "tflite_smlal":
         return
     mult = np.frombuffer(ffi.buffer(q.mult, 4 * cout), np.int32)
@@ -401,7 +411,7 @@ CONV_CASES = [  # h, w, cin, cout, kh, kw, stride, dil, pads(t, l, b, r)
 ]
 
 
-@pytest.mark.parametrize("numerics", ["tflite", "tflite_smlal", "ort"])
+@pytest.mark.parametrize("numerics", ["tflite", "tflite_smlal", "ort", "ort_records"])
 @pytest.mark.parametrize("case", CONV_CASES, ids=lambda c: "x".join(map(str, c[:6])))
 def test_fast_conv_matches_reference_kernel_and_numpy(lib, case, numerics):
     ffi, L = lib
@@ -413,7 +423,8 @@ def test_fast_conv_matches_reference_kernel_and_numpy(lib, case, numerics):
     oh = _out_size(h, kh, stride[0], dil[0], pads[0], pads[2])
     ow = _out_size(wd, kw, stride[1], dil[1], pads[1], pads[3])
     keep = []
-    q, bias = _requant(ffi, keep, cout, numerics, rng, in_zp, out_zp, -100, 120)
+    lo, hi = (-128, 127) if numerics == "ort_records" else (-100, 120)
+    q, bias = _requant(ffi, keep, cout, numerics, rng, in_zp, out_zp, lo, hi)
     _attach_smlal(ffi, keep, q, cout, numerics)
     d = _dims(ffi, [h, wd, cin, oh, ow, cout, kh, kw, stride[0], stride[1], dil[0], dil[1],
                     pads[0], pads[1], 1])
@@ -432,13 +443,14 @@ def test_fast_conv_matches_reference_kernel_and_numpy(lib, case, numerics):
     # the numpy oracle pins the accumulators: an all-clamped output would prove nothing
     acc = np_conv(x.astype(np.int64), w, in_zp, stride, dil, pads) + bias
     assert len(np.unique(ref)) > min(10, ref.size // 2)
-    if numerics == "ort":
+    if numerics in ("ort", "ort_records"):
         s = np.frombuffer(ffi.buffer(q.scale, 4 * cout), np.float32)
-        v = np.clip((acc.astype(np.float32) * s), -100 - out_zp, 120 - out_zp)
+        v = np.clip((acc.astype(np.float32) * s), lo - out_zp, hi - out_zp)
         assert np.array_equal(np.rint(v).astype(np.int64) + out_zp, ref.astype(np.int64))
+        assert np.array_equal(np.rint(v).astype(np.int64) + out_zp, fast.astype(np.int64))
 
 
-@pytest.mark.parametrize("numerics", ["tflite", "tflite_smlal", "ort"])
+@pytest.mark.parametrize("numerics", ["tflite", "tflite_smlal", "ort", "ort_records"])
 @pytest.mark.parametrize("case", [
     (6, 6, 8, 3, 3, (1, 1), (1, 1), (1, 1, 1, 1)),
     (9, 8, 12, 3, 3, (2, 2), (1, 1), (0, 0, 1, 1)),
@@ -457,7 +469,7 @@ def test_fast_depthwise_matches_reference_kernel(lib, case, numerics):
     ow = _out_size(wd, kw, stride[1], dil[1], pads[1], pads[3])
     keep = []
     q, bias = _requant(ffi, keep, c, numerics, rng, in_zp, out_zp)
-    if numerics != "ort":
+    if numerics not in ("ort", "ort_records"):
         shift = np.frombuffer(ffi.buffer(q.shift, 4 * c), np.int32)
         shift[:] = rng.integers(-9, -5, c)  # 9-25 MACs per output: keep outputs unsaturated
     _attach_smlal(ffi, keep, q, c, numerics)
@@ -474,10 +486,11 @@ def test_fast_depthwise_matches_reference_kernel(lib, case, numerics):
     assert len(np.unique(ref)) > 10
     assert np.array_equal(ref, fast)
     acc = np_conv(x.astype(np.int64), w, in_zp, stride, dil, pads, groups=c) + bias
-    if numerics == "ort":
+    if numerics in ("ort", "ort_records"):
         s = np.frombuffer(ffi.buffer(q.scale, 4 * c), np.float32)
         v = np.clip(acc.astype(np.float32) * s, -128 - out_zp, 127 - out_zp)
         assert np.array_equal(np.rint(v).astype(np.int64) + out_zp, ref.astype(np.int64))
+        assert np.array_equal(np.rint(v).astype(np.int64) + out_zp, fast.astype(np.int64))
 
 
 def _fc_case(rows, k, n, numerics, clamp, seed, scale_mul=1.0):

@@ -571,7 +571,10 @@ def pool_fields(g, n, p):
             "in_scale": p.get("in_scale", 0.0), "out_scale": p.get("out_scale", 0.0),
             "in_zp": p.get("in_zp", 0), "out_zp": p.get("out_zp", 0),
             "mean_mult": p.get("mean_mult", 0), "mean_shift": p.get("mean_shift", 0),
-            "mean_bias": p.get("mean_bias", 0)}
+            "mean_bias": p.get("mean_bias", 0),
+            # the compile-time dequantization table, as the C emitter gives it
+            "dq_lut": (fast_pack.dequant_table(p["in_scale"], p["in_zp"])
+                       if n.op == "avgpool" and use_float == 1 else None)}
 
 
 @pytest.mark.parametrize("numerics", NUMERICS)

@@ -69,10 +69,12 @@ class _Emitter:
         self.kernels.add(kernel)
         self.body.append(f"    if ({kernel}({', '.join(args)}) != TINYAOT_OK) return -1;")
 
-    def requant(self, lid, p, fast=False):
+    def requant(self, lid, p, fast=False, float_records=False):
         """The layer's tinyaot_requant_t; `fast` (a fast kernel's): also the
-        one-SMLAL records when every channel allows (fast_pack.smlal_requant)."""
-        from .fast_pack import smlal_requant
+        one-SMLAL records when every channel allows (fast_pack.smlal_requant);
+        `float_records` (fast conv / depthwise, ort, whole int8 range): the
+        {bias, scale} records (fast_pack.float_requant)."""
+        from .fast_pack import float_requant, smlal_requant
 
         bias = self.const("int32_t", f"{lid}_bias", p["bias"])
         if "scale" in p:
@@ -81,6 +83,9 @@ class _Emitter:
             if "post_bias" in p:  # ConvInteger / MatMulInteger: float(acc) * scale + post_bias, Q
                 pb = self.const("float", f"{lid}_post_bias", p["post_bias"])
                 extra += f", {pb}, {c_float(p['out_scale'])}, NULL"
+            elif float_records and p["act_min"] <= -128 and p["act_max"] >= 127:
+                rq = self.const("int32_t", f"{lid}_rq", float_requant(p["scale"], p["bias"]), align=8)
+                extra += f", NULL, 0.0f, {rq}"
             else:
                 extra += ", NULL, 0.0f, NULL"
         else:
@@ -324,7 +329,8 @@ class _Emitter:
         if "mult" in p and np.any(np.asarray(p["mult"]) < 0):
             raise NotImplementedError("fast kernels need non-negative multipliers")
         kind = n.attrs["fast_kernel"]
-        q = self.requant(lid, p, fast=True)
+        # fc: tinyaot_fully_connected_fast_s8 keeps the float scales (not its records)
+        q = self.requant(lid, p, fast=True, float_records=kind != "fc")
         x, y = n.inputs[0], n.outputs[0]
         if kind == "depthwise":
             wt = w.data[:, 0].transpose(1, 2, 0)  # [k_h][k_w][c]
@@ -362,11 +368,17 @@ class _Emitter:
         else:
             raise NotImplementedError("Add broadcasting other than a scalar or a constant row")
         if "a_scale" in p:
+            from .fast_pack import ort_add_tables
+
             mode = p.get("mode", 1)  # 1: DQ -> float add -> Q; 2: MLAS QLinearAdd
+            tables = ort_add_tables(p, stride == 0)
+            luts = ("NULL, NULL" if tables is None else
+                    f"{self.const('int32_t', f'{lid}_alut', tables[0])}, "
+                    f"{self.const('int32_t', f'{lid}_blut', tables[1])}")
             fields = (f"{p['a_zp']}, {p['b_zp']}, {p['out_zp']}, {p['act_min']}, {p['act_max']}, "
                       f"{c_float(p['a_scale'])}, {c_float(p['b_scale'])}, "
                       f"{c_float(p.get('out_scale', 0.0))}, {mode}, 0, 0, 0, 0, 0, 0, 0, "
-                      f"{c_float(p.get('qlinear_fixed', 0.0))}, {p.get('u8_shift', 0)}, NULL, NULL, NULL")
+                      f"{c_float(p.get('qlinear_fixed', 0.0))}, {p.get('u8_shift', 0)}, {luts}, NULL")
         else:
             from .fast_pack import add_tables
 
@@ -378,7 +390,9 @@ class _Emitter:
                       f"0.0f, 0.0f, 0.0f, 0, {p['left_shift']}, {p['a_mult']}, {p['a_shift']}, "
                       f"{p['b_mult']}, {p['b_shift']}, {p['out_mult']}, {p['out_shift']}, 0.0f, 0, {luts}")
         self.consts.append(f"static const tinyaot_add_params_t {lid}_p = {{ {fields} }};\n")
-        kernel = "tinyaot_add_fast_s8" if "a_scale" not in p else "tinyaot_add_s8"
+        kernel = "tinyaot_add_fast_s8"
+        if "a_scale" in p:  # ort: the fast kernel falls back to it without tables
+            self.kernels.add("tinyaot_add_s8")
         info["kernel"] = kernel
         pb = (self.const("int8_t", f"{lid}_b", b.data.reshape(-1).astype(np.int8)) if b.is_const
               else self.ptr(b.name))
@@ -409,6 +423,12 @@ class _Emitter:
         fields += (f", {c_float(p.get('in_scale', 0.0))}, {c_float(p.get('out_scale', 0.0))}, "
                    f"{p.get('in_zp', 0)}, {p.get('out_zp', 0)}, {p.get('mean_mult', 0)}, "
                    f"{p.get('mean_shift', 0)}, {p.get('mean_bias', 0)}")
+        if n.op == "avgpool" and use_float in (1, 3):
+            from .fast_pack import dequant_table
+
+            fields += ", " + self.const("float", f"{lid}_dq", dequant_table(p["in_scale"], p["in_zp"]))
+        else:
+            fields += ", NULL"
         self.consts.append(f"static const tinyaot_pool_params_t {lid}_p = {{ {fields} }};\n")
         kernel = "tinyaot_avgpool_s8" if n.op == "avgpool" else "tinyaot_maxpool_s8"
         info["kernel"] = kernel

@@ -85,6 +85,16 @@ def smlal_requant(mult, shift, bias):
     return words.astype(np.int32).reshape(-1)
 
 
+def float_requant(scale, bias):
+    """Per-channel records {bias, float32 bits of scale} for onnxruntime's
+    requantization in the fast conv / depthwise kernels (TINYAOT_RQ_FLOAT_SAT,
+    tinyaot_requant_fast.h): the kernels start each accumulator at the bias
+    and read the scale next to it."""
+    s = np.ascontiguousarray(np.asarray(scale, dtype=np.float32).reshape(-1))
+    b = np.broadcast_to(np.asarray(bias, dtype=np.int32), s.shape)
+    return np.stack([b, s.view(np.int32)], axis=1).reshape(-1)
+
+
 def add_tables(p):
     """tinyaot_add_fast_s8's compile-time tables for tflite Add parameters p
     (reference/tflite_fixedpoint.py:add_params): for each input, TFLite's
@@ -100,3 +110,65 @@ def add_tables(p):
         luts.append(np.asarray(tfp.multiply_by_quantized_multiplier_smaller_than_one_exp(
             v, int(m), int(s)), dtype=np.int64).astype(np.int32))
     return luts[0], luts[1], smlal_requant([p["out_mult"]], [p["out_shift"]], [0])
+
+
+def dequant_table(scale, zp):
+    """float(x - zp) * scale for x = -128..127 (reference/ort_float.py:dequantize,
+    the same float32 operations): onnxruntime's DequantizeLinear of every int8."""
+    from ..reference import ort_float as of
+
+    return of.dequantize(np.arange(-128, 128), scale, zp)
+
+
+def _fma_f32_exact(x, y, z):
+    """float32 fma(x, y, z) of float32 operands: the exact value, rounded once
+    to nearest even (no double rounding), for normal results."""
+    from fractions import Fraction
+
+    v = Fraction(float(x)) * Fraction(float(y)) + Fraction(float(z))
+    if v == 0:
+        return np.float32(0.0)
+    a = abs(v)
+    e = a.numerator.bit_length() - a.denominator.bit_length() - 24
+    while a / Fraction(2) ** e >= 2 ** 24:
+        e += 1
+    while a / Fraction(2) ** e < 2 ** 23:
+        e -= 1
+    q = a / Fraction(2) ** e
+    m = q.numerator // q.denominator
+    rem = q - m
+    if rem > Fraction(1, 2) or (rem == Fraction(1, 2) and m % 2 == 1):
+        m += 1
+    r = np.float32(m * 2.0 ** e)  # m <= 2^24: exact
+    return -r if v < 0 else r
+
+
+def ort_add_tables(p, b_broadcast):
+    """tinyaot_add_fast_s8's tables (float32 bits, int32 words) for an ort
+    Add with parameters p (prepare.py:_add), or None when the kernel must
+    keep the reference path. use_float 1 (DequantizeLinear -> Add ->
+    QuantizeLinear): each input's dequantized value float(x - zp) * scale
+    (reference/ort_float.py:dequantize, the same float32 operations).
+    use_float 2 (MLAS QLinearAdd, reference/ort_qlinear_add.py): a's value as
+    ORT holds it, float(x + u8_shift), and b's inner fma(float(b + u8_shift),
+    r_b, fixed), or for a broadcast b MLAS's unfused fold fixed + b * r_b."""
+    x = np.arange(-128, 128)
+    if p.get("mode", 1) == 1:
+        la = dequant_table(p["a_scale"], p["a_zp"])
+        lb = dequant_table(p["b_scale"], p["b_zp"])
+    else:
+        sh = int(p["u8_shift"])
+        fx = (x + sh).astype(np.float32)
+        fixed, rb, ra = np.float32(p["qlinear_fixed"]), np.float32(p["b_scale"]), np.float32(p["a_scale"])
+        la = fx
+        if b_broadcast:
+            lb = (fixed + (fx * rb).astype(np.float32)).astype(np.float32)
+        else:
+            lb = np.array([_fma_f32_exact(v, rb, fixed) for v in fx], dtype=np.float32)
+        # MLAS turns t >= 2^31 into the low bound; VCVTR would saturate high: keep t small
+        if not np.all(np.isfinite(lb)) or \
+                np.abs(la).max() * abs(float(ra)) + np.abs(lb.astype(np.float64)).max() >= 2.0 ** 30:
+            return None
+    return (np.ascontiguousarray(la, dtype=np.float32).view(np.int32),
+            np.ascontiguousarray(lb, dtype=np.float32).view(np.int32))
+

@@ -165,6 +165,41 @@ static inline __attribute__((always_inline)) void tinyaot_rq_2x1_sat(const uint3
                      : "memory");
 }
 
+#if TINYAOT_HAVE_FPU_ASM
+/* The same with onnxruntime's float requantization (records p = {bias, scale}
+ * of oc, then of oc + 1; TINYAOT_RQF_ONE): 8.5 instructions per output. */
+static inline __attribute__((always_inline)) void tinyaot_rqf_2x2_sat(const uint32_t acc[4],
+                                                                      const int32_t *p, int32_t zp,
+                                                                      int8_t *o0, int8_t *o1)
+{
+    uint32_t a00 = acc[0], a01 = acc[1], a10 = acc[2], a11 = acc[3];
+    float f, sc;
+    /* volatile: its only effect is the stores */
+    __asm__ volatile("vldr %[sc], [%[p], #4]\n\t"
+                     TINYAOT_RQF_ONE("a00", "o0", "0") TINYAOT_RQF_ONE("a01", "o1", "0")
+                     "vldr %[sc], [%[p], #12]\n\t"
+                     TINYAOT_RQF_ONE("a10", "o0", "1") TINYAOT_RQF_ONE("a11", "o1", "1")
+                     : [a00] "+r"(a00), [a01] "+r"(a01), [a10] "+r"(a10), [a11] "+r"(a11),
+                       [f] "=&t"(f), [sc] "=&t"(sc)
+                     : [p] "r"(p), [o0] "r"(o0), [o1] "r"(o1), [zp] "r"(zp)
+                     : "memory");
+}
+
+static inline __attribute__((always_inline)) void tinyaot_rqf_2x1_sat(const uint32_t acc[2],
+                                                                      const int32_t *p, int32_t zp,
+                                                                      int8_t *o)
+{
+    uint32_t a0 = acc[0], a1 = acc[1];
+    float f, sc;
+    /* volatile: its only effect is the stores */
+    __asm__ volatile("vldr %[sc], [%[p], #4]\n\t" TINYAOT_RQF_ONE("a0", "o", "0")
+                     "vldr %[sc], [%[p], #12]\n\t" TINYAOT_RQF_ONE("a1", "o", "1")
+                     : [a0] "+r"(a0), [a1] "+r"(a1), [f] "=&t"(f), [sc] "=&t"(sc)
+                     : [p] "r"(p), [o] "r"(o), [zp] "r"(zp)
+                     : "memory");
+}
+#endif
+
 /* acc[0..1] += an output channel pair's rows . one column (2 words per
  * quad), nq >= 1 quads; weights by one LDM into r8-r11 per quad. Two quads
  * per loop pass (7 instructions per 8 MACs), one before when nq is odd.
@@ -276,23 +311,49 @@ static inline const uint32_t *tinyaot_dot_2x1(const uint32_t *x, const uint32_t 
 }
 #endif
 
+#if !TINYAOT_HAVE_FPU_ASM
+static inline void tinyaot_rqf_2x2_sat(const uint32_t acc[4], const int32_t *p, int32_t zp,
+                                       int8_t *o0, int8_t *o1)
+{
+    int8_t *o[4] = {o0, o1, o0 + 1, o1 + 1};
+    for (int32_t i = 0; i < 4; ++i) {
+        *o[i] = tinyaot_requant_float_sat(tinyaot_fp_s32(acc[i]), p[2 * (i >> 1) + 1], zp);
+    }
+}
+
+static inline void tinyaot_rqf_2x1_sat(const uint32_t acc[2], const int32_t *p, int32_t zp,
+                                       int8_t *o)
+{
+    o[0] = tinyaot_requant_float_sat(tinyaot_fp_s32(acc[0]), p[1], zp);
+    o[1] = tinyaot_requant_float_sat(tinyaot_fp_s32(acc[1]), p[3], zp);
+}
+#endif
+
 /* Two interleaved columns x nquads, all out_c channels; o0 / o1 get the
- * requantized outputs of column 0 / 1. */
+ * requantized outputs of column 0 / 1. (tinyaot_gemm_2col: the modes of
+ * tinyaot_rqc, chosen per call; TINYAOT_RQ_FLOAT_SAT layers call
+ * tinyaot_gemm_2col_m with the mode as a constant.) */
 static inline __attribute__((always_inline)) void tinyaot_gemm_2col_m(
     const uint32_t *cols, int32_t nquads, const int32_t *w, int32_t out_c, const tinyaot_rqc_t *rq,
     int8_t *o0, int8_t *o1, int mode, int parity)
 {
     const uint32_t *wp = (const uint32_t *)(const void *)w;
     int32_t oc = 0;
-    if (mode == TINYAOT_RQ_SMLAL_SAT) {
+    if (mode == TINYAOT_RQ_SMLAL_SAT || mode == TINYAOT_RQ_FLOAT_SAT) {
         /* accumulators start at the biases; straight-line requantization */
         const int32_t *p = rq->rq;
         const int32_t zp = rq->zp;
+        const int32_t rw = TINYAOT_RQ_WORDS(mode), rb = TINYAOT_RQ_BIAS(mode);
         for (; oc + 1 < out_c; oc += 2) {
-            uint32_t acc[4] = {(uint32_t)p[4], (uint32_t)p[4], (uint32_t)p[9], (uint32_t)p[9]};
+            uint32_t acc[4] = {(uint32_t)p[rb], (uint32_t)p[rb], (uint32_t)p[rw + rb],
+                               (uint32_t)p[rw + rb]};
             wp = tinyaot_dot_2x2_p(cols, wp, nquads, acc, parity);
-            tinyaot_rq_2x2_sat(acc, p, zp, o0 + oc, o1 + oc);
-            p += 10;
+            if (mode == TINYAOT_RQ_FLOAT_SAT) {
+                tinyaot_rqf_2x2_sat(acc, p, zp, o0 + oc, o1 + oc);
+            } else {
+                tinyaot_rq_2x2_sat(acc, p, zp, o0 + oc, o1 + oc);
+            }
+            p += 2 * rw;
         }
     }
     for (; oc < out_c; oc += 2) {
@@ -354,6 +415,27 @@ static inline __attribute__((always_inline)) void tinyaot_gemm_1col(const uint32
         if (oc + 1 < out_c) {
             o[oc + 1] = tinyaot_rqc_apply(rq, tinyaot_fp_s32(acc[1]), oc + 1);
         }
+    }
+}
+
+/* tinyaot_gemm_1col for TINYAOT_RQ_FLOAT_SAT (records {bias, scale}); out_c even
+ * or odd, as there. */
+static inline __attribute__((always_inline)) void tinyaot_gemm_1col_float_sat(
+    const uint32_t *col, int32_t nquads, const int32_t *w, int32_t out_c, const tinyaot_rqc_t *rq,
+    int8_t *o)
+{
+    const uint32_t *wp = (const uint32_t *)(const void *)w;
+    const int32_t *p = rq->rq;
+    int32_t oc = 0;
+    for (; oc + 1 < out_c; oc += 2, p += 4) {
+        uint32_t acc[2] = {(uint32_t)p[0], (uint32_t)p[2]};
+        wp = tinyaot_dot_2x1(col, wp, nquads, acc);
+        tinyaot_rqf_2x1_sat(acc, p, rq->zp, o + oc);
+    }
+    if (oc < out_c) { /* the last, odd channel: its packed pair has a zero row */
+        uint32_t acc[2] = {(uint32_t)p[0], 0u};
+        tinyaot_dot_2x1(col, wp, nquads, acc);
+        o[oc] = tinyaot_requant_float_sat(tinyaot_fp_s32(acc[0]), p[1], rq->zp);
     }
 }
 

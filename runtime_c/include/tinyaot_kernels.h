@@ -189,6 +189,9 @@ typedef struct {
     float in_scale, out_scale;
     int32_t in_zp, out_zp;
     int32_t mean_mult, mean_shift, mean_bias;
+    /* ort average (use_float 1, 3), or NULL: dq_lut[x + 128] = float(x - in_zp) * in_scale,
+     * the dequantized value of every int8 (compile time, the same float) */
+    const float *dq_lut;
 } tinyaot_pool_params_t;
 
 int tinyaot_avgpool_s8(const tinyaot_pool_params_t *p, const int8_t *input, int8_t *output);

@@ -16,6 +16,7 @@
 #define TINYAOT_REQUANT_FAST_H
 
 #include <stdint.h>
+#include <string.h>
 
 #include "tinyaot_intrinsics.h"
 #include "tinyaot_kernels.h"
@@ -103,8 +104,83 @@ enum {
     TINYAOT_RQ_ORT = 0,       /* float scale (onnxruntime) */
     TINYAOT_RQ_TFLITE = 1,    /* tinyaot_requant_tflite_fast (some shift >= 0) */
     TINYAOT_RQ_SMLAL = 2,     /* tinyaot_mbqm_smlal, clamp to [lo, hi] */
-    TINYAOT_RQ_SMLAL_SAT = 3  /* tinyaot_mbqm_smlal, [lo, hi] = [-128, 127]: SSAT only */
+    TINYAOT_RQ_SMLAL_SAT = 3, /* tinyaot_mbqm_smlal, [lo, hi] = [-128, 127]: SSAT only */
+    TINYAOT_RQ_FLOAT_SAT = 4  /* onnxruntime, records {bias, scale}, [lo, hi] = [-128, 127] */
 };
+
+/* Per-channel requantization records: words per channel and where the bias is. */
+#define TINYAOT_RQ_WORDS(mode) ((mode) == TINYAOT_RQ_FLOAT_SAT ? 2 : 5)
+#define TINYAOT_RQ_BIAS(mode) ((mode) == TINYAOT_RQ_FLOAT_SAT ? 0 : 4)
+
+/* onnxruntime's requantization (tinyaot_requant_ort) to the whole int8 range,
+ * acc with the bias: round_half_even(float(acc) * scale) + zp, saturated.
+ * On an FPU core that is VCVT, VMUL, VCVTR (rounds in the FPSCR mode:
+ * round to nearest even, the reset default) and a saturating add of the zero
+ * point, then SSAT. Clamping before rounding (MLAS) and after it give the
+ * same integer: rounding is monotonic and the bounds are integers; QADD keeps
+ * a saturated VCVTR (|v| >= 2^31) from wrapping. scale_bits: the float's bits
+ * (records are int32 words). */
+#if TINYAOT_HAVE_DSP_ASM && defined(__ARM_FP) && (__ARM_FP & 4)
+#define TINYAOT_HAVE_FPU_ASM 1
+/* One output: A (an int32 register operand, overwritten) -> int8 at O + OOFF,
+ * with the channel's scale in float operand sc; operands f (float scratch), zp. */
+#define TINYAOT_RQF_ONE(A, O, OOFF)                                                                \
+    "vmov %[f], %[" A "]\n\t"                                                                      \
+    "vcvt.f32.s32 %[f], %[f]\n\t"                                                                 \
+    "vmul.f32 %[f], %[f], %[sc]\n\t"                                                              \
+    "vcvtr.s32.f32 %[f], %[f]\n\t"                                                                \
+    "vmov %[" A "], %[f]\n\t"                                                                      \
+    "qadd %[" A "], %[" A "], %[zp]\n\t"                                                            \
+    "ssat %[" A "], #8, %[" A "]\n\t"                                                               \
+    "strb %[" A "], [%[" O "], #" OOFF "]\n\t"
+static inline __attribute__((always_inline)) int8_t tinyaot_requant_float_sat(int32_t acc,
+                                                                              int32_t scale_bits,
+                                                                              int32_t zp)
+{
+    float f, sc;
+    int32_t r = acc;
+    __asm__("vmov %[sc], %[sb]\n\t"
+            "vmov %[f], %[r]\n\t"
+            "vcvt.f32.s32 %[f], %[f]\n\t"
+            "vmul.f32 %[f], %[f], %[sc]\n\t"
+            "vcvtr.s32.f32 %[f], %[f]\n\t"
+            "vmov %[r], %[f]\n\t"
+            "qadd %[r], %[r], %[zp]\n\t"
+            "ssat %[r], #8, %[r]"
+            : [r] "+r"(r), [f] "=&t"(f), [sc] "=&t"(sc)
+            : [sb] "r"(scale_bits), [zp] "r"(zp));
+    return (int8_t)r;
+}
+
+/* round_half_even(v) + zp, saturated to int32 (VCVTR saturates too); the
+ * callers clamp the result. */
+static inline __attribute__((always_inline)) int32_t tinyaot_round_add_fpu(float v, int32_t zp)
+{
+    int32_t r;
+    __asm__("vcvtr.s32.f32 %[v], %[v]\n\t"
+            "vmov %[r], %[v]\n\t"
+            "qadd %[r], %[r], %[zp]"
+            : [r] "=r"(r), [v] "+t"(v)
+            : [zp] "r"(zp));
+    return r;
+}
+#else
+#define TINYAOT_HAVE_FPU_ASM 0
+static inline int8_t tinyaot_requant_float_sat(int32_t acc, int32_t scale_bits, int32_t zp)
+{
+    float scale;
+    memcpy(&scale, &scale_bits, sizeof scale);
+    return tinyaot_requant_ort(acc, scale, zp, -128, 127);
+}
+#endif
+
+/* Float bits in an int32 table word (the compile-time tables are int32). */
+static inline float tinyaot_f32_bits(int32_t w)
+{
+    float f;
+    memcpy(&f, &w, sizeof f);
+    return f;
+}
 
 /* The requantization parameters of one layer, copied to locals once per call
  * (so int8 stores through the output pointer cannot force reloads). */
@@ -171,6 +247,23 @@ static inline int8_t tinyaot_requant_ort_fast(int32_t acc, float scale, int32_t 
 
 /* acc (bias included) of channel ch -> int8, in requantization mode `mode`
  * (a constant after inlining); not for the SMLAL modes. */
+/* tinyaot_rqc, and for onnxruntime layers that keep the whole int8 range and
+ * come with {bias, scale} records (the conv and depthwise kernels' only):
+ * TINYAOT_RQ_FLOAT_SAT. */
+static inline int tinyaot_rq_float_records(const tinyaot_requant_t *q)
+{
+    return q->scale && q->rq && !q->post_bias && q->act_min <= -128 && q->act_max >= 127;
+}
+
+static inline tinyaot_rqc_t tinyaot_rqc_records(const tinyaot_requant_t *q)
+{
+    tinyaot_rqc_t r = tinyaot_rqc(q);
+    if (tinyaot_rq_float_records(q)) {
+        r.mode = TINYAOT_RQ_FLOAT_SAT;
+    }
+    return r;
+}
+
 static inline __attribute__((always_inline)) int8_t tinyaot_rqc_out(const tinyaot_rqc_t *r,
                                                                     int32_t acc, int32_t ch,
                                                                     int mode)
@@ -201,6 +294,12 @@ static inline __attribute__((always_inline)) void tinyaot_rqc_apply2_m(const tin
                                                                        int32_t ch, int8_t *o0,
                                                                        int8_t *o1, int mode)
 {
+    if (mode == TINYAOT_RQ_FLOAT_SAT) {
+        const int32_t *p = r->rq + 2 * ch;
+        *o0 = tinyaot_requant_float_sat(acc0 + p[0], p[1], r->zp);
+        *o1 = tinyaot_requant_float_sat(acc1 + p[0], p[1], r->zp);
+        return;
+    }
     if (mode == TINYAOT_RQ_SMLAL || mode == TINYAOT_RQ_SMLAL_SAT) {
         const int32_t *p = r->rq + 5 * ch;
         *o0 = tinyaot_rq_smlal_out(r, acc0, p, mode);
@@ -221,9 +320,14 @@ static inline __attribute__((always_inline)) int8_t tinyaot_rqc_apply_m(const ti
     if (mode == TINYAOT_RQ_SMLAL || mode == TINYAOT_RQ_SMLAL_SAT) {
         return tinyaot_rq_smlal_out(r, acc, r->rq + 5 * ch, mode);
     }
+    if (mode == TINYAOT_RQ_FLOAT_SAT) {
+        return tinyaot_requant_float_sat(acc + r->rq[2 * ch], r->rq[2 * ch + 1], r->zp);
+    }
     return tinyaot_rqc_out(r, acc + r->bias[ch], ch, mode);
 }
 
+/* The modes of tinyaot_rqc, chosen at run time (TINYAOT_RQ_FLOAT_SAT comes only
+ * from tinyaot_rqc_records, whose kernels pass it as a constant). */
 static inline void tinyaot_rqc_apply2(const tinyaot_rqc_t *r, int32_t acc0, int32_t acc1, int32_t ch,
                                       int8_t *o0, int8_t *o1)
 {

@@ -2,6 +2,37 @@
 #include "tinyaot_kernels.h"
 #include "tinyaot_requant.h"
 
+/* onnxruntime's float window sum of one channel, in window order (rows ya..yb,
+ * columns xa..xb), each value dequantized by the table (or computed). */
+static float window_sum_f32(const tinyaot_pool_params_t *p, const int8_t *src, int32_t rows,
+                            int32_t cols)
+{
+    const int32_t c = p->c, row_step = p->in_w * c;
+    float acc = 0.0f;
+    if (p->dq_lut) {
+        const float *lut = p->dq_lut + 128;
+#if defined(__GNUC__)
+        __asm__("" : "+r"(lut)); /* keeps lut[*s] one indexed load (GCC re-associates the +128) */
+#endif
+        for (int32_t y = 0; y < rows; ++y) {
+            const int8_t *s = src, *end = src + cols * c;
+            while (s != end) {
+                acc = acc + lut[*s];
+                s += c;
+            }
+            src += row_step;
+        }
+        return acc;
+    }
+    for (int32_t y = 0; y < rows; ++y) {
+        for (int32_t x = 0; x < cols; ++x) {
+            acc = acc + (float)(src[x * c] - p->in_zp) * p->in_scale;
+        }
+        src += row_step;
+    }
+    return acc;
+}
+
 int tinyaot_avgpool_s8(const tinyaot_pool_params_t *p, const int8_t *input, int8_t *output)
 {
     for (int32_t oy = 0; oy < p->out_h; ++oy) {
@@ -15,16 +46,11 @@ int tinyaot_avgpool_s8(const tinyaot_pool_params_t *p, const int8_t *input, int8
             const int32_t count = p->count_include_pad ? p->k_h * p->k_w : (yb - ya) * (xb - xa);
             int8_t *out = output + (oy * p->out_w + ox) * p->c;
             for (int32_t c = 0; c < p->c; ++c) {
+                const int8_t *win = input + (ya * p->in_w + xa) * p->c + c;
                 if (p->use_float == 3) {
                     /* onnxruntime QLinearAveragePool: nearbyintf(mean / s + zp); mean_bias
                      * is the zero point shift of a uint8 model (passes/uint8.py). */
-                    float acc = 0.0f;
-                    for (int32_t y = ya; y < yb; ++y) {
-                        for (int32_t x = xa; x < xb; ++x) {
-                            const int32_t v = input[(y * p->in_w + x) * p->c + c];
-                            acc = acc + (float)(v - p->in_zp) * p->in_scale;
-                        }
-                    }
+                    const float acc = window_sum_f32(p, win, yb - ya, xb - xa);
                     float t = acc / (float)count / p->out_scale + (float)(p->out_zp + p->mean_bias);
                     if (t < -4194304.0f) t = -4194304.0f; /* saturates below; keeps the */
                     if (t > 4194304.0f) t = 4194304.0f;   /* round-to-even trick exact */
@@ -34,13 +60,7 @@ int tinyaot_avgpool_s8(const tinyaot_pool_params_t *p, const int8_t *input, int8
                     out[c] = (int8_t)r;
                 } else if (p->use_float == 1) {
                     /* onnxruntime: sum of dequantized values in window order, / count. */
-                    float acc = 0.0f;
-                    for (int32_t y = ya; y < yb; ++y) {
-                        for (int32_t x = xa; x < xb; ++x) {
-                            const int32_t v = input[(y * p->in_w + x) * p->c + c];
-                            acc = acc + (float)(v - p->in_zp) * p->in_scale;
-                        }
-                    }
+                    const float acc = window_sum_f32(p, win, yb - ya, xb - xa);
                     out[c] = tinyaot_quantize_f32(acc / (float)count, p->out_scale, p->out_zp,
                                                   p->act_min, p->act_max);
                 } else {

@@ -85,12 +85,82 @@ static void im2col_pixel(const tinyaot_conv_dims_t *d, const int8_t *input, int3
     }
 }
 
+/* All output pixels, two at a time, in requantization mode `mode` with the
+ * parity of nquads, constants (TINYAOT_RQ_FLOAT_SAT; the other modes keep
+ * tinyaot_convolve_fast_s8's own loops, which choose per pixel pair). */
+static inline __attribute__((always_inline)) void conv_pixels(const tinyaot_conv_dims_t *d,
+                                                              const tinyaot_rqc_t *rq,
+                                                              const int8_t *input,
+                                                              const int32_t *packed_weights,
+                                                              uint32_t *scratch, int8_t *output,
+                                                              int32_t in_zp, int mode, int parity)
+{
+    const int32_t nquads = d->k_h * padded_row(d) / 4;
+    const int32_t npix = d->out_h * d->out_w;
+    const int32_t out_c = d->out_c, out_w = d->out_w;
+    const uint32_t off = tinyaot_pack16(-in_zp, -in_zp);
+    int32_t oy = 0, ox = 0; /* of pixel p */
+    int32_t p = 0;
+#define TINYAOT_CONV_GEMM2(O0, O1)                                                                 \
+    tinyaot_gemm_2col_m(scratch, nquads, packed_weights, out_c, rq, O0, O1, mode, parity)
+    if (d->k_h == 1 && d->k_w == 1 && d->stride_h == 1 && d->stride_w == 1 && d->pad_top == 0 &&
+        d->pad_left == 0 && d->in_h == d->out_h && d->in_w == d->out_w) {
+        /* pointwise: pixel p's column is the in_c bytes at input + p * in_c */
+        const int32_t cin = d->in_c;
+        for (; p + 1 < npix; p += 2) {
+            tinyaot_widen_run(input + p * cin, cin, scratch, 4, off, in_zp);
+            tinyaot_widen_run(input + (p + 1) * cin, cin, scratch + 2, 4, off, in_zp);
+            TINYAOT_CONV_GEMM2(output + p * out_c, output + (p + 1) * out_c);
+        }
+        oy = p / out_w;
+        ox = p - oy * out_w;
+    }
+    for (; p + 1 < npix; p += 2) {
+        im2col_pixel(d, input, oy, ox, scratch, 4, off, in_zp);
+        if (++ox == out_w) {
+            ox = 0;
+            ++oy;
+        }
+        im2col_pixel(d, input, oy, ox, scratch + 2, 4, off, in_zp);
+        if (++ox == out_w) {
+            ox = 0;
+            ++oy;
+        }
+        TINYAOT_CONV_GEMM2(output + p * out_c, output + (p + 1) * out_c);
+    }
+#undef TINYAOT_CONV_GEMM2
+    if (p < npix) {
+        im2col_pixel(d, input, oy, ox, scratch, 2, off, in_zp);
+        tinyaot_gemm_1col_float_sat(scratch, nquads, packed_weights, out_c, rq, output + p * out_c);
+    }
+}
+
+/* onnxruntime layers with {bias, scale} records (tinyaot_rqc_records); its
+ * own copy of the parameters, so the loops keep them in registers. */
+static __attribute__((noinline)) void conv_float_sat(const tinyaot_conv_dims_t *d,
+                                                     const tinyaot_requant_t *q,
+                                                     const int8_t *input,
+                                                     const int32_t *packed_weights,
+                                                     uint32_t *scratch, int8_t *output)
+{
+    const tinyaot_rqc_t rq = tinyaot_rqc_records(q);
+    if ((d->k_h * padded_row(d) / 4) & 1) {
+        conv_pixels(d, &rq, input, packed_weights, scratch, output, q->in_zp, TINYAOT_RQ_FLOAT_SAT, 1);
+    } else {
+        conv_pixels(d, &rq, input, packed_weights, scratch, output, q->in_zp, TINYAOT_RQ_FLOAT_SAT, 0);
+    }
+}
+
 int tinyaot_convolve_fast_s8(const tinyaot_conv_dims_t *d, const tinyaot_requant_t *q,
                              const int8_t *input, const int32_t *packed_weights,
                              uint32_t *scratch, int8_t *output)
 {
     if (d->groups != 1) {
         return TINYAOT_ERR_ARG;
+    }
+    if (tinyaot_rq_float_records(q)) { /* onnxruntime, {bias, scale} records */
+        conv_float_sat(d, q, input, packed_weights, scratch, output);
+        return TINYAOT_OK;
     }
     const int32_t nquads = d->k_h * padded_row(d) / 4;
     const int32_t npix = d->out_h * d->out_w;

@@ -97,6 +97,28 @@ static inline __attribute__((always_inline)) void dw_rq4_sat(const uint32_t acc[
 #undef TINYAOT_DW_ROW
 #undef TINYAOT_DW_TAP
 
+
+#if TINYAOT_HAVE_FPU_ASM
+/* The same with onnxruntime's float requantization (records p = {bias, scale}
+ * per channel, TINYAOT_RQF_ONE): 9 instructions per output. */
+#define TINYAOT_DW_RQF(A, SOFF, OUT) "vldr %[sc], [%[p], #" SOFF "]\n\t" TINYAOT_RQF_ONE(A, "o", OUT)
+static inline __attribute__((always_inline)) void dw_rq4_fsat(const uint32_t acc[4],
+                                                              const int32_t *p, int32_t zp,
+                                                              int8_t *o)
+{
+    uint32_t a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3];
+    float f, sc;
+    /* volatile: its only effect is the stores */
+    __asm__ volatile(TINYAOT_DW_RQF("a0", "4", "0") TINYAOT_DW_RQF("a1", "12", "1")
+                     TINYAOT_DW_RQF("a2", "20", "2") TINYAOT_DW_RQF("a3", "28", "3")
+                     : [a0] "+r"(a0), [a1] "+r"(a1), [a2] "+r"(a2), [a3] "+r"(a3), [f] "=&t"(f),
+                       [sc] "=&t"(sc)
+                     : [p] "r"(p), [o] "r"(o), [zp] "r"(zp)
+                     : "memory");
+}
+#undef TINYAOT_DW_RQF
+#endif
+
 /* acc += n >= 1 taps of one channel quad along a line: input bytes st apart,
  * weight words contiguous (2 per tap). 12 instructions per tap (the two
  * weight words share a register: 12 registers in all). */
@@ -191,28 +213,81 @@ static inline void dw_rq4_sat(const uint32_t acc[4], const int32_t *p, int32_t z
 }
 #endif
 
+#if !TINYAOT_HAVE_FPU_ASM
+static inline void dw_rq4_fsat(const uint32_t acc[4], const int32_t *p, int32_t zp, int8_t *o)
+{
+    for (int32_t i = 0; i < 4; ++i) {
+        o[i] = tinyaot_requant_float_sat(tinyaot_fp_s32(acc[i]), p[2 * i + 1], zp);
+    }
+}
+#endif
+
+/* The saturating record modes (TINYAOT_RQ_SMLAL_SAT, TINYAOT_RQ_FLOAT_SAT):
+ * accumulators of a channel quad start at the biases of its records p; the
+ * four sums -> int8. */
+static inline __attribute__((always_inline)) void dw_bias4(const int32_t *p, uint32_t acc[4],
+                                                           int mode)
+{
+    const int32_t rw = TINYAOT_RQ_WORDS(mode), rb = TINYAOT_RQ_BIAS(mode);
+    acc[0] = (uint32_t)p[rb];
+    acc[1] = (uint32_t)p[rw + rb];
+    acc[2] = (uint32_t)p[2 * rw + rb];
+    acc[3] = (uint32_t)p[3 * rw + rb];
+}
+
+static inline __attribute__((always_inline)) void dw_rq4(const uint32_t acc[4], const int32_t *p,
+                                                         int32_t zp, int8_t *o, int mode)
+{
+    if (mode == TINYAOT_RQ_FLOAT_SAT) {
+        dw_rq4_fsat(acc, p, zp, o);
+    } else {
+        dw_rq4_sat(acc, p, zp, o);
+    }
+}
+
+static inline int dw_rec_mode(int mode)
+{
+    return mode == TINYAOT_RQ_SMLAL_SAT || mode == TINYAOT_RQ_FLOAT_SAT;
+}
+
 /* npix outputs along a row (input pointers sstep bytes apart) whose 3x3
  * windows lie inside the input, SSAT requantization: all channel quads of
  * each. A leaf function, so the asm blocks get the registers they need. */
-static __attribute__((noinline)) void dw3x3_row_sat(const int8_t *s, const uint32_t *wbase,
-                                                    int32_t nq, int32_t rstep, uint32_t off,
-                                                    const int32_t *rq, int32_t zp, int8_t *out,
-                                                    int32_t npix, int32_t sstep)
+static inline __attribute__((always_inline)) void dw3x3_row_m(
+    const int8_t *s, const uint32_t *wbase, int32_t nq, int32_t rstep, uint32_t off,
+    const int32_t *rq, int32_t zp, int8_t *out, int32_t npix, int32_t sstep, int mode)
 {
     const int32_t ch = 4 * nq;
     for (int32_t i = 0; i < npix; ++i) {
         const uint32_t *w = wbase;
         const int32_t *p = rq;
         for (int32_t j = 0; j < nq; ++j) {
-            uint32_t acc[4] = {(uint32_t)p[4], (uint32_t)p[9], (uint32_t)p[14], (uint32_t)p[19]};
+            uint32_t acc[4];
+            dw_bias4(p, acc, mode);
             dw3x3_quad(s + 4 * j, w, ch, rstep, off, acc);
-            dw_rq4_sat(acc, p, zp, out);
+            dw_rq4(acc, p, zp, out, mode);
             w += 18;
-            p += 20;
+            p += 4 * TINYAOT_RQ_WORDS(mode);
             out += 4;
         }
         s += sstep;
     }
+}
+
+static __attribute__((noinline)) void dw3x3_row_sat(const int8_t *s, const uint32_t *wbase,
+                                                    int32_t nq, int32_t rstep, uint32_t off,
+                                                    const int32_t *rq, int32_t zp, int8_t *out,
+                                                    int32_t npix, int32_t sstep)
+{
+    dw3x3_row_m(s, wbase, nq, rstep, off, rq, zp, out, npix, sstep, TINYAOT_RQ_SMLAL_SAT);
+}
+
+static __attribute__((noinline)) void dw3x3_row_fsat(const int8_t *s, const uint32_t *wbase,
+                                                     int32_t nq, int32_t rstep, uint32_t off,
+                                                     const int32_t *rq, int32_t zp, int8_t *out,
+                                                     int32_t npix, int32_t sstep)
+{
+    dw3x3_row_m(s, wbase, nq, rstep, off, rq, zp, out, npix, sstep, TINYAOT_RQ_FLOAT_SAT);
 }
 
 /* A 3x3 undilated window cut by the input's edges to rows [y0, y1) and
@@ -221,20 +296,22 @@ static __attribute__((noinline)) void dw3x3_row_sat(const int8_t *s, const uint3
  * tap (y0, x0) of quad 0. */
 static inline __attribute__((always_inline)) void dw3x3_cut_sat(
     const int8_t *s, const uint32_t *wbase, int32_t nq, int32_t rstep, uint32_t off,
-    const int32_t *p, int32_t zp, int8_t *out, int32_t y0, int32_t y1, int32_t x0, int32_t x1)
+    const int32_t *p, int32_t zp, int8_t *out, int32_t y0, int32_t y1, int32_t x0, int32_t x1,
+    int mode)
 {
     const int32_t ch = 4 * nq;
     for (int32_t j = 0; j < nq; ++j) {
-        uint32_t acc[4] = {(uint32_t)p[4], (uint32_t)p[9], (uint32_t)p[14], (uint32_t)p[19]};
+        uint32_t acc[4];
+        dw_bias4(p, acc, mode);
         for (int32_t ky = y0; ky < y1; ++ky) {
             for (int32_t kx = x0; kx < x1; ++kx) {
                 dw_tap(s + (ky - y0) * rstep + (kx - x0) * ch, wbase + 2 * (3 * ky + kx), off, acc);
             }
         }
-        dw_rq4_sat(acc, p, zp, out);
+        dw_rq4(acc, p, zp, out, mode);
         s += 4;
         wbase += 18;
-        p += 20;
+        p += 4 * TINYAOT_RQ_WORDS(mode);
         out += 4;
     }
 }
@@ -242,16 +319,14 @@ static inline __attribute__((always_inline)) void dw3x3_cut_sat(
 /* The cut 3x3 windows: rows [ky_lo, ky_hi), columns [kx_lo, kx_hi), each in
  * {0, 1, 2, 3} with at most one of the low / high ends cut. Returns 0 when the
  * case has no straight-line copy (the caller takes the general path). */
-static __attribute__((noinline)) int dw3x3_border_sat(const int8_t *s, const uint32_t *w,
-                                                      int32_t nq, int32_t rstep, uint32_t off,
-                                                      const int32_t *p, int32_t zp, int8_t *out,
-                                                      int32_t ky_lo, int32_t ky_hi, int32_t kx_lo,
-                                                      int32_t kx_hi)
+static inline __attribute__((always_inline)) int dw3x3_border_m(
+    const int8_t *s, const uint32_t *w, int32_t nq, int32_t rstep, uint32_t off, const int32_t *p,
+    int32_t zp, int8_t *out, int32_t ky_lo, int32_t ky_hi, int32_t kx_lo, int32_t kx_hi, int mode)
 {
     const int32_t code = (ky_lo * 4 + ky_hi) * 16 + kx_lo * 4 + kx_hi;
 #define TINYAOT_DW_CUT(Y0, Y1, X0, X1)                                                             \
     case ((Y0) * 4 + (Y1)) * 16 + (X0) * 4 + (X1):                                                 \
-        dw3x3_cut_sat(s, w, nq, rstep, off, p, zp, out, Y0, Y1, X0, X1);                           \
+        dw3x3_cut_sat(s, w, nq, rstep, off, p, zp, out, Y0, Y1, X0, X1, mode);                     \
         return 1;
     switch (code) {
     TINYAOT_DW_CUT(0, 3, 1, 3) TINYAOT_DW_CUT(0, 3, 0, 2)
@@ -262,6 +337,26 @@ static __attribute__((noinline)) int dw3x3_border_sat(const int8_t *s, const uin
     default: return 0;
     }
 #undef TINYAOT_DW_CUT
+}
+
+static __attribute__((noinline)) int dw3x3_border_sat(const int8_t *s, const uint32_t *w,
+                                                      int32_t nq, int32_t rstep, uint32_t off,
+                                                      const int32_t *p, int32_t zp, int8_t *out,
+                                                      int32_t ky_lo, int32_t ky_hi, int32_t kx_lo,
+                                                      int32_t kx_hi)
+{
+    return dw3x3_border_m(s, w, nq, rstep, off, p, zp, out, ky_lo, ky_hi, kx_lo, kx_hi,
+                          TINYAOT_RQ_SMLAL_SAT);
+}
+
+static __attribute__((noinline)) int dw3x3_border_fsat(const int8_t *s, const uint32_t *w,
+                                                       int32_t nq, int32_t rstep, uint32_t off,
+                                                       const int32_t *p, int32_t zp, int8_t *out,
+                                                       int32_t ky_lo, int32_t ky_hi,
+                                                       int32_t kx_lo, int32_t kx_hi)
+{
+    return dw3x3_border_m(s, w, nq, rstep, off, p, zp, out, ky_lo, ky_hi, kx_lo, kx_hi,
+                          TINYAOT_RQ_FLOAT_SAT);
 }
 
 /* One output pixel (all channels) over the taps [ky_lo, ky_hi) x [kx_lo, kx_hi)
@@ -286,21 +381,23 @@ static inline __attribute__((always_inline)) void dw_pixel(
         nky = nkx > 0 ? 1 : 0;
         lstep = rstep;
     }
-    if (mode == TINYAOT_RQ_SMLAL_SAT && d->k_h == 3 && k_w == 3 && dil_w == 1 && dil_h == 1 &&
-        dw3x3_border_sat(input + ((iy0 + ky_lo) * in_w + ix0 + kx_lo) * ch, wbase, nq, in_w * ch, off, rq->rq,
-                         rq->zp, out, ky_lo, ky_hi, kx_lo, kx_hi)) {
-        return;
+    if (dw_rec_mode(mode) && d->k_h == 3 && k_w == 3 && dil_w == 1 && dil_h == 1) {
+        const int8_t *s3 = input + ((iy0 + ky_lo) * in_w + ix0 + kx_lo) * ch;
+        if (mode == TINYAOT_RQ_FLOAT_SAT
+                ? dw3x3_border_fsat(s3, wbase, nq, in_w * ch, off, rq->rq, rq->zp, out, ky_lo,
+                                    ky_hi, kx_lo, kx_hi)
+                : dw3x3_border_sat(s3, wbase, nq, in_w * ch, off, rq->rq, rq->zp, out, ky_lo,
+                                   ky_hi, kx_lo, kx_hi)) {
+            return;
+        }
     }
     const int8_t *s0 = input + ((iy0 + ky_lo * dil_h) * in_w + ix0 + kx_lo * dil_w) * ch;
     const uint32_t *w0 = wbase + (ky_lo * k_w + kx_lo) * 2;
     const int32_t *p = rq->rq;
     for (int32_t j = 0; j < nq; ++j) {
         uint32_t acc[4] = {0u, 0u, 0u, 0u};
-        if (mode == TINYAOT_RQ_SMLAL_SAT) { /* start at the biases */
-            acc[0] = (uint32_t)p[4];
-            acc[1] = (uint32_t)p[9];
-            acc[2] = (uint32_t)p[14];
-            acc[3] = (uint32_t)p[19];
+        if (dw_rec_mode(mode)) { /* start at the biases */
+            dw_bias4(p, acc, mode);
         }
         if (nkx > 0) {
             const int8_t *s = s0;
@@ -313,9 +410,9 @@ static inline __attribute__((always_inline)) void dw_pixel(
         }
         s0 += 4;
         w0 += wquad;
-        if (mode == TINYAOT_RQ_SMLAL_SAT) {
-            dw_rq4_sat(acc, p, rq->zp, out);
-            p += 20;
+        if (dw_rec_mode(mode)) {
+            dw_rq4(acc, p, rq->zp, out, mode);
+            p += 4 * TINYAOT_RQ_WORDS(mode);
         } else {
             for (int32_t i = 0; i < 4; ++i) {
                 out[i] = tinyaot_rqc_apply_m(rq, tinyaot_fp_s32(acc[i]), 4 * j + i, mode);
@@ -355,9 +452,15 @@ static inline __attribute__((always_inline)) void dw_run(const tinyaot_conv_dims
                 dw_pixel(d, rq, input, wbase, iy0, ox * sw - d->pad_left, 0, 3, off, out, mode);
                 out += ch;
             }
-            if (mode == TINYAOT_RQ_SMLAL_SAT && ox < x_b) {
-                dw3x3_row_sat(input + (iy0 * in_w + ox * sw - d->pad_left) * ch, wbase, nq,
-                              in_w * ch, off, rq->rq, rq->zp, out, x_b - ox, sw * ch);
+            if (dw_rec_mode(mode) && ox < x_b) {
+                const int8_t *s3 = input + (iy0 * in_w + ox * sw - d->pad_left) * ch;
+                if (mode == TINYAOT_RQ_FLOAT_SAT) {
+                    dw3x3_row_fsat(s3, wbase, nq, in_w * ch, off, rq->rq, rq->zp, out, x_b - ox,
+                                   sw * ch);
+                } else {
+                    dw3x3_row_sat(s3, wbase, nq, in_w * ch, off, rq->rq, rq->zp, out, x_b - ox,
+                                  sw * ch);
+                }
                 out += (x_b - ox) * ch;
                 ox = x_b;
             }
@@ -369,6 +472,31 @@ static inline __attribute__((always_inline)) void dw_run(const tinyaot_conv_dims
     }
 }
 
+/* onnxruntime layers with {bias, scale} records, apart from the other modes'
+ * copies (their code and register allocation stay as they were). */
+static __attribute__((noinline)) void dw_run_float_sat(const tinyaot_conv_dims_t *d,
+                                                       const tinyaot_requant_t *q,
+                                                       const int8_t *input, const uint32_t *wbase,
+                                                       uint32_t off, int8_t *output)
+{
+    const tinyaot_rqc_t rq = tinyaot_rqc_records(q);
+    dw_run(d, &rq, input, wbase, off, output, TINYAOT_RQ_FLOAT_SAT);
+}
+
+/* The modes of tinyaot_rqc, one inlined copy of the loops each. */
+static __attribute__((noinline)) void dw_fixed(const tinyaot_conv_dims_t *d,
+                                               const tinyaot_requant_t *q, const int8_t *input,
+                                               const uint32_t *wbase, uint32_t off, int8_t *output)
+{
+    const tinyaot_rqc_t rq = tinyaot_rqc(q);
+    switch (rq.mode) {
+    case TINYAOT_RQ_ORT: dw_run(d, &rq, input, wbase, off, output, TINYAOT_RQ_ORT); break;
+    case TINYAOT_RQ_TFLITE: dw_run(d, &rq, input, wbase, off, output, TINYAOT_RQ_TFLITE); break;
+    case TINYAOT_RQ_SMLAL: dw_run(d, &rq, input, wbase, off, output, TINYAOT_RQ_SMLAL); break;
+    default: dw_run(d, &rq, input, wbase, off, output, TINYAOT_RQ_SMLAL_SAT); break;
+    }
+}
+
 int tinyaot_depthwise_conv_fast_s8(const tinyaot_conv_dims_t *d, const tinyaot_requant_t *q,
                                    const int8_t *input, const int32_t *packed_weights,
                                    int8_t *output)
@@ -377,14 +505,12 @@ int tinyaot_depthwise_conv_fast_s8(const tinyaot_conv_dims_t *d, const tinyaot_r
     if (d->out_c != ch || (ch & 3) != 0) {
         return TINYAOT_ERR_ARG;
     }
-    const tinyaot_rqc_t rq = tinyaot_rqc(q);
     const uint32_t off = tinyaot_pack16(-q->in_zp, -q->in_zp);
     const uint32_t *wbase = (const uint32_t *)(const void *)packed_weights;
-    switch (rq.mode) {
-    case TINYAOT_RQ_ORT: dw_run(d, &rq, input, wbase, off, output, TINYAOT_RQ_ORT); break;
-    case TINYAOT_RQ_TFLITE: dw_run(d, &rq, input, wbase, off, output, TINYAOT_RQ_TFLITE); break;
-    case TINYAOT_RQ_SMLAL: dw_run(d, &rq, input, wbase, off, output, TINYAOT_RQ_SMLAL); break;
-    default: dw_run(d, &rq, input, wbase, off, output, TINYAOT_RQ_SMLAL_SAT); break;
+    if (tinyaot_rqc_records(q).mode == TINYAOT_RQ_FLOAT_SAT) {
+        dw_run_float_sat(d, q, input, wbase, off, output);
+        return TINYAOT_OK;
     }
+    dw_fixed(d, q, input, wbase, off, output);
     return TINYAOT_OK;
 }
