@@ -75,10 +75,12 @@ def test_shared_model_qemu(key, numerics, golden_key):
     rep = verify_model(onnx_path, golden, board="qemu-m4", numerics=numerics, key=golden_key)
     assert rep["mismatches"] == 0, rep.get("first_mismatches")
     # Data-independent control flow in both numerics (the fixed-point helpers
-    # and kernels are branch-free on data): the exact same count for every input.
-    assert rep["instructions_same_for_all_inputs"], (rep["instructions_min"],
-                                                     rep["instructions_per_inference"])
-    assert rep["instructions_min"] == rep["instructions_per_inference"]
+    # and kernels are branch-free on data). One timer read per inference: at
+    # most one tick apart (see test_own_model_count_is_input_independent);
+    # equality to one instruction: test_shared_model_cost_is_exact_to_one_instruction.
+    tick = board_or_error("qemu-m4")["instructions_per_tick"]
+    assert rep["instructions_per_inference"] - rep["instructions_min"] <= tick, (
+        rep["instructions_min"], rep["instructions_per_inference"])
 
 
 OWN_MODELS = sorted(p.stem for p in (REPO / "models").glob("*_int8.onnx"))
@@ -127,7 +129,8 @@ def test_own_model_tflite_count_is_input_independent_on_soft_float_m3(stem, tmp_
     # data-dependent paths (a board property, ~2 %, see tests/test_boards_family.py);
     # the integer-only tflite numerics must still be exact.
     counts = _own_model_counts(stem, "tflite", "qemu-m3", tmp_path)
-    assert len(set(counts)) == 1, sorted(set(counts))
+    tick = board_or_error("qemu-m3")["instructions_per_tick"]
+    assert max(counts) - min(counts) <= tick, sorted(set(counts))  # one timer read: one tick
     model = _own_model(stem, "tflite", tmp_path)
     inputs, _ = load_golden(REPO / "models" / f"{stem}_golden.npz")
     exact, _ = _exact_counts(model, inputs, "tflite", board="qemu-m3")
@@ -192,13 +195,15 @@ def test_own_model_cost_is_exact_to_one_instruction(stem, numerics, tmp_path):
 
 
 @pytest.mark.shared
+@pytest.mark.parametrize("numerics,golden_key", [("tflite", "outputs_tflm"),
+                                                 ("ort", "outputs_onnxruntime")])
 @pytest.mark.parametrize("key", ["kws01", "sww01", "ad01"])
-def test_shared_model_tflite_cost_is_exact_to_one_instruction(key, tmp_path):
+def test_shared_model_cost_is_exact_to_one_instruction(key, numerics, golden_key, tmp_path):
     onnx_path, golden = shared_model(key)
-    inputs, expected = load_golden(golden, "outputs_tflm")
+    inputs, expected = load_golden(golden, golden_key)
     allin = _with_adversarial(inputs)
-    counts, outs = _exact_counts(onnx_path, allin, "tflite")
+    counts, outs = _exact_counts(onnx_path, allin, numerics)
     np.testing.assert_array_equal(outs[:len(inputs)].reshape(expected.shape), expected)
-    host, _ = run_model(onnx_path, allin, board="host", numerics="tflite", build_dir=tmp_path)
+    host, _ = run_model(onnx_path, allin, board="host", numerics=numerics, build_dir=tmp_path)
     np.testing.assert_array_equal(outs, host.reshape(outs.shape))
     assert len(set(counts)) == 1, sorted(set(counts))
