@@ -33,6 +33,7 @@ from kernel_ffi import INCLUDE, SRC, build_capture
 CAPTURE_C = r"""
 static float *cap_;
 #define TINYAOT_F32_CAPTURE(y) (*cap_++ = (y))
+#include "tinyaot_convolve_f32_m1_s8.c"
 #include "tinyaot_convolve_f32_s8.c"
 int run_capture(const tinyaot_conv_dims_t *d, const tinyaot_float_conv_t *p,
                 const tinyaot_conv_f32_plan_t *pl, const int8_t *input, float *scratch,
@@ -190,6 +191,10 @@ SHAPES = [
     (1, 6, 1, (8, 5), (3, 5), (1, 1), (0, 0, 0, 0), (1, 1), False),       # kernel = input width
     (1, 8, 1, (49, 10), (10, 4), (2, 2), (4, 1, 5, 1), (1, 1), True),     # kws01 first conv
     (3, 8, 1, (96, 96), (3, 3), (2, 2), (0, 0, 1, 1), (1, 1), True),      # vww01 first conv
+    (40, 40, 40, (30, 1), (3, 1), (1, 1), (0, 0, 0, 0), (1, 1), False),   # sww01 layer 1: K 3
+    (128, 128, 128, (15, 1), (15, 1), (1, 1), (0, 0, 0, 0), (1, 1), True),  # sww01 layer 7
+    (128, 32, 1, (1, 1), (1, 1), (1, 1), (0, 0, 0, 0), (1, 1), False),    # sww01 layer 9
+    (256, 2, 2, (5, 5), (3, 3), (1, 1), (1, 1, 1, 1), (1, 1), False),     # M 1, K 1152: 3 slices
 ]
 
 
@@ -219,13 +224,15 @@ def test_float_value_bit_exact_with_onnxruntime(capture_lib, threads):
 
 # the Cortex-M4 inline-asm path: K blocks of 128 + 16, 256 + 256 + 64 and 27
 # (every remainder of 8), channels and pixels not multiples of 4, the M=1 kernels
-QEMU_SHAPES = [SHAPES[0], SHAPES[4], SHAPES[2], SHAPES[12], SHAPES[16], SHAPES[14], SHAPES[10]]
+QEMU_SHAPES = [SHAPES[0], SHAPES[4], SHAPES[2], SHAPES[12], SHAPES[16], SHAPES[14], SHAPES[10],
+               *SHAPES[26:30], SHAPES[13], SHAPES[17]]
 
 HARNESS_C = r"""
 #include <string.h>
 #include "harness.h"
 static float *cap_;
 #define TINYAOT_F32_CAPTURE(y) (*cap_++ = (y))
+#include "tinyaot_convolve_f32_m1_s8.c"
 #include "tinyaot_convolve_f32_s8.c"
 #include "case_data.h"
 const uint32_t tinyaot_harness_num_inputs = 1u;

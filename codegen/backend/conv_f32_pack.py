@@ -52,14 +52,16 @@ def has_fma(words):
 
 def packed_weights(w, group, compact=False):
     """float weights [O, cg, kh, kw] -> [group][tile][k][4] (zero rows to a multiple of
-    4), or with compact (no fma segment: the M=1 kernels read one channel at a time)
-    [O][k] and tiles 0."""
+    4), or with compact (no fma segment: tinyaot_convolve_f32_m1_s8 reads one channel
+    at a time, 8 k per step) [O][k rounded up to 8, zero padded] and tiles 0."""
     wf = float_weights(w)
     o = wf.shape[0]
     og = o // group
     k = int(np.prod(wf.shape[1:]))
     if compact:
-        return wf.reshape(o, k).copy(), 0, k
+        out = np.zeros((o, -(-k // 8) * 8), dtype=np.float32)
+        out[:, :k] = wf.reshape(o, k)
+        return out, 0, k
     tiles = -(-og // TILE)
     out = np.zeros((group, tiles * TILE, k), dtype=np.float32)
     out[:, :og] = wf.reshape(group, og, k)

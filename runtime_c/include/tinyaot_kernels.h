@@ -84,7 +84,8 @@ typedef struct {
  * {kind (0 fma, 1 m1, 2 m1tb), m0, m1, n0, n1, nslices, k_end[nslices]}
  * over the group's channels [m0, m1) and output pixels [n0, n1); the float
  * weights float(wq) * scale packed [group][channel / 4][k][channel % 4]
- * (zero rows up to a multiple of 4), or [out_c][k] when tiles is 0; the 256
+ * (zero rows up to a multiple of 4), or [out_c][k rounded up to 8] (zero
+ * padded) when tiles is 0; the 256
  * dequantized input values; each k's input offset in the window. */
 typedef struct {
     const float *table;       /* table[q + 128] = float(q - in_zp) * in_scale */
@@ -104,6 +105,14 @@ int tinyaot_convolve_f32_s8(const tinyaot_conv_dims_t *d, const tinyaot_float_co
                             const tinyaot_conv_f32_plan_t *pl, const int8_t *input,
                             float *scratch, int8_t *output);
 int32_t tinyaot_convolve_f32_s8_get_buffer_size(const tinyaot_conv_dims_t *d);
+
+/* tinyaot_convolve_f32_s8 for the plans without an fma segment (tiles 0:
+ * every MLAS call is an M=1 kernel, e.g. depthwise or one output pixel).
+ * scratch: *_get_buffer_size bytes (one im2col column, padded to 8). */
+int tinyaot_convolve_f32_m1_s8(const tinyaot_conv_dims_t *d, const tinyaot_float_conv_t *p,
+                               const tinyaot_conv_f32_plan_t *pl, const int8_t *input,
+                               float *scratch, int8_t *output);
+int32_t tinyaot_convolve_f32_m1_s8_get_buffer_size(const tinyaot_conv_dims_t *d);
 
 /* Transposed convolution (ONNX ConvTranspose), TFLite TRANSPOSE_CONV integer
  * semantics. Output pixel o gets input pixel i through tap t when

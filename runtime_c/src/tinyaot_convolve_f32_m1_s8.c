@@ -1,0 +1,247 @@
+/* onnxruntime's float Conv when every MLAS call is one of its M=1 kernels
+ * (one output channel per group, e.g. depthwise, or one output pixel): the
+ * plans without an fma segment (tinyaot_conv_f32_plan_t.tiles == 0), bit
+ * for bit. Per output (channel m, pixel n) one im2col column x (the input's
+ * table values through the compile-time tap offsets, 0 for padding) and the
+ * channel's float weights w, [out_c][k8] with k8 = k rounded up to 8 and
+ * zero padded; per K slice of the segment:
+ *  - m1tb: 8 lanes, lane j sums from 0 the rounded products of the k with
+ *          k % 8 == j, reduced as MLAS's M=1 transpose-B kernel does for a
+ *          run of 4, 2 or 1 rows; on FPv4 VLDM of 8 x and 8 w, 8 VMLA (not
+ *          fused on FPv4: acc + round(x * w), exactly the C expression);
+ *          the column and the weights are zero padded to 8, and a product
+ *          0 * w = +-0 leaves a lane unchanged except for the sign of a zero
+ *          lane, which the sum + bias (+0 or not zero) erases;
+ *  - m1:   products rounded, summed in groups of four ((p0 + p1) + p2) + p3,
+ *          then of two, then one, each group added to C.
+ * Then y = C + bias and QuantizeLinear. Built with -ffp-contract=off. */
+#include "tinyaot_kernels.h"
+#include "tinyaot_requant.h"
+
+enum { M1_KIND_M1 = 1 }; /* segment kind 1; 2 is m1tb */
+enum { RUN_4 = 0, RUN_2 = 1, RUN_1 = 2 }; /* the M=1 transpose-B lane reductions */
+
+int32_t tinyaot_convolve_f32_m1_s8_get_buffer_size(const tinyaot_conv_dims_t *d)
+{
+    const int32_t k = d->in_c / d->groups * d->k_h * d->k_w;
+    return ((k + 7) & ~7) * (int32_t)sizeof(float);
+}
+
+#if defined(__ARM_FP) && (__ARM_FP & 4)
+#define TINYAOT_M1_ASM 1
+static const float zero8[8];
+#endif
+
+/* The lanes of x[0 .. 8 * n8) . w[0 .. 8 * n8), reduced for `run`. */
+static inline float m1tb_dot(const float *x, const float *w, int32_t n8, int32_t run)
+{
+#ifdef TINYAOT_M1_ASM
+    float r;
+    __asm__ volatile(
+        "vldm %[z], {s16-s23}\n"
+        "1:\n\t"
+        "vldmia %[x]!, {s0-s7}\n\t"
+        "vldmia %[w]!, {s8-s15}\n\t"
+        "vmla.f32 s16, s0, s8\n\t"
+        "vmla.f32 s17, s1, s9\n\t"
+        "vmla.f32 s18, s2, s10\n\t"
+        "vmla.f32 s19, s3, s11\n\t"
+        "vmla.f32 s20, s4, s12\n\t"
+        "vmla.f32 s21, s5, s13\n\t"
+        "vmla.f32 s22, s6, s14\n\t"
+        "vmla.f32 s23, s7, s15\n\t"
+        "subs %[n], %[n], #1\n\t"
+        "bne 1b\n\t"
+        "cmp %[run], #1\n\t"
+        "beq 2f\n\t"
+        "bgt 3f\n\t"
+        /* run of 4: (((l0 + l1) + l2) + l3) + (((l4 + l5) + l6) + l7) */
+        "vadd.f32 s16, s16, s17\n\t"
+        "vadd.f32 s20, s20, s21\n\t"
+        "vadd.f32 s16, s16, s18\n\t"
+        "vadd.f32 s20, s20, s22\n\t"
+        "vadd.f32 s16, s16, s19\n\t"
+        "vadd.f32 s20, s20, s23\n\t"
+        "b 4f\n"
+        "2:\n\t" /* run of 2: ((l0 + l2) + (l4 + l6)) + ((l1 + l3) + (l5 + l7)) */
+        "vadd.f32 s16, s16, s18\n\t"
+        "vadd.f32 s20, s20, s22\n\t"
+        "vadd.f32 s17, s17, s19\n\t"
+        "vadd.f32 s21, s21, s23\n\t"
+        "vadd.f32 s16, s16, s20\n\t"
+        "vadd.f32 s20, s17, s21\n\t"
+        "b 4f\n"
+        "3:\n\t" /* run of 1: ((l0 + l1) + (l2 + l3)) + ((l4 + l5) + (l6 + l7)) */
+        "vadd.f32 s16, s16, s17\n\t"
+        "vadd.f32 s18, s18, s19\n\t"
+        "vadd.f32 s20, s20, s21\n\t"
+        "vadd.f32 s22, s22, s23\n\t"
+        "vadd.f32 s16, s16, s18\n\t"
+        "vadd.f32 s20, s20, s22\n"
+        "4:\n\t"
+        "vadd.f32 %[r], s16, s20\n\t"
+        : [r] "=t"(r), [x] "+r"(x), [w] "+r"(w), [n] "+r"(n8)
+        : [z] "r"(zero8), [run] "r"(run)
+        : "memory", "cc", "s0", "s1", "s2", "s3", "s4", "s5", "s6", "s7", "s8", "s9", "s10",
+          "s11", "s12", "s13", "s14", "s15", "s16", "s17", "s18", "s19", "s20", "s21", "s22",
+          "s23");
+    return r;
+#else
+    float l[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
+    for (int32_t i = 0; i < n8; ++i, x += 8, w += 8) {
+        for (int32_t j = 0; j < 8; ++j) {
+            l[j] = l[j] + x[j] * w[j];
+        }
+    }
+    if (run == RUN_4) {
+        return (((l[0] + l[1]) + l[2]) + l[3]) + (((l[4] + l[5]) + l[6]) + l[7]);
+    }
+    if (run == RUN_2) {
+        return ((l[0] + l[2]) + (l[4] + l[6])) + ((l[1] + l[3]) + (l[5] + l[7]));
+    }
+    return ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7]));
+#endif
+}
+
+/* MLAS's M=1 kernel over k0 .. k1: groups of 4, then 2, then 1 rounded
+ * products, each group's sum added to c. */
+static float m1_sum(const float *x, const float *w, int32_t k0, int32_t k1, float c)
+{
+    int32_t k = k0;
+    for (; k1 - k >= 4; k += 4) {
+        c = (((x[k] * w[k] + x[k + 1] * w[k + 1]) + x[k + 2] * w[k + 2]) + x[k + 3] * w[k + 3]) +
+            c;
+    }
+    if (k1 - k >= 2) {
+        c = (x[k] * w[k] + x[k + 1] * w[k + 1]) + c;
+        k += 2;
+    }
+    if (k1 > k) {
+        c = x[k] * w[k] + c;
+    }
+    return c;
+}
+
+/* The im2col column of pixel n of group g into x[0 .. k): inside the input
+ * through the tap offsets, else tap by tap with zeros for padding. */
+static void m1_column(const tinyaot_conv_dims_t *d, const float *tbl, const int32_t *taps,
+                      const int8_t *input, int32_t g, int32_t n, int32_t kk, float *x)
+{
+    const int32_t cg = d->in_c / d->groups;
+    const int32_t oy = n / d->out_w;
+    const int32_t iy0 = oy * d->stride_h - d->pad_top;
+    const int32_t ix0 = (n - oy * d->out_w) * d->stride_w - d->pad_left;
+    const int8_t *in = input + g * cg;
+    if (iy0 >= 0 && ix0 >= 0 && iy0 + (d->k_h - 1) * d->dil_h < d->in_h &&
+        ix0 + (d->k_w - 1) * d->dil_w < d->in_w) {
+        const int8_t *b = in + (iy0 * d->in_w + ix0) * d->in_c;
+#if defined(__thumb2__)
+        /* LDR tap, LDRSB, LDR [tbl, q, lsl #2], STR: the float bits through a core register */
+        uint32_t o, v;
+        __asm__ volatile(
+            "1:\n\t"
+            "ldr %[o], [%[tp]], #4\n\t"
+            "ldrsb %[v], [%[b], %[o]]\n\t"
+            "ldr %[v], [%[t], %[v], lsl #2]\n\t"
+            "str %[v], [%[x]], #4\n\t"
+            "subs %[n], %[n], #1\n\t"
+            "bne 1b"
+            : [o] "=&r"(o), [v] "=&r"(v), [tp] "+r"(taps), [x] "+r"(x), [n] "+r"(kk)
+            : [b] "r"(b), [t] "r"(tbl)
+            : "memory", "cc");
+#else
+        for (int32_t k = 0; k < kk; ++k) {
+            x[k] = tbl[b[taps[k]]];
+        }
+#endif
+        return;
+    }
+    for (int32_t c = 0; c < cg; ++c) {
+        for (int32_t ky = 0; ky < d->k_h; ++ky) {
+            const int32_t iy = iy0 + ky * d->dil_h;
+            const int row_in = iy >= 0 && iy < d->in_h;
+            for (int32_t kx = 0; kx < d->k_w; ++kx) {
+                const int32_t ix = ix0 + kx * d->dil_w;
+                *x++ = (row_in && ix >= 0 && ix < d->in_w)
+                           ? tbl[in[(iy * d->in_w + ix) * d->in_c + c]]
+                           : 0.0f;
+            }
+        }
+    }
+}
+
+/* QuantizeLinear of y: with an FPU, VCVTR rounds to nearest even (default
+ * FPSCR) and saturates; clamping the integer equals clamping the float
+ * first (the bounds are integers). */
+static inline int8_t m1_quantize(float y, float scale, int32_t zp, int32_t lo, int32_t hi)
+{
+#ifdef TINYAOT_F32_CAPTURE /* tests: record the float before QuantizeLinear */
+    TINYAOT_F32_CAPTURE(y);
+#endif
+#ifdef TINYAOT_M1_ASM
+    int32_t r;
+    float t;
+    __asm__("vcvtr.s32.f32 %0, %1" : "=t"(t) : "t"(y / scale));
+    __asm__("vmov %0, %1" : "=r"(r) : "t"(t));
+    /* predicated moves, not branches: the instruction count stays input-independent */
+    __asm__("cmp %0, %1\n\tit lt\n\tmovlt %0, %1\n\t"
+            "cmp %0, %2\n\tit gt\n\tmovgt %0, %2"
+            : "+r"(r)
+            : "r"(lo - zp), "r"(hi - zp)
+            : "cc");
+    return (int8_t)(r + zp);
+#else
+    return tinyaot_quantize_f32(y, scale, zp, lo, hi);
+#endif
+}
+
+int tinyaot_convolve_f32_m1_s8(const tinyaot_conv_dims_t *d, const tinyaot_float_conv_t *p,
+                               const tinyaot_conv_f32_plan_t *pl, const int8_t *input,
+                               float *scratch, int8_t *output)
+{
+    const int32_t cout_g = d->out_c / d->groups;
+    const int32_t out_c = d->out_c;
+    const int32_t kk = pl->k;
+    const int32_t k8 = (kk + 7) & ~7;
+    const float osc = p->out_scale;
+    const int32_t ozp = p->out_zp, lo = p->act_min, hi = p->act_max;
+    const float *tbl = pl->table + 128;
+    for (int32_t k = kk; k < k8; ++k) {
+        scratch[k] = 0.0f; /* the column's padding to 8 */
+    }
+    for (int32_t g = 0; g < d->groups; ++g) {
+        const int32_t *seg = pl->segments;
+        for (int32_t si = 0; si < pl->nseg; seg += 6 + seg[5], ++si) {
+            const int32_t m0 = seg[1], m1 = seg[2], n0 = seg[3], n1 = seg[4];
+            const int32_t *ends = seg + 6;
+            /* m1tb rows: the pixels when the segment has one channel, else its channels */
+            const int32_t by_pixel = m1 - m0 == 1;
+            const int32_t rows = by_pixel ? n1 - n0 : m1 - m0;
+            const int32_t four = rows / 4 * 4, two = four + (rows - four) / 2 * 2;
+            for (int32_t n = n0; n < n1; ++n) {
+                m1_column(d, tbl, pl->taps, input, g, n, kk, scratch);
+                int8_t *out = output + n * out_c + g * cout_g;
+                for (int32_t m = m0; m < m1; ++m) {
+                    const int32_t oc = g * cout_g + m;
+                    const float *w = pl->weights + oc * k8;
+                    const int32_t row = by_pixel ? n - n0 : m - m0;
+                    const int32_t run = row < four ? RUN_4 : (row < two ? RUN_2 : RUN_1);
+                    float c = 0.0f;
+                    int32_t k0 = 0;
+                    for (int32_t s = 0; s < seg[5]; ++s) {
+                        const int32_t k1 = ends[s];
+                        if (seg[0] == M1_KIND_M1) {
+                            c = m1_sum(scratch, w, k0, k1, c);
+                        } else { /* slices start at multiples of 128: the lanes stay aligned */
+                            const float r = m1tb_dot(scratch + k0, w + k0, (k1 - k0 + 7) >> 3, run);
+                            c = s == 0 ? r : r + c;
+                        }
+                        k0 = k1;
+                    }
+                    out[m] = m1_quantize(c + p->bias_f[oc], osc, ozp, lo, hi);
+                }
+            }
+        }
+    }
+    return TINYAOT_OK;
+}
