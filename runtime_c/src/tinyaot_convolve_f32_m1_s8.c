@@ -122,38 +122,42 @@ static float m1_sum(const float *x, const float *w, int32_t k0, int32_t k1, floa
     return c;
 }
 
-/* The im2col column of pixel n of group g into x[0 .. k): inside the input
- * through the tap offsets, else tap by tap with zeros for padding. */
+/* Gather x[k] = tbl[b[taps[k]]], k < kk: a window inside the input. */
+static inline void m1_gather(const int8_t *b, const float *tbl, const int32_t *taps, int32_t kk,
+                             float *x)
+{
+#if defined(__thumb2__)
+    /* LDR tap, LDRSB, LDR [tbl, q, lsl #2], STR: the float bits through a core register */
+    uint32_t o, v;
+    __asm__ volatile(
+        "1:\n\t"
+        "ldr %[o], [%[tp]], #4\n\t"
+        "ldrsb %[v], [%[b], %[o]]\n\t"
+        "ldr %[v], [%[t], %[v], lsl #2]\n\t"
+        "str %[v], [%[x]], #4\n\t"
+        "subs %[n], %[n], #1\n\t"
+        "bne 1b"
+        : [o] "=&r"(o), [v] "=&r"(v), [tp] "+r"(taps), [x] "+r"(x), [n] "+r"(kk)
+        : [b] "r"(b), [t] "r"(tbl)
+        : "memory", "cc");
+#else
+    for (int32_t k = 0; k < kk; ++k) {
+        x[k] = tbl[b[taps[k]]];
+    }
+#endif
+}
+
+/* The im2col column of the window at (iy0, ix0) of group g into x[0 .. kk):
+ * through the tap offsets when inside the input, else tap by tap with zeros
+ * for padding. */
 static void m1_column(const tinyaot_conv_dims_t *d, const float *tbl, const int32_t *taps,
-                      const int8_t *input, int32_t g, int32_t n, int32_t kk, float *x)
+                      const int8_t *input, int32_t g, int32_t iy0, int32_t ix0, int32_t inside,
+                      int32_t kk, float *x)
 {
     const int32_t cg = d->in_c / d->groups;
-    const int32_t oy = n / d->out_w;
-    const int32_t iy0 = oy * d->stride_h - d->pad_top;
-    const int32_t ix0 = (n - oy * d->out_w) * d->stride_w - d->pad_left;
     const int8_t *in = input + g * cg;
-    if (iy0 >= 0 && ix0 >= 0 && iy0 + (d->k_h - 1) * d->dil_h < d->in_h &&
-        ix0 + (d->k_w - 1) * d->dil_w < d->in_w) {
-        const int8_t *b = in + (iy0 * d->in_w + ix0) * d->in_c;
-#if defined(__thumb2__)
-        /* LDR tap, LDRSB, LDR [tbl, q, lsl #2], STR: the float bits through a core register */
-        uint32_t o, v;
-        __asm__ volatile(
-            "1:\n\t"
-            "ldr %[o], [%[tp]], #4\n\t"
-            "ldrsb %[v], [%[b], %[o]]\n\t"
-            "ldr %[v], [%[t], %[v], lsl #2]\n\t"
-            "str %[v], [%[x]], #4\n\t"
-            "subs %[n], %[n], #1\n\t"
-            "bne 1b"
-            : [o] "=&r"(o), [v] "=&r"(v), [tp] "+r"(taps), [x] "+r"(x), [n] "+r"(kk)
-            : [b] "r"(b), [t] "r"(tbl)
-            : "memory", "cc");
-#else
-        for (int32_t k = 0; k < kk; ++k) {
-            x[k] = tbl[b[taps[k]]];
-        }
-#endif
+    if (inside) {
+        m1_gather(in + (iy0 * d->in_w + ix0) * d->in_c, tbl, taps, kk, x);
         return;
     }
     for (int32_t c = 0; c < cg; ++c) {
@@ -206,39 +210,91 @@ int tinyaot_convolve_f32_m1_s8(const tinyaot_conv_dims_t *d, const tinyaot_float
     const float osc = p->out_scale;
     const int32_t ozp = p->out_zp, lo = p->act_min, hi = p->act_max;
     const float *tbl = pl->table + 128;
+    const int32_t span_h = (d->k_h - 1) * d->dil_h, span_w = (d->k_w - 1) * d->dil_w;
     for (int32_t k = kk; k < k8; ++k) {
         scratch[k] = 0.0f; /* the column's padding to 8 */
     }
     for (int32_t g = 0; g < d->groups; ++g) {
         const int32_t *seg = pl->segments;
+        const float *wg = pl->weights + g * cout_g * k8;
+        const float *bg = p->bias_f + g * cout_g;
+        const int8_t *in_g = input + g * (d->in_c / d->groups);
         for (int32_t si = 0; si < pl->nseg; seg += 6 + seg[5], ++si) {
             const int32_t m0 = seg[1], m1 = seg[2], n0 = seg[3], n1 = seg[4];
+            const int32_t nslices = seg[5];
             const int32_t *ends = seg + 6;
+            const int32_t one = seg[0] != M1_KIND_M1 && nslices == 1; /* m1tb over all of K */
             /* m1tb rows: the pixels when the segment has one channel, else its channels */
             const int32_t by_pixel = m1 - m0 == 1;
             const int32_t rows = by_pixel ? n1 - n0 : m1 - m0;
             const int32_t four = rows / 4 * 4, two = four + (rows - four) / 2 * 2;
-            for (int32_t n = n0; n < n1; ++n) {
-                m1_column(d, tbl, pl->taps, input, g, n, kk, scratch);
-                int8_t *out = output + n * out_c + g * cout_g;
-                for (int32_t m = m0; m < m1; ++m) {
-                    const int32_t oc = g * cout_g + m;
-                    const float *w = pl->weights + oc * k8;
-                    const int32_t row = by_pixel ? n - n0 : m - m0;
-                    const int32_t run = row < four ? RUN_4 : (row < two ? RUN_2 : RUN_1);
-                    float c = 0.0f;
-                    int32_t k0 = 0;
-                    for (int32_t s = 0; s < seg[5]; ++s) {
-                        const int32_t k1 = ends[s];
-                        if (seg[0] == M1_KIND_M1) {
-                            c = m1_sum(scratch, w, k0, k1, c);
-                        } else { /* slices start at multiples of 128: the lanes stay aligned */
-                            const float r = m1tb_dot(scratch + k0, w + k0, (k1 - k0 + 7) >> 3, run);
-                            c = s == 0 ? r : r + c;
-                        }
-                        k0 = k1;
+            int32_t oy = n0 / d->out_w, ox = n0 - oy * d->out_w;
+            int8_t *out = output + n0 * out_c + g * cout_g;
+            if (one && by_pixel) { /* one channel (depthwise): pixel after pixel */
+                const float *w = wg + m0 * k8;
+                const float b = bg[m0];
+                out += m0;
+                for (int32_t n = n0; n < n1; ++n, out += out_c) {
+                    const int32_t iy0 = oy * d->stride_h - d->pad_top;
+                    const int32_t ix0 = ox * d->stride_w - d->pad_left;
+                    const int32_t inside = iy0 >= 0 && ix0 >= 0 && iy0 + span_h < d->in_h &&
+                                           ix0 + span_w < d->in_w;
+                    if (++ox == d->out_w) {
+                        ox = 0;
+                        ++oy;
                     }
-                    out[m] = m1_quantize(c + p->bias_f[oc], osc, ozp, lo, hi);
+                    if (inside) {
+                        m1_gather(in_g + (iy0 * d->in_w + ix0) * d->in_c, tbl, pl->taps, kk,
+                                  scratch);
+                    } else {
+                        m1_column(d, tbl, pl->taps, input, g, iy0, ix0, 0, kk, scratch);
+                    }
+                    const int32_t row = n - n0;
+                    const float c = m1tb_dot(scratch, w, k8 >> 3,
+                                             row < four ? RUN_4 : (row < two ? RUN_2 : RUN_1));
+                    *out = m1_quantize(c + b, osc, ozp, lo, hi);
+                }
+                continue;
+            }
+            for (int32_t n = n0; n < n1; ++n, out += out_c) {
+                const int32_t iy0 = oy * d->stride_h - d->pad_top;
+                const int32_t ix0 = ox * d->stride_w - d->pad_left;
+                const int32_t inside = iy0 >= 0 && ix0 >= 0 && iy0 + span_h < d->in_h &&
+                                       ix0 + span_w < d->in_w;
+                if (++ox == d->out_w) {
+                    ox = 0;
+                    ++oy;
+                }
+                m1_column(d, tbl, pl->taps, input, g, iy0, ix0, inside, kk, scratch);
+                const int32_t prow = n - n0;
+                const int32_t prun = prow < four ? RUN_4 : (prow < two ? RUN_2 : RUN_1);
+                for (int32_t m = m0; m < m1; ++m) {
+                    const float *w = wg + m * k8;
+                    float c;
+                    if (one) {
+                        const int32_t row = m - m0;
+                        const int32_t run =
+                            by_pixel ? prun : (row < four ? RUN_4 : (row < two ? RUN_2 : RUN_1));
+                        c = m1tb_dot(scratch, w, k8 >> 3, run);
+                    } else {
+                        c = 0.0f;
+                        int32_t k0 = 0;
+                        for (int32_t s = 0; s < nslices; ++s) {
+                            const int32_t k1 = ends[s];
+                            if (seg[0] == M1_KIND_M1) {
+                                c = m1_sum(scratch, w, k0, k1, c);
+                            } else { /* slices start at multiples of 128: lanes stay aligned */
+                                const int32_t row = by_pixel ? prow : m - m0;
+                                const int32_t run =
+                                    row < four ? RUN_4 : (row < two ? RUN_2 : RUN_1);
+                                const float r =
+                                    m1tb_dot(scratch + k0, w + k0, (k1 - k0 + 7) >> 3, run);
+                                c = s == 0 ? r : r + c;
+                            }
+                            k0 = k1;
+                        }
+                    }
+                    out[m] = m1_quantize(c + bg[m], osc, ozp, lo, hi);
                 }
             }
         }
