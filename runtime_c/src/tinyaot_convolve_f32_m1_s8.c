@@ -103,6 +103,56 @@ static inline float m1tb_dot(const float *x, const float *w, int32_t n8, int32_t
 #endif
 }
 
+/* m1tb_dot for k <= 4: lanes 4-7 hold no product (+0), so each reduction
+ * keeps only its terms of lanes 0-3 (the dropped +0 additions change at most
+ * the sign of a zero sum, which C + bias erases). */
+static inline float m1tb_dot4(const float *x, const float *w, int32_t run)
+{
+#ifdef TINYAOT_M1_ASM
+    float r;
+    __asm__ volatile(
+        "vldm %[z], {s16-s19}\n\t"
+        "vldm %[x], {s0-s3}\n\t"
+        "vldm %[w], {s8-s11}\n\t"
+        "vmla.f32 s16, s0, s8\n\t"
+        "vmla.f32 s17, s1, s9\n\t"
+        "vmla.f32 s18, s2, s10\n\t"
+        "vmla.f32 s19, s3, s11\n\t"
+        "cmp %[run], #1\n\t"
+        "beq 2f\n\t"
+        "bgt 3f\n\t"
+        "vadd.f32 s16, s16, s17\n\t" /* run of 4: ((l0 + l1) + l2) + l3 */
+        "vadd.f32 s16, s16, s18\n\t"
+        "vadd.f32 %[r], s16, s19\n\t"
+        "b 4f\n"
+        "2:\n\t" /* run of 2: (l0 + l2) + (l1 + l3) */
+        "vadd.f32 s16, s16, s18\n\t"
+        "vadd.f32 s17, s17, s19\n\t"
+        "vadd.f32 %[r], s16, s17\n\t"
+        "b 4f\n"
+        "3:\n\t" /* run of 1: (l0 + l1) + (l2 + l3) */
+        "vadd.f32 s16, s16, s17\n\t"
+        "vadd.f32 s18, s18, s19\n\t"
+        "vadd.f32 %[r], s16, s18\n"
+        "4:"
+        : [r] "=t"(r)
+        : [z] "r"(zero8), [x] "r"(x), [w] "r"(w), [run] "r"(run)
+        : "memory", "cc", "s0", "s1", "s2", "s3", "s8", "s9", "s10", "s11", "s16", "s17",
+          "s18", "s19");
+    return r;
+#else
+    const float l0 = 0.0f + x[0] * w[0], l1 = 0.0f + x[1] * w[1];
+    const float l2 = 0.0f + x[2] * w[2], l3 = 0.0f + x[3] * w[3];
+    if (run == RUN_4) {
+        return ((l0 + l1) + l2) + l3;
+    }
+    if (run == RUN_2) {
+        return (l0 + l2) + (l1 + l3);
+    }
+    return (l0 + l1) + (l2 + l3);
+#endif
+}
+
 /* MLAS's M=1 kernel over k0 .. k1: groups of 4, then 2, then 1 rounded
  * products, each group's sum added to c. */
 static float m1_sum(const float *x, const float *w, int32_t k0, int32_t k1, float c)
@@ -199,6 +249,41 @@ static inline int8_t m1_quantize(float y, float scale, int32_t zp, int32_t lo, i
 #endif
 }
 
+/* Segment pixels n0 .. n1 of the one channel with weights w (m1tb over all
+ * of K): one column, one lane dot and one QuantizeLinear per pixel. The dims
+ * live in locals: the asm's memory clobbers would reload them from *d. */
+static void m1_one_channel(const tinyaot_conv_dims_t *d, const tinyaot_conv_f32_plan_t *pl,
+                           const float *tbl, const int8_t *in_g, const int8_t *input, int32_t g,
+                           int32_t n0, int32_t n1, int32_t rows, const float *w, float b,
+                           const tinyaot_float_conv_t *p, float *x, int8_t *out)
+{
+    const int32_t sh = d->stride_h, sw = d->stride_w, pt = d->pad_top, plft = d->pad_left;
+    const int32_t in_h = d->in_h, in_w = d->in_w, in_c = d->in_c, out_w = d->out_w;
+    const int32_t out_c = d->out_c, kk = pl->k, n8 = (kk + 7) >> 3;
+    const int32_t lim_h = in_h - (d->k_h - 1) * d->dil_h, lim_w = in_w - (d->k_w - 1) * d->dil_w;
+    const int32_t *taps = pl->taps;
+    const float osc = p->out_scale;
+    const int32_t ozp = p->out_zp, lo = p->act_min, hi = p->act_max;
+    const int32_t four = rows / 4 * 4, two = four + (rows - four) / 2 * 2;
+    int32_t oy = n0 / out_w, ox = n0 - oy * out_w;
+    out += n0 * out_c;
+    for (int32_t row = 0; row < n1 - n0; ++row, out += out_c) {
+        const int32_t iy0 = oy * sh - pt, ix0 = ox * sw - plft;
+        if (iy0 >= 0 && ix0 >= 0 && iy0 < lim_h && ix0 < lim_w) {
+            m1_gather(in_g + (iy0 * in_w + ix0) * in_c, tbl, taps, kk, x);
+        } else {
+            m1_column(d, tbl, taps, input, g, iy0, ix0, 0, kk, x);
+        }
+        if (++ox == out_w) {
+            ox = 0;
+            ++oy;
+        }
+        const int32_t run = row < four ? RUN_4 : (row < two ? RUN_2 : RUN_1);
+        const float c = kk <= 4 ? m1tb_dot4(x, w, run) : m1tb_dot(x, w, n8, run);
+        *out = m1_quantize(c + b, osc, ozp, lo, hi);
+    }
+}
+
 int tinyaot_convolve_f32_m1_s8(const tinyaot_conv_dims_t *d, const tinyaot_float_conv_t *p,
                                const tinyaot_conv_f32_plan_t *pl, const int8_t *input,
                                float *scratch, int8_t *output)
@@ -231,29 +316,8 @@ int tinyaot_convolve_f32_m1_s8(const tinyaot_conv_dims_t *d, const tinyaot_float
             int32_t oy = n0 / d->out_w, ox = n0 - oy * d->out_w;
             int8_t *out = output + n0 * out_c + g * cout_g;
             if (one && by_pixel) { /* one channel (depthwise): pixel after pixel */
-                const float *w = wg + m0 * k8;
-                const float b = bg[m0];
-                out += m0;
-                for (int32_t n = n0; n < n1; ++n, out += out_c) {
-                    const int32_t iy0 = oy * d->stride_h - d->pad_top;
-                    const int32_t ix0 = ox * d->stride_w - d->pad_left;
-                    const int32_t inside = iy0 >= 0 && ix0 >= 0 && iy0 + span_h < d->in_h &&
-                                           ix0 + span_w < d->in_w;
-                    if (++ox == d->out_w) {
-                        ox = 0;
-                        ++oy;
-                    }
-                    if (inside) {
-                        m1_gather(in_g + (iy0 * d->in_w + ix0) * d->in_c, tbl, pl->taps, kk,
-                                  scratch);
-                    } else {
-                        m1_column(d, tbl, pl->taps, input, g, iy0, ix0, 0, kk, scratch);
-                    }
-                    const int32_t row = n - n0;
-                    const float c = m1tb_dot(scratch, w, k8 >> 3,
-                                             row < four ? RUN_4 : (row < two ? RUN_2 : RUN_1));
-                    *out = m1_quantize(c + b, osc, ozp, lo, hi);
-                }
+                m1_one_channel(d, pl, tbl, in_g, input, g, n0, n1, rows, wg + m0 * k8, bg[m0],
+                               p, scratch, output + g * cout_g + m0);
                 continue;
             }
             for (int32_t n = n0; n < n1; ++n, out += out_c) {
