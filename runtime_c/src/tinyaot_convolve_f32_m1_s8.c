@@ -178,16 +178,29 @@ static inline void m1_gather(const int8_t *b, const float *tbl, const int32_t *t
 {
 #if defined(__thumb2__)
     /* LDR tap, LDRSB, LDR [tbl, q, lsl #2], STR: the float bits through a core register */
-    uint32_t o, v;
+    uint32_t o, v, o2, v2;
     __asm__ volatile(
-        "1:\n\t"
+        "tst %[n], #1\n\t" /* an odd k first, then 2 per iteration */
+        "beq 2f\n\t"
         "ldr %[o], [%[tp]], #4\n\t"
         "ldrsb %[v], [%[b], %[o]]\n\t"
         "ldr %[v], [%[t], %[v], lsl #2]\n\t"
-        "str %[v], [%[x]], #4\n\t"
+        "str %[v], [%[x]], #4\n"
+        "2:\n\t"
+        "asrs %[n], %[n], #1\n\t"
+        "beq 3f\n"
+        "1:\n\t"
+        "ldrd %[o], %[o2], [%[tp]], #8\n\t"
+        "ldrsb %[v], [%[b], %[o]]\n\t"
+        "ldrsb %[v2], [%[b], %[o2]]\n\t"
+        "ldr %[v], [%[t], %[v], lsl #2]\n\t"
+        "ldr %[v2], [%[t], %[v2], lsl #2]\n\t"
+        "strd %[v], %[v2], [%[x]], #8\n\t"
         "subs %[n], %[n], #1\n\t"
-        "bne 1b"
-        : [o] "=&r"(o), [v] "=&r"(v), [tp] "+r"(taps), [x] "+r"(x), [n] "+r"(kk)
+        "bne 1b\n"
+        "3:"
+        : [o] "=&r"(o), [v] "=&r"(v), [o2] "=&r"(o2), [v2] "=&r"(v2), [tp] "+r"(taps),
+          [x] "+r"(x), [n] "+r"(kk)
         : [b] "r"(b), [t] "r"(tbl)
         : "memory", "cc");
 #else
@@ -249,38 +262,49 @@ static inline int8_t m1_quantize(float y, float scale, int32_t zp, int32_t lo, i
 #endif
 }
 
-/* Segment pixels n0 .. n1 of the one channel with weights w (m1tb over all
- * of K): one column, one lane dot and one QuantizeLinear per pixel. The dims
- * live in locals: the asm's memory clobbers would reload them from *d. */
+/* A plan of one m1tb segment over all of K for one channel per group
+ * (depthwise): per group, pixel after pixel, one column, one lane dot and
+ * one QuantizeLinear. The dims live in locals: the asm's memory clobbers
+ * would reload them from *d. */
 static void m1_one_channel(const tinyaot_conv_dims_t *d, const tinyaot_conv_f32_plan_t *pl,
-                           const float *tbl, const int8_t *in_g, const int8_t *input, int32_t g,
-                           int32_t n0, int32_t n1, int32_t rows, const float *w, float b,
-                           const tinyaot_float_conv_t *p, float *x, int8_t *out)
+                           const int8_t *input, const tinyaot_float_conv_t *p, float *x,
+                           int8_t *output)
 {
+    const int32_t *seg = pl->segments;
+    const int32_t m0 = seg[1], n0 = seg[3], n1 = seg[4];
     const int32_t sh = d->stride_h, sw = d->stride_w, pt = d->pad_top, plft = d->pad_left;
-    const int32_t in_h = d->in_h, in_w = d->in_w, in_c = d->in_c, out_w = d->out_w;
-    const int32_t out_c = d->out_c, kk = pl->k, n8 = (kk + 7) >> 3;
-    const int32_t lim_h = in_h - (d->k_h - 1) * d->dil_h, lim_w = in_w - (d->k_w - 1) * d->dil_w;
+    const int32_t in_w = d->in_w, in_c = d->in_c, out_w = d->out_w, out_c = d->out_c;
+    const int32_t cg = in_c / d->groups, cout_g = out_c / d->groups;
+    const int32_t kk = pl->k, n8 = (kk + 7) >> 3;
+    const int32_t lim_h = d->in_h - (d->k_h - 1) * d->dil_h;
+    const int32_t lim_w = in_w - (d->k_w - 1) * d->dil_w;
     const int32_t *taps = pl->taps;
+    const float *tbl = pl->table + 128;
     const float osc = p->out_scale;
     const int32_t ozp = p->out_zp, lo = p->act_min, hi = p->act_max;
-    const int32_t four = rows / 4 * 4, two = four + (rows - four) / 2 * 2;
-    int32_t oy = n0 / out_w, ox = n0 - oy * out_w;
-    out += n0 * out_c;
-    for (int32_t row = 0; row < n1 - n0; ++row, out += out_c) {
-        const int32_t iy0 = oy * sh - pt, ix0 = ox * sw - plft;
-        if (iy0 >= 0 && ix0 >= 0 && iy0 < lim_h && ix0 < lim_w) {
-            m1_gather(in_g + (iy0 * in_w + ix0) * in_c, tbl, taps, kk, x);
-        } else {
-            m1_column(d, tbl, taps, input, g, iy0, ix0, 0, kk, x);
+    const int32_t four = (n1 - n0) / 4 * 4, two = four + (n1 - n0 - four) / 2 * 2;
+    for (int32_t g = 0; g < d->groups; ++g) {
+        const int32_t oc = g * cout_g + m0;
+        const float *w = pl->weights + oc * (n8 * 8);
+        const float b = p->bias_f[oc];
+        const int8_t *in_g = input + g * cg;
+        int8_t *out = output + n0 * out_c + oc;
+        int32_t oy = n0 / out_w, ox = n0 - oy * out_w;
+        for (int32_t row = 0; row < n1 - n0; ++row, out += out_c) {
+            const int32_t iy0 = oy * sh - pt, ix0 = ox * sw - plft;
+            if (iy0 >= 0 && ix0 >= 0 && iy0 < lim_h && ix0 < lim_w) {
+                m1_gather(in_g + (iy0 * in_w + ix0) * in_c, tbl, taps, kk, x);
+            } else {
+                m1_column(d, tbl, taps, input, g, iy0, ix0, 0, kk, x);
+            }
+            if (++ox == out_w) {
+                ox = 0;
+                ++oy;
+            }
+            const int32_t run = row < four ? RUN_4 : (row < two ? RUN_2 : RUN_1);
+            const float c = kk <= 4 ? m1tb_dot4(x, w, run) : m1tb_dot(x, w, n8, run);
+            *out = m1_quantize(c + b, osc, ozp, lo, hi);
         }
-        if (++ox == out_w) {
-            ox = 0;
-            ++oy;
-        }
-        const int32_t run = row < four ? RUN_4 : (row < two ? RUN_2 : RUN_1);
-        const float c = kk <= 4 ? m1tb_dot4(x, w, run) : m1tb_dot(x, w, n8, run);
-        *out = m1_quantize(c + b, osc, ozp, lo, hi);
     }
 }
 
@@ -299,11 +323,15 @@ int tinyaot_convolve_f32_m1_s8(const tinyaot_conv_dims_t *d, const tinyaot_float
     for (int32_t k = kk; k < k8; ++k) {
         scratch[k] = 0.0f; /* the column's padding to 8 */
     }
+    if (pl->nseg == 1 && pl->segments[0] != M1_KIND_M1 && pl->segments[5] == 1 &&
+        pl->segments[2] - pl->segments[1] == 1) {
+        m1_one_channel(d, pl, input, p, scratch, output);
+        return TINYAOT_OK;
+    }
     for (int32_t g = 0; g < d->groups; ++g) {
         const int32_t *seg = pl->segments;
         const float *wg = pl->weights + g * cout_g * k8;
         const float *bg = p->bias_f + g * cout_g;
-        const int8_t *in_g = input + g * (d->in_c / d->groups);
         for (int32_t si = 0; si < pl->nseg; seg += 6 + seg[5], ++si) {
             const int32_t m0 = seg[1], m1 = seg[2], n0 = seg[3], n1 = seg[4];
             const int32_t nslices = seg[5];
@@ -315,11 +343,6 @@ int tinyaot_convolve_f32_m1_s8(const tinyaot_conv_dims_t *d, const tinyaot_float
             const int32_t four = rows / 4 * 4, two = four + (rows - four) / 2 * 2;
             int32_t oy = n0 / d->out_w, ox = n0 - oy * d->out_w;
             int8_t *out = output + n0 * out_c + g * cout_g;
-            if (one && by_pixel) { /* one channel (depthwise): pixel after pixel */
-                m1_one_channel(d, pl, tbl, in_g, input, g, n0, n1, rows, wg + m0 * k8, bg[m0],
-                               p, scratch, output + g * cout_g + m0);
-                continue;
-            }
             for (int32_t n = n0; n < n1; ++n, out += out_c) {
                 const int32_t iy0 = oy * d->stride_h - d->pad_top;
                 const int32_t ix0 = ox * d->stride_w - d->pad_left;
