@@ -283,13 +283,41 @@ static void m1_one_channel(const tinyaot_conv_dims_t *d, const tinyaot_conv_f32_
     const float osc = p->out_scale;
     const int32_t ozp = p->out_zp, lo = p->act_min, hi = p->act_max;
     const int32_t four = (n1 - n0) / 4 * 4, two = four + (n1 - n0 - four) / 2 * 2;
+    const int32_t oy0 = n0 / out_w, ox0 = n0 - oy0 * out_w;
+    if (pt == 0 && plft == 0 && (d->out_h - 1) * sh < lim_h && (out_w - 1) * sw < lim_w) {
+        /* every window inside the input: the origin moves by fixed steps */
+        const int32_t step_x = sw * in_c, step_y = sh * in_w * in_c;
+        for (int32_t g = 0; g < d->groups; ++g) {
+            const int32_t oc = g * cout_g + m0;
+            const float *w = pl->weights + oc * (n8 * 8);
+            const float b = p->bias_f[oc];
+            const int8_t *rb = input + g * cg + oy0 * step_y;
+            const int8_t *bp = rb + ox0 * step_x;
+            int8_t *out = output + n0 * out_c + oc;
+            int32_t ox = ox0;
+            for (int32_t row = 0; row < n1 - n0; ++row, out += out_c) {
+                m1_gather(bp, tbl, taps, kk, x);
+                if (++ox == out_w) {
+                    ox = 0;
+                    rb += step_y;
+                    bp = rb;
+                } else {
+                    bp += step_x;
+                }
+                const int32_t run = row < four ? RUN_4 : (row < two ? RUN_2 : RUN_1);
+                const float c = kk <= 4 ? m1tb_dot4(x, w, run) : m1tb_dot(x, w, n8, run);
+                *out = m1_quantize(c + b, osc, ozp, lo, hi);
+            }
+        }
+        return;
+    }
     for (int32_t g = 0; g < d->groups; ++g) {
         const int32_t oc = g * cout_g + m0;
         const float *w = pl->weights + oc * (n8 * 8);
         const float b = p->bias_f[oc];
         const int8_t *in_g = input + g * cg;
         int8_t *out = output + n0 * out_c + oc;
-        int32_t oy = n0 / out_w, ox = n0 - oy * out_w;
+        int32_t oy = oy0, ox = ox0;
         for (int32_t row = 0; row < n1 - n0; ++row, out += out_c) {
             const int32_t iy0 = oy * sh - pt, ix0 = ox * sw - plft;
             if (iy0 >= 0 && ix0 >= 0 && iy0 < lim_h && ix0 < lim_w) {
