@@ -232,7 +232,7 @@ def test_float_value_bit_exact_with_onnxruntime(capture_lib, threads):
 # the Cortex-M4 inline-asm path: K blocks of 128 + 16, 256 + 256 + 64 and 27
 # (every remainder of 8), channels and pixels not multiples of 4, the M=1 kernels
 QEMU_SHAPES = [SHAPES[0], SHAPES[4], SHAPES[2], SHAPES[12], SHAPES[16], SHAPES[14], SHAPES[10],
-               *SHAPES[26:33], SHAPES[13], SHAPES[17]]
+               *SHAPES[26:33], SHAPES[13], SHAPES[17], SHAPES[19]]
 
 HARNESS_C = r"""
 #include <string.h>

@@ -108,11 +108,10 @@ int32_t tinyaot_convolve_f32_s8_get_buffer_size(const tinyaot_conv_dims_t *d);
 
 /* tinyaot_convolve_f32_s8 for the plans without an fma segment (tiles 0:
  * every MLAS call is an M=1 kernel, e.g. depthwise or one output pixel).
- * scratch: *_get_buffer_size bytes (one im2col column, padded to 8). */
+ * scratch: tinyaot_convolve_f32_s8_get_buffer_size bytes. */
 int tinyaot_convolve_f32_m1_s8(const tinyaot_conv_dims_t *d, const tinyaot_float_conv_t *p,
                                const tinyaot_conv_f32_plan_t *pl, const int8_t *input,
                                float *scratch, int8_t *output);
-int32_t tinyaot_convolve_f32_m1_s8_get_buffer_size(const tinyaot_conv_dims_t *d);
 
 /* Transposed convolution (ONNX ConvTranspose), TFLite TRANSPOSE_CONV integer
  * semantics. Output pixel o gets input pixel i through tap t when

@@ -21,12 +21,6 @@
 enum { M1_KIND_M1 = 1 }; /* segment kind 1; 2 is m1tb */
 enum { RUN_4 = 0, RUN_2 = 1, RUN_1 = 2 }; /* the M=1 transpose-B lane reductions */
 
-int32_t tinyaot_convolve_f32_m1_s8_get_buffer_size(const tinyaot_conv_dims_t *d)
-{
-    const int32_t k = d->in_c / d->groups * d->k_h * d->k_w;
-    return ((k + 7) & ~7) * (int32_t)sizeof(float);
-}
-
 #if defined(__ARM_FP) && (__ARM_FP & 4)
 #define TINYAOT_M1_ASM 1
 static const float zero8[8];
@@ -210,31 +204,40 @@ static inline void m1_gather(const int8_t *b, const float *tbl, const int32_t *t
 #endif
 }
 
-/* The im2col column of the window at (iy0, ix0) of group g into x[0 .. kk):
- * through the tap offsets when inside the input, else tap by tap with zeros
- * for padding. */
-static void m1_column(const tinyaot_conv_dims_t *d, const float *tbl, const int32_t *taps,
-                      const int8_t *input, int32_t g, int32_t iy0, int32_t ix0, int32_t inside,
-                      int32_t kk, float *x)
+/* x[j] = tbl[b[j * stride]], j < count (count >= 1). */
+static inline void m1_gather_strided(const int8_t *b, int32_t stride, const float *tbl,
+                                     int32_t count, float *x)
 {
-    const int32_t cg = d->in_c / d->groups;
-    const int8_t *in = input + g * cg;
-    if (inside) {
-        m1_gather(in + (iy0 * d->in_w + ix0) * d->in_c, tbl, taps, kk, x);
-        return;
+#if defined(__thumb2__)
+    uint32_t v, v2;
+    __asm__ volatile(
+        "tst %[n], #1\n\t" /* an odd element first, then 2 per iteration */
+        "beq 2f\n\t"
+        "ldrsb %[v], [%[b]]\n\t"
+        "add %[b], %[b], %[s]\n\t"
+        "ldr %[v], [%[t], %[v], lsl #2]\n\t"
+        "str %[v], [%[x]], #4\n"
+        "2:\n\t"
+        "asrs %[n], %[n], #1\n\t"
+        "beq 3f\n"
+        "1:\n\t"
+        "ldrsb %[v], [%[b]]\n\t"
+        "ldrsb %[v2], [%[b], %[s]]\n\t"
+        "add %[b], %[b], %[s], lsl #1\n\t"
+        "ldr %[v], [%[t], %[v], lsl #2]\n\t"
+        "ldr %[v2], [%[t], %[v2], lsl #2]\n\t"
+        "strd %[v], %[v2], [%[x]], #8\n\t"
+        "subs %[n], %[n], #1\n\t"
+        "bne 1b\n"
+        "3:"
+        : [v] "=&r"(v), [v2] "=&r"(v2), [b] "+r"(b), [x] "+r"(x), [n] "+r"(count)
+        : [s] "r"(stride), [t] "r"(tbl)
+        : "memory", "cc");
+#else
+    for (int32_t j = 0; j < count; ++j) {
+        x[j] = tbl[b[j * stride]];
     }
-    for (int32_t c = 0; c < cg; ++c) {
-        for (int32_t ky = 0; ky < d->k_h; ++ky) {
-            const int32_t iy = iy0 + ky * d->dil_h;
-            const int row_in = iy >= 0 && iy < d->in_h;
-            for (int32_t kx = 0; kx < d->k_w; ++kx) {
-                const int32_t ix = ix0 + kx * d->dil_w;
-                *x++ = (row_in && ix >= 0 && ix < d->in_w)
-                           ? tbl[in[(iy * d->in_w + ix) * d->in_c + c]]
-                           : 0.0f;
-            }
-        }
-    }
+#endif
 }
 
 /* QuantizeLinear of y: with an FPU, VCVTR rounds to nearest even (default
@@ -262,6 +265,85 @@ static inline int8_t m1_quantize(float y, float scale, int32_t zp, int32_t lo, i
 #endif
 }
 
+/* Depthwise windows along one line of the input plane, whose columns are
+ * slices of that line (tap k at plane index k, pixel n's window at n * step):
+ * dequantize a band of the channel's plane once into x and read every
+ * pixel's column in place (a column runs 8-k groups past k; those plane
+ * values meet zero weights, +-0 products). The band fills the scratch the
+ * caller sized with tinyaot_convolve_f32_s8_get_buffer_size. */
+static void m1_plane_bands(const tinyaot_conv_dims_t *d, const tinyaot_conv_f32_plan_t *pl,
+                           const int8_t *input, const tinyaot_float_conv_t *p, int32_t step,
+                           float *x, int8_t *output)
+{
+    const int32_t *seg = pl->segments;
+    const int32_t m0 = seg[1], n0 = seg[3], n1 = seg[4];
+    const int32_t in_c = d->in_c, out_c = d->out_c, cout_g = out_c / d->groups;
+    const int32_t kk = pl->k, n8 = (kk + 7) >> 3, k8 = n8 * 8;
+    const int32_t plane = d->in_h * d->in_w;
+    const int32_t room = tinyaot_convolve_f32_s8_get_buffer_size(d) / (int32_t)sizeof(float);
+    const int32_t band = (room - k8) / step + 1; /* pixels per band */
+    const float *tbl = pl->table + 128;
+    const float osc = p->out_scale;
+    const int32_t ozp = p->out_zp, lo = p->act_min, hi = p->act_max;
+    const int32_t four = (n1 - n0) / 4 * 4, two = four + (n1 - n0 - four) / 2 * 2;
+    for (int32_t g = 0; g < d->groups; ++g) {
+        const int32_t oc = g * cout_g + m0;
+        const float *w = pl->weights + oc * k8;
+        const float b = p->bias_f[oc];
+        int8_t *out = output + n0 * out_c + oc;
+        for (int32_t na = n0; na < n1; na += band) {
+            const int32_t nb = n1 - na < band ? n1 : na + band;
+            const int32_t q0 = na * step;
+            const int32_t len = (nb - 1 - na) * step + k8;
+            const int32_t have = plane - q0 < len ? plane - q0 : len;
+            /* past the plane's end (at most 7 values: the last window is inside) */
+            float *z = x + len - 8; /* 8 stores, not a memset call */
+            z[0] = 0.0f;
+            z[1] = 0.0f;
+            z[2] = 0.0f;
+            z[3] = 0.0f;
+            z[4] = 0.0f;
+            z[5] = 0.0f;
+            z[6] = 0.0f;
+            z[7] = 0.0f;
+            m1_gather_strided(input + q0 * in_c + g, in_c, tbl, have, x);
+            const float *xc = x;
+            for (int32_t row = na - n0; row < nb - n0; ++row, out += out_c, xc += step) {
+                const int32_t run = row < four ? RUN_4 : (row < two ? RUN_2 : RUN_1);
+                const float c = kk <= 4 ? m1tb_dot4(xc, w, run) : m1tb_dot(xc, w, n8, run);
+                *out = m1_quantize(c + b, osc, ozp, lo, hi);
+            }
+        }
+    }
+}
+
+/* The im2col column of the window at (iy0, ix0) of group g into x[0 .. kk):
+ * through the tap offsets when inside the input, else tap by tap with zeros
+ * for padding. */
+static void m1_column(const tinyaot_conv_dims_t *d, const float *tbl, const int32_t *taps,
+                      const int8_t *input, int32_t g, int32_t iy0, int32_t ix0, int32_t inside,
+                      int32_t kk, float *x)
+{
+    const int32_t cg = d->in_c / d->groups;
+    const int8_t *in = input + g * cg;
+    if (inside) {
+        m1_gather(in + (iy0 * d->in_w + ix0) * d->in_c, tbl, taps, kk, x);
+        return;
+    }
+    for (int32_t c = 0; c < cg; ++c) {
+        for (int32_t ky = 0; ky < d->k_h; ++ky) {
+            const int32_t iy = iy0 + ky * d->dil_h;
+            const int row_in = iy >= 0 && iy < d->in_h;
+            for (int32_t kx = 0; kx < d->k_w; ++kx) {
+                const int32_t ix = ix0 + kx * d->dil_w;
+                *x++ = (row_in && ix >= 0 && ix < d->in_w)
+                           ? tbl[in[(iy * d->in_w + ix) * d->in_c + c]]
+                           : 0.0f;
+            }
+        }
+    }
+}
+
 /* A plan of one m1tb segment over all of K for one channel per group
  * (depthwise): per group, pixel after pixel, one column, one lane dot and
  * one QuantizeLinear. The dims live in locals: the asm's memory clobbers
@@ -285,6 +367,14 @@ static void m1_one_channel(const tinyaot_conv_dims_t *d, const tinyaot_conv_f32_
     const int32_t four = (n1 - n0) / 4 * 4, two = four + (n1 - n0 - four) / 2 * 2;
     const int32_t oy0 = n0 / out_w, ox0 = n0 - oy0 * out_w;
     if (pt == 0 && plft == 0 && (d->out_h - 1) * sh < lim_h && (out_w - 1) * sw < lim_w) {
+        int32_t line = cg == 1 && (out_w == 1 || d->out_h == 1);
+        for (int32_t k = 0; k < kk && line; ++k) {
+            line = taps[k] == k * in_c;
+        }
+        if (line && n1 - n0 > 1) { /* windows along one line of the plane, overlapping */
+            m1_plane_bands(d, pl, input, p, out_w == 1 ? sh * in_w : sw, x, output);
+            return;
+        }
         /* every window inside the input: the origin moves by fixed steps */
         const int32_t step_x = sw * in_c, step_y = sh * in_w * in_c;
         for (int32_t g = 0; g < d->groups; ++g) {
