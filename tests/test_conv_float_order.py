@@ -239,6 +239,7 @@ HARNESS_C = r"""
 #include "harness.h"
 static float *cap_;
 #define TINYAOT_F32_CAPTURE(y) (*cap_++ = (y))
+#define TINYAOT_F32_CAPTURE_PTR cap_ /* inline-asm loops store y through it */
 #include "tinyaot_convolve_f32_m1_s8.c"
 #include "tinyaot_convolve_f32_s8.c"
 #include "case_data.h"

@@ -265,6 +265,72 @@ static inline int8_t m1_quantize(float y, float scale, int32_t zp, int32_t lo, i
 #endif
 }
 
+#if defined(TINYAOT_M1_ASM) && (!defined(TINYAOT_F32_CAPTURE) || defined(TINYAOT_F32_CAPTURE_PTR))
+#define TINYAOT_M1_ROWS_ASM 1
+/* Tests record y through this pointer (the asm stores it). */
+#ifdef TINYAOT_F32_CAPTURE_PTR
+#define M1_CAPTURE "vstmia %[cap]!, {s16}\n\t"
+#else
+#define M1_CAPTURE
+#endif
+/* `count` (>= 1) rows of one run type, k <= 4, columns `step` floats apart:
+ * m1tb_dot4, + bias, QuantizeLinear as m1_quantize, one asm loop with the
+ * weights kept in s8-s11. */
+#define M1_ROWS4(REDUCE) \
+    __asm__ volatile( \
+        "vldm %[w], {s8-s11}\n" \
+        "1:\n\t" \
+        "vldm %[z], {s16-s19}\n\t" \
+        "vldm %[x], {s0-s3}\n\t" \
+        "add %[x], %[x], %[st]\n\t" \
+        "vmla.f32 s16, s0, s8\n\t" \
+        "vmla.f32 s17, s1, s9\n\t" \
+        "vmla.f32 s18, s2, s10\n\t" \
+        "vmla.f32 s19, s3, s11\n\t" \
+        REDUCE \
+        "vadd.f32 s16, s16, %[b]\n\t" \
+        M1_CAPTURE \
+        "vdiv.f32 s16, s16, %[sc]\n\t" \
+        "vcvtr.s32.f32 s16, s16\n\t" \
+        "vmov %[r], s16\n\t" \
+        "cmp %[r], %[lo]\n\tit lt\n\tmovlt %[r], %[lo]\n\t" \
+        "cmp %[r], %[hi]\n\tit gt\n\tmovgt %[r], %[hi]\n\t" \
+        "add %[r], %[r], %[zp]\n\t" \
+        "strb %[r], [%[o]]\n\t" \
+        "add %[o], %[o], %[oc]\n\t" \
+        "subs %[n], %[n], #1\n\t" \
+        "bne 1b" \
+        : [r] "=&r"(r), [x] "+r"(x), [o] "+r"(out), [n] "+r"(count), [cap] "+r"(cap) \
+        : [w] "r"(w), [z] "r"(zero8), [st] "r"(step * (int32_t)sizeof(float)), [b] "t"(b), \
+          [sc] "t"(p->out_scale), [lo] "r"(p->act_min - p->out_zp), \
+          [hi] "r"(p->act_max - p->out_zp), [zp] "r"(p->out_zp), [oc] "r"(out_c) \
+        : "memory", "cc", "s0", "s1", "s2", "s3", "s8", "s9", "s10", "s11", "s16", "s17", \
+          "s18", "s19")
+
+static void m1_rows4(int32_t run, const float *x, int32_t step, const float *w, float b,
+                     const tinyaot_float_conv_t *p, int32_t count, int8_t *out, int32_t out_c)
+{
+    int32_t r;
+#ifdef TINYAOT_F32_CAPTURE_PTR
+    float *cap = TINYAOT_F32_CAPTURE_PTR;
+#else
+    float *cap = 0;
+#endif
+    if (run == RUN_4) { /* ((l0 + l1) + l2) + l3 */
+        M1_ROWS4("vadd.f32 s16, s16, s17\n\tvadd.f32 s16, s16, s18\n\tvadd.f32 s16, s16, s19\n\t");
+    } else if (run == RUN_2) { /* (l0 + l2) + (l1 + l3) */
+        M1_ROWS4("vadd.f32 s16, s16, s18\n\tvadd.f32 s17, s17, s19\n\tvadd.f32 s16, s16, s17\n\t");
+    } else { /* (l0 + l1) + (l2 + l3) */
+        M1_ROWS4("vadd.f32 s16, s16, s17\n\tvadd.f32 s18, s18, s19\n\tvadd.f32 s16, s16, s18\n\t");
+    }
+#ifdef TINYAOT_F32_CAPTURE_PTR
+    TINYAOT_F32_CAPTURE_PTR = cap;
+#else
+    (void)cap;
+#endif
+}
+#endif
+
 /* Depthwise windows along one line of the input plane, whose columns are
  * slices of that line (tap k at plane index k, pixel n's window at n * step):
  * dequantize a band of the channel's plane once into x and read every
@@ -308,7 +374,22 @@ static void m1_plane_bands(const tinyaot_conv_dims_t *d, const tinyaot_conv_f32_
             z[7] = 0.0f;
             m1_gather_strided(input + q0 * in_c + g, in_c, tbl, have, x);
             const float *xc = x;
-            for (int32_t row = na - n0; row < nb - n0; ++row, out += out_c, xc += step) {
+            int32_t row = na - n0;
+#ifdef TINYAOT_M1_ROWS_ASM
+            if (kk <= 4) { /* the rows of each run type in one asm loop */
+                const int32_t ends[3] = {four, two, n1 - n0};
+                for (int32_t t = 0; t < 3; ++t) {
+                    const int32_t e = ends[t] < nb - n0 ? ends[t] : nb - n0;
+                    if (e > row) {
+                        m1_rows4(t, xc, step, w, b, p, e - row, out, out_c);
+                        xc += (e - row) * step;
+                        out += (e - row) * out_c;
+                        row = e;
+                    }
+                }
+            }
+#endif
+            for (; row < nb - n0; ++row, out += out_c, xc += step) {
                 const int32_t run = row < four ? RUN_4 : (row < two ? RUN_2 : RUN_1);
                 const float c = kk <= 4 ? m1tb_dot4(xc, w, run) : m1tb_dot(xc, w, n8, run);
                 *out = m1_quantize(c + b, osc, ozp, lo, hi);
