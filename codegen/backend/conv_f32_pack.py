@@ -92,6 +92,7 @@ def emit_plan(em, lid, n, w, p):
     words, nseg = segment_words(x.shape, y.shape, n.attrs)
     packed, tiles, k = packed_weights(w, group, compact=not has_fma(words))
     em.float_layer(lid, g, n, w, p, "0")
+    em.kernels.add("tinyaot_convolve_f32_m1_s8")  # the kernel hands M=1 plans to it: linked too
     wname = em.const("float", f"{lid}_wp", packed.reshape(-1), align=8)  # report: weights
     sname = em.const("int32_t", f"{lid}_seg", words)
     tname = em.const("float", f"{lid}_xt", input_table(p))
