@@ -10,11 +10,16 @@
  *          run of 4, 2 or 1 rows; on FPv4 VLDM of 8 x and 8 w, 8 VMLA (not
  *          fused on FPv4: acc + round(x * w), exactly the C expression);
  *          the column and the weights are zero padded to 8, and a product
- *          0 * w = +-0 leaves a lane unchanged except for the sign of a zero
- *          lane, which the sum + bias (+0 or not zero) erases;
+ *          x * 0 = +-0 (x finite) leaves a lane unchanged except for the
+ *          sign of a zero lane, which the sum + bias (+0 or not zero) erases;
  *  - m1:   products rounded, summed in groups of four ((p0 + p1) + p2) + p3,
  *          then of two, then one, each group added to C.
- * Then y = C + bias and QuantizeLinear. Built with -ffp-contract=off. */
+ * Then y = C + bias and QuantizeLinear. Depthwise plans (one segment, one
+ * channel per group) skip the per-output bookkeeping: windows inside the
+ * input walk by fixed steps, and windows along one line of the input plane
+ * (1-D kernels, sww01) read their columns in place from a dequantized band
+ * of the plane, K <= 4 with one asm loop per run of rows. The sums are the
+ * same whichever path. Built with -ffp-contract=off. */
 #include "tinyaot_kernels.h"
 #include "tinyaot_requant.h"
 
