@@ -23,8 +23,7 @@ import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from codegen.backend.conv_f32_pack import (has_fma, input_table, packed_weights, scratch_bytes,
-                                           segment_words, tap_offsets)
+from codegen.backend.conv_f32_pack import plan_fields, scratch_bytes
 from codegen.reference import ops
 from codegen.reference.mlas_conv_order import node_segments
 
@@ -50,12 +49,13 @@ typedef struct { float in_scale; int32_t in_zp; float out_scale; int32_t out_zp;
                  int32_t act_min, act_max; const int8_t *filter; const float *filter_scale;
                  const float *bias_f; } tinyaot_float_conv_t;
 typedef struct { const float *table; const float *weights; const int32_t *segments;
-                 const int32_t *taps; int32_t nseg; int32_t k; int32_t tiles; }
-        tinyaot_conv_f32_plan_t;
+                 const int32_t *taps; int32_t nseg; int32_t k; int32_t tiles;
+                 int32_t padded; } tinyaot_conv_f32_plan_t;
 int run_capture(const tinyaot_conv_dims_t *d, const tinyaot_float_conv_t *p,
                 const tinyaot_conv_f32_plan_t *pl, const int8_t *input, float *scratch,
                 int8_t *output, float *y);
-int32_t tinyaot_convolve_f32_s8_get_buffer_size(const tinyaot_conv_dims_t *d);
+int32_t tinyaot_convolve_f32_s8_get_buffer_size(const tinyaot_conv_dims_t *d,
+                                                const tinyaot_conv_f32_plan_t *pl);
 """
 
 
@@ -119,19 +119,18 @@ def c_float(capture_lib, x, wt, bf, sx, zx, attrs, out_shape):
                                              *attrs["strides"], *attrs["dilations"],
                                              attrs["pads"][0], attrs["pads"][1], group])
     p = {"in_scale": sx, "in_zp": zx}
-    words, nseg = segment_words(x.shape, out_shape, attrs)
-    packed, tiles, k = packed_weights(wt, group, compact=not has_fma(words))
-    keep = [np.ascontiguousarray(a) for a in (input_table(p), packed.reshape(-1), words, bf,
-                                              tap_offsets(x.shape, wt.shape, attrs))]
+    f = plan_fields(x.shape, out_shape, wt, attrs, p)
+    keep = [np.ascontiguousarray(a) for a in (f["table"], f["weights"], f["segments"], bf,
+                                              f["taps"])]
     fp = ffi.new("tinyaot_float_conv_t *", [sx, zx, 1.0, 0, -128, 127, ffi.NULL, ffi.NULL,
                                             ffi.from_buffer("float[]", keep[3])])
     pl = ffi.new("tinyaot_conv_f32_plan_t *", [ffi.from_buffer("float[]", keep[0]),
                                                ffi.from_buffer("float[]", keep[1]),
                                                ffi.from_buffer("int32_t[]", keep[2]),
                                                ffi.from_buffer("int32_t[]", keep[4]),
-                                               nseg, k, tiles])
-    nbytes = lib.tinyaot_convolve_f32_s8_get_buffer_size(dims)
-    assert nbytes == scratch_bytes(x.shape, wt.shape)
+                                               f["nseg"], f["k"], f["tiles"], f["padded"]])
+    nbytes = lib.tinyaot_convolve_f32_s8_get_buffer_size(dims, pl)
+    assert nbytes == scratch_bytes(x.shape, wt.shape, out_shape, attrs)
     scratch = np.full(nbytes // 4, np.nan, np.float32)  # the kernel must not read it first
     xin = np.ascontiguousarray(x[0].transpose(1, 2, 0))
     out = np.zeros(oh * ow * cout, np.int8)
@@ -264,8 +263,7 @@ def test_asm_float_value_bit_exact_on_qemu_m4(tmp_path):
         y, x, wt, bt, sx, zx = ort_case(rng, cin, cout, group, hw, k, s, pads, d, 1, relu)
         attrs = {"group": group, "kernel": k, "strides": s, "pads": pads, "dilations": d}
         bf = (bt.data.astype(np.float32) * bt.q.scale).astype(np.float32)
-        words, nseg = segment_words(x.shape, y.shape, attrs)
-        packed, tiles, kk = packed_weights(wt, group, compact=not has_fma(words))
+        f = plan_fields(x.shape, y.shape, wt, attrs, {"in_scale": sx, "in_zp": zx})
         _, _, h, w = x.shape
         _, _, oh, ow = y.shape
         dims = [h, w, cin, oh, ow, cout, k[0], k[1], s[0], s[1], d[0], d[1], pads[0], pads[1], group]
@@ -274,15 +272,15 @@ def test_asm_float_value_bit_exact_on_qemu_m4(tmp_path):
         case.mkdir()
         (case / "case_data.h").write_text(
             f"#define IN_SIZE {xin.size}u\n#define OUT_SIZE {y.size}\n"
-            f"#define SCRATCH {scratch_bytes(x.shape, wt.shape)}\n"
-            + _c_array("float", "tbl", input_table({"in_scale": sx, "in_zp": zx}))
-            + _c_array("float", "wts", packed.reshape(-1)) + _c_array("int32_t", "segs", words)
+            f"#define SCRATCH {scratch_bytes(x.shape, wt.shape, y.shape, attrs)}\n"
+            + _c_array("float", "tbl", f["table"])
+            + _c_array("float", "wts", f["weights"]) + _c_array("int32_t", "segs", f["segments"])
             + _c_array("float", "bias", bf)
-            + _c_array("int32_t", "taps", tap_offsets(x.shape, wt.shape, attrs))
+            + _c_array("int32_t", "taps", f["taps"])
             + f"static const tinyaot_conv_dims_t dims = {{ {', '.join(map(str, dims))} }};\n"
             f"static const tinyaot_float_conv_t fp = {{ 1.0f, {zx}, 1.0f, 0, -128, 127, 0, 0, bias }};\n"
-            f"static const tinyaot_conv_f32_plan_t plan = {{ tbl, wts, segs, taps, {nseg}, {kk}, "
-            f"{tiles} }};\n")
+            f"static const tinyaot_conv_f32_plan_t plan = {{ tbl, wts, segs, taps, {f['nseg']}, "
+            f"{f['k']}, {f['tiles']}, {f['padded']} }};\n")
         (case / "harness_data.c").write_text(
             HARNESS_C + _c_array("int8_t", "in_", xin).replace("static const int8_t in_[]",
                                                               "const int8_t tinyaot_harness_inputs[]"))

@@ -27,11 +27,103 @@
 
 enum { SEG_FMA = 0, SEG_M1 = 1, SEG_M1TB = 2 };
 
-int32_t tinyaot_convolve_f32_s8_get_buffer_size(const tinyaot_conv_dims_t *d)
+/* Rows / columns of the input the windows reach, padding included. */
+static int32_t padded_h(const tinyaot_conv_dims_t *d)
+{
+    return (d->out_h - 1) * d->stride_h + (d->k_h - 1) * d->dil_h + 1;
+}
+
+static int32_t padded_w(const tinyaot_conv_dims_t *d)
+{
+    return (d->out_w - 1) * d->stride_w + (d->k_w - 1) * d->dil_w + 1;
+}
+
+int32_t tinyaot_convolve_f32_s8_get_buffer_size(const tinyaot_conv_dims_t *d,
+                                                const tinyaot_conv_f32_plan_t *pl)
 {
     const int32_t cg = d->in_c / d->groups;
     const int32_t k = cg * d->k_h * d->k_w;
-    return (k * TILE + TILE * TILE) * (int32_t)sizeof(float) + ((cg + 3) & ~3);
+    /* the padded float copy, or a row of the input zero point (padding taps' source) */
+    const int32_t extra = pl->padded ? padded_h(d) * padded_w(d) * d->in_c * (int32_t)sizeof(float)
+                                     : (cg + 3) & ~3;
+    return (k * TILE + TILE * TILE) * (int32_t)sizeof(float) + extra;
+}
+
+/* The zero-padded float copy: xp[(py * wp + px) * in_c + c] = table value of
+ * the input at (py - pad_top, px - pad_left, c), 0.0f outside (MLAS's im2col
+ * zero fill: fma(0, w, a) == a). */
+static void dequantize_padded(const tinyaot_conv_dims_t *d, const float *tbl,
+                              const int8_t *input, float *xp)
+{
+    const int32_t hp = padded_h(d), wp = padded_w(d);
+    for (int32_t py = 0; py < hp; ++py) {
+        const int32_t iy = py - d->pad_top;
+        for (int32_t px = 0; px < wp; ++px) {
+            const int32_t ix = px - d->pad_left;
+            if (iy >= 0 && iy < d->in_h && ix >= 0 && ix < d->in_w) {
+                const int8_t *src = input + (iy * d->in_w + ix) * d->in_c;
+                for (int32_t c = 0; c < d->in_c; ++c) {
+                    *xp++ = tbl[src[c]];
+                }
+            } else {
+                for (int32_t c = 0; c < d->in_c; ++c) {
+                    *xp++ = 0.0f;
+                }
+            }
+        }
+    }
+}
+
+/* Every k of 4 pixels from the padded float copy (window origins p0 +
+ * {0, d1, d2, d3}): xt[k * 4 + px] = p_px[taps[k]]. */
+static inline void gather_padded(const float *p0, int32_t d1, int32_t d2, int32_t d3,
+                                 const int32_t *taps, int32_t k, float *xt)
+{
+    const float *p1 = p0 + d1, *p2 = p0 + d2, *p3 = p0 + d3;
+#if defined(__thumb2__)
+    /* the float bits move through core registers: 4 LDR, 2 STRD per k */
+    uint32_t a, b, e, o;
+    __asm__ volatile(
+        "1:\n\t"
+        "ldr %[o], [%[tp]], #4\n\t"
+        "ldr %[a], [%[p0], %[o], lsl #2]\n\t"
+        "ldr %[b], [%[p1], %[o], lsl #2]\n\t"
+        "ldr %[e], [%[p2], %[o], lsl #2]\n\t"
+        "ldr %[o], [%[p3], %[o], lsl #2]\n\t"
+        "strd %[a], %[b], [%[col]], #8\n\t"
+        "strd %[e], %[o], [%[col]], #8\n\t"
+        "subs %[n], %[n], #1\n\t"
+        "bne 1b"
+        : [a] "=&r"(a), [b] "=&r"(b), [e] "=&r"(e), [o] "=&r"(o), [tp] "+r"(taps),
+          [col] "+r"(xt), [n] "+r"(k)
+        : [p0] "r"(p0), [p1] "r"(p1), [p2] "r"(p2), [p3] "r"(p3)
+        : "memory", "cc");
+#else
+    for (int32_t i = 0; i < k; ++i, xt += TILE) {
+        const int32_t o = taps[i];
+        xt[0] = p0[o];
+        xt[1] = p1[o];
+        xt[2] = p2[o];
+        xt[3] = p3[o];
+    }
+#endif
+}
+
+/* Columns of output pixels n0 .. n0 + np - 1 (np <= 4, an absent pixel
+ * repeats the last) of group g from the padded float copy xp. */
+static void im2col4_padded(const tinyaot_conv_dims_t *d, const int32_t *taps, const float *xp,
+                           int32_t g, int32_t n0, int32_t np, float *xt)
+{
+    const int32_t cg = d->in_c / d->groups;
+    const int32_t wp = padded_w(d);
+    int32_t off[TILE];
+    for (int32_t px = 0; px < TILE; ++px) {
+        const int32_t n = n0 + (px < np ? px : np - 1);
+        const int32_t oy = n / d->out_w;
+        off[px] = (oy * d->stride_h * wp + (n - oy * d->out_w) * d->stride_w) * d->in_c;
+    }
+    gather_padded(xp + off[0] + g * cg, off[1] - off[0], off[2] - off[0], off[3] - off[0], taps,
+                  cg * d->k_h * d->k_w, xt);
 }
 
 /* One tap of 4 pixels: col[c * step + px] = table value of src_px[c], c < cg. */
@@ -436,9 +528,14 @@ int tinyaot_convolve_f32_s8(const tinyaot_conv_dims_t *d, const tinyaot_float_co
     const int32_t ozp = p->out_zp, lo = p->act_min, hi = p->act_max;
     float *xt = scratch;
     float *tot = scratch + pl->k * TILE;
-    int8_t *zp_row = (int8_t *)(void *)(tot + TILE * TILE); /* bytes after the tile */
-    for (int32_t c = 0; c < d->in_c / d->groups; ++c) {
-        zp_row[c] = (int8_t)p->in_zp;
+    float *xp = tot + TILE * TILE; /* the padded float copy, when pl->padded */
+    int8_t *zp_row = (int8_t *)(void *)xp; /* else bytes of the input zero point */
+    if (pl->padded) {
+        dequantize_padded(d, pl->table + 128, input, xp);
+    } else {
+        for (int32_t c = 0; c < d->in_c / d->groups; ++c) {
+            zp_row[c] = (int8_t)p->in_zp;
+        }
     }
     for (int32_t g = 0; g < d->groups; ++g) {
         const int32_t *seg = pl->segments;
@@ -464,7 +561,11 @@ int tinyaot_convolve_f32_s8(const tinyaot_conv_dims_t *d, const tinyaot_float_co
             }
             for (int32_t n = n0; n < n1; n += TILE) {
                 const int32_t np = n1 - n < TILE ? n1 - n : TILE;
-                im2col4(d, pl->table, pl->taps, input, zp_row, g, n, np, xt);
+                if (pl->padded) {
+                    im2col4_padded(d, pl->taps, xp, g, n, np, xt);
+                } else {
+                    im2col4(d, pl->table, pl->taps, input, zp_row, g, n, np, xt);
+                }
                 for (int32_t t = m0 / TILE; t * TILE < m1; ++t) {
                     const float *w = pl->weights + (g * pl->tiles + t) * pl->k * TILE;
                     int32_t k0 = 0;
