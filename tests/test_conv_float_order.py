@@ -229,7 +229,7 @@ static float *cap_;
 #include "case_data.h"
 const uint32_t tinyaot_harness_num_inputs = 1u;
 const uint32_t tinyaot_harness_input_size = IN_SIZE;
-const uint32_t tinyaot_harness_output_size = OUT_SIZE * 4u;
+const uint32_t tinyaot_harness_output_size = OUT_SIZE * 5u; /* y floats, then the int8 */
 static float scratch[SCRATCH / 4 + 1];
 static int8_t out8[OUT_SIZE];
 static float y[OUT_SIZE];
@@ -238,6 +238,7 @@ int tinyaot_harness_run(const int8_t *input, int8_t *output)
     cap_ = y;
     int rc = tinyaot_convolve_f32_s8(&dims, &fp, &plan, input, scratch, out8);
     memcpy(output, y, sizeof(y));
+    memcpy(output + sizeof(y), out8, sizeof(out8));
     return rc;
 }
 """
@@ -264,6 +265,11 @@ def test_asm_float_value_bit_exact_on_qemu_m4(tmp_path):
         attrs = {"group": group, "kernel": k, "strides": s, "pads": pads, "dilations": d}
         bf = (bt.data.astype(np.float32) * bt.q.scale).astype(np.float32)
         f = plan_fields(x.shape, y.shape, wt, attrs, {"in_scale": sx, "in_zp": zx})
+        # QuantizeLinear after the conv: a scale that saturates the largest values, a
+        # zero point, and with Relu the clamp at the zero point (lo > -128)
+        osc = np.float32(np.abs(y).max() / 150 + 1e-6)
+        ozp = 9 if relu else -7
+        lo, hi = (ozp, 127) if relu else (-128, 127)
         _, _, h, w = x.shape
         _, _, oh, ow = y.shape
         dims = [h, w, cin, oh, ow, cout, k[0], k[1], s[0], s[1], d[0], d[1], pads[0], pads[1], group]
@@ -278,7 +284,8 @@ def test_asm_float_value_bit_exact_on_qemu_m4(tmp_path):
             + _c_array("float", "bias", bf)
             + _c_array("int32_t", "taps", f["taps"])
             + f"static const tinyaot_conv_dims_t dims = {{ {', '.join(map(str, dims))} }};\n"
-            f"static const tinyaot_float_conv_t fp = {{ 1.0f, {zx}, 1.0f, 0, -128, 127, 0, 0, bias }};\n"
+            f"static const tinyaot_float_conv_t fp = {{ 1.0f, {zx}, {osc.item():.9e}f, {ozp}, {lo}, "
+            f"{hi}, 0, 0, bias }};\n"
             f"static const tinyaot_conv_f32_plan_t plan = {{ tbl, wts, segs, taps, {f['nseg']}, "
             f"{f['k']}, {f['tiles']}, {f['padded']} }};\n")
         (case / "harness_data.c").write_text(
@@ -286,13 +293,18 @@ def test_asm_float_value_bit_exact_on_qemu_m4(tmp_path):
                                                               "const int8_t tinyaot_harness_inputs[]"))
         elf = build_firmware([board["harness_main"], case / "harness_data.c"], [INCLUDE, SRC, case],
                              board, case / "f.elf",
-                             defines=[f"TINYAOT_HARNESS_MAX_OUTPUT={4 * y.size + 64}"])
+                             defines=[f"TINYAOT_HARNESS_MAX_OUTPUT={5 * y.size + 64}"])
         if i == 0:
             asm = subprocess.run([board["toolchain_prefix"] + "objdump", "-d", str(elf)],
                                  capture_output=True, text=True, check=True).stdout
             assert "vfma.f32" in asm and "vcvtr.s32.f32" in asm, "not the FPv4 asm path"
         res = run_firmware(elf, board, timeout=120)
-        got = np.frombuffer(res.outputs[0].data, dtype="<f4").copy()
+        got = np.frombuffer(res.outputs[0].data[:4 * y.size], dtype="<f4").copy()
+        got8 = np.frombuffer(res.outputs[0].data[4 * y.size:], dtype=np.int8)
+        # ONNX QuantizeLinear of onnxruntime's float y (half to even, saturate), then the clamp
+        want8 = np.clip(np.rint(y / osc) + ozp, lo, hi).astype(np.int8)
+        want8 = want8[0].transpose(1, 2, 0).reshape(-1)  # NHWC
+        mism8 = int((got8 != want8).sum())
         cy = np.full(y.shape, np.nan, np.float32)
         for v, (n, oc) in zip(got, c_store_order(attrs, y.shape, node_segments(x.shape, y.shape,
                                                                                 attrs, 1))):
@@ -300,6 +312,6 @@ def test_asm_float_value_bit_exact_on_qemu_m4(tmp_path):
         if relu:  # ORT's value is after its Relu
             cy = np.maximum(cy, 0)
         mism = int((cy.view(np.uint32) != y.view(np.uint32)).sum())
-        if mism:
-            bad.append(((cin, cout, group, hw, k), mism, y.size))
+        if mism or mism8:
+            bad.append(((cin, cout, group, hw, k), mism, mism8, y.size))
     assert not bad, bad

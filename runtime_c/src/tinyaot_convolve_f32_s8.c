@@ -313,6 +313,125 @@ static const float zero16[TILE * TILE];
     "vfma.f32 s29, s15, s5\n\t" \
     "vfma.f32 s30, s15, s6\n\t" \
     "vfma.f32 s31, s15, s7\n\t"
+#if defined(__ARM_FEATURE_DSP) /* QADD, SSAT */
+#define TINYAOT_F32_QTILE 1
+/* QuantizeLinear of a full 4x4 tile (4 pixels x 4 channels, all stored):
+ * y = tot + bias, y / scale, VCVTR (round half even, saturating), + zp with
+ * QADD, SSAT to int8; the clamped variant then clamps to [lo, hi]
+ * (predicated moves, input-independent instruction count). VMOV moves two
+ * results to core registers at once; each pixel's pointer steps one channel
+ * per STRB. */
+#define QT_FLOAT \
+    "vldm %[t], {s16-s31}\n\t" \
+    "vldm %[bi], {s0-s3}\n\t" \
+    "vadd.f32 s16, s16, s0\n\t" \
+    "vadd.f32 s17, s17, s0\n\t" \
+    "vadd.f32 s18, s18, s0\n\t" \
+    "vadd.f32 s19, s19, s0\n\t" \
+    "vadd.f32 s20, s20, s1\n\t" \
+    "vadd.f32 s21, s21, s1\n\t" \
+    "vadd.f32 s22, s22, s1\n\t" \
+    "vadd.f32 s23, s23, s1\n\t" \
+    "vadd.f32 s24, s24, s2\n\t" \
+    "vadd.f32 s25, s25, s2\n\t" \
+    "vadd.f32 s26, s26, s2\n\t" \
+    "vadd.f32 s27, s27, s2\n\t" \
+    "vadd.f32 s28, s28, s3\n\t" \
+    "vadd.f32 s29, s29, s3\n\t" \
+    "vadd.f32 s30, s30, s3\n\t" \
+    "vadd.f32 s31, s31, s3\n\t" \
+    "vdiv.f32 s16, s16, %[sc]\n\t" \
+    "vdiv.f32 s17, s17, %[sc]\n\t" \
+    "vdiv.f32 s18, s18, %[sc]\n\t" \
+    "vdiv.f32 s19, s19, %[sc]\n\t" \
+    "vdiv.f32 s20, s20, %[sc]\n\t" \
+    "vdiv.f32 s21, s21, %[sc]\n\t" \
+    "vdiv.f32 s22, s22, %[sc]\n\t" \
+    "vdiv.f32 s23, s23, %[sc]\n\t" \
+    "vdiv.f32 s24, s24, %[sc]\n\t" \
+    "vdiv.f32 s25, s25, %[sc]\n\t" \
+    "vdiv.f32 s26, s26, %[sc]\n\t" \
+    "vdiv.f32 s27, s27, %[sc]\n\t" \
+    "vdiv.f32 s28, s28, %[sc]\n\t" \
+    "vdiv.f32 s29, s29, %[sc]\n\t" \
+    "vdiv.f32 s30, s30, %[sc]\n\t" \
+    "vdiv.f32 s31, s31, %[sc]\n\t" \
+    "vcvtr.s32.f32 s16, s16\n\t" \
+    "vcvtr.s32.f32 s17, s17\n\t" \
+    "vcvtr.s32.f32 s18, s18\n\t" \
+    "vcvtr.s32.f32 s19, s19\n\t" \
+    "vcvtr.s32.f32 s20, s20\n\t" \
+    "vcvtr.s32.f32 s21, s21\n\t" \
+    "vcvtr.s32.f32 s22, s22\n\t" \
+    "vcvtr.s32.f32 s23, s23\n\t" \
+    "vcvtr.s32.f32 s24, s24\n\t" \
+    "vcvtr.s32.f32 s25, s25\n\t" \
+    "vcvtr.s32.f32 s26, s26\n\t" \
+    "vcvtr.s32.f32 s27, s27\n\t" \
+    "vcvtr.s32.f32 s28, s28\n\t" \
+    "vcvtr.s32.f32 s29, s29\n\t" \
+    "vcvtr.s32.f32 s30, s30\n\t" \
+    "vcvtr.s32.f32 s31, s31\n\t"
+
+#define QT_CLAMP(r) \
+    "cmp " r ", %[lo]\n\t" \
+    "it lt\n\t" \
+    "movlt " r ", %[lo]\n\t" \
+    "cmp " r ", %[hi]\n\t" \
+    "it gt\n\t" \
+    "movgt " r ", %[hi]\n\t"
+/* channel j's 4 pixels (s regs sa sb sc sd) to the 4 pixel pointers */
+#define QT_CHANNEL(sa, sb, sc, sd, CL) \
+    "vmov %[a], %[b], " sa ", " sb "\n\t" \
+    "qadd %[a], %[a], %[zp]\n\t" \
+    "qadd %[b], %[b], %[zp]\n\t" \
+    "ssat %[a], #8, %[a]\n\t" \
+    "ssat %[b], #8, %[b]\n\t" \
+    CL("%[a]") CL("%[b]") \
+    "strb %[a], [%[o0]], #1\n\t" \
+    "strb %[b], [%[t]], #1\n\t" \
+    "vmov %[a], %[b], " sc ", " sd "\n\t" \
+    "qadd %[a], %[a], %[zp]\n\t" \
+    "qadd %[b], %[b], %[zp]\n\t" \
+    "ssat %[a], #8, %[a]\n\t" \
+    "ssat %[b], #8, %[b]\n\t" \
+    CL("%[a]") CL("%[b]") \
+    "strb %[a], [%[bi]], #1\n\t" \
+    "strb %[b], [%[oc]], #1\n\t"
+#define QT_NOCLAMP(r)
+/* after QT_FLOAT: t, bi, oc become the pointers of pixels 1, 2, 3 */
+#define QT_INT(CL) \
+    "add %[t], %[o0], %[oc]\n\t" \
+    "add %[bi], %[t], %[oc]\n\t" \
+    "add %[oc], %[bi], %[oc]\n\t" \
+    QT_CHANNEL("s16", "s17", "s18", "s19", CL) \
+    QT_CHANNEL("s20", "s21", "s22", "s23", CL) \
+    QT_CHANNEL("s24", "s25", "s26", "s27", CL) \
+    QT_CHANNEL("s28", "s29", "s30", "s31", CL)
+
+static void quant_tile(const float *tot, const float *bias, float scale, int32_t zp, int32_t lo,
+                       int32_t hi, int8_t *out, int32_t out_c)
+{
+    uint32_t a, b;
+    if (lo == -128 && hi == 127) { /* SSAT is the whole clamp */
+        __asm__ volatile(QT_FLOAT QT_INT(QT_NOCLAMP)
+                         : [a] "=&r"(a), [b] "=&r"(b), [t] "+r"(tot), [bi] "+r"(bias),
+                           [o0] "+r"(out), [oc] "+r"(out_c)
+                         : [sc] "t"(scale), [zp] "r"(zp)
+                         : "memory", "cc", "s0", "s1", "s2", "s3", "s16", "s17", "s18", "s19",
+                           "s20", "s21", "s22", "s23", "s24", "s25", "s26", "s27", "s28", "s29",
+                           "s30", "s31");
+    } else {
+        __asm__ volatile(QT_FLOAT QT_INT(QT_CLAMP)
+                         : [a] "=&r"(a), [b] "=&r"(b), [t] "+r"(tot), [bi] "+r"(bias),
+                           [o0] "+r"(out), [oc] "+r"(out_c)
+                         : [sc] "t"(scale), [zp] "r"(zp), [lo] "r"(lo), [hi] "r"(hi)
+                         : "memory", "cc", "s0", "s1", "s2", "s3", "s16", "s17", "s18", "s19",
+                           "s20", "s21", "s22", "s23", "s24", "s25", "s26", "s27", "s28", "s29",
+                           "s30", "s31");
+    }
+}
+#endif /* __ARM_FEATURE_DSP */
 #endif
 
 /* One K block of a 4x4 tile: acc = fma chain from zero over n k's of
@@ -574,6 +693,19 @@ int tinyaot_convolve_f32_s8(const tinyaot_conv_dims_t *d, const tinyaot_float_co
                         block4x4(xt + k0 * TILE, w + k0 * TILE, k1 - k0, tot, s == 0);
                         k0 = k1;
                     }
+#if defined(TINYAOT_F32_QTILE)
+                    if (np == TILE && t * TILE >= m0 && t * TILE + TILE <= m1) {
+                        const int32_t oc0 = g * cout_g + t * TILE;
+#ifdef TINYAOT_F32_CAPTURE
+                        for (int32_t j = 0; j < TILE * TILE; ++j) {
+                            TINYAOT_F32_CAPTURE(tot[j] + p->bias_f[oc0 + j / TILE]);
+                        }
+#endif
+                        quant_tile(tot, p->bias_f + oc0, osc, ozp, lo, hi,
+                                   output + n * out_c + oc0, out_c);
+                        continue;
+                    }
+#endif
                     for (int32_t j = 0; j < TILE; ++j) {
                         const int32_t m = t * TILE + j;
                         if (m < m0 || m >= m1) {
