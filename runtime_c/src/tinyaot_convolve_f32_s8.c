@@ -55,21 +55,29 @@ int32_t tinyaot_convolve_f32_s8_get_buffer_size(const tinyaot_conv_dims_t *d,
 static void dequantize_padded(const tinyaot_conv_dims_t *d, const float *tbl,
                               const int8_t *input, float *xp)
 {
-    const int32_t hp = padded_h(d), wp = padded_w(d);
+    const int32_t hp = padded_h(d), wp = padded_w(d), c = d->in_c;
+    /* per row: left padding, the input row (contiguous NHWC bytes), right padding */
+    const int32_t left = d->pad_left < wp ? d->pad_left : wp;
+    const int32_t mid0 = wp - left < d->in_w ? wp - left : d->in_w;
+    const int32_t mid = mid0 > 0 ? mid0 * c : 0;
+    const int32_t right = wp * c - left * c - mid;
     for (int32_t py = 0; py < hp; ++py) {
         const int32_t iy = py - d->pad_top;
-        for (int32_t px = 0; px < wp; ++px) {
-            const int32_t ix = px - d->pad_left;
-            if (iy >= 0 && iy < d->in_h && ix >= 0 && ix < d->in_w) {
-                const int8_t *src = input + (iy * d->in_w + ix) * d->in_c;
-                for (int32_t c = 0; c < d->in_c; ++c) {
-                    *xp++ = tbl[src[c]];
-                }
-            } else {
-                for (int32_t c = 0; c < d->in_c; ++c) {
-                    *xp++ = 0.0f;
-                }
+        if (iy < 0 || iy >= d->in_h) {
+            for (int32_t i = 0; i < wp * c; ++i) {
+                *xp++ = 0.0f;
             }
+            continue;
+        }
+        const int8_t *src = input + iy * d->in_w * c;
+        for (int32_t i = 0; i < left * c; ++i) {
+            *xp++ = 0.0f;
+        }
+        for (int32_t i = 0; i < mid; ++i) {
+            *xp++ = tbl[src[i]];
+        }
+        for (int32_t i = 0; i < right; ++i) {
+            *xp++ = 0.0f;
         }
     }
 }
@@ -314,16 +322,24 @@ static const float zero16[TILE * TILE];
     "vfma.f32 s30, s15, s6\n\t" \
     "vfma.f32 s31, s15, s7\n\t"
 #if defined(__ARM_FEATURE_DSP) /* QADD, SSAT */
-#define TINYAOT_F32_QTILE 1
-/* QuantizeLinear of a full 4x4 tile (4 pixels x 4 channels, all stored):
- * y = tot + bias, y / scale, VCVTR (round half even, saturating), + zp with
- * QADD, SSAT to int8; the clamped variant then clamps to [lo, hi]
- * (predicated moves, input-independent instruction count). VMOV moves two
- * results to core registers at once; each pixel's pointer steps one channel
- * per STRB. */
+#define TINYAOT_F32_FUSED 1
+/* A full 4x4 tile (4 pixels x 4 channels, all stored) in one asm block: its
+ * K blocks, then QuantizeLinear. Fields the asm reads by offset. */
+typedef struct {
+    const float *zero;  /* 0: 16 zeros (a block's chain starts from zero) */
+    float *tot;         /* 4: the tile's sums (C between blocks; the capture hook) */
+    int32_t nslices;    /* 8 */
+    const float *bias;  /* 12: the tile's 4 channels */
+    int8_t *out;        /* 16: pixel 0, channel 0 of the tile */
+    int32_t out_c;      /* 20 */
+    int32_t zp;         /* 24 */
+    int32_t lo, hi;     /* 28, 32 */
+    float scale;        /* 36 */
+    int32_t clamp;      /* 40: 0 when [lo, hi] is [-128, 127] (SSAT is the clamp) */
+} fused_tile_t;
+
+/* y = sum + bias, y / scale (s4), VCVTR: round half even, saturating */
 #define QT_FLOAT \
-    "vldm %[t], {s16-s31}\n\t" \
-    "vldm %[bi], {s0-s3}\n\t" \
     "vadd.f32 s16, s16, s0\n\t" \
     "vadd.f32 s17, s17, s0\n\t" \
     "vadd.f32 s18, s18, s0\n\t" \
@@ -340,22 +356,22 @@ static const float zero16[TILE * TILE];
     "vadd.f32 s29, s29, s3\n\t" \
     "vadd.f32 s30, s30, s3\n\t" \
     "vadd.f32 s31, s31, s3\n\t" \
-    "vdiv.f32 s16, s16, %[sc]\n\t" \
-    "vdiv.f32 s17, s17, %[sc]\n\t" \
-    "vdiv.f32 s18, s18, %[sc]\n\t" \
-    "vdiv.f32 s19, s19, %[sc]\n\t" \
-    "vdiv.f32 s20, s20, %[sc]\n\t" \
-    "vdiv.f32 s21, s21, %[sc]\n\t" \
-    "vdiv.f32 s22, s22, %[sc]\n\t" \
-    "vdiv.f32 s23, s23, %[sc]\n\t" \
-    "vdiv.f32 s24, s24, %[sc]\n\t" \
-    "vdiv.f32 s25, s25, %[sc]\n\t" \
-    "vdiv.f32 s26, s26, %[sc]\n\t" \
-    "vdiv.f32 s27, s27, %[sc]\n\t" \
-    "vdiv.f32 s28, s28, %[sc]\n\t" \
-    "vdiv.f32 s29, s29, %[sc]\n\t" \
-    "vdiv.f32 s30, s30, %[sc]\n\t" \
-    "vdiv.f32 s31, s31, %[sc]\n\t" \
+    "vdiv.f32 s16, s16, s4\n\t" \
+    "vdiv.f32 s17, s17, s4\n\t" \
+    "vdiv.f32 s18, s18, s4\n\t" \
+    "vdiv.f32 s19, s19, s4\n\t" \
+    "vdiv.f32 s20, s20, s4\n\t" \
+    "vdiv.f32 s21, s21, s4\n\t" \
+    "vdiv.f32 s22, s22, s4\n\t" \
+    "vdiv.f32 s23, s23, s4\n\t" \
+    "vdiv.f32 s24, s24, s4\n\t" \
+    "vdiv.f32 s25, s25, s4\n\t" \
+    "vdiv.f32 s26, s26, s4\n\t" \
+    "vdiv.f32 s27, s27, s4\n\t" \
+    "vdiv.f32 s28, s28, s4\n\t" \
+    "vdiv.f32 s29, s29, s4\n\t" \
+    "vdiv.f32 s30, s30, s4\n\t" \
+    "vdiv.f32 s31, s31, s4\n\t" \
     "vcvtr.s32.f32 s16, s16\n\t" \
     "vcvtr.s32.f32 s17, s17\n\t" \
     "vcvtr.s32.f32 s18, s18\n\t" \
@@ -372,64 +388,134 @@ static const float zero16[TILE * TILE];
     "vcvtr.s32.f32 s29, s29\n\t" \
     "vcvtr.s32.f32 s30, s30\n\t" \
     "vcvtr.s32.f32 s31, s31\n\t"
-
+#define ADD_TOT \
+    "vadd.f32 s16, s16, s0\n\t" \
+    "vadd.f32 s17, s17, s1\n\t" \
+    "vadd.f32 s18, s18, s2\n\t" \
+    "vadd.f32 s19, s19, s3\n\t" \
+    "vadd.f32 s20, s20, s4\n\t" \
+    "vadd.f32 s21, s21, s5\n\t" \
+    "vadd.f32 s22, s22, s6\n\t" \
+    "vadd.f32 s23, s23, s7\n\t" \
+    "vadd.f32 s24, s24, s8\n\t" \
+    "vadd.f32 s25, s25, s9\n\t" \
+    "vadd.f32 s26, s26, s10\n\t" \
+    "vadd.f32 s27, s27, s11\n\t" \
+    "vadd.f32 s28, s28, s12\n\t" \
+    "vadd.f32 s29, s29, s13\n\t" \
+    "vadd.f32 s30, s30, s14\n\t" \
+    "vadd.f32 s31, s31, s15\n\t"
+/* clamp to [lo, hi] (hi in f): predicated moves, input-independent count */
 #define QT_CLAMP(r) \
     "cmp " r ", %[lo]\n\t" \
     "it lt\n\t" \
     "movlt " r ", %[lo]\n\t" \
-    "cmp " r ", %[hi]\n\t" \
+    "cmp " r ", %[f]\n\t" \
     "it gt\n\t" \
-    "movgt " r ", %[hi]\n\t"
-/* channel j's 4 pixels (s regs sa sb sc sd) to the 4 pixel pointers */
+    "movgt " r ", %[f]\n\t"
+#define QT_NOCLAMP(r)
+/* channel j (its 4 pixels in sa sb sc sd): + zp (ns, QADD), SSAT 8, [clamp], one
+ * STRB per pixel pointer (x, w, e, k: pixels 0-3), each stepping one channel */
 #define QT_CHANNEL(sa, sb, sc, sd, CL) \
     "vmov %[a], %[b], " sa ", " sb "\n\t" \
-    "qadd %[a], %[a], %[zp]\n\t" \
-    "qadd %[b], %[b], %[zp]\n\t" \
+    "qadd %[a], %[a], %[ns]\n\t" \
+    "qadd %[b], %[b], %[ns]\n\t" \
     "ssat %[a], #8, %[a]\n\t" \
     "ssat %[b], #8, %[b]\n\t" \
     CL("%[a]") CL("%[b]") \
-    "strb %[a], [%[o0]], #1\n\t" \
-    "strb %[b], [%[t]], #1\n\t" \
+    "strb %[a], [%[x]], #1\n\t" \
+    "strb %[b], [%[w]], #1\n\t" \
     "vmov %[a], %[b], " sc ", " sd "\n\t" \
-    "qadd %[a], %[a], %[zp]\n\t" \
-    "qadd %[b], %[b], %[zp]\n\t" \
+    "qadd %[a], %[a], %[ns]\n\t" \
+    "qadd %[b], %[b], %[ns]\n\t" \
     "ssat %[a], #8, %[a]\n\t" \
     "ssat %[b], #8, %[b]\n\t" \
     CL("%[a]") CL("%[b]") \
-    "strb %[a], [%[bi]], #1\n\t" \
-    "strb %[b], [%[oc]], #1\n\t"
-#define QT_NOCLAMP(r)
-/* after QT_FLOAT: t, bi, oc become the pointers of pixels 1, 2, 3 */
-#define QT_INT(CL) \
-    "add %[t], %[o0], %[oc]\n\t" \
-    "add %[bi], %[t], %[oc]\n\t" \
-    "add %[oc], %[bi], %[oc]\n\t" \
+    "strb %[a], [%[e]], #1\n\t" \
+    "strb %[b], [%[k]], #1\n\t"
+#define QT_CHANNELS(CL) \
     QT_CHANNEL("s16", "s17", "s18", "s19", CL) \
     QT_CHANNEL("s20", "s21", "s22", "s23", CL) \
     QT_CHANNEL("s24", "s25", "s26", "s27", CL) \
     QT_CHANNEL("s28", "s29", "s30", "s31", CL)
+#define PAIR \
+    "vldmia %[x]!, {s0-s7}\n\t" \
+    "vldmia %[w]!, {s8-s15}\n\t" \
+    FMA_A FMA_B
 
-static void quant_tile(const float *tot, const float *bias, float scale, int32_t zp, int32_t lo,
-                       int32_t hi, int8_t *out, int32_t out_c)
+/* The tile's columns x[k][4] and weights w[k][4] over the K blocks ending at
+ * ends[0 .. nslices - 1]: per block an fma chain from zero (8 k per loop
+ * iteration), + the previous blocks' sum; then quantized into f->out. The
+ * loop's registers become the output's (x, w, e, k: the 4 pixel pointers). */
+static void tile_fused(const float *x, const float *w, const int32_t *ends, fused_tile_t *f)
 {
-    uint32_t a, b;
-    if (lo == -128 && hi == 127) { /* SSAT is the whole clamp */
-        __asm__ volatile(QT_FLOAT QT_INT(QT_NOCLAMP)
-                         : [a] "=&r"(a), [b] "=&r"(b), [t] "+r"(tot), [bi] "+r"(bias),
-                           [o0] "+r"(out), [oc] "+r"(out_c)
-                         : [sc] "t"(scale), [zp] "r"(zp)
-                         : "memory", "cc", "s0", "s1", "s2", "s3", "s16", "s17", "s18", "s19",
-                           "s20", "s21", "s22", "s23", "s24", "s25", "s26", "s27", "s28", "s29",
-                           "s30", "s31");
-    } else {
-        __asm__ volatile(QT_FLOAT QT_INT(QT_CLAMP)
-                         : [a] "=&r"(a), [b] "=&r"(b), [t] "+r"(tot), [bi] "+r"(bias),
-                           [o0] "+r"(out), [oc] "+r"(out_c)
-                         : [sc] "t"(scale), [zp] "r"(zp), [lo] "r"(lo), [hi] "r"(hi)
-                         : "memory", "cc", "s0", "s1", "s2", "s3", "s16", "s17", "s18", "s19",
-                           "s20", "s21", "s22", "s23", "s24", "s25", "s26", "s27", "s28", "s29",
-                           "s30", "s31");
-    }
+    int32_t k = 0, ns, a, b, lo;
+    __asm__ volatile(
+        "ldr %[ns], [%[f], #8]\n"
+        "0:\n\t"
+        "ldr %[a], [%[e]], #4\n\t"
+        "sub %[b], %[a], %[k]\n\t"      /* b: the block's k count */
+        "mov %[k], %[a]\n\t"
+        "ldr %[a], [%[f], #0]\n\t"
+        "vldm %[a], {s16-s31}\n\t"
+        "lsrs %[a], %[b], #3\n\t"
+        "beq 2f\n"
+        "1:\n\t"
+        PAIR PAIR PAIR PAIR
+        "subs %[a], %[a], #1\n\t"
+        "bne 1b\n"
+        "2:\n\t"
+        "tst %[b], #4\n\t"
+        "beq 6f\n\t"
+        PAIR PAIR
+        "6:\n\t"
+        "tst %[b], #2\n\t"
+        "beq 3f\n\t"
+        PAIR
+        "3:\n\t"
+        "tst %[b], #1\n\t"
+        "beq 4f\n\t"
+        "vldmia %[x]!, {s0-s3}\n\t"
+        "vldmia %[w]!, {s8-s11}\n\t"
+        FMA_A
+        "4:\n\t"
+        "ldr %[a], [%[f], #8]\n\t"
+        "cmp %[ns], %[a]\n\t"           /* the first block stores, the others add */
+        "beq 5f\n\t"
+        "ldr %[a], [%[f], #4]\n\t"
+        "vldm %[a], {s0-s15}\n\t"
+        ADD_TOT
+        "5:\n\t"
+        "ldr %[a], [%[f], #4]\n\t"
+        "vstm %[a], {s16-s31}\n\t"
+        "subs %[ns], %[ns], #1\n\t"
+        "bne 0b\n\t"
+        "ldr %[a], [%[f], #12]\n\t"
+        "vldm %[a], {s0-s3}\n\t"
+        "vldr s4, [%[f], #36]\n\t"
+        QT_FLOAT
+        "ldr %[x], [%[f], #16]\n\t"
+        "ldr %[k], [%[f], #20]\n\t"
+        "ldr %[ns], [%[f], #24]\n\t"    /* ns: zp */
+        "ldr %[lo], [%[f], #28]\n\t"
+        "ldr %[a], [%[f], #40]\n\t"
+        "ldr %[f], [%[f], #32]\n\t"     /* f: hi */
+        "add %[w], %[x], %[k]\n\t"
+        "add %[e], %[w], %[k]\n\t"
+        "add %[k], %[e], %[k]\n\t"
+        "cmp %[a], #0\n\t"
+        "bne 9f\n\t"
+        QT_CHANNELS(QT_NOCLAMP)
+        "b 10f\n"
+        "9:\n\t"
+        QT_CHANNELS(QT_CLAMP)
+        "10:\n\t"
+        : [x] "+r"(x), [w] "+r"(w), [e] "+r"(ends), [k] "+r"(k), [f] "+r"(f), [ns] "=&r"(ns),
+          [a] "=&r"(a), [b] "=&r"(b), [lo] "=&r"(lo)
+        :
+        : "memory", "cc", "s0", "s1", "s2", "s3", "s4", "s5", "s6", "s7", "s8", "s9", "s10",
+          "s11", "s12", "s13", "s14", "s15", "s16", "s17", "s18", "s19", "s20", "s21", "s22",
+          "s23", "s24", "s25", "s26", "s27", "s28", "s29", "s30", "s31");
 }
 #endif /* __ARM_FEATURE_DSP */
 #endif
@@ -678,6 +764,10 @@ int tinyaot_convolve_f32_s8(const tinyaot_conv_dims_t *d, const tinyaot_float_co
                 }
                 continue;
             }
+#if defined(TINYAOT_F32_FUSED)
+            fused_tile_t ft = {zero16, tot,  seg[5], 0,  0,  out_c, ozp,
+                               lo,     hi,   osc,    lo != -128 || hi != 127};
+#endif
             for (int32_t n = n0; n < n1; n += TILE) {
                 const int32_t np = n1 - n < TILE ? n1 - n : TILE;
                 if (pl->padded) {
@@ -687,25 +777,26 @@ int tinyaot_convolve_f32_s8(const tinyaot_conv_dims_t *d, const tinyaot_float_co
                 }
                 for (int32_t t = m0 / TILE; t * TILE < m1; ++t) {
                     const float *w = pl->weights + (g * pl->tiles + t) * pl->k * TILE;
+#if defined(TINYAOT_F32_FUSED)
+                    if (np == TILE && t * TILE >= m0 && t * TILE + TILE <= m1) {
+                        const int32_t oc0 = g * cout_g + t * TILE;
+                        ft.bias = p->bias_f + oc0;
+                        ft.out = output + n * out_c + oc0;
+                        tile_fused(xt, w, seg + 6, &ft);
+#ifdef TINYAOT_F32_CAPTURE
+                        for (int32_t j = 0; j < TILE * TILE; ++j) {
+                            TINYAOT_F32_CAPTURE(tot[j] + ft.bias[j / TILE]);
+                        }
+#endif
+                        continue;
+                    }
+#endif
                     int32_t k0 = 0;
                     for (int32_t s = 0; s < seg[5]; ++s) {
                         const int32_t k1 = seg[6 + s];
                         block4x4(xt + k0 * TILE, w + k0 * TILE, k1 - k0, tot, s == 0);
                         k0 = k1;
                     }
-#if defined(TINYAOT_F32_QTILE)
-                    if (np == TILE && t * TILE >= m0 && t * TILE + TILE <= m1) {
-                        const int32_t oc0 = g * cout_g + t * TILE;
-#ifdef TINYAOT_F32_CAPTURE
-                        for (int32_t j = 0; j < TILE * TILE; ++j) {
-                            TINYAOT_F32_CAPTURE(tot[j] + p->bias_f[oc0 + j / TILE]);
-                        }
-#endif
-                        quant_tile(tot, p->bias_f + oc0, osc, ozp, lo, hi,
-                                   output + n * out_c + oc0, out_c);
-                        continue;
-                    }
-#endif
                     for (int32_t j = 0; j < TILE; ++j) {
                         const int32_t m = t * TILE + j;
                         if (m < m0 || m >= m1) {
