@@ -775,22 +775,27 @@ int tinyaot_convolve_f32_s8(const tinyaot_conv_dims_t *d, const tinyaot_float_co
                 } else {
                     im2col4(d, pl->table, pl->taps, input, zp_row, g, n, np, xt);
                 }
-                for (int32_t t = m0 / TILE; t * TILE < m1; ++t) {
-                    const float *w = pl->weights + (g * pl->tiles + t) * pl->k * TILE;
+                int32_t t = m0 / TILE;
 #if defined(TINYAOT_F32_FUSED)
-                    if (np == TILE && t * TILE >= m0 && t * TILE + TILE <= m1) {
-                        const int32_t oc0 = g * cout_g + t * TILE;
-                        ft.bias = p->bias_f + oc0;
-                        ft.out = output + n * out_c + oc0;
+                if (np == TILE && t * TILE == m0) { /* the full tiles: one asm block each */
+                    const int32_t kstep = pl->k * TILE;
+                    const float *w = pl->weights + (g * pl->tiles + t) * kstep;
+                    ft.bias = p->bias_f + g * cout_g + t * TILE;
+                    ft.out = output + n * out_c + g * cout_g + t * TILE;
+                    for (; t * TILE + TILE <= m1; ++t, w += kstep) {
                         tile_fused(xt, w, seg + 6, &ft);
 #ifdef TINYAOT_F32_CAPTURE
                         for (int32_t j = 0; j < TILE * TILE; ++j) {
                             TINYAOT_F32_CAPTURE(tot[j] + ft.bias[j / TILE]);
                         }
 #endif
-                        continue;
+                        ft.bias += TILE;
+                        ft.out += TILE;
                     }
+                }
 #endif
+                for (; t * TILE < m1; ++t) {
+                    const float *w = pl->weights + (g * pl->tiles + t) * pl->k * TILE;
                     int32_t k0 = 0;
                     for (int32_t s = 0; s < seg[5]; ++s) {
                         const int32_t k1 = seg[6 + s];
