@@ -91,7 +91,12 @@ static inline void gather_padded(const float *p0, int32_t d1, int32_t d2, int32_
 #if defined(__thumb2__)
     /* the float bits move through core registers: 4 LDR, 2 STRD per k */
     uint32_t a, b, e, o;
+    /* two k per iteration; an odd count enters at the second */
     __asm__ volatile(
+        "tst %[n], #1\n\t"
+        "beq 1f\n\t"
+        "adds %[n], %[n], #1\n\t"
+        "b 2f\n"
         "1:\n\t"
         "ldr %[o], [%[tp]], #4\n\t"
         "ldr %[a], [%[p0], %[o], lsl #2]\n\t"
@@ -100,7 +105,15 @@ static inline void gather_padded(const float *p0, int32_t d1, int32_t d2, int32_
         "ldr %[o], [%[p3], %[o], lsl #2]\n\t"
         "strd %[a], %[b], [%[col]], #8\n\t"
         "strd %[e], %[o], [%[col]], #8\n\t"
-        "subs %[n], %[n], #1\n\t"
+        "2:\n\t"
+        "ldr %[o], [%[tp]], #4\n\t"
+        "ldr %[a], [%[p0], %[o], lsl #2]\n\t"
+        "ldr %[b], [%[p1], %[o], lsl #2]\n\t"
+        "ldr %[e], [%[p2], %[o], lsl #2]\n\t"
+        "ldr %[o], [%[p3], %[o], lsl #2]\n\t"
+        "strd %[a], %[b], [%[col]], #8\n\t"
+        "strd %[e], %[o], [%[col]], #8\n\t"
+        "subs %[n], %[n], #2\n\t"
         "bne 1b"
         : [a] "=&r"(a), [b] "=&r"(b), [e] "=&r"(e), [o] "=&r"(o), [tp] "+r"(taps),
           [col] "+r"(xt), [n] "+r"(k)
@@ -182,7 +195,12 @@ static inline void gather_taps(const int8_t *p0, int32_t d1, int32_t d2, int32_t
 #if defined(__thumb2__)
     /* the float bits move through core registers: LDRSB, LDR [tbl, q, lsl #2], STRD */
     uint32_t a, b, e, o;
+    /* two k per iteration; an odd count enters at the second */
     __asm__ volatile(
+        "tst %[n], #1\n\t"
+        "beq 1f\n\t"
+        "adds %[n], %[n], #1\n\t"
+        "b 2f\n"
         "1:\n\t"
         "ldr %[o], [%[tp]], #4\n\t"
         "ldrsb %[a], [%[p0], %[o]]\n\t"
@@ -195,7 +213,19 @@ static inline void gather_taps(const int8_t *p0, int32_t d1, int32_t d2, int32_t
         "ldr %[o], [%[t], %[o], lsl #2]\n\t"
         "strd %[a], %[b], [%[col]], #8\n\t"
         "strd %[e], %[o], [%[col]], #8\n\t"
-        "subs %[n], %[n], #1\n\t"
+        "2:\n\t"
+        "ldr %[o], [%[tp]], #4\n\t"
+        "ldrsb %[a], [%[p0], %[o]]\n\t"
+        "ldrsb %[b], [%[p1], %[o]]\n\t"
+        "ldrsb %[e], [%[p2], %[o]]\n\t"
+        "ldrsb %[o], [%[p3], %[o]]\n\t"
+        "ldr %[a], [%[t], %[a], lsl #2]\n\t"
+        "ldr %[b], [%[t], %[b], lsl #2]\n\t"
+        "ldr %[e], [%[t], %[e], lsl #2]\n\t"
+        "ldr %[o], [%[t], %[o], lsl #2]\n\t"
+        "strd %[a], %[b], [%[col]], #8\n\t"
+        "strd %[e], %[o], [%[col]], #8\n\t"
+        "subs %[n], %[n], #2\n\t"
         "bne 1b"
         : [a] "=&r"(a), [b] "=&r"(b), [e] "=&r"(e), [o] "=&r"(o), [tp] "+r"(taps),
           [col] "+r"(xt), [n] "+r"(k)
