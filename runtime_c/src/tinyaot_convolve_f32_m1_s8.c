@@ -351,7 +351,7 @@ static void m1_plane_bands(const tinyaot_conv_dims_t *d, const tinyaot_conv_f32_
     const int32_t in_c = d->in_c, out_c = d->out_c, cout_g = out_c / d->groups;
     const int32_t kk = pl->k, n8 = (kk + 7) >> 3, k8 = n8 * 8;
     const int32_t plane = d->in_h * d->in_w;
-    const int32_t room = tinyaot_convolve_f32_s8_get_buffer_size(d) / (int32_t)sizeof(float);
+    const int32_t room = tinyaot_convolve_f32_s8_get_buffer_size(d, pl) / (int32_t)sizeof(float);
     const int32_t band = (room - k8) / step + 1; /* pixels per band */
     const float *tbl = pl->table + 128;
     const float osc = p->out_scale;
