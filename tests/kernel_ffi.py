@@ -317,7 +317,7 @@ def convolve_f32_s8(dims, fp, plan, x, rng=None):
     d = new_struct("tinyaot_conv_dims_t", dims, keep)
     p = new_struct("tinyaot_float_conv_t", fp, keep)
     pl = new_struct("tinyaot_conv_f32_plan_t", plan, keep)
-    nbytes = lib().tinyaot_convolve_f32_s8_get_buffer_size(d)
+    nbytes = lib().tinyaot_convolve_f32_s8_get_buffer_size(d, pl)
     scratch = np.full(-(-nbytes // 4), np.nan, np.float32)
     out = OutBuf(dims["out_h"] * dims["out_w"] * dims["out_c"], rng)
     _call("tinyaot_convolve_f32_s8", d, p, pl, cbuf(x, np.int8, keep),

@@ -23,8 +23,7 @@ import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from codegen.backend.conv_f32_pack import (has_fma, input_table, packed_weights, scratch_bytes,
-                                           segment_words, tap_offsets)
+from codegen.backend.conv_f32_pack import plan_fields, scratch_bytes
 from codegen.reference import ops
 from codegen.reference.mlas_conv_order import node_segments
 
@@ -33,6 +32,7 @@ from kernel_ffi import INCLUDE, SRC, capture_library
 CAPTURE_C = r"""
 static float *cap_;
 #define TINYAOT_F32_CAPTURE(y) (*cap_++ = (y))
+#include "tinyaot_convolve_f32_m1_s8.c"
 #include "tinyaot_convolve_f32_s8.c"
 int run_capture(const tinyaot_conv_dims_t *d, const tinyaot_float_conv_t *p,
                 const tinyaot_conv_f32_plan_t *pl, const int8_t *input, float *scratch,
@@ -50,12 +50,13 @@ typedef struct { float in_scale; int32_t in_zp; float out_scale; int32_t out_zp;
                  int32_t act_min, act_max; const int8_t *filter; const float *filter_scale;
                  const float *bias_f; } tinyaot_float_conv_t;
 typedef struct { const float *table; const float *weights; const int32_t *segments;
-                 const int32_t *taps; int32_t nseg; int32_t k; int32_t tiles; }
-        tinyaot_conv_f32_plan_t;
+                 const int32_t *taps; int32_t nseg; int32_t k; int32_t tiles;
+                 int32_t padded; } tinyaot_conv_f32_plan_t;
 int run_capture(const tinyaot_conv_dims_t *d, const tinyaot_float_conv_t *p,
                 const tinyaot_conv_f32_plan_t *pl, const int8_t *input, float *scratch,
                 int8_t *output, float *y);
-int32_t tinyaot_convolve_f32_s8_get_buffer_size(const tinyaot_conv_dims_t *d);
+int32_t tinyaot_convolve_f32_s8_get_buffer_size(const tinyaot_conv_dims_t *d,
+                                                const tinyaot_conv_f32_plan_t *pl);
 """
 
 
@@ -119,19 +120,18 @@ def c_float(capture_lib, x, wt, bf, sx, zx, attrs, out_shape):
                                              *attrs["strides"], *attrs["dilations"],
                                              attrs["pads"][0], attrs["pads"][1], group])
     p = {"in_scale": sx, "in_zp": zx}
-    words, nseg = segment_words(x.shape, out_shape, attrs)
-    packed, tiles, k = packed_weights(wt, group, compact=not has_fma(words))
-    keep = [np.ascontiguousarray(a) for a in (input_table(p), packed.reshape(-1), words, bf,
-                                              tap_offsets(x.shape, wt.shape, attrs))]
+    f = plan_fields(x.shape, out_shape, wt, attrs, p)
+    keep = [np.ascontiguousarray(a) for a in (f["table"], f["weights"], f["segments"], bf,
+                                              f["taps"])]
     fp = ffi.new("tinyaot_float_conv_t *", [sx, zx, 1.0, 0, -128, 127, ffi.NULL, ffi.NULL,
                                             ffi.from_buffer("float[]", keep[3])])
     pl = ffi.new("tinyaot_conv_f32_plan_t *", [ffi.from_buffer("float[]", keep[0]),
                                                ffi.from_buffer("float[]", keep[1]),
                                                ffi.from_buffer("int32_t[]", keep[2]),
                                                ffi.from_buffer("int32_t[]", keep[4]),
-                                               nseg, k, tiles])
-    nbytes = lib.tinyaot_convolve_f32_s8_get_buffer_size(dims)
-    assert nbytes == scratch_bytes(x.shape, wt.shape)
+                                               f["nseg"], f["k"], f["tiles"], f["padded"]])
+    nbytes = lib.tinyaot_convolve_f32_s8_get_buffer_size(dims, pl)
+    assert nbytes == scratch_bytes(x.shape, wt.shape, out_shape, attrs)
     scratch = np.full(nbytes // 4, np.nan, np.float32)  # the kernel must not read it first
     xin = np.ascontiguousarray(x[0].transpose(1, 2, 0))
     out = np.zeros(oh * ow * cout, np.int8)
@@ -140,7 +140,7 @@ def c_float(capture_lib, x, wt, bf, sx, zx, attrs, out_shape):
                            ffi.from_buffer("float[]", scratch), ffi.from_buffer("int8_t[]", out),
                            ffi.from_buffer("float[]", y)) == 0
     # captured in the kernel's store order: fma tiles are (pixel tile, channel, pixel)
-    return y
+    return y, out.reshape(oh, ow, cout).transpose(2, 0, 1)[None]
 
 
 def c_store_order(attrs, out_shape, segs):
@@ -190,6 +190,13 @@ SHAPES = [
     (1, 6, 1, (8, 5), (3, 5), (1, 1), (0, 0, 0, 0), (1, 1), False),       # kernel = input width
     (1, 8, 1, (49, 10), (10, 4), (2, 2), (4, 1, 5, 1), (1, 1), True),     # kws01 first conv
     (3, 8, 1, (96, 96), (3, 3), (2, 2), (0, 0, 1, 1), (1, 1), True),      # vww01 first conv
+    (40, 40, 40, (30, 1), (3, 1), (1, 1), (0, 0, 0, 0), (1, 1), False),   # sww01 layer 1: K 3
+    (128, 128, 128, (15, 1), (15, 1), (1, 1), (0, 0, 0, 0), (1, 1), True),  # sww01 layer 7
+    (128, 32, 1, (1, 1), (1, 1), (1, 1), (0, 0, 0, 0), (1, 1), False),    # sww01 layer 9
+    (256, 2, 2, (5, 5), (3, 3), (1, 1), (1, 1, 1, 1), (1, 1), False),     # M 1, K 1152: 3 slices
+    (24, 24, 24, (33, 1), (3, 1), (1, 1), (0, 0, 0, 0), (1, 1), False),   # 31 pixels: runs 4, 2, 1
+    (16, 16, 16, (15, 1), (5, 1), (1, 1), (0, 0, 0, 0), (1, 1), False),   # K 5: 11 pixels
+    (64, 30, 1, (1, 1), (1, 1), (1, 1), (0, 0, 0, 0), (1, 1), False),     # one pixel, 30 channels
 ]
 
 
@@ -203,7 +210,11 @@ def test_float_value_bit_exact_with_onnxruntime(capture_lib, threads):
                  "ort_threads": threads}
         ref = ops.conv2d_ort_f32(x, wt, bt, attrs, {"in_scale": sx, "in_zp": zx})
         bf = (bt.data.astype(np.float32) * bt.q.scale).astype(np.float32)
-        yc = c_float(capture_lib, x, wt, bf, sx, zx, attrs, y.shape)
+        yc, q = c_float(capture_lib, x, wt, bf, sx, zx, attrs, y.shape)
+        if not relu:  # the int8 at its place: QuantizeLinear(y, 1, 0) of onnxruntime's y
+            qbad = int((q != np.clip(np.rint(y), -128, 127)).sum())
+            if qbad:
+                bad.append(((cin, cout, group, hw, k), "int8", qbad))
         cy = np.full(y.shape, np.nan, np.float32)
         for v, (n, oc) in zip(yc, c_store_order(attrs, y.shape, node_segments(
                 x.shape, y.shape, attrs, threads))):
@@ -219,18 +230,21 @@ def test_float_value_bit_exact_with_onnxruntime(capture_lib, threads):
 
 # the Cortex-M4 inline-asm path: K blocks of 128 + 16, 256 + 256 + 64 and 27
 # (every remainder of 8), channels and pixels not multiples of 4, the M=1 kernels
-QEMU_SHAPES = [SHAPES[0], SHAPES[4], SHAPES[2], SHAPES[12], SHAPES[16], SHAPES[14], SHAPES[10]]
+QEMU_SHAPES = [SHAPES[0], SHAPES[4], SHAPES[2], SHAPES[12], SHAPES[16], SHAPES[14], SHAPES[10],
+               *SHAPES[26:33], SHAPES[13], SHAPES[17], SHAPES[19]]
 
 HARNESS_C = r"""
 #include <string.h>
 #include "harness.h"
 static float *cap_;
 #define TINYAOT_F32_CAPTURE(y) (*cap_++ = (y))
+#define TINYAOT_F32_CAPTURE_PTR cap_ /* inline-asm loops store y through it */
+#include "tinyaot_convolve_f32_m1_s8.c"
 #include "tinyaot_convolve_f32_s8.c"
 #include "case_data.h"
 const uint32_t tinyaot_harness_num_inputs = 1u;
 const uint32_t tinyaot_harness_input_size = IN_SIZE;
-const uint32_t tinyaot_harness_output_size = OUT_SIZE * 4u;
+const uint32_t tinyaot_harness_output_size = OUT_SIZE * 5u; /* y floats, then the int8 */
 static float scratch[SCRATCH / 4 + 1];
 static int8_t out8[OUT_SIZE];
 static float y[OUT_SIZE];
@@ -239,6 +253,7 @@ int tinyaot_harness_run(const int8_t *input, int8_t *output)
     cap_ = y;
     int rc = tinyaot_convolve_f32_s8(&dims, &fp, &plan, input, scratch, out8);
     memcpy(output, y, sizeof(y));
+    memcpy(output + sizeof(y), out8, sizeof(out8));
     return rc;
 }
 """
@@ -264,8 +279,12 @@ def test_asm_float_value_bit_exact_on_qemu_m4(tmp_path):
         y, x, wt, bt, sx, zx = ort_case(rng, cin, cout, group, hw, k, s, pads, d, 1, relu)
         attrs = {"group": group, "kernel": k, "strides": s, "pads": pads, "dilations": d}
         bf = (bt.data.astype(np.float32) * bt.q.scale).astype(np.float32)
-        words, nseg = segment_words(x.shape, y.shape, attrs)
-        packed, tiles, kk = packed_weights(wt, group, compact=not has_fma(words))
+        f = plan_fields(x.shape, y.shape, wt, attrs, {"in_scale": sx, "in_zp": zx})
+        # QuantizeLinear after the conv: a scale that saturates the largest values, a
+        # zero point, and with Relu the clamp at the zero point (lo > -128)
+        osc = np.float32(np.abs(y).max() / 150 + 1e-6)
+        ozp = 9 if relu else -7
+        lo, hi = (ozp, 127) if relu else (-128, 127)
         _, _, h, w = x.shape
         _, _, oh, ow = y.shape
         dims = [h, w, cin, oh, ow, cout, k[0], k[1], s[0], s[1], d[0], d[1], pads[0], pads[1], group]
@@ -274,27 +293,33 @@ def test_asm_float_value_bit_exact_on_qemu_m4(tmp_path):
         case.mkdir()
         (case / "case_data.h").write_text(
             f"#define IN_SIZE {xin.size}u\n#define OUT_SIZE {y.size}\n"
-            f"#define SCRATCH {scratch_bytes(x.shape, wt.shape)}\n"
-            + _c_array("float", "tbl", input_table({"in_scale": sx, "in_zp": zx}))
-            + _c_array("float", "wts", packed.reshape(-1)) + _c_array("int32_t", "segs", words)
+            f"#define SCRATCH {scratch_bytes(x.shape, wt.shape, y.shape, attrs)}\n"
+            + _c_array("float", "tbl", f["table"])
+            + _c_array("float", "wts", f["weights"]) + _c_array("int32_t", "segs", f["segments"])
             + _c_array("float", "bias", bf)
-            + _c_array("int32_t", "taps", tap_offsets(x.shape, wt.shape, attrs))
+            + _c_array("int32_t", "taps", f["taps"])
             + f"static const tinyaot_conv_dims_t dims = {{ {', '.join(map(str, dims))} }};\n"
-            f"static const tinyaot_float_conv_t fp = {{ 1.0f, {zx}, 1.0f, 0, -128, 127, 0, 0, bias }};\n"
-            f"static const tinyaot_conv_f32_plan_t plan = {{ tbl, wts, segs, taps, {nseg}, {kk}, "
-            f"{tiles} }};\n")
+            f"static const tinyaot_float_conv_t fp = {{ 1.0f, {zx}, {osc.item():.9e}f, {ozp}, {lo}, "
+            f"{hi}, 0, 0, bias }};\n"
+            f"static const tinyaot_conv_f32_plan_t plan = {{ tbl, wts, segs, taps, {f['nseg']}, "
+            f"{f['k']}, {f['tiles']}, {f['padded']} }};\n")
         (case / "harness_data.c").write_text(
             HARNESS_C + _c_array("int8_t", "in_", xin).replace("static const int8_t in_[]",
                                                               "const int8_t tinyaot_harness_inputs[]"))
         elf = build_firmware([board["harness_main"], case / "harness_data.c"], [INCLUDE, SRC, case],
                              board, case / "f.elf",
-                             defines=[f"TINYAOT_HARNESS_MAX_OUTPUT={4 * y.size + 64}"])
+                             defines=[f"TINYAOT_HARNESS_MAX_OUTPUT={5 * y.size + 64}"])
         if i == 0:
             asm = subprocess.run([board["toolchain_prefix"] + "objdump", "-d", str(elf)],
                                  capture_output=True, text=True, check=True).stdout
             assert "vfma.f32" in asm and "vcvtr.s32.f32" in asm, "not the FPv4 asm path"
         res = run_firmware(elf, board, timeout=120)
-        got = np.frombuffer(res.outputs[0].data, dtype="<f4").copy()
+        got = np.frombuffer(res.outputs[0].data[:4 * y.size], dtype="<f4").copy()
+        got8 = np.frombuffer(res.outputs[0].data[4 * y.size:], dtype=np.int8)
+        # ONNX QuantizeLinear of onnxruntime's float y (half to even, saturate), then the clamp
+        want8 = np.clip(np.rint(y / osc) + ozp, lo, hi).astype(np.int8)
+        want8 = want8[0].transpose(1, 2, 0).reshape(-1)  # NHWC
+        mism8 = int((got8 != want8).sum())
         cy = np.full(y.shape, np.nan, np.float32)
         for v, (n, oc) in zip(got, c_store_order(attrs, y.shape, node_segments(x.shape, y.shape,
                                                                                 attrs, 1))):
@@ -302,6 +327,6 @@ def test_asm_float_value_bit_exact_on_qemu_m4(tmp_path):
         if relu:  # ORT's value is after its Relu
             cy = np.maximum(cy, 0)
         mism = int((cy.view(np.uint32) != y.view(np.uint32)).sum())
-        if mism:
-            bad.append(((cin, cout, group, hw, k), mism, y.size))
+        if mism or mism8:
+            bad.append(((cin, cout, group, hw, k), mism, mism8, y.size))
     assert not bad, bad

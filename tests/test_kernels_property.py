@@ -383,11 +383,7 @@ def test_convolve_f32_s8_ort(case):
     note(describe(g, n))
     expected = ops.conv2d_ort_float(xv, wt, bt, n.attrs, p)
     from codegen.backend import conv_f32_pack as cp  # what the emitter passes
-    words, nseg = cp.segment_words(g.tensors[n.inputs[0]].shape, y.shape, n.attrs)
-    packed, tiles, k = cp.packed_weights(wt, n.attrs["group"], compact=not cp.has_fma(words))
-    plan = {"table": cp.input_table(p), "weights": packed.reshape(-1), "segments": words,
-            "taps": cp.tap_offsets(g.tensors[n.inputs[0]].shape, wt.shape, n.attrs),
-            "nseg": nseg, "k": k, "tiles": tiles}
+    plan = cp.plan_fields(g.tensors[n.inputs[0]].shape, y.shape, wt, n.attrs, p)
     fp = float_fields(g, n, p, wt.data.transpose(0, 2, 3, 1))
     fp.update(filter=None, filter_scale=None)  # not read by this kernel
     got = K.convolve_f32_s8(conv_dims(g, n), fp, plan, nhwc(xv))

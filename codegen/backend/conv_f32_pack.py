@@ -19,12 +19,40 @@ from ..reference.ops import float_weights
 TILE = 4
 
 
-def scratch_bytes(x_shape, w_shape):
-    """tinyaot_convolve_f32_s8_get_buffer_size: 4 pixel columns of K floats, a 4x4
-    tile, and a row of the input zero point (the padding taps' source)."""
+PADDED_MAX = 16 * 1024  # bytes of the zero-padded float input copy, at most
+
+
+def padded_hw(y_shape, w_shape, attrs):
+    """Rows and columns of the input the windows reach, padding included."""
+    (oh, ow), (kh, kw) = y_shape[2:], w_shape[2:]
+    (sh, sw), (dh, dw) = attrs["strides"], attrs["dilations"]
+    return (oh - 1) * sh + (kh - 1) * dh + 1, (ow - 1) * sw + (kw - 1) * dw + 1
+
+
+def use_padded(x_shape, y_shape, w_shape, attrs):
+    """Dequantize the input once into a zero-padded float copy? Only for layers
+    whose segments are all fma (the M=1 kinds gather from the int8 input) and
+    whose copy is small (it lives in the arena next to input and output)."""
+    words, _ = segment_words(x_shape, y_shape, attrs)
+    i = 0
+    while i < len(words):
+        if words[i] != KINDS["fma"]:
+            return False
+        i += 6 + int(words[i + 5])
+    hp, wp = padded_hw(y_shape, w_shape, attrs)
+    return hp * wp * int(x_shape[1]) * 4 <= PADDED_MAX
+
+
+def scratch_bytes(x_shape, w_shape, y_shape, attrs):
+    """tinyaot_convolve_f32_s8_get_buffer_size: 4 pixel columns of K floats, a
+    4x4 tile, and the padded float input copy when the layer uses one, else a
+    row of the input zero point (the padding taps' source)."""
     k = int(np.prod(w_shape[1:]))
-    cg = int(w_shape[1])
-    return (k * TILE + TILE * TILE) * 4 + (cg + 3) // 4 * 4
+    extra = (int(w_shape[1]) + 3) // 4 * 4
+    if use_padded(x_shape, y_shape, w_shape, attrs):
+        hp, wp = padded_hw(y_shape, w_shape, attrs)
+        extra = hp * wp * int(x_shape[1]) * 4
+    return (k * TILE + TILE * TILE) * 4 + extra
 
 
 def segment_words(x_shape, y_shape, attrs):
@@ -52,23 +80,27 @@ def has_fma(words):
 
 def packed_weights(w, group, compact=False):
     """float weights [O, cg, kh, kw] -> [group][tile][k][4] (zero rows to a multiple of
-    4), or with compact (no fma segment: the M=1 kernels read one channel at a time)
-    [O][k] and tiles 0."""
+    4), or with compact (no fma segment: tinyaot_convolve_f32_m1_s8 reads one channel
+    at a time, 8 k per step) [O][k rounded up to 8, zero padded] and tiles 0."""
     wf = float_weights(w)
     o = wf.shape[0]
     og = o // group
     k = int(np.prod(wf.shape[1:]))
     if compact:
-        return wf.reshape(o, k).copy(), 0, k
+        out = np.zeros((o, -(-k // 8) * 8), dtype=np.float32)
+        out[:, :k] = wf.reshape(o, k)
+        return out, 0, k
     tiles = -(-og // TILE)
     out = np.zeros((group, tiles * TILE, k), dtype=np.float32)
     out[:, :og] = wf.reshape(group, og, k)
     return out.reshape(group, tiles, TILE, k).transpose(0, 1, 3, 2).copy(), tiles, k
 
 
-def tap_offsets(x_shape, w_shape, attrs):
-    """Per k = (c, ky, kx): the byte offset of its input (NHWC) from the window's origin."""
+def tap_offsets(x_shape, w_shape, attrs, width=None):
+    """Per k = (c, ky, kx): the offset of its input (NHWC, rows of `width`
+    pixels, default the input's) from the window's origin."""
     _, cin, _, w = x_shape
+    w = w if width is None else width
     _, cg, kh, kw = w_shape
     dh, dw = attrs["dilations"]
     c, ky, kx = np.meshgrid(np.arange(cg), np.arange(kh), np.arange(kw), indexing="ij")
@@ -79,6 +111,17 @@ def input_table(p):
     return of.dequantize(np.arange(-128, 128), p["in_scale"], p["in_zp"]).astype(np.float32)
 
 
+def plan_fields(x_shape, y_shape, w, attrs, p):
+    """tinyaot_conv_f32_plan_t's fields (arrays for the pointers)."""
+    words, nseg = segment_words(x_shape, y_shape, attrs)
+    packed, tiles, k = packed_weights(w, attrs["group"], compact=not has_fma(words))
+    padded = use_padded(x_shape, y_shape, w.shape, attrs)
+    width = padded_hw(y_shape, w.shape, attrs)[1] if padded else None
+    return {"table": input_table(p), "weights": packed.reshape(-1), "segments": words,
+            "taps": tap_offsets(x_shape, w.shape, attrs, width), "nseg": nseg, "k": k,
+            "tiles": tiles, "padded": int(padded)}
+
+
 def emit_plan(em, lid, n, w, p):
     """Emit `<lid>_fp` (output quantization, bias) and `<lid>_pl` (order, weights,
     table); returns the C expression of the layer's arena scratch."""
@@ -86,14 +129,14 @@ def emit_plan(em, lid, n, w, p):
     g = em.g
     x = g.tensors[n.inputs[0]]
     y = g.tensors[n.outputs[0]]
-    group = n.attrs["group"]
-    words, nseg = segment_words(x.shape, y.shape, n.attrs)
-    packed, tiles, k = packed_weights(w, group, compact=not has_fma(words))
+    f = plan_fields(x.shape, y.shape, w, n.attrs, p)
     em.float_layer(lid, g, n, w, p, "0")
-    wname = em.const("float", f"{lid}_wp", packed.reshape(-1), align=8)  # report: weights
-    sname = em.const("int32_t", f"{lid}_seg", words)
-    tname = em.const("float", f"{lid}_xt", input_table(p))
-    oname = em.const("int32_t", f"{lid}_taps", tap_offsets(x.shape, w.shape, n.attrs))
+    em.kernels.add("tinyaot_convolve_f32_m1_s8")  # the kernel hands M=1 plans to it: linked too
+    wname = em.const("float", f"{lid}_wp", f["weights"], align=8)  # report: weights
+    sname = em.const("int32_t", f"{lid}_seg", f["segments"])
+    tname = em.const("float", f"{lid}_xt", f["table"])
+    oname = em.const("int32_t", f"{lid}_taps", f["taps"])
     em.consts.append(f"static const tinyaot_conv_f32_plan_t {lid}_pl = {{ {tname}, {wname}, "
-                     f"{sname}, {oname}, {nseg}, {k}, {tiles} }};\n")
+                     f"{sname}, {oname}, {f['nseg']}, {f['k']}, {f['tiles']}, "
+                     f"{f['padded']} }};\n")
     return f"(float *)(void *)(ARENA + {em.plan.where[scratch_name(n)].offset})"

@@ -26,7 +26,8 @@ def select_kernels(g):
         if n.op == "conv2d" and n.attrs.get("ort_float"):  # pixel columns + one tile
             from ..backend.conv_f32_pack import scratch_bytes
             n.attrs["scratch_bytes"] = scratch_bytes(g.tensors[n.inputs[0]].shape,
-                                                     g.tensors[n.inputs[1]].shape)
+                                                     g.tensors[n.inputs[1]].shape,
+                                                     g.tensors[n.outputs[0]].shape, n.attrs)
             continue
         if n.attrs.get("ort_float") or n.attrs.get("int_epilogue"):  # float math: portable kernels
             continue

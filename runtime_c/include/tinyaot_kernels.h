@@ -84,18 +84,26 @@ typedef struct {
  * {kind (0 fma, 1 m1, 2 m1tb), m0, m1, n0, n1, nslices, k_end[nslices]}
  * over the group's channels [m0, m1) and output pixels [n0, n1); the float
  * weights float(wq) * scale packed [group][channel / 4][k][channel % 4]
- * (zero rows up to a multiple of 4), or [out_c][k] when tiles is 0; the 256
- * dequantized input values; each k's input offset in the window. */
+ * (zero rows up to a multiple of 4), or [out_c][k rounded up to 8] (zero
+ * padded) when tiles is 0; the 256
+ * dequantized input values; each k's input offset in the window. With
+ * `padded`, an fma-only layer whose padded input is small dequantizes it once
+ * into a zero-padded float copy in the scratch (rows and columns the windows
+ * reach: (out_h - 1) * stride_h + (k_h - 1) * dil_h + 1 by the same in w), and
+ * the taps are float offsets in that copy: no table lookup and no bounds
+ * checks per column. */
 typedef struct {
     const float *table;       /* table[q + 128] = float(q - in_zp) * in_scale */
     const float *weights;
     const int32_t *segments;
-    const int32_t *taps;      /* per k: byte offset c + (ky * dil_h * in_w + kx * dil_w) * in_c
-                                 of its input from the window's origin */
+    const int32_t *taps;      /* per k: offset c + (ky * dil_h * w + kx * dil_w) * in_c of its
+                                 input from the window's origin (w: in_w, or the
+                                 padded copy's width) */
     int32_t nseg;
     int32_t k;                /* in_c / groups * k_h * k_w */
     int32_t tiles;            /* ceil(out_c / groups / 4); 0: no fma segment, weights
                                  packed [out_c][k] instead */
+    int32_t padded;           /* 1: the zero-padded float copy of the input (above) */
 } tinyaot_conv_f32_plan_t;
 
 /* p: output quantization and bias_f (its filter fields are not read).
@@ -103,7 +111,15 @@ typedef struct {
 int tinyaot_convolve_f32_s8(const tinyaot_conv_dims_t *d, const tinyaot_float_conv_t *p,
                             const tinyaot_conv_f32_plan_t *pl, const int8_t *input,
                             float *scratch, int8_t *output);
-int32_t tinyaot_convolve_f32_s8_get_buffer_size(const tinyaot_conv_dims_t *d);
+int32_t tinyaot_convolve_f32_s8_get_buffer_size(const tinyaot_conv_dims_t *d,
+                                                const tinyaot_conv_f32_plan_t *pl);
+
+/* tinyaot_convolve_f32_s8 for the plans without an fma segment (tiles 0:
+ * every MLAS call is an M=1 kernel, e.g. depthwise or one output pixel).
+ * scratch: tinyaot_convolve_f32_s8_get_buffer_size bytes. */
+int tinyaot_convolve_f32_m1_s8(const tinyaot_conv_dims_t *d, const tinyaot_float_conv_t *p,
+                               const tinyaot_conv_f32_plan_t *pl, const int8_t *input,
+                               float *scratch, int8_t *output);
 
 /* Transposed convolution (ONNX ConvTranspose), TFLite TRANSPOSE_CONV integer
  * semantics. Output pixel o gets input pixel i through tap t when

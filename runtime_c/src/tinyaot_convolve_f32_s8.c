@@ -27,11 +27,124 @@
 
 enum { SEG_FMA = 0, SEG_M1 = 1, SEG_M1TB = 2 };
 
-int32_t tinyaot_convolve_f32_s8_get_buffer_size(const tinyaot_conv_dims_t *d)
+/* Rows / columns of the input the windows reach, padding included. */
+static int32_t padded_h(const tinyaot_conv_dims_t *d)
+{
+    return (d->out_h - 1) * d->stride_h + (d->k_h - 1) * d->dil_h + 1;
+}
+
+static int32_t padded_w(const tinyaot_conv_dims_t *d)
+{
+    return (d->out_w - 1) * d->stride_w + (d->k_w - 1) * d->dil_w + 1;
+}
+
+int32_t tinyaot_convolve_f32_s8_get_buffer_size(const tinyaot_conv_dims_t *d,
+                                                const tinyaot_conv_f32_plan_t *pl)
 {
     const int32_t cg = d->in_c / d->groups;
     const int32_t k = cg * d->k_h * d->k_w;
-    return (k * TILE + TILE * TILE) * (int32_t)sizeof(float) + ((cg + 3) & ~3);
+    /* the padded float copy, or a row of the input zero point (padding taps' source) */
+    const int32_t extra = pl->padded ? padded_h(d) * padded_w(d) * d->in_c * (int32_t)sizeof(float)
+                                     : (cg + 3) & ~3;
+    return (k * TILE + TILE * TILE) * (int32_t)sizeof(float) + extra;
+}
+
+/* The zero-padded float copy: xp[(py * wp + px) * in_c + c] = table value of
+ * the input at (py - pad_top, px - pad_left, c), 0.0f outside (MLAS's im2col
+ * zero fill: fma(0, w, a) == a). */
+static void dequantize_padded(const tinyaot_conv_dims_t *d, const float *tbl,
+                              const int8_t *input, float *xp)
+{
+    const int32_t hp = padded_h(d), wp = padded_w(d), c = d->in_c;
+    /* per row: left padding, the input row (contiguous NHWC bytes), right padding */
+    const int32_t left = d->pad_left < wp ? d->pad_left : wp;
+    const int32_t mid0 = wp - left < d->in_w ? wp - left : d->in_w;
+    const int32_t mid = mid0 > 0 ? mid0 * c : 0;
+    const int32_t right = wp * c - left * c - mid;
+    for (int32_t py = 0; py < hp; ++py) {
+        const int32_t iy = py - d->pad_top;
+        if (iy < 0 || iy >= d->in_h) {
+            for (int32_t i = 0; i < wp * c; ++i) {
+                *xp++ = 0.0f;
+            }
+            continue;
+        }
+        const int8_t *src = input + iy * d->in_w * c;
+        for (int32_t i = 0; i < left * c; ++i) {
+            *xp++ = 0.0f;
+        }
+        for (int32_t i = 0; i < mid; ++i) {
+            *xp++ = tbl[src[i]];
+        }
+        for (int32_t i = 0; i < right; ++i) {
+            *xp++ = 0.0f;
+        }
+    }
+}
+
+/* Every k of 4 pixels from the padded float copy (window origins p0 +
+ * {0, d1, d2, d3}): xt[k * 4 + px] = p_px[taps[k]]. */
+static inline void gather_padded(const float *p0, int32_t d1, int32_t d2, int32_t d3,
+                                 const int32_t *taps, int32_t k, float *xt)
+{
+    const float *p1 = p0 + d1, *p2 = p0 + d2, *p3 = p0 + d3;
+#if defined(__thumb2__)
+    /* the float bits move through core registers: 4 LDR, 2 STRD per k */
+    uint32_t a, b, e, o;
+    /* two k per iteration; an odd count enters at the second */
+    __asm__ volatile(
+        "tst %[n], #1\n\t"
+        "beq 1f\n\t"
+        "adds %[n], %[n], #1\n\t"
+        "b 2f\n"
+        "1:\n\t"
+        "ldr %[o], [%[tp]], #4\n\t"
+        "ldr %[a], [%[p0], %[o], lsl #2]\n\t"
+        "ldr %[b], [%[p1], %[o], lsl #2]\n\t"
+        "ldr %[e], [%[p2], %[o], lsl #2]\n\t"
+        "ldr %[o], [%[p3], %[o], lsl #2]\n\t"
+        "strd %[a], %[b], [%[col]], #8\n\t"
+        "strd %[e], %[o], [%[col]], #8\n\t"
+        "2:\n\t"
+        "ldr %[o], [%[tp]], #4\n\t"
+        "ldr %[a], [%[p0], %[o], lsl #2]\n\t"
+        "ldr %[b], [%[p1], %[o], lsl #2]\n\t"
+        "ldr %[e], [%[p2], %[o], lsl #2]\n\t"
+        "ldr %[o], [%[p3], %[o], lsl #2]\n\t"
+        "strd %[a], %[b], [%[col]], #8\n\t"
+        "strd %[e], %[o], [%[col]], #8\n\t"
+        "subs %[n], %[n], #2\n\t"
+        "bne 1b"
+        : [a] "=&r"(a), [b] "=&r"(b), [e] "=&r"(e), [o] "=&r"(o), [tp] "+r"(taps),
+          [col] "+r"(xt), [n] "+r"(k)
+        : [p0] "r"(p0), [p1] "r"(p1), [p2] "r"(p2), [p3] "r"(p3)
+        : "memory", "cc");
+#else
+    for (int32_t i = 0; i < k; ++i, xt += TILE) {
+        const int32_t o = taps[i];
+        xt[0] = p0[o];
+        xt[1] = p1[o];
+        xt[2] = p2[o];
+        xt[3] = p3[o];
+    }
+#endif
+}
+
+/* Columns of output pixels n0 .. n0 + np - 1 (np <= 4, an absent pixel
+ * repeats the last) of group g from the padded float copy xp. */
+static void im2col4_padded(const tinyaot_conv_dims_t *d, const int32_t *taps, const float *xp,
+                           int32_t g, int32_t n0, int32_t np, float *xt)
+{
+    const int32_t cg = d->in_c / d->groups;
+    const int32_t wp = padded_w(d);
+    int32_t off[TILE];
+    for (int32_t px = 0; px < TILE; ++px) {
+        const int32_t n = n0 + (px < np ? px : np - 1);
+        const int32_t oy = n / d->out_w;
+        off[px] = (oy * d->stride_h * wp + (n - oy * d->out_w) * d->stride_w) * d->in_c;
+    }
+    gather_padded(xp + off[0] + g * cg, off[1] - off[0], off[2] - off[0], off[3] - off[0], taps,
+                  cg * d->k_h * d->k_w, xt);
 }
 
 /* One tap of 4 pixels: col[c * step + px] = table value of src_px[c], c < cg. */
@@ -82,7 +195,12 @@ static inline void gather_taps(const int8_t *p0, int32_t d1, int32_t d2, int32_t
 #if defined(__thumb2__)
     /* the float bits move through core registers: LDRSB, LDR [tbl, q, lsl #2], STRD */
     uint32_t a, b, e, o;
+    /* two k per iteration; an odd count enters at the second */
     __asm__ volatile(
+        "tst %[n], #1\n\t"
+        "beq 1f\n\t"
+        "adds %[n], %[n], #1\n\t"
+        "b 2f\n"
         "1:\n\t"
         "ldr %[o], [%[tp]], #4\n\t"
         "ldrsb %[a], [%[p0], %[o]]\n\t"
@@ -95,7 +213,19 @@ static inline void gather_taps(const int8_t *p0, int32_t d1, int32_t d2, int32_t
         "ldr %[o], [%[t], %[o], lsl #2]\n\t"
         "strd %[a], %[b], [%[col]], #8\n\t"
         "strd %[e], %[o], [%[col]], #8\n\t"
-        "subs %[n], %[n], #1\n\t"
+        "2:\n\t"
+        "ldr %[o], [%[tp]], #4\n\t"
+        "ldrsb %[a], [%[p0], %[o]]\n\t"
+        "ldrsb %[b], [%[p1], %[o]]\n\t"
+        "ldrsb %[e], [%[p2], %[o]]\n\t"
+        "ldrsb %[o], [%[p3], %[o]]\n\t"
+        "ldr %[a], [%[t], %[a], lsl #2]\n\t"
+        "ldr %[b], [%[t], %[b], lsl #2]\n\t"
+        "ldr %[e], [%[t], %[e], lsl #2]\n\t"
+        "ldr %[o], [%[t], %[o], lsl #2]\n\t"
+        "strd %[a], %[b], [%[col]], #8\n\t"
+        "strd %[e], %[o], [%[col]], #8\n\t"
+        "subs %[n], %[n], #2\n\t"
         "bne 1b"
         : [a] "=&r"(a), [b] "=&r"(b), [e] "=&r"(e), [o] "=&r"(o), [tp] "+r"(taps),
           [col] "+r"(xt), [n] "+r"(k)
@@ -221,6 +351,203 @@ static const float zero16[TILE * TILE];
     "vfma.f32 s29, s15, s5\n\t" \
     "vfma.f32 s30, s15, s6\n\t" \
     "vfma.f32 s31, s15, s7\n\t"
+#if defined(__ARM_FEATURE_DSP) /* QADD, SSAT */
+#define TINYAOT_F32_FUSED 1
+/* A full 4x4 tile (4 pixels x 4 channels, all stored) in one asm block: its
+ * K blocks, then QuantizeLinear. Fields the asm reads by offset. */
+typedef struct {
+    const float *zero;  /* 0: 16 zeros (a block's chain starts from zero) */
+    float *tot;         /* 4: the tile's sums (C between blocks; the capture hook) */
+    int32_t nslices;    /* 8 */
+    const float *bias;  /* 12: the tile's 4 channels */
+    int8_t *out;        /* 16: pixel 0, channel 0 of the tile */
+    int32_t out_c;      /* 20 */
+    int32_t zp;         /* 24 */
+    int32_t lo, hi;     /* 28, 32 */
+    float scale;        /* 36 */
+    int32_t clamp;      /* 40: 0 when [lo, hi] is [-128, 127] (SSAT is the clamp) */
+} fused_tile_t;
+
+/* y = sum + bias, y / scale (s4), VCVTR: round half even, saturating */
+#define QT_FLOAT \
+    "vadd.f32 s16, s16, s0\n\t" \
+    "vadd.f32 s17, s17, s0\n\t" \
+    "vadd.f32 s18, s18, s0\n\t" \
+    "vadd.f32 s19, s19, s0\n\t" \
+    "vadd.f32 s20, s20, s1\n\t" \
+    "vadd.f32 s21, s21, s1\n\t" \
+    "vadd.f32 s22, s22, s1\n\t" \
+    "vadd.f32 s23, s23, s1\n\t" \
+    "vadd.f32 s24, s24, s2\n\t" \
+    "vadd.f32 s25, s25, s2\n\t" \
+    "vadd.f32 s26, s26, s2\n\t" \
+    "vadd.f32 s27, s27, s2\n\t" \
+    "vadd.f32 s28, s28, s3\n\t" \
+    "vadd.f32 s29, s29, s3\n\t" \
+    "vadd.f32 s30, s30, s3\n\t" \
+    "vadd.f32 s31, s31, s3\n\t" \
+    "vdiv.f32 s16, s16, s4\n\t" \
+    "vdiv.f32 s17, s17, s4\n\t" \
+    "vdiv.f32 s18, s18, s4\n\t" \
+    "vdiv.f32 s19, s19, s4\n\t" \
+    "vdiv.f32 s20, s20, s4\n\t" \
+    "vdiv.f32 s21, s21, s4\n\t" \
+    "vdiv.f32 s22, s22, s4\n\t" \
+    "vdiv.f32 s23, s23, s4\n\t" \
+    "vdiv.f32 s24, s24, s4\n\t" \
+    "vdiv.f32 s25, s25, s4\n\t" \
+    "vdiv.f32 s26, s26, s4\n\t" \
+    "vdiv.f32 s27, s27, s4\n\t" \
+    "vdiv.f32 s28, s28, s4\n\t" \
+    "vdiv.f32 s29, s29, s4\n\t" \
+    "vdiv.f32 s30, s30, s4\n\t" \
+    "vdiv.f32 s31, s31, s4\n\t" \
+    "vcvtr.s32.f32 s16, s16\n\t" \
+    "vcvtr.s32.f32 s17, s17\n\t" \
+    "vcvtr.s32.f32 s18, s18\n\t" \
+    "vcvtr.s32.f32 s19, s19\n\t" \
+    "vcvtr.s32.f32 s20, s20\n\t" \
+    "vcvtr.s32.f32 s21, s21\n\t" \
+    "vcvtr.s32.f32 s22, s22\n\t" \
+    "vcvtr.s32.f32 s23, s23\n\t" \
+    "vcvtr.s32.f32 s24, s24\n\t" \
+    "vcvtr.s32.f32 s25, s25\n\t" \
+    "vcvtr.s32.f32 s26, s26\n\t" \
+    "vcvtr.s32.f32 s27, s27\n\t" \
+    "vcvtr.s32.f32 s28, s28\n\t" \
+    "vcvtr.s32.f32 s29, s29\n\t" \
+    "vcvtr.s32.f32 s30, s30\n\t" \
+    "vcvtr.s32.f32 s31, s31\n\t"
+#define ADD_TOT \
+    "vadd.f32 s16, s16, s0\n\t" \
+    "vadd.f32 s17, s17, s1\n\t" \
+    "vadd.f32 s18, s18, s2\n\t" \
+    "vadd.f32 s19, s19, s3\n\t" \
+    "vadd.f32 s20, s20, s4\n\t" \
+    "vadd.f32 s21, s21, s5\n\t" \
+    "vadd.f32 s22, s22, s6\n\t" \
+    "vadd.f32 s23, s23, s7\n\t" \
+    "vadd.f32 s24, s24, s8\n\t" \
+    "vadd.f32 s25, s25, s9\n\t" \
+    "vadd.f32 s26, s26, s10\n\t" \
+    "vadd.f32 s27, s27, s11\n\t" \
+    "vadd.f32 s28, s28, s12\n\t" \
+    "vadd.f32 s29, s29, s13\n\t" \
+    "vadd.f32 s30, s30, s14\n\t" \
+    "vadd.f32 s31, s31, s15\n\t"
+/* clamp to [lo, hi] (hi in f): predicated moves, input-independent count */
+#define QT_CLAMP(r) \
+    "cmp " r ", %[lo]\n\t" \
+    "it lt\n\t" \
+    "movlt " r ", %[lo]\n\t" \
+    "cmp " r ", %[f]\n\t" \
+    "it gt\n\t" \
+    "movgt " r ", %[f]\n\t"
+#define QT_NOCLAMP(r)
+/* channel j (its 4 pixels in sa sb sc sd): + zp (ns, QADD), SSAT 8, [clamp], one
+ * STRB per pixel pointer (x, w, e, k: pixels 0-3), each stepping one channel */
+#define QT_CHANNEL(sa, sb, sc, sd, CL) \
+    "vmov %[a], %[b], " sa ", " sb "\n\t" \
+    "qadd %[a], %[a], %[ns]\n\t" \
+    "qadd %[b], %[b], %[ns]\n\t" \
+    "ssat %[a], #8, %[a]\n\t" \
+    "ssat %[b], #8, %[b]\n\t" \
+    CL("%[a]") CL("%[b]") \
+    "strb %[a], [%[x]], #1\n\t" \
+    "strb %[b], [%[w]], #1\n\t" \
+    "vmov %[a], %[b], " sc ", " sd "\n\t" \
+    "qadd %[a], %[a], %[ns]\n\t" \
+    "qadd %[b], %[b], %[ns]\n\t" \
+    "ssat %[a], #8, %[a]\n\t" \
+    "ssat %[b], #8, %[b]\n\t" \
+    CL("%[a]") CL("%[b]") \
+    "strb %[a], [%[e]], #1\n\t" \
+    "strb %[b], [%[k]], #1\n\t"
+#define QT_CHANNELS(CL) \
+    QT_CHANNEL("s16", "s17", "s18", "s19", CL) \
+    QT_CHANNEL("s20", "s21", "s22", "s23", CL) \
+    QT_CHANNEL("s24", "s25", "s26", "s27", CL) \
+    QT_CHANNEL("s28", "s29", "s30", "s31", CL)
+#define PAIR \
+    "vldmia %[x]!, {s0-s7}\n\t" \
+    "vldmia %[w]!, {s8-s15}\n\t" \
+    FMA_A FMA_B
+
+/* The tile's columns x[k][4] and weights w[k][4] over the K blocks ending at
+ * ends[0 .. nslices - 1]: per block an fma chain from zero (8 k per loop
+ * iteration), + the previous blocks' sum; then quantized into f->out. The
+ * loop's registers become the output's (x, w, e, k: the 4 pixel pointers). */
+static void tile_fused(const float *x, const float *w, const int32_t *ends, fused_tile_t *f)
+{
+    int32_t k = 0, ns, a, b, lo;
+    __asm__ volatile(
+        "ldr %[ns], [%[f], #8]\n"
+        "0:\n\t"
+        "ldr %[a], [%[e]], #4\n\t"
+        "sub %[b], %[a], %[k]\n\t"      /* b: the block's k count */
+        "mov %[k], %[a]\n\t"
+        "ldr %[a], [%[f], #0]\n\t"
+        "vldm %[a], {s16-s31}\n\t"
+        "lsrs %[a], %[b], #3\n\t"
+        "beq 2f\n"
+        "1:\n\t"
+        PAIR PAIR PAIR PAIR
+        "subs %[a], %[a], #1\n\t"
+        "bne 1b\n"
+        "2:\n\t"
+        "tst %[b], #4\n\t"
+        "beq 6f\n\t"
+        PAIR PAIR
+        "6:\n\t"
+        "tst %[b], #2\n\t"
+        "beq 3f\n\t"
+        PAIR
+        "3:\n\t"
+        "tst %[b], #1\n\t"
+        "beq 4f\n\t"
+        "vldmia %[x]!, {s0-s3}\n\t"
+        "vldmia %[w]!, {s8-s11}\n\t"
+        FMA_A
+        "4:\n\t"
+        "ldr %[a], [%[f], #8]\n\t"
+        "cmp %[ns], %[a]\n\t"           /* the first block stores, the others add */
+        "beq 5f\n\t"
+        "ldr %[a], [%[f], #4]\n\t"
+        "vldm %[a], {s0-s15}\n\t"
+        ADD_TOT
+        "5:\n\t"
+        "ldr %[a], [%[f], #4]\n\t"
+        "vstm %[a], {s16-s31}\n\t"
+        "subs %[ns], %[ns], #1\n\t"
+        "bne 0b\n\t"
+        "ldr %[a], [%[f], #12]\n\t"
+        "vldm %[a], {s0-s3}\n\t"
+        "vldr s4, [%[f], #36]\n\t"
+        QT_FLOAT
+        "ldr %[x], [%[f], #16]\n\t"
+        "ldr %[k], [%[f], #20]\n\t"
+        "ldr %[ns], [%[f], #24]\n\t"    /* ns: zp */
+        "ldr %[lo], [%[f], #28]\n\t"
+        "ldr %[a], [%[f], #40]\n\t"
+        "ldr %[f], [%[f], #32]\n\t"     /* f: hi */
+        "add %[w], %[x], %[k]\n\t"
+        "add %[e], %[w], %[k]\n\t"
+        "add %[k], %[e], %[k]\n\t"
+        "cmp %[a], #0\n\t"
+        "bne 9f\n\t"
+        QT_CHANNELS(QT_NOCLAMP)
+        "b 10f\n"
+        "9:\n\t"
+        QT_CHANNELS(QT_CLAMP)
+        "10:\n\t"
+        : [x] "+r"(x), [w] "+r"(w), [e] "+r"(ends), [k] "+r"(k), [f] "+r"(f), [ns] "=&r"(ns),
+          [a] "=&r"(a), [b] "=&r"(b), [lo] "=&r"(lo)
+        :
+        : "memory", "cc", "s0", "s1", "s2", "s3", "s4", "s5", "s6", "s7", "s8", "s9", "s10",
+          "s11", "s12", "s13", "s14", "s15", "s16", "s17", "s18", "s19", "s20", "s21", "s22",
+          "s23", "s24", "s25", "s26", "s27", "s28", "s29", "s30", "s31");
+}
+#endif /* __ARM_FEATURE_DSP */
 #endif
 
 /* One K block of a 4x4 tile: acc = fma chain from zero over n k's of
@@ -430,15 +757,23 @@ int tinyaot_convolve_f32_s8(const tinyaot_conv_dims_t *d, const tinyaot_float_co
                             const tinyaot_conv_f32_plan_t *pl, const int8_t *input,
                             float *scratch, int8_t *output)
 {
+    if (pl->tiles == 0) { /* only M=1 kernels: their own file */
+        return tinyaot_convolve_f32_m1_s8(d, p, pl, input, scratch, output);
+    }
     const int32_t cout_g = d->out_c / d->groups;
     const int32_t out_c = d->out_c;
     const float osc = p->out_scale;
     const int32_t ozp = p->out_zp, lo = p->act_min, hi = p->act_max;
     float *xt = scratch;
     float *tot = scratch + pl->k * TILE;
-    int8_t *zp_row = (int8_t *)(void *)(tot + TILE * TILE); /* bytes after the tile */
-    for (int32_t c = 0; c < d->in_c / d->groups; ++c) {
-        zp_row[c] = (int8_t)p->in_zp;
+    float *xp = tot + TILE * TILE; /* the padded float copy, when pl->padded */
+    int8_t *zp_row = (int8_t *)(void *)xp; /* else bytes of the input zero point */
+    if (pl->padded) {
+        dequantize_padded(d, pl->table + 128, input, xp);
+    } else {
+        for (int32_t c = 0; c < d->in_c / d->groups; ++c) {
+            zp_row[c] = (int8_t)p->in_zp;
+        }
     }
     for (int32_t g = 0; g < d->groups; ++g) {
         const int32_t *seg = pl->segments;
@@ -462,10 +797,37 @@ int tinyaot_convolve_f32_s8(const tinyaot_conv_dims_t *d, const tinyaot_float_co
                 }
                 continue;
             }
+#if defined(TINYAOT_F32_FUSED)
+            fused_tile_t ft = {zero16, tot,  seg[5], 0,  0,  out_c, ozp,
+                               lo,     hi,   osc,    lo != -128 || hi != 127};
+#endif
             for (int32_t n = n0; n < n1; n += TILE) {
                 const int32_t np = n1 - n < TILE ? n1 - n : TILE;
-                im2col4(d, pl->table, pl->taps, input, zp_row, g, n, np, xt);
-                for (int32_t t = m0 / TILE; t * TILE < m1; ++t) {
+                if (pl->padded) {
+                    im2col4_padded(d, pl->taps, xp, g, n, np, xt);
+                } else {
+                    im2col4(d, pl->table, pl->taps, input, zp_row, g, n, np, xt);
+                }
+                int32_t t = m0 / TILE;
+#if defined(TINYAOT_F32_FUSED)
+                if (np == TILE && t * TILE == m0) { /* the full tiles: one asm block each */
+                    const int32_t kstep = pl->k * TILE;
+                    const float *w = pl->weights + (g * pl->tiles + t) * kstep;
+                    ft.bias = p->bias_f + g * cout_g + t * TILE;
+                    ft.out = output + n * out_c + g * cout_g + t * TILE;
+                    for (; t * TILE + TILE <= m1; ++t, w += kstep) {
+                        tile_fused(xt, w, seg + 6, &ft);
+#ifdef TINYAOT_F32_CAPTURE
+                        for (int32_t j = 0; j < TILE * TILE; ++j) {
+                            TINYAOT_F32_CAPTURE(tot[j] + ft.bias[j / TILE]);
+                        }
+#endif
+                        ft.bias += TILE;
+                        ft.out += TILE;
+                    }
+                }
+#endif
+                for (; t * TILE < m1; ++t) {
                     const float *w = pl->weights + (g * pl->tiles + t) * pl->k * TILE;
                     int32_t k0 = 0;
                     for (int32_t s = 0; s < seg[5]; ++s) {
