@@ -320,9 +320,9 @@ def convolve_f32_s8(dims, fp, plan, x, rng=None):
     nbytes = lib().tinyaot_convolve_f32_s8_get_buffer_size(d, pl)
     scratch = np.full(-(-nbytes // 4), np.nan, np.float32)
     out = OutBuf(dims["out_h"] * dims["out_w"] * dims["out_c"], rng)
-    _call("tinyaot_convolve_f32_s8", d, p, pl, cbuf(x, np.int8, keep),
-          ffi.from_buffer("float[]", scratch), out.ptr)
-    return out.result("tinyaot_convolve_f32_s8")
+    name = "tinyaot_convolve_f32_s8" if plan["tiles"] else "tinyaot_convolve_f32_m1_s8"
+    _call(name, d, p, pl, cbuf(x, np.int8, keep), ffi.from_buffer("float[]", scratch), out.ptr)
+    return out.result(name)
 
 
 def fully_connected_s8(rows, k, n, q, x, w, rng=None):
@@ -472,6 +472,9 @@ EXPECTED_FUNCTIONS = {
     "tinyaot_convolve_f32_s8": ("int", ("tinyaot_conv_dims_t *", "tinyaot_float_conv_t *",
                                         "tinyaot_conv_f32_plan_t *", "int8_t *", "float *",
                                         "int8_t *")),
+    "tinyaot_convolve_f32_m1_s8": ("int", ("tinyaot_conv_dims_t *", "tinyaot_float_conv_t *",
+                                           "tinyaot_conv_f32_plan_t *", "int8_t *", "float *",
+                                           "int8_t *")),
     "tinyaot_fully_connected_s8": ("int", ("int32_t", "int32_t", "int32_t", "tinyaot_requant_t *",
                                            "int8_t *", "int8_t *", "int8_t *")),
     "tinyaot_fully_connected_f32_s8": ("int", ("int32_t", "int32_t", "int32_t",

@@ -39,7 +39,8 @@ int run_capture(const tinyaot_conv_dims_t *d, const tinyaot_float_conv_t *p,
                 int8_t *output, float *y)
 {
     cap_ = y;
-    return tinyaot_convolve_f32_s8(d, p, pl, input, scratch, output);
+    return pl->tiles ? tinyaot_convolve_f32_s8(d, p, pl, input, scratch, output)
+                     : tinyaot_convolve_f32_m1_s8(d, p, pl, input, scratch, output);
 }
 """
 
@@ -251,7 +252,8 @@ static float y[OUT_SIZE];
 int tinyaot_harness_run(const int8_t *input, int8_t *output)
 {
     cap_ = y;
-    int rc = tinyaot_convolve_f32_s8(&dims, &fp, &plan, input, scratch, out8);
+    int rc = plan.tiles ? tinyaot_convolve_f32_s8(&dims, &fp, &plan, input, scratch, out8)
+                        : tinyaot_convolve_f32_m1_s8(&dims, &fp, &plan, input, scratch, out8);
     memcpy(output, y, sizeof(y));
     memcpy(output + sizeof(y), out8, sizeof(out8));
     return rc;

@@ -254,10 +254,11 @@ class _Emitter:
         info["macs"] = int(y.size * kh * kw * (w.shape[1]))
         if n.attrs.get("ort_float"):
             from .conv_f32_pack import emit_plan
-            scratch = emit_plan(self, lid, n, w, p)
-            info["kernel"] = "tinyaot_convolve_f32_s8"
-            self.call("tinyaot_convolve_f32_s8", [dims, f"&{lid}_fp", f"&{lid}_pl",
-                                                  self.ptr(x.name), scratch, self.ptr(y.name)])
+            scratch, tiles = emit_plan(self, lid, n, w, p)
+            # plans with no fma tile (depthwise, one pixel: MLAS's M=1 kernels) have their own kernel
+            info["kernel"] = "tinyaot_convolve_f32_s8" if tiles else "tinyaot_convolve_f32_m1_s8"
+            self.call(info["kernel"], [dims, f"&{lid}_fp", f"&{lid}_pl", self.ptr(x.name), scratch,
+                                       self.ptr(y.name)])
             return
         if n.attrs.get("fast_kernel") in ("conv", "depthwise"):
             self.emit_fast(lid, n, p, info, dims, w)

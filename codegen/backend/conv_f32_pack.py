@@ -124,14 +124,14 @@ def plan_fields(x_shape, y_shape, w, attrs, p):
 
 def emit_plan(em, lid, n, w, p):
     """Emit `<lid>_fp` (output quantization, bias) and `<lid>_pl` (order, weights,
-    table); returns the C expression of the layer's arena scratch."""
+    table); returns the C expression of the layer's arena scratch and the
+    plan's fma tile count (0: the M=1 kernel runs it)."""
     from ..planner.arena import scratch_name
     g = em.g
     x = g.tensors[n.inputs[0]]
     y = g.tensors[n.outputs[0]]
     f = plan_fields(x.shape, y.shape, w, n.attrs, p)
     em.float_layer(lid, g, n, w, p, "0")
-    em.kernels.add("tinyaot_convolve_f32_m1_s8")  # the kernel hands M=1 plans to it: linked too
     wname = em.const("float", f"{lid}_wp", f["weights"], align=8)  # report: weights
     sname = em.const("int32_t", f"{lid}_seg", f["segments"])
     tname = em.const("float", f"{lid}_xt", f["table"])
@@ -139,4 +139,4 @@ def emit_plan(em, lid, n, w, p):
     em.consts.append(f"static const tinyaot_conv_f32_plan_t {lid}_pl = {{ {tname}, {wname}, "
                      f"{sname}, {oname}, {f['nseg']}, {f['k']}, {f['tiles']}, "
                      f"{f['padded']} }};\n")
-    return f"(float *)(void *)(ARENA + {em.plan.where[scratch_name(n)].offset})"
+    return f"(float *)(void *)(ARENA + {em.plan.where[scratch_name(n)].offset})", f["tiles"]

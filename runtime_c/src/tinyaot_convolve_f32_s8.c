@@ -757,8 +757,8 @@ int tinyaot_convolve_f32_s8(const tinyaot_conv_dims_t *d, const tinyaot_float_co
                             const tinyaot_conv_f32_plan_t *pl, const int8_t *input,
                             float *scratch, int8_t *output)
 {
-    if (pl->tiles == 0) { /* only M=1 kernels: their own file */
-        return tinyaot_convolve_f32_m1_s8(d, p, pl, input, scratch, output);
+    if (pl->tiles == 0) { /* M=1-only plans are tinyaot_convolve_f32_m1_s8's (the emitter picks it) */
+        return TINYAOT_ERR_ARG;
     }
     const int32_t cout_g = d->out_c / d->groups;
     const int32_t out_c = d->out_c;
