@@ -98,21 +98,43 @@ static inline __attribute__((always_inline)) const uint32_t *tinyaot_dot_2x2_p(
                     : "r8", "r9", "r10", "r11", "cc", "memory");
         }
     } else {
+        /* one LDM for the quad of both columns, one for the weights: 10
+         * instructions per quad; r4-r11 hold them, so the loop end is
+         * reloaded from the stack into a dead column register */
+        const uint32_t *xe_m = xe;
+#define TINYAOT_DOT2X2_LDM                                                                         \
+    "ldmia %[x]!, {r4, r5, r6, r7}\n\t"                                                            \
+    "ldmia %[w]!, {r8, r9, r10, r11}\n\t"                                                          \
+    "smlad %[a00], r4, r8, %[a00]\n\t"                                                             \
+    "smlad %[a00], r5, r9, %[a00]\n\t"                                                             \
+    "smlad %[a01], r6, r8, %[a01]\n\t"                                                             \
+    "smlad %[a01], r7, r9, %[a01]\n\t"                                                             \
+    "smlad %[a10], r4, r10, %[a10]\n\t"                                                            \
+    "smlad %[a10], r5, r11, %[a10]\n\t"                                                            \
+    "smlad %[a11], r6, r10, %[a11]\n\t"                                                            \
+    "smlad %[a11], r7, r11, %[a11]\n\t"
+#define TINYAOT_DOT2X2_LDM_OPS                                                                     \
+    : [a00] "+r"(a00), [a01] "+r"(a01), [a10] "+r"(a10), [a11] "+r"(a11), [x] "+r"(x), [w] "+r"(w)
+#define TINYAOT_DOT2X2_LDM_CLOBBERS "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "memory"
         if (rem & 1) {
-            __asm__(TINYAOT_DOT2X2_QUAD TINYAOT_DOT2X2_OPS : : "r8", "r9", "r10", "r11", "memory");
+            __asm__(TINYAOT_DOT2X2_LDM TINYAOT_DOT2X2_LDM_OPS : : TINYAOT_DOT2X2_LDM_CLOBBERS);
         }
         if (rem & 2) {
-            __asm__(TINYAOT_DOT2X2_QUAD TINYAOT_DOT2X2_QUAD TINYAOT_DOT2X2_OPS
+            __asm__(TINYAOT_DOT2X2_LDM TINYAOT_DOT2X2_LDM TINYAOT_DOT2X2_LDM_OPS
                     :
-                    : "r8", "r9", "r10", "r11", "memory");
+                    : TINYAOT_DOT2X2_LDM_CLOBBERS);
         }
         if (rem == 0 || nq > rem) { /* nq >= 1: nq >= 4 when rem = 0 */
-            __asm__("1:\n\t" TINYAOT_DOT2X2_QUAD TINYAOT_DOT2X2_QUAD TINYAOT_DOT2X2_QUAD
-                        TINYAOT_DOT2X2_QUAD "cmp %[x], %[xe]\n\t"
-                                            "bne 1b" TINYAOT_DOT2X2_OPS
-                    : [xe] "r"(xe)
-                    : "r8", "r9", "r10", "r11", "cc", "memory");
+            __asm__("1:\n\t" TINYAOT_DOT2X2_LDM TINYAOT_DOT2X2_LDM TINYAOT_DOT2X2_LDM
+                        TINYAOT_DOT2X2_LDM "ldr r4, %[xe]\n\t"
+                                           "cmp %[x], r4\n\t"
+                                           "bne 1b" TINYAOT_DOT2X2_LDM_OPS
+                    : [xe] "m"(xe_m)
+                    : TINYAOT_DOT2X2_LDM_CLOBBERS, "cc");
         }
+#undef TINYAOT_DOT2X2_LDM
+#undef TINYAOT_DOT2X2_LDM_OPS
+#undef TINYAOT_DOT2X2_LDM_CLOBBERS
     }
     acc[0] = a00;
     acc[1] = a01;
