@@ -62,8 +62,8 @@ static inline uint32_t *tinyaot_widen_run(const int8_t *src, int32_t n, uint32_t
 /* acc[0..3] += {oc0 col0, oc0 col1, oc1 col0, oc1 col1} over nq >= 1 quads:
  * x = two interleaved columns (4 words per quad), w = an output channel
  * pair's weights (4 words per quad, one LDM into r8-r11, in that order).
- * rem = nq % 4 a constant at the call: four quads per loop pass (46
- * instructions per 64 MACs), the rem others before the loop; rem = -1
+ * rem = nq % 8 a constant at the call: eight quads per loop pass (83
+ * instructions per 128 MACs), the rem others before the loop; rem = -1
  * (unknown): two quads per pass, one before when nq is odd.
  * Returns the next pair's weights. */
 #define TINYAOT_DOT2X2_QUAD                                                                        \
@@ -124,9 +124,16 @@ static inline __attribute__((always_inline)) const uint32_t *tinyaot_dot_2x2_p(
                     :
                     : TINYAOT_DOT2X2_LDM_CLOBBERS);
         }
-        if (rem == 0 || nq > rem) { /* nq >= 1: nq >= 4 when rem = 0 */
+        if (rem & 4) {
+            __asm__(TINYAOT_DOT2X2_LDM TINYAOT_DOT2X2_LDM TINYAOT_DOT2X2_LDM TINYAOT_DOT2X2_LDM
+                        TINYAOT_DOT2X2_LDM_OPS
+                    :
+                    : TINYAOT_DOT2X2_LDM_CLOBBERS);
+        }
+        if (rem == 0 || nq > rem) { /* nq >= 1: nq >= 8 when rem = 0 */
             __asm__("1:\n\t" TINYAOT_DOT2X2_LDM TINYAOT_DOT2X2_LDM TINYAOT_DOT2X2_LDM
-                        TINYAOT_DOT2X2_LDM "ldr r4, %[xe]\n\t"
+                        TINYAOT_DOT2X2_LDM TINYAOT_DOT2X2_LDM TINYAOT_DOT2X2_LDM TINYAOT_DOT2X2_LDM
+                            TINYAOT_DOT2X2_LDM "ldr r4, %[xe]\n\t"
                                            "cmp %[x], r4\n\t"
                                            "bne 1b" TINYAOT_DOT2X2_LDM_OPS
                     : [xe] "m"(xe_m)
@@ -418,13 +425,20 @@ static inline __attribute__((always_inline)) void tinyaot_gemm_2col(const uint32
     case TINYAOT_RQ_SMLAL:
         tinyaot_gemm_2col_m(cols, nquads, w, out_c, rq, o0, o1, TINYAOT_RQ_SMLAL, -1);
         break;
-    default: /* nquads % 4 as a constant: no test per channel pair */
-        switch (nquads & 3) {
-        case 0: tinyaot_gemm_2col_m(cols, nquads, w, out_c, rq, o0, o1, TINYAOT_RQ_SMLAL_SAT, 0); break;
-        case 1: tinyaot_gemm_2col_m(cols, nquads, w, out_c, rq, o0, o1, TINYAOT_RQ_SMLAL_SAT, 1); break;
-        case 2: tinyaot_gemm_2col_m(cols, nquads, w, out_c, rq, o0, o1, TINYAOT_RQ_SMLAL_SAT, 2); break;
-        default: tinyaot_gemm_2col_m(cols, nquads, w, out_c, rq, o0, o1, TINYAOT_RQ_SMLAL_SAT, 3); break;
+    default: /* nquads % 8 as a constant: no test per channel pair */
+#define TINYAOT_GEMM2_SAT(R)                                                                       \
+    case R: tinyaot_gemm_2col_m(cols, nquads, w, out_c, rq, o0, o1, TINYAOT_RQ_SMLAL_SAT, R); break
+        switch (nquads & 7) {
+            TINYAOT_GEMM2_SAT(0);
+            TINYAOT_GEMM2_SAT(1);
+            TINYAOT_GEMM2_SAT(2);
+            TINYAOT_GEMM2_SAT(3);
+            TINYAOT_GEMM2_SAT(4);
+            TINYAOT_GEMM2_SAT(5);
+            TINYAOT_GEMM2_SAT(6);
+            default: TINYAOT_GEMM2_SAT(7);
         }
+#undef TINYAOT_GEMM2_SAT
         break;
     }
 }

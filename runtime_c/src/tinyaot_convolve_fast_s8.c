@@ -187,7 +187,7 @@ static __attribute__((noinline)) void im2col_pixel_1(const tinyaot_conv_dims_t *
 }
 
 /* All output pixels, two at a time, in requantization mode `mode` with the
- * nquads % 4, constants (TINYAOT_RQ_FLOAT_SAT; the other modes keep
+ * nquads % 8, constants (TINYAOT_RQ_FLOAT_SAT; the other modes keep
  * tinyaot_convolve_fast_s8's own loops, which choose per pixel pair). */
 static inline __attribute__((always_inline)) void conv_pixels(const tinyaot_conv_dims_t *d,
                                                               const tinyaot_rqc_t *rq,
@@ -245,13 +245,23 @@ static __attribute__((noinline)) void conv_float_sat(const tinyaot_conv_dims_t *
                                                      uint32_t *scratch, int8_t *output)
 {
     const tinyaot_rqc_t rq = tinyaot_rqc_records(q);
-    /* nquads % 4 as a constant (tinyaot_dot_2x2_p) */
-    switch ((d->k_h * padded_row(d) / 4) & 3) {
-    case 0: conv_pixels(d, &rq, input, packed_weights, scratch, output, q->in_zp, TINYAOT_RQ_FLOAT_SAT, 0); break;
-    case 1: conv_pixels(d, &rq, input, packed_weights, scratch, output, q->in_zp, TINYAOT_RQ_FLOAT_SAT, 1); break;
-    case 2: conv_pixels(d, &rq, input, packed_weights, scratch, output, q->in_zp, TINYAOT_RQ_FLOAT_SAT, 2); break;
-    default: conv_pixels(d, &rq, input, packed_weights, scratch, output, q->in_zp, TINYAOT_RQ_FLOAT_SAT, 3); break;
+    /* nquads % 8 as a constant (tinyaot_dot_2x2_p) */
+#define TINYAOT_CONV_FLOAT_SAT(R)                                                                  \
+    case R:                                                                                        \
+        conv_pixels(d, &rq, input, packed_weights, scratch, output, q->in_zp, TINYAOT_RQ_FLOAT_SAT, \
+                    R);                                                                            \
+        break
+    switch ((d->k_h * padded_row(d) / 4) & 7) {
+        TINYAOT_CONV_FLOAT_SAT(0);
+        TINYAOT_CONV_FLOAT_SAT(1);
+        TINYAOT_CONV_FLOAT_SAT(2);
+        TINYAOT_CONV_FLOAT_SAT(3);
+        TINYAOT_CONV_FLOAT_SAT(4);
+        TINYAOT_CONV_FLOAT_SAT(5);
+        TINYAOT_CONV_FLOAT_SAT(6);
+        default: TINYAOT_CONV_FLOAT_SAT(7);
     }
+#undef TINYAOT_CONV_FLOAT_SAT
 }
 
 int tinyaot_convolve_fast_s8(const tinyaot_conv_dims_t *d, const tinyaot_requant_t *q,
