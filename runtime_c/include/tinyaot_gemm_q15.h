@@ -425,20 +425,8 @@ static inline __attribute__((always_inline)) void tinyaot_gemm_2col(const uint32
     case TINYAOT_RQ_SMLAL:
         tinyaot_gemm_2col_m(cols, nquads, w, out_c, rq, o0, o1, TINYAOT_RQ_SMLAL, -1);
         break;
-    default: /* nquads % 8 as a constant: no test per channel pair */
-#define TINYAOT_GEMM2_SAT(R)                                                                       \
-    case R: tinyaot_gemm_2col_m(cols, nquads, w, out_c, rq, o0, o1, TINYAOT_RQ_SMLAL_SAT, R); break
-        switch (nquads & 7) {
-            TINYAOT_GEMM2_SAT(0);
-            TINYAOT_GEMM2_SAT(1);
-            TINYAOT_GEMM2_SAT(2);
-            TINYAOT_GEMM2_SAT(3);
-            TINYAOT_GEMM2_SAT(4);
-            TINYAOT_GEMM2_SAT(5);
-            TINYAOT_GEMM2_SAT(6);
-            default: TINYAOT_GEMM2_SAT(7);
-        }
-#undef TINYAOT_GEMM2_SAT
+    default: /* (tinyaot_convolve_fast_s8 has its own loops for this mode) */
+        tinyaot_gemm_2col_m(cols, nquads, w, out_c, rq, o0, o1, TINYAOT_RQ_SMLAL_SAT, -1);
         break;
     }
 }

@@ -187,8 +187,8 @@ static __attribute__((noinline)) void im2col_pixel_1(const tinyaot_conv_dims_t *
 }
 
 /* All output pixels, two at a time, in requantization mode `mode` with the
- * nquads % 8, constants (TINYAOT_RQ_FLOAT_SAT; the other modes keep
- * tinyaot_convolve_fast_s8's own loops, which choose per pixel pair). */
+ * nquads % 8, constants (the two saturating record modes; the other modes
+ * keep tinyaot_convolve_fast_s8's own loops, which choose per pixel pair). */
 static inline __attribute__((always_inline)) void conv_pixels(const tinyaot_conv_dims_t *d,
                                                               const tinyaot_rqc_t *rq,
                                                               const int8_t *input,
@@ -232,12 +232,39 @@ static inline __attribute__((always_inline)) void conv_pixels(const tinyaot_conv
 #undef TINYAOT_CONV_GEMM2
     if (p < npix) {
         im2col_pixel_1(d, input, oy, ox, scratch, off, in_zp);
-        tinyaot_gemm_1col_float_sat(scratch, nquads, packed_weights, out_c, rq, output + p * out_c);
+        if (mode == TINYAOT_RQ_FLOAT_SAT) {
+            tinyaot_gemm_1col_float_sat(scratch, nquads, packed_weights, out_c, rq,
+                                        output + p * out_c);
+        } else {
+            tinyaot_gemm_1col(scratch, nquads, packed_weights, out_c, rq, output + p * out_c);
+        }
     }
 }
 
-/* onnxruntime layers with {bias, scale} records (tinyaot_rqc_records); its
- * own copy of the parameters, so the loops keep them in registers. */
+/* conv_pixels with nquads % 8 as a constant (tinyaot_dot_2x2_p). */
+static inline __attribute__((always_inline)) void conv_pixels_rem(
+    const tinyaot_conv_dims_t *d, const tinyaot_rqc_t *rq, const int8_t *input,
+    const int32_t *packed_weights, uint32_t *scratch, int8_t *output, int32_t in_zp, int mode)
+{
+#define TINYAOT_CONV_REM(R)                                                                        \
+    case R: conv_pixels(d, rq, input, packed_weights, scratch, output, in_zp, mode, R); break
+    switch ((d->k_h * padded_row(d) / 4) & 7) {
+        TINYAOT_CONV_REM(0);
+        TINYAOT_CONV_REM(1);
+        TINYAOT_CONV_REM(2);
+        TINYAOT_CONV_REM(3);
+        TINYAOT_CONV_REM(4);
+        TINYAOT_CONV_REM(5);
+        TINYAOT_CONV_REM(6);
+        default: TINYAOT_CONV_REM(7);
+    }
+#undef TINYAOT_CONV_REM
+}
+
+/* The saturating record modes, each in a function of its own: its own copy
+ * of the parameters, so the loops keep them in registers, and the other
+ * modes' loops stay as small as they were. onnxruntime {bias, scale}
+ * records (tinyaot_rqc_records): */
 static __attribute__((noinline)) void conv_float_sat(const tinyaot_conv_dims_t *d,
                                                      const tinyaot_requant_t *q,
                                                      const int8_t *input,
@@ -245,23 +272,19 @@ static __attribute__((noinline)) void conv_float_sat(const tinyaot_conv_dims_t *
                                                      uint32_t *scratch, int8_t *output)
 {
     const tinyaot_rqc_t rq = tinyaot_rqc_records(q);
-    /* nquads % 8 as a constant (tinyaot_dot_2x2_p) */
-#define TINYAOT_CONV_FLOAT_SAT(R)                                                                  \
-    case R:                                                                                        \
-        conv_pixels(d, &rq, input, packed_weights, scratch, output, q->in_zp, TINYAOT_RQ_FLOAT_SAT, \
-                    R);                                                                            \
-        break
-    switch ((d->k_h * padded_row(d) / 4) & 7) {
-        TINYAOT_CONV_FLOAT_SAT(0);
-        TINYAOT_CONV_FLOAT_SAT(1);
-        TINYAOT_CONV_FLOAT_SAT(2);
-        TINYAOT_CONV_FLOAT_SAT(3);
-        TINYAOT_CONV_FLOAT_SAT(4);
-        TINYAOT_CONV_FLOAT_SAT(5);
-        TINYAOT_CONV_FLOAT_SAT(6);
-        default: TINYAOT_CONV_FLOAT_SAT(7);
-    }
-#undef TINYAOT_CONV_FLOAT_SAT
+    conv_pixels_rem(d, &rq, input, packed_weights, scratch, output, q->in_zp, TINYAOT_RQ_FLOAT_SAT);
+}
+
+/* TFLite one-SMLAL records over the whole int8 range (TINYAOT_RQ_SMLAL_SAT): */
+static __attribute__((noinline)) void conv_smlal_sat(const tinyaot_conv_dims_t *d,
+                                                     const tinyaot_rqc_t *rq_in,
+                                                     const int8_t *input,
+                                                     const int32_t *packed_weights,
+                                                     uint32_t *scratch, int8_t *output,
+                                                     int32_t in_zp)
+{
+    const tinyaot_rqc_t rq = *rq_in;
+    conv_pixels_rem(d, &rq, input, packed_weights, scratch, output, in_zp, TINYAOT_RQ_SMLAL_SAT);
 }
 
 int tinyaot_convolve_fast_s8(const tinyaot_conv_dims_t *d, const tinyaot_requant_t *q,
@@ -280,6 +303,10 @@ int tinyaot_convolve_fast_s8(const tinyaot_conv_dims_t *d, const tinyaot_requant
     const int32_t out_c = d->out_c, out_w = d->out_w;
     const tinyaot_rqc_t rq = tinyaot_rqc(q);
     const int32_t in_zp = q->in_zp;
+    if (rq.mode == TINYAOT_RQ_SMLAL_SAT) {
+        conv_smlal_sat(d, &rq, input, packed_weights, scratch, output, in_zp);
+        return TINYAOT_OK;
+    }
     const uint32_t off = tinyaot_pack16(-in_zp, -in_zp);
     int32_t oy = 0, ox = 0; /* of pixel p */
     int32_t p = 0;
