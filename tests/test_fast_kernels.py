@@ -409,10 +409,27 @@ CONV_CASES = [  # h, w, cin, cout, kh, kw, stride, dil, pads(t, l, b, r)
     (3, 3, 2, 3, 3, 3, (1, 1), (1, 1), (1, 1, 1, 1)),
     (1, 1, 7, 4, 1, 1, (1, 1), (1, 1), (0, 0, 0, 0)),
 ]
+# in_c % 4 == 0: edge windows as zero quads + one run (padding at every edge,
+# a window wider than the input, one wholly in the padding), and every
+# nquads % 8 of the unrolled GEMM (nquads = k_h * ceil(k_w * in_c / 4))
+QUAD_CONV_CASES = [  # nquads, pixels, out_c
+    (6, 7, 16, 6, 3, 3, (1, 1), (1, 1), (1, 1, 1, 1)),    # 36 (% 8 = 4), 42, 6
+    (5, 5, 8, 7, 3, 3, (1, 1), (1, 1), (2, 1, 0, 2)),     # 18 (2), 30, odd 7
+    (5, 3, 4, 5, 3, 2, (2, 1), (1, 1), (1, 3, 1, 3)),     # 6 (6), 24, 5
+    (3, 5, 12, 9, 5, 5, (1, 1), (1, 1), (2, 2, 2, 2)),    # 75 (3), 15 odd, 9
+    (3, 1, 4, 3, 3, 3, (1, 1), (1, 1), (1, 1, 1, 1)),     # 9 (1), 3, 3
+    (5, 6, 16, 5, 1, 2, (1, 2), (1, 1), (0, 1, 0, 1)),    # 8 (0), 20, 5
+    (4, 6, 32, 4, 1, 2, (1, 2), (1, 1), (0, 1, 0, 1)),    # 16 (0), 16, 4
+    (4, 4, 20, 6, 3, 3, (1, 1), (1, 1), (1, 1, 1, 1)),    # 45 (5), 16, 6
+    (4, 5, 28, 3, 3, 3, (2, 2), (1, 1), (1, 1, 1, 1)),    # 63 (7), 6, 3
+    (3, 9, 8, 4, 1, 7, (1, 1), (1, 1), (0, 3, 0, 3)),     # 14 (6), 27 odd, 4
+    (4, 4, 16, 8, 3, 3, (1, 1), (1, 1), (0, 0, 0, 0)),    # 36, no padding: inside only
+]
 
 
 @pytest.mark.parametrize("numerics", ["tflite", "tflite_smlal", "ort", "ort_records"])
-@pytest.mark.parametrize("case", CONV_CASES, ids=lambda c: "x".join(map(str, c[:6])))
+@pytest.mark.parametrize("case", CONV_CASES + QUAD_CONV_CASES,
+                         ids=lambda c: "x".join(map(str, c[:6])) + "p" + "".join(map(str, c[8])))
 def test_fast_conv_matches_reference_kernel_and_numpy(lib, case, numerics):
     ffi, L = lib
     h, wd, cin, cout, kh, kw, stride, dil, pads = case
@@ -738,3 +755,106 @@ def test_scratch_blocks_are_planned_and_checked():
         check_plan(g, plan)
     b.size = saved
     check_plan(g, plan)
+
+
+def _conv_case(case, numerics, seed):
+    """A random conv layer for tinyaot_convolve_fast_s8 and its expected output
+    from the numpy oracle (np_conv + bias, then MLAS's float requantization or
+    TFLite's double rounding); ort_records / tflite_smlal: with the records the
+    code generator gives the kernel (its inline-asm paths on qemu-m4)."""
+    from codegen.reference.ort_float import requantize_acc
+
+    h, wd, cin, cout, kh, kw, stride, dil, pads = case
+    rng = np.random.default_rng(seed)
+    oh = _out_size(h, kh, stride[0], dil[0], pads[0], pads[2])
+    ow = _out_size(wd, kw, stride[1], dil[1], pads[1], pads[3])
+    c = {"dims": [h, wd, cin, oh, ow, cout, kh, kw, stride[0], stride[1], dil[0], dil[1],
+                  pads[0], pads[1], 1], "numerics": numerics, "n_out": oh * ow * cout,
+         "in_zp": int(rng.integers(-128, 128)), "out_zp": int(rng.integers(-20, 20)),
+         "lo": -128, "hi": 127, "scratch": conv_scratch_bytes(kh, kw, cin)}
+    if numerics in ("tflite", "ort"):  # the clamped modes
+        c["lo"], c["hi"] = c["out_zp"], int(rng.integers(60, 127))
+    c["x"] = rng.integers(-128, 128, (h, wd, cin)).astype(np.int8)
+    w = rng.integers(-127, 128, (cout, cin, kh, kw)).astype(np.int8)
+    c["w"] = pack_gemm(conv_gemm_weights(w))
+    c["bias"] = rng.integers(-3000, 3000, cout).astype(np.int32)
+    acc = (np_conv(c["x"].astype(np.int64), w, c["in_zp"], stride, dil, pads) + c["bias"]).reshape(-1)
+    spread = float(np.sqrt(kh * kw * cin)) * 150 * 74  # ~ the accumulators' standard deviation
+    if numerics.startswith("ort"):
+        c["scale"] = (rng.uniform(0.5, 2.0, cout) * 40 / spread).astype(np.float32)
+        c["rq"] = float_requant(c["scale"], c["bias"]) if numerics == "ort_records" else None
+        exp = requantize_acc(acc, np.tile(c["scale"], oh * ow), c["out_zp"], c["lo"], c["hi"])
+    else:
+        c["mult"] = rng.integers(2**30, 2**31, cout).astype(np.int32)
+        sh = -int(np.round(np.log2(spread / 40)))
+        c["shift"] = (sh + rng.integers(-1, 2, cout)).clip(-31, -1).astype(np.int32)
+        c["rq"] = smlal_requant(c["mult"], c["shift"], c["bias"]) if numerics == "tflite_smlal" \
+            else None
+        exp = _mbqm_oracle(acc, np.tile(c["mult"], oh * ow), np.tile(c["shift"], oh * ow),
+                           np.full(acc.size, c["out_zp"]))
+        exp = np.clip(exp, c["lo"], c["hi"])
+    c["expected"] = np.asarray(exp).astype(np.int8)
+    return c
+
+
+@pytest.mark.qemu
+def test_fast_conv_asm_on_qemu_m4(tmp_path):
+    """The inline-asm paths of tinyaot_convolve_fast_s8 (LDM GEMM for every
+    nquads % 8, im2col, edge windows) on qemu-m4 against the numpy oracle."""
+    require_arm_toolchain()
+    from codegen.backend.c_format import c_float
+    from codegen.targets.qemu import build_firmware, load_board, run_firmware
+
+    board = load_board("qemu-m4")
+    cases = [_conv_case(cs, numerics, seed=11 + i)
+             for i, (cs, numerics) in enumerate(
+                 [(cs, nm) for cs in QUAD_CONV_CASES + CONV_CASES
+                  for nm in ("ort_records", "tflite_smlal", "tflite", "ort")])]
+    out_size = max(c["n_out"] for c in cases)
+    scratch = max(c["scratch"] for c in cases)
+    src = ["#include <stdint.h>", "#include <string.h>", '#include "harness.h"',
+           '#include "tinyaot_fast_kernels.h"']
+    calls = []
+    for i, c in enumerate(cases):
+        src.append(_c_words(f"x{i}", "int8_t", c["x"]))
+        src.append(_c_words(f"w{i}", "int32_t", c["w"]))
+        src.append(_c_words(f"b{i}", "int32_t", c["bias"]))
+        fields = {"scale": "NULL", "mult": "NULL", "shift": "NULL", "rq": "NULL"}
+        if c.get("scale") is not None:
+            src.append(f"static const float s{i}[] = {{{','.join(c_float(v) for v in c['scale'])}}};\n")
+            fields["scale"] = f"s{i}"
+        for f in ("mult", "shift", "rq"):
+            if c.get(f) is not None:
+                src.append(_c_words(f"{f}{i}", "int32_t", c[f]))
+                fields[f] = f"{f}{i}"
+        src.append(f"static const tinyaot_requant_t q{i} = {{ {c['in_zp']}, {c['out_zp']}, {c['lo']}, "
+                   f"{c['hi']}, b{i}, {fields['scale']}, {fields['mult']}, {fields['shift']}, NULL, "
+                   f"0.0f, {fields['rq']} }};\n")
+        src.append(f"static const tinyaot_conv_dims_t d{i} = {{ {', '.join(map(str, c['dims']))} }};\n")
+        calls.append(f"    case {i}: return tinyaot_convolve_fast_s8(&d{i}, &q{i}, x{i}, w{i}, "
+                     "scratch, output);")
+    src += [f"static uint32_t scratch[{scratch // 4}];",
+            f"const uint32_t tinyaot_harness_num_inputs = {len(cases)}u;",
+            "const uint32_t tinyaot_harness_input_size = 1u;",
+            f"const uint32_t tinyaot_harness_output_size = {out_size}u;",
+            f"const int8_t tinyaot_harness_inputs[] = {{{','.join(str(i) for i in range(len(cases)))}}};",
+            "int tinyaot_harness_run(const int8_t *input, int8_t *output)", "{",
+            f"    memset(output, 0, {out_size});", "    switch (input[0]) {", *calls,
+            "    default: return -1;", "    }", "}", ""]
+    (tmp_path / "conv_cases.c").write_text("\n".join(src))
+    elf = build_firmware([board["harness_main"], tmp_path / "conv_cases.c",
+                          SRC / "tinyaot_convolve_fast_s8.c"], [INC], board, tmp_path / "conv.elf")
+    asm = subprocess.run([board["toolchain_prefix"] + "objdump", "-d", str(elf)],
+                         capture_output=True, text=True, check=True).stdout
+    for pat in (r"ldmia(\.w)?\s+r\d+!, \{r4, r5, r6, r7\}", r"strd\s+\w+, \w+, \[\w+\], #16",
+                r"vcvtr\.s32\.f32"):
+        assert re.search(pat, asm), f"{pat} not in the firmware"
+    res = run_firmware(elf, board, timeout=300)
+    assert len(res.outputs) == len(cases)
+    nonsat = 0
+    for c, r in zip(cases, res.outputs):
+        got = np.frombuffer(r.data, np.int8)[:c["n_out"]]
+        what = (c["dims"], c["numerics"])
+        assert np.array_equal(got, c["expected"]), (what, np.argwhere(got != c["expected"])[:4])
+        nonsat += np.count_nonzero((got > c["lo"]) & (got < c["hi"]))
+    assert nonsat > sum(c["n_out"] for c in cases) // 2  # mostly unclamped outputs

@@ -62,8 +62,10 @@ static inline uint32_t *tinyaot_widen_run(const int8_t *src, int32_t n, uint32_t
 /* acc[0..3] += {oc0 col0, oc0 col1, oc1 col0, oc1 col1} over nq >= 1 quads:
  * x = two interleaved columns (4 words per quad), w = an output channel
  * pair's weights (4 words per quad, one LDM into r8-r11, in that order).
- * Two quads per loop pass (12 instructions per 16 MACs), one before the
- * loop when nq is odd. Returns the next pair's weights. */
+ * rem = nq % 8 a constant at the call: eight quads per loop pass (83
+ * instructions per 128 MACs), the rem others before the loop; rem = -1
+ * (unknown): two quads per pass, one before when nq is odd.
+ * Returns the next pair's weights. */
 #define TINYAOT_DOT2X2_QUAD                                                                        \
     "ldmia %[w]!, {r8, r9, r10, r11}\n\t"                                                          \
     "ldrd %[xa], %[xb], [%[x]], #8\n\t"                                                            \
@@ -76,30 +78,70 @@ static inline uint32_t *tinyaot_widen_run(const int8_t *src, int32_t n, uint32_t
     "smlad %[a01], %[xb], r9, %[a01]\n\t"                                                          \
     "smlad %[a11], %[xa], r10, %[a11]\n\t"                                                         \
     "smlad %[a11], %[xb], r11, %[a11]\n\t"
+#define TINYAOT_DOT2X2_OPS                                                                         \
+    : [a00] "+r"(a00), [a01] "+r"(a01), [a10] "+r"(a10), [a11] "+r"(a11), [xa] "=&r"(xa),         \
+      [xb] "=&r"(xb), [x] "+r"(x), [w] "+r"(w)
 static inline __attribute__((always_inline)) const uint32_t *tinyaot_dot_2x2_p(
-    const uint32_t *x, const uint32_t *w, int32_t nq, uint32_t acc[4], int parity)
+    const uint32_t *x, const uint32_t *w, int32_t nq, uint32_t acc[4], int rem)
 {
     uint32_t a00 = acc[0], a01 = acc[1], a10 = acc[2], a11 = acc[3];
     uint32_t xa, xb;
     const uint32_t *xe = x + 4 * nq;
-    if (parity < 0) { /* not known at compile time */
-        parity = (int)(nq & 1);
-    }
-    if (parity == 1) {
-        __asm__(TINYAOT_DOT2X2_QUAD
-                : [a00] "+r"(a00), [a01] "+r"(a01), [a10] "+r"(a10), [a11] "+r"(a11),
-                  [xa] "=&r"(xa), [xb] "=&r"(xb), [x] "+r"(x), [w] "+r"(w)
-                :
-                : "r8", "r9", "r10", "r11", "memory");
-    }
-    if (parity == 0 || nq > 1) { /* an even nq is >= 2 here */
-        __asm__("1:\n\t" TINYAOT_DOT2X2_QUAD TINYAOT_DOT2X2_QUAD
-                "cmp %[x], %[xe]\n\t"
-                "bne 1b"
-                : [a00] "+r"(a00), [a01] "+r"(a01), [a10] "+r"(a10), [a11] "+r"(a11),
-                  [xa] "=&r"(xa), [xb] "=&r"(xb), [x] "+r"(x), [w] "+r"(w)
-                : [xe] "r"(xe)
-                : "r8", "r9", "r10", "r11", "cc", "memory");
+    if (rem < 0) { /* not known at compile time: two quads per pass, fewer tests */
+        if (nq & 1) {
+            __asm__(TINYAOT_DOT2X2_QUAD TINYAOT_DOT2X2_OPS : : "r8", "r9", "r10", "r11", "memory");
+        }
+        if (nq > 1) {
+            __asm__("1:\n\t" TINYAOT_DOT2X2_QUAD TINYAOT_DOT2X2_QUAD "cmp %[x], %[xe]\n\t"
+                                                                  "bne 1b" TINYAOT_DOT2X2_OPS
+                    : [xe] "r"(xe)
+                    : "r8", "r9", "r10", "r11", "cc", "memory");
+        }
+    } else {
+        /* one LDM for the quad of both columns, one for the weights: 10
+         * instructions per quad; r4-r11 hold them, so the loop end is
+         * reloaded from the stack into a dead column register */
+        const uint32_t *xe_m = xe;
+#define TINYAOT_DOT2X2_LDM                                                                         \
+    "ldmia %[x]!, {r4, r5, r6, r7}\n\t"                                                            \
+    "ldmia %[w]!, {r8, r9, r10, r11}\n\t"                                                          \
+    "smlad %[a00], r4, r8, %[a00]\n\t"                                                             \
+    "smlad %[a00], r5, r9, %[a00]\n\t"                                                             \
+    "smlad %[a01], r6, r8, %[a01]\n\t"                                                             \
+    "smlad %[a01], r7, r9, %[a01]\n\t"                                                             \
+    "smlad %[a10], r4, r10, %[a10]\n\t"                                                            \
+    "smlad %[a10], r5, r11, %[a10]\n\t"                                                            \
+    "smlad %[a11], r6, r10, %[a11]\n\t"                                                            \
+    "smlad %[a11], r7, r11, %[a11]\n\t"
+#define TINYAOT_DOT2X2_LDM_OPS                                                                     \
+    : [a00] "+r"(a00), [a01] "+r"(a01), [a10] "+r"(a10), [a11] "+r"(a11), [x] "+r"(x), [w] "+r"(w)
+#define TINYAOT_DOT2X2_LDM_CLOBBERS "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "memory"
+        if (rem & 1) {
+            __asm__(TINYAOT_DOT2X2_LDM TINYAOT_DOT2X2_LDM_OPS : : TINYAOT_DOT2X2_LDM_CLOBBERS);
+        }
+        if (rem & 2) {
+            __asm__(TINYAOT_DOT2X2_LDM TINYAOT_DOT2X2_LDM TINYAOT_DOT2X2_LDM_OPS
+                    :
+                    : TINYAOT_DOT2X2_LDM_CLOBBERS);
+        }
+        if (rem & 4) {
+            __asm__(TINYAOT_DOT2X2_LDM TINYAOT_DOT2X2_LDM TINYAOT_DOT2X2_LDM TINYAOT_DOT2X2_LDM
+                        TINYAOT_DOT2X2_LDM_OPS
+                    :
+                    : TINYAOT_DOT2X2_LDM_CLOBBERS);
+        }
+        if (rem == 0 || nq > rem) { /* nq >= 1: nq >= 8 when rem = 0 */
+            __asm__("1:\n\t" TINYAOT_DOT2X2_LDM TINYAOT_DOT2X2_LDM TINYAOT_DOT2X2_LDM
+                        TINYAOT_DOT2X2_LDM TINYAOT_DOT2X2_LDM TINYAOT_DOT2X2_LDM TINYAOT_DOT2X2_LDM
+                            TINYAOT_DOT2X2_LDM "ldr r4, %[xe]\n\t"
+                                           "cmp %[x], r4\n\t"
+                                           "bne 1b" TINYAOT_DOT2X2_LDM_OPS
+                    : [xe] "m"(xe_m)
+                    : TINYAOT_DOT2X2_LDM_CLOBBERS, "cc");
+        }
+#undef TINYAOT_DOT2X2_LDM
+#undef TINYAOT_DOT2X2_LDM_OPS
+#undef TINYAOT_DOT2X2_LDM_CLOBBERS
     }
     acc[0] = a00;
     acc[1] = a01;
@@ -107,6 +149,7 @@ static inline __attribute__((always_inline)) const uint32_t *tinyaot_dot_2x2_p(
     acc[3] = a11;
     return w;
 }
+#undef TINYAOT_DOT2X2_OPS
 #undef TINYAOT_DOT2X2_QUAD
 
 static inline __attribute__((always_inline)) const uint32_t *tinyaot_dot_2x2(const uint32_t *x,
@@ -266,9 +309,9 @@ static inline const uint32_t *tinyaot_dot_2x2(const uint32_t *x, const uint32_t 
 }
 
 static inline const uint32_t *tinyaot_dot_2x2_p(const uint32_t *x, const uint32_t *w, int32_t nq,
-                                                uint32_t acc[4], int parity)
+                                                uint32_t acc[4], int rem)
 {
-    (void)parity;
+    (void)rem;
     return tinyaot_dot_2x2(x, w, nq, acc);
 }
 
@@ -335,7 +378,7 @@ static inline void tinyaot_rqf_2x1_sat(const uint32_t acc[2], const int32_t *p, 
  * tinyaot_gemm_2col_m with the mode as a constant.) */
 static inline __attribute__((always_inline)) void tinyaot_gemm_2col_m(
     const uint32_t *cols, int32_t nquads, const int32_t *w, int32_t out_c, const tinyaot_rqc_t *rq,
-    int8_t *o0, int8_t *o1, int mode, int parity)
+    int8_t *o0, int8_t *o1, int mode, int rem)
 {
     const uint32_t *wp = (const uint32_t *)(const void *)w;
     int32_t oc = 0;
@@ -347,7 +390,7 @@ static inline __attribute__((always_inline)) void tinyaot_gemm_2col_m(
         for (; oc + 1 < out_c; oc += 2) {
             uint32_t acc[4] = {(uint32_t)p[rb], (uint32_t)p[rb], (uint32_t)p[rw + rb],
                                (uint32_t)p[rw + rb]};
-            wp = tinyaot_dot_2x2_p(cols, wp, nquads, acc, parity);
+            wp = tinyaot_dot_2x2_p(cols, wp, nquads, acc, rem);
             if (mode == TINYAOT_RQ_FLOAT_SAT) {
                 tinyaot_rqf_2x2_sat(acc, p, zp, o0 + oc, o1 + oc);
             } else {
@@ -382,12 +425,8 @@ static inline __attribute__((always_inline)) void tinyaot_gemm_2col(const uint32
     case TINYAOT_RQ_SMLAL:
         tinyaot_gemm_2col_m(cols, nquads, w, out_c, rq, o0, o1, TINYAOT_RQ_SMLAL, -1);
         break;
-    default: /* the parity of nquads as a constant: no test per channel pair */
-        if (nquads & 1) {
-            tinyaot_gemm_2col_m(cols, nquads, w, out_c, rq, o0, o1, TINYAOT_RQ_SMLAL_SAT, 1);
-        } else {
-            tinyaot_gemm_2col_m(cols, nquads, w, out_c, rq, o0, o1, TINYAOT_RQ_SMLAL_SAT, 0);
-        }
+    default: /* (tinyaot_convolve_fast_s8 has its own loops for this mode) */
+        tinyaot_gemm_2col_m(cols, nquads, w, out_c, rq, o0, o1, TINYAOT_RQ_SMLAL_SAT, -1);
         break;
     }
 }
