@@ -131,9 +131,10 @@ def print_report(r, file=sys.stdout):
 
 
 def cmd_verify(a):
-    from .verify import verify_model
+    from .verify import default_golden_key, verify_model
 
-    r = verify_model(a.model, a.golden, board=a.board, numerics=a.numerics, key=a.key,
+    r = verify_model(a.model, a.golden, board=a.board, numerics=a.numerics,
+                     key=a.key or default_golden_key(a.golden, a.numerics),
                      ram_limit=a.ram_limit, flash_limit=a.flash_limit, io_buffers=a.io_buffers,
                      depthwise_inplace=a.depthwise_inplace, ort_threads=a.ort_threads)
     if a.json:
@@ -253,7 +254,9 @@ def build_parser():
     common(p)
     depthwise_inplace(p)
     p.add_argument("--golden", required=True, help="golden .npz (inputs + outputs)")
-    p.add_argument("--key", default="outputs", help="array of expected outputs (default %(default)s)")
+    p.add_argument("--key", help="array of expected outputs (default: outputs_onnxruntime for "
+                                 "--numerics ort, outputs_tflm for tflite, when the file has it; "
+                                 "else outputs)")
     p.add_argument("--json", action="store_true", help="print the report as JSON on stdout")
     p.set_defaults(fn=cmd_verify)
 
