@@ -15,8 +15,12 @@
  * x K for the fma tiles, one pixel for the M=1 kinds), zeros for the
  * padding (MLAS's im2col feeds the same zeros: fma(0, w, a) == a); windows
  * inside the input use the compile-time tap offsets, no bounds checks.
+ * Small fma-only layers (plan->padded) first dequantize the input into a
+ * zero-padded float copy in the scratch: a column is then 4 loads per k.
  * fma segments run 4 channels x 4 pixels at a time: on FPv4 an inline-asm
- * VFMA tile (VLDM of 2 k of inputs and weights, 32 VFMA), else fmaf().
+ * VFMA tile (VLDM of 2 k of inputs and weights, 32 VFMA), else fmaf(); with
+ * the DSP extension a full tile's K blocks and QuantizeLinear are one asm
+ * block (tile_fused).
  * Built with -ffp-contract=off so only fmaf() / VFMA fuse. */
 #include <math.h>
 
