@@ -31,6 +31,43 @@
 
 enum { SEG_FMA = 0, SEG_M1 = 1, SEG_M1TB = 2 };
 
+#if defined(__thumb2__)
+/* The im2col gathers' asm: one k of 4 pixels (its tap offset o, the 4
+ * values through core registers, 2 STRD), two k per loop iteration, an odd
+ * count entering at the second. */
+#define PADDED_K /* from the padded float copy: 4 LDR */ \
+    "ldr %[o], [%[tp]], #4\n\t" \
+    "ldr %[a], [%[p0], %[o], lsl #2]\n\t" \
+    "ldr %[b], [%[p1], %[o], lsl #2]\n\t" \
+    "ldr %[e], [%[p2], %[o], lsl #2]\n\t" \
+    "ldr %[o], [%[p3], %[o], lsl #2]\n\t" \
+    "strd %[a], %[b], [%[col]], #8\n\t" \
+    "strd %[e], %[o], [%[col]], #8\n\t"
+#define TABLE_K /* from the int8 input: LDRSB, then the table's LDR */ \
+    "ldr %[o], [%[tp]], #4\n\t" \
+    "ldrsb %[a], [%[p0], %[o]]\n\t" \
+    "ldrsb %[b], [%[p1], %[o]]\n\t" \
+    "ldrsb %[e], [%[p2], %[o]]\n\t" \
+    "ldrsb %[o], [%[p3], %[o]]\n\t" \
+    "ldr %[a], [%[t], %[a], lsl #2]\n\t" \
+    "ldr %[b], [%[t], %[b], lsl #2]\n\t" \
+    "ldr %[e], [%[t], %[e], lsl #2]\n\t" \
+    "ldr %[o], [%[t], %[o], lsl #2]\n\t" \
+    "strd %[a], %[b], [%[col]], #8\n\t" \
+    "strd %[e], %[o], [%[col]], #8\n\t"
+#define GATHER2(K) \
+    "tst %[n], #1\n\t" \
+    "beq 1f\n\t" \
+    "adds %[n], %[n], #1\n\t" \
+    "b 2f\n" \
+    "1:\n\t" \
+    K \
+    "2:\n\t" \
+    K \
+    "subs %[n], %[n], #2\n\t" \
+    "bne 1b"
+#endif
+
 /* Rows / columns of the input the windows reach, padding included. */
 static int32_t padded_h(const tinyaot_conv_dims_t *d)
 {
@@ -93,32 +130,9 @@ static inline void gather_padded(const float *p0, int32_t d1, int32_t d2, int32_
 {
     const float *p1 = p0 + d1, *p2 = p0 + d2, *p3 = p0 + d3;
 #if defined(__thumb2__)
-    /* the float bits move through core registers: 4 LDR, 2 STRD per k */
     uint32_t a, b, e, o;
-    /* two k per iteration; an odd count enters at the second */
     __asm__ volatile(
-        "tst %[n], #1\n\t"
-        "beq 1f\n\t"
-        "adds %[n], %[n], #1\n\t"
-        "b 2f\n"
-        "1:\n\t"
-        "ldr %[o], [%[tp]], #4\n\t"
-        "ldr %[a], [%[p0], %[o], lsl #2]\n\t"
-        "ldr %[b], [%[p1], %[o], lsl #2]\n\t"
-        "ldr %[e], [%[p2], %[o], lsl #2]\n\t"
-        "ldr %[o], [%[p3], %[o], lsl #2]\n\t"
-        "strd %[a], %[b], [%[col]], #8\n\t"
-        "strd %[e], %[o], [%[col]], #8\n\t"
-        "2:\n\t"
-        "ldr %[o], [%[tp]], #4\n\t"
-        "ldr %[a], [%[p0], %[o], lsl #2]\n\t"
-        "ldr %[b], [%[p1], %[o], lsl #2]\n\t"
-        "ldr %[e], [%[p2], %[o], lsl #2]\n\t"
-        "ldr %[o], [%[p3], %[o], lsl #2]\n\t"
-        "strd %[a], %[b], [%[col]], #8\n\t"
-        "strd %[e], %[o], [%[col]], #8\n\t"
-        "subs %[n], %[n], #2\n\t"
-        "bne 1b"
+        GATHER2(PADDED_K)
         : [a] "=&r"(a), [b] "=&r"(b), [e] "=&r"(e), [o] "=&r"(o), [tp] "+r"(taps),
           [col] "+r"(xt), [n] "+r"(k)
         : [p0] "r"(p0), [p1] "r"(p1), [p2] "r"(p2), [p3] "r"(p3)
@@ -197,40 +211,9 @@ static inline void gather_taps(const int8_t *p0, int32_t d1, int32_t d2, int32_t
 {
     const int8_t *p1 = p0 + d1, *p2 = p0 + d2, *p3 = p0 + d3;
 #if defined(__thumb2__)
-    /* the float bits move through core registers: LDRSB, LDR [tbl, q, lsl #2], STRD */
     uint32_t a, b, e, o;
-    /* two k per iteration; an odd count enters at the second */
     __asm__ volatile(
-        "tst %[n], #1\n\t"
-        "beq 1f\n\t"
-        "adds %[n], %[n], #1\n\t"
-        "b 2f\n"
-        "1:\n\t"
-        "ldr %[o], [%[tp]], #4\n\t"
-        "ldrsb %[a], [%[p0], %[o]]\n\t"
-        "ldrsb %[b], [%[p1], %[o]]\n\t"
-        "ldrsb %[e], [%[p2], %[o]]\n\t"
-        "ldrsb %[o], [%[p3], %[o]]\n\t"
-        "ldr %[a], [%[t], %[a], lsl #2]\n\t"
-        "ldr %[b], [%[t], %[b], lsl #2]\n\t"
-        "ldr %[e], [%[t], %[e], lsl #2]\n\t"
-        "ldr %[o], [%[t], %[o], lsl #2]\n\t"
-        "strd %[a], %[b], [%[col]], #8\n\t"
-        "strd %[e], %[o], [%[col]], #8\n\t"
-        "2:\n\t"
-        "ldr %[o], [%[tp]], #4\n\t"
-        "ldrsb %[a], [%[p0], %[o]]\n\t"
-        "ldrsb %[b], [%[p1], %[o]]\n\t"
-        "ldrsb %[e], [%[p2], %[o]]\n\t"
-        "ldrsb %[o], [%[p3], %[o]]\n\t"
-        "ldr %[a], [%[t], %[a], lsl #2]\n\t"
-        "ldr %[b], [%[t], %[b], lsl #2]\n\t"
-        "ldr %[e], [%[t], %[e], lsl #2]\n\t"
-        "ldr %[o], [%[t], %[o], lsl #2]\n\t"
-        "strd %[a], %[b], [%[col]], #8\n\t"
-        "strd %[e], %[o], [%[col]], #8\n\t"
-        "subs %[n], %[n], #2\n\t"
-        "bne 1b"
+        GATHER2(TABLE_K)
         : [a] "=&r"(a), [b] "=&r"(b), [e] "=&r"(e), [o] "=&r"(o), [tp] "+r"(taps),
           [col] "+r"(xt), [n] "+r"(k)
         : [p0] "r"(p0), [p1] "r"(p1), [p2] "r"(p2), [p3] "r"(p3), [t] "r"(tbl)
