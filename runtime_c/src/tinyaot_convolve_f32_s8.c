@@ -23,6 +23,7 @@
  * block (tile_fused).
  * Built with -ffp-contract=off so only fmaf() / VFMA fuse. */
 #include <math.h>
+#include <string.h>
 
 #include "tinyaot_kernels.h"
 #include "tinyaot_requant.h"
@@ -97,28 +98,19 @@ static void dequantize_padded(const tinyaot_conv_dims_t *d, const float *tbl,
                               const int8_t *input, float *xp)
 {
     const int32_t hp = padded_h(d), wp = padded_w(d), c = d->in_c;
-    /* per row: left padding, the input row (contiguous NHWC bytes), right padding */
     const int32_t left = d->pad_left < wp ? d->pad_left : wp;
     const int32_t mid0 = wp - left < d->in_w ? wp - left : d->in_w;
-    const int32_t mid = mid0 > 0 ? mid0 * c : 0;
-    const int32_t right = wp * c - left * c - mid;
+    const int32_t mid = mid0 > 0 ? mid0 * c : 0; /* floats of an input row inside */
+    /* one memset for all the padding (0.0f is all-zero bits), not one per row edge */
+    memset(xp, 0, (size_t)(hp * wp * c) * sizeof(float));
     for (int32_t py = 0; py < hp; ++py) {
         const int32_t iy = py - d->pad_top;
-        if (iy < 0 || iy >= d->in_h) {
-            for (int32_t i = 0; i < wp * c; ++i) {
-                *xp++ = 0.0f;
+        if (iy >= 0 && iy < d->in_h) {
+            const int8_t *src = input + iy * d->in_w * c; /* contiguous NHWC bytes */
+            float *dst = xp + (py * wp + left) * c;
+            for (int32_t i = 0; i < mid; ++i) {
+                dst[i] = tbl[src[i]];
             }
-            continue;
-        }
-        const int8_t *src = input + iy * d->in_w * c;
-        for (int32_t i = 0; i < left * c; ++i) {
-            *xp++ = 0.0f;
-        }
-        for (int32_t i = 0; i < mid; ++i) {
-            *xp++ = tbl[src[i]];
-        }
-        for (int32_t i = 0; i < right; ++i) {
-            *xp++ = 0.0f;
         }
     }
 }
