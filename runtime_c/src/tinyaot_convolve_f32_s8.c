@@ -85,9 +85,12 @@ int32_t tinyaot_convolve_f32_s8_get_buffer_size(const tinyaot_conv_dims_t *d,
 {
     const int32_t cg = d->in_c / d->groups;
     const int32_t k = cg * d->k_h * d->k_w;
-    /* the padded float copy, or a row of the input zero point (padding taps' source) */
-    const int32_t extra = pl->padded ? padded_h(d) * padded_w(d) * d->in_c * (int32_t)sizeof(float)
-                                     : (cg + 3) & ~3;
+    /* the padded float copy; or the band (k_h padded rows, planar) and its per-row
+     * tap offsets; or a row of the input zero point (padding taps' source) */
+    const int32_t extra =
+        pl->padded == 1   ? padded_h(d) * padded_w(d) * d->in_c * (int32_t)sizeof(float)
+        : pl->padded == 2 ? (d->k_h * d->in_c * padded_w(d) + k) * (int32_t)sizeof(float)
+                          : (cg + 3) & ~3;
     return (k * TILE + TILE * TILE) * (int32_t)sizeof(float) + extra;
 }
 
@@ -113,6 +116,76 @@ static void dequantize_padded(const tinyaot_conv_dims_t *d, const float *tbl,
             }
         }
     }
+}
+
+/* Band row slot <- padded input row py, channel planar: slot[c * wp + x].
+ * The padding columns stay the zeros of the band's first memset; a padding
+ * row is all zeros. */
+static void band_row(const tinyaot_conv_dims_t *d, const float *tbl, const int8_t *input,
+                     int32_t py, float *slot)
+{
+    const int32_t wp = padded_w(d), c = d->in_c;
+    const int32_t iy = py - d->pad_top;
+    if (iy < 0 || iy >= d->in_h) {
+        memset(slot, 0, (size_t)(c * wp) * sizeof(float));
+        return;
+    }
+    const int32_t left = d->pad_left < wp ? d->pad_left : wp;
+    const int32_t mid = wp - left < d->in_w ? wp - left : d->in_w; /* input pixels inside */
+    const int8_t *src = input + iy * d->in_w * c;
+    for (int32_t x = 0; x < mid; ++x, src += c) {
+        float *dst = slot + left + x;
+        for (int32_t ci = 0; ci < c; ++ci, dst += wp) {
+            *dst = tbl[src[ci]];
+        }
+    }
+}
+
+/* The band for output row oy (stride 1): padded rows oy .. oy + k_h - 1 in
+ * slots row % k_h; rows already there for output row `had` (-1: none) stay.
+ * rtaps[k] = slot offset + c * wp + kx, k = (c, ky, kx). */
+static void band_update(const tinyaot_conv_dims_t *d, const float *tbl, const int8_t *input,
+                        float *band, int32_t *rtaps, int32_t had, int32_t oy)
+{
+    const int32_t kh = d->k_h, wp = padded_w(d), rowf = d->in_c * wp;
+    for (int32_t ky = 0; ky < kh; ++ky) {
+        const int32_t py = oy + ky;
+        if (had < 0 || py < had || py >= had + kh) {
+            band_row(d, tbl, input, py, band + (py % kh) * rowf);
+        }
+    }
+    for (int32_t c = 0; c < d->in_c; ++c) {
+        for (int32_t ky = 0; ky < kh; ++ky) {
+            const int32_t o = ((oy + ky) % kh) * rowf + c * wp;
+            for (int32_t kx = 0; kx < d->k_w; ++kx) {
+                *rtaps++ = o + kx;
+            }
+        }
+    }
+}
+
+/* Every k of 4 adjacent pixels (stride 1) from the band: 4 consecutive
+ * floats at base + rtaps[k]. */
+static inline void gather_band(const float *base, const int32_t *rtaps, int32_t k, float *xt)
+{
+#if defined(__thumb2__) && defined(__ARM_FP)
+    int32_t o;
+    __asm__ volatile(GATHER2("ldr %[o], [%[tp]], #4\n\t"
+                             "add %[o], %[b], %[o], lsl #2\n\t"
+                             "vldm %[o], {s0-s3}\n\t"
+                             "vstmia %[col]!, {s0-s3}\n\t")
+                     : [o] "=&r"(o), [tp] "+r"(rtaps), [col] "+r"(xt), [n] "+r"(k)
+                     : [b] "r"(base)
+                     : "memory", "cc", "s0", "s1", "s2", "s3");
+#else
+    for (int32_t i = 0; i < k; ++i, xt += TILE) {
+        const float *x = base + rtaps[i];
+        xt[0] = x[0];
+        xt[1] = x[1];
+        xt[2] = x[2];
+        xt[3] = x[3];
+    }
+#endif
 }
 
 /* Every k of 4 pixels from the padded float copy (window origins p0 +
@@ -744,8 +817,12 @@ int tinyaot_convolve_f32_s8(const tinyaot_conv_dims_t *d, const tinyaot_float_co
     float *tot = scratch + pl->k * TILE;
     float *xp = tot + TILE * TILE; /* the padded float copy, when pl->padded */
     int8_t *zp_row = (int8_t *)(void *)xp; /* else bytes of the input zero point */
-    if (pl->padded) {
+    int32_t *rtaps = (int32_t *)(void *)(xp + d->k_h * d->in_c * padded_w(d)); /* band */
+    int32_t band_oy = -1; /* the output row the band holds */
+    if (pl->padded == 1) {
         dequantize_padded(d, pl->table + 128, input, xp);
+    } else if (pl->padded == 2) {
+        memset(xp, 0, (size_t)(d->k_h * d->in_c * padded_w(d)) * sizeof(float));
     } else {
         for (int32_t c = 0; c < d->in_c / d->groups; ++c) {
             zp_row[c] = (int8_t)p->in_zp;
@@ -779,8 +856,15 @@ int tinyaot_convolve_f32_s8(const tinyaot_conv_dims_t *d, const tinyaot_float_co
 #endif
             for (int32_t n = n0; n < n1; n += TILE) {
                 const int32_t np = n1 - n < TILE ? n1 - n : TILE;
-                if (pl->padded) {
+                if (pl->padded == 1) {
                     im2col4_padded(d, pl->taps, xp, g, n, np, xt);
+                } else if (pl->padded == 2) { /* groups of 4 inside one output row */
+                    const int32_t oy = n / d->out_w;
+                    if (oy != band_oy) {
+                        band_update(d, pl->table + 128, input, xp, rtaps, band_oy, oy);
+                        band_oy = oy;
+                    }
+                    gather_band(xp + (n - oy * d->out_w), rtaps, pl->k, xt);
                 } else {
                     im2col4(d, pl->table, pl->taps, input, zp_row, g, n, np, xt);
                 }
