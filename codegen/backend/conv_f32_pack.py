@@ -72,14 +72,14 @@ def input_mode(x_shape, y_shape, w_shape, attrs):
 def scratch_bytes(x_shape, w_shape, y_shape, attrs):
     """tinyaot_convolve_f32_s8_get_buffer_size: 4 pixel columns of K floats, a
     4x4 tile, then the padded float input copy, or the band (k_h rows of the
-    padded width, planar) and its per-row tap offsets (K int32), or a row of
-    the input zero point (the padding taps' source)."""
+    padded width, planar), or a row of the input zero point (the padding
+    taps' source)."""
     k = int(np.prod(w_shape[1:]))
     cin = int(x_shape[1])
     hp, wp = padded_hw(y_shape, w_shape, attrs)
     mode = input_mode(x_shape, y_shape, w_shape, attrs)
     extra = {0: (int(w_shape[1]) + 3) // 4 * 4, 1: hp * wp * cin * 4,
-             2: (int(w_shape[2]) * cin * wp + k) * 4}[mode]
+             2: int(w_shape[2]) * cin * wp * 4}[mode]
     return (k * TILE + TILE * TILE) * 4 + extra
 
 
@@ -137,14 +137,27 @@ def input_table(p):
     return of.dequantize(np.arange(-128, 128), p["in_scale"], p["in_zp"]).astype(np.float32)
 
 
+def band_taps(x_shape, w_shape, width):
+    """The band's tap offsets, one row of K per rotation r = output row % k_h:
+    padded row oy + ky sits in slot (oy + ky) % k_h, so k = (c, ky, kx) reads
+    ((r + ky) % k_h) * (in_c * width) + c * width + kx."""
+    cin = int(x_shape[1])
+    _, cg, kh, kw = (int(v) for v in w_shape)
+    r, c, ky, kx = np.meshgrid(np.arange(kh), np.arange(cg), np.arange(kh), np.arange(kw),
+                               indexing="ij")
+    return (((r + ky) % kh) * cin * width + c * width + kx).reshape(-1).astype(np.int32)
+
+
 def plan_fields(x_shape, y_shape, w, attrs, p):
     """tinyaot_conv_f32_plan_t's fields (arrays for the pointers)."""
     words, nseg = segment_words(x_shape, y_shape, attrs)
     packed, tiles, k = packed_weights(w, attrs["group"], compact=not has_fma(words))
     mode = input_mode(x_shape, y_shape, w.shape, attrs)
-    width = padded_hw(y_shape, w.shape, attrs)[1] if mode == 1 else None
+    width = padded_hw(y_shape, w.shape, attrs)[1]
+    taps = (band_taps(x_shape, w.shape, width) if mode == 2 else
+            tap_offsets(x_shape, w.shape, attrs, width if mode == 1 else None))
     return {"table": input_table(p), "weights": packed.reshape(-1), "segments": words,
-            "taps": tap_offsets(x_shape, w.shape, attrs, width), "nseg": nseg, "k": k,
+            "taps": taps, "nseg": nseg, "k": k,
             "tiles": tiles, "padded": mode}
 
 

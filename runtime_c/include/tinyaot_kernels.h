@@ -105,7 +105,8 @@ typedef struct {
     int32_t padded;           /* 1: the zero-padded float copy of the input (above);
                                  2: stride 1, groups 1, out_w % 4 == 0: a band of
                                  k_h padded input rows, channel planar, one new row
-                                 per output row (taps unused by the fma tiles) */
+                                 per output row; taps then [k_h][k]: for output row
+                                 oy, row oy % k_h (the band's slot rotation) */
 } tinyaot_conv_f32_plan_t;
 
 /* p: output quantization and bias_f (its filter fields are not read).
