@@ -221,10 +221,13 @@ static void im2col4_padded(const tinyaot_conv_dims_t *d, const int32_t *taps, co
     const int32_t cg = d->in_c / d->groups;
     const int32_t wp = padded_w(d);
     int32_t off[TILE];
+    int32_t oy = n0 / d->out_w, ox = n0 - oy * d->out_w; /* one division, then steps */
     for (int32_t px = 0; px < TILE; ++px) {
-        const int32_t n = n0 + (px < np ? px : np - 1);
-        const int32_t oy = n / d->out_w;
-        off[px] = (oy * d->stride_h * wp + (n - oy * d->out_w) * d->stride_w) * d->in_c;
+        off[px] = (oy * d->stride_h * wp + ox * d->stride_w) * d->in_c;
+        if (px + 1 < np && ++ox == d->out_w) { /* an absent pixel repeats the last */
+            ox = 0;
+            ++oy;
+        }
     }
     gather_padded(xp + off[0] + g * cg, off[1] - off[0], off[2] - off[0], off[3] - off[0], taps,
                   cg * d->k_h * d->k_w, xt);
@@ -409,7 +412,7 @@ static const float zero16[TILE * TILE];
  * K blocks, then QuantizeLinear. Fields the asm reads by offset. */
 typedef struct {
     const float *zero;  /* 0: 16 zeros (a block's chain starts from zero) */
-    float *tot;         /* 4: the tile's sums (C between blocks; the capture hook) */
+    float *tot;         /* 4: the tile's sums (C between blocks; the capture hook's) */
     int32_t nslices;    /* 8 */
     const float *bias;  /* 12: the tile's 4 channels */
     int8_t *out;        /* 16: pixel 0, channel 0 of the tile */
@@ -525,6 +528,11 @@ typedef struct {
     "vldmia %[w]!, {s8-s15}\n\t" \
     FMA_A FMA_B
 
+#ifdef TINYAOT_F32_CAPTURE /* tests: the sums stay readable in f->tot */
+#define TOT_FOR_CAPTURE "ldr %[a], [%[f], #4]\n\tvstm %[a], {s16-s31}\n\t"
+#else
+#define TOT_FOR_CAPTURE
+#endif
 /* The tile's columns x[k][4] and weights w[k][4] over the K blocks ending at
  * ends[0 .. nslices - 1]: per block an fma chain from zero (8 k per loop
  * iteration), + the previous blocks' sum; then quantized into f->out. The
@@ -568,10 +576,13 @@ static void tile_fused(const float *x, const float *w, const int32_t *ends, fuse
         "vldm %[a], {s0-s15}\n\t"
         ADD_TOT
         "5:\n\t"
-        "ldr %[a], [%[f], #4]\n\t"
-        "vstm %[a], {s16-s31}\n\t"
         "subs %[ns], %[ns], #1\n\t"
-        "bne 0b\n\t"
+        "beq 7f\n\t"
+        "ldr %[a], [%[f], #4]\n\t"    /* C for the next block */
+        "vstm %[a], {s16-s31}\n\t"
+        "b 0b\n"
+        "7:\n\t"
+        TOT_FOR_CAPTURE
         "ldr %[a], [%[f], #12]\n\t"
         "vldm %[a], {s0-s3}\n\t"
         "vldr s4, [%[f], #36]\n\t"
