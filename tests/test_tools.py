@@ -203,7 +203,8 @@ def test_report_flash_split_and_stack(board):
             if x["kernel"] in ("tinyaot_convolve_s8", "tinyaot_depthwise_conv_s8",
                                "tinyaot_fully_connected_s8"):
                 assert x["flash_weights"] == size, x
-            elif x["kernel"] in ("tinyaot_convolve_f32_s8", "tinyaot_fully_connected_f32_s8"):
+            elif x["kernel"] in ("tinyaot_convolve_f32_s8", "tinyaot_convolve_f32_m1_s8",
+                                 "tinyaot_fully_connected_f32_s8"):
                 assert x["flash_weights"] >= 4 * size, x  # dequantized to float32 at compile time
             else:
                 assert x["flash_weights"] >= size, x

@@ -29,29 +29,57 @@ def padded_hw(y_shape, w_shape, attrs):
     return (oh - 1) * sh + (kh - 1) * dh + 1, (ow - 1) * sw + (kw - 1) * dw + 1
 
 
+def _all_fma(x_shape, y_shape, attrs):
+    words, _ = segment_words(x_shape, y_shape, attrs)
+    i, n0s = 0, []
+    while i < len(words):
+        if words[i] != KINDS["fma"]:
+            return False, n0s
+        n0s.append(int(words[i + 3]))
+        i += 6 + int(words[i + 5])
+    return True, n0s
+
+
 def use_padded(x_shape, y_shape, w_shape, attrs):
     """Dequantize the input once into a zero-padded float copy? Only for layers
     whose segments are all fma (the M=1 kinds gather from the int8 input) and
     whose copy is small (it lives in the arena next to input and output)."""
-    words, _ = segment_words(x_shape, y_shape, attrs)
-    i = 0
-    while i < len(words):
-        if words[i] != KINDS["fma"]:
-            return False
-        i += 6 + int(words[i + 5])
+    if not _all_fma(x_shape, y_shape, attrs)[0]:
+        return False
     hp, wp = padded_hw(y_shape, w_shape, attrs)
     return hp * wp * int(x_shape[1]) * 4 <= PADDED_MAX
 
 
+def use_band(x_shape, y_shape, w_shape, attrs):
+    """Too big for the padded copy, stride 1 and dilation 1, 4-pixel groups
+    inside one output row: a band of k_h zero-padded input rows, channel
+    planar ([row slot][c][w]), one new row dequantized per output row; the 4
+    pixels of a tap are then 4 consecutive floats (one VLDM / VSTM)."""
+    fma, n0s = _all_fma(x_shape, y_shape, attrs)
+    return (fma and not use_padded(x_shape, y_shape, w_shape, attrs)
+            and tuple(attrs["strides"]) == (1, 1) and tuple(attrs["dilations"]) == (1, 1)
+            and attrs["group"] == 1 and y_shape[3] % TILE == 0
+            and all(n % TILE == 0 for n in n0s))
+
+
+def input_mode(x_shape, y_shape, w_shape, attrs):
+    """tinyaot_conv_f32_plan_t.padded: 0 the int8 input, 1 the padded copy, 2 the band."""
+    if use_padded(x_shape, y_shape, w_shape, attrs):
+        return 1
+    return 2 if use_band(x_shape, y_shape, w_shape, attrs) else 0
+
+
 def scratch_bytes(x_shape, w_shape, y_shape, attrs):
     """tinyaot_convolve_f32_s8_get_buffer_size: 4 pixel columns of K floats, a
-    4x4 tile, and the padded float input copy when the layer uses one, else a
-    row of the input zero point (the padding taps' source)."""
+    4x4 tile, then the padded float input copy, or the band (k_h rows of the
+    padded width, planar), or a row of the input zero point (the padding
+    taps' source)."""
     k = int(np.prod(w_shape[1:]))
-    extra = (int(w_shape[1]) + 3) // 4 * 4
-    if use_padded(x_shape, y_shape, w_shape, attrs):
-        hp, wp = padded_hw(y_shape, w_shape, attrs)
-        extra = hp * wp * int(x_shape[1]) * 4
+    cin = int(x_shape[1])
+    hp, wp = padded_hw(y_shape, w_shape, attrs)
+    mode = input_mode(x_shape, y_shape, w_shape, attrs)
+    extra = {0: (int(w_shape[1]) + 3) // 4 * 4, 1: hp * wp * cin * 4,
+             2: int(w_shape[2]) * cin * wp * 4}[mode]
     return (k * TILE + TILE * TILE) * 4 + extra
 
 
@@ -111,15 +139,28 @@ def input_table(p):
     return of.dequantize(np.arange(-128, 128), p["in_scale"], p["in_zp"]).astype(np.float32)
 
 
+def band_taps(x_shape, w_shape, width):
+    """The band's tap offsets, one row of K per rotation r = output row % k_h:
+    padded row oy + ky sits in slot (oy + ky) % k_h, so k = (c, ky, kx) reads
+    ((r + ky) % k_h) * (in_c * width) + c * width + kx."""
+    cin = int(x_shape[1])
+    _, cg, kh, kw = (int(v) for v in w_shape)
+    r, c, ky, kx = np.meshgrid(np.arange(kh), np.arange(cg), np.arange(kh), np.arange(kw),
+                               indexing="ij")
+    return (((r + ky) % kh) * cin * width + c * width + kx).reshape(-1).astype(np.int32)
+
+
 def plan_fields(x_shape, y_shape, w, attrs, p):
     """tinyaot_conv_f32_plan_t's fields (arrays for the pointers)."""
     words, nseg = segment_words(x_shape, y_shape, attrs)
     packed, tiles, k = packed_weights(w, attrs["group"], compact=not has_fma(words))
-    padded = use_padded(x_shape, y_shape, w.shape, attrs)
-    width = padded_hw(y_shape, w.shape, attrs)[1] if padded else None
+    mode = input_mode(x_shape, y_shape, w.shape, attrs)
+    width = padded_hw(y_shape, w.shape, attrs)[1]
+    taps = (band_taps(x_shape, w.shape, width) if mode == 2 else
+            tap_offsets(x_shape, w.shape, attrs, width if mode == 1 else None))
     return {"table": input_table(p), "weights": packed.reshape(-1), "segments": words,
-            "taps": tap_offsets(x_shape, w.shape, attrs, width), "nseg": nseg, "k": k,
-            "tiles": tiles, "padded": int(padded)}
+            "taps": taps, "nseg": nseg, "k": k,
+            "tiles": tiles, "padded": mode}
 
 
 def emit_plan(em, lid, n, w, p):

@@ -103,7 +103,11 @@ typedef struct {
     int32_t k;                /* in_c / groups * k_h * k_w */
     int32_t tiles;            /* ceil(out_c / groups / 4); 0: no fma segment, weights
                                  packed [out_c][k] instead */
-    int32_t padded;           /* 1: the zero-padded float copy of the input (above) */
+    int32_t padded;           /* 1: the zero-padded float copy of the input (above);
+                                 2: stride 1, groups 1, out_w % 4 == 0: a band of
+                                 k_h padded input rows, channel planar, one new row
+                                 per output row; taps then [k_h][k]: for output row
+                                 oy, row oy % k_h (the band's slot rotation) */
 } tinyaot_conv_f32_plan_t;
 
 /* p: output quantization and bias_f (its filter fields are not read).

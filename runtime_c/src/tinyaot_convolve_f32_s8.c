@@ -15,10 +15,15 @@
  * x K for the fma tiles, one pixel for the M=1 kinds), zeros for the
  * padding (MLAS's im2col feeds the same zeros: fma(0, w, a) == a); windows
  * inside the input use the compile-time tap offsets, no bounds checks.
+ * Small fma-only layers (plan->padded) first dequantize the input into a
+ * zero-padded float copy in the scratch: a column is then 4 loads per k.
  * fma segments run 4 channels x 4 pixels at a time: on FPv4 an inline-asm
- * VFMA tile (VLDM of 2 k of inputs and weights, 32 VFMA), else fmaf().
+ * VFMA tile (VLDM of 2 k of inputs and weights, 32 VFMA), else fmaf(); with
+ * the DSP extension a full tile's K blocks and QuantizeLinear are one asm
+ * block (tile_fused).
  * Built with -ffp-contract=off so only fmaf() / VFMA fuse. */
 #include <math.h>
+#include <string.h>
 
 #include "tinyaot_kernels.h"
 #include "tinyaot_requant.h"
@@ -26,6 +31,43 @@
 #define TILE 4 /* output channels x pixels of one accumulator tile */
 
 enum { SEG_FMA = 0, SEG_M1 = 1, SEG_M1TB = 2 };
+
+#if defined(__thumb2__)
+/* The im2col gathers' asm: one k of 4 pixels (its tap offset o, the 4
+ * values through core registers, 2 STRD), two k per loop iteration, an odd
+ * count entering at the second. */
+#define PADDED_K /* from the padded float copy: 4 LDR */ \
+    "ldr %[o], [%[tp]], #4\n\t" \
+    "ldr %[a], [%[p0], %[o], lsl #2]\n\t" \
+    "ldr %[b], [%[p1], %[o], lsl #2]\n\t" \
+    "ldr %[e], [%[p2], %[o], lsl #2]\n\t" \
+    "ldr %[o], [%[p3], %[o], lsl #2]\n\t" \
+    "strd %[a], %[b], [%[col]], #8\n\t" \
+    "strd %[e], %[o], [%[col]], #8\n\t"
+#define TABLE_K /* from the int8 input: LDRSB, then the table's LDR */ \
+    "ldr %[o], [%[tp]], #4\n\t" \
+    "ldrsb %[a], [%[p0], %[o]]\n\t" \
+    "ldrsb %[b], [%[p1], %[o]]\n\t" \
+    "ldrsb %[e], [%[p2], %[o]]\n\t" \
+    "ldrsb %[o], [%[p3], %[o]]\n\t" \
+    "ldr %[a], [%[t], %[a], lsl #2]\n\t" \
+    "ldr %[b], [%[t], %[b], lsl #2]\n\t" \
+    "ldr %[e], [%[t], %[e], lsl #2]\n\t" \
+    "ldr %[o], [%[t], %[o], lsl #2]\n\t" \
+    "strd %[a], %[b], [%[col]], #8\n\t" \
+    "strd %[e], %[o], [%[col]], #8\n\t"
+#define GATHER2(K) \
+    "tst %[n], #1\n\t" \
+    "beq 1f\n\t" \
+    "adds %[n], %[n], #1\n\t" \
+    "b 2f\n" \
+    "1:\n\t" \
+    K \
+    "2:\n\t" \
+    K \
+    "subs %[n], %[n], #2\n\t" \
+    "bne 1b"
+#endif
 
 /* Rows / columns of the input the windows reach, padding included. */
 static int32_t padded_h(const tinyaot_conv_dims_t *d)
@@ -43,9 +85,12 @@ int32_t tinyaot_convolve_f32_s8_get_buffer_size(const tinyaot_conv_dims_t *d,
 {
     const int32_t cg = d->in_c / d->groups;
     const int32_t k = cg * d->k_h * d->k_w;
-    /* the padded float copy, or a row of the input zero point (padding taps' source) */
-    const int32_t extra = pl->padded ? padded_h(d) * padded_w(d) * d->in_c * (int32_t)sizeof(float)
-                                     : (cg + 3) & ~3;
+    /* the padded float copy; or the band (k_h padded rows, planar); or a row of
+     * the input zero point (padding taps' source) */
+    const int32_t extra =
+        pl->padded == 1   ? padded_h(d) * padded_w(d) * d->in_c * (int32_t)sizeof(float)
+        : pl->padded == 2 ? d->k_h * d->in_c * padded_w(d) * (int32_t)sizeof(float)
+                          : (cg + 3) & ~3;
     return (k * TILE + TILE * TILE) * (int32_t)sizeof(float) + extra;
 }
 
@@ -56,30 +101,91 @@ static void dequantize_padded(const tinyaot_conv_dims_t *d, const float *tbl,
                               const int8_t *input, float *xp)
 {
     const int32_t hp = padded_h(d), wp = padded_w(d), c = d->in_c;
-    /* per row: left padding, the input row (contiguous NHWC bytes), right padding */
     const int32_t left = d->pad_left < wp ? d->pad_left : wp;
     const int32_t mid0 = wp - left < d->in_w ? wp - left : d->in_w;
-    const int32_t mid = mid0 > 0 ? mid0 * c : 0;
-    const int32_t right = wp * c - left * c - mid;
+    const int32_t mid = mid0 > 0 ? mid0 * c : 0; /* floats of an input row inside */
+    /* one memset for all the padding (0.0f is all-zero bits), not one per row edge */
+    memset(xp, 0, (size_t)(hp * wp * c) * sizeof(float));
     for (int32_t py = 0; py < hp; ++py) {
         const int32_t iy = py - d->pad_top;
-        if (iy < 0 || iy >= d->in_h) {
-            for (int32_t i = 0; i < wp * c; ++i) {
-                *xp++ = 0.0f;
+        if (iy >= 0 && iy < d->in_h) {
+            const int8_t *src = input + iy * d->in_w * c; /* contiguous NHWC bytes */
+            float *dst = xp + (py * wp + left) * c;
+            for (int32_t i = 0; i < mid; ++i) {
+                dst[i] = tbl[src[i]];
             }
-            continue;
-        }
-        const int8_t *src = input + iy * d->in_w * c;
-        for (int32_t i = 0; i < left * c; ++i) {
-            *xp++ = 0.0f;
-        }
-        for (int32_t i = 0; i < mid; ++i) {
-            *xp++ = tbl[src[i]];
-        }
-        for (int32_t i = 0; i < right; ++i) {
-            *xp++ = 0.0f;
         }
     }
+}
+
+/* Band row slot <- padded input row py, channel planar: slot[c * wp + x].
+ * The padding columns stay the zeros of the band's first memset; a padding
+ * row is all zeros. */
+static void band_row(const tinyaot_conv_dims_t *d, const float *tbl, const int8_t *input,
+                     int32_t py, float *slot)
+{
+    const int32_t wp = padded_w(d), c = d->in_c;
+    const int32_t iy = py - d->pad_top;
+    if (iy < 0 || iy >= d->in_h) {
+        memset(slot, 0, (size_t)(c * wp) * sizeof(float));
+        return;
+    }
+    const int32_t left = d->pad_left < wp ? d->pad_left : wp;
+    const int32_t mid = wp - left < d->in_w ? wp - left : d->in_w; /* input pixels inside */
+    const int8_t *src = input + iy * d->in_w * c;
+    for (int32_t x = 0; x < mid; ++x, src += c) {
+        float *dst = slot + left + x;
+        int32_t ci = 0;
+        for (; ci + 4 <= c; ci += 4, dst += 4 * wp) { /* 4 channels per iteration */
+            const float a = tbl[src[ci]], b = tbl[src[ci + 1]];
+            const float e = tbl[src[ci + 2]], f = tbl[src[ci + 3]];
+            dst[0] = a;
+            dst[wp] = b;
+            dst[2 * wp] = e;
+            dst[3 * wp] = f;
+        }
+        for (; ci < c; ++ci, dst += wp) {
+            *dst = tbl[src[ci]];
+        }
+    }
+}
+
+/* The band for output row oy (stride 1): padded rows oy .. oy + k_h - 1 in
+ * slots row % k_h; rows already there for output row `had` (-1: none) stay. */
+static void band_update(const tinyaot_conv_dims_t *d, const float *tbl, const int8_t *input,
+                        float *band, int32_t had, int32_t oy)
+{
+    const int32_t kh = d->k_h, rowf = d->in_c * padded_w(d);
+    for (int32_t ky = 0; ky < kh; ++ky) {
+        const int32_t py = oy + ky;
+        if (had < 0 || py < had || py >= had + kh) {
+            band_row(d, tbl, input, py, band + (py % kh) * rowf);
+        }
+    }
+}
+
+/* Every k of 4 adjacent pixels (stride 1) from the band: 4 consecutive
+ * floats at base + rtaps[k]. */
+static inline void gather_band(const float *base, const int32_t *rtaps, int32_t k, float *xt)
+{
+#if defined(__thumb2__) && defined(__ARM_FP)
+    int32_t o;
+    __asm__ volatile(GATHER2("ldr %[o], [%[tp]], #4\n\t"
+                             "add %[o], %[b], %[o], lsl #2\n\t"
+                             "vldm %[o], {s0-s3}\n\t"
+                             "vstmia %[col]!, {s0-s3}\n\t")
+                     : [o] "=&r"(o), [tp] "+r"(rtaps), [col] "+r"(xt), [n] "+r"(k)
+                     : [b] "r"(base)
+                     : "memory", "cc", "s0", "s1", "s2", "s3");
+#else
+    for (int32_t i = 0; i < k; ++i, xt += TILE) {
+        const float *x = base + rtaps[i];
+        xt[0] = x[0];
+        xt[1] = x[1];
+        xt[2] = x[2];
+        xt[3] = x[3];
+    }
+#endif
 }
 
 /* Every k of 4 pixels from the padded float copy (window origins p0 +
@@ -89,32 +195,9 @@ static inline void gather_padded(const float *p0, int32_t d1, int32_t d2, int32_
 {
     const float *p1 = p0 + d1, *p2 = p0 + d2, *p3 = p0 + d3;
 #if defined(__thumb2__)
-    /* the float bits move through core registers: 4 LDR, 2 STRD per k */
     uint32_t a, b, e, o;
-    /* two k per iteration; an odd count enters at the second */
     __asm__ volatile(
-        "tst %[n], #1\n\t"
-        "beq 1f\n\t"
-        "adds %[n], %[n], #1\n\t"
-        "b 2f\n"
-        "1:\n\t"
-        "ldr %[o], [%[tp]], #4\n\t"
-        "ldr %[a], [%[p0], %[o], lsl #2]\n\t"
-        "ldr %[b], [%[p1], %[o], lsl #2]\n\t"
-        "ldr %[e], [%[p2], %[o], lsl #2]\n\t"
-        "ldr %[o], [%[p3], %[o], lsl #2]\n\t"
-        "strd %[a], %[b], [%[col]], #8\n\t"
-        "strd %[e], %[o], [%[col]], #8\n\t"
-        "2:\n\t"
-        "ldr %[o], [%[tp]], #4\n\t"
-        "ldr %[a], [%[p0], %[o], lsl #2]\n\t"
-        "ldr %[b], [%[p1], %[o], lsl #2]\n\t"
-        "ldr %[e], [%[p2], %[o], lsl #2]\n\t"
-        "ldr %[o], [%[p3], %[o], lsl #2]\n\t"
-        "strd %[a], %[b], [%[col]], #8\n\t"
-        "strd %[e], %[o], [%[col]], #8\n\t"
-        "subs %[n], %[n], #2\n\t"
-        "bne 1b"
+        GATHER2(PADDED_K)
         : [a] "=&r"(a), [b] "=&r"(b), [e] "=&r"(e), [o] "=&r"(o), [tp] "+r"(taps),
           [col] "+r"(xt), [n] "+r"(k)
         : [p0] "r"(p0), [p1] "r"(p1), [p2] "r"(p2), [p3] "r"(p3)
@@ -138,10 +221,13 @@ static void im2col4_padded(const tinyaot_conv_dims_t *d, const int32_t *taps, co
     const int32_t cg = d->in_c / d->groups;
     const int32_t wp = padded_w(d);
     int32_t off[TILE];
+    int32_t oy = n0 / d->out_w, ox = n0 - oy * d->out_w; /* one division, then steps */
     for (int32_t px = 0; px < TILE; ++px) {
-        const int32_t n = n0 + (px < np ? px : np - 1);
-        const int32_t oy = n / d->out_w;
-        off[px] = (oy * d->stride_h * wp + (n - oy * d->out_w) * d->stride_w) * d->in_c;
+        off[px] = (oy * d->stride_h * wp + ox * d->stride_w) * d->in_c;
+        if (px + 1 < np && ++ox == d->out_w) { /* an absent pixel repeats the last */
+            ox = 0;
+            ++oy;
+        }
     }
     gather_padded(xp + off[0] + g * cg, off[1] - off[0], off[2] - off[0], off[3] - off[0], taps,
                   cg * d->k_h * d->k_w, xt);
@@ -193,40 +279,9 @@ static inline void gather_taps(const int8_t *p0, int32_t d1, int32_t d2, int32_t
 {
     const int8_t *p1 = p0 + d1, *p2 = p0 + d2, *p3 = p0 + d3;
 #if defined(__thumb2__)
-    /* the float bits move through core registers: LDRSB, LDR [tbl, q, lsl #2], STRD */
     uint32_t a, b, e, o;
-    /* two k per iteration; an odd count enters at the second */
     __asm__ volatile(
-        "tst %[n], #1\n\t"
-        "beq 1f\n\t"
-        "adds %[n], %[n], #1\n\t"
-        "b 2f\n"
-        "1:\n\t"
-        "ldr %[o], [%[tp]], #4\n\t"
-        "ldrsb %[a], [%[p0], %[o]]\n\t"
-        "ldrsb %[b], [%[p1], %[o]]\n\t"
-        "ldrsb %[e], [%[p2], %[o]]\n\t"
-        "ldrsb %[o], [%[p3], %[o]]\n\t"
-        "ldr %[a], [%[t], %[a], lsl #2]\n\t"
-        "ldr %[b], [%[t], %[b], lsl #2]\n\t"
-        "ldr %[e], [%[t], %[e], lsl #2]\n\t"
-        "ldr %[o], [%[t], %[o], lsl #2]\n\t"
-        "strd %[a], %[b], [%[col]], #8\n\t"
-        "strd %[e], %[o], [%[col]], #8\n\t"
-        "2:\n\t"
-        "ldr %[o], [%[tp]], #4\n\t"
-        "ldrsb %[a], [%[p0], %[o]]\n\t"
-        "ldrsb %[b], [%[p1], %[o]]\n\t"
-        "ldrsb %[e], [%[p2], %[o]]\n\t"
-        "ldrsb %[o], [%[p3], %[o]]\n\t"
-        "ldr %[a], [%[t], %[a], lsl #2]\n\t"
-        "ldr %[b], [%[t], %[b], lsl #2]\n\t"
-        "ldr %[e], [%[t], %[e], lsl #2]\n\t"
-        "ldr %[o], [%[t], %[o], lsl #2]\n\t"
-        "strd %[a], %[b], [%[col]], #8\n\t"
-        "strd %[e], %[o], [%[col]], #8\n\t"
-        "subs %[n], %[n], #2\n\t"
-        "bne 1b"
+        GATHER2(TABLE_K)
         : [a] "=&r"(a), [b] "=&r"(b), [e] "=&r"(e), [o] "=&r"(o), [tp] "+r"(taps),
           [col] "+r"(xt), [n] "+r"(k)
         : [p0] "r"(p0), [p1] "r"(p1), [p2] "r"(p2), [p3] "r"(p3), [t] "r"(tbl)
@@ -357,7 +412,7 @@ static const float zero16[TILE * TILE];
  * K blocks, then QuantizeLinear. Fields the asm reads by offset. */
 typedef struct {
     const float *zero;  /* 0: 16 zeros (a block's chain starts from zero) */
-    float *tot;         /* 4: the tile's sums (C between blocks; the capture hook) */
+    float *tot;         /* 4: the tile's sums (C between blocks; the capture hook's) */
     int32_t nslices;    /* 8 */
     const float *bias;  /* 12: the tile's 4 channels */
     int8_t *out;        /* 16: pixel 0, channel 0 of the tile */
@@ -473,6 +528,11 @@ typedef struct {
     "vldmia %[w]!, {s8-s15}\n\t" \
     FMA_A FMA_B
 
+#ifdef TINYAOT_F32_CAPTURE /* tests: the sums stay readable in f->tot */
+#define TOT_FOR_CAPTURE "ldr %[a], [%[f], #4]\n\tvstm %[a], {s16-s31}\n\t"
+#else
+#define TOT_FOR_CAPTURE
+#endif
 /* The tile's columns x[k][4] and weights w[k][4] over the K blocks ending at
  * ends[0 .. nslices - 1]: per block an fma chain from zero (8 k per loop
  * iteration), + the previous blocks' sum; then quantized into f->out. The
@@ -516,10 +576,13 @@ static void tile_fused(const float *x, const float *w, const int32_t *ends, fuse
         "vldm %[a], {s0-s15}\n\t"
         ADD_TOT
         "5:\n\t"
-        "ldr %[a], [%[f], #4]\n\t"
-        "vstm %[a], {s16-s31}\n\t"
         "subs %[ns], %[ns], #1\n\t"
-        "bne 0b\n\t"
+        "beq 7f\n\t"
+        "ldr %[a], [%[f], #4]\n\t"    /* C for the next block */
+        "vstm %[a], {s16-s31}\n\t"
+        "b 0b\n"
+        "7:\n\t"
+        TOT_FOR_CAPTURE
         "ldr %[a], [%[f], #12]\n\t"
         "vldm %[a], {s0-s3}\n\t"
         "vldr s4, [%[f], #36]\n\t"
@@ -768,8 +831,11 @@ int tinyaot_convolve_f32_s8(const tinyaot_conv_dims_t *d, const tinyaot_float_co
     float *tot = scratch + pl->k * TILE;
     float *xp = tot + TILE * TILE; /* the padded float copy, when pl->padded */
     int8_t *zp_row = (int8_t *)(void *)xp; /* else bytes of the input zero point */
-    if (pl->padded) {
+    int32_t band_oy = -1; /* the output row the band holds */
+    if (pl->padded == 1) {
         dequantize_padded(d, pl->table + 128, input, xp);
+    } else if (pl->padded == 2) {
+        memset(xp, 0, (size_t)(d->k_h * d->in_c * padded_w(d)) * sizeof(float));
     } else {
         for (int32_t c = 0; c < d->in_c / d->groups; ++c) {
             zp_row[c] = (int8_t)p->in_zp;
@@ -803,8 +869,16 @@ int tinyaot_convolve_f32_s8(const tinyaot_conv_dims_t *d, const tinyaot_float_co
 #endif
             for (int32_t n = n0; n < n1; n += TILE) {
                 const int32_t np = n1 - n < TILE ? n1 - n : TILE;
-                if (pl->padded) {
+                if (pl->padded == 1) {
                     im2col4_padded(d, pl->taps, xp, g, n, np, xt);
+                } else if (pl->padded == 2) { /* groups of 4 inside one output row */
+                    const int32_t oy = n / d->out_w;
+                    if (oy != band_oy) {
+                        band_update(d, pl->table + 128, input, xp, band_oy, oy);
+                        band_oy = oy;
+                    }
+                    gather_band(xp + (n - oy * d->out_w), pl->taps + oy % d->k_h * pl->k,
+                                pl->k, xt);
                 } else {
                     im2col4(d, pl->table, pl->taps, input, zp_row, g, n, np, xt);
                 }
