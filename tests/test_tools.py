@@ -223,11 +223,12 @@ def test_report_flash_split_and_stack(board):
     assert st["path"][0] == entry and st["path"][1] in c.module.kernels
     assert 0 < st["worst_case_bytes"] < st["reserved_bytes"]
     # The static bound (.su over the call graph) against a painted stack in QEMU:
-    # the deepest path is always taken by these kernels, so they agree up to
-    # the one word a frame may reserve for 8-byte sp alignment and never write
-    # (qemu-m4: static 376 B, painted 372 B; qemu-m3: equal).
+    # a sound bound, and a tight one. The fast conv kernel picks its
+    # requantization loop at run time from the layer's records, and the static
+    # bound covers the deepest loop (the tflite SMLAL one, 28 B deeper than the
+    # ort float-record loop this model runs: qemu-m4 616 vs 588 B painted).
     assert not st["measured"]["overflowed_paint"]
-    assert 0 <= st["worst_case_bytes"] - st["measured"]["measured_bytes"] <= 4, st
+    assert 0 <= st["worst_case_bytes"] - st["measured"]["measured_bytes"] <= 32, st
     assert st["firmware_path"][0] == "main" and st["firmware_worst_case_bytes"] > st["worst_case_bytes"]
     rows = r["layers"]
     assert [x["index"] for x in rows] == list(range(len(g.nodes)))
