@@ -70,6 +70,9 @@ def compile_model(path, numerics="ort", name=None, input_shapes=None, dump=None,
                                            lambda gr: plan_arena(gr, io_buffers=io_buffers))
     else:
         plan = plan_arena(g, io_buffers=io_buffers)
+    if numerics == "ort":  # float convs: a float input copy only where it costs no arena
+        from .planner.float_conv_scratch import plan_float_conv_scratch
+        plan = plan_float_conv_scratch(g, plan, lambda gr: plan_arena(gr, io_buffers=io_buffers))
     check_plan(g, plan)
     check_plan_limits(plan, path)
     from .frontend.limits import out_of_range_params

@@ -44,8 +44,8 @@ def use_padded(x_shape, y_shape, w_shape, attrs):
     """Dequantize the input once into a zero-padded float copy? Only for layers
     whose segments are all fma (the M=1 kinds gather from the int8 input) and
     whose copy is small (it lives in the arena next to input and output)."""
-    if not _all_fma(x_shape, y_shape, attrs)[0]:
-        return False
+    if attrs.get("f32_compact_input") or not _all_fma(x_shape, y_shape, attrs)[0]:
+        return False  # compact: planner/float_conv_scratch.py found it costs arena
     hp, wp = padded_hw(y_shape, w_shape, attrs)
     return hp * wp * int(x_shape[1]) * 4 <= PADDED_MAX
 
@@ -56,7 +56,8 @@ def use_band(x_shape, y_shape, w_shape, attrs):
     planar ([row slot][c][w]), one new row dequantized per output row; the 4
     pixels of a tap are then 4 consecutive floats (one VLDM / VSTM)."""
     fma, n0s = _all_fma(x_shape, y_shape, attrs)
-    return (fma and not use_padded(x_shape, y_shape, w_shape, attrs)
+    return (fma and not attrs.get("f32_compact_input")
+            and not use_padded(x_shape, y_shape, w_shape, attrs)
             and tuple(attrs["strides"]) == (1, 1) and tuple(attrs["dilations"]) == (1, 1)
             and attrs["group"] == 1 and y_shape[3] % TILE == 0
             and all(n % TILE == 0 for n in n0s))
