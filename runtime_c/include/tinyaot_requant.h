@@ -40,6 +40,30 @@ static inline int8_t tinyaot_quantize_f32(float x, float scale, int32_t zp,
     return (int8_t)(tinyaot_round_even_f32(v) + zp);
 }
 
+/* tinyaot_quantize_f32 on an FPU: VCVTR (round to nearest even, the FPSCR
+ * default) then predicated clamps -- the same int8 (clamping the rounded
+ * integer equals clamping the float first: the bounds are integers; VCVTR
+ * saturates out-of-range values to the int32 ends), and no branch, so the
+ * instruction count does not depend on the value. */
+static inline int8_t tinyaot_quantize_f32_fpu(float x, float scale, int32_t zp,
+                                              int32_t lo, int32_t hi)
+{
+#if defined(__ARM_FP) && (__ARM_FP & 4)
+    float t;
+    int32_t r;
+    __asm__("vcvtr.s32.f32 %0, %1" : "=t"(t) : "t"(x / scale));
+    __asm__("vmov %0, %1" : "=r"(r) : "t"(t));
+    __asm__("cmp %0, %1\n\tit lt\n\tmovlt %0, %1\n\t"
+            "cmp %0, %2\n\tit gt\n\tmovgt %0, %2"
+            : "+r"(r)
+            : "r"(lo - zp), "r"(hi - zp)
+            : "cc");
+    return (int8_t)(r + zp);
+#else
+    return tinyaot_quantize_f32(x, scale, zp, lo, hi);
+#endif
+}
+
 static inline int8_t tinyaot_requant_channel(const tinyaot_requant_t *q, int32_t acc, int32_t ch)
 {
     acc += q->bias[ch];

@@ -348,21 +348,7 @@ static inline int8_t quant_out(float y, float scale, int32_t zp, int32_t lo, int
 #ifdef TINYAOT_F32_CAPTURE /* tests: record the float before QuantizeLinear */
     TINYAOT_F32_CAPTURE(y);
 #endif
-#if defined(__ARM_FP) && (__ARM_FP & 4)
-    float t;
-    int32_t r;
-    __asm__("vcvtr.s32.f32 %0, %1" : "=t"(t) : "t"(y / scale));
-    __asm__("vmov %0, %1" : "=r"(r) : "t"(t));
-    /* predicated moves, not branches: the instruction count stays input-independent */
-    __asm__("cmp %0, %1\n\tit lt\n\tmovlt %0, %1\n\t"
-            "cmp %0, %2\n\tit gt\n\tmovgt %0, %2"
-            : "+r"(r)
-            : "r"(lo - zp), "r"(hi - zp)
-            : "cc");
-    return (int8_t)(r + zp);
-#else
-    return tinyaot_quantize_f32(y, scale, zp, lo, hi);
-#endif
+    return tinyaot_quantize_f32_fpu(y, scale, zp, lo, hi);
 }
 
 #if defined(__ARM_FP) && (__ARM_FP & 4) && defined(__ARM_FEATURE_FMA)
