@@ -64,15 +64,17 @@ def compile_model(path, numerics="ort", name=None, input_shapes=None, dump=None,
     if search_order:  # planner/order.py: the topological order with the lowest peak
         from .planner.order import choose_order
         g.nodes, order_info = choose_order(g, io_buffers)
-    if depthwise_inplace:  # planner/depthwise_inplace.py: a planner option, off by default
-        from .planner.depthwise_inplace import plan_with_depthwise_inplace
-        plan = plan_with_depthwise_inplace(g, io_buffers,
-                                           lambda gr: plan_arena(gr, io_buffers=io_buffers))
-    else:
-        plan = plan_arena(g, io_buffers=io_buffers)
+
+    def plain(gr):
+        return plan_arena(gr, io_buffers=io_buffers)
+
+    plan = plain(g)
     if numerics == "ort":  # float convs: a float input copy only where it costs no arena
         from .planner.float_conv_scratch import plan_float_conv_scratch
-        plan = plan_float_conv_scratch(g, plan, lambda gr: plan_arena(gr, io_buffers=io_buffers))
+        plan = plan_float_conv_scratch(g, plan, plain)
+    if depthwise_inplace:  # planner/depthwise_inplace.py: a planner option, off by default
+        from .planner.depthwise_inplace import plan_with_depthwise_inplace
+        plan = plan_with_depthwise_inplace(g, io_buffers, plain)
     check_plan(g, plan)
     check_plan_limits(plan, path)
     from .frontend.limits import out_of_range_params

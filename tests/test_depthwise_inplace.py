@@ -82,9 +82,16 @@ def test_inplace_depthwise_is_bit_exact(numerics, c, h, w, k, stride, pad, dil, 
     x = all_int8_inputs(shape, 3)
     cc = compile_model(path, numerics=numerics, depthwise_inplace=True)
     kernels = [la["kernel"] for la in cc.module.layers]
-    assert KERNEL in kernels
-    assert any(m["op"] == "conv2d" for m in cc.report["plan"]["inplace"])
-    assert cc.plan.size < compile_model(path, numerics=numerics).plan.size
+    base = compile_model(path, numerics=numerics).plan.size
+    used = KERNEL in kernels
+    # in place exactly when it shrinks the arena; under ort the two convs
+    # around the depthwise run in float (onnxruntime keeps them so), and the
+    # float conv kernel's scratch (4 pixel columns of K floats) may set the
+    # peak instead (then the planner keeps the ordinary kernel)
+    assert used == (cc.plan.size < base)
+    assert used == any(m["op"] == "conv2d" for m in cc.report["plan"]["inplace"])
+    if numerics == "tflite":
+        assert used
     expected = _oracle(path, cc, x)
     for poison in (None, "0xA5"):
         outs = _host(cc, x, tmp_path, monkeypatch, poison)
