@@ -101,7 +101,8 @@ def test_poison_catches_a_forced_overlap(tmp_path, monkeypatch):
     plan = copy.deepcopy(c.plan)
     blocks = [b for b in plan.blocks if b.external is None]
     a, b = next((x, y) for x in blocks for y in blocks
-                if x is not y and x.overlaps_in_time(y) and x.offset != y.offset and x.first < y.first)
+                if x is not y and x.overlaps_in_time(y) and x.offset != y.offset and x.first < y.first
+                and x.offset + y.size <= plan.size)  # moved, y stays inside the arena
     b.offset = a.offset
     plan.where = {t: blk for blk in plan.blocks for t in blk.tensors}
     with pytest.raises(PlanError, match="overlap"):
