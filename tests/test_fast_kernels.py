@@ -628,14 +628,51 @@ def _c_words(name, ctype, arr):
     vals = ",".join(str(int(v)) for v in np.asarray(arr).reshape(-1))
     return f"static const {ctype} {name}[] __attribute__((aligned(8))) = {{{vals}}};\n"
 
+def _requant_c(i, c):
+    """C of case i's tinyaot_requant_t `q<i>` (and its arrays) for a qemu case file."""
+    from codegen.backend.c_format import c_float
+    src = [_c_words(f"b{i}", "int32_t", c["bias"])]
+    fields = {"scale": "NULL", "mult": "NULL", "shift": "NULL", "rq": "NULL"}
+    if c.get("scale") is not None:
+        src.append(f"static const float s{i}[] = {{{','.join(c_float(v) for v in c['scale'])}}};\n")
+        fields["scale"] = f"s{i}"
+    for f in ("mult", "shift", "rq"):
+        if c.get(f) is not None:
+            src.append(_c_words(f"{f}{i}", "int32_t", c[f]))
+            fields[f] = f"{f}{i}"
+    src.append(f"static const tinyaot_requant_t q{i} = {{ {c['in_zp']}, {c['out_zp']}, {c['lo']}, "
+               f"{c['hi']}, b{i}, {fields['scale']}, {fields['mult']}, {fields['shift']}, NULL, "
+               f"0.0f, {fields['rq']} }};\n")
+    return src
+
+
+def _cases_firmware(tmp_path, board, name, src, calls, scratch, out_size, kernel_c):
+    """A firmware whose input i runs `calls[i]` (one kernel call per case), built
+    with `kernel_c`; returns (elf, its disassembly)."""
+    from codegen.targets.qemu import build_firmware
+    n = len(calls)
+    src = src + [f"static uint32_t scratch[{scratch // 4}];",
+                 f"const uint32_t tinyaot_harness_num_inputs = {n}u;",
+                 "const uint32_t tinyaot_harness_input_size = 1u;",
+                 f"const uint32_t tinyaot_harness_output_size = {out_size}u;",
+                 f"const int8_t tinyaot_harness_inputs[] = {{{','.join(str(i) for i in range(n))}}};",
+                 "int tinyaot_harness_run(const int8_t *input, int8_t *output)", "{",
+                 f"    memset(output, 0, {out_size});", "    switch (input[0]) {", *calls,
+                 "    default: return -1;", "    }", "}", ""]
+    (tmp_path / f"{name}_cases.c").write_text("\n".join(src))
+    elf = build_firmware([board["harness_main"], tmp_path / f"{name}_cases.c", SRC / kernel_c],
+                         [INC], board, tmp_path / f"{name}.elf")
+    asm = subprocess.run([board["toolchain_prefix"] + "objdump", "-d", str(elf)],
+                         capture_output=True, text=True, check=True).stdout
+    return elf, asm
+
 
 @pytest.mark.qemu
 def test_fast_fully_connected_asm_on_qemu_m4(tmp_path):
     """The inline-asm paths (DSP + VFP) on qemu-m4 against the numpy oracle,
     every shape and requantization mode of the host test."""
     require_arm_toolchain()
-    from codegen.backend.c_format import c_float
-    from codegen.targets.qemu import build_firmware, load_board, run_firmware
+    from codegen.targets.qemu import load_board, run_firmware
 
     board = load_board("qemu-m4")
     cases = [_fc_case(*cs, seed=7 + i) for i, cs in enumerate(FC_QEMU_CASES)]
@@ -649,35 +686,11 @@ def test_fast_fully_connected_asm_on_qemu_m4(tmp_path):
     for i, c in enumerate(cases):
         src.append(_c_words(f"x{i}", "int8_t", c["x"]))
         src.append(_c_words(f"w{i}", "int32_t", pack_gemm(c["w"], 4)))
-        src.append(_c_words(f"b{i}", "int32_t", c["bias"]))
-        fields = {"scale": "NULL", "mult": "NULL", "shift": "NULL", "rq": "NULL"}
-        if c["numerics"] == "ort":
-            src.append(f"static const float s{i}[] = {{{','.join(c_float(v) for v in c['scale'])}}};\n")
-            fields["scale"] = f"s{i}"
-        else:
-            for f in ("mult", "shift", "rq"):
-                if c.get(f) is not None:
-                    src.append(_c_words(f"{f}{i}", "int32_t", c[f]))
-                    fields[f] = f"{f}{i}"
-        src.append(f"static const tinyaot_requant_t q{i} = {{ {c['in_zp']}, {c['out_zp']}, {c['lo']}, "
-                   f"{c['hi']}, b{i}, {fields['scale']}, {fields['mult']}, {fields['shift']}, NULL, "
-                   f"0.0f, {fields['rq']} }};\n")
+        src += _requant_c(i, c)
         calls.append(f"    case {i}: return tinyaot_fully_connected_fast_s8({c['rows']}, {c['k']}, "
                      f"{c['n']}, &q{i}, x{i}, w{i}, scratch, output);")
-    src += [f"static uint32_t scratch[{scratch // 4}];",
-            f"const uint32_t tinyaot_harness_num_inputs = {len(cases)}u;",
-            "const uint32_t tinyaot_harness_input_size = 1u;",
-            f"const uint32_t tinyaot_harness_output_size = {out_size}u;",
-            f"const int8_t tinyaot_harness_inputs[] = {{{','.join(str(i) for i in range(len(cases)))}}};",
-            "int tinyaot_harness_run(const int8_t *input, int8_t *output)", "{",
-            f"    memset(output, 0, {out_size});", "    switch (input[0]) {", *calls,
-            "    default: return -1;", "    }", "}", ""]
-    (tmp_path / "fc_cases.c").write_text("\n".join(src))
-    elf = build_firmware([board["harness_main"], tmp_path / "fc_cases.c",
-                          SRC / "tinyaot_fully_connected_fast_s8.c"], [INC], board,
-                         tmp_path / "fc.elf")
-    asm = subprocess.run([board["toolchain_prefix"] + "objdump", "-d", str(elf)],
-                         capture_output=True, text=True, check=True).stdout
+    elf, asm = _cases_firmware(tmp_path, board, "fc", src, calls, scratch, out_size,
+                               "tinyaot_fully_connected_fast_s8.c")
     for insn in ("smlad", "vcvtr.s32.f32", "sel", "smlal"):
         assert re.search(rf"\s{re.escape(insn)}\s", asm), f"{insn} not in the firmware"
     res = run_firmware(elf, board, timeout=120)
@@ -802,8 +815,7 @@ def test_fast_conv_asm_on_qemu_m4(tmp_path):
     """The inline-asm paths of tinyaot_convolve_fast_s8 (LDM GEMM for every
     nquads % 8, im2col, edge windows) on qemu-m4 against the numpy oracle."""
     require_arm_toolchain()
-    from codegen.backend.c_format import c_float
-    from codegen.targets.qemu import build_firmware, load_board, run_firmware
+    from codegen.targets.qemu import load_board, run_firmware
 
     board = load_board("qemu-m4")
     cases = [_conv_case(cs, numerics, seed=11 + i)
@@ -818,34 +830,12 @@ def test_fast_conv_asm_on_qemu_m4(tmp_path):
     for i, c in enumerate(cases):
         src.append(_c_words(f"x{i}", "int8_t", c["x"]))
         src.append(_c_words(f"w{i}", "int32_t", c["w"]))
-        src.append(_c_words(f"b{i}", "int32_t", c["bias"]))
-        fields = {"scale": "NULL", "mult": "NULL", "shift": "NULL", "rq": "NULL"}
-        if c.get("scale") is not None:
-            src.append(f"static const float s{i}[] = {{{','.join(c_float(v) for v in c['scale'])}}};\n")
-            fields["scale"] = f"s{i}"
-        for f in ("mult", "shift", "rq"):
-            if c.get(f) is not None:
-                src.append(_c_words(f"{f}{i}", "int32_t", c[f]))
-                fields[f] = f"{f}{i}"
-        src.append(f"static const tinyaot_requant_t q{i} = {{ {c['in_zp']}, {c['out_zp']}, {c['lo']}, "
-                   f"{c['hi']}, b{i}, {fields['scale']}, {fields['mult']}, {fields['shift']}, NULL, "
-                   f"0.0f, {fields['rq']} }};\n")
+        src += _requant_c(i, c)
         src.append(f"static const tinyaot_conv_dims_t d{i} = {{ {', '.join(map(str, c['dims']))} }};\n")
         calls.append(f"    case {i}: return tinyaot_convolve_fast_s8(&d{i}, &q{i}, x{i}, w{i}, "
                      "scratch, output);")
-    src += [f"static uint32_t scratch[{scratch // 4}];",
-            f"const uint32_t tinyaot_harness_num_inputs = {len(cases)}u;",
-            "const uint32_t tinyaot_harness_input_size = 1u;",
-            f"const uint32_t tinyaot_harness_output_size = {out_size}u;",
-            f"const int8_t tinyaot_harness_inputs[] = {{{','.join(str(i) for i in range(len(cases)))}}};",
-            "int tinyaot_harness_run(const int8_t *input, int8_t *output)", "{",
-            f"    memset(output, 0, {out_size});", "    switch (input[0]) {", *calls,
-            "    default: return -1;", "    }", "}", ""]
-    (tmp_path / "conv_cases.c").write_text("\n".join(src))
-    elf = build_firmware([board["harness_main"], tmp_path / "conv_cases.c",
-                          SRC / "tinyaot_convolve_fast_s8.c"], [INC], board, tmp_path / "conv.elf")
-    asm = subprocess.run([board["toolchain_prefix"] + "objdump", "-d", str(elf)],
-                         capture_output=True, text=True, check=True).stdout
+    elf, asm = _cases_firmware(tmp_path, board, "conv", src, calls, scratch, out_size,
+                               "tinyaot_convolve_fast_s8.c")
     for pat in (r"ldmia(\.w)?\s+r\d+!, \{r4, r5, r6, r7\}", r"strd\s+\w+, \w+, \[\w+\], #16",
                 r"vcvtr\.s32\.f32"):
         assert re.search(pat, asm), f"{pat} not in the firmware"
