@@ -292,3 +292,23 @@ def test_quantize_rejects_an_int8_model(tmp_path):
     err = one_line_error(run_cli("quantize", DEFAULT_MODEL, "--calib", calib, "-o", out))
     assert "float32" in err or "already quantized" in err
     assert not out.exists()
+
+
+# ------------------------------------------------------------------ verify key
+
+@pytest.mark.parametrize("numerics,key", [("ort", "outputs_onnxruntime"), ("tflite", "outputs_tflm")])
+def test_verify_defaults_to_the_numerics_golden_array(numerics, key, tmp_path):
+    """Without --key, verify compares with the array the numerics reproduces
+    (MLPerf Tiny goldens carry `outputs` from LiteRT's reference kernels too)."""
+    from codegen.verify import run_model
+    g = dict(np.load(DEFAULT_GOLDEN))
+    right, _ = run_model(DEFAULT_MODEL, g["inputs"], board="host", numerics=numerics,
+                         build_dir=tmp_path / "b")
+    right = right.reshape(g["outputs"].shape).astype(g["outputs"].dtype)
+    wrong = right.copy()
+    wrong.flat[0] = np.int8(wrong.flat[0] ^ 1)
+    path = tmp_path / "golden.npz"
+    np.savez(path, inputs=g["inputs"], outputs=wrong, **{key: right})
+    base = ("verify", DEFAULT_MODEL, "--golden", path, "--board", "host", "--numerics", numerics)
+    assert run_cli(*base).returncode == 0
+    assert run_cli(*base, "--key", "outputs").returncode == 1
