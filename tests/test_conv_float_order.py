@@ -200,12 +200,35 @@ SHAPES = [
     (64, 30, 1, (1, 1), (1, 1), (1, 1), (0, 0, 0, 0), (1, 1), False),     # one pixel, 30 channels
 ]
 
+# With 2 threads MLAS splits M = 3 output channels (per group) 2 + 1: fma tiles
+# and an M=1 segment in one plan (K large enough for 2 threads).
+MIXED_SHAPES = [
+    (7282, 3, 1, (1, 3), (1, 1), (1, 1), (0, 0, 0, 0), (1, 1), False),      # pointwise: m1
+    (1, 3, 1, (4, 3641), (2, 3641), (1, 1), (0, 0, 0, 0), (1, 1), False),  # kernel = input width: m1tb
+    (1214, 3, 1, (1, 2), (3, 3), (1, 1), (1, 1, 1, 1), (1, 1), True),       # padded windows, Relu
+    (2428, 6, 2, (1, 2), (3, 3), (1, 1), (1, 1, 1, 1), (1, 1), False),      # grouped
+]
+
+
+def _segments(shape, threads):
+    cin, cout, group, hw, k, s, pads, d, _ = shape
+    oh = (hw[0] + pads[0] + pads[2] - d[0] * (k[0] - 1) - 1) // s[0] + 1
+    ow = (hw[1] + pads[1] + pads[3] - d[1] * (k[1] - 1) - 1) // s[1] + 1
+    attrs = {"group": group, "kernel": k, "strides": s, "pads": pads, "dilations": d}
+    return node_segments((1, cin, *hw), (1, cout, oh, ow), attrs, threads)
+
+
+def test_mixed_shapes_mix_fma_tiles_and_an_m1_segment():
+    """MIXED_SHAPES keep covering tinyaot_convolve_f32_s8's M=1 segments."""
+    kinds = [[sg.kind for sg in _segments(shape, 2)] for shape in MIXED_SHAPES]
+    assert kinds == [["fma", "m1"], ["fma", "m1tb"], ["fma", "m1"], ["fma", "m1"]]
+
 
 @pytest.mark.parametrize("threads", [1, 2])
 def test_float_value_bit_exact_with_onnxruntime(capture_lib, threads):
     rng = np.random.default_rng(7 + threads)
     bad = []
-    for cin, cout, group, hw, k, s, pads, d, relu in SHAPES:
+    for cin, cout, group, hw, k, s, pads, d, relu in SHAPES + MIXED_SHAPES:
         y, x, wt, bt, sx, zx = ort_case(rng, cin, cout, group, hw, k, s, pads, d, threads, relu)
         attrs = {"group": group, "kernel": k, "strides": s, "pads": pads, "dilations": d,
                  "ort_threads": threads}
@@ -231,8 +254,10 @@ def test_float_value_bit_exact_with_onnxruntime(capture_lib, threads):
 
 # the Cortex-M4 inline-asm path: K blocks of 128 + 16, 256 + 256 + 64 and 27
 # (every remainder of 8), channels and pixels not multiples of 4, the M=1 kernels
+# (1 thread), and the M=1 segments among fma tiles (2 threads)
 QEMU_SHAPES = [SHAPES[0], SHAPES[4], SHAPES[2], SHAPES[12], SHAPES[16], SHAPES[14], SHAPES[10],
                *SHAPES[26:33], SHAPES[13], SHAPES[17], SHAPES[19]]
+QEMU_CASES = [(shape, 1) for shape in QEMU_SHAPES] + [(shape, 2) for shape in MIXED_SHAPES]
 
 HARNESS_C = r"""
 #include <string.h>
@@ -277,9 +302,10 @@ def test_asm_float_value_bit_exact_on_qemu_m4(tmp_path):
     board = load_board("qemu-m4")
     rng = np.random.default_rng(11)
     bad = []
-    for i, (cin, cout, group, hw, k, s, pads, d, relu) in enumerate(QEMU_SHAPES):
-        y, x, wt, bt, sx, zx = ort_case(rng, cin, cout, group, hw, k, s, pads, d, 1, relu)
-        attrs = {"group": group, "kernel": k, "strides": s, "pads": pads, "dilations": d}
+    for i, ((cin, cout, group, hw, k, s, pads, d, relu), threads) in enumerate(QEMU_CASES):
+        y, x, wt, bt, sx, zx = ort_case(rng, cin, cout, group, hw, k, s, pads, d, threads, relu)
+        attrs = {"group": group, "kernel": k, "strides": s, "pads": pads, "dilations": d,
+                 "ort_threads": threads}
         bf = (bt.data.astype(np.float32) * bt.q.scale).astype(np.float32)
         f = plan_fields(x.shape, y.shape, wt, attrs, {"in_scale": sx, "in_zp": zx})
         # QuantizeLinear after the conv: a scale that saturates the largest values, a
@@ -324,11 +350,11 @@ def test_asm_float_value_bit_exact_on_qemu_m4(tmp_path):
         mism8 = int((got8 != want8).sum())
         cy = np.full(y.shape, np.nan, np.float32)
         for v, (n, oc) in zip(got, c_store_order(attrs, y.shape, node_segments(x.shape, y.shape,
-                                                                                attrs, 1))):
+                                                                                attrs, threads))):
             cy[0, oc, n // ow, n % ow] = v
         if relu:  # ORT's value is after its Relu
             cy = np.maximum(cy, 0)
         mism = int((cy.view(np.uint32) != y.view(np.uint32)).sum())
         if mism or mism8:
-            bad.append(((cin, cout, group, hw, k), mism, mism8, y.size))
+            bad.append(((cin, cout, group, hw, k), threads, mism, mism8, y.size))
     assert not bad, bad

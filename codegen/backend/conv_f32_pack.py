@@ -31,13 +31,8 @@ def padded_hw(y_shape, w_shape, attrs):
 
 def _all_fma(x_shape, y_shape, attrs):
     words, _ = segment_words(x_shape, y_shape, attrs)
-    i, n0s = 0, []
-    while i < len(words):
-        if words[i] != KINDS["fma"]:
-            return False, n0s
-        n0s.append(int(words[i + 3]))
-        i += 6 + int(words[i + 5])
-    return True, n0s
+    recs = list(_records(words))
+    return all(r[0] == KINDS["fma"] for r in recs), [r[3] for r in recs]
 
 
 def use_padded(x_shape, y_shape, w_shape, attrs):
@@ -97,14 +92,23 @@ def segment_words(x_shape, y_shape, attrs):
     return np.asarray(words, dtype=np.int32), len(segs)
 
 
-def has_fma(words):
-    """Does the segment record array hold an fma segment (the 4x4 tiles)?"""
+def _records(words):
+    """The segment records of a word array: (kind, m0, m1, n0, n1, nslices)."""
     i = 0
     while i < len(words):
-        if words[i] == KINDS["fma"]:
-            return True
+        yield tuple(int(v) for v in words[i:i + 6])
         i += 6 + int(words[i + 5])
-    return False
+
+
+def has_fma(words):
+    """Does the segment record array hold an fma segment (the 4x4 tiles)? Then
+    every M=1 segment (ORT's threads split M down to one channel) has one
+    channel and one K slice: what tinyaot_convolve_f32_s8 runs among tiles."""
+    recs = list(_records(words))
+    if all(r[0] != KINDS["fma"] for r in recs):
+        return False
+    assert all(r[0] == KINDS["fma"] or (r[2] - r[1], r[5]) == (1, 1) for r in recs), recs
+    return True
 
 
 def packed_weights(w, group, compact=False):
