@@ -12,7 +12,8 @@
  *          MLAS's M=1 transpose-B kernel does for a run of 4, 2 or 1 rows.
  * Then + bias, QuantizeLinear. The input goes through a compile-time table
  * (its 256 dequantized values) into im2col columns in the scratch (4 pixels
- * x K for the fma tiles, one pixel for the M=1 kinds), zeros for the
+ * x K for the fma tiles, one pixel for the M=1 kinds: tinyaot_conv_f32_m1.h,
+ * shared with tinyaot_convolve_f32_m1_s8), zeros for the
  * padding (MLAS's im2col feeds the same zeros: fma(0, w, a) == a); windows
  * inside the input use the compile-time tap offsets, no bounds checks.
  * Small fma-only layers (plan->padded) first dequantize the input into a
@@ -25,12 +26,13 @@
 #include <math.h>
 #include <string.h>
 
+#include "tinyaot_conv_f32_m1.h"
 #include "tinyaot_kernels.h"
 #include "tinyaot_requant.h"
 
 #define TILE 4 /* output channels x pixels of one accumulator tile */
 
-enum { SEG_FMA = 0, SEG_M1 = 1, SEG_M1TB = 2 };
+enum { SEG_FMA = 0 }; /* kinds 1 (m1) and 2 (m1tb): tinyaot_conv_f32_m1.h */
 
 #if defined(__thumb2__)
 /* The im2col gathers' asm: one k of 4 pixels (its tap offset o, the 4
@@ -338,17 +340,6 @@ static void im2col4(const tinyaot_conv_dims_t *d, const float *table, const int3
                     step);
         }
     }
-}
-
-/* QuantizeLinear of y: round_half_even(y / s) + zp, saturated. With an FPU,
- * VCVTR rounds to nearest even (default FPSCR) and saturates, and clamping
- * the integer equals clamping the float first (the bounds are integers). */
-static inline int8_t quant_out(float y, float scale, int32_t zp, int32_t lo, int32_t hi)
-{
-#ifdef TINYAOT_F32_CAPTURE /* tests: record the float before QuantizeLinear */
-    TINYAOT_F32_CAPTURE(y);
-#endif
-    return tinyaot_quantize_f32_fpu(y, scale, zp, lo, hi);
 }
 
 #if defined(__ARM_FP) && (__ARM_FP & 4) && defined(__ARM_FEATURE_FMA)
@@ -694,112 +685,43 @@ static void block4x4(const float *x, const float *w, int32_t n, float *tot, int3
 #endif
 }
 
-/* The im2col column of output pixel n of group g: xcol[k], 0 for padding
- * taps (MLAS's zero-filled im2col); the compile-time tap offsets when the
- * window is inside the input. */
-static void column(const tinyaot_conv_dims_t *d, const float *table, const int32_t *taps,
-                   const int8_t *input, int32_t g, int32_t n, float *xcol)
+/* An M=1 segment among fma tiles: ORT's threads split M and one thread got
+ * one channel, its K in one slice (codegen/backend/conv_f32_pack.py checks
+ * it). The channel's weights, packed with its tile's, are copied after the
+ * column into the M=1 layout ([k8], zero padded); then per pixel its column
+ * and MLAS's M=1 sum of the segment's kind (m1tb: rows are the pixels). The
+ * scratch's 4 columns and tile hold the two (4 k + 16 >= 2 k8). */
+static void m1_channel(const tinyaot_conv_dims_t *d, const tinyaot_float_conv_t *p,
+                       const tinyaot_conv_f32_plan_t *pl, const int32_t *seg, int32_t g,
+                       const int8_t *input, float *x, int8_t *output)
 {
-    const int32_t cg = d->in_c / d->groups;
-    const float *tbl = table + 128;
-    const int32_t oy = n / d->out_w;
-    const int32_t iy0 = oy * d->stride_h - d->pad_top;
-    const int32_t ix0 = (n - oy * d->out_w) * d->stride_w - d->pad_left;
-    const int8_t *in = input + g * cg;
-    const int32_t kk = cg * d->k_h * d->k_w;
-    if (iy0 >= 0 && ix0 >= 0 && iy0 + (d->k_h - 1) * d->dil_h < d->in_h &&
-        ix0 + (d->k_w - 1) * d->dil_w < d->in_w) {
-        const int8_t *b = in + (iy0 * d->in_w + ix0) * d->in_c;
-        for (int32_t k = 0; k < kk; ++k) {
-            xcol[k] = tbl[b[taps[k]]];
-        }
-        return;
+    const int32_t m = seg[1], n0 = seg[3], n1 = seg[4];
+    const int32_t kk = pl->k, k8 = (kk + 7) & ~7;
+    const int32_t oc = g * (d->out_c / d->groups) + m;
+    const int32_t rows = n1 - n0, four = rows / 4 * 4, two = four + (rows - four) / 2 * 2;
+    const float *wt = pl->weights + (g * pl->tiles + m / TILE) * kk * TILE + m % TILE;
+    float *w = x + k8;
+    for (int32_t k = 0; k < kk; ++k) {
+        w[k] = wt[k * TILE];
     }
-    for (int32_t c = 0; c < cg; ++c) {
-        for (int32_t ky = 0; ky < d->k_h; ++ky) {
-            const int32_t iy = iy0 + ky * d->dil_h;
-            const int row_in = iy >= 0 && iy < d->in_h;
-            for (int32_t kx = 0; kx < d->k_w; ++kx) {
-                const int32_t ix = ix0 + kx * d->dil_w;
-                *xcol++ = (row_in && ix >= 0 && ix < d->in_w)
-                              ? tbl[in[(iy * d->in_w + ix) * d->in_c + c]]
-                              : 0.0f;
-            }
-        }
+    for (int32_t k = kk; k < k8; ++k) {
+        x[k] = 0.0f;
+        w[k] = 0.0f;
     }
-}
-
-/* MLAS's M=1 transpose-B kernel: 8 lanes, lane j sums the rounded products
- * of k = k0 + j, k0 + j + 8, ... from zero; reduced as the kernel does for
- * row `row` of a run of `rows` (4 at a time, then 2, then 1). */
-static inline float m1tb_sum(const float *x, const float *w, int32_t ws, int32_t k0,
-                             int32_t k1, int32_t row, int32_t rows)
-{
-    /* eight scalars, not an array: no memset, the lanes stay in registers */
-    float l0 = 0.0f, l1 = 0.0f, l2 = 0.0f, l3 = 0.0f, l4 = 0.0f, l5 = 0.0f, l6 = 0.0f, l7 = 0.0f;
-    x += k0;
-    w += k0 * ws;
-    int32_t r = k1 - k0;
-    for (; r >= 8; r -= 8, x += 8, w += 8 * ws) {
-        l0 = l0 + x[0] * w[0];
-        l1 = l1 + x[1] * w[ws];
-        l2 = l2 + x[2] * w[2 * ws];
-        l3 = l3 + x[3] * w[3 * ws];
-        l4 = l4 + x[4] * w[4 * ws];
-        l5 = l5 + x[5] * w[5 * ws];
-        l6 = l6 + x[6] * w[6 * ws];
-        l7 = l7 + x[7] * w[7 * ws];
+    for (int32_t n = n0; n < n1; ++n) {
+        const int32_t oy = n / d->out_w, row = n - n0;
+        const int32_t iy0 = oy * d->stride_h - d->pad_top;
+        const int32_t ix0 = (n - oy * d->out_w) * d->stride_w - d->pad_left;
+        const int32_t inside = iy0 >= 0 && ix0 >= 0 && iy0 + (d->k_h - 1) * d->dil_h < d->in_h &&
+                               ix0 + (d->k_w - 1) * d->dil_w < d->in_w;
+        m1_column(d, pl->table + 128, pl->taps, input, g, iy0, ix0, inside, kk, x);
+        const float c = seg[0] == M1_KIND_M1
+                            ? m1_sum(x, w, 0, kk, 0.0f)
+                            : m1tb_dot(x, w, k8 >> 3,
+                                       row < four ? RUN_4 : (row < two ? RUN_2 : RUN_1));
+        output[n * d->out_c + oc] =
+            conv_f32_quantize(c + p->bias_f[oc], p->out_scale, p->out_zp, p->act_min, p->act_max);
     }
-    if (r > 0) l0 = l0 + x[0] * w[0];
-    if (r > 1) l1 = l1 + x[1] * w[ws];
-    if (r > 2) l2 = l2 + x[2] * w[2 * ws];
-    if (r > 3) l3 = l3 + x[3] * w[3 * ws];
-    if (r > 4) l4 = l4 + x[4] * w[4 * ws];
-    if (r > 5) l5 = l5 + x[5] * w[5 * ws];
-    if (r > 6) l6 = l6 + x[6] * w[6 * ws];
-    const int32_t four = rows / 4 * 4;
-    if (row < four) {
-        return (((l0 + l1) + l2) + l3) + (((l4 + l5) + l6) + l7);
-    }
-    if (row < four + (rows - four) / 2 * 2) {
-        return ((l0 + l2) + (l4 + l6)) + ((l1 + l3) + (l5 + l7));
-    }
-    return ((l0 + l1) + (l2 + l3)) + ((l4 + l5) + (l6 + l7));
-}
-
-/* C of one output (channel m, pixel n) for the m1 / m1tb kinds: its im2col
- * column x, its weights w at stride ws (1 when packed [group][channel][k],
- * TILE when [group][channel / 4][k][4]). */
-static inline float sum_m1(const int32_t *seg, int32_t m, int32_t n, const float *x, const float *w,
-                           int32_t ws)
-{
-    const int32_t nslices = seg[5];
-    const int32_t *ends = seg + 6;
-    float c = 0.0f;
-    int32_t k0 = 0;
-    for (int32_t s = 0; s < nslices; ++s) {
-        const int32_t k1 = ends[s];
-        if (seg[0] == SEG_M1) {
-            int32_t k = k0;
-            while (k < k1) {
-                const int32_t size = k1 - k >= 4 ? 4 : (k1 - k >= 2 ? 2 : 1);
-                float part = x[k] * w[k * ws];
-                for (int32_t j = 1; j < size; ++j) {
-                    part = part + x[k + j] * w[(k + j) * ws];
-                }
-                c = part + c; /* the first group adds MLAS's zeroed C */
-                k += size;
-            }
-        } else {
-            const int32_t by_pixel = seg[2] - seg[1] == 1; /* rows: pixels, else channels */
-            const int32_t row = by_pixel ? n - seg[3] : m - seg[1];
-            const int32_t rows = by_pixel ? seg[4] - seg[3] : seg[2] - seg[1];
-            const float r = m1tb_sum(x, w, ws, k0, k1, row, rows);
-            c = s == 0 ? r : r + c;
-        }
-        k0 = k1;
-    }
-    return c;
 }
 
 int tinyaot_convolve_f32_s8(const tinyaot_conv_dims_t *d, const tinyaot_float_conv_t *p,
@@ -831,22 +753,9 @@ int tinyaot_convolve_f32_s8(const tinyaot_conv_dims_t *d, const tinyaot_float_co
         const int32_t *seg = pl->segments;
         for (int32_t si = 0; si < pl->nseg; seg += 6 + seg[5], ++si) {
             const int32_t m0 = seg[1], m1 = seg[2], n0 = seg[3], n1 = seg[4];
-            if (seg[0] != SEG_FMA) { /* M=1 kernels: per pixel, its channels one by one */
-                for (int32_t n = n0; n < n1; n += TILE) {
-                    const int32_t np = n1 - n < TILE ? n1 - n : TILE;
-                    for (int32_t px = 0; px < np; ++px) {
-                        column(d, pl->table, pl->taps, input, g, n + px, xt);
-                        for (int32_t m = m0; m < m1; ++m) {
-                            const int32_t oc = g * cout_g + m;
-                            const int32_t ws = pl->tiles ? TILE : 1;
-                            const float *w = pl->tiles ? pl->weights + (g * pl->tiles + m / TILE) *
-                                                                           pl->k * TILE + m % TILE
-                                                       : pl->weights + oc * pl->k;
-                            const float y = sum_m1(seg, m, n + px, xt, w, ws) + p->bias_f[oc];
-                            output[(n + px) * out_c + oc] = quant_out(y, osc, ozp, lo, hi);
-                        }
-                    }
-                }
+            /* an M=1 segment: rare (2+ ORT threads), kept off the fma path's registers */
+            if (__builtin_expect(seg[0] != SEG_FMA, 0)) {
+                m1_channel(d, p, pl, seg, g, input, xt, output);
                 continue;
             }
 #if defined(TINYAOT_F32_FUSED)
@@ -905,7 +814,7 @@ int tinyaot_convolve_f32_s8(const tinyaot_conv_dims_t *d, const tinyaot_float_co
                         int8_t *out = output + n * out_c + oc;
                         const float *tj = tot + j * TILE;
                         for (int32_t px = 0; px < np; ++px, out += out_c) {
-                            *out = quant_out(tj[px] + b, osc, ozp, lo, hi);
+                            *out = conv_f32_quantize(tj[px] + b, osc, ozp, lo, hi);
                         }
                     }
                 }
