@@ -319,26 +319,14 @@ def _concat(g, n, numerics):
     same table); tflite: TFLM CONCATENATION copies bytes, so an input whose
     quantization differs gets what the converter's int8 QUANTIZE in front of it
     would compute (reference Requantize), tabulated."""
-    from .reference import ort_float as of
     y = g.tensors[n.outputs[0]]
-    sy, zy = y.q.scalar()
     lo, hi = act_bounds(numerics, y, n.attrs.get("act_lo"), n.attrs.get("act_hi"))
     if (lo, hi) != qrange(y.dtype) or y.dtype != "int8":
         raise TinyAotError("Concat with a fused activation or a non-int8 output",
                            model=g.source, node=n.name)
-    tables = []
-    for i in n.inputs:
-        x = g.tensors[i]
-        if x.q.same_as(y.q) and x.dtype == y.dtype:
-            tables.append(None)
-            continue
-        sx, zx = x.q.scalar()
-        v = np.arange(-128, 128, dtype=np.int32)
-        if numerics == "ort":
-            tables.append(of.quantize(of.dequantize(v, sx, zx), sy, zy).astype(np.int8))
-        else:
-            from .reference import tflite_fixedpoint as tfp
-            tables.append(tfp.requantize_int8_table(sx, zx, sy, zy))
+    xs = [g.tensors[i] for i in n.inputs]
+    tables = [None if x.q.same_as(y.q) and x.dtype == y.dtype
+              else requant_values(x, y, numerics).astype(np.int8) for x in xs]
     return {"tables": tables, "axis": n.attrs["axis"]}
 
 
@@ -362,9 +350,7 @@ def _pad(g, n, numerics):
         if numerics != "ort":
             raise TinyAotError("tflite numerics: TFLite PAD needs the input's and output's "
                                "quantization to be equal", model=g.source, node=n.name)
-        sx, zx = x.q.scalar()
-        v = np.arange(-128, 128, dtype=np.int32)
-        table = of.quantize(of.dequantize(v, sx, zx), sy, zy).astype(np.int8)
+        table = requant_values(x, y, numerics).astype(np.int8)
     val = float(n.attrs["value"])
     if numerics == "ort":
         pad_value = int(of.quantize(np.float32(val), sy, zy))
@@ -403,24 +389,26 @@ def _matmul(g, n, numerics):
 _PREPARE["matmul"] = _matmul
 
 
+def requant_values(x, y, numerics, lo=-128, hi=127):
+    """The int8 values -128 .. 127 of x in y's quantization, clamped to [lo, hi]
+    (int32, index with q + 128). ort: DequantizeLinear -> QuantizeLinear in
+    float32; tflite: TFLite QUANTIZE (int8 -> int8) fixed-point requantization."""
+    sx, zx = x.q.scalar()
+    sy, zy = y.q.scalar()
+    if numerics == "ort":
+        from .reference import ort_float as of
+        v = np.arange(-128, 128, dtype=np.int32)
+        return of.quantize(of.dequantize(v, sx, zx), sy, zy, lo, hi)
+    from .reference import tflite_fixedpoint as tfp
+    return tfp.requantize_int8_table(sx, zx, sy, zy, lo, hi).astype(np.int32)
+
+
 def requant_table(x, y, numerics, lo, hi):
     """int8 -> int8 change of quantization (and clamp) as a 256-entry table, or
-    None when it is the identity. ort: DequantizeLinear -> QuantizeLinear in
-    float32; tflite: TFLite QUANTIZE (int8 -> int8) fixed-point requantization."""
+    None when it is the identity (requant_values; only the clamp when the
+    quantization is the same)."""
     v = np.arange(-128, 128, dtype=np.int32)
-    if x.q.same_as(y.q):
-        t = np.clip(v, lo, hi)
-    else:
-        sx, zx = x.q.scalar()
-        sy, zy = y.q.scalar()
-        if numerics == "ort":
-            from .reference import ort_float as of
-            t = of.quantize(of.dequantize(v, sx, zx), sy, zy, lo, hi)
-        else:
-            from .reference import tflite_fixedpoint as tfp
-            m, s = tfp.quantize_multiplier(float(np.float64(sx) / np.float64(sy)))
-            t = tfp.requantize(v - zx, np.int32(m), np.int32(s), zy, lo, hi)
-    t = np.asarray(t, dtype=np.int32)
+    t = np.clip(v, lo, hi) if x.q.same_as(y.q) else requant_values(x, y, numerics, lo, hi)
     return None if np.array_equal(t, v) else t.astype(np.int8)
 
 

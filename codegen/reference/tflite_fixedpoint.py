@@ -533,15 +533,16 @@ def requantize(acc, mult, shift, out_zp: int, act_min: int, act_max: int):
     return r[()] if r.ndim == 0 else r
 
 
-def requantize_int8_table(in_scale: float, in_zp: int, out_scale: float, out_zp: int):
+def requantize_int8_table(in_scale: float, in_zp: int, out_scale: float, out_zp: int,
+                          act_min: int = -128, act_max: int = 127):
     """TFLite QUANTIZE int8 -> int8 (quantize_common.cc Prepare + reference_ops::
     Requantize) for all 256 inputs: multiplier from the double ratio of the
-    float32 scales, MultiplyByQuantizedMultiplier(x - in_zp) + out_zp, saturated.
-    Index with x + 128."""
+    float32 scales, MultiplyByQuantizedMultiplier(x - in_zp) + out_zp, clamped to
+    [act_min, act_max] (default: saturated). Index with x + 128."""
     mult, shift = quantize_multiplier(float(np.float64(np.float32(in_scale))
                                             / np.float64(np.float32(out_scale))))
     x = np.arange(-128, 128, dtype=np.int64) - int(in_zp)
-    return requantize(x, mult, shift, int(out_zp), -128, 127).astype(np.int8)
+    return requantize(x, mult, shift, int(out_zp), act_min, act_max).astype(np.int8)
 
 
 def activation_range_int8(activation: str, scale: float, zero_point: int) -> tuple[int, int]:
