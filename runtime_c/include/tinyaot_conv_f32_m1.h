@@ -163,7 +163,8 @@ static inline int8_t conv_f32_quantize(float y, float scale, int32_t zp, int32_t
 
 /* The im2col column of the window at (iy0, ix0) of group g into x[0 .. kk):
  * through the tap offsets when inside the input, else tap by tap with zeros
- * for padding. Not inline: one out-of-line copy per kernel, as measured. */
+ * for padding. Not inline (both kernels call it): inlined, it changes the M=1
+ * kernel's code and the shared models' instruction counts. */
 static void m1_column(const tinyaot_conv_dims_t *d, const float *tbl, const int32_t *taps,
                       const int8_t *input, int32_t g, int32_t iy0, int32_t ix0, int32_t inside,
                       int32_t kk, float *x)
