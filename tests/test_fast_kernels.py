@@ -543,10 +543,12 @@ def _fc_case(rows, k, n, numerics, clamp, seed, scale_mul=1.0):
 
 
 # shapes: K % 4 != 0, K < 8, quad counts nq = ceil(K / 4) that enter the
-# unrolled loops part way (nq % 8, nq % 32 != 0) and take several passes
-# (nq = 11, 17, 36, 160), N % 4 != 0 (padded last group), rows > 1
+# unrolled loops part way (nq % 8 != 0; asm group loop: pairs of quads
+# nq // 2 % 16 != 0) and take several passes (nq = 11, 17, 36, 160), an odd
+# nq (a single quad first; alone for nq = 1), N % 4 != 0 (padded last group),
+# rows > 1
 FC_SHAPES = [(1, 640, 128), (1, 128, 20), (1, 8, 128), (1, 37, 10), (2, 64, 6), (3, 5, 9),
-             (1, 1, 1), (1, 7, 3), (2, 44, 13), (1, 68, 4), (1, 141, 8)]
+             (1, 1, 1), (1, 7, 3), (2, 44, 13), (1, 68, 4), (1, 141, 8), (1, 3, 8), (2, 36, 5)]
 
 
 @pytest.mark.parametrize("clamp", [False, True])
@@ -608,7 +610,7 @@ def test_fc_packing_is_the_kernel_read_order():
 
 @pytest.mark.parametrize("opt", ["-O0", "-Og", "-Os", "-O3"])
 def test_fast_fully_connected_builds_at_every_optimization_level(opt, tmp_path):
-    """The FC asm wants 13-14 free core registers; at -O0 it is left out (the
+    """The FC asm wants all 14 free core registers; at -O0 it is left out (the
     C twin runs) instead of failing (GCC 12 then never returns)."""
     require_arm_toolchain()
     subprocess.run(["arm-none-eabi-gcc", "-mthumb", "-mcpu=cortex-m4", "-mfloat-abi=hard",
