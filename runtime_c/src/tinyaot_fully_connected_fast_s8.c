@@ -14,6 +14,7 @@
 
 #define FC_UNROLL 8         /* quads per loop pass (C-driven loop) */
 #define FC_RQ_ORT_SAT 4 /* TINYAOT_RQ_ORT with [lo, hi] = [-128, 127]: no bytewise clamp */
+#define FC_RQ_ORT_USAT 5 /* FC_RQ_ORT_SAT with zero point -128 (asm group loop only) */
 
 /* The asm needs all 14 free core registers: optimized builds only (at -O0
  * GCC cannot allocate them; the portable C twin is used there). */
@@ -278,17 +279,20 @@ typedef struct {
     "ldr r4, %[col_end]\n\t"                                                                       \
     "cmp %[x], r4\n\t"                                                                             \
     "bne 3b\n\t"
-/* the four int8 in a0 (packed) -> output, next group */
-#define FC_GROUP_TAIL                                                                              \
+/* the four int8 in a0..a3 packed into a0 */
+#define FC_GROUP_PACK                                                                              \
     "bfi %[a0], %[a1], #8, #8\n\t"                                                                 \
     "bfi %[a0], %[a2], #16, #8\n\t"                                                                \
-    "bfi %[a0], %[a3], #24, #8\n\t"                                                                \
+    "bfi %[a0], %[a3], #24, #8\n\t"
+/* a0 -> output, next group */
+#define FC_GROUP_STORE                                                                             \
     "ldr r5, %[o]\n\t"                                                                             \
     "str %[a0], [r5], #4\n\t"                                                                      \
     "str r5, %[o]\n\t"                                                                             \
     "ldr r4, %[o_end]\n\t"                                                                         \
     "cmp r5, r4\n\t"                                                                               \
     "bne 1b\n\t"
+#define FC_GROUP_TAIL FC_GROUP_PACK FC_GROUP_STORE
 #define FC_GROUP_OPERANDS                                                                          \
     : [a0] "=&r"(a0), [a1] "=&r"(a1), [a2] "=&r"(a2), [a3] "=&r"(a3), [x] "=&r"(x), [w] "+r"(w),  \
       [entry] "=m"(L->entry), [pairs] "=m"(L->pairs), [o] "+m"(L->o), [p] "+m"(L->p),             \
@@ -332,45 +336,61 @@ static inline __attribute__((always_inline)) const uint32_t *fc_groups_asm(fc_lo
                          : "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "cc", "memory");
     }
 #if FC_VFP_ASM
-    if (mode == FC_RQ_ORT_SAT) { /* as fc_rq4_ort */
-        __asm__ volatile(FC_GROUP_HEAD
-                         "ldr r4, %[p]\n\t"
-                         "ldrd %[a0], %[a1], [r4], #8\n\t"
-                         "ldrd %[a2], %[a3], [r4], #8\n\t"
-                         "str r4, %[p]\n\t"
-                         FC_GROUP_DOT
-                         "ldr r4, %[sc]\n\t"
-                         "vmov s0, s1, %[a0], %[a1]\n\t"
-                         "vmov s2, s3, %[a2], %[a3]\n\t"
-                         "vldmia r4!, {s4-s7}\n\t"
-                         "str r4, %[sc]\n\t"
-                         "vcvt.f32.s32 s0, s0\n\t"
-                         "vcvt.f32.s32 s1, s1\n\t"
-                         "vcvt.f32.s32 s2, s2\n\t"
-                         "vcvt.f32.s32 s3, s3\n\t"
-                         "vmul.f32 s0, s0, s4\n\t"
-                         "vmul.f32 s1, s1, s5\n\t"
-                         "vmul.f32 s2, s2, s6\n\t"
-                         "vmul.f32 s3, s3, s7\n\t"
-                         "vcvtr.s32.f32 s0, s0\n\t"
-                         "vcvtr.s32.f32 s1, s1\n\t"
-                         "vcvtr.s32.f32 s2, s2\n\t"
-                         "vcvtr.s32.f32 s3, s3\n\t"
-                         "vmov %[a0], %[a1], s0, s1\n\t"
-                         "vmov %[a2], %[a3], s2, s3\n\t"
-                         "ldr r4, %[zp]\n\t"
-                         "qadd %[a0], %[a0], r4\n\t"
-                         "qadd %[a1], %[a1], r4\n\t"
-                         "qadd %[a2], %[a2], r4\n\t"
-                         "qadd %[a3], %[a3], r4\n\t"
-                         "ssat %[a0], #8, %[a0]\n\t"
-                         "ssat %[a1], #8, %[a1]\n\t"
-                         "ssat %[a2], #8, %[a2]\n\t"
-                         "ssat %[a3], #8, %[a3]\n\t"
-                         FC_GROUP_TAIL
-                         FC_GROUP_OPERANDS
-                         : "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "s0", "s1", "s2", "s3",
-                           "s4", "s5", "s6", "s7", "cc", "memory");
+    if (mode == FC_RQ_ORT_SAT || mode == FC_RQ_ORT_USAT) { /* as fc_rq4_ort */
+#define FC_RQ_ORT_HEAD                                                                             \
+    "ldr r4, %[p]\n\t"                                                                             \
+    "ldrd %[a0], %[a1], [r4], #8\n\t"                                                              \
+    "ldrd %[a2], %[a3], [r4], #8\n\t"                                                              \
+    "str r4, %[p]\n\t"                                                                             \
+    FC_GROUP_DOT                                                                                   \
+    "ldr r4, %[sc]\n\t"                                                                            \
+    "vmov s0, s1, %[a0], %[a1]\n\t"                                                                \
+    "vmov s2, s3, %[a2], %[a3]\n\t"                                                                \
+    "vldmia r4!, {s4-s7}\n\t"                                                                      \
+    "str r4, %[sc]\n\t"                                                                            \
+    "vcvt.f32.s32 s0, s0\n\t"                                                                      \
+    "vcvt.f32.s32 s1, s1\n\t"                                                                      \
+    "vcvt.f32.s32 s2, s2\n\t"                                                                      \
+    "vcvt.f32.s32 s3, s3\n\t"                                                                      \
+    "vmul.f32 s0, s0, s4\n\t"                                                                      \
+    "vmul.f32 s1, s1, s5\n\t"                                                                      \
+    "vmul.f32 s2, s2, s6\n\t"                                                                      \
+    "vmul.f32 s3, s3, s7\n\t"                                                                      \
+    "vcvtr.s32.f32 s0, s0\n\t"                                                                     \
+    "vcvtr.s32.f32 s1, s1\n\t"                                                                     \
+    "vcvtr.s32.f32 s2, s2\n\t"                                                                     \
+    "vcvtr.s32.f32 s3, s3\n\t"                                                                     \
+    "vmov %[a0], %[a1], s0, s1\n\t"                                                                \
+    "vmov %[a2], %[a3], s2, s3\n\t"
+#define FC_RQ_ORT_CLOBBERS                                                                         \
+    : "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "s0", "s1", "s2", "s3", "s4", "s5", "s6",   \
+      "s7", "cc", "memory"
+        if (mode == FC_RQ_ORT_SAT) {
+            __asm__ volatile(FC_GROUP_HEAD FC_RQ_ORT_HEAD
+                             "ldr r4, %[zp]\n\t"
+                             "qadd %[a0], %[a0], r4\n\t"
+                             "qadd %[a1], %[a1], r4\n\t"
+                             "qadd %[a2], %[a2], r4\n\t"
+                             "qadd %[a3], %[a3], r4\n\t"
+                             "ssat %[a0], #8, %[a0]\n\t"
+                             "ssat %[a1], #8, %[a1]\n\t"
+                             "ssat %[a2], #8, %[a2]\n\t"
+                             "ssat %[a3], #8, %[a3]\n\t"
+                             FC_GROUP_TAIL
+                             FC_GROUP_OPERANDS FC_RQ_ORT_CLOBBERS);
+        } else { /* zero point -128: USAT to [0, 255], then each byte - 128 (EOR) */
+            __asm__ volatile(FC_GROUP_HEAD FC_RQ_ORT_HEAD
+                             "usat %[a0], #8, %[a0]\n\t"
+                             "usat %[a1], #8, %[a1]\n\t"
+                             "usat %[a2], #8, %[a2]\n\t"
+                             "usat %[a3], #8, %[a3]\n\t"
+                             FC_GROUP_PACK
+                             "eor %[a0], %[a0], #0x80808080\n\t"
+                             FC_GROUP_STORE
+                             FC_GROUP_OPERANDS FC_RQ_ORT_CLOBBERS);
+        }
+#undef FC_RQ_ORT_HEAD
+#undef FC_RQ_ORT_CLOBBERS
     }
 #endif
     return w;
@@ -380,6 +400,8 @@ static inline __attribute__((always_inline)) const uint32_t *fc_groups_asm(fc_lo
 #undef FC_DOT4_PAIR4
 #undef FC_GROUP_DOT
 #undef FC_GROUP_TAIL
+#undef FC_GROUP_PACK
+#undef FC_GROUP_STORE
 #undef FC_GROUP_OPERANDS
 #undef FC_RQ_SMLAL
 #endif
@@ -412,7 +434,11 @@ static inline __attribute__((always_inline)) void fc_column(const uint32_t *col,
             L.p = mode == TINYAOT_RQ_SMLAL_SAT ? rq->rq : rq->bias;
             L.sc = rq->scale;
             L.zp = rq->zp;
-            w = fc_groups_asm(&L, w, mode);
+            if (mode == FC_RQ_ORT_SAT && rq->zp == -128) {
+                w = fc_groups_asm(&L, w, FC_RQ_ORT_USAT);
+            } else {
+                w = fc_groups_asm(&L, w, mode);
+            }
         }
 #endif
     } else {
