@@ -157,7 +157,6 @@ typedef struct {
     uint32_t odd;    /* in: 1 for an odd group count; then the block entry (+1: Thumb) */
     uint32_t loop;   /* in: bytes of the pair loop skipped + 1, 0 without pairs; then its entry */
     float scale;
-    int32_t zp;
     uint32_t lo4, hi4; /* the clamp bounds in every byte */
 } fc8_ctl_t;
 
@@ -205,8 +204,7 @@ typedef struct {
     "vcvtr.s32.f32 s24, s24\n\t" "vcvtr.s32.f32 s25, s25\n\t"                                 \
     "vcvtr.s32.f32 s26, s26\n\t" "vcvtr.s32.f32 s27, s27\n\t"                                 \
     "vcvtr.s32.f32 s28, s28\n\t" "vcvtr.s32.f32 s29, s29\n\t"                                 \
-    "vcvtr.s32.f32 s30, s30\n\t" "vcvtr.s32.f32 s31, s31\n\t"                                 \
-    "ldr %[zp], [%[L], #20]\n\t"
+    "vcvtr.s32.f32 s30, s30\n\t" "vcvtr.s32.f32 s31, s31\n\t"
 /* four rounded totals + zero point (QADD: no wrap), saturated to int8, packed in xp */
 #define FC8_PACK4(SA, SB, SC, SD)                                                             \
     "vmov %[xp], %[cnt], " SA ", " SB "\n\t"                                                  \
@@ -219,14 +217,14 @@ typedef struct {
     "bfi %[xp], %[cnt], #16, #8\n\t" "bfi %[xp], %[t], #24, #8\n\t"
 /* bytewise max with lo4, min with hi4 (SSUB8 sets GE, SEL picks) */
 #define FC8_CLAMP4                                                                            \
-    "ldr %[cnt], [%[L], #24]\n\t"                                                             \
+    "ldr %[cnt], [%[L], #20]\n\t"                                                             \
     "ssub8 %[t], %[xp], %[cnt]\n\t" "sel %[xp], %[xp], %[cnt]\n\t"                           \
-    "ldr %[cnt], [%[L], #28]\n\t"                                                             \
+    "ldr %[cnt], [%[L], #24]\n\t"                                                             \
     "ssub8 %[t], %[cnt], %[xp]\n\t" "sel %[xp], %[xp], %[cnt]\n\t"
 #define FC8_OPERANDS                                                                          \
     : [wp] "+r"(wp), [b] "+r"(b), [o] "+r"(o), [blocks] "+r"(blocks), [xp] "=&r"(xp),       \
-      [cnt] "=&r"(cnt), [t] "=&r"(t), [zp] "=&r"(zp)                                          \
-    : [L] "r"(L)                                                                              \
+      [cnt] "=&r"(cnt), [t] "=&r"(t)                                                          \
+    : [L] "r"(L), [zp] "r"(p->out_zp)                                                      \
     : "s0", "s1", "s2", "s3", "s4", "s5", "s6", "s7", "s8", "s9", "s10", "s11", "s12", "s13", \
       "s14", "s15", "s16", "s17", "s18", "s19", "s20", "s21", "s22", "s23", "s24", "s25",     \
       "s26", "s27", "s28", "s29", "s30", "s31", "memory", "cc"
@@ -245,13 +243,12 @@ static inline __attribute__((always_inline)) void gemv8_blocks_fpu(
     fc8_ctl_t ctl;
     fc8_ctl_t *L = &ctl;
     const float *wp = *w;
-    uint32_t xp, cnt, t, zp;
+    uint32_t xp, cnt, t;
     ctl.x = x;
     ctl.passes = (pairs + unroll - 1) / unroll;
     ctl.odd = (uint32_t)((k >> 2) & 1);
     ctl.loop = pairs ? skip + 1u : 0u;
     ctl.scale = p->out_scale;
-    ctl.zp = p->out_zp;
     ctl.lo4 = (uint32_t)(uint8_t)p->act_min * 0x01010101u;
     ctl.hi4 = (uint32_t)(uint8_t)p->act_max * 0x01010101u;
     if (mode == FC8_FLOATS) {

@@ -263,8 +263,7 @@ typedef struct {
     "1:\n\t"
 #define FC_GROUP_DOT                                                                               \
     "ldr %[x], %[col]\n\t"                                                                         \
-    "ldr r4, %[entry]\n\t"                                                                         \
-    "bx r4\n\t"                                                                                    \
+    "ldr pc, %[entry]\n\t"                                                                         \
     "9:\n\t"                                                                                       \
     "ldrd r4, r5, [%[x]], #8\n\t"                                                                  \
     "ldmia.w %[w]!, {r8, r9, r10, r11}\n\t"                                                        \
@@ -273,8 +272,7 @@ typedef struct {
     "ldmia.w %[w]!, {r8, r9, r10, r11}\n\t"                                                        \
     "smlad %[a2], r4, r8, %[a2]\n\t" "smlad %[a2], r5, r9, %[a2]\n\t"                              \
     "smlad %[a3], r4, r10, %[a3]\n\t" "smlad %[a3], r5, r11, %[a3]\n\t"                            \
-    "ldr r4, %[pairs]\n\t"                                                                         \
-    "bx r4\n\t"                                                                                    \
+    "ldr pc, %[pairs]\n\t"                                                                         \
     "3:\n\t" FC_DOT4_PAIR4 FC_DOT4_PAIR4 FC_DOT4_PAIR4 FC_DOT4_PAIR4                                \
     "ldr r4, %[col_end]\n\t"                                                                       \
     "cmp %[x], r4\n\t"                                                                             \
