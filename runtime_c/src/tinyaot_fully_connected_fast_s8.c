@@ -405,6 +405,43 @@ static inline __attribute__((always_inline)) const uint32_t *fc_groups_asm(fc_lo
 #endif
 #undef FC_DOT4_QUAD
 
+/* One input row minus its zero point into the int16 column (quads of 2
+ * words): tinyaot_widen_run, with the bulk of a word-aligned row in asm, 16
+ * values per loop pass (one LDM, eight SXTAB16, two STM: 13 instructions
+ * instead of 32). */
+static inline __attribute__((always_inline)) void fc_widen(const int8_t *src, int32_t n,
+                                                           uint32_t *dst, uint32_t off,
+                                                           int32_t in_zp)
+{
+#if FC_ASM
+    if (n >= 16 && ((uintptr_t)src & 3u) == 0) {
+        const int8_t *end = src + (n & ~15);
+        __asm__ volatile("1:\n\t"
+                         "ldmia %[s]!, {r8, r9, r10, r11}\n\t"
+                         "sxtab16 r4, %[off], r8\n\t"
+                         "sxtab16 r5, %[off], r8, ror #8\n\t"
+                         "sxtab16 r6, %[off], r9\n\t"
+                         "sxtab16 r7, %[off], r9, ror #8\n\t"
+                         "stmia %[d]!, {r4, r5, r6, r7}\n\t"
+                         "sxtab16 r4, %[off], r10\n\t"
+                         "sxtab16 r5, %[off], r10, ror #8\n\t"
+                         "sxtab16 r6, %[off], r11\n\t"
+                         "sxtab16 r7, %[off], r11, ror #8\n\t"
+                         "stmia %[d]!, {r4, r5, r6, r7}\n\t"
+                         "cmp %[s], %[e]\n\t"
+                         "bne 1b"
+                         : [s] "+r"(src), [d] "+r"(dst)
+                         : [e] "r"(end), [off] "r"(off)
+                         : "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "memory", "cc");
+        n &= 15;
+        if (n == 0) {
+            return;
+        }
+    }
+#endif
+    tinyaot_widen_run(src, n, dst, 2, off, in_zp);
+}
+
 /* One widened column -> out_features int8. */
 static inline __attribute__((always_inline)) void fc_column(const uint32_t *col, int32_t nq,
                                                             const uint32_t *w, int32_t out_features,
@@ -476,7 +513,7 @@ int tinyaot_fully_connected_fast_s8(int32_t rows, int32_t in_features, int32_t o
     }
     for (int32_t r = 0; r < rows; ++r) {
         int8_t *o = output + r * out_features;
-        tinyaot_widen_run(input + r * in_features, in_features, scratch, 2, off, q->in_zp);
+        fc_widen(input + r * in_features, in_features, scratch, off, q->in_zp);
         switch (rq.mode) {
         case TINYAOT_RQ_ORT:
             if (rq.lo <= -128 && rq.hi >= 127) {
