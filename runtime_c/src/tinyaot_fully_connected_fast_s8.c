@@ -212,8 +212,9 @@ static inline __attribute__((always_inline)) int32_t fc_bias(const tinyaot_rqc_t
  * LDMs of weights (r8-r11), 21 instructions per 32 MACs; its loop body is
  * 16 such pairs (K = 128) unrolled, entered part way when the pair count is
  * not a multiple of 16 (each pair is 21 four-byte instructions, 84 bytes),
- * after one single quad when the quad count is odd. A group costs ~16
- * instructions besides its MACs and requantization. */
+ * after one single quad when the quad count is odd; with one pass (K <= 128)
+ * the loop's end test is jumped over. A group costs ~14 instructions besides
+ * its MACs and requantization. */
 typedef struct {
     const uint32_t *col;
     const uint32_t *col_end;
@@ -221,6 +222,8 @@ typedef struct {
     uint32_t odd;   /* an odd quad count */
     uint32_t entry; /* set by the asm: the group's first instruction */
     uint32_t pairs; /* set by the asm: the unrolled loop's entry */
+    uint32_t multi; /* more than one pass of the unrolled loop */
+    uint32_t after; /* set by the asm: the loop's end test (multi), or past it */
     int8_t *o;
     const int8_t *o_end;
     const int32_t *p;  /* ort: biases; tflite: one-SMLAL records */
@@ -260,6 +263,14 @@ typedef struct {
     "add r4, r4, #1\n\t"                                                                           \
     "8:\n\t"                                                                                       \
     "str r4, %[entry]\n\t"                                                                         \
+    "ldr r5, %[multi]\n\t"                                                                         \
+    "adr.w r4, 5f\n\t"                                                                             \
+    "cmp r5, #0\n\t"                                                                               \
+    "beq 7f\n\t"                                                                                   \
+    "adr.w r4, 4f\n\t"                                                                             \
+    "7:\n\t"                                                                                       \
+    "add r4, r4, #1\n\t"                                                                           \
+    "str r4, %[after]\n\t"                                                                         \
     "1:\n\t"
 #define FC_GROUP_DOT                                                                               \
     "ldr %[x], %[col]\n\t"                                                                         \
@@ -274,9 +285,12 @@ typedef struct {
     "smlad %[a3], r4, r10, %[a3]\n\t" "smlad %[a3], r5, r11, %[a3]\n\t"                            \
     "ldr pc, %[pairs]\n\t"                                                                         \
     "3:\n\t" FC_DOT4_PAIR4 FC_DOT4_PAIR4 FC_DOT4_PAIR4 FC_DOT4_PAIR4                                \
+    "ldr pc, %[after]\n\t"                                                                         \
+    "4:\n\t"                                                                                       \
     "ldr r4, %[col_end]\n\t"                                                                       \
     "cmp %[x], r4\n\t"                                                                             \
-    "bne 3b\n\t"
+    "bne 3b\n\t"                                                                                   \
+    "5:\n\t"
 /* the four int8 in a0..a3 packed into a0 */
 #define FC_GROUP_PACK                                                                              \
     "bfi %[a0], %[a1], #8, #8\n\t"                                                                 \
@@ -293,10 +307,10 @@ typedef struct {
 #define FC_GROUP_TAIL FC_GROUP_PACK FC_GROUP_STORE
 #define FC_GROUP_OPERANDS                                                                          \
     : [a0] "=&r"(a0), [a1] "=&r"(a1), [a2] "=&r"(a2), [a3] "=&r"(a3), [x] "=&r"(x), [w] "+r"(w),  \
-      [entry] "=m"(L->entry), [pairs] "=m"(L->pairs), [o] "+m"(L->o), [p] "+m"(L->p),             \
-      [sc] "+m"(L->sc)                                                                             \
+      [entry] "=m"(L->entry), [pairs] "=m"(L->pairs), [after] "=m"(L->after), [o] "+m"(L->o),     \
+      [p] "+m"(L->p), [sc] "+m"(L->sc)                                                             \
     : [col] "m"(L->col), [col_end] "m"(L->col_end), [skip] "m"(L->skip), [odd] "m"(L->odd),       \
-      [o_end] "m"(L->o_end), [zp] "m"(L->zp)
+      [multi] "m"(L->multi), [o_end] "m"(L->o_end), [zp] "m"(L->zp)
 
 /* tflite: the next one-SMLAL record {m, e - 1, R low, R high, bias} (5 words
  * per channel, one LDM; the bias, already in A, lands unused in r11) requantizes
@@ -464,6 +478,7 @@ static inline __attribute__((always_inline)) void fc_column(const uint32_t *col,
             L.skip = (pairs ? (FC_PAIR_UNROLL - pairs % FC_PAIR_UNROLL) % FC_PAIR_UNROLL
                             : FC_PAIR_UNROLL) * FC_PAIR_BYTES + 1u;
             L.odd = (uint32_t)nq & 1u;
+            L.multi = pairs > FC_PAIR_UNROLL;
             L.o = o;
             L.o_end = o + ch;
             L.p = mode == TINYAOT_RQ_SMLAL_SAT ? rq->rq : rq->bias;
