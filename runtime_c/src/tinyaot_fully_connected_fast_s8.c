@@ -99,6 +99,23 @@ static inline const uint32_t *fc_dot4(const uint32_t *x, const uint32_t *w, int3
 #endif
 
 #if FC_VFP_ASM
+/* ort: s0-s3 (four int32 accumulators) * s4-s7 (their scales), rounded half
+ * to even (VCVTR), into a0..a3 */
+#define FC_ORT_ROUND4                                                                              \
+    "vcvt.f32.s32 s0, s0\n\t"                                                                      \
+    "vcvt.f32.s32 s1, s1\n\t"                                                                      \
+    "vcvt.f32.s32 s2, s2\n\t"                                                                      \
+    "vcvt.f32.s32 s3, s3\n\t"                                                                      \
+    "vmul.f32 s0, s0, s4\n\t"                                                                      \
+    "vmul.f32 s1, s1, s5\n\t"                                                                      \
+    "vmul.f32 s2, s2, s6\n\t"                                                                      \
+    "vmul.f32 s3, s3, s7\n\t"                                                                      \
+    "vcvtr.s32.f32 s0, s0\n\t"                                                                     \
+    "vcvtr.s32.f32 s1, s1\n\t"                                                                     \
+    "vcvtr.s32.f32 s2, s2\n\t"                                                                     \
+    "vcvtr.s32.f32 s3, s3\n\t"                                                                     \
+    "vmov %[a0], %[a1], s0, s1\n\t"                                                                \
+    "vmov %[a2], %[a3], s2, s3\n\t"
 /* ort, four channels: float(acc) * scale rounded half to even by VCVTR, plus
  * the zero point (QADD: no wrap), saturated to int8; rounding and clamping
  * to integer bounds commute, so this is MLAS's clamp-then-round. The bytes
@@ -114,20 +131,7 @@ static inline __attribute__((always_inline)) void fc_rq4_ort(const uint32_t acc[
     "vmov s0, s1, %[a0], %[a1]\n\t"                                                                \
     "vmov s2, s3, %[a2], %[a3]\n\t"                                                                \
     "vldmia %[sc], {s4-s7}\n\t"                                                                    \
-    "vcvt.f32.s32 s0, s0\n\t"                                                                      \
-    "vcvt.f32.s32 s1, s1\n\t"                                                                      \
-    "vcvt.f32.s32 s2, s2\n\t"                                                                      \
-    "vcvt.f32.s32 s3, s3\n\t"                                                                      \
-    "vmul.f32 s0, s0, s4\n\t"                                                                      \
-    "vmul.f32 s1, s1, s5\n\t"                                                                      \
-    "vmul.f32 s2, s2, s6\n\t"                                                                      \
-    "vmul.f32 s3, s3, s7\n\t"                                                                      \
-    "vcvtr.s32.f32 s0, s0\n\t"                                                                     \
-    "vcvtr.s32.f32 s1, s1\n\t"                                                                     \
-    "vcvtr.s32.f32 s2, s2\n\t"                                                                     \
-    "vcvtr.s32.f32 s3, s3\n\t"                                                                     \
-    "vmov %[a0], %[a1], s0, s1\n\t"                                                                \
-    "vmov %[a2], %[a3], s2, s3\n\t"                                                                \
+    FC_ORT_ROUND4                                                                                  \
     "qadd %[a0], %[a0], %[zp]\n\t"                                                                 \
     "qadd %[a1], %[a1], %[zp]\n\t"                                                                 \
     "qadd %[a2], %[a2], %[zp]\n\t"                                                                 \
@@ -234,21 +238,17 @@ typedef struct {
 #define FC_PAIR_UNROLL 16 /* pairs of quads per loop pass */
 #define FC_PAIR_BYTES 84u
 
-/* a0..a3 += rows 0..3 . column over two quads (x: r4-r7, w: 16 words) */
+/* a0..a3 += rows 0..3 . column over one quad (x: XA, XB; w: 8 words) */
+#define FC_DOT4_Q(XA, XB)                                                                          \
+    "ldmia.w %[w]!, {r8, r9, r10, r11}\n\t"                                                        \
+    "smlad %[a0], " XA ", r8, %[a0]\n\t" "smlad %[a0], " XB ", r9, %[a0]\n\t"                    \
+    "smlad %[a1], " XA ", r10, %[a1]\n\t" "smlad %[a1], " XB ", r11, %[a1]\n\t"                  \
+    "ldmia.w %[w]!, {r8, r9, r10, r11}\n\t"                                                        \
+    "smlad %[a2], " XA ", r8, %[a2]\n\t" "smlad %[a2], " XB ", r9, %[a2]\n\t"                    \
+    "smlad %[a3], " XA ", r10, %[a3]\n\t" "smlad %[a3], " XB ", r11, %[a3]\n\t"
+/* the same over two quads, the column's four words in one LDM */
 #define FC_DOT4_PAIR                                                                               \
-    "ldmia.w %[x]!, {r4, r5, r6, r7}\n\t"                                                          \
-    "ldmia.w %[w]!, {r8, r9, r10, r11}\n\t"                                                        \
-    "smlad %[a0], r4, r8, %[a0]\n\t" "smlad %[a0], r5, r9, %[a0]\n\t"                              \
-    "smlad %[a1], r4, r10, %[a1]\n\t" "smlad %[a1], r5, r11, %[a1]\n\t"                            \
-    "ldmia.w %[w]!, {r8, r9, r10, r11}\n\t"                                                        \
-    "smlad %[a2], r4, r8, %[a2]\n\t" "smlad %[a2], r5, r9, %[a2]\n\t"                              \
-    "smlad %[a3], r4, r10, %[a3]\n\t" "smlad %[a3], r5, r11, %[a3]\n\t"                            \
-    "ldmia.w %[w]!, {r8, r9, r10, r11}\n\t"                                                        \
-    "smlad %[a0], r6, r8, %[a0]\n\t" "smlad %[a0], r7, r9, %[a0]\n\t"                              \
-    "smlad %[a1], r6, r10, %[a1]\n\t" "smlad %[a1], r7, r11, %[a1]\n\t"                            \
-    "ldmia.w %[w]!, {r8, r9, r10, r11}\n\t"                                                        \
-    "smlad %[a2], r6, r8, %[a2]\n\t" "smlad %[a2], r7, r9, %[a2]\n\t"                              \
-    "smlad %[a3], r6, r10, %[a3]\n\t" "smlad %[a3], r7, r11, %[a3]\n\t"
+    "ldmia.w %[x]!, {r4, r5, r6, r7}\n\t" FC_DOT4_Q("r4", "r5") FC_DOT4_Q("r6", "r7")
 #define FC_DOT4_PAIR4 FC_DOT4_PAIR FC_DOT4_PAIR FC_DOT4_PAIR FC_DOT4_PAIR
 /* entry: the single quad (odd count) or the pair loop entry */
 #define FC_GROUP_HEAD                                                                              \
@@ -276,13 +276,7 @@ typedef struct {
     "ldr %[x], %[col]\n\t"                                                                         \
     "ldr pc, %[entry]\n\t"                                                                         \
     "9:\n\t"                                                                                       \
-    "ldrd r4, r5, [%[x]], #8\n\t"                                                                  \
-    "ldmia.w %[w]!, {r8, r9, r10, r11}\n\t"                                                        \
-    "smlad %[a0], r4, r8, %[a0]\n\t" "smlad %[a0], r5, r9, %[a0]\n\t"                              \
-    "smlad %[a1], r4, r10, %[a1]\n\t" "smlad %[a1], r5, r11, %[a1]\n\t"                            \
-    "ldmia.w %[w]!, {r8, r9, r10, r11}\n\t"                                                        \
-    "smlad %[a2], r4, r8, %[a2]\n\t" "smlad %[a2], r5, r9, %[a2]\n\t"                              \
-    "smlad %[a3], r4, r10, %[a3]\n\t" "smlad %[a3], r5, r11, %[a3]\n\t"                            \
+    "ldrd r4, r5, [%[x]], #8\n\t" FC_DOT4_Q("r4", "r5")                                            \
     "ldr pc, %[pairs]\n\t"                                                                         \
     "3:\n\t" FC_DOT4_PAIR4 FC_DOT4_PAIR4 FC_DOT4_PAIR4 FC_DOT4_PAIR4                                \
     "ldr pc, %[after]\n\t"                                                                         \
@@ -360,20 +354,7 @@ static inline __attribute__((always_inline)) const uint32_t *fc_groups_asm(fc_lo
     "vmov s2, s3, %[a2], %[a3]\n\t"                                                                \
     "vldmia r4!, {s4-s7}\n\t"                                                                      \
     "str r4, %[sc]\n\t"                                                                            \
-    "vcvt.f32.s32 s0, s0\n\t"                                                                      \
-    "vcvt.f32.s32 s1, s1\n\t"                                                                      \
-    "vcvt.f32.s32 s2, s2\n\t"                                                                      \
-    "vcvt.f32.s32 s3, s3\n\t"                                                                      \
-    "vmul.f32 s0, s0, s4\n\t"                                                                      \
-    "vmul.f32 s1, s1, s5\n\t"                                                                      \
-    "vmul.f32 s2, s2, s6\n\t"                                                                      \
-    "vmul.f32 s3, s3, s7\n\t"                                                                      \
-    "vcvtr.s32.f32 s0, s0\n\t"                                                                     \
-    "vcvtr.s32.f32 s1, s1\n\t"                                                                     \
-    "vcvtr.s32.f32 s2, s2\n\t"                                                                     \
-    "vcvtr.s32.f32 s3, s3\n\t"                                                                     \
-    "vmov %[a0], %[a1], s0, s1\n\t"                                                                \
-    "vmov %[a2], %[a3], s2, s3\n\t"
+    FC_ORT_ROUND4
 #define FC_RQ_ORT_CLOBBERS                                                                         \
     : "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "s0", "s1", "s2", "s3", "s4", "s5", "s6",   \
       "s7", "cc", "memory"
@@ -408,6 +389,7 @@ static inline __attribute__((always_inline)) const uint32_t *fc_groups_asm(fc_lo
     return w;
 }
 #undef FC_GROUP_HEAD
+#undef FC_DOT4_Q
 #undef FC_DOT4_PAIR
 #undef FC_DOT4_PAIR4
 #undef FC_GROUP_DOT
