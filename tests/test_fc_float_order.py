@@ -59,12 +59,17 @@ int32_t tinyaot_fully_connected_f32_s8_get_buffer_size(int32_t in_features);
 """
 
 # (M, K, N): N % 4 = 0..3, K % 8 != 0, K < 8, K up to 1000; MLPerf Tiny's shapes
-# (ad01 640->128 and 128->640, ic01 64->10, kws01 / vww01 / sww01 heads); K / 4
-# groups with 0 to 2 triples and 0 to 2 leftover groups (the FPU loop's cases)
+# (ad01 640->128 and 128->640, ic01 64->10, kws01 / vww01 / sww01 heads); the
+# FPU loops' cases: blocks of 8 outputs (then one of 4: N % 8 >= 4) with K / 4
+# groups even or odd (the odd one alone first; K = 4: only it), pairs of groups
+# entering the 16-pair loop part way, in one or several passes (K = 300, 640,
+# 1000) or exactly one after the odd group (K = 132); blocks of 4 alone with 0
+# to 2 triples and 0 to 2 leftover groups
 M1_SHAPES = [(1, k, n) for k, n in [
     (640, 128), (128, 640), (64, 10), (256, 2), (1, 1), (1, 5), (2, 3), (3, 4), (5, 7),
     (7, 6), (8, 9), (9, 1), (13, 2), (31, 11), (100, 17), (127, 8), (129, 3), (300, 70),
-    (517, 13), (1000, 6), (12, 4), (16, 8), (20, 5), (24, 9), (36, 12)]]
+    (517, 13), (1000, 6), (12, 4), (16, 8), (20, 5), (24, 9), (36, 12), (4, 16), (132, 24),
+    (1000, 12)]]
 # M > 1: MLAS's general SGEMM (K in blocks of 128 * 2^j by N), and N == 1 (the
 # M1 TransposeB kernel over the rows)
 MN_SHAPES = [(3, 300, 70), (5, 100, 70), (2, 700, 10), (4, 1000, 40), (3, 600, 100),
