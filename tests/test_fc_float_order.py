@@ -216,6 +216,15 @@ def test_pack_gemv4_layout():
     assert pk[32:36].tolist() == wf[0, 8:10].tolist() + wf[1, 8:10].tolist()  # k tail
     assert pk[40:].tolist() == wf[4:].reshape(-1).tolist()  # leftover outputs row-major
     assert pack_fc_float(wf, LANES8).tolist() == wf.reshape(-1).tolist()
+    # 13 outputs: a block of 8 (its k group 0: outputs 0..7, 4 k each), a block of 4, 1 left
+    wf = np.arange(13 * 10, dtype=F32).reshape(13, 10)
+    pk = pack_fc_float(wf, GEMV4)
+    assert sorted(pk.tolist()) == sorted(wf.reshape(-1).tolist())
+    assert pk[:32].tolist() == wf[:8, :4].reshape(-1).tolist()
+    assert pk[32:36].tolist() == wf[0, 4:8].tolist()
+    assert pk[64:80].tolist() == wf[:8, 8:10].reshape(-1).tolist()  # the block's k tails
+    assert pk[80:96].tolist() == wf[8:12, :4].reshape(-1).tolist()  # the block of 4
+    assert pk[-10:].tolist() == wf[12].tolist()
 
 
 # ------------------------------------------------------------------ the C kernel
