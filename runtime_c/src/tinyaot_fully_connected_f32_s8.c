@@ -134,13 +134,12 @@ static void gemv4_blocks_fpu(const float *x, const float **w, int32_t k, const f
 
 /* Blocks of 8 outputs, totals in s24-s31, k % 4 == 0: a k group's 32 weights
  * in two VLDMs of 16, x for a pair of groups in s16-s23 (one VLDM, used by all
- * 8 outputs): 85 instructions per 64 MACs, one loop pass per 16 pairs (4 for
- * the rarely used clamp variant: less code). An odd group count does the
- * first group alone. The pass's entry is computed once per call (the first
- * pass does pairs % 16: no per-block test), and the 8 totals leave the
- * registers either as floats (capture builds) or quantized right away (VDIV,
- * VCVTR, QADD of the zero point, SSAT, four bytes per STR): 5.6 instructions
- * per output instead of 11. */
+ * 8 outputs): 85 instructions per 64 MACs, one loop pass per 16 pairs. An
+ * odd group count does the first group alone. The pass's entry is computed
+ * once per call (the first pass does pairs % 16: no per-block test), and the
+ * 8 totals leave the registers either as floats (capture builds) or quantized
+ * right away (VDIV, VCVTR, QADD of the zero point, SSAT, four bytes per STR):
+ * 5.6 instructions per output instead of 11. */
 #define FC8_HALF(X0, X1, X2, X3)                                                              \
     "vldmia %[wp]!, {s0-s15}\n\t"                                                            \
     FC_GROUP_T(X0, X1, X2, X3, "s24", "s25", "s26", "s27")                                    \
@@ -160,7 +159,6 @@ typedef struct {
     uint32_t loop;   /* in: bytes of the pair loop skipped + 1 (all without pairs, one pass
                       * that only counts down); then its entry */
     float scale;
-    uint32_t lo4, hi4; /* the clamp bounds in every byte */
 } fc8_ctl_t;
 
 /* fc8_ctl_t.odd / .loop -> the addresses `ldr pc` jumps to (labels 5 and 3 below) */
@@ -212,12 +210,6 @@ typedef struct {
     "qadd %[cnt], %[cnt], %[zp]\n\t" "qadd %[t], %[t], %[zp]\n\t"                            \
     "ssat %[cnt], #8, %[cnt]\n\t" "ssat %[t], #8, %[t]\n\t"                                  \
     "bfi %[xp], %[cnt], #16, #8\n\t" "bfi %[xp], %[t], #24, #8\n\t"
-/* bytewise max with lo4, min with hi4 (SSUB8 sets GE, SEL picks) */
-#define FC8_CLAMP4                                                                            \
-    "ldr %[cnt], [%[L], #20]\n\t"                                                             \
-    "ssub8 %[t], %[xp], %[cnt]\n\t" "sel %[xp], %[xp], %[cnt]\n\t"                           \
-    "ldr %[cnt], [%[L], #24]\n\t"                                                             \
-    "ssub8 %[t], %[cnt], %[xp]\n\t" "sel %[xp], %[xp], %[cnt]\n\t"
 #define FC8_OPERANDS                                                                          \
     : [wp] "+r"(wp), [b] "+r"(b), [o] "+r"(o), [blocks] "+r"(blocks), [xp] "=&r"(xp),       \
       [cnt] "=&r"(cnt), [t] "=&r"(t)                                                          \
@@ -226,49 +218,63 @@ typedef struct {
       "s14", "s15", "s16", "s17", "s18", "s19", "s20", "s21", "s22", "s23", "s24", "s25",     \
       "s26", "s27", "s28", "s29", "s30", "s31", "memory", "cc"
 
-enum { FC8_FLOATS, FC8_SAT, FC8_CLAMP };
+#define FC8_UNROLL 16 /* pairs per loop pass */
 
 /* `blocks` blocks of 8 outputs of one row (k % 4 == 0) into o: floats
- * (FC8_FLOATS) or int8 with QuantizeLinear (saturated to int8, or also
- * clamped to [act_min, act_max]). */
+ * (`quantize` 0) or int8 with QuantizeLinear, saturated to int8 (not yet
+ * clamped to a narrower [act_min, act_max]). */
 static inline __attribute__((always_inline)) void gemv8_blocks_fpu(
     const float *x, const float **w, int32_t k, const tinyaot_float_fc_t *p, const float *b,
-    int32_t blocks, void *o, int mode)
+    int32_t blocks, void *o, int quantize)
 {
-    const int32_t unroll = mode == FC8_CLAMP ? 4 : 16, pairs = k >> 3;
-    const uint32_t skip = (uint32_t)(pairs ? (unroll - pairs % unroll) % unroll : unroll) *
-                          FC8_PAIR_BYTES;
+    const int32_t pairs = k >> 3;
+    const uint32_t skip =
+        (uint32_t)(pairs ? (FC8_UNROLL - pairs % FC8_UNROLL) % FC8_UNROLL : FC8_UNROLL) *
+        FC8_PAIR_BYTES;
     fc8_ctl_t ctl;
     fc8_ctl_t *L = &ctl;
     const float *wp = *w;
     uint32_t xp, cnt, t;
     ctl.x = x;
-    ctl.passes = pairs ? (pairs + unroll - 1) / unroll : 1;
+    ctl.passes = pairs ? (pairs + FC8_UNROLL - 1) / FC8_UNROLL : 1;
     ctl.odd = (uint32_t)((k >> 2) & 1);
     ctl.loop = skip + 1u;
     ctl.scale = p->out_scale;
-    ctl.lo4 = (uint32_t)(uint8_t)p->act_min * 0x01010101u;
-    ctl.hi4 = (uint32_t)(uint8_t)p->act_max * 0x01010101u;
-    if (mode == FC8_FLOATS) {
+    if (!quantize) {
         __asm__ volatile(FC8_HEAD FC8_PAIRS16 FC8_LOOP_END
                          "vstmia %[o]!, {s24-s31}\n\t"
                          FC8_BLOCK_END FC8_OPERANDS);
-    } else if (mode == FC8_SAT) {
+    } else {
         __asm__ volatile(FC8_HEAD FC8_PAIRS16 FC8_LOOP_END FC8_DIV_ROUND
                          FC8_PACK4("s24", "s25", "s26", "s27")
                          "str %[xp], [%[o]], #4\n\t"
                          FC8_PACK4("s28", "s29", "s30", "s31")
                          "str %[xp], [%[o]], #4\n\t"
                          FC8_BLOCK_END FC8_OPERANDS);
-    } else {
-        __asm__ volatile(FC8_HEAD FC8_PAIRS4 FC8_LOOP_END FC8_DIV_ROUND
-                         FC8_PACK4("s24", "s25", "s26", "s27") FC8_CLAMP4
-                         "str %[xp], [%[o]], #4\n\t"
-                         FC8_PACK4("s28", "s29", "s30", "s31") FC8_CLAMP4
-                         "str %[xp], [%[o]], #4\n\t"
-                         FC8_BLOCK_END FC8_OPERANDS);
     }
     *w = wp;
+}
+
+/* n4 words of int8 (already saturated) clamped bytewise to [lo, hi]: SSUB8
+ * sets GE per byte, SEL picks (no branch on the data). For the rare float
+ * layer with a Relu-like bound, after gemv8_blocks_fpu. */
+static inline void clamp_bytes4(int8_t *o, int32_t n4, int32_t lo, int32_t hi)
+{
+    const uint32_t lo4 = (uint32_t)(uint8_t)lo * 0x01010101u;
+    const uint32_t hi4 = (uint32_t)(uint8_t)hi * 0x01010101u;
+    uint32_t v, t;
+    __asm__ volatile("1:\n\t"
+                     "ldr %[v], [%[o]]\n\t"
+                     "ssub8 %[t], %[v], %[lo4]\n\t"
+                     "sel %[v], %[v], %[lo4]\n\t"
+                     "ssub8 %[t], %[hi4], %[v]\n\t"
+                     "sel %[v], %[v], %[hi4]\n\t"
+                     "str %[v], [%[o]], #4\n\t"
+                     "subs %[n], %[n], #1\n\t"
+                     "bne 1b"
+                     : [o] "+r"(o), [n] "+r"(n4), [v] "=&r"(v), [t] "=&r"(t)
+                     : [lo4] "r"(lo4), [hi4] "r"(hi4)
+                     : "memory", "cc");
 }
 #endif
 
@@ -316,10 +322,9 @@ static void gemv4_row(int32_t k, int32_t n, const tinyaot_float_fc_t *p, const f
     int32_t o0 = 0;
 #if defined(TINYAOT_FC_F32_ASM) && !defined(tinyaot_quantize_f32)
     if ((k & 3) == 0 && n8) {
-        if (p->act_min <= -128 && p->act_max >= 127) {
-            gemv8_blocks_fpu(x, &w, k, p, p->bias, n8 >> 3, out, FC8_SAT);
-        } else {
-            gemv8_blocks_fpu(x, &w, k, p, p->bias, n8 >> 3, out, FC8_CLAMP);
+        gemv8_blocks_fpu(x, &w, k, p, p->bias, n8 >> 3, out, 1);
+        if (p->act_min > -128 || p->act_max < 127) {
+            clamp_bytes4(out, n8 >> 2, p->act_min, p->act_max);
         }
         o0 = n8;
     }
@@ -331,7 +336,7 @@ static void gemv4_row(int32_t k, int32_t n, const tinyaot_float_fc_t *p, const f
         int32_t o = 0;
 #if defined(TINYAOT_FC_F32_ASM) && defined(tinyaot_quantize_f32)
         if ((k & 3) == 0 && e8 >= 8) {
-            gemv8_blocks_fpu(x, &w, k, p, bias, e8 >> 3, y, FC8_FLOATS);
+            gemv8_blocks_fpu(x, &w, k, p, bias, e8 >> 3, y, 0);
             o = e8;
         }
 #endif
