@@ -510,16 +510,19 @@ def test_fast_depthwise_matches_reference_kernel(lib, case, numerics):
         assert np.array_equal(np.rint(v).astype(np.int64) + out_zp, fast.astype(np.int64))
 
 
-def _fc_case(rows, k, n, numerics, clamp, seed, scale_mul=1.0):
+def _fc_case(rows, k, n, numerics, clamp, seed, scale_mul=1.0, out_zp=None):
     """A random FC layer for tinyaot_fully_connected_fast_s8 and its expected
     output from the numpy oracle: exact int64 sum (x - in_zp) . w + bias,
     then MLAS's float requantization (ort) or TFLite's double rounding.
-    scale_mul (ort) pushes float(acc) * scale past int32 (saturations)."""
+    scale_mul (ort) pushes float(acc) * scale past int32 (saturations);
+    out_zp replaces the random output zero point."""
     from codegen.reference.ort_float import requantize_acc
 
     rng = np.random.default_rng(seed)
     c = {"rows": rows, "k": k, "n": n, "numerics": numerics,
          "in_zp": int(rng.integers(-128, 128)), "out_zp": int(rng.integers(-20, 20))}
+    if out_zp is not None:
+        c["out_zp"] = out_zp
     c["lo"], c["hi"] = (c["out_zp"], int(rng.integers(60, 127))) if clamp else (-128, 127)
     c["x"] = rng.integers(-128, 128, (rows, k)).astype(np.int8)
     c["w"] = rng.integers(-127, 128, (n, k)).astype(np.int8)
@@ -543,10 +546,13 @@ def _fc_case(rows, k, n, numerics, clamp, seed, scale_mul=1.0):
 
 
 # shapes: K % 4 != 0, K < 8, quad counts nq = ceil(K / 4) that enter the
-# unrolled loops part way (nq % 8, nq % 32 != 0) and take several passes
-# (nq = 11, 17, 36, 160), N % 4 != 0 (padded last group), rows > 1
+# unrolled loops part way (nq % 8 != 0; asm group loop: pairs of quads
+# nq // 2 % 16 != 0) and take several passes (nq = 11, 17, 36, 160), an odd
+# nq (a single quad first; alone for nq = 1), N % 4 != 0 (padded last group),
+# rows > 1 (K = 18: the second row is not word-aligned, so it is widened in C)
 FC_SHAPES = [(1, 640, 128), (1, 128, 20), (1, 8, 128), (1, 37, 10), (2, 64, 6), (3, 5, 9),
-             (1, 1, 1), (1, 7, 3), (2, 44, 13), (1, 68, 4), (1, 141, 8)]
+             (1, 1, 1), (1, 7, 3), (2, 44, 13), (1, 68, 4), (1, 141, 8), (1, 3, 8), (2, 36, 5),
+             (2, 18, 4)]
 
 
 @pytest.mark.parametrize("clamp", [False, True])
@@ -608,7 +614,7 @@ def test_fc_packing_is_the_kernel_read_order():
 
 @pytest.mark.parametrize("opt", ["-O0", "-Og", "-Os", "-O3"])
 def test_fast_fully_connected_builds_at_every_optimization_level(opt, tmp_path):
-    """The FC asm wants 13-14 free core registers; at -O0 it is left out (the
+    """The FC asm wants all 14 free core registers; at -O0 it is left out (the
     C twin runs) instead of failing (GCC 12 then never returns)."""
     require_arm_toolchain()
     subprocess.run(["arm-none-eabi-gcc", "-mthumb", "-mcpu=cortex-m4", "-mfloat-abi=hard",
@@ -622,6 +628,10 @@ FC_QEMU_CASES = [(rows, k, n, numerics, clamp) for rows, k, n in FC_SHAPES
 # ort: float(acc) * scale beyond int32 (VCVTR and QADD saturate) and scales
 # that round every output to the zero point
 FC_QEMU_EXTREME = [((1, 37, 10, "ort", clamp), mul) for clamp in (False, True) for mul in (1e9, 1e-6)]
+# ort with output zero point -128 and [-128, 127] (every ad01 layer: the asm's USAT
+# path), outputs over both clamps, saturated, all zero point
+FC_QEMU_ZP128 = [((1, k, n, "ort", False), mul) for k, n in [(128, 20), (44, 13), (3, 8)]
+                 for mul in (6.0, 1e9, 1e-6)]
 
 
 def _c_words(name, ctype, arr):
@@ -678,6 +688,11 @@ def test_fast_fully_connected_asm_on_qemu_m4(tmp_path):
     cases = [_fc_case(*cs, seed=7 + i) for i, cs in enumerate(FC_QEMU_CASES)]
     cases += [_fc_case(*cs, seed=3 + i, scale_mul=mul) for i, (cs, mul) in enumerate(FC_QEMU_EXTREME)]
     assert {127, -128} <= set(np.concatenate([c["expected"].reshape(-1) for c in cases[-4:]]).tolist())
+    zp128 = [_fc_case(*cs, seed=50 + i, scale_mul=mul, out_zp=-128)
+             for i, (cs, mul) in enumerate(FC_QEMU_ZP128)]
+    assert {127, -128} <= set(zp128[0]["expected"].reshape(-1).tolist())
+    assert len(np.unique(zp128[0]["expected"])) > 5
+    cases += zp128
     out_size = max(c["rows"] * c["n"] for c in cases)
     scratch = max(fc_scratch_bytes(c["k"]) for c in cases)
     src = ["#include <stdint.h>", "#include <string.h>", '#include "harness.h"',
@@ -691,7 +706,7 @@ def test_fast_fully_connected_asm_on_qemu_m4(tmp_path):
                      f"{c['n']}, &q{i}, x{i}, w{i}, scratch, output);")
     elf, asm = _cases_firmware(tmp_path, board, "fc", src, calls, scratch, out_size,
                                "tinyaot_fully_connected_fast_s8.c")
-    for insn in ("smlad", "vcvtr.s32.f32", "sel", "smlal"):
+    for insn in ("smlad", "vcvtr.s32.f32", "sel", "smlal", "usat"):
         assert re.search(rf"\s{re.escape(insn)}\s", asm), f"{insn} not in the firmware"
     res = run_firmware(elf, board, timeout=120)
     assert len(res.outputs) == len(cases)

@@ -59,12 +59,17 @@ int32_t tinyaot_fully_connected_f32_s8_get_buffer_size(int32_t in_features);
 """
 
 # (M, K, N): N % 4 = 0..3, K % 8 != 0, K < 8, K up to 1000; MLPerf Tiny's shapes
-# (ad01 640->128 and 128->640, ic01 64->10, kws01 / vww01 / sww01 heads); K / 4
-# groups with 0 to 2 triples and 0 to 2 leftover groups (the FPU loop's cases)
+# (ad01 640->128 and 128->640, ic01 64->10, kws01 / vww01 / sww01 heads); the
+# FPU loops' cases: blocks of 8 outputs (then one of 4: N % 8 >= 4) with K / 4
+# groups even or odd (the odd one alone first; K = 4: only it), pairs of groups
+# entering the 16-pair loop part way, in one or several passes (K = 300, 640,
+# 1000) or exactly one after the odd group (K = 132); blocks of 4 alone with 0
+# to 2 triples and 0 to 2 leftover groups
 M1_SHAPES = [(1, k, n) for k, n in [
     (640, 128), (128, 640), (64, 10), (256, 2), (1, 1), (1, 5), (2, 3), (3, 4), (5, 7),
     (7, 6), (8, 9), (9, 1), (13, 2), (31, 11), (100, 17), (127, 8), (129, 3), (300, 70),
-    (517, 13), (1000, 6), (12, 4), (16, 8), (20, 5), (24, 9), (36, 12)]]
+    (517, 13), (1000, 6), (12, 4), (16, 8), (20, 5), (24, 9), (36, 12), (4, 16), (132, 24),
+    (1000, 12)]]
 # M > 1: MLAS's general SGEMM (K in blocks of 128 * 2^j by N), and N == 1 (the
 # M1 TransposeB kernel over the rows)
 MN_SHAPES = [(3, 300, 70), (5, 100, 70), (2, 700, 10), (4, 1000, 40), (3, 600, 100),
@@ -211,6 +216,15 @@ def test_pack_gemv4_layout():
     assert pk[32:36].tolist() == wf[0, 8:10].tolist() + wf[1, 8:10].tolist()  # k tail
     assert pk[40:].tolist() == wf[4:].reshape(-1).tolist()  # leftover outputs row-major
     assert pack_fc_float(wf, LANES8).tolist() == wf.reshape(-1).tolist()
+    # 13 outputs: a block of 8 (its k group 0: outputs 0..7, 4 k each), a block of 4, 1 left
+    wf = np.arange(13 * 10, dtype=F32).reshape(13, 10)
+    pk = pack_fc_float(wf, GEMV4)
+    assert sorted(pk.tolist()) == sorted(wf.reshape(-1).tolist())
+    assert pk[:32].tolist() == wf[:8, :4].reshape(-1).tolist()
+    assert pk[32:36].tolist() == wf[0, 4:8].tolist()
+    assert pk[64:80].tolist() == wf[:8, 8:10].reshape(-1).tolist()  # the block's k tails
+    assert pk[80:96].tolist() == wf[8:12, :4].reshape(-1).tolist()  # the block of 4
+    assert pk[-10:].tolist() == wf[12].tolist()
 
 
 # ------------------------------------------------------------------ the C kernel
@@ -413,37 +427,41 @@ def test_asm_quantize_row_on_qemu_m4(tmp_path):
     """The FPv4 QuantizeLinear (VCVTR, then an integer clamp) gives MLAS's integers:
     zero weights make every float total its bias exactly, so the biases are the
     edge values -- halves (ties to even), clamp bounds, huge, +-0 -- over output
-    scales (powers of two: exact quotients), zero points and Relu-like bounds."""
+    scales (powers of two: exact quotients), zero points and Relu-like bounds; K and N
+    that take the blocks of 8 (quantized in the block loop: an odd k group, pairs)
+    followed by a block of 4 and leftover outputs."""
     require_arm_toolchain()
     from codegen.reference import ort_float as of
     from codegen.targets.qemu import build_firmware, load_board, run_firmware
 
     board = load_board("qemu-m4")
     rng = np.random.default_rng(11)
-    n = 512
     data, rows, exp = [], [], []
-    params = [(0.5, 0, -128, 127), (0.125, 17, -128, 127), (1.0, -128, -128, 127),
-              (0.0390625, 5, 5, 127), (float(F32(0.0371)), -3, -128, 100)]
-    for i, (sc, zp, lo, hi) in enumerate(params):
+    params = [(0.5, 0, -128, 127, 4, 512), (0.125, 17, -128, 127, 4, 512),
+              (1.0, -128, -128, 127, 4, 512), (0.0390625, 5, 5, 127, 4, 512),
+              (float(F32(0.0371)), -3, -128, 100, 4, 512), (0.125, 17, -128, 127, 12, 519),
+              (0.0390625, 5, 5, 127, 16, 519), (0.5, 96, -128, 127, 8, 517)]
+    nout = max(p[-1] for p in params)
+    for i, (sc, zp, lo, hi, k, n) in enumerate(params):
         v = np.concatenate([np.arange(-140, 140, dtype=np.float64) + 0.5,
                             rng.uniform(-300, 300, n - 280 - 8),
                             [0.0, -0.0, 1e30, -1e30, 3e9, -3e9, 2.5e-39, 127.49999]])
         bias = (v * sc).astype(F32)
         exp.append(of.quantize(bias, F32(sc), zp, lo, hi).astype(np.int8))
         data.append(_c_floats(f"b{i}", bias) + _c_floats(f"t{i}", np.ones(256, F32)) +
-                    _c_floats(f"w{i}", np.zeros(4 * n, F32)))
-        rows.append(f"{{1, 4, {n}, {{0, 4, {float(F32(sc)).hex()}f, {zp}, {lo}, {hi}, "
+                    _c_floats(f"w{i}", np.zeros(k * n, F32)))
+        rows.append(f"{{1, {k}, {n}, {{0, {k}, {float(F32(sc)).hex()}f, {zp}, {lo}, {hi}, "
                     f"t{i}, w{i}, b{i}}}, xz}}")
     src = tmp_path / "q_cases.c"
     src.write_text("#include <stdint.h>\n#include \"tinyaot_kernels.h\"\n"
                    "struct fc_case { int32_t rows, k, n; tinyaot_float_fc_t p; const int8_t *x; };\n"
-                   "static const int8_t xz[4] = {0, 0, 0, 0};\n" + "".join(data)
+                   "static const int8_t xz[16] = {0};\n" + "".join(data)
                    + "const struct fc_case cases_[] = {" + ",\n".join(rows) + "};\n"
                    + f"const uint32_t tinyaot_harness_num_inputs = {len(params)}u;\n"
                    + "const int8_t tinyaot_harness_inputs[] = {"
                    + ",".join(str(i) for i in range(len(params))) + "};\n")
     harness = tmp_path / "q_harness.c"
-    harness.write_text(QUANT_HARNESS.replace("NOUT", f"{n}u"))
+    harness.write_text(QUANT_HARNESS.replace("NOUT", f"{nout}u"))
     elf = build_firmware([board["harness_main"], src, harness,
                           SRC / "tinyaot_fully_connected_f32_s8.c"], [INCLUDE], board,
                          tmp_path / "q.elf")
@@ -452,6 +470,6 @@ def test_asm_quantize_row_on_qemu_m4(tmp_path):
     assert "vcvtr.s32.f32" in asm, "not the asm path"
     res = run_firmware(elf, board, timeout=120)
     got = np.stack([np.frombuffer(r.data, dtype=np.int8) for r in res.outputs])
-    bad = [(params[i], int((got[i] != exp[i]).sum())) for i in range(len(params))
-           if (got[i] != exp[i]).any()]
+    bad = [(params[i], int((got[i, :e.size] != e).sum())) for i, e in enumerate(exp)
+           if (got[i, :e.size] != e).any()]
     assert not bad, bad

@@ -12,18 +12,21 @@ F32 = np.float32
 
 
 def pack_fc_float(wf, order):
-    """wf [N, K] float32 -> flat float32. GEMV4: per block of 4 outputs,
-    [k group][output][4] then each output's k % 4 tail; leftover outputs
-    row-major. Other orders: row-major."""
+    """wf [N, K] float32 -> flat float32. GEMV4: blocks of 8 outputs, then one
+    of 4 when N % 8 >= 4, each as [k group][output][4] then each output's
+    k % 4 tail; leftover outputs row-major. Other orders: row-major."""
     wf = np.asarray(wf, F32)
     if order != GEMV4:
         return wf.reshape(-1)
     n, k = wf.shape
     g4 = k // 4 * 4
+    starts = [(o, 8) for o in range(0, n - n % 8, 8)]
+    if n % 8 >= 4:
+        starts.append((n - n % 8, 4))
     parts = []
-    for o in range(0, n - n % 4, 4):
-        blk = wf[o:o + 4]
-        parts.append(blk[:, :g4].reshape(4, k // 4, 4).transpose(1, 0, 2).reshape(-1))
+    for o, nb in starts:
+        blk = wf[o:o + nb]
+        parts.append(blk[:, :g4].reshape(nb, k // 4, 4).transpose(1, 0, 2).reshape(-1))
         parts.append(blk[:, g4:].reshape(-1))
     parts.append(wf[n - n % 4:].reshape(-1))
     return np.concatenate(parts).astype(F32)

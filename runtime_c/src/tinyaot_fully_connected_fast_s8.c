@@ -13,10 +13,10 @@
 #include "tinyaot_gemm_q15.h"
 
 #define FC_UNROLL 8         /* quads per loop pass (C-driven loop) */
-#define FC_GROUP_UNROLL 32  /* quads per loop pass of the asm group loop: K <= 128 without a test */
 #define FC_RQ_ORT_SAT 4 /* TINYAOT_RQ_ORT with [lo, hi] = [-128, 127]: no bytewise clamp */
+#define FC_RQ_ORT_USAT 5 /* FC_RQ_ORT_SAT with zero point -128 (asm group loop only) */
 
-/* The asm needs 13-14 free core registers: optimized builds only (at -O0
+/* The asm needs all 14 free core registers: optimized builds only (at -O0
  * GCC cannot allocate them; the portable C twin is used there). */
 #if TINYAOT_HAVE_DSP_ASM && defined(__OPTIMIZE__)
 #define FC_ASM 1
@@ -99,6 +99,23 @@ static inline const uint32_t *fc_dot4(const uint32_t *x, const uint32_t *w, int3
 #endif
 
 #if FC_VFP_ASM
+/* ort: s0-s3 (four int32 accumulators) * s4-s7 (their scales), rounded half
+ * to even (VCVTR), into a0..a3 */
+#define FC_ORT_ROUND4                                                                              \
+    "vcvt.f32.s32 s0, s0\n\t"                                                                      \
+    "vcvt.f32.s32 s1, s1\n\t"                                                                      \
+    "vcvt.f32.s32 s2, s2\n\t"                                                                      \
+    "vcvt.f32.s32 s3, s3\n\t"                                                                      \
+    "vmul.f32 s0, s0, s4\n\t"                                                                      \
+    "vmul.f32 s1, s1, s5\n\t"                                                                      \
+    "vmul.f32 s2, s2, s6\n\t"                                                                      \
+    "vmul.f32 s3, s3, s7\n\t"                                                                      \
+    "vcvtr.s32.f32 s0, s0\n\t"                                                                     \
+    "vcvtr.s32.f32 s1, s1\n\t"                                                                     \
+    "vcvtr.s32.f32 s2, s2\n\t"                                                                     \
+    "vcvtr.s32.f32 s3, s3\n\t"                                                                     \
+    "vmov %[a0], %[a1], s0, s1\n\t"                                                                \
+    "vmov %[a2], %[a3], s2, s3\n\t"
 /* ort, four channels: float(acc) * scale rounded half to even by VCVTR, plus
  * the zero point (QADD: no wrap), saturated to int8; rounding and clamping
  * to integer bounds commute, so this is MLAS's clamp-then-round. The bytes
@@ -114,20 +131,7 @@ static inline __attribute__((always_inline)) void fc_rq4_ort(const uint32_t acc[
     "vmov s0, s1, %[a0], %[a1]\n\t"                                                                \
     "vmov s2, s3, %[a2], %[a3]\n\t"                                                                \
     "vldmia %[sc], {s4-s7}\n\t"                                                                    \
-    "vcvt.f32.s32 s0, s0\n\t"                                                                      \
-    "vcvt.f32.s32 s1, s1\n\t"                                                                      \
-    "vcvt.f32.s32 s2, s2\n\t"                                                                      \
-    "vcvt.f32.s32 s3, s3\n\t"                                                                      \
-    "vmul.f32 s0, s0, s4\n\t"                                                                      \
-    "vmul.f32 s1, s1, s5\n\t"                                                                      \
-    "vmul.f32 s2, s2, s6\n\t"                                                                      \
-    "vmul.f32 s3, s3, s7\n\t"                                                                      \
-    "vcvtr.s32.f32 s0, s0\n\t"                                                                     \
-    "vcvtr.s32.f32 s1, s1\n\t"                                                                     \
-    "vcvtr.s32.f32 s2, s2\n\t"                                                                     \
-    "vcvtr.s32.f32 s3, s3\n\t"                                                                     \
-    "vmov %[a0], %[a1], s0, s1\n\t"                                                                \
-    "vmov %[a2], %[a3], s2, s3\n\t"                                                                \
+    FC_ORT_ROUND4                                                                                  \
     "qadd %[a0], %[a0], %[zp]\n\t"                                                                 \
     "qadd %[a1], %[a1], %[zp]\n\t"                                                                 \
     "qadd %[a2], %[a2], %[zp]\n\t"                                                                 \
@@ -206,16 +210,24 @@ static inline __attribute__((always_inline)) int32_t fc_bias(const tinyaot_rqc_t
 #if FC_ASM
 /* The whole loop over groups of four output features in one asm statement,
  * for the two saturating modes the MLPerf models use: the values that live
- * across groups but not in the dot product (column, loop entry, output and
- * parameter cursors, zero point) stay in memory operands, so the dot product
- * keeps its 13 registers and a group costs ~15 instructions besides its
- * MACs and requantization. The loop body is 32 quads (K = 128) unrolled;
- * a K that is not a multiple of 128 enters it part way, so the first pass
- * does nq % 32 quads (each quad is 11 four-byte instructions, 44 bytes). */
+ * across groups but not in the dot product (column, loop entries, output and
+ * parameter cursors, zero point) stay in memory operands. The dot product
+ * reads the column two quads at a time (one LDM into r4-r7) against four
+ * LDMs of weights (r8-r11), 21 instructions per 32 MACs; its loop body is
+ * 16 such pairs (K = 128) unrolled, entered part way when the pair count is
+ * not a multiple of 16 (each pair is 21 four-byte instructions, 84 bytes),
+ * after one single quad when the quad count is odd; with one pass (K <= 128)
+ * the loop's end test is jumped over. A group costs ~14 instructions besides
+ * its MACs and requantization. */
 typedef struct {
     const uint32_t *col;
+    const uint32_t *col_end;
     uint32_t skip;  /* bytes of the unrolled loop to skip on entry, + 1 (Thumb) */
-    uint32_t entry; /* set by the asm */
+    uint32_t odd;   /* an odd quad count */
+    uint32_t entry; /* set by the asm: the group's first instruction */
+    uint32_t pairs; /* set by the asm: the unrolled loop's entry */
+    uint32_t multi; /* more than one pass of the unrolled loop */
+    uint32_t after; /* set by the asm: the loop's end test (multi), or past it */
     int8_t *o;
     const int8_t *o_end;
     const int32_t *p;  /* ort: biases; tflite: one-SMLAL records */
@@ -223,128 +235,208 @@ typedef struct {
     int32_t zp;
 } fc_loop_t;
 
-#define FC_DOT4_QUAD8                                                                              \
-    FC_DOT4_QUAD FC_DOT4_QUAD FC_DOT4_QUAD FC_DOT4_QUAD FC_DOT4_QUAD FC_DOT4_QUAD FC_DOT4_QUAD        \
-    FC_DOT4_QUAD
+#define FC_PAIR_UNROLL 16 /* pairs of quads per loop pass */
+#define FC_PAIR_BYTES 84u
+
+/* a0..a3 += rows 0..3 . column over one quad (x: XA, XB; w: 8 words) */
+#define FC_DOT4_Q(XA, XB)                                                                          \
+    "ldmia.w %[w]!, {r8, r9, r10, r11}\n\t"                                                        \
+    "smlad %[a0], " XA ", r8, %[a0]\n\t" "smlad %[a0], " XB ", r9, %[a0]\n\t"                    \
+    "smlad %[a1], " XA ", r10, %[a1]\n\t" "smlad %[a1], " XB ", r11, %[a1]\n\t"                  \
+    "ldmia.w %[w]!, {r8, r9, r10, r11}\n\t"                                                        \
+    "smlad %[a2], " XA ", r8, %[a2]\n\t" "smlad %[a2], " XB ", r9, %[a2]\n\t"                    \
+    "smlad %[a3], " XA ", r10, %[a3]\n\t" "smlad %[a3], " XB ", r11, %[a3]\n\t"
+/* the same over two quads, the column's four words in one LDM */
+#define FC_DOT4_PAIR                                                                               \
+    "ldmia.w %[x]!, {r4, r5, r6, r7}\n\t" FC_DOT4_Q("r4", "r5") FC_DOT4_Q("r6", "r7")
+#define FC_DOT4_PAIR4 FC_DOT4_PAIR FC_DOT4_PAIR FC_DOT4_PAIR FC_DOT4_PAIR
+/* entry: the single quad (odd count) or the pair loop entry */
 #define FC_GROUP_HEAD                                                                              \
-    "adr %[xa], 3f\n\t"                                                                            \
-    "ldr %[xb], %[skip]\n\t"                                                                       \
-    "add %[xa], %[xa], %[xb]\n\t"                                                                  \
-    "str %[xa], %[entry]\n\t"                                                                      \
+    "adr.w r4, 3f\n\t"                                                                             \
+    "ldr r5, %[skip]\n\t"                                                                          \
+    "add r4, r4, r5\n\t"                                                                           \
+    "str r4, %[pairs]\n\t"                                                                         \
+    "ldr r5, %[odd]\n\t"                                                                           \
+    "cmp r5, #0\n\t"                                                                               \
+    "beq 8f\n\t"                                                                                   \
+    "adr.w r4, 9f\n\t"                                                                             \
+    "add r4, r4, #1\n\t"                                                                           \
+    "8:\n\t"                                                                                       \
+    "str r4, %[entry]\n\t"                                                                         \
+    "ldr r5, %[multi]\n\t"                                                                         \
+    "adr.w r4, 5f\n\t"                                                                             \
+    "cmp r5, #0\n\t"                                                                               \
+    "beq 7f\n\t"                                                                                   \
+    "adr.w r4, 4f\n\t"                                                                             \
+    "7:\n\t"                                                                                       \
+    "add r4, r4, #1\n\t"                                                                           \
+    "str r4, %[after]\n\t"                                                                         \
     "1:\n\t"
 #define FC_GROUP_DOT                                                                               \
     "ldr %[x], %[col]\n\t"                                                                         \
-    "ldr %[xa], %[entry]\n\t"                                                                      \
-    "bx %[xa]\n\t"                                                                                 \
-    "3:\n\t" FC_DOT4_QUAD8 FC_DOT4_QUAD8 FC_DOT4_QUAD8 FC_DOT4_QUAD8                                \
-    "cmp %[x], %[xe]\n\t"                                                                          \
-    "bne 3b\n\t"
-/* the four int8 in a0 (packed) -> output, next group */
-#define FC_GROUP_TAIL                                                                              \
+    "ldr pc, %[entry]\n\t"                                                                         \
+    "9:\n\t"                                                                                       \
+    "ldrd r4, r5, [%[x]], #8\n\t" FC_DOT4_Q("r4", "r5")                                            \
+    "ldr pc, %[pairs]\n\t"                                                                         \
+    "3:\n\t" FC_DOT4_PAIR4 FC_DOT4_PAIR4 FC_DOT4_PAIR4 FC_DOT4_PAIR4                                \
+    "ldr pc, %[after]\n\t"                                                                         \
+    "4:\n\t"                                                                                       \
+    "ldr r4, %[col_end]\n\t"                                                                       \
+    "cmp %[x], r4\n\t"                                                                             \
+    "bne 3b\n\t"                                                                                   \
+    "5:\n\t"
+/* the four int8 in a0..a3 packed into a0 */
+#define FC_GROUP_PACK                                                                              \
     "bfi %[a0], %[a1], #8, #8\n\t"                                                                 \
     "bfi %[a0], %[a2], #16, #8\n\t"                                                                \
-    "bfi %[a0], %[a3], #24, #8\n\t"                                                                \
-    "ldr %[xb], %[o]\n\t"                                                                          \
-    "str %[a0], [%[xb]], #4\n\t"                                                                   \
-    "str %[xb], %[o]\n\t"                                                                          \
-    "ldr %[xa], %[o_end]\n\t"                                                                      \
-    "cmp %[xb], %[xa]\n\t"                                                                         \
+    "bfi %[a0], %[a3], #24, #8\n\t"
+/* a0 -> output, next group */
+#define FC_GROUP_STORE                                                                             \
+    "ldr r5, %[o]\n\t"                                                                             \
+    "str %[a0], [r5], #4\n\t"                                                                      \
+    "str r5, %[o]\n\t"                                                                             \
+    "ldr r4, %[o_end]\n\t"                                                                         \
+    "cmp r5, r4\n\t"                                                                               \
     "bne 1b\n\t"
+#define FC_GROUP_TAIL FC_GROUP_PACK FC_GROUP_STORE
 #define FC_GROUP_OPERANDS                                                                          \
-    : [a0] "=&r"(a0), [a1] "=&r"(a1), [a2] "=&r"(a2), [a3] "=&r"(a3), [xa] "=&r"(xa),              \
-      [xb] "=&r"(xb), [x] "=&r"(x), [w] "+r"(w), [entry] "=m"(L->entry), [o] "+m"(L->o),           \
+    : [a0] "=&r"(a0), [a1] "=&r"(a1), [a2] "=&r"(a2), [a3] "=&r"(a3), [x] "=&r"(x), [w] "+r"(w),  \
+      [entry] "=m"(L->entry), [pairs] "=m"(L->pairs), [after] "=m"(L->after), [o] "+m"(L->o),     \
       [p] "+m"(L->p), [sc] "+m"(L->sc)                                                             \
-    : [xe] "r"(xe), [col] "m"(L->col), [skip] "m"(L->skip), [o_end] "m"(L->o_end),               \
-      [zp] "m"(L->zp)
+    : [col] "m"(L->col), [col_end] "m"(L->col_end), [skip] "m"(L->skip), [odd] "m"(L->odd),       \
+      [multi] "m"(L->multi), [o_end] "m"(L->o_end), [zp] "m"(L->zp)
 
 /* tflite: the next one-SMLAL record {m, e - 1, R low, R high, bias} (5 words
- * per channel, one LDM; the bias, already in A, lands unused in r12) requantizes
- * accumulator A (bias included); zero point in xa, 0x80000000 in x. */
+ * per channel, one LDM; the bias, already in A, lands unused in r11) requantizes
+ * accumulator A (bias included); zero point in r4, 0x80000000 in x. */
 #define FC_RQ_SMLAL(A)                                                                             \
-    "ldmia %[xb]!, {r8, r9, r10, r11, r12}\n\t"                                                    \
-    "smlal r10, r11, %[" A "], r8\n\t"                                                             \
+    "ldmia r5!, {r7, r8, r9, r10, r11}\n\t"                                                        \
+    "smlal r9, r10, %[" A "], r7\n\t"                                                              \
     "lsr %[" A "], %[" A "], #31\n\t"                                                              \
-    "smlal r10, r11, %[" A "], %[x]\n\t"                                                           \
-    "asr %[" A "], r11, r9\n\t"                                                                    \
-    "add %[" A "], %[" A "], %[xa]\n\t"                                                            \
+    "smlal r9, r10, %[" A "], %[x]\n\t"                                                            \
+    "asr %[" A "], r10, r8\n\t"                                                                    \
+    "add %[" A "], %[" A "], r4\n\t"                                                               \
     "ssat %[" A "], #8, %[" A "]\n\t"
 
 static inline __attribute__((always_inline)) const uint32_t *fc_groups_asm(fc_loop_t *L,
                                                                            const uint32_t *w,
-                                                                           const uint32_t *xe,
                                                                            int mode)
 {
-    uint32_t a0, a1, a2, a3, xa, xb;
+    uint32_t a0, a1, a2, a3;
     const uint32_t *x;
     if (mode == TINYAOT_RQ_SMLAL_SAT) {
         __asm__ volatile(FC_GROUP_HEAD
-                         "ldr %[xa], %[p]\n\t"
-                         "ldr %[a0], [%[xa], #16]\n\t"
-                         "ldr %[a1], [%[xa], #36]\n\t"
-                         "ldr %[a2], [%[xa], #56]\n\t"
-                         "ldr %[a3], [%[xa], #76]\n\t"
+                         "ldr r4, %[p]\n\t"
+                         "ldr %[a0], [r4, #16]\n\t"
+                         "ldr %[a1], [r4, #36]\n\t"
+                         "ldr %[a2], [r4, #56]\n\t"
+                         "ldr %[a3], [r4, #76]\n\t"
                          FC_GROUP_DOT
-                         "ldr %[xb], %[p]\n\t"
-                         "ldr %[xa], %[zp]\n\t"
+                         "ldr r5, %[p]\n\t"
+                         "ldr r4, %[zp]\n\t"
                          "mov %[x], #0x80000000\n\t"
                          FC_RQ_SMLAL("a0") FC_RQ_SMLAL("a1") FC_RQ_SMLAL("a2") FC_RQ_SMLAL("a3")
-                         "str %[xb], %[p]\n\t"
+                         "str r5, %[p]\n\t"
                          FC_GROUP_TAIL
                          FC_GROUP_OPERANDS
-                         : "r8", "r9", "r10", "r11", "r12", "cc", "memory");
+                         : "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "cc", "memory");
     }
 #if FC_VFP_ASM
-    if (mode == FC_RQ_ORT_SAT) { /* as fc_rq4_ort */
-        __asm__ volatile(FC_GROUP_HEAD
-                         "ldr %[xa], %[p]\n\t"
-                         "ldrd %[a0], %[a1], [%[xa]], #8\n\t"
-                         "ldrd %[a2], %[a3], [%[xa]], #8\n\t"
-                         "str %[xa], %[p]\n\t"
-                         FC_GROUP_DOT
-                         "ldr %[xa], %[sc]\n\t"
-                         "vmov s0, s1, %[a0], %[a1]\n\t"
-                         "vmov s2, s3, %[a2], %[a3]\n\t"
-                         "vldmia %[xa]!, {s4-s7}\n\t"
-                         "str %[xa], %[sc]\n\t"
-                         "vcvt.f32.s32 s0, s0\n\t"
-                         "vcvt.f32.s32 s1, s1\n\t"
-                         "vcvt.f32.s32 s2, s2\n\t"
-                         "vcvt.f32.s32 s3, s3\n\t"
-                         "vmul.f32 s0, s0, s4\n\t"
-                         "vmul.f32 s1, s1, s5\n\t"
-                         "vmul.f32 s2, s2, s6\n\t"
-                         "vmul.f32 s3, s3, s7\n\t"
-                         "vcvtr.s32.f32 s0, s0\n\t"
-                         "vcvtr.s32.f32 s1, s1\n\t"
-                         "vcvtr.s32.f32 s2, s2\n\t"
-                         "vcvtr.s32.f32 s3, s3\n\t"
-                         "vmov %[a0], %[a1], s0, s1\n\t"
-                         "vmov %[a2], %[a3], s2, s3\n\t"
-                         "ldr %[xa], %[zp]\n\t"
-                         "qadd %[a0], %[a0], %[xa]\n\t"
-                         "qadd %[a1], %[a1], %[xa]\n\t"
-                         "qadd %[a2], %[a2], %[xa]\n\t"
-                         "qadd %[a3], %[a3], %[xa]\n\t"
-                         "ssat %[a0], #8, %[a0]\n\t"
-                         "ssat %[a1], #8, %[a1]\n\t"
-                         "ssat %[a2], #8, %[a2]\n\t"
-                         "ssat %[a3], #8, %[a3]\n\t"
-                         FC_GROUP_TAIL
-                         FC_GROUP_OPERANDS
-                         : "r8", "r9", "r10", "r11", "s0", "s1", "s2", "s3", "s4", "s5", "s6", "s7",
-                           "cc", "memory");
+    if (mode == FC_RQ_ORT_SAT || mode == FC_RQ_ORT_USAT) { /* as fc_rq4_ort */
+#define FC_RQ_ORT_HEAD                                                                             \
+    "ldr r4, %[p]\n\t"                                                                             \
+    "ldrd %[a0], %[a1], [r4], #8\n\t"                                                              \
+    "ldrd %[a2], %[a3], [r4], #8\n\t"                                                              \
+    "str r4, %[p]\n\t"                                                                             \
+    FC_GROUP_DOT                                                                                   \
+    "ldr r4, %[sc]\n\t"                                                                            \
+    "vmov s0, s1, %[a0], %[a1]\n\t"                                                                \
+    "vmov s2, s3, %[a2], %[a3]\n\t"                                                                \
+    "vldmia r4!, {s4-s7}\n\t"                                                                      \
+    "str r4, %[sc]\n\t"                                                                            \
+    FC_ORT_ROUND4
+#define FC_RQ_ORT_CLOBBERS                                                                         \
+    : "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "s0", "s1", "s2", "s3", "s4", "s5", "s6",   \
+      "s7", "cc", "memory"
+        if (mode == FC_RQ_ORT_SAT) {
+            __asm__ volatile(FC_GROUP_HEAD FC_RQ_ORT_HEAD
+                             "ldr r4, %[zp]\n\t"
+                             "qadd %[a0], %[a0], r4\n\t"
+                             "qadd %[a1], %[a1], r4\n\t"
+                             "qadd %[a2], %[a2], r4\n\t"
+                             "qadd %[a3], %[a3], r4\n\t"
+                             "ssat %[a0], #8, %[a0]\n\t"
+                             "ssat %[a1], #8, %[a1]\n\t"
+                             "ssat %[a2], #8, %[a2]\n\t"
+                             "ssat %[a3], #8, %[a3]\n\t"
+                             FC_GROUP_TAIL
+                             FC_GROUP_OPERANDS FC_RQ_ORT_CLOBBERS);
+        } else { /* zero point -128: USAT to [0, 255], then each byte - 128 (EOR) */
+            __asm__ volatile(FC_GROUP_HEAD FC_RQ_ORT_HEAD
+                             "usat %[a0], #8, %[a0]\n\t"
+                             "usat %[a1], #8, %[a1]\n\t"
+                             "usat %[a2], #8, %[a2]\n\t"
+                             "usat %[a3], #8, %[a3]\n\t"
+                             FC_GROUP_PACK
+                             "eor %[a0], %[a0], #0x80808080\n\t"
+                             FC_GROUP_STORE
+                             FC_GROUP_OPERANDS FC_RQ_ORT_CLOBBERS);
+        }
+#undef FC_RQ_ORT_HEAD
+#undef FC_RQ_ORT_CLOBBERS
     }
 #endif
     return w;
 }
 #undef FC_GROUP_HEAD
-#undef FC_DOT4_QUAD8
+#undef FC_DOT4_Q
+#undef FC_DOT4_PAIR
+#undef FC_DOT4_PAIR4
 #undef FC_GROUP_DOT
 #undef FC_GROUP_TAIL
+#undef FC_GROUP_PACK
+#undef FC_GROUP_STORE
 #undef FC_GROUP_OPERANDS
 #undef FC_RQ_SMLAL
 #endif
 #undef FC_DOT4_QUAD
+
+/* One input row minus its zero point into the int16 column (quads of 2
+ * words): tinyaot_widen_run, with the bulk of a word-aligned row in asm, 16
+ * values per loop pass (one LDM, eight SXTAB16, two STM: 13 instructions
+ * instead of 32). */
+static inline __attribute__((always_inline)) void fc_widen(const int8_t *src, int32_t n,
+                                                           uint32_t *dst, uint32_t off,
+                                                           int32_t in_zp)
+{
+#if FC_ASM
+    if (n >= 16 && ((uintptr_t)src & 3u) == 0) {
+        const int8_t *end = src + (n & ~15);
+        __asm__ volatile("1:\n\t"
+                         "ldmia %[s]!, {r8, r9, r10, r11}\n\t"
+                         "sxtab16 r4, %[off], r8\n\t"
+                         "sxtab16 r5, %[off], r8, ror #8\n\t"
+                         "sxtab16 r6, %[off], r9\n\t"
+                         "sxtab16 r7, %[off], r9, ror #8\n\t"
+                         "stmia %[d]!, {r4, r5, r6, r7}\n\t"
+                         "sxtab16 r4, %[off], r10\n\t"
+                         "sxtab16 r5, %[off], r10, ror #8\n\t"
+                         "sxtab16 r6, %[off], r11\n\t"
+                         "sxtab16 r7, %[off], r11, ror #8\n\t"
+                         "stmia %[d]!, {r4, r5, r6, r7}\n\t"
+                         "cmp %[s], %[e]\n\t"
+                         "bne 1b"
+                         : [s] "+r"(src), [d] "+r"(dst)
+                         : [e] "r"(end), [off] "r"(off)
+                         : "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "memory", "cc");
+        n &= 15;
+        if (n == 0) {
+            return;
+        }
+    }
+#endif
+    tinyaot_widen_run(src, n, dst, 2, off, in_zp);
+}
 
 /* One widened column -> out_features int8. */
 static inline __attribute__((always_inline)) void fc_column(const uint32_t *col, int32_t nq,
@@ -360,16 +452,25 @@ static inline __attribute__((always_inline)) void fc_column(const uint32_t *col,
 #if FC_ASM
         if (out_features >= 4) {
             fc_loop_t L;
+            const uint32_t pairs = (uint32_t)nq >> 1;
             ch = out_features & ~3;
             L.col = col;
-            L.skip = (uint32_t)((FC_GROUP_UNROLL - nq % FC_GROUP_UNROLL) % FC_GROUP_UNROLL) * 44u +
-                     1u;
+            L.col_end = col + 2 * nq;
+            /* no pair: straight to the loop's end test */
+            L.skip = (pairs ? (FC_PAIR_UNROLL - pairs % FC_PAIR_UNROLL) % FC_PAIR_UNROLL
+                            : FC_PAIR_UNROLL) * FC_PAIR_BYTES + 1u;
+            L.odd = (uint32_t)nq & 1u;
+            L.multi = pairs > FC_PAIR_UNROLL;
             L.o = o;
             L.o_end = o + ch;
             L.p = mode == TINYAOT_RQ_SMLAL_SAT ? rq->rq : rq->bias;
             L.sc = rq->scale;
             L.zp = rq->zp;
-            w = fc_groups_asm(&L, w, col + 2 * nq, mode);
+            if (mode == FC_RQ_ORT_SAT && rq->zp == -128) {
+                w = fc_groups_asm(&L, w, FC_RQ_ORT_USAT);
+            } else {
+                w = fc_groups_asm(&L, w, mode);
+            }
         }
 #endif
     } else {
@@ -409,7 +510,7 @@ int tinyaot_fully_connected_fast_s8(int32_t rows, int32_t in_features, int32_t o
     }
     for (int32_t r = 0; r < rows; ++r) {
         int8_t *o = output + r * out_features;
-        tinyaot_widen_run(input + r * in_features, in_features, scratch, 2, off, q->in_zp);
+        fc_widen(input + r * in_features, in_features, scratch, off, q->in_zp);
         switch (rq.mode) {
         case TINYAOT_RQ_ORT:
             if (rq.lo <= -128 && rq.hi >= 127) {
