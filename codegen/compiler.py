@@ -39,10 +39,13 @@ def _ort_threads(v):
 
 def compile_model(path, numerics="ort", name=None, input_shapes=None, dump=None,
                   hooks=False, io_buffers="arena", search_order=True, integrity=None,
-                  io="int8", depthwise_inplace=False, ort_threads=1) -> Compiled:
+                  io="int8", depthwise_inplace=False, ort_threads=1,
+                  optimize="speed") -> Compiled:
     if numerics not in NUMERICS:
         raise TinyAotError(f"unknown numerics '{numerics}' (choose from {', '.join(NUMERICS)})")
     ort_threads = _ort_threads(ort_threads)
+    from .passes.optimize import check_optimize, optimize_for_size
+    check_optimize(optimize)
     g = load_model(path, input_shapes)
     from .frontend.limits import check_graph_limits, check_plan_limits, ort_rejects
     check_graph_limits(g, path)  # one input/output, 32-bit tensor sizes
@@ -58,6 +61,10 @@ def compile_model(path, numerics="ort", name=None, input_shapes=None, dump=None,
             from .passes.ort_paths import mark_ort_int8_resizes
             mark_ort_int8_resizes(g, path)  # Resize on int8 or in float (DQ -> Resize -> Q)
     run_passes(g, dump=dump)
+    if optimize == "size":  # passes/optimize.py: int8 weights, portable kernels
+        optimize_for_size(g)
+        if dump:
+            dump("optimize size (int8 weights in flash)", g)
     if io_buffers not in ("user", "arena"):
         raise TinyAotError(f"unknown --io-buffers '{io_buffers}' (choose from user, arena)")
     order_info = None
@@ -69,7 +76,7 @@ def compile_model(path, numerics="ort", name=None, input_shapes=None, dump=None,
         return plan_arena(gr, io_buffers=io_buffers)
 
     plan = plain(g)
-    if numerics == "ort":  # float convs: a float input copy only where it costs no arena
+    if numerics == "ort" and optimize == "speed":  # float convs: a float input copy only where it costs no arena
         from .planner.float_conv_scratch import plan_float_conv_scratch
         plan = plan_float_conv_scratch(g, plan, plain)
     if depthwise_inplace:  # planner/depthwise_inplace.py: a planner option, off by default
@@ -83,7 +90,8 @@ def compile_model(path, numerics="ort", name=None, input_shapes=None, dump=None,
         for n in g.nodes:
             guard.node = n.name
             params[n.name] = prepare_node(g, n, numerics)
-    module = emit_c(g, plan, params, numerics, name or model_name(path), hooks=hooks)
+    module = emit_c(g, plan, params, numerics, name or model_name(path), hooks=hooks,
+                    optimize=optimize)
     from .backend.float_io import IO_MODES, add_float_io
     if io not in IO_MODES:
         raise TinyAotError(f"unknown --io '{io}' (choose from {', '.join(IO_MODES)})")
@@ -94,6 +102,7 @@ def compile_model(path, numerics="ort", name=None, input_shapes=None, dump=None,
         "model": os.path.basename(str(path)),
         "name": module.name,
         "numerics": numerics,
+        "optimize": optimize,
         "arena_bytes": plan.size,
         "arena_lower_bound_bytes": plan.lower_bound,
         "weights_bytes": module.weights_bytes,
