@@ -50,7 +50,7 @@ def bench_jobs(numerics=("ort", "tflite")):
 
 
 def run_bench(board="qemu-m4", out_dir=None, numerics=("ort", "tflite"), log=print,
-              tick=lambda n=1: None):
+              tick=lambda n=1: None, optimize="speed"):
     rows = []
     for key, stem, num in bench_jobs(numerics):
         model = Path(str(stem) + ".onnx")
@@ -61,11 +61,11 @@ def run_bench(board="qemu-m4", out_dir=None, numerics=("ort", "tflite"), log=pri
             tick()
             continue
         gkey = KEYS[num] if key not in OWN_MODELS else "outputs"
-        r = verify_model(model, golden, board=board, numerics=num, key=gkey)
+        r = verify_model(model, golden, board=board, numerics=num, key=gkey, optimize=optimize)
         tflm = TFLM_CMSIS_NN.get(key)
         ins = r["instructions_per_inference"]
         row = {
-            "model": key, "numerics": num, "board": board,
+            "model": key, "numerics": num, "board": board, "optimize": optimize,
             "instructions": ins, "macs": r["macs"],
             "mac_per_instruction": round(r["macs"] / ins, 3) if ins else None,
             "arena_bytes": r["arena_bytes"], "arena_lower_bound": r["arena_lower_bound_bytes"],

@@ -5,7 +5,7 @@ import json
 import os
 import shutil
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from . import __version__
 from .backend import emit_c
@@ -25,6 +25,8 @@ class Compiled:
     module: object
     numerics: str
     report: dict
+    # compile_model's arguments (tools/budget.py recompiles with --optimize size for its hint)
+    options: dict = field(default_factory=dict)
 
 
 def model_name(path) -> str:
@@ -121,7 +123,9 @@ def compile_model(path, numerics="ort", name=None, input_shapes=None, dump=None,
     if integrity:  # integrity.py: <name>_verify() recomputes a digest of the weights
         from .integrity import add_integrity
         report["integrity"] = add_integrity(module, integrity)
-    return Compiled(g, plan, params, module, numerics, report)
+    options = {"path": path, "numerics": numerics, "input_shapes": input_shapes,
+               "io_buffers": io_buffers, "ort_threads": ort_threads, "optimize": optimize}
+    return Compiled(g, plan, params, module, numerics, report, options)
 
 
 def write_outputs(c: Compiled, out_dir):
