@@ -37,8 +37,9 @@ def _dims4(shape):
 
 
 class _Emitter:
-    def __init__(self, g: Graph, plan, params, numerics, name):
+    def __init__(self, g: Graph, plan, params, numerics, name, optimize="speed"):
         self.g = g
+        self.optimize = optimize  # size: tinyaot_add_s8 without tables (passes/optimize.py)
         self.plan = plan
         self.params = params
         self.numerics = numerics
@@ -376,30 +377,33 @@ class _Emitter:
             stride, rows = 1, y.size // b.size
         else:
             raise NotImplementedError("Add broadcasting other than a scalar or a constant row")
+        speed = self.optimize == "speed"  # size: tinyaot_add_s8 computes what the tables hold
+        luts = "NULL, NULL, NULL"
         if "a_scale" in p:
             from .fast_pack import ort_add_tables
 
             mode = p.get("mode", 1)  # 1: DQ -> float add -> Q; 2: MLAS QLinearAdd
-            tables = ort_add_tables(p, stride == 0)
-            luts = ("NULL, NULL" if tables is None else
-                    f"{self.const('int32_t', f'{lid}_alut', tables[0])}, "
-                    f"{self.const('int32_t', f'{lid}_blut', tables[1])}")
+            tables = ort_add_tables(p, stride == 0) if speed else None
+            if tables is not None:
+                luts = (f"{self.const('int32_t', f'{lid}_alut', tables[0])}, "
+                        f"{self.const('int32_t', f'{lid}_blut', tables[1])}, NULL")
             fields = (f"{p['a_zp']}, {p['b_zp']}, {p['out_zp']}, {p['act_min']}, {p['act_max']}, "
                       f"{c_float(p['a_scale'])}, {c_float(p['b_scale'])}, "
                       f"{c_float(p.get('out_scale', 0.0))}, {mode}, 0, 0, 0, 0, 0, 0, 0, "
-                      f"{c_float(p.get('qlinear_fixed', 0.0))}, {p.get('u8_shift', 0)}, {luts}, NULL")
+                      f"{c_float(p.get('qlinear_fixed', 0.0))}, {p.get('u8_shift', 0)}, {luts}")
         else:
             from .fast_pack import add_tables
 
-            a_lut, b_lut, out_rq = add_tables(p)
-            luts = (f"{self.const('int32_t', f'{lid}_alut', a_lut)}, "
-                    f"{self.const('int32_t', f'{lid}_blut', b_lut)}, "
-                    + ("NULL" if out_rq is None else self.const("int32_t", f"{lid}_orq", out_rq)))
+            if speed:
+                a_lut, b_lut, out_rq = add_tables(p)
+                luts = (f"{self.const('int32_t', f'{lid}_alut', a_lut)}, "
+                        f"{self.const('int32_t', f'{lid}_blut', b_lut)}, "
+                        + ("NULL" if out_rq is None else self.const("int32_t", f"{lid}_orq", out_rq)))
             fields = (f"{p['a_zp']}, {p['b_zp']}, {p['out_zp']}, {p['act_min']}, {p['act_max']}, "
                       f"0.0f, 0.0f, 0.0f, 0, {p['left_shift']}, {p['a_mult']}, {p['a_shift']}, "
                       f"{p['b_mult']}, {p['b_shift']}, {p['out_mult']}, {p['out_shift']}, 0.0f, 0, {luts}")
         self.consts.append(f"static const tinyaot_add_params_t {lid}_p = {{ {fields} }};\n")
-        kernel = "tinyaot_add_fast_s8"
+        kernel = "tinyaot_add_fast_s8" if speed else "tinyaot_add_s8"
         if "a_scale" in p:  # ort: the fast kernel falls back to it without tables
             self.kernels.add("tinyaot_add_s8")
         info["kernel"] = kernel
@@ -474,7 +478,7 @@ def emit_c(g: Graph, plan, params, numerics, name=None, hooks=False, optimize="s
     name = c_ident(name or g.name)
     if len(g.inputs) != 1 or len(g.outputs) != 1:
         raise NotImplementedError("exactly one input and one output are supported")
-    em = _Emitter(g, plan, params, numerics, name)
+    em = _Emitter(g, plan, params, numerics, name, optimize)
     for i, n in enumerate(g.nodes):
         em.emit_node(i, n)
         if hooks:

@@ -7,6 +7,9 @@
 
 #include <stdint.h>
 
+#include "tinyaot_kernels.h"
+#include "tinyaot_requant.h"
+
 /* DequantizeLinear of an int8 weight, float(q) * scale: one exact conversion
  * and one rounded multiply, the same float32 the speed kernels store. */
 static inline float tinyaot_w8_dequant(int8_t q, float scale)
@@ -38,6 +41,18 @@ static inline void tinyaot_w8_lanes8(const float *x, const int8_t *wq, float ws,
     for (int32_t k = k0; k < k1; ++k) {
         lane[(k - k0) & 7] = lane[(k - k0) & 7] + x[k] * tinyaot_w8_dequant(wq[k], ws);
     }
+}
+
+/* QuantizeLinear of a layer's float output: branch-free on an FPU (the
+ * instruction count stays input-independent); a test that defines
+ * tinyaot_quantize_f32 (to capture the float) gets that instead. */
+static inline int8_t tinyaot_w8_quantize(float y, const tinyaot_float_conv_t *p)
+{
+#ifdef tinyaot_quantize_f32
+    return tinyaot_quantize_f32(y, p->out_scale, p->out_zp, p->act_min, p->act_max);
+#else
+    return tinyaot_quantize_f32_fpu(y, p->out_scale, p->out_zp, p->act_min, p->act_max);
+#endif
 }
 
 #endif

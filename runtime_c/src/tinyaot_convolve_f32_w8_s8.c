@@ -16,8 +16,6 @@
 #include <math.h>
 
 #include "tinyaot_f32_w8.h"
-#include "tinyaot_kernels.h"
-#include "tinyaot_requant.h"
 
 enum { KIND_FMA = 0, KIND_M1 = 1, KIND_M1TB = 2 }; /* mlas_conv_order.KINDS */
 
@@ -109,8 +107,7 @@ int tinyaot_convolve_f32_w8_s8(const tinyaot_conv_dims_t *d, const tinyaot_float
                     const int32_t oc = g * cout_g + m;
                     const float y = seg_sum(seg, m, n, scratch, p->filter + oc * k,
                                             p->filter_scale[oc]) + p->bias_f[oc];
-                    output[n * d->out_c + oc] = tinyaot_quantize_f32_fpu(
-                        y, p->out_scale, p->out_zp, p->act_min, p->act_max);
+                    output[n * d->out_c + oc] = tinyaot_w8_quantize(y, p);
                 }
             }
         }

@@ -8,8 +8,6 @@
 #include <math.h>
 
 #include "tinyaot_f32_w8.h"
-#include "tinyaot_kernels.h"
-#include "tinyaot_requant.h"
 
 int32_t tinyaot_fully_connected_f32_w8_s8_get_buffer_size(int32_t in_features)
 {
@@ -87,8 +85,7 @@ int tinyaot_fully_connected_f32_w8_s8(int32_t rows, int32_t in_features, int32_t
             } else {
                 t = kblock(scratch, w, ws, k, k_block, p->bias_f[o]);
             }
-            output[r * n + o] = tinyaot_quantize_f32_fpu(t, p->out_scale, p->out_zp, p->act_min,
-                                                         p->act_max);
+            output[r * n + o] = tinyaot_w8_quantize(t, p);
         }
     }
     return TINYAOT_OK;
