@@ -300,3 +300,41 @@ def test_hint_for_tflite_too(tmp_path, capsys):
     assert "try --optimize size" in capsys.readouterr().err
     assert main(["compile", str(model), "--numerics", "tflite", "--board", "qemu-m55",
                  "--optimize", "size", "-o", str(tmp_path / "o")]) == 0
+
+
+# ------------------------------------------------------------------ sanitizers, strict warnings
+
+@pytest.mark.parametrize("key,numerics", [("ad01", "ort"), ("sww01", "ort"), ("ic01", "ort"),
+                                          ("kws01", "tflite")])
+def test_size_c_under_asan_ubsan_and_strict_warnings(key, numerics, tmp_path):
+    """The size build's generated C and kernels: -Wconversion -Wshadow clean, and bit-exact
+    under AddressSanitizer + UBSan (sww01: the M=1 / transpose-B segments)."""
+    import os
+    import subprocess
+    from pathlib import Path
+
+    from codegen.compiler import write_outputs
+    from test_sanitizers import (BASE_FLAGS, MAIN_C, RUNTIME_INC, RUNTIME_SRCS, SAN_ENV,
+                                 SAN_FLAGS, _need_gcc, _strict_compile)
+    _need_gcc()
+    model, golden = shared_model(key)
+    c = compile_model(model, numerics=numerics, optimize="size")
+    inputs, expected = load_golden(golden, default_golden_key(golden, numerics))
+    gen = Path(write_outputs(c, tmp_path / "gen"))
+    name = c.module.name
+    used = [s for s in RUNTIME_SRCS if s.stem in c.module.kernels]
+    assert _strict_compile([gen / f"{name}.c", *used], [RUNTIME_INC, gen], tmp_path) == []
+    (gen / "main.c").write_text(MAIN_C.format(name=name, NAME=name.upper()))
+    exe = tmp_path / "size_asan"
+    p = subprocess.run(["gcc", *SAN_FLAGS, *BASE_FLAGS, f"-I{RUNTIME_INC}", f"-I{gen}",
+                        str(gen / f"{name}.c"), str(gen / "main.c"), *map(str, RUNTIME_SRCS),
+                        "-lm", "-o", str(exe)], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr[-3000:]
+    flat = np.ascontiguousarray(inputs.astype(np.int8).reshape(len(inputs), -1))
+    fin, fout = tmp_path / "in.bin", tmp_path / "out.bin"
+    fin.write_bytes(flat.tobytes())
+    p = subprocess.run([str(exe), str(fin), str(fout), str(len(flat))], capture_output=True,
+                       text=True, env=dict(os.environ, **SAN_ENV), timeout=300)
+    assert p.returncode == 0 and (p.stdout + p.stderr).strip() == "", (p.stdout + p.stderr)[-3000:]
+    outs = np.frombuffer(fout.read_bytes(), dtype=np.int8)
+    np.testing.assert_array_equal(outs.reshape(expected.shape), expected.astype(np.int8))
