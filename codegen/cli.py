@@ -104,7 +104,8 @@ def cmd_run(a):
 
 def print_report(r, file=sys.stdout):
     p = lambda s: print(s, file=file)  # noqa: E731
-    p(f"model        {r['model']}  ({r['name']}, numerics {r['numerics']})")
+    opt = "" if r.get("optimize", "speed") == "speed" else f", optimize {r['optimize']}"
+    p(f"model        {r['model']}  ({r['name']}, numerics {r['numerics']}{opt})")
     p(f"board        {r['board']}")
     io = ("input and output inside" if r.get("io_buffers") == "arena"
           else "input and output in the caller's buffers")

@@ -46,7 +46,7 @@ def with_hooks(c: Compiled) -> Compiled:
     """The same compiled model, re-emitted with TINYAOT_TRACE/PROFILE hooks."""
     module = emit_c(c.graph, c.plan, c.params, c.numerics, c.module.name, hooks=True,
                     optimize=c.report.get("optimize", "speed"))
-    return Compiled(c.graph, c.plan, c.params, module, c.numerics, c.report)
+    return Compiled(c.graph, c.plan, c.params, module, c.numerics, c.report, c.options)
 
 
 @contextlib.contextmanager
