@@ -29,22 +29,14 @@ from codegen.backend.conv_f32_pack import segment_words
 from codegen.verify import default_golden_key, load_golden, run_model, verify_model
 
 from conftest import require_arm_toolchain, shared_model
-from kernel_ffi import capture_library
+from kernel_ffi import (CAPTURE_QUANTIZE_C, CONV_F32_STRUCTS_CDEF, capture_library,
+                        conv_dims_fields)
 from test_conv_float_order import SHAPES, ort_case
 from test_fc_float_order import bits_differ, cases, reference
 
 F32 = np.float32
 
-CAPTURE_C = r"""
-#include "tinyaot_requant.h"
-static float *cap_;
-static int8_t capture_f32(float x, float s, int32_t zp, int32_t lo, int32_t hi)
-{
-    (void)s; (void)zp; (void)lo; (void)hi;
-    *cap_++ = x;
-    return 0;
-}
-#define tinyaot_quantize_f32 capture_f32
+CAPTURE_C = CAPTURE_QUANTIZE_C + r"""
 #include "tinyaot_convolve_f32_w8_s8.c"
 #include "tinyaot_fully_connected_f32_w8_s8.c"
 int conv_capture(const tinyaot_conv_dims_t *d, const tinyaot_float_conv_t *p,
@@ -64,12 +56,7 @@ int fc_capture(int32_t rows, int32_t k, int32_t n, int32_t order, int32_t k_bloc
 }
 """
 
-CDEF = """
-typedef struct { int32_t in_h, in_w, in_c, out_h, out_w, out_c, k_h, k_w, stride_h, stride_w,
-                 dil_h, dil_w, pad_top, pad_left, groups; } tinyaot_conv_dims_t;
-typedef struct { float in_scale; int32_t in_zp; float out_scale; int32_t out_zp;
-                 int32_t act_min, act_max; const int8_t *filter; const float *filter_scale;
-                 const float *bias_f; } tinyaot_float_conv_t;
+CDEF = CONV_F32_STRUCTS_CDEF + """
 int conv_capture(const tinyaot_conv_dims_t *d, const tinyaot_float_conv_t *p,
                  const int32_t *seg, int32_t nseg, const int8_t *input, float *scratch,
                  int8_t *output, float *y);
@@ -97,13 +84,11 @@ def _float_params(ffi, keep, sx, zx, wq, ws, bf):
 def conv_w8_float(w8_lib, x, wt, bf, sx, zx, attrs, out_shape):
     """The size conv kernel's float y (bias included), NCHW, from the int8 weights."""
     ffi, lib = w8_lib
-    _, cin, h, w = x.shape
+    _, cin, _, _ = x.shape
     _, cout, oh, ow = out_shape
     group = attrs["group"]
     kh, kw = attrs["kernel"]
-    dims = ffi.new("tinyaot_conv_dims_t *", [h, w, cin, oh, ow, cout, kh, kw,
-                                             *attrs["strides"], *attrs["dilations"],
-                                             attrs["pads"][0], attrs["pads"][1], group])
+    dims = ffi.new("tinyaot_conv_dims_t *", conv_dims_fields(x.shape, out_shape, attrs))
     keep = []
     fp = _float_params(ffi, keep, sx, zx, wt.data, np.broadcast_to(wt.q.scale, (cout,)), bf)
     words, nseg = segment_words(x.shape, out_shape, attrs)
