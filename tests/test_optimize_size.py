@@ -323,3 +323,76 @@ def test_size_c_under_asan_ubsan_and_strict_warnings(key, numerics, tmp_path):
     assert p.returncode == 0 and (p.stdout + p.stderr).strip() == "", (p.stdout + p.stderr)[-3000:]
     outs = np.frombuffer(fout.read_bytes(), dtype=np.int8)
     np.testing.assert_array_equal(outs.reshape(expected.shape), expected.astype(np.int8))
+
+
+# ------------------------------------------------------------------ integer int8-weight kernels
+
+def _requant_fields(rng, cout, in_zp, numerics):
+    """tinyaot_requant_t fields and the reference's p for one layer."""
+    bias = rng.integers(-5000, 5000, cout).astype(np.int32)
+    p = {"in_zp": in_zp, "out_zp": int(rng.integers(-10, 10)), "act_min": -128, "act_max": 127,
+         "bias": bias}
+    q = {"in_zp": in_zp, "out_zp": p["out_zp"], "act_min": -128, "act_max": 127, "bias": bias,
+         "scale": None, "mult": None, "shift": None, "post_bias": None, "out_scale": 0.0,
+         "rq": None}
+    if numerics == "ort":
+        p["scale"] = q["scale"] = rng.uniform(1e-4, 4e-3, cout).astype(F32)
+    else:
+        p["mult"] = q["mult"] = rng.integers(1 << 30, (1 << 31) - 1, cout).astype(np.int32)
+        p["shift"] = q["shift"] = rng.integers(-11, -6, cout).astype(np.int32)
+    return q, p
+
+
+# (cin, cout, hw, kernel, strides, pads (t, l, b, r), dilations): K % 4 = 0..3,
+# padding on every side, strides, dilation, one pixel, K = 1
+INT_SHAPES = [(1, 64, (49, 10), (10, 4), (2, 2), (4, 1, 5, 1), (1, 1)),
+              (64, 64, (5, 5), (1, 1), (1, 1), (0, 0, 0, 0), (1, 1)),
+              (3, 8, (12, 12), (3, 3), (2, 2), (0, 0, 1, 1), (1, 1)),
+              (5, 7, (9, 8), (3, 2), (1, 2), (1, 0, 2, 1), (2, 1)),
+              (6, 3, (4, 4), (1, 1), (1, 1), (0, 0, 0, 0), (1, 1)),
+              (1, 2, (3, 3), (1, 1), (1, 1), (1, 1, 1, 1), (1, 1)),
+              (13, 9, (3, 3), (3, 3), (1, 1), (0, 0, 0, 0), (1, 1))]
+
+
+@pytest.mark.parametrize("numerics", ["ort", "tflite"])
+def test_int_w8_kernels_equal_the_numpy_reference(numerics):
+    """tinyaot_convolve_w8_s8 / tinyaot_fully_connected_w8_s8 (host: the portable
+    intrinsics) against codegen/reference/ops (numpy int64 sums, both requantizations)."""
+    import kernel_ffi as kf
+    from codegen.reference import ops
+    rng = np.random.default_rng(5 if numerics == "ort" else 6)
+    for cin, cout, hw, k, s, pads, d in INT_SHAPES:
+        attrs = {"kernel": k, "strides": s, "pads": pads, "dilations": d, "group": 1}
+        x = rng.integers(-128, 128, (1, cin) + hw).astype(np.int8)
+        w = rng.integers(-127, 128, (cout, cin) + k).astype(np.int8)
+        q, p = _requant_fields(rng, cout, int(rng.integers(-128, 128)), numerics)
+        want = ops.conv2d(x, w, attrs, p, numerics)[0]           # [cout, oh, ow]
+        oh, ow = want.shape[1:]
+        keep = []
+        dims = dict(zip(kf.struct_fields("tinyaot_conv_dims_t"),
+                        conv_dims_fields(x.shape, (1, cout, oh, ow), attrs)))
+        dp = kf.new_struct("tinyaot_conv_dims_t", dims, keep)
+        nbytes = kf.kernels().lib.tinyaot_convolve_w8_s8_get_buffer_size(dp)
+        assert nbytes == 2 * cin * k[0] * k[1]
+        scratch = np.zeros(nbytes // 2 + 1, np.int16)
+        out = kf.OutBuf(oh * ow * cout, rng)
+        kf._call("tinyaot_convolve_w8_s8", dp, kf.new_struct("tinyaot_requant_t", q, keep),
+                 kf.cbuf(x[0].transpose(1, 2, 0), np.int8, keep),
+                 kf.cbuf(w.transpose(0, 2, 3, 1), np.int8, keep),
+                 kf.ffi.from_buffer("int16_t[]", scratch), out.ptr)
+        got = out.result("tinyaot_convolve_w8_s8").reshape(oh, ow, cout).transpose(2, 0, 1)
+        np.testing.assert_array_equal(got, want, err_msg=f"conv {cin, cout, hw, k}")
+        # the same weights as a fully connected layer over rows of K inputs
+        kk = cin * k[0] * k[1]
+        rows = 3
+        xf = rng.integers(-128, 128, (rows, kk)).astype(np.int8)
+        wf = w.reshape(cout, kk)
+        want = ops.fully_connected(xf, wf, p, numerics)
+        scratch = np.zeros(kk + 1, np.int16)
+        out = kf.OutBuf(rows * cout, rng)
+        assert kf.kernels().lib.tinyaot_fully_connected_w8_s8_get_buffer_size(kk) == 2 * kk
+        kf._call("tinyaot_fully_connected_w8_s8", rows, kk, cout,
+                 kf.new_struct("tinyaot_requant_t", q, keep), kf.cbuf(xf, np.int8, keep),
+                 kf.cbuf(wf, np.int8, keep), kf.ffi.from_buffer("int16_t[]", scratch), out.ptr)
+        np.testing.assert_array_equal(out.result("fc").reshape(rows, cout), want,
+                                      err_msg=f"fc {kk, cout}")

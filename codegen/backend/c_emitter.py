@@ -257,6 +257,10 @@ class _Emitter:
             from .size_kernels import emit_conv_w8
             emit_conv_w8(self, lid, n, p, info, dims)
             return
+        if n.attrs.get("int_w8"):  # --optimize size, integer conv
+            from .size_kernels import emit_conv_int_w8
+            emit_conv_int_w8(self, lid, n, p, info, dims)
+            return
         if n.attrs.get("ort_float"):
             from .conv_f32_pack import emit_plan
             scratch, tiles = emit_plan(self, lid, n, w, p)
@@ -296,6 +300,10 @@ class _Emitter:
         if n.attrs.get("f32_w8"):  # --optimize size (passes/optimize.py)
             from .size_kernels import emit_fc_w8
             emit_fc_w8(self, lid, n, p, info, rows)
+            return
+        if n.attrs.get("int_w8"):  # --optimize size, integer FC
+            from .size_kernels import emit_fc_int_w8
+            emit_fc_int_w8(self, lid, n, p, info, rows)
             return
         if n.attrs.get("ort_float"):
             self.emit_fc_float(lid, n, p, info, rows)

@@ -188,6 +188,19 @@ int tinyaot_fully_connected_f32_w8_s8(int32_t rows, int32_t in_features, int32_t
                                       float *scratch, int8_t *output);
 int32_t tinyaot_fully_connected_f32_w8_s8_get_buffer_size(int32_t in_features);
 
+/* --optimize size, integer layers: tinyaot_convolve_s8 (groups 1) and
+ * tinyaot_fully_connected_s8 with the same arguments and integers, plus an
+ * int16 scratch of *_get_buffer_size bytes (one column / row, 4-byte
+ * aligned): 4 MACs per weight word with the DSP extension, weights int8. */
+int tinyaot_convolve_w8_s8(const tinyaot_conv_dims_t *d, const tinyaot_requant_t *q,
+                           const int8_t *input, const int8_t *filter, int16_t *scratch,
+                           int8_t *output);
+int32_t tinyaot_convolve_w8_s8_get_buffer_size(const tinyaot_conv_dims_t *d);
+int tinyaot_fully_connected_w8_s8(int32_t rows, int32_t in_features, int32_t out_features,
+                                  const tinyaot_requant_t *q, const int8_t *input,
+                                  const int8_t *weights, int16_t *scratch, int8_t *output);
+int32_t tinyaot_fully_connected_w8_s8_get_buffer_size(int32_t in_features);
+
 typedef struct {
     int32_t a_zp, b_zp, out_zp;
     int32_t act_min, act_max;
