@@ -396,3 +396,36 @@ def test_int_w8_kernels_equal_the_numpy_reference(numerics):
                  kf.cbuf(wf, np.int8, keep), kf.ffi.from_buffer("int16_t[]", scratch), out.ptr)
         np.testing.assert_array_equal(out.result("fc").reshape(rows, cout), want,
                                       err_msg=f"fc {kk, cout}")
+
+
+# (cin, multiplier, hw, kernel, strides, pads, dilations)
+DW_SHAPES = [(8, 1, (12, 12), (3, 3), (1, 1), (1, 1, 1, 1), (1, 1)),
+             (16, 1, (1, 49), (1, 5), (1, 1), (0, 2, 0, 2), (1, 1)),
+             (12, 2, (9, 7), (3, 3), (2, 2), (0, 1, 2, 0), (1, 1)),
+             (4, 1, (10, 10), (3, 3), (1, 1), (2, 2, 2, 2), (2, 2)),
+             (8, 1, (3, 3), (5, 5), (1, 1), (2, 2, 2, 2), (1, 1))]   # window wider than the input
+
+
+@pytest.mark.parametrize("numerics", ["ort", "tflite"])
+def test_depthwise_w8_equals_the_numpy_reference(numerics):
+    import kernel_ffi as kf
+    from codegen.reference import ops
+    rng = np.random.default_rng(9 if numerics == "ort" else 10)
+    for cin, mult, hw, k, s, pads, d in DW_SHAPES:
+        cout = cin * mult
+        attrs = {"kernel": k, "strides": s, "pads": pads, "dilations": d, "group": cin}
+        x = rng.integers(-128, 128, (1, cin) + hw).astype(np.int8)
+        w = rng.integers(-127, 128, (cout, 1) + k).astype(np.int8)
+        q, p = _requant_fields(rng, cout, int(rng.integers(-128, 128)), numerics)
+        want = ops.conv2d(x, w, attrs, p, numerics)[0]
+        oh, ow = want.shape[1:]
+        keep = []
+        dims = dict(zip(kf.struct_fields("tinyaot_conv_dims_t"),
+                        conv_dims_fields(x.shape, (1, cout, oh, ow), attrs)))
+        out = kf.OutBuf(oh * ow * cout, rng)
+        kf._call("tinyaot_depthwise_conv_w8_s8", kf.new_struct("tinyaot_conv_dims_t", dims, keep),
+                 kf.new_struct("tinyaot_requant_t", q, keep),
+                 kf.cbuf(x[0].transpose(1, 2, 0), np.int8, keep),
+                 kf.cbuf(w[:, 0].transpose(1, 2, 0), np.int8, keep), out.ptr)
+        got = out.result("tinyaot_depthwise_conv_w8_s8").reshape(oh, ow, cout).transpose(2, 0, 1)
+        np.testing.assert_array_equal(got, want, err_msg=f"depthwise {cin, mult, hw, k}")

@@ -257,7 +257,7 @@ class _Emitter:
             from .size_kernels import emit_conv_w8
             emit_conv_w8(self, lid, n, p, info, dims)
             return
-        if n.attrs.get("int_w8"):  # --optimize size, integer conv
+        if n.attrs.get("int_w8") and not self.in_place(n):  # --optimize size, integer conv
             from .size_kernels import emit_conv_int_w8
             emit_conv_int_w8(self, lid, n, p, info, dims)
             return

@@ -42,6 +42,11 @@ def emit_fc_w8(em, lid, n, p, info, rows):
 def emit_conv_int_w8(em, lid, n, p, info, dims):
     x, w, y = (em.g.tensors[t] for t in (n.inputs[0], n.inputs[1], n.outputs[0]))
     q = em.requant(lid, p)
+    if n.attrs["int_w8"] == "depthwise":  # [k_h][k_w][c], no scratch
+        filt = em.const("int8_t", f"{lid}_w", w.data[:, 0].transpose(1, 2, 0), align=4)
+        info["kernel"] = "tinyaot_depthwise_conv_w8_s8"
+        em.call(info["kernel"], [dims, q, em.ptr(x.name), filt, em.ptr(y.name)])
+        return
     filt = em.const("int8_t", f"{lid}_w", w.data.transpose(0, 2, 3, 1), align=4)
     info["kernel"] = "tinyaot_convolve_w8_s8"
     em.call(info["kernel"], [dims, q, em.ptr(x.name), filt, _scratch(em, n, "int16_t"),

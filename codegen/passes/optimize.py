@@ -10,12 +10,13 @@ size keeps every weight as its int8 byte in flash:
   tinyaot_fully_connected_f32_w8_s8: the same MLAS summation order, weights
   dequantized as they are read (float(q) * scale is exactly DequantizeLinear's
   float32, so the bits equal the speed kernels' and onnxruntime's);
-* integer conv (groups 1) and FC layers run tinyaot_convolve_w8_s8 /
-  tinyaot_fully_connected_w8_s8 (int8 weights read in place, one int16 column
-  in the scratch, SXTB16 + SMLAD), depthwise layers the portable
-  tinyaot_depthwise_conv_s8, instead of the fast kernels (int16-packed
-  weights, unrolled asm variants); the sums are exact integers and the
-  requantization is tinyaot_requant_channel, so the outputs are the same;
+* integer conv (groups 1), depthwise and FC layers that kernel_select gave a
+  fast kernel (int16-packed weights, unrolled asm variants) run
+  tinyaot_convolve_w8_s8 / tinyaot_depthwise_conv_w8_s8 /
+  tinyaot_fully_connected_w8_s8 instead: int8 weights read in place (conv,
+  FC: one int16 column in the scratch, SXTB16 + SMLAD); the sums are exact
+  integers and the requantization gives tinyaot_requant_channel's results,
+  so the outputs are the same;
 * Add runs tinyaot_add_s8 without the fast kernel's 256-entry tables
   (backend/c_emitter.py).
 Both cost instructions; the report and `tinyaot profile` give how many.
@@ -43,11 +44,10 @@ def optimize_for_size(g):
             n.attrs["f32_w8"] = True  # backend/size_kernels.py
             # one dequantized input column (conv) or row (FC) of K floats
             n.attrs["scratch_bytes"] = 4 * int(np.prod(w.shape[1:]))
-        elif n.attrs.get("fast_kernel") in ("conv", "fc"):
+        elif n.attrs.get("fast_kernel"):
             w = g.tensors[n.inputs[1]]
-            n.attrs["int_w8"] = n.attrs.pop("fast_kernel")  # backend/size_kernels.py
-            # one int16 im2col column (conv: k_h * k_w * in_c) or input row (FC)
-            n.attrs["scratch_bytes"] = 2 * int(np.prod(w.shape[1:]))
-        elif n.attrs.pop("fast_kernel", None) is not None:  # depthwise: the portable kernel
+            kind = n.attrs["int_w8"] = n.attrs.pop("fast_kernel")  # backend/size_kernels.py
             n.attrs.pop("scratch_bytes", None)
+            if kind in ("conv", "fc"):  # one int16 im2col column (k_h * k_w * in_c) or row
+                n.attrs["scratch_bytes"] = 2 * int(np.prod(w.shape[1:]))
     return g

@@ -200,6 +200,10 @@ int tinyaot_fully_connected_w8_s8(int32_t rows, int32_t in_features, int32_t out
                                   const tinyaot_requant_t *q, const int8_t *input,
                                   const int8_t *weights, int16_t *scratch, int8_t *output);
 int32_t tinyaot_fully_connected_w8_s8_get_buffer_size(int32_t in_features);
+/* --optimize size: tinyaot_depthwise_conv_s8's integers (same arguments), the
+ * window's inside rows / columns found once per output pixel. */
+int tinyaot_depthwise_conv_w8_s8(const tinyaot_conv_dims_t *d, const tinyaot_requant_t *q,
+                                 const int8_t *input, const int8_t *filter, int8_t *output);
 
 typedef struct {
     int32_t a_zp, b_zp, out_zp;

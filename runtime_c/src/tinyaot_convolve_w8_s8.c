@@ -2,12 +2,13 @@
  * place ([out_c][k_h][k_w][in_c], the layout of tinyaot_convolve_s8), one
  * im2col column of the output pixel as int16 (input - zero point, 0 for
  * padding) in the scratch, then per output channel one exact int32 sum
- * (tinyaot_dot_w8) and tinyaot_requant_channel: the same integers as
+ * (tinyaot_dot_w8) and tinyaot_rqc_apply (tinyaot_requant_channel's results,
+ * branch-free, tinyaot_requant_fast.h): the same integers as
  * tinyaot_convolve_s8 and the fast kernels, with no packed weight copy and
  * one small loop. */
 #include "tinyaot_dot_w8.h"
 #include "tinyaot_kernels.h"
-#include "tinyaot_requant.h"
+#include "tinyaot_requant_fast.h"
 
 int32_t tinyaot_convolve_w8_s8_get_buffer_size(const tinyaot_conv_dims_t *d)
 {
@@ -23,6 +24,7 @@ int tinyaot_convolve_w8_s8(const tinyaot_conv_dims_t *d, const tinyaot_requant_t
         return TINYAOT_ERR_ARG;
     }
     const int32_t cin = d->in_c, k = d->k_h * d->k_w * cin;
+    const tinyaot_rqc_t r = tinyaot_rqc(q);
     for (int32_t oy = 0; oy < d->out_h; ++oy) {
         for (int32_t ox = 0; ox < d->out_w; ++ox) {
             int32_t i = 0;
@@ -40,8 +42,7 @@ int tinyaot_convolve_w8_s8(const tinyaot_conv_dims_t *d, const tinyaot_requant_t
             }
             int8_t *out = output + (oy * d->out_w + ox) * d->out_c;
             for (int32_t oc = 0; oc < d->out_c; ++oc) {
-                out[oc] = tinyaot_requant_channel(q, tinyaot_dot_w8(scratch, filter + oc * k, k, 0),
-                                                  oc);
+                out[oc] = tinyaot_rqc_apply(&r, tinyaot_dot_w8(scratch, filter + oc * k, k, 0), oc);
             }
         }
     }
