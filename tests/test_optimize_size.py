@@ -429,3 +429,18 @@ def test_depthwise_w8_equals_the_numpy_reference(numerics):
                  kf.cbuf(w[:, 0].transpose(1, 2, 0), np.int8, keep), out.ptr)
         got = out.result("tinyaot_depthwise_conv_w8_s8").reshape(oh, ow, cout).transpose(2, 0, 1)
         np.testing.assert_array_equal(got, want, err_msg=f"depthwise {cin, mult, hw, k}")
+
+
+@pytest.mark.parametrize("name", ["digits_cnn", "mbv2_block", "conv1d", "decoder", "data_ops",
+                                  "misc_ops"])
+def test_own_models_size_bit_exact_with_onnxruntime(name):
+    """tinyaot's own models (every operator, depthwise, 1-D, ConvTranspose, MatMul, Add ...)
+    under size on the host against their golden onnxruntime outputs, and smaller."""
+    from codegen.paths import REPO_ROOT
+    model = REPO_ROOT / "models" / f"{name}_int8.onnx"
+    golden = REPO_ROOT / "models" / f"{name}_int8_golden.npz"
+    inputs, expected = load_golden(golden, "outputs")
+    c = compile_model(model, numerics="ort", optimize="size")
+    outs, _ = run_model(model, inputs, board="host", numerics="ort", compiled=c)
+    assert int((outs.reshape(expected.shape) != expected).sum()) == 0
+    assert c.report["weights_bytes"] <= compile_model(model, numerics="ort").report["weights_bytes"]
