@@ -27,6 +27,7 @@ int tinyaot_depthwise_conv_w8_s8(const tinyaot_conv_dims_t *d, const tinyaot_req
     const int32_t mult = d->out_c / d->in_c;
     const int32_t in_zp = q->in_zp;
     const tinyaot_rqc_t r = tinyaot_rqc(q);
+    const int32_t xstep = d->dil_w * d->in_c, ystep = d->dil_h * d->in_w * d->in_c;
     for (int32_t oy = 0; oy < d->out_h; ++oy) {
         const int32_t iy0 = oy * d->stride_h - d->pad_top;
         int32_t ky0, ky1;
@@ -35,15 +36,17 @@ int tinyaot_depthwise_conv_w8_s8(const tinyaot_conv_dims_t *d, const tinyaot_req
             const int32_t ix0 = ox * d->stride_w - d->pad_left;
             int32_t kx0, kx1;
             tap_range(ix0, d->dil_w, d->k_w, d->in_w, &kx0, &kx1);
+            /* offsets of the first inside tap: input (channel 0) and filter (channel 0) */
+            const int32_t x00 = ((iy0 + ky0 * d->dil_h) * d->in_w + ix0 + kx0 * d->dil_w) * d->in_c;
+            const int32_t w00 = (ky0 * d->k_w + kx0) * d->out_c;
             int8_t *out = output + (oy * d->out_w + ox) * d->out_c;
             for (int32_t oc = 0; oc < d->out_c; ++oc) {
-                const int8_t *x = input + oc / mult;
+                int32_t xr = x00 + (mult == 1 ? oc : oc / mult), wr = w00 + oc;
                 int32_t acc = 0;
-                for (int32_t ky = ky0; ky < ky1; ++ky) {
-                    const int32_t row = (iy0 + ky * d->dil_h) * d->in_w;
-                    for (int32_t kx = kx0; kx < kx1; ++kx) {
-                        acc += ((int32_t)x[(row + ix0 + kx * d->dil_w) * d->in_c] - in_zp) *
-                               (int32_t)filter[(ky * d->k_w + kx) * d->out_c + oc];
+                for (int32_t ky = ky0; ky < ky1; ++ky, xr += ystep, wr += d->k_w * d->out_c) {
+                    int32_t xo = xr, wo = wr;
+                    for (int32_t kx = kx0; kx < kx1; ++kx, xo += xstep, wo += d->out_c) {
+                        acc += ((int32_t)input[xo] - in_zp) * (int32_t)filter[wo];
                     }
                 }
                 out[oc] = tinyaot_rqc_apply(&r, acc, oc);
