@@ -444,3 +444,11 @@ def test_own_models_size_bit_exact_with_onnxruntime(name):
     outs, _ = run_model(model, inputs, board="host", numerics="ort", compiled=c)
     assert int((outs.reshape(expected.shape) != expected).sum()) == 0
     assert c.report["weights_bytes"] <= compile_model(model, numerics="ort").report["weights_bytes"]
+
+
+def test_fleet_row_says_size_would_fit():
+    """scons board=all: a 'does not fit' row names optimize=size when that build fits."""
+    from codegen import fleet
+    model, golden = shared_model("ad01")
+    r = fleet.verify_on_board(model, golden, "qemu-m55", "tflite", "outputs_tflm")
+    assert r["result"] == fleet.NOFIT and r["detail"].endswith("fits with optimize=size"), r
