@@ -5,10 +5,14 @@
   replaced by a recorder: the float before quantization equals onnxruntime's
   float output bit for bit, on the shapes of tests/test_conv_float_order.py
   (1 and 2 ORT threads) and tests/test_fc_float_order.py (every MLAS order).
-* Whole models against the golden vectors (onnxruntime's outputs): ad01 (two
-  float FC layers) and ic01 (six float convs with fma segments) under `ort`,
-  kws01 under `tflite` (portable integer kernels), on the host; ad01 `ort`
-  on qemu-m55, where the speed build does not fit.
+* The integer kernels on int8 weights (tinyaot_convolve_w8_s8,
+  tinyaot_depthwise_conv_w8_s8, tinyaot_fully_connected_w8_s8) against the
+  numpy reference (codegen/reference/ops.py), both requantizations.
+* Whole models against the golden vectors: ad01 (two float FC layers) and
+  ic01 (six float convs with fma segments) under `ort`, kws01 under `tflite`
+  (TFLM's outputs), tinyaot's own models under `ort`, on the host; four of
+  them under ASan + UBSan; ad01 `ort` on qemu-m55, where the speed build does
+  not fit.
 * Flash: the size build's constant data against the int8 weight bytes counted
   in the ONNX file itself (an independent number), and below the speed build's.
 * The option is validated and the flash budget error suggests it.
