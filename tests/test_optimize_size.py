@@ -98,7 +98,7 @@ def conv_w8_float(w8_lib, x, wt, bf, sx, zx, attrs, out_shape):
     words, nseg = segment_words(x.shape, out_shape, attrs)
     words = np.ascontiguousarray(words, np.int32)
     nbytes = lib.tinyaot_convolve_f32_w8_s8_get_buffer_size(dims)
-    assert nbytes == 4 * (cin // group) * kh * kw
+    assert nbytes == 16 * (cin // group) * kh * kw  # 4 columns of K floats
     scratch = np.full(nbytes // 4, np.nan, F32)  # the kernel must write it before reading
     xin = np.ascontiguousarray(x[0].transpose(1, 2, 0))
     out = np.zeros(oh * ow * cout, np.int8)
@@ -106,16 +106,21 @@ def conv_w8_float(w8_lib, x, wt, bf, sx, zx, attrs, out_shape):
     assert lib.conv_capture(dims, fp, ffi.from_buffer("int32_t[]", words), nseg,
                             ffi.from_buffer("int8_t[]", xin), ffi.from_buffer("float[]", scratch),
                             ffi.from_buffer("int8_t[]", out), ffi.from_buffer("float[]", y)) == 0
-    # store order: per group, per segment, per pixel, its channels
+    # store order: per group, per segment: fma segments 4 pixels at a time (per
+    # channel its 4 pixels), then one pixel at a time (per pixel its channels)
     og = cout // group
     cy = np.full(out_shape, np.nan, F32)
-    i = 0
+    order = []
     for gi in range(group):
         for s in node_segments(x.shape, out_shape, attrs, attrs["ort_threads"]):
-            for n in range(s.n0, s.n1):
-                for m in range(s.m0, s.m1):
-                    cy[0, gi * og + m, n // ow, n % ow] = y[i]
-                    i += 1
+            n = s.n0
+            while s.kind == "fma" and n + 4 <= s.n1:
+                order += [(n + j, gi * og + m) for m in range(s.m0, s.m1) for j in range(4)]
+                n += 4
+            order += [(p, gi * og + m) for p in range(n, s.n1) for m in range(s.m0, s.m1)]
+    for i, (n, oc) in enumerate(order):
+        cy[0, oc, n // ow, n % ow] = y[i]
+    i = len(order)
     assert i == y.size
     return cy
 

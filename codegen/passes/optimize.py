@@ -42,8 +42,9 @@ def optimize_for_size(g):
         if n.op in ("conv2d", "fully_connected") and n.attrs.get("ort_float"):
             w = g.tensors[n.inputs[1]]
             n.attrs["f32_w8"] = True  # backend/size_kernels.py
-            # one dequantized input column (conv) or row (FC) of K floats
-            n.attrs["scratch_bytes"] = 4 * int(np.prod(w.shape[1:]))
+            # dequantized input columns of K floats: 4 pixels (conv), one row (FC)
+            cols = 4 if n.op == "conv2d" else 1
+            n.attrs["scratch_bytes"] = 4 * cols * int(np.prod(w.shape[1:]))
         elif n.attrs.get("fast_kernel"):
             w = g.tensors[n.inputs[1]]
             kind = n.attrs["int_w8"] = n.attrs.pop("fast_kernel")  # backend/size_kernels.py

@@ -5,8 +5,9 @@
  * stay int8 in flash in the integer layout [out_c][k], k = (c, ky, kx)
  * (1 byte each instead of 4, no packing, no tables), dequantized as they are
  * read, float(q) * scale (exactly DequantizeLinear's float32). The input
- * column of one pixel is dequantized into the scratch, padding as 0.0f (MLAS's
- * zero-filled im2col). One output at a time, no unrolling: small, not fast.
+ * column of a pixel is dequantized into the scratch, padding as 0.0f (MLAS's
+ * zero-filled im2col); fma segments take 4 pixels' columns at a time, so a
+ * weight is dequantized once for 4 chains. Small, not fast.
  *  - fma:  per slice one fused multiply-add chain from 0, C = chain + C;
  *  - m1:   rounded products in groups of 4 (then 2, 1), each added to C (from 0);
  *  - m1tb: 8 lanes per slice, reduced as MLAS's M=1 transpose-B kernel for
@@ -21,7 +22,7 @@ enum { KIND_FMA = 0, KIND_M1 = 1, KIND_M1TB = 2 }; /* mlas_conv_order.KINDS */
 
 int32_t tinyaot_convolve_f32_w8_s8_get_buffer_size(const tinyaot_conv_dims_t *d)
 {
-    return d->in_c / d->groups * d->k_h * d->k_w * (int32_t)sizeof(float);
+    return 4 * d->in_c / d->groups * d->k_h * d->k_w * (int32_t)sizeof(float);
 }
 
 /* The im2col column of output pixel n in group g: x[k], k = (c, ky, kx). */
@@ -89,6 +90,32 @@ static float seg_sum(const int32_t *seg, int32_t m, int32_t n, const float *x, c
     return c;
 }
 
+/* An fma segment's C of one channel for 4 pixels (columns x, x + k, x + 2k,
+ * x + 3k): per slice one fma chain from 0 per pixel, C = chain + C -- each
+ * output's own chain exactly as seg_sum sums it. */
+static void fma_sum4(const int32_t *seg, const float *x, int32_t k, const int8_t *w, float ws,
+                     float *c)
+{
+    int32_t k0 = 0;
+    for (int32_t s = 0; s < seg[5]; ++s) {
+        const int32_t k1 = seg[6 + s];
+        float p0 = 0.0f, p1 = 0.0f, p2 = 0.0f, p3 = 0.0f;
+        for (int32_t i = k0; i < k1; ++i) {
+            const float wv = tinyaot_w8_dequant(w[i], ws);
+            p0 = fmaf(x[i], wv, p0);
+            p1 = fmaf(x[k + i], wv, p1);
+            p2 = fmaf(x[2 * k + i], wv, p2);
+            p3 = fmaf(x[3 * k + i], wv, p3);
+        }
+        if (s == 0) {
+            c[0] = p0, c[1] = p1, c[2] = p2, c[3] = p3;
+        } else {
+            c[0] = p0 + c[0], c[1] = p1 + c[1], c[2] = p2 + c[2], c[3] = p3 + c[3];
+        }
+        k0 = k1;
+    }
+}
+
 /* p: output quantization, int8 filter [out_c][k] with one scale per output
  * channel, float bias. segments: nseg records of one group (every group is
  * summed the same way). scratch: *_get_buffer_size bytes (one column). */
@@ -101,7 +128,21 @@ int tinyaot_convolve_f32_w8_s8(const tinyaot_conv_dims_t *d, const tinyaot_float
     for (int32_t g = 0; g < d->groups; ++g) {
         const int32_t *seg = segments;
         for (int32_t si = 0; si < nseg; seg += 6 + seg[5], ++si) {
-            for (int32_t n = seg[3]; n < seg[4]; ++n) {
+            int32_t n = seg[3];
+            for (; seg[0] == KIND_FMA && n + 4 <= seg[4]; n += 4) {
+                for (int32_t j = 0; j < 4; ++j) {
+                    column(d, p, input, g, n + j, scratch + j * k);
+                }
+                for (int32_t m = seg[1]; m < seg[2]; ++m) {
+                    const int32_t oc = g * cout_g + m;
+                    float c[4];
+                    fma_sum4(seg, scratch, k, p->filter + oc * k, p->filter_scale[oc], c);
+                    for (int32_t j = 0; j < 4; ++j) {
+                        output[(n + j) * d->out_c + oc] = tinyaot_w8_quantize(c[j] + p->bias_f[oc], p);
+                    }
+                }
+            }
+            for (; n < seg[4]; ++n) { /* M=1 kinds, and the last pixels of an fma segment */
                 column(d, p, input, g, n, scratch);
                 for (int32_t m = seg[1]; m < seg[2]; ++m) {
                     const int32_t oc = g * cout_g + m;
