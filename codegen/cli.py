@@ -158,7 +158,8 @@ def cmd_bench(a):
         (lambda s: print(s, file=sys.stderr)) if a.json else print
     with progress(f"bench on {a.board}", len(bench_jobs())) as tick:
         rows = run_bench(board=a.board, out_dir=a.output, log=log, tick=tick, optimize=a.optimize)
-    wrote = f"wrote {a.output or 'bench'}/results.json and results.md ({len(rows)} rows)"
+    default = "bench/size" if a.optimize == "size" else "bench"
+    wrote = f"wrote {a.output or default}/results.json and results.md ({len(rows)} rows)"
     if a.json:
         print(json.dumps(rows, indent=2))
     elif rich:
