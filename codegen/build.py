@@ -145,12 +145,13 @@ def scons_verify(Environment, Command, AlwaysBuild, Default, root, board_name, a
     numerics = args.get("numerics", "ort")
     key = args.get("key", "outputs")
     io_buffers = args.get("io_buffers", "arena")  # scons ... io_buffers=user
+    optimize = args.get("optimize", "speed")  # scons ... optimize=size
 
     def action(target, source, env):
         from .cli import print_report
         try:
             rep = verify_model(model, golden, board=board_name, numerics=numerics, key=key,
-                               io_buffers=io_buffers)
+                               io_buffers=io_buffers, optimize=optimize)
         except TinyAotError as e:
             print(f"tinyaot: error: {e}", file=sys.stderr)
             return 2

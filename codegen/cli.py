@@ -14,7 +14,7 @@ import sys
 
 from . import __version__
 from .errors import TinyAotError
-from .tools.cli_tools import EXIT_CODES, RAW, examples
+from .tools.cli_tools import EXIT_CODES, RAW, add_optimize, examples
 
 EXAMPLES = """examples:
   tinyaot compile models/digits_cnn_int8.onnx -o build/digits
@@ -22,6 +22,7 @@ EXAMPLES = """examples:
   tinyaot verify models/digits_cnn_int8.onnx --golden models/digits_cnn_int8_golden.npz \\
       --board qemu-m4 --json
   tinyaot compile models/digits_cnn_int8.onnx --board qemu-m4 --ram-limit 64K
+  tinyaot verify M.onnx --golden M_golden.npz --board qemu-m55 --optimize size
   tinyaot report models/digits_cnn_int8.onnx --board qemu-m4
   tinyaot validate models/digits_cnn_int8.onnx --inputs models/digits_cnn_int8_golden.npz
   tinyaot profile models/digits_cnn_int8.onnx --board qemu-m4 --png profile.png
@@ -53,7 +54,7 @@ def cmd_compile(a):
     c = compile_model(a.model, numerics=a.numerics, input_shapes=_shape_arg(a.input_shape),
                       dump=dump if a.dump_ir else None, io_buffers=a.io_buffers,
                       integrity=a.integrity, io=a.io, depthwise_inplace=a.depthwise_inplace,
-                      ort_threads=a.ort_threads)
+                      ort_threads=a.ort_threads, optimize=a.optimize)
     out = a.output or os.path.join("build", model_name(a.model))
     from .build import board_or_error
     from .tools.budget import check_budget
@@ -83,7 +84,7 @@ def cmd_run(a):
     outs, info = run_model(a.model, inputs, board=a.board, numerics=a.numerics,
                            ram_limit=a.ram_limit, flash_limit=a.flash_limit,
                            io_buffers=a.io_buffers, depthwise_inplace=a.depthwise_inplace,
-                           ort_threads=a.ort_threads)
+                           ort_threads=a.ort_threads, optimize=a.optimize)
     out = a.output
     tmp = out + ".tmp.npz"
     extra = {}
@@ -103,7 +104,8 @@ def cmd_run(a):
 
 def print_report(r, file=sys.stdout):
     p = lambda s: print(s, file=file)  # noqa: E731
-    p(f"model        {r['model']}  ({r['name']}, numerics {r['numerics']})")
+    opt = "" if r.get("optimize", "speed") == "speed" else f", optimize {r['optimize']}"
+    p(f"model        {r['model']}  ({r['name']}, numerics {r['numerics']}{opt})")
     p(f"board        {r['board']}")
     io = ("input and output inside" if r.get("io_buffers") == "arena"
           else "input and output in the caller's buffers")
@@ -136,7 +138,8 @@ def cmd_verify(a):
     r = verify_model(a.model, a.golden, board=a.board, numerics=a.numerics,
                      key=a.key or default_golden_key(a.golden, a.numerics),
                      ram_limit=a.ram_limit, flash_limit=a.flash_limit, io_buffers=a.io_buffers,
-                     depthwise_inplace=a.depthwise_inplace, ort_threads=a.ort_threads)
+                     depthwise_inplace=a.depthwise_inplace, ort_threads=a.ort_threads,
+                     optimize=a.optimize)
     if a.json:
         print(json.dumps(r, indent=2, default=str))
     else:
@@ -154,8 +157,9 @@ def cmd_bench(a):
     log = (lambda s: None) if rich else \
         (lambda s: print(s, file=sys.stderr)) if a.json else print
     with progress(f"bench on {a.board}", len(bench_jobs())) as tick:
-        rows = run_bench(board=a.board, out_dir=a.output, log=log, tick=tick)
-    wrote = f"wrote {a.output or 'bench'}/results.json and results.md ({len(rows)} rows)"
+        rows = run_bench(board=a.board, out_dir=a.output, log=log, tick=tick, optimize=a.optimize)
+    default = "bench/size" if a.optimize == "size" else "bench"
+    wrote = f"wrote {a.output or default}/results.json and results.md ({len(rows)} rows)"
     if a.json:
         print(json.dumps(rows, indent=2))
     elif rich:
@@ -170,7 +174,7 @@ def cmd_export(a):
     from .export import export
 
     r = export(a.model, a.board, a.output, numerics=a.numerics, measure_on_board=not a.no_measure,
-               io_buffers=a.io_buffers, ort_threads=a.ort_threads)
+               io_buffers=a.io_buffers, ort_threads=a.ort_threads, optimize=a.optimize)
     if a.json:
         print(json.dumps(r, indent=2, default=str))
         return 0
@@ -197,6 +201,7 @@ def build_parser():
         p.add_argument("--numerics", default="ort", choices=["ort", "tflite"],
                        help="bit-exact reference: onnxruntime or TFLite Micro (default %(default)s)")
         p.add_argument("--ort-threads", type=int, default=1, metavar="N", help="--numerics ort: the intra-op thread count of the onnxruntime session to match (MLAS sums float convs in an order that depends on it; default %(default)s)")
+        add_optimize(p)
         p.add_argument("--ram-limit", metavar="SIZE", help="RAM for arena + stack, e.g. 64K "
                        "(default: the board's ram_size); too much fails before any C is written")
         p.add_argument("--flash-limit", metavar="SIZE", help="flash limit, e.g. 256K "
@@ -267,6 +272,7 @@ def build_parser():
                                 "results.json and results.md."))
     p.add_argument("--board", default="qemu-m4")
     p.add_argument("-o", "--output", help="output directory (default bench/)")
+    add_optimize(p)
     p.add_argument("--json", action="store_true", help="print the rows as JSON on stdout")
     p.set_defaults(fn=cmd_bench)
 
@@ -283,6 +289,7 @@ def build_parser():
     p.add_argument("--numerics", default="ort", choices=["ort", "tflite"],
                    help="bit-exact reference: onnxruntime or TFLite Micro (default %(default)s)")
     p.add_argument("--ort-threads", type=int, default=1, metavar="N", help="--numerics ort: the intra-op thread count of the onnxruntime session to match (MLAS sums float convs in an order that depends on it; default %(default)s)")
+    add_optimize(p)
     p.add_argument("-o", "--output", required=True, help="output folder")
     p.add_argument("--no-measure", action="store_true",
                    help="do not run one inference in QEMU for flash and instruction counts")

@@ -5,7 +5,7 @@ import json
 import os
 import shutil
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from . import __version__
 from .backend import emit_c
@@ -25,6 +25,8 @@ class Compiled:
     module: object
     numerics: str
     report: dict
+    # compile_model's arguments (tools/budget.py recompiles with --optimize size for its hint)
+    options: dict = field(default_factory=dict)
 
 
 def model_name(path) -> str:
@@ -39,10 +41,13 @@ def _ort_threads(v):
 
 def compile_model(path, numerics="ort", name=None, input_shapes=None, dump=None,
                   hooks=False, io_buffers="arena", search_order=True, integrity=None,
-                  io="int8", depthwise_inplace=False, ort_threads=1) -> Compiled:
+                  io="int8", depthwise_inplace=False, ort_threads=1,
+                  optimize="speed") -> Compiled:
     if numerics not in NUMERICS:
         raise TinyAotError(f"unknown numerics '{numerics}' (choose from {', '.join(NUMERICS)})")
     ort_threads = _ort_threads(ort_threads)
+    from .passes.optimize import check_optimize, optimize_for_size
+    check_optimize(optimize)
     g = load_model(path, input_shapes)
     from .frontend.limits import check_graph_limits, check_plan_limits, ort_rejects
     check_graph_limits(g, path)  # one input/output, 32-bit tensor sizes
@@ -58,6 +63,10 @@ def compile_model(path, numerics="ort", name=None, input_shapes=None, dump=None,
             from .passes.ort_paths import mark_ort_int8_resizes
             mark_ort_int8_resizes(g, path)  # Resize on int8 or in float (DQ -> Resize -> Q)
     run_passes(g, dump=dump)
+    if optimize == "size":  # passes/optimize.py: int8 weights, portable kernels
+        optimize_for_size(g)
+        if dump:
+            dump("optimize size (int8 weights in flash)", g)
     if io_buffers not in ("user", "arena"):
         raise TinyAotError(f"unknown --io-buffers '{io_buffers}' (choose from user, arena)")
     order_info = None
@@ -69,7 +78,7 @@ def compile_model(path, numerics="ort", name=None, input_shapes=None, dump=None,
         return plan_arena(gr, io_buffers=io_buffers)
 
     plan = plain(g)
-    if numerics == "ort":  # float convs: a float input copy only where it costs no arena
+    if numerics == "ort" and optimize == "speed":  # float convs: a float input copy only where it costs no arena
         from .planner.float_conv_scratch import plan_float_conv_scratch
         plan = plan_float_conv_scratch(g, plan, plain)
     if depthwise_inplace:  # planner/depthwise_inplace.py: a planner option, off by default
@@ -83,7 +92,8 @@ def compile_model(path, numerics="ort", name=None, input_shapes=None, dump=None,
         for n in g.nodes:
             guard.node = n.name
             params[n.name] = prepare_node(g, n, numerics)
-    module = emit_c(g, plan, params, numerics, name or model_name(path), hooks=hooks)
+    module = emit_c(g, plan, params, numerics, name or model_name(path), hooks=hooks,
+                    optimize=optimize)
     from .backend.float_io import IO_MODES, add_float_io
     if io not in IO_MODES:
         raise TinyAotError(f"unknown --io '{io}' (choose from {', '.join(IO_MODES)})")
@@ -94,6 +104,7 @@ def compile_model(path, numerics="ort", name=None, input_shapes=None, dump=None,
         "model": os.path.basename(str(path)),
         "name": module.name,
         "numerics": numerics,
+        "optimize": optimize,
         "arena_bytes": plan.size,
         "arena_lower_bound_bytes": plan.lower_bound,
         "weights_bytes": module.weights_bytes,
@@ -112,7 +123,9 @@ def compile_model(path, numerics="ort", name=None, input_shapes=None, dump=None,
     if integrity:  # integrity.py: <name>_verify() recomputes a digest of the weights
         from .integrity import add_integrity
         report["integrity"] = add_integrity(module, integrity)
-    return Compiled(g, plan, params, module, numerics, report)
+    options = {"path": path, "numerics": numerics, "input_shapes": input_shapes,
+               "io_buffers": io_buffers, "ort_threads": ort_threads, "optimize": optimize}
+    return Compiled(g, plan, params, module, numerics, report, options)
 
 
 def write_outputs(c: Compiled, out_dir):

@@ -60,16 +60,16 @@ _cache_lock = threading.Lock()
 _cache: dict = {}
 
 
-def _compiled(model, numerics):
-    """compile_model once per (model, numerics), shared by every board thread."""
-    key = (os.path.abspath(str(model)), numerics)
+def _compiled(model, numerics, optimize="speed"):
+    """compile_model once per (model, numerics, optimize), shared by every board thread."""
+    key = (os.path.abspath(str(model)), numerics, optimize)
     with _cache_lock:
         ev = _cache.get(key)
         if ev is None:
             ev = _cache[key] = {"lock": threading.Lock(), "c": None}
     with ev["lock"]:
         if ev["c"] is None:
-            ev["c"] = compile_model(model, numerics=numerics)
+            ev["c"] = compile_model(model, numerics=numerics, optimize=optimize)
         return ev["c"]
 
 
@@ -105,7 +105,7 @@ def _detail(msg):
 
 
 def verify_on_board(model, golden, board_name, numerics="ort", key="outputs", max_vectors=None,
-                    build_root=None):
+                    build_root=None, optimize="speed"):
     """Verify `model` on one board; returns a table row (never raises for a board problem)."""
     from .verify import load_golden
 
@@ -117,12 +117,15 @@ def verify_on_board(model, golden, board_name, numerics="ort", key="outputs", ma
         inputs, expected = load_golden(golden, key)
         if max_vectors:
             inputs, expected = inputs[:max_vectors], expected[:max_vectors]
-        c = _compiled(model, numerics)
+        c = _compiled(model, numerics, optimize)
         row["model"] = c.module.name
         row["arena"] = int(c.report["arena_bytes"])
         row["vectors"] = int(len(inputs))
         ok, reason, per_run = fit(c, board)
         if not ok:
+            if optimize == "speed" and "flash" in reason and fit(
+                    _compiled(model, numerics, "size"), board)[0]:
+                reason += "; fits with optimize=size"  # passes/optimize.py
             row.update(result=NOFIT, detail=reason)
             return row
         # One build directory for all of this board's firmware runs: SCons
@@ -236,13 +239,14 @@ def scons_fleet(Command, AlwaysBuild, Default, board_arg, args):
     golden = args.get("golden", str(DEFAULT_GOLDEN) if "model" not in args else None)
     numerics = args.get("numerics", "ort")
     key = args.get("key", "outputs")
+    optimize = args.get("optimize", "speed")  # scons ... optimize=size
     try:
         boards = parse_boards(board_arg)
         if golden is None:
             raise TinyAotError("a golden file is needed (golden=PATH)", model=str(model))
         from .verify import load_golden
         load_golden(golden, key)          # user mistakes: one line, exit 2, before any build
-        _compiled(model, numerics)
+        _compiled(model, numerics, optimize)
     except TinyAotError as e:
         print(f"tinyaot: error: {e}", file=sys.stderr)
         Exit(2)
@@ -251,7 +255,8 @@ def scons_fleet(Command, AlwaysBuild, Default, board_arg, args):
     def board_action(name):
         def action(target, source, env):
             _say(f"{name}: verifying {os.path.basename(str(model))} ({numerics})")
-            rows[name] = r = verify_on_board(model, golden, name, numerics, key)
+            rows[name] = r = verify_on_board(model, golden, name, numerics, key,
+                                             optimize=optimize)
             _say(f"{name}: {r['result']}" + (f" ({r['detail']})" if r["detail"] else ""))
             return 0
         return action

@@ -259,6 +259,39 @@ def lib():
     return kernels().lib
 
 
+# C prologue of a capture source: tinyaot_quantize_f32 replaced by a recorder of
+# the float it is given (a kernel's output before QuantizeLinear), into cap_.
+CAPTURE_QUANTIZE_C = r"""
+#include "tinyaot_requant.h"
+static float *cap_;
+static int8_t capture_f32(float x, float s, int32_t zp, int32_t lo, int32_t hi)
+{
+    (void)s; (void)zp; (void)lo; (void)hi;
+    *cap_++ = x;
+    return 0;
+}
+#define tinyaot_quantize_f32 capture_f32
+"""
+
+
+# cdef of the two structs the float conv kernels take (capture sources' cffi)
+CONV_F32_STRUCTS_CDEF = """
+typedef struct { int32_t in_h, in_w, in_c, out_h, out_w, out_c, k_h, k_w, stride_h, stride_w,
+                 dil_h, dil_w, pad_top, pad_left, groups; } tinyaot_conv_dims_t;
+typedef struct { float in_scale; int32_t in_zp; float out_scale; int32_t out_zp;
+                 int32_t act_min, act_max; const int8_t *filter; const float *filter_scale;
+                 const float *bias_f; } tinyaot_float_conv_t;
+"""
+
+
+def conv_dims_fields(x_shape, out_shape, attrs):
+    """tinyaot_conv_dims_t's fields, in order, of an NCHW conv (attrs as the IR's)."""
+    _, cin, h, w = x_shape
+    _, cout, oh, ow = out_shape
+    return [h, w, cin, oh, ow, cout, *attrs["kernel"], *attrs["strides"], *attrs["dilations"],
+            attrs["pads"][0], attrs["pads"][1], attrs["group"]]
+
+
 def capture_library(out_dir, source, cdef, opt="-O1"):
     """Compile a C source that #includes one kernel's .c (e.g. with its
     QuantizeLinear redefined to record the floats) into a shared library;

@@ -37,8 +37,9 @@ def _dims4(shape):
 
 
 class _Emitter:
-    def __init__(self, g: Graph, plan, params, numerics, name):
+    def __init__(self, g: Graph, plan, params, numerics, name, optimize="speed"):
         self.g = g
+        self.optimize = optimize  # size: tinyaot_add_s8 without tables (passes/optimize.py)
         self.plan = plan
         self.params = params
         self.numerics = numerics
@@ -252,6 +253,14 @@ class _Emitter:
         dims = self.conv_dims(lid, n)
         kh, kw = n.attrs["kernel"]
         info["macs"] = int(y.size * kh * kw * (w.shape[1]))
+        if n.attrs.get("f32_w8"):  # --optimize size (passes/optimize.py)
+            from .size_kernels import emit_conv_w8
+            emit_conv_w8(self, lid, n, p, info, dims)
+            return
+        if n.attrs.get("int_w8") and not self.in_place(n):  # --optimize size, integer conv
+            from .size_kernels import emit_conv_int_w8
+            emit_conv_int_w8(self, lid, n, p, info, dims)
+            return
         if n.attrs.get("ort_float"):
             from .conv_f32_pack import emit_plan
             scratch, tiles = emit_plan(self, lid, n, w, p)
@@ -288,6 +297,14 @@ class _Emitter:
         nout, k = w.shape
         rows = x.size // k
         info["macs"] = int(rows * nout * k)
+        if n.attrs.get("f32_w8"):  # --optimize size (passes/optimize.py)
+            from .size_kernels import emit_fc_w8
+            emit_fc_w8(self, lid, n, p, info, rows)
+            return
+        if n.attrs.get("int_w8"):  # --optimize size, integer FC
+            from .size_kernels import emit_fc_int_w8
+            emit_fc_int_w8(self, lid, n, p, info, rows)
+            return
         if n.attrs.get("ort_float"):
             self.emit_fc_float(lid, n, p, info, rows)
             return
@@ -368,30 +385,33 @@ class _Emitter:
             stride, rows = 1, y.size // b.size
         else:
             raise NotImplementedError("Add broadcasting other than a scalar or a constant row")
+        speed = self.optimize == "speed"  # size: tinyaot_add_s8 computes what the tables hold
+        luts = "NULL, NULL, NULL"
         if "a_scale" in p:
             from .fast_pack import ort_add_tables
 
             mode = p.get("mode", 1)  # 1: DQ -> float add -> Q; 2: MLAS QLinearAdd
-            tables = ort_add_tables(p, stride == 0)
-            luts = ("NULL, NULL" if tables is None else
-                    f"{self.const('int32_t', f'{lid}_alut', tables[0])}, "
-                    f"{self.const('int32_t', f'{lid}_blut', tables[1])}")
+            tables = ort_add_tables(p, stride == 0) if speed else None
+            if tables is not None:
+                luts = (f"{self.const('int32_t', f'{lid}_alut', tables[0])}, "
+                        f"{self.const('int32_t', f'{lid}_blut', tables[1])}, NULL")
             fields = (f"{p['a_zp']}, {p['b_zp']}, {p['out_zp']}, {p['act_min']}, {p['act_max']}, "
                       f"{c_float(p['a_scale'])}, {c_float(p['b_scale'])}, "
                       f"{c_float(p.get('out_scale', 0.0))}, {mode}, 0, 0, 0, 0, 0, 0, 0, "
-                      f"{c_float(p.get('qlinear_fixed', 0.0))}, {p.get('u8_shift', 0)}, {luts}, NULL")
+                      f"{c_float(p.get('qlinear_fixed', 0.0))}, {p.get('u8_shift', 0)}, {luts}")
         else:
             from .fast_pack import add_tables
 
-            a_lut, b_lut, out_rq = add_tables(p)
-            luts = (f"{self.const('int32_t', f'{lid}_alut', a_lut)}, "
-                    f"{self.const('int32_t', f'{lid}_blut', b_lut)}, "
-                    + ("NULL" if out_rq is None else self.const("int32_t", f"{lid}_orq", out_rq)))
+            if speed:
+                a_lut, b_lut, out_rq = add_tables(p)
+                luts = (f"{self.const('int32_t', f'{lid}_alut', a_lut)}, "
+                        f"{self.const('int32_t', f'{lid}_blut', b_lut)}, "
+                        + ("NULL" if out_rq is None else self.const("int32_t", f"{lid}_orq", out_rq)))
             fields = (f"{p['a_zp']}, {p['b_zp']}, {p['out_zp']}, {p['act_min']}, {p['act_max']}, "
                       f"0.0f, 0.0f, 0.0f, 0, {p['left_shift']}, {p['a_mult']}, {p['a_shift']}, "
                       f"{p['b_mult']}, {p['b_shift']}, {p['out_mult']}, {p['out_shift']}, 0.0f, 0, {luts}")
         self.consts.append(f"static const tinyaot_add_params_t {lid}_p = {{ {fields} }};\n")
-        kernel = "tinyaot_add_fast_s8"
+        kernel = "tinyaot_add_fast_s8" if speed else "tinyaot_add_s8"
         if "a_scale" in p:  # ort: the fast kernel falls back to it without tables
             self.kernels.add("tinyaot_add_s8")
         info["kernel"] = kernel
@@ -460,13 +480,13 @@ _HOOK_DEFAULTS = """/* Debug hooks (tinyaot validate / profile): empty unless a 
 """
 
 
-def emit_c(g: Graph, plan, params, numerics, name=None, hooks=False) -> CModule:
+def emit_c(g: Graph, plan, params, numerics, name=None, hooks=False, optimize="speed") -> CModule:
     """hooks: after each layer i, emit TINYAOT_PROFILE(i) and
     TINYAOT_TRACE(i, output pointer, output bytes) (empty macros by default)."""
     name = c_ident(name or g.name)
     if len(g.inputs) != 1 or len(g.outputs) != 1:
         raise NotImplementedError("exactly one input and one output are supported")
-    em = _Emitter(g, plan, params, numerics, name)
+    em = _Emitter(g, plan, params, numerics, name, optimize)
     for i, n in enumerate(g.nodes):
         em.emit_node(i, n)
         if hooks:
@@ -481,7 +501,7 @@ def emit_c(g: Graph, plan, params, numerics, name=None, hooks=False) -> CModule:
     s_out, zp_out = xout.q.scalar() if xout.q is not None else (np.float32(1.0), 0)
     guard = f"TINYAOT_{up}_H"
     header = f"""/* Generated by tinyaot {__version__} from {_basename(g.source)}. Do not edit.
- * numerics: {numerics}; arena: {plan.size} bytes (static, inside {name}.c).
+ * numerics: {numerics}; optimize: {optimize}; arena: {plan.size} bytes (static, inside {name}.c).
  * input  '{g.inputs[0]}': {xin.dtype} {list(xin.shape)}, row-major in ONNX axis order.
  * output '{g.outputs[0]}': {xout.dtype} {list(xout.shape)}, row-major in ONNX axis order.
  * real value = scale * (q - zero_point). */

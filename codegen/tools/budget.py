@@ -75,5 +75,24 @@ def check_budget(compiled, board, ram_limit=None, flash_limit=None, model=None):
                         f"{human(f['weights_and_tables'])}, code not counted), {flash_src} has "
                         f"{human(int(flash_have))} ({f['total'] - int(flash_have)} B over)")
     if problems:
-        raise TinyAotError("does not fit: " + "; ".join(problems), model=model)
+        hint = _size_hint(compiled, flash_have) if f["total"] > int(flash_have or f["total"]) else ""
+        raise TinyAotError("does not fit: " + "; ".join(problems) + hint, model=model)
     return need
+
+
+def _size_hint(compiled, flash_have):
+    """' (try --optimize size: ...)' when the speed build is over the flash limit
+    and the size build (passes/optimize.py) would be under it; else ''."""
+    opts = dict(compiled.options or {})
+    if opts.get("optimize", "speed") != "speed" or "path" not in opts:
+        return ""
+    from ..compiler import compile_model
+    opts["optimize"] = "size"
+    try:
+        small = int(compile_model(opts.pop("path"), **opts).module.weights_bytes)
+    except TinyAotError:
+        return ""
+    if small > int(flash_have):
+        return ""
+    return (f"; with --optimize size the weights and tables take {human(small)}: "
+            "try --optimize size")

@@ -67,6 +67,14 @@ MatMul before it where that is exact (the count is printed); others stay.
 """ + EXIT_CODES
 
 
+def add_optimize(p):
+    """--optimize speed|size (codegen/passes/optimize.py) on a command that compiles."""
+    p.add_argument("--optimize", default="speed", choices=["speed", "size"],
+                   help="speed (default): fast kernels, float weights for onnxruntime's float "
+                        "layers; size: int8 weights in flash and portable kernels (less flash, "
+                        "more instructions, the same outputs)")
+
+
 def _dump(obj):
     from ..compiler import _jsonable
     print(json.dumps(obj, indent=2, default=_jsonable))
@@ -75,7 +83,8 @@ def _dump(obj):
 def cmd_report(a):
     from ..compiler import compile_model
     from .report import print_report_table, report_model
-    c = compile_model(a.model, numerics=a.numerics, ort_threads=a.ort_threads)
+    c = compile_model(a.model, numerics=a.numerics, ort_threads=a.ort_threads,
+                      optimize=a.optimize)
     r = report_model(a.model, board=a.board, numerics=a.numerics, compiled=c,
                      measure=a.measure_stack)
     if a.plot:
@@ -98,7 +107,8 @@ def cmd_validate(a):
     if a.limit:
         x = x[:a.limit]
     from ..compiler import compile_model
-    c = compile_model(a.model, numerics=a.numerics, ort_threads=a.ort_threads)
+    c = compile_model(a.model, numerics=a.numerics, ort_threads=a.ort_threads,
+                      optimize=a.optimize)
     r = validate_model(a.model, x, board=a.board, numerics=a.numerics, compiled=c,
                        progress=progress)
     if a.json:
@@ -116,7 +126,8 @@ def cmd_profile(a):
         from .validate import load_inputs
         x = load_inputs(a.inputs)
     from ..compiler import compile_model
-    c = compile_model(a.model, numerics=a.numerics, ort_threads=a.ort_threads)
+    c = compile_model(a.model, numerics=a.numerics, ort_threads=a.ort_threads,
+                      optimize=a.optimize)
     r = profile_model(a.model, board=a.board, numerics=a.numerics, inputs=x, compiled=c)
     if a.png:
         plot_profile(r, a.png)
@@ -145,6 +156,7 @@ def add_tool_commands(sub):
         p.add_argument("--numerics", default="ort", choices=["ort", "tflite"],
                        help="bit-exact reference: onnxruntime or TFLite Micro (default %(default)s)")
         p.add_argument("--ort-threads", type=int, default=1, metavar="N", help="--numerics ort: the intra-op thread count of the onnxruntime session to match (MLAS sums float convs in an order that depends on it; default %(default)s)")
+        add_optimize(p)
         p.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
 
     p = sub.add_parser("report", help="per-layer table, arena, flash split and worst-case stack",

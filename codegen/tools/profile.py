@@ -80,7 +80,7 @@ def profile_model(model, board="qemu-m4", numerics="ort", inputs=None, compiled=
         r["mac_per_instruction"] = round(r["macs"] / r["instructions"], 4) if r["instructions"] else None
         r["share"] = round(r["instructions"] / total, 6) if total else 0.0
     return {"model": str(model), "name": c.module.name, "board": board, "numerics": c.numerics,
-            "instructions_per_tick": ipt, "resolution_instructions": ipt,
+            "optimize": c.report.get("optimize", "speed"), "instructions_per_tick": ipt, "resolution_instructions": ipt,
             "total_ticks": total_ticks, "total_instructions": total,
             "layers_instructions": sum(r["instructions"] for r in rows),
             "macs": sum(r["macs"] for r in rows), "layers": rows}
@@ -90,7 +90,8 @@ PROFILE_HEADER = ["#", "op", "kernel", "instructions", "MACs", "MAC/instr", "sha
 
 
 def profile_title(r):
-    return (f"profile {r['name']} on {r['board']} (numerics {r['numerics']}; resolution "
+    return (f"profile {r['name']} on {r['board']} (numerics {r['numerics']}, optimize "
+            f"{r.get('optimize', 'speed')}; resolution "
             f"{r['resolution_instructions']} instructions = 1 timer tick)")
 
 

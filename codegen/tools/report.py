@@ -288,7 +288,7 @@ def report_model(model, board="qemu-m4", numerics="ort", compiled=None, keep_dir
     measured = measure_stack(c, b) if measure else None
     return {
         "model": str(model), "name": c.module.name, "board": board, "numerics": c.numerics,
-        "layers": layers,
+        "optimize": c.report.get("optimize", "speed"), "layers": layers,
         "totals": {
             "macs": sum(x["macs"] for x in layers),
             "arena_bytes": c.plan.size, "arena_lower_bound_bytes": c.plan.lower_bound,
@@ -318,7 +318,8 @@ def report_rows(r):
 
 
 def report_title(r):
-    return f"report {r['name']} for {r['board']} (numerics {r['numerics']})"
+    return (f"report {r['name']} for {r['board']} (numerics {r['numerics']}, "
+            f"optimize {r.get('optimize', 'speed')})")
 
 
 def format_report(r):

@@ -44,8 +44,9 @@ def load_inputs(path, key="inputs"):
 
 def with_hooks(c: Compiled) -> Compiled:
     """The same compiled model, re-emitted with TINYAOT_TRACE/PROFILE hooks."""
-    module = emit_c(c.graph, c.plan, c.params, c.numerics, c.module.name, hooks=True)
-    return Compiled(c.graph, c.plan, c.params, module, c.numerics, c.report)
+    module = emit_c(c.graph, c.plan, c.params, c.numerics, c.module.name, hooks=True,
+                    optimize=c.report.get("optimize", "speed"))
+    return Compiled(c.graph, c.plan, c.params, module, c.numerics, c.report, c.options)
 
 
 @contextlib.contextmanager

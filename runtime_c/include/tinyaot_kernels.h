@@ -172,6 +172,39 @@ int tinyaot_fully_connected_f32_s8(int32_t rows, int32_t in_features, int32_t ou
                                    float *scratch, int8_t *output);
 int32_t tinyaot_fully_connected_f32_s8_get_buffer_size(int32_t in_features);
 
+/* --optimize size: the float Conv / Gemm above in the same summation order,
+ * on int8 weights kept in flash (tinyaot_float_conv_t.filter, [out][k] with
+ * k = (c, ky, kx) or the input feature; one filter_scale per output) and
+ * dequantized at run time (float(q) * scale, exactly DequantizeLinear's).
+ * Conv: `segments` holds nseg records as tinyaot_conv_f32_plan_t.segments;
+ * scratch: *_get_buffer_size bytes (one input column / row), in the arena. */
+int tinyaot_convolve_f32_w8_s8(const tinyaot_conv_dims_t *d, const tinyaot_float_conv_t *p,
+                               const int32_t *segments, int32_t nseg, const int8_t *input,
+                               float *scratch, int8_t *output);
+int32_t tinyaot_convolve_f32_w8_s8_get_buffer_size(const tinyaot_conv_dims_t *d);
+int tinyaot_fully_connected_f32_w8_s8(int32_t rows, int32_t in_features, int32_t out_features,
+                                      int32_t order, int32_t k_block,
+                                      const tinyaot_float_conv_t *p, const int8_t *input,
+                                      float *scratch, int8_t *output);
+int32_t tinyaot_fully_connected_f32_w8_s8_get_buffer_size(int32_t in_features);
+
+/* --optimize size, integer layers: tinyaot_convolve_s8 (groups 1) and
+ * tinyaot_fully_connected_s8 with the same arguments and integers, plus an
+ * int16 scratch of *_get_buffer_size bytes (one column / row, 4-byte
+ * aligned): 4 MACs per weight word with the DSP extension, weights int8. */
+int tinyaot_convolve_w8_s8(const tinyaot_conv_dims_t *d, const tinyaot_requant_t *q,
+                           const int8_t *input, const int8_t *filter, int16_t *scratch,
+                           int8_t *output);
+int32_t tinyaot_convolve_w8_s8_get_buffer_size(const tinyaot_conv_dims_t *d);
+int tinyaot_fully_connected_w8_s8(int32_t rows, int32_t in_features, int32_t out_features,
+                                  const tinyaot_requant_t *q, const int8_t *input,
+                                  const int8_t *weights, int16_t *scratch, int8_t *output);
+int32_t tinyaot_fully_connected_w8_s8_get_buffer_size(int32_t in_features);
+/* --optimize size: tinyaot_depthwise_conv_s8's integers (same arguments), the
+ * window's inside rows / columns found once per output pixel. */
+int tinyaot_depthwise_conv_w8_s8(const tinyaot_conv_dims_t *d, const tinyaot_requant_t *q,
+                                 const int8_t *input, const int8_t *filter, int8_t *output);
+
 typedef struct {
     int32_t a_zp, b_zp, out_zp;
     int32_t act_min, act_max;

@@ -1,0 +1,63 @@
+"""C of the --optimize size layers (passes/optimize.py): ORT's float Conv / Gemm
+on int8 weights in flash, dequantized by the kernel at run time, and the
+integer conv / FC on int8 weights read in place."""
+from __future__ import annotations
+
+from ..planner.arena import scratch_name
+from ..reference.fc_float_order import ORDER_CODE
+from .conv_f32_pack import segment_words
+
+
+def _scratch(em, n, ctype="float"):
+    return f"({ctype} *)(void *)(ARENA + {em.plan.where[scratch_name(n)].offset})"
+
+
+def _float_params(em, lid, n, w, p):
+    """`<lid>_fp` (tinyaot_float_conv_t) with the int8 weights as [out][k]."""
+    filt = em.const("int8_t", f"{lid}_w", w.data.reshape(w.shape[0], -1), align=4)
+    em.float_layer(lid, em.g, n, w, p, filt)
+    return f"&{lid}_fp"
+
+
+def emit_conv_w8(em, lid, n, p, info, dims):
+    x, w, y = (em.g.tensors[t] for t in (n.inputs[0], n.inputs[1], n.outputs[0]))
+    fp = _float_params(em, lid, n, w, p)
+    words, nseg = segment_words(x.shape, y.shape, n.attrs)
+    seg = em.const("int32_t", f"{lid}_seg", words)
+    info["kernel"] = "tinyaot_convolve_f32_w8_s8"
+    em.call(info["kernel"], [dims, fp, seg, str(nseg), em.ptr(x.name), _scratch(em, n),
+                             em.ptr(y.name)])
+
+
+def emit_fc_w8(em, lid, n, p, info, rows):
+    x, w, y = (em.g.tensors[t] for t in (n.inputs[0], n.inputs[1], n.outputs[0]))
+    nout, k = w.shape
+    fp = _float_params(em, lid, n, w, p)
+    info["kernel"] = "tinyaot_fully_connected_f32_w8_s8"
+    em.call(info["kernel"], [str(rows), str(k), str(nout), str(ORDER_CODE[p["fc_order"]]),
+                             str(p["k_block"]), fp, em.ptr(x.name), _scratch(em, n),
+                             em.ptr(y.name)])
+
+
+def emit_conv_int_w8(em, lid, n, p, info, dims):
+    x, w, y = (em.g.tensors[t] for t in (n.inputs[0], n.inputs[1], n.outputs[0]))
+    q = em.requant(lid, p)
+    if n.attrs["int_w8"] == "depthwise":  # [k_h][k_w][c], no scratch
+        filt = em.const("int8_t", f"{lid}_w", w.data[:, 0].transpose(1, 2, 0), align=4)
+        info["kernel"] = "tinyaot_depthwise_conv_w8_s8"
+        em.call(info["kernel"], [dims, q, em.ptr(x.name), filt, em.ptr(y.name)])
+        return
+    filt = em.const("int8_t", f"{lid}_w", w.data.transpose(0, 2, 3, 1), align=4)
+    info["kernel"] = "tinyaot_convolve_w8_s8"
+    em.call(info["kernel"], [dims, q, em.ptr(x.name), filt, _scratch(em, n, "int16_t"),
+                             em.ptr(y.name)])
+
+
+def emit_fc_int_w8(em, lid, n, p, info, rows):
+    x, w, y = (em.g.tensors[t] for t in (n.inputs[0], n.inputs[1], n.outputs[0]))
+    nout, k = w.shape
+    q = em.requant(lid, p)
+    filt = em.const("int8_t", f"{lid}_w", w.data, align=4)
+    info["kernel"] = "tinyaot_fully_connected_w8_s8"
+    em.call(info["kernel"], [str(rows), str(k), str(nout), q, em.ptr(x.name), filt,
+                             _scratch(em, n, "int16_t"), em.ptr(y.name)])
