@@ -27,7 +27,7 @@ from codegen.backend.conv_f32_pack import plan_fields, scratch_bytes
 from codegen.reference import ops
 from codegen.reference.mlas_conv_order import node_segments
 
-from kernel_ffi import INCLUDE, SRC, capture_library
+from kernel_ffi import CONV_F32_STRUCTS_CDEF, INCLUDE, SRC, capture_library, conv_dims_fields
 
 CAPTURE_C = r"""
 static float *cap_;
@@ -44,12 +44,7 @@ int run_capture(const tinyaot_conv_dims_t *d, const tinyaot_float_conv_t *p,
 }
 """
 
-CDEF = """
-typedef struct { int32_t in_h, in_w, in_c, out_h, out_w, out_c, k_h, k_w, stride_h, stride_w,
-                 dil_h, dil_w, pad_top, pad_left, groups; } tinyaot_conv_dims_t;
-typedef struct { float in_scale; int32_t in_zp; float out_scale; int32_t out_zp;
-                 int32_t act_min, act_max; const int8_t *filter; const float *filter_scale;
-                 const float *bias_f; } tinyaot_float_conv_t;
+CDEF = CONV_F32_STRUCTS_CDEF + """
 typedef struct { const float *table; const float *weights; const int32_t *segments;
                  const int32_t *taps; int32_t nseg; int32_t k; int32_t tiles;
                  int32_t padded; } tinyaot_conv_f32_plan_t;
@@ -113,13 +108,8 @@ def ort_case(rng, cin, cout, group, hw, k, s, pads, d, threads, relu):
 def c_float(capture_lib, x, wt, bf, sx, zx, attrs, out_shape):
     """The C kernel's float y (bias included), NCHW."""
     ffi, lib = capture_lib
-    _, cin, h, w = x.shape
     _, cout, oh, ow = out_shape
-    group = attrs["group"]
-    kh, kw = attrs["kernel"]
-    dims = ffi.new("tinyaot_conv_dims_t *", [h, w, cin, oh, ow, cout, kh, kw,
-                                             *attrs["strides"], *attrs["dilations"],
-                                             attrs["pads"][0], attrs["pads"][1], group])
+    dims = ffi.new("tinyaot_conv_dims_t *", conv_dims_fields(x.shape, out_shape, attrs))
     p = {"in_scale": sx, "in_zp": zx}
     f = plan_fields(x.shape, out_shape, wt, attrs, p)
     keep = [np.ascontiguousarray(a) for a in (f["table"], f["weights"], f["segments"], bf,
@@ -313,9 +303,7 @@ def test_asm_float_value_bit_exact_on_qemu_m4(tmp_path):
         osc = np.float32(np.abs(y).max() / 150 + 1e-6)
         ozp = 9 if relu else -7
         lo, hi = (ozp, 127) if relu else (-128, 127)
-        _, _, h, w = x.shape
-        _, _, oh, ow = y.shape
-        dims = [h, w, cin, oh, ow, cout, k[0], k[1], s[0], s[1], d[0], d[1], pads[0], pads[1], group]
+        dims = conv_dims_fields(x.shape, y.shape, attrs)
         xin = np.ascontiguousarray(x[0].transpose(1, 2, 0)).reshape(-1)
         case = tmp_path / f"case{i}"
         case.mkdir()

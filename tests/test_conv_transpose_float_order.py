@@ -20,18 +20,10 @@ from onnx import TensorProto, helper, numpy_helper
 from codegen.backend.c_emit_more import conv_transpose_filter, transpose_conv_scratch_bytes
 from codegen.reference.conv_transpose import conv_transpose_f32
 
-from kernel_ffi import INCLUDE, SRC, capture_library
+from kernel_ffi import (CAPTURE_QUANTIZE_C, CONV_F32_STRUCTS_CDEF, INCLUDE, SRC, capture_library,
+                        conv_dims_fields)
 
-CAPTURE_C = r"""
-#include "tinyaot_requant.h"
-static float *cap_;
-static int8_t capture_f32(float x, float s, int32_t zp, int32_t lo, int32_t hi)
-{
-    (void)s; (void)zp; (void)lo; (void)hi;
-    *cap_++ = x;
-    return 0;
-}
-#define tinyaot_quantize_f32 capture_f32
+CAPTURE_C = CAPTURE_QUANTIZE_C + r"""
 #include "tinyaot_transpose_conv_f32_s8.c"
 int run_capture(const tinyaot_conv_dims_t *d, const tinyaot_float_conv_t *p,
                 const int8_t *input, float *scratch, int8_t *output, float *y)
@@ -41,12 +33,7 @@ int run_capture(const tinyaot_conv_dims_t *d, const tinyaot_float_conv_t *p,
 }
 """
 
-CDEF = """
-typedef struct { int32_t in_h, in_w, in_c, out_h, out_w, out_c, k_h, k_w, stride_h, stride_w,
-                 dil_h, dil_w, pad_top, pad_left, groups; } tinyaot_conv_dims_t;
-typedef struct { float in_scale; int32_t in_zp; float out_scale; int32_t out_zp;
-                 int32_t act_min, act_max; const int8_t *filter; const float *filter_scale;
-                 const float *bias_f; } tinyaot_float_conv_t;
+CDEF = CONV_F32_STRUCTS_CDEF + """
 int run_capture(const tinyaot_conv_dims_t *d, const tinyaot_float_conv_t *p,
                 const int8_t *input, float *scratch, int8_t *output, float *y);
 int32_t tinyaot_transpose_conv_f32_s8_get_buffer_size(const tinyaot_conv_dims_t *d);
@@ -93,13 +80,10 @@ def ort_float_case(rng, cin, og, group, hw, k, s, pads, d):
 
 def c_float(capture_lib, x, wq, p, attrs, out_hw):
     ffi, lib = capture_lib
-    _, cin, h, w = x.shape
     group = attrs["group"]
     cout = wq.shape[1] * group
-    kh, kw = wq.shape[2:]
-    dims = ffi.new("tinyaot_conv_dims_t *", [h, w, cin, out_hw[0], out_hw[1], cout, kh, kw,
-                                             *attrs["strides"], *attrs["dilations"],
-                                             attrs["pads"][0], attrs["pads"][1], group])
+    dims = ffi.new("tinyaot_conv_dims_t *", conv_dims_fields(
+        x.shape, (1, cout, *out_hw), {**attrs, "kernel": wq.shape[2:]}))
     keep = [np.ascontiguousarray(conv_transpose_filter(wq, group)),
             np.ascontiguousarray(np.tile(p["filter_scale"], group)),
             np.ascontiguousarray(p["bias_f"])]
