@@ -2,15 +2,17 @@
  * tinyaot_convolve_f32_m1_s8 (plans of M=1 segments only) and
  * tinyaot_convolve_f32_s8 (an M=1 segment among fma tiles, where ORT's
  * threads split M down to one channel): a window's im2col column through the
- * input table, MLAS's M=1 sum (m1_sum) and M=1 transpose-B lane dot
- * (m1tb_dot), QuantizeLinear. A channel's weights are [k8] (k rounded up to
- * 8, zero padded), and so is the column (x[k .. k8) = 0.0f). Internal to
- * runtime_c; built with -ffp-contract=off. */
+ * input table, MLAS's M=1 sum (m1_sum, on tinyaot_f32_mlas_sums.h's
+ * mlas_m1_sum) and M=1 transpose-B lane dot (m1tb_dot), QuantizeLinear. A
+ * channel's weights are [k8] (k rounded up to 8, zero padded), and so is the
+ * column (x[k .. k8) = 0.0f). Internal to runtime_c; built with
+ * -ffp-contract=off. */
 #ifndef TINYAOT_CONV_F32_M1_H
 #define TINYAOT_CONV_F32_M1_H
 
 #include <stdint.h>
 
+#include "tinyaot_f32_mlas_sums.h"
 #include "tinyaot_kernels.h"
 #include "tinyaot_requant.h"
 
@@ -93,23 +95,10 @@ static inline float m1tb_dot(const float *x, const float *w, int32_t n8, int32_t
 #endif
 }
 
-/* MLAS's M=1 kernel over k0 .. k1: groups of 4, then 2, then 1 rounded
- * products, each group's sum added to c. */
+/* MLAS's M=1 kernel over k0 .. k1 on float weights (mlas_m1_sum). */
 static inline float m1_sum(const float *x, const float *w, int32_t k0, int32_t k1, float c)
 {
-    int32_t k = k0;
-    for (; k1 - k >= 4; k += 4) {
-        c = (((x[k] * w[k] + x[k + 1] * w[k + 1]) + x[k + 2] * w[k + 2]) + x[k + 3] * w[k + 3]) +
-            c;
-    }
-    if (k1 - k >= 2) {
-        c = (x[k] * w[k] + x[k + 1] * w[k + 1]) + c;
-        k += 2;
-    }
-    if (k1 > k) {
-        c = x[k] * w[k] + c;
-    }
-    return c;
+    return mlas_m1_sum(x, w, 0.0f, k0, k1, c, mlas_weight_f32);
 }
 
 /* Gather x[k] = tbl[b[taps[k]]], k < kk: a window inside the input. */

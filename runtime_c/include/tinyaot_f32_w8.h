@@ -1,34 +1,27 @@
 /* Helpers of the --optimize size float kernels (tinyaot_*_f32_w8_s8): int8
- * weights dequantized at run time and MLAS's M=1 transpose-B lane reduction.
- * Built with -ffp-contract=off, so every product below is rounded before it
- * is added, as in the speed kernels and in MLAS. */
+ * weights dequantized at run time (mlas_weight_w8); the M=1 sum and the lane
+ * reduction are the speed kernels' (tinyaot_f32_mlas_sums.h). Built with
+ * -ffp-contract=off, so every product below is rounded before it is added,
+ * as in the speed kernels and in MLAS. */
 #ifndef TINYAOT_F32_W8_H
 #define TINYAOT_F32_W8_H
 
+#include <math.h>
 #include <stdint.h>
 
+#include "tinyaot_f32_mlas_sums.h"
 #include "tinyaot_kernels.h"
 #include "tinyaot_requant.h"
 
-/* DequantizeLinear of an int8 weight, float(q) * scale: one exact conversion
- * and one rounded multiply, the same float32 the speed kernels store. */
-static inline float tinyaot_w8_dequant(int8_t q, float scale)
+/* One fused multiply-add chain from 0 over k0 .. k1 (an SGEMM K block). */
+static inline float tinyaot_w8_fma_chain(const float *x, const int8_t *wq, float ws, int32_t k0,
+                                         int32_t k1)
 {
-    return (float)q * scale;
-}
-
-/* MLAS M1 TransposeB reduction of one output's 8 lanes; the tree depends on
- * whether output `pos` of `count` falls in a block of 4, the pair or the
- * single remainder (reference/fc_float_order.py reduce_lanes). */
-static inline float tinyaot_w8_lanes8_reduce(const float *a, int32_t pos, int32_t count)
-{
-    if (pos < count - (count & 3)) {
-        return (((a[0] + a[1]) + a[2]) + a[3]) + (((a[4] + a[5]) + a[6]) + a[7]);
+    float part = 0.0f;
+    for (int32_t k = k0; k < k1; ++k) {
+        part = fmaf(x[k], mlas_weight_w8(wq, k, ws), part);
     }
-    if ((count & 2) && pos < count - (count & 1)) {
-        return ((a[0] + a[2]) + (a[4] + a[6])) + ((a[1] + a[3]) + (a[5] + a[7]));
-    }
-    return ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
+    return part;
 }
 
 /* 8 lanes from 0: lane (k - k0) % 8 adds round(x[k] * w[k]) for k in [k0, k1). */
@@ -39,7 +32,7 @@ static inline void tinyaot_w8_lanes8(const float *x, const int8_t *wq, float ws,
         lane[j] = 0.0f;
     }
     for (int32_t k = k0; k < k1; ++k) {
-        lane[(k - k0) & 7] = lane[(k - k0) & 7] + x[k] * tinyaot_w8_dequant(wq[k], ws);
+        lane[(k - k0) & 7] = lane[(k - k0) & 7] + x[k] * mlas_weight_w8(wq, k, ws);
     }
 }
 

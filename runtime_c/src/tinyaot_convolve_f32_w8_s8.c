@@ -14,8 +14,6 @@
  *          the output's place in its run of rows (pixels when the segment has
  *          one channel, else channels), C = r + C.
  * Then y = C + bias and QuantizeLinear. Built with -ffp-contract=off. */
-#include <math.h>
-
 #include "tinyaot_f32_w8.h"
 
 enum { KIND_FMA = 0, KIND_M1 = 1, KIND_M1TB = 2 }; /* mlas_conv_order.KINDS */
@@ -60,29 +58,18 @@ static float seg_sum(const int32_t *seg, int32_t m, int32_t n, const float *x, c
     for (int32_t s = 0; s < nslices; ++s) {
         const int32_t k1 = seg[6 + s];
         if (kind == KIND_FMA) {
-            float part = 0.0f;
-            for (int32_t k = k0; k < k1; ++k) {
-                part = fmaf(x[k], tinyaot_w8_dequant(w[k], ws), part);
-            }
+            const float part = tinyaot_w8_fma_chain(x, w, ws, k0, k1);
             c = s == 0 ? part : part + c;
         } else if (kind == KIND_M1) {
-            int32_t k = k0;
-            while (k < k1) {
-                const int32_t size = k1 - k >= 4 ? 4 : (k1 - k >= 2 ? 2 : 1);
-                float part = x[k] * tinyaot_w8_dequant(w[k], ws);
-                for (int32_t j = 1; j < size; ++j) {
-                    part = part + x[k + j] * tinyaot_w8_dequant(w[k + j], ws);
-                }
-                c = part + c; /* the first group adds MLAS's zeroed C */
-                k += size;
-            }
+            /* from c = 0: the first group adds MLAS's zeroed C */
+            c = mlas_m1_sum(x, w, ws, k0, k1, c, mlas_weight_w8);
         } else {
             const int32_t by_pixel = seg[2] - seg[1] == 1; /* rows: pixels, else channels */
             const int32_t row = by_pixel ? n - seg[3] : m - seg[1];
             const int32_t rows = by_pixel ? seg[4] - seg[3] : seg[2] - seg[1];
             float lane[8];
             tinyaot_w8_lanes8(x, w, ws, k0, k1, lane);
-            const float r = tinyaot_w8_lanes8_reduce(lane, row, rows);
+            const float r = mlas_m1tb_reduce8(lane, row, rows);
             c = s == 0 ? r : r + c;
         }
         k0 = k1;
@@ -101,7 +88,7 @@ static void fma_sum4(const int32_t *seg, const float *x, int32_t k, const int8_t
         const int32_t k1 = seg[6 + s];
         float p0 = 0.0f, p1 = 0.0f, p2 = 0.0f, p3 = 0.0f;
         for (int32_t i = k0; i < k1; ++i) {
-            const float wv = tinyaot_w8_dequant(w[i], ws);
+            const float wv = mlas_weight_w8(w, i, ws);
             p0 = fmaf(x[i], wv, p0);
             p1 = fmaf(x[k + i], wv, p1);
             p2 = fmaf(x[2 * k + i], wv, p2);

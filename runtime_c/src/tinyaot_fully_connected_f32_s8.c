@@ -10,6 +10,7 @@
  * (built with -ffp-contract=off). LANES8 and KBLOCK read row-major weights. */
 #include <math.h>
 
+#include "tinyaot_f32_mlas_sums.h"
 #include "tinyaot_kernels.h"
 #include "tinyaot_requant.h"
 
@@ -407,19 +408,6 @@ static void dequantize_row(const int8_t *q, int32_t k, const float *tab, float *
     }
 }
 
-/* MLAS M1 TransposeB reduction of 8 lanes; the tree depends on whether output
- * `pos` of `count` falls in a block of 4, the pair or the single remainder. */
-static float lanes8_reduce(const float *a, int32_t pos, int32_t count)
-{
-    if (pos < count - (count & 3)) {
-        return (((a[0] + a[1]) + a[2]) + a[3]) + (((a[4] + a[5]) + a[6]) + a[7]);
-    }
-    if ((count & 2) && pos < count - (count & 1)) {
-        return ((a[0] + a[2]) + (a[4] + a[6])) + ((a[1] + a[3]) + (a[5] + a[7]));
-    }
-    return ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
-}
-
 int tinyaot_fully_connected_f32_s8(int32_t rows, int32_t in_features, int32_t out_features,
                                    const tinyaot_float_fc_t *p, const int8_t *input,
                                    float *scratch, int8_t *output)
@@ -442,8 +430,8 @@ int tinyaot_fully_connected_f32_s8(int32_t rows, int32_t in_features, int32_t ou
                     lane[kk & 7] = lane[kk & 7] + scratch[kk] * w[kk];
                 }
                 /* N == 1 with rows > 1: MLAS swapped A and B, rows take the outputs' place */
-                t = (n == 1 && rows > 1) ? lanes8_reduce(lane, r, rows)
-                                         : lanes8_reduce(lane, o, n);
+                t = (n == 1 && rows > 1) ? mlas_m1tb_reduce8(lane, r, rows)
+                                         : mlas_m1tb_reduce8(lane, o, n);
                 t = t + p->bias[o];
             } else {
                 t = p->bias[o];

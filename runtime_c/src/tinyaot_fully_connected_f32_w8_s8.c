@@ -5,37 +5,11 @@
  * the exact float32 ORT's DequantizeLinear gives, so the bits do not change.
  * One output at a time, no unrolling: small code, not fast.
  * Built with -ffp-contract=off (products rounded before they are added). */
-#include <math.h>
-
 #include "tinyaot_f32_w8.h"
 
 int32_t tinyaot_fully_connected_f32_w8_s8_get_buffer_size(int32_t in_features)
 {
     return in_features * (int32_t)sizeof(float);
-}
-
-/* GEMV4: t = bias; k in groups of 4 (then 2, 1) of rounded products summed
- * left to right, each group added onto t. */
-static float gemv4(const float *x, const int8_t *w, float ws, int32_t k, float t)
-{
-    int32_t i = 0;
-    for (; i + 4 <= k; i += 4) {
-        float part = x[i] * tinyaot_w8_dequant(w[i], ws);
-        part = part + x[i + 1] * tinyaot_w8_dequant(w[i + 1], ws);
-        part = part + x[i + 2] * tinyaot_w8_dequant(w[i + 2], ws);
-        part = part + x[i + 3] * tinyaot_w8_dequant(w[i + 3], ws);
-        t = part + t;
-    }
-    if (k - i >= 2) {
-        const float part = x[i] * tinyaot_w8_dequant(w[i], ws) +
-                           x[i + 1] * tinyaot_w8_dequant(w[i + 1], ws);
-        t = part + t;
-        i += 2;
-    }
-    if (i < k) {
-        t = x[i] * tinyaot_w8_dequant(w[i], ws) + t;
-    }
-    return t;
 }
 
 /* KBLOCK: per block of k_block, one fma chain from 0, added onto t = bias. */
@@ -44,11 +18,7 @@ static float kblock(const float *x, const int8_t *w, float ws, int32_t k, int32_
 {
     for (int32_t k0 = 0; k0 < k; k0 += k_block) {
         const int32_t k1 = k0 + k_block < k ? k0 + k_block : k;
-        float part = 0.0f;
-        for (int32_t i = k0; i < k1; ++i) {
-            part = fmaf(x[i], tinyaot_w8_dequant(w[i], ws), part);
-        }
-        t = part + t;
+        t = tinyaot_w8_fma_chain(x, w, ws, k0, k1) + t;
     }
     return t;
 }
@@ -73,14 +43,14 @@ int tinyaot_fully_connected_f32_w8_s8(int32_t rows, int32_t in_features, int32_t
             const int8_t *w = p->filter + o * k;
             const float ws = p->filter_scale[o];
             float t;
-            if (order == TINYAOT_FC_F32_GEMV4) {
-                t = gemv4(scratch, w, ws, k, p->bias_f[o]);
+            if (order == TINYAOT_FC_F32_GEMV4) { /* MLAS's M=1 sum from t = bias */
+                t = mlas_m1_sum(scratch, w, ws, 0, k, p->bias_f[o], mlas_weight_w8);
             } else if (order == TINYAOT_FC_F32_LANES8) {
                 float lane[8];
                 tinyaot_w8_lanes8(scratch, w, ws, 0, k, lane);
                 /* N == 1 with rows > 1: MLAS swapped A and B, rows take the outputs' place */
-                t = (n == 1 && rows > 1) ? tinyaot_w8_lanes8_reduce(lane, r, rows)
-                                         : tinyaot_w8_lanes8_reduce(lane, o, n);
+                t = (n == 1 && rows > 1) ? mlas_m1tb_reduce8(lane, r, rows)
+                                         : mlas_m1tb_reduce8(lane, o, n);
                 t = t + p->bias_f[o];
             } else {
                 t = kblock(scratch, w, ws, k, k_block, p->bias_f[o]);
