@@ -303,6 +303,7 @@ def test_asm_float_value_bit_exact_on_qemu_m4(tmp_path):
         osc = np.float32(np.abs(y).max() / 150 + 1e-6)
         ozp = 9 if relu else -7
         lo, hi = (ozp, 127) if relu else (-128, 127)
+        ow = y.shape[3]
         dims = conv_dims_fields(x.shape, y.shape, attrs)
         xin = np.ascontiguousarray(x[0].transpose(1, 2, 0)).reshape(-1)
         case = tmp_path / f"case{i}"
