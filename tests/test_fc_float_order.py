@@ -27,20 +27,11 @@ from codegen.reference.fc_float_order import GEMV4, KBLOCK, LANES8, ORDER_CODE, 
 from codegen.reference.ops import _fma_f32
 
 from conftest import require_arm_toolchain
-from kernel_ffi import INCLUDE, SRC, capture_library
+from kernel_ffi import CAPTURE_QUANTIZE_C, INCLUDE, SRC, capture_library
 
 F32 = np.float32
 
-CAPTURE_C = r"""
-#include "tinyaot_requant.h"
-static float *cap_;
-static int8_t capture_f32(float x, float s, int32_t zp, int32_t lo, int32_t hi)
-{
-    (void)s; (void)zp; (void)lo; (void)hi;
-    *cap_++ = x;
-    return 0;
-}
-#define tinyaot_quantize_f32 capture_f32
+CAPTURE_C = CAPTURE_QUANTIZE_C + r"""
 #include "tinyaot_fully_connected_f32_s8.c"
 int run_capture(int32_t rows, int32_t k, int32_t n, const tinyaot_float_fc_t *p,
                 const int8_t *input, float *scratch, int8_t *output, float *y)
