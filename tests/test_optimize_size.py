@@ -336,8 +336,10 @@ def test_size_c_under_asan_ubsan_and_strict_warnings(key, numerics, tmp_path):
 
 # ------------------------------------------------------------------ integer int8-weight kernels
 
-def _requant_fields(rng, cout, in_zp, numerics):
-    """tinyaot_requant_t fields and the reference's p for one layer."""
+def _requant_fields(rng, cout, in_zp, numerics, records=False):
+    """tinyaot_requant_t fields and the reference's p for one layer; `records`:
+    with the fast kernels' per-channel records (one-SMLAL for tflite, {bias,
+    scale} for ort), as backend/size_kernels.py emits them."""
     bias = rng.integers(-5000, 5000, cout).astype(np.int32)
     p = {"in_zp": in_zp, "out_zp": int(rng.integers(-10, 10)), "act_min": -128, "act_max": 127,
          "bias": bias}
@@ -349,6 +351,10 @@ def _requant_fields(rng, cout, in_zp, numerics):
     else:
         p["mult"] = q["mult"] = rng.integers(1 << 30, (1 << 31) - 1, cout).astype(np.int32)
         p["shift"] = q["shift"] = rng.integers(-11, -6, cout).astype(np.int32)
+    if records:
+        from codegen.backend.fast_pack import float_requant, smlal_requant
+        q["rq"] = (float_requant(q["scale"], bias) if numerics == "ort"
+                   else smlal_requant(q["mult"], q["shift"], bias))
     return q, p
 
 
@@ -360,21 +366,28 @@ INT_SHAPES = [(1, 64, (49, 10), (10, 4), (2, 2), (4, 1, 5, 1), (1, 1)),
               (5, 7, (9, 8), (3, 2), (1, 2), (1, 0, 2, 1), (2, 1)),
               (6, 3, (4, 4), (1, 1), (1, 1), (0, 0, 0, 0), (1, 1)),
               (1, 2, (3, 3), (1, 1), (1, 1), (1, 1, 1, 1), (1, 1)),
-              (13, 9, (3, 3), (3, 3), (1, 1), (0, 0, 0, 0), (1, 1))]
+              (13, 9, (3, 3), (3, 3), (1, 1), (0, 0, 0, 0), (1, 1)),
+              # odd pixel count (last column alone), odd channels, K odd (odd column stride)
+              (3, 5, (5, 3), (1, 1), (1, 1), (0, 0, 0, 0), (1, 1)),
+              (7, 1, (3, 3), (1, 3), (1, 1), (0, 1, 0, 1), (1, 1))]
 
 
+@pytest.mark.parametrize("records", [False, True])
 @pytest.mark.parametrize("numerics", ["ort", "tflite"])
-def test_int_w8_kernels_equal_the_numpy_reference(numerics):
+def test_int_w8_kernels_equal_the_numpy_reference(numerics, records):
     """tinyaot_convolve_w8_s8 / tinyaot_fully_connected_w8_s8 (host: the portable
-    intrinsics) against codegen/reference/ops (numpy int64 sums, both requantizations)."""
+    intrinsics) against codegen/reference/ops (numpy int64 sums, both requantizations,
+    with and without the per-channel records), weights reordered as the compiler
+    stores them (backend/size_kernels.py:w8_rows)."""
     import kernel_ffi as kf
+    from codegen.backend.size_kernels import w8_rows
     from codegen.reference import ops
-    rng = np.random.default_rng(5 if numerics == "ort" else 6)
+    rng = np.random.default_rng((5 if numerics == "ort" else 6) + 10 * records)
     for cin, cout, hw, k, s, pads, d in INT_SHAPES:
         attrs = {"kernel": k, "strides": s, "pads": pads, "dilations": d, "group": 1}
         x = rng.integers(-128, 128, (1, cin) + hw).astype(np.int8)
         w = rng.integers(-127, 128, (cout, cin) + k).astype(np.int8)
-        q, p = _requant_fields(rng, cout, int(rng.integers(-128, 128)), numerics)
+        q, p = _requant_fields(rng, cout, int(rng.integers(-128, 128)), numerics, records)
         want = ops.conv2d(x, w, attrs, p, numerics)[0]           # [cout, oh, ow]
         oh, ow = want.shape[1:]
         keep = []
@@ -382,29 +395,32 @@ def test_int_w8_kernels_equal_the_numpy_reference(numerics):
                         conv_dims_fields(x.shape, (1, cout, oh, ow), attrs)))
         dp = kf.new_struct("tinyaot_conv_dims_t", dims, keep)
         nbytes = kf.kernels().lib.tinyaot_convolve_w8_s8_get_buffer_size(dp)
-        assert nbytes == 2 * cin * k[0] * k[1]
+        kk = cin * k[0] * k[1]
+        assert nbytes == 2 * 2 * (kk + kk % 2)  # two columns, even stride
         scratch = np.zeros(nbytes // 2 + 1, np.int16)
         out = kf.OutBuf(oh * ow * cout, rng)
         kf._call("tinyaot_convolve_w8_s8", dp, kf.new_struct("tinyaot_requant_t", q, keep),
                  kf.cbuf(x[0].transpose(1, 2, 0), np.int8, keep),
-                 kf.cbuf(w.transpose(0, 2, 3, 1), np.int8, keep),
+                 kf.cbuf(w8_rows(w.transpose(0, 2, 3, 1).reshape(cout, -1)), np.int8, keep),
                  kf.ffi.from_buffer("int16_t[]", scratch), out.ptr)
         got = out.result("tinyaot_convolve_w8_s8").reshape(oh, ow, cout).transpose(2, 0, 1)
         np.testing.assert_array_equal(got, want, err_msg=f"conv {cin, cout, hw, k}")
         # the same weights as a fully connected layer over rows of K inputs
-        kk = cin * k[0] * k[1]
-        rows = 3
-        xf = rng.integers(-128, 128, (rows, kk)).astype(np.int8)
-        wf = w.reshape(cout, kk)
-        want = ops.fully_connected(xf, wf, p, numerics)
-        scratch = np.zeros(kk + 1, np.int16)
-        out = kf.OutBuf(rows * cout, rng)
-        assert kf.kernels().lib.tinyaot_fully_connected_w8_s8_get_buffer_size(kk) == 2 * kk
-        kf._call("tinyaot_fully_connected_w8_s8", rows, kk, cout,
-                 kf.new_struct("tinyaot_requant_t", q, keep), kf.cbuf(xf, np.int8, keep),
-                 kf.cbuf(wf, np.int8, keep), kf.ffi.from_buffer("int16_t[]", scratch), out.ptr)
-        np.testing.assert_array_equal(out.result("fc").reshape(rows, cout), want,
-                                      err_msg=f"fc {kk, cout}")
+        # (3 rows: a pair and a single row; 1 row: the batch-1 path)
+        for rows in (3, 1):
+            xf = rng.integers(-128, 128, (rows, kk)).astype(np.int8)
+            wf = w.reshape(cout, kk)
+            want = ops.fully_connected(xf, wf, p, numerics)
+            nbytes = kf.kernels().lib.tinyaot_fully_connected_w8_s8_get_buffer_size(kk)
+            assert nbytes == 2 * 2 * (kk + kk % 2)
+            scratch = np.zeros(nbytes // 2, np.int16)
+            out = kf.OutBuf(rows * cout, rng)
+            kf._call("tinyaot_fully_connected_w8_s8", rows, kk, cout,
+                     kf.new_struct("tinyaot_requant_t", q, keep), kf.cbuf(xf, np.int8, keep),
+                     kf.cbuf(w8_rows(wf), np.int8, keep), kf.ffi.from_buffer("int16_t[]", scratch),
+                     out.ptr)
+            np.testing.assert_array_equal(out.result("fc").reshape(rows, cout), want,
+                                          err_msg=f"fc {kk, cout, rows}")
 
 
 # (cin, multiplier, hw, kernel, strides, pads, dilations)
@@ -412,20 +428,25 @@ DW_SHAPES = [(8, 1, (12, 12), (3, 3), (1, 1), (1, 1, 1, 1), (1, 1)),
              (16, 1, (1, 49), (1, 5), (1, 1), (0, 2, 0, 2), (1, 1)),
              (12, 2, (9, 7), (3, 3), (2, 2), (0, 1, 2, 0), (1, 1)),
              (4, 1, (10, 10), (3, 3), (1, 1), (2, 2, 2, 2), (2, 2)),
-             (8, 1, (3, 3), (5, 5), (1, 1), (2, 2, 2, 2), (1, 1))]   # window wider than the input
+             (8, 1, (3, 3), (5, 5), (1, 1), (2, 2, 2, 2), (1, 1)),   # window wider than the input
+             # channels not a multiple of 4 (quads + 1..3 single channels), fewer than 4
+             (13, 1, (6, 5), (3, 3), (2, 1), (1, 1, 1, 1), (1, 1)),
+             (6, 1, (5, 5), (3, 3), (1, 1), (0, 1, 1, 0), (1, 1)),
+             (3, 1, (4, 4), (3, 3), (1, 1), (1, 1, 1, 1), (1, 1))]
 
 
+@pytest.mark.parametrize("records", [False, True])
 @pytest.mark.parametrize("numerics", ["ort", "tflite"])
-def test_depthwise_w8_equals_the_numpy_reference(numerics):
+def test_depthwise_w8_equals_the_numpy_reference(numerics, records):
     import kernel_ffi as kf
     from codegen.reference import ops
-    rng = np.random.default_rng(9 if numerics == "ort" else 10)
+    rng = np.random.default_rng((9 if numerics == "ort" else 10) + 10 * records)
     for cin, mult, hw, k, s, pads, d in DW_SHAPES:
         cout = cin * mult
         attrs = {"kernel": k, "strides": s, "pads": pads, "dilations": d, "group": cin}
         x = rng.integers(-128, 128, (1, cin) + hw).astype(np.int8)
         w = rng.integers(-127, 128, (cout, 1) + k).astype(np.int8)
-        q, p = _requant_fields(rng, cout, int(rng.integers(-128, 128)), numerics)
+        q, p = _requant_fields(rng, cout, int(rng.integers(-128, 128)), numerics, records)
         want = ops.conv2d(x, w, attrs, p, numerics)[0]
         oh, ow = want.shape[1:]
         keep = []
