@@ -377,10 +377,10 @@ INT_SHAPES = [(1, 64, (49, 10), (10, 4), (2, 2), (4, 1, 5, 1), (1, 1)),
 def test_int_w8_kernels_equal_the_numpy_reference(numerics, records):
     """tinyaot_convolve_w8_s8 / tinyaot_fully_connected_w8_s8 (host: the portable
     intrinsics) against codegen/reference/ops (numpy int64 sums, both requantizations,
-    with and without the per-channel records), weights reordered as the compiler
-    stores them (backend/size_kernels.py:w8_rows)."""
+    with and without the per-channel records), weights packed as the compiler
+    stores them (backend/size_kernels.py:w8_pack)."""
     import kernel_ffi as kf
-    from codegen.backend.size_kernels import w8_rows
+    from codegen.backend.size_kernels import w8_pack
     from codegen.reference import ops
     rng = np.random.default_rng((5 if numerics == "ort" else 6) + 10 * records)
     for cin, cout, hw, k, s, pads, d in INT_SHAPES:
@@ -396,12 +396,12 @@ def test_int_w8_kernels_equal_the_numpy_reference(numerics, records):
         dp = kf.new_struct("tinyaot_conv_dims_t", dims, keep)
         nbytes = kf.kernels().lib.tinyaot_convolve_w8_s8_get_buffer_size(dp)
         kk = cin * k[0] * k[1]
-        assert nbytes == 2 * 2 * (kk + kk % 2)  # two columns, even stride
+        assert nbytes == 2 * 2 * ((kk + 3) // 4 * 4)  # two columns of k rounded up to 4
         scratch = np.zeros(nbytes // 2 + 1, np.int16)
         out = kf.OutBuf(oh * ow * cout, rng)
         kf._call("tinyaot_convolve_w8_s8", dp, kf.new_struct("tinyaot_requant_t", q, keep),
                  kf.cbuf(x[0].transpose(1, 2, 0), np.int8, keep),
-                 kf.cbuf(w8_rows(w.transpose(0, 2, 3, 1).reshape(cout, -1)), np.int8, keep),
+                 kf.cbuf(w8_pack(w.transpose(0, 2, 3, 1).reshape(cout, -1)), np.int8, keep),
                  kf.ffi.from_buffer("int16_t[]", scratch), out.ptr)
         got = out.result("tinyaot_convolve_w8_s8").reshape(oh, ow, cout).transpose(2, 0, 1)
         np.testing.assert_array_equal(got, want, err_msg=f"conv {cin, cout, hw, k}")
@@ -412,12 +412,12 @@ def test_int_w8_kernels_equal_the_numpy_reference(numerics, records):
             wf = w.reshape(cout, kk)
             want = ops.fully_connected(xf, wf, p, numerics)
             nbytes = kf.kernels().lib.tinyaot_fully_connected_w8_s8_get_buffer_size(kk)
-            assert nbytes == 2 * 2 * (kk + kk % 2)
+            assert nbytes == 2 * 2 * ((kk + 3) // 4 * 4)
             scratch = np.zeros(nbytes // 2, np.int16)
             out = kf.OutBuf(rows * cout, rng)
             kf._call("tinyaot_fully_connected_w8_s8", rows, kk, cout,
                      kf.new_struct("tinyaot_requant_t", q, keep), kf.cbuf(xf, np.int8, keep),
-                     kf.cbuf(w8_rows(wf), np.int8, keep), kf.ffi.from_buffer("int16_t[]", scratch),
+                     kf.cbuf(w8_pack(wf), np.int8, keep), kf.ffi.from_buffer("int16_t[]", scratch),
                      out.ptr)
             np.testing.assert_array_equal(out.result("fc").reshape(rows, cout), want,
                                           err_msg=f"fc {kk, cout, rows}")

@@ -42,16 +42,21 @@ def emit_fc_w8(em, lid, n, p, info, rows):
                              em.ptr(y.name)])
 
 
-def w8_rows(w2d):
-    """W[out][k] int8 -> the same bytes with each row's full groups of 4 as
-    w0, w2, w1, w3: __SXTB16 / __SXTB16_ROR8 of the word then give the pairs
-    {w0, w1}, {w2, w3} that meet the column's halfwords (tinyaot_dot_w8.h).
-    Still one byte per weight; the k % 4 tail stays in order."""
-    w = np.array(w2d, dtype=np.int8)
+def w8_pack(w2d):
+    """W[out][k] int8 -> the bytes tinyaot_dot_w8.h reads, still one per weight
+    (plus zeros up to k4, k rounded up to 4): per pair of rows, per group of 4,
+    row a's 4 bytes then row b's (one LDRD), each as w0, w2, w1, w3 so that
+    __SXTB16 / __SXTB16_ROR8 give the pairs {w0, w1}, {w2, w3}; an odd last
+    row follows alone, in groups of 4 the same way."""
+    w = np.asarray(w2d, dtype=np.int8)
     rows, k = w.shape
-    k4 = k // 4 * 4
-    w[:, :k4] = w[:, :k4].reshape(rows, k4 // 4, 4)[..., QUAD_ORDER].reshape(rows, k4)
-    return w
+    k4 = (k + 3) // 4 * 4
+    p = np.zeros((rows, k4), dtype=np.int8)
+    p[:, :k] = w
+    p = p.reshape(rows, k4 // 4, 4)[..., QUAD_ORDER]
+    even = rows // 2 * 2
+    pairs = p[:even].reshape(even // 2, 2, k4 // 4, 4).transpose(0, 2, 1, 3)
+    return np.concatenate([pairs.reshape(-1), p[even:].reshape(-1)])
 
 
 def _requant(em, lid, p):
@@ -69,7 +74,7 @@ def emit_conv_int_w8(em, lid, n, p, info, dims):
         info["kernel"] = "tinyaot_depthwise_conv_w8_s8"
         em.call(info["kernel"], [dims, q, em.ptr(x.name), filt, em.ptr(y.name)])
         return
-    filt = em.const("int8_t", f"{lid}_w", w8_rows(w.data.transpose(0, 2, 3, 1).reshape(w.shape[0], -1)),
+    filt = em.const("int8_t", f"{lid}_w", w8_pack(w.data.transpose(0, 2, 3, 1).reshape(w.shape[0], -1)),
                     align=4)
     info["kernel"] = "tinyaot_convolve_w8_s8"
     em.call(info["kernel"], [dims, q, em.ptr(x.name), filt, _scratch(em, n, "int16_t"),
@@ -80,7 +85,7 @@ def emit_fc_int_w8(em, lid, n, p, info, rows):
     x, w, y = (em.g.tensors[t] for t in (n.inputs[0], n.inputs[1], n.outputs[0]))
     nout, k = w.shape
     q = _requant(em, lid, p)
-    filt = em.const("int8_t", f"{lid}_w", w8_rows(w.data), align=4)
+    filt = em.const("int8_t", f"{lid}_w", w8_pack(w.data), align=4)
     info["kernel"] = "tinyaot_fully_connected_w8_s8"
     em.call(info["kernel"], [str(rows), str(k), str(nout), q, em.ptr(x.name), filt,
                              _scratch(em, n, "int16_t"), em.ptr(y.name)])

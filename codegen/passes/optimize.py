@@ -52,5 +52,5 @@ def optimize_for_size(g):
             n.attrs.pop("scratch_bytes", None)
             if kind in ("conv", "fc"):  # two int16 im2col columns (k_h * k_w * in_c) or rows
                 k = int(np.prod(w.shape[1:]))
-                n.attrs["scratch_bytes"] = 2 * 2 * (k + 1 & ~1)
+                n.attrs["scratch_bytes"] = 2 * 2 * ((k + 3) // 4 * 4)
     return g

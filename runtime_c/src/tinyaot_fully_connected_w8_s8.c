@@ -1,61 +1,60 @@
 /* int8 fully connected for --optimize size: int8 weights read in place
- * ([out_features][in_features], each row's groups of 4 reordered at compile
- * time for __SXTB16, tinyaot_dot_w8.h), two input rows' (input - zero point)
- * as int16 in the scratch, 2 outputs x 2 rows per block of exact int32 sums
- * (one row: 2 outputs at a time) and the fast kernels' requantization
- * (tinyaot_requant_fast.h): the same integers as tinyaot_fully_connected_s8,
- * without the fast kernel's packed copy. */
+ * ([out_features][in_features] rows, padded to k4 and paired at compile time
+ * for LDRD + __SXTB16, tinyaot_dot_w8.h), input rows' (input - zero point) as
+ * int16 in the scratch (two rows interleaved), 2 outputs x 2 rows per block
+ * of exact int32 sums (one row: 2 outputs at a time) and the fast kernels'
+ * requantization (tinyaot_requant_fast.h): the same integers as
+ * tinyaot_fully_connected_s8, without the fast kernel's int16 copy. */
 #include "tinyaot_dot_w8.h"
 #include "tinyaot_kernels.h"
 #include "tinyaot_requant_fast.h"
 
-/* The row stride: in_features rounded up to even (the second row word aligned). */
-static int32_t row_stride(int32_t in_features)
-{
-    return (in_features + 1) & ~1;
-}
-
 int32_t tinyaot_fully_connected_w8_s8_get_buffer_size(int32_t in_features)
 {
-    return 2 * row_stride(in_features) * (int32_t)sizeof(int16_t);
+    return 2 * ((in_features + 3) & ~3) * (int32_t)sizeof(int16_t);
 }
 
 static inline __attribute__((always_inline)) void fc_m(int32_t rows, int32_t k, int32_t nout,
                                                        const tinyaot_rqc_t *rq, int32_t zp,
-                                                       const int8_t *input, const int8_t *w,
+                                                       const int8_t *input, const int8_t *weights,
                                                        int16_t *scratch, int8_t *output, int mode)
 {
-    int16_t *x = scratch, *y = scratch + row_stride(k);
+    const int32_t k4 = (k + 3) & ~3, q4 = k4 / 4;
     int32_t r = 0;
-    for (; r + 2 <= rows; r += 2) {
-        tinyaot_w8_widen(x, input + r * k, k, zp);
-        tinyaot_w8_widen(y, input + (r + 1) * k, k, zp);
+    for (; r + 2 <= rows; r += 2) { /* two rows interleaved, 2x2 blocks */
+        tinyaot_w8_widen(scratch, 0, input + r * k, k, zp, 2);
+        tinyaot_w8_widen(scratch + 2, 0, input + (r + 1) * k, k, zp, 2);
+        tinyaot_w8_zero(scratch, k, k4 - k, 2);
+        tinyaot_w8_zero(scratch + 2, k, k4 - k, 2);
         int8_t *o0 = output + r * nout, *o1 = o0 + nout;
+        const int8_t *w = weights;
         int32_t n = 0;
-        for (; n + 2 <= nout; n += 2) {
+        for (; n + 2 <= nout; n += 2, w += 2 * k4) {
             int32_t s[4];
-            tinyaot_dot_w8_2x2(x, y, w + n * k, w + (n + 1) * k, k, s);
+            tinyaot_dot_w8_22(scratch, w, q4, s);
             tinyaot_rqc_apply2_m(rq, s[0], s[1], n, o0 + n, o1 + n, mode);
             tinyaot_rqc_apply2_m(rq, s[2], s[3], n + 1, o0 + n + 1, o1 + n + 1, mode);
         }
         if (n < nout) {
-            const int32_t s0 = tinyaot_dot_w8(x, w + n * k, k, 0);
-            const int32_t s1 = tinyaot_dot_w8(y, w + n * k, k, 0);
-            tinyaot_rqc_apply2_m(rq, s0, s1, n, o0 + n, o1 + n, mode);
+            int32_t s[2];
+            tinyaot_dot_w8_12(scratch, w, q4, s);
+            tinyaot_rqc_apply2_m(rq, s[0], s[1], n, o0 + n, o1 + n, mode);
         }
     }
-    if (r < rows) {
-        tinyaot_w8_widen(x, input + r * k, k, zp);
+    if (r < rows) { /* one row */
+        tinyaot_w8_widen(scratch, 0, input + r * k, k, zp, 1);
+        tinyaot_w8_zero(scratch, k, k4 - k, 1);
         int8_t *o = output + r * nout;
+        const int8_t *w = weights;
         int32_t n = 0;
-        for (; n + 2 <= nout; n += 2) {
+        for (; n + 2 <= nout; n += 2, w += 2 * k4) {
             int32_t s[2];
-            tinyaot_dot_w8_2x1(x, w + n * k, w + (n + 1) * k, k, s);
+            tinyaot_dot_w8_21(scratch, w, q4, s);
             o[n] = tinyaot_rqc_apply_m(rq, s[0], n, mode);
             o[n + 1] = tinyaot_rqc_apply_m(rq, s[1], n + 1, mode);
         }
         if (n < nout) {
-            o[n] = tinyaot_rqc_apply_m(rq, tinyaot_dot_w8(x, w + n * k, k, 0), n, mode);
+            o[n] = tinyaot_rqc_apply_m(rq, tinyaot_dot_w8_11(scratch, w, q4), n, mode);
         }
     }
 }
