@@ -30,6 +30,42 @@ static inline uint32_t tinyaot_w8_ld32(const void *p)
 }
 
 /* s = {a.x, a.y, b.x, b.y}: a row pair w against two interleaved columns c. */
+#if TINYAOT_HAVE_DSP_ASM
+/* GCC keeps the loop's 12 values in registers only when it is written out:
+ * per group of 4, LDRD of the weight pair, two LDRD of column words, 4 SXTB16,
+ * 8 SMLAD (the C below, with the loads merged). q4 >= 1. */
+static inline void tinyaot_dot_w8_22(const int16_t *c, const int8_t *w, int32_t q4, int32_t s[4])
+{
+    uint32_t ax = 0, ay = 0, bx = 0, by = 0, u, v, t, x, y;
+    const int16_t *end = c + 8 * q4;
+    __asm__("1:\n\t"
+            "ldrd %[u], %[v], [%[w]], #8\n\t"
+            "ldrd %[x], %[y], [%[c]], #8\n\t"
+            "sxtb16 %[t], %[u]\n\t"
+            "smlad %[ax], %[t], %[x], %[ax]\n\t"
+            "smlad %[ay], %[t], %[y], %[ay]\n\t"
+            "sxtb16 %[t], %[v]\n\t"
+            "smlad %[bx], %[t], %[x], %[bx]\n\t"
+            "smlad %[by], %[t], %[y], %[by]\n\t"
+            "ldrd %[x], %[y], [%[c]], #8\n\t"
+            "sxtb16 %[u], %[u], ror #8\n\t"
+            "smlad %[ax], %[u], %[x], %[ax]\n\t"
+            "smlad %[ay], %[u], %[y], %[ay]\n\t"
+            "sxtb16 %[v], %[v], ror #8\n\t"
+            "smlad %[bx], %[v], %[x], %[bx]\n\t"
+            "smlad %[by], %[v], %[y], %[by]\n\t"
+            "cmp %[c], %[end]\n\t"
+            "bne 1b"
+            : [ax] "+r"(ax), [ay] "+r"(ay), [bx] "+r"(bx), [by] "+r"(by), [c] "+r"(c),
+              [w] "+r"(w), [u] "=&r"(u), [v] "=&r"(v), [t] "=&r"(t), [x] "=&r"(x), [y] "=&r"(y)
+            : [end] "r"(end)
+            : "cc", "memory");
+    s[0] = (int32_t)ax;
+    s[1] = (int32_t)ay;
+    s[2] = (int32_t)bx;
+    s[3] = (int32_t)by;
+}
+#else
 static inline void tinyaot_dot_w8_22(const int16_t *c, const int8_t *w, int32_t q4, int32_t s[4])
 {
     uint32_t ax = 0, ay = 0, bx = 0, by = 0;
@@ -53,6 +89,7 @@ static inline void tinyaot_dot_w8_22(const int16_t *c, const int8_t *w, int32_t 
     s[2] = (int32_t)bx;
     s[3] = (int32_t)by;
 }
+#endif
 
 /* s = {w.x, w.y}: one row w (the odd last one) against two interleaved columns. */
 static inline void tinyaot_dot_w8_12(const int16_t *c, const int8_t *w, int32_t q4, int32_t s[2])
