@@ -25,6 +25,19 @@ static void tap_range(int32_t o0, int32_t dil, int32_t taps, int32_t n, int32_t 
     *hi = b;
 }
 
+/* One tap of 4 channels: a[i] += (x[i] - zp) * w[i]; nzp2 = {-zp, -zp}. */
+static inline __attribute__((always_inline)) void dw_tap4(const int8_t *x, const int8_t *w,
+                                                          uint32_t nzp2, uint32_t a[4])
+{
+    const uint32_t xv = tinyaot_w8_ld32(x), wv = tinyaot_w8_ld32(w);
+    const uint32_t x02 = __SXTAB16(nzp2, xv), w02 = __SXTB16(wv);
+    const uint32_t x13 = __SXTAB16_ROR8(nzp2, xv), w13 = __SXTB16_ROR8(wv);
+    a[0] = __SMLABB(x02, w02, a[0]);
+    a[2] = __SMLATT(x02, w02, a[2]);
+    a[1] = __SMLABB(x13, w13, a[1]);
+    a[3] = __SMLATT(x13, w13, a[3]);
+}
+
 static inline __attribute__((always_inline)) void dw_m(const tinyaot_conv_dims_t *d,
                                                        const tinyaot_rqc_t *r, int32_t in_zp,
                                                        const int8_t *input, const int8_t *filter,
@@ -50,20 +63,21 @@ static inline __attribute__((always_inline)) void dw_m(const tinyaot_conv_dims_t
             const int8_t *w00 = filter + (ky0 * d->k_w + kx0) * oc_n;
             int8_t *out = output + (oy * d->out_w + ox) * oc_n;
             for (int32_t j = 0; j < quads; ++j) {
-                uint32_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
+                uint32_t a[4] = {0, 0, 0, 0};
                 const int8_t *xr = x00 + 4 * j, *wr = w00 + 4 * j;
                 for (int32_t ky = ky0; ky < ky1; ++ky, xr += ystep, wr += wrow) {
+                    if (kx1 - kx0 == 3) { /* a whole 3-wide row: no loop */
+                        dw_tap4(xr, wr, nzp2, a);
+                        dw_tap4(xr + xstep, wr + oc_n, nzp2, a);
+                        dw_tap4(xr + 2 * xstep, wr + 2 * oc_n, nzp2, a);
+                        continue;
+                    }
                     const int8_t *xo = xr, *wo = wr;
                     for (int32_t kx = kx0; kx < kx1; ++kx, xo += xstep, wo += oc_n) {
-                        const uint32_t xv = tinyaot_w8_ld32(xo), wv = tinyaot_w8_ld32(wo);
-                        const uint32_t x02 = __SXTAB16(nzp2, xv), w02 = __SXTB16(wv);
-                        const uint32_t x13 = __SXTAB16_ROR8(nzp2, xv), w13 = __SXTB16_ROR8(wv);
-                        a0 = __SMLABB(x02, w02, a0);
-                        a2 = __SMLATT(x02, w02, a2);
-                        a1 = __SMLABB(x13, w13, a1);
-                        a3 = __SMLATT(x13, w13, a3);
+                        dw_tap4(xo, wo, nzp2, a);
                     }
                 }
+                const uint32_t a0 = a[0], a1 = a[1], a2 = a[2], a3 = a[3];
                 const int32_t c = 4 * j;
                 out[c] = tinyaot_rqc_apply_m(r, tinyaot_fp_s32(a0), c, mode);
                 out[c + 1] = tinyaot_rqc_apply_m(r, tinyaot_fp_s32(a1), c + 1, mode);
