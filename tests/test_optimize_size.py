@@ -412,12 +412,12 @@ def test_int_w8_kernels_equal_the_numpy_reference(numerics, records):
             wf = w.reshape(cout, kk)
             want = ops.fully_connected(xf, wf, p, numerics)
             nbytes = kf.kernels().lib.tinyaot_fully_connected_w8_s8_get_buffer_size(kk)
-            assert nbytes == 2 * 2 * ((kk + 3) // 4 * 4)
+            assert nbytes == 2 * ((kk + 3) // 4 * 4)
             scratch = np.zeros(nbytes // 2, np.int16)
             out = kf.OutBuf(rows * cout, rng)
             kf._call("tinyaot_fully_connected_w8_s8", rows, kk, cout,
                      kf.new_struct("tinyaot_requant_t", q, keep), kf.cbuf(xf, np.int8, keep),
-                     kf.cbuf(w8_pack(wf), np.int8, keep), kf.ffi.from_buffer("int16_t[]", scratch),
+                     kf.cbuf(w8_pack(wf, 4), np.int8, keep), kf.ffi.from_buffer("int16_t[]", scratch),
                      out.ptr)
             np.testing.assert_array_equal(out.result("fc").reshape(rows, cout), want,
                                           err_msg=f"fc {kk, cout, rows}")

@@ -42,21 +42,25 @@ def emit_fc_w8(em, lid, n, p, info, rows):
                              em.ptr(y.name)])
 
 
-def w8_pack(w2d):
+def w8_pack(w2d, group=2):
     """W[out][k] int8 -> the bytes tinyaot_dot_w8.h reads, still one per weight
-    (plus zeros up to k4, k rounded up to 4): per pair of rows, per group of 4,
-    row a's 4 bytes then row b's (one LDRD), each as w0, w2, w1, w3 so that
-    __SXTB16 / __SXTB16_ROR8 give the pairs {w0, w1}, {w2, w3}; an odd last
-    row follows alone, in groups of 4 the same way."""
+    (plus zeros up to k4, k rounded up to 4): rows in groups of `group` (2:
+    the conv's pairs, one LDRD; 4: the FC's, one LDM), per group of 4 values
+    each row's 4 bytes in turn, as w0, w2, w1, w3 so that __SXTB16 /
+    __SXTB16_ROR8 give the pairs {w0, w1}, {w2, w3}; the rows left over
+    follow as a pair (group 4), then a single row."""
     w = np.asarray(w2d, dtype=np.int8)
     rows, k = w.shape
     k4 = (k + 3) // 4 * 4
     p = np.zeros((rows, k4), dtype=np.int8)
     p[:, :k] = w
     p = p.reshape(rows, k4 // 4, 4)[..., QUAD_ORDER]
-    even = rows // 2 * 2
-    pairs = p[:even].reshape(even // 2, 2, k4 // 4, 4).transpose(0, 2, 1, 3)
-    return np.concatenate([pairs.reshape(-1), p[even:].reshape(-1)])
+    parts, r = [], 0
+    while r < rows:
+        g = next(g for g in (group, 2, 1) if r + g <= rows)
+        parts.append(p[r:r + g].transpose(1, 0, 2).reshape(-1))
+        r += g
+    return np.concatenate(parts)
 
 
 def _requant(em, lid, p):
@@ -85,7 +89,7 @@ def emit_fc_int_w8(em, lid, n, p, info, rows):
     x, w, y = (em.g.tensors[t] for t in (n.inputs[0], n.inputs[1], n.outputs[0]))
     nout, k = w.shape
     q = _requant(em, lid, p)
-    filt = em.const("int8_t", f"{lid}_w", w8_pack(w.data), align=4)
+    filt = em.const("int8_t", f"{lid}_w", w8_pack(w.data, 4), align=4)
     info["kernel"] = "tinyaot_fully_connected_w8_s8"
     em.call(info["kernel"], [str(rows), str(k), str(nout), q, em.ptr(x.name), filt,
                              _scratch(em, n, "int16_t"), em.ptr(y.name)])

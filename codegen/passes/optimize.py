@@ -14,8 +14,9 @@ size keeps every weight as its int8 byte in flash:
   fast kernel (int16-packed weights, unrolled asm variants) run
   tinyaot_convolve_w8_s8 / tinyaot_depthwise_conv_w8_s8 /
   tinyaot_fully_connected_w8_s8 instead: int8 weights read in place, rows
-  reordered within groups of 4 (conv, FC: two int16 columns in the scratch,
-  2x2 blocks of SXTB16 + SMLAD; depthwise: 4 channels per word); the sums are exact
+  reordered at compile time (conv: two int16 columns in the scratch, 2x2
+  blocks of SXTB16 + SMLAD; FC: 4 outputs per block; depthwise: 4 channels
+  per word); the sums are exact
   integers and the requantization gives tinyaot_requant_channel's results,
   so the outputs are the same;
 * Add runs tinyaot_add_s8 without the fast kernel's 256-entry tables
@@ -50,7 +51,7 @@ def optimize_for_size(g):
             w = g.tensors[n.inputs[1]]
             kind = n.attrs["int_w8"] = n.attrs.pop("fast_kernel")  # backend/size_kernels.py
             n.attrs.pop("scratch_bytes", None)
-            if kind in ("conv", "fc"):  # two int16 im2col columns (k_h * k_w * in_c) or rows
-                k = int(np.prod(w.shape[1:]))
-                n.attrs["scratch_bytes"] = 2 * 2 * ((k + 3) // 4 * 4)
+            if kind in ("conv", "fc"):  # int16: two im2col columns (conv) or one row (FC)
+                k4 = (int(np.prod(w.shape[1:])) + 3) // 4 * 4
+                n.attrs["scratch_bytes"] = 2 * k4 * (2 if kind == "conv" else 1)
     return g

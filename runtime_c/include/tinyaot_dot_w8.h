@@ -22,6 +22,14 @@
 
 #include "tinyaot_intrinsics.h"
 
+/* The inline-asm loops need the optimizer's register allocation (at -O0 GCC
+ * cannot give them their registers; the portable C twins run there). */
+#if TINYAOT_HAVE_DSP_ASM && defined(__OPTIMIZE__)
+#define TINYAOT_DOT_W8_ASM 1
+#else
+#define TINYAOT_DOT_W8_ASM 0
+#endif
+
 static inline uint32_t tinyaot_w8_ld32(const void *p)
 {
     uint32_t v;
@@ -30,7 +38,7 @@ static inline uint32_t tinyaot_w8_ld32(const void *p)
 }
 
 /* s = {a.x, a.y, b.x, b.y}: a row pair w against two interleaved columns c. */
-#if TINYAOT_HAVE_DSP_ASM
+#if TINYAOT_DOT_W8_ASM
 /* GCC keeps the loop's 12 values in registers only when it is written out:
  * per group of 4, LDRD of the weight pair, two LDRD of column words, 4 SXTB16,
  * 8 SMLAD (the C below, with the loads merged). q4 >= 1. */
@@ -107,6 +115,53 @@ static inline void tinyaot_dot_w8_12(const int16_t *c, const int8_t *w, int32_t 
     s[0] = (int32_t)ax;
     s[1] = (int32_t)ay;
 }
+
+/* s = {w0.x, w1.x, w2.x, w3.x}: a group of 4 rows (fully connected: per
+ * group of 4 values the 4 rows' words, one LDM) against one column c. */
+#if TINYAOT_DOT_W8_ASM
+static inline void tinyaot_dot_w8_41(const int16_t *c, const int8_t *w, int32_t q4, int32_t s[4])
+{
+    uint32_t a0 = 0, a1 = 0, a2 = 0, a3 = 0, xa, xb, t;
+    const int16_t *end = c + 4 * q4;
+#define TINYAOT_W8_ROW(A, R)                                                                       \
+    "sxtb16 %[t], " R "\n\t"                                                                      \
+    "smlad %[" A "], %[t], %[xa], %[" A "]\n\t"                                                   \
+    "sxtb16 " R ", " R ", ror #8\n\t"                                                             \
+    "smlad %[" A "], " R ", %[xb], %[" A "]\n\t"
+    __asm__("1:\n\t"
+            "ldrd %[xa], %[xb], [%[c]], #8\n\t"
+            "ldmia.w %[w]!, {r8, r9, r10, r11}\n\t"
+            TINYAOT_W8_ROW("a0", "r8") TINYAOT_W8_ROW("a1", "r9") TINYAOT_W8_ROW("a2", "r10")
+            TINYAOT_W8_ROW("a3", "r11")
+            "cmp %[c], %[end]\n\t"
+            "bne 1b"
+            : [a0] "+r"(a0), [a1] "+r"(a1), [a2] "+r"(a2), [a3] "+r"(a3), [xa] "=&r"(xa),
+              [xb] "=&r"(xb), [t] "=&r"(t), [c] "+r"(c), [w] "+r"(w)
+            : [end] "r"(end)
+            : "r8", "r9", "r10", "r11", "cc", "memory");
+#undef TINYAOT_W8_ROW
+    s[0] = (int32_t)a0;
+    s[1] = (int32_t)a1;
+    s[2] = (int32_t)a2;
+    s[3] = (int32_t)a3;
+}
+#else
+static inline void tinyaot_dot_w8_41(const int16_t *c, const int8_t *w, int32_t q4, int32_t s[4])
+{
+    uint32_t a[4] = {0, 0, 0, 0};
+    for (int32_t j = 0; j < q4; ++j, c += 4) {
+        const uint32_t xa = tinyaot_w8_ld32(c), xb = tinyaot_w8_ld32(c + 2);
+        for (int32_t r = 0; r < 4; ++r, w += 4) {
+            const uint32_t u = tinyaot_w8_ld32(w);
+            a[r] = __SMLAD(__SXTB16(u), xa, a[r]);
+            a[r] = __SMLAD(__SXTB16_ROR8(u), xb, a[r]);
+        }
+    }
+    for (int32_t r = 0; r < 4; ++r) {
+        s[r] = (int32_t)a[r];
+    }
+}
+#endif
 
 /* s = {a.x, b.x}: a row pair w against one column c. */
 static inline void tinyaot_dot_w8_21(const int16_t *c, const int8_t *w, int32_t q4, int32_t s[2])

@@ -1,17 +1,17 @@
 /* int8 fully connected for --optimize size: int8 weights read in place
- * ([out_features][in_features] rows, padded to k4 and paired at compile time
- * for LDRD + __SXTB16, tinyaot_dot_w8.h), input rows' (input - zero point) as
- * int16 in the scratch (two rows interleaved), 2 outputs x 2 rows per block
- * of exact int32 sums (one row: 2 outputs at a time) and the fast kernels'
- * requantization (tinyaot_requant_fast.h): the same integers as
- * tinyaot_fully_connected_s8, without the fast kernel's int16 copy. */
+ * ([out_features][in_features] rows, padded to k4 and grouped by 4 at compile
+ * time for LDM + __SXTB16, tinyaot_dot_w8.h), each input row's (input - zero
+ * point) as int16 in the scratch, 4 outputs per block of exact int32 sums and
+ * the fast kernels' requantization (tinyaot_requant_fast.h): the same
+ * integers as tinyaot_fully_connected_s8, without the fast kernel's int16
+ * copy. */
 #include "tinyaot_dot_w8.h"
 #include "tinyaot_kernels.h"
 #include "tinyaot_requant_fast.h"
 
 int32_t tinyaot_fully_connected_w8_s8_get_buffer_size(int32_t in_features)
 {
-    return 2 * ((in_features + 3) & ~3) * (int32_t)sizeof(int16_t);
+    return ((in_features + 3) & ~3) * (int32_t)sizeof(int16_t);
 }
 
 static inline __attribute__((always_inline)) void fc_m(int32_t rows, int32_t k, int32_t nout,
@@ -20,38 +20,26 @@ static inline __attribute__((always_inline)) void fc_m(int32_t rows, int32_t k, 
                                                        int16_t *scratch, int8_t *output, int mode)
 {
     const int32_t k4 = (k + 3) & ~3, q4 = k4 / 4;
-    int32_t r = 0;
-    for (; r + 2 <= rows; r += 2) { /* two rows interleaved, 2x2 blocks */
-        tinyaot_w8_widen(scratch, 0, input + r * k, k, zp, 2);
-        tinyaot_w8_widen(scratch + 2, 0, input + (r + 1) * k, k, zp, 2);
-        tinyaot_w8_zero(scratch, k, k4 - k, 2);
-        tinyaot_w8_zero(scratch + 2, k, k4 - k, 2);
-        int8_t *o0 = output + r * nout, *o1 = o0 + nout;
-        const int8_t *w = weights;
-        int32_t n = 0;
-        for (; n + 2 <= nout; n += 2, w += 2 * k4) {
-            int32_t s[4];
-            tinyaot_dot_w8_22(scratch, w, q4, s);
-            tinyaot_rqc_apply2_m(rq, s[0], s[1], n, o0 + n, o1 + n, mode);
-            tinyaot_rqc_apply2_m(rq, s[2], s[3], n + 1, o0 + n + 1, o1 + n + 1, mode);
-        }
-        if (n < nout) {
-            int32_t s[2];
-            tinyaot_dot_w8_12(scratch, w, q4, s);
-            tinyaot_rqc_apply2_m(rq, s[0], s[1], n, o0 + n, o1 + n, mode);
-        }
-    }
-    if (r < rows) { /* one row */
+    for (int32_t r = 0; r < rows; ++r) {
         tinyaot_w8_widen(scratch, 0, input + r * k, k, zp, 1);
         tinyaot_w8_zero(scratch, k, k4 - k, 1);
         int8_t *o = output + r * nout;
         const int8_t *w = weights;
         int32_t n = 0;
-        for (; n + 2 <= nout; n += 2, w += 2 * k4) {
+        for (; n + 4 <= nout; n += 4, w += 4 * k4) {
+            int32_t s[4];
+            tinyaot_dot_w8_41(scratch, w, q4, s);
+            for (int32_t i = 0; i < 4; ++i) {
+                o[n + i] = tinyaot_rqc_apply_m(rq, s[i], n + i, mode);
+            }
+        }
+        if (n + 2 <= nout) { /* the rest: a pair, then a single row (w8_pack) */
             int32_t s[2];
             tinyaot_dot_w8_21(scratch, w, q4, s);
             o[n] = tinyaot_rqc_apply_m(rq, s[0], n, mode);
             o[n + 1] = tinyaot_rqc_apply_m(rq, s[1], n + 1, mode);
+            n += 2;
+            w += 2 * k4;
         }
         if (n < nout) {
             o[n] = tinyaot_rqc_apply_m(rq, tinyaot_dot_w8_11(scratch, w, q4), n, mode);
