@@ -19,6 +19,8 @@
 """
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import onnx
 import pytest
@@ -459,6 +461,104 @@ def test_depthwise_w8_equals_the_numpy_reference(numerics, records):
                  kf.cbuf(w[:, 0].transpose(1, 2, 0), np.int8, keep), out.ptr)
         got = out.result("tinyaot_depthwise_conv_w8_s8").reshape(oh, ow, cout).transpose(2, 0, 1)
         np.testing.assert_array_equal(got, want, err_msg=f"depthwise {cin, mult, hw, k}")
+
+
+def _int_w8_cases():
+    """Every INT_SHAPES conv / FC and DW_SHAPES depthwise case in both numerics,
+    with and without records: (kernel, C call args builder data, expected)."""
+    from codegen.backend.size_kernels import w8_pack
+    from codegen.reference import ops
+    rng = np.random.default_rng(21)
+    cases = []
+    for numerics in ("ort", "tflite"):
+        for records in (False, True):
+            for cin, cout, hw, k, s, pads, d in INT_SHAPES:
+                attrs = {"kernel": k, "strides": s, "pads": pads, "dilations": d, "group": 1}
+                x = rng.integers(-128, 128, (1, cin) + hw).astype(np.int8)
+                w = rng.integers(-127, 128, (cout, cin) + k).astype(np.int8)
+                q, p = _requant_fields(rng, cout, int(rng.integers(-128, 128)), numerics, records)
+                want = ops.conv2d(x, w, attrs, p, numerics)[0]
+                dims = conv_dims_fields(x.shape, (1, cout) + want.shape[1:], attrs)
+                cases.append(("conv", dims, q, x[0].transpose(1, 2, 0),
+                              w8_pack(w.transpose(0, 2, 3, 1).reshape(cout, -1)),
+                              want.transpose(1, 2, 0)))
+                kk = cin * k[0] * k[1]
+                xf = rng.integers(-128, 128, (2, kk)).astype(np.int8)
+                wf = w.reshape(cout, kk)
+                cases.append(("fc", (2, kk, cout), q, xf, w8_pack(wf, 4),
+                              ops.fully_connected(xf, wf, p, numerics)))
+            for cin, mult, hw, k, s, pads, d in DW_SHAPES:
+                cout = cin * mult
+                attrs = {"kernel": k, "strides": s, "pads": pads, "dilations": d, "group": cin}
+                x = rng.integers(-128, 128, (1, cin) + hw).astype(np.int8)
+                w = rng.integers(-127, 128, (cout, 1) + k).astype(np.int8)
+                q, p = _requant_fields(rng, cout, int(rng.integers(-128, 128)), numerics, records)
+                want = ops.conv2d(x, w, attrs, p, numerics)[0]
+                dims = conv_dims_fields(x.shape, (1, cout) + want.shape[1:], attrs)
+                cases.append(("dw", dims, q, x[0].transpose(1, 2, 0), w[:, 0].transpose(1, 2, 0),
+                              want.transpose(1, 2, 0)))
+    return cases
+
+
+@pytest.mark.qemu
+def test_int_w8_kernels_asm_on_qemu_m4(tmp_path):
+    """The size kernels' inline-asm loops (tinyaot_dot_w8.h: 2x2 LDRD block, 4-row
+    LDM block; DSP depthwise) on qemu-m4, every host-test shape, both numerics,
+    with and without records, against the numpy reference."""
+    require_arm_toolchain()
+    from codegen.targets.qemu import build_firmware, load_board, run_firmware
+    from test_fast_kernels import INC, SRC, _c_words, _requant_c
+    import subprocess
+
+    board = load_board("qemu-m4")
+    # the harness holds 4096 output bytes: the big kws-like case runs in the model tests
+    cases = [c for c in _int_w8_cases() if c[5].size <= 4096]
+    src = ["#include <stdint.h>", "#include <string.h>", '#include "harness.h"',
+           '#include "tinyaot_kernels.h"']
+    calls, scratch = [], 4
+    for i, (kind, dims, q, x, w, want) in enumerate(cases):
+        src.append(_c_words(f"x{i}", "int8_t", x))
+        src.append(_c_words(f"w{i}", "int8_t", w))
+        src += _requant_c(i, dict(q, lo=q["act_min"], hi=q["act_max"]))
+        if kind == "fc":
+            rows, kk, cout = dims
+            scratch = max(scratch, 2 * ((kk + 3) // 4 * 4))
+            calls.append(f"    case {i}: return tinyaot_fully_connected_w8_s8({rows}, {kk}, {cout}, "
+                         f"&q{i}, x{i}, w{i}, (int16_t *)(void *)scratch, output);")
+            continue
+        src.append(f"static const tinyaot_conv_dims_t d{i} = {{{', '.join(map(str, dims))}}};")
+        if kind == "conv":
+            scratch = max(scratch, 4 * ((len(w) // dims[5] + 3) // 4 * 4))
+            calls.append(f"    case {i}: return tinyaot_convolve_w8_s8(&d{i}, &q{i}, x{i}, w{i}, "
+                         "(int16_t *)(void *)scratch, output);")
+        else:
+            calls.append(f"    case {i}: return tinyaot_depthwise_conv_w8_s8(&d{i}, &q{i}, x{i}, "
+                         f"w{i}, output);")
+    n = len(calls)
+    out_size = max(c[5].size for c in cases)
+    src += [f"static uint32_t scratch[{scratch // 4}];",
+            f"const uint32_t tinyaot_harness_num_inputs = {n}u;",
+            "const uint32_t tinyaot_harness_input_size = 1u;",
+            f"const uint32_t tinyaot_harness_output_size = {out_size}u;",
+            f"const int8_t tinyaot_harness_inputs[] = {{{','.join(str(i) for i in range(n))}}};",
+            "int tinyaot_harness_run(const int8_t *input, int8_t *output)", "{",
+            f"    memset(output, 0, {out_size});", "    switch (input[0]) {", *calls,
+            "    default: return -1;", "    }", "}", ""]
+    (tmp_path / "w8_cases.c").write_text("\n".join(src))
+    kernels = [SRC / f for f in ("tinyaot_convolve_w8_s8.c", "tinyaot_fully_connected_w8_s8.c",
+                                 "tinyaot_depthwise_conv_w8_s8.c")]
+    elf = build_firmware([board["harness_main"], tmp_path / "w8_cases.c", *kernels], [INC], board,
+                         tmp_path / "w8.elf")
+    asm = subprocess.run([board["toolchain_prefix"] + "objdump", "-d", str(elf)],
+                         capture_output=True, text=True, check=True).stdout
+    for insn in ("ldmia.w", "ldrd", "sxtb16", "smlad", "sxtab16", "smlatt", "smlal"):
+        assert re.search(rf"\s{re.escape(insn)}\s", asm), f"{insn} not in the firmware"
+    res = run_firmware(elf, board, timeout=300)
+    assert len(res.outputs) == n
+    for i, (c, r) in enumerate(zip(cases, res.outputs)):
+        got = np.frombuffer(r.data, np.int8)[:c[5].size]
+        np.testing.assert_array_equal(got, c[5].reshape(-1).astype(np.int8),
+                                      err_msg=f"case {i}: {c[0]} {c[1]}")
 
 
 @pytest.mark.parametrize("name", ["digits_cnn", "mbv2_block", "conv1d", "decoder", "data_ops",
