@@ -192,11 +192,26 @@ static inline int32_t tinyaot_dot_w8_11(const int16_t *c, const int8_t *w, int32
 
 /* Column values i0 .. i0 + n - 1 from src (minus zp) into the scratch col:
  * value i goes to halfword (i / 2) * ways * 2 + i % 2 (ways: 1 column, or 2
- * interleaved, this one starting at col). */
+ * interleaved, this one starting at col). From a multiple of 4 on, 4 values
+ * per input word: __SXTAB16 widens and subtracts ({-zp, -zp}) bytes 0, 2 and
+ * 1, 3; __PKHBT / __PKHTB put them back in order as the pairs {x0, x1}, {x2, x3}. */
 static inline void tinyaot_w8_widen(int16_t *h, int32_t i0, const int8_t *src, int32_t n,
                                     int32_t zp, int32_t ways)
 {
-    for (int32_t i = i0; i < i0 + n; ++i) {
+    int32_t i = i0;
+    const int32_t end = i0 + n;
+    if ((i & 3) == 0) {
+        const uint32_t nzp2 = ((uint32_t)-zp & 0xffffu) * 0x10001u;
+        for (; i + 4 <= end; i += 4, src += 4) {
+            const uint32_t v = tinyaot_w8_ld32(src);
+            const uint32_t e = __SXTAB16(nzp2, v), o = __SXTAB16_ROR8(nzp2, v);
+            const uint32_t p01 = __PKHBT(e, o, 16), p23 = __PKHTB(o, e, 16);
+            int16_t *d = h + (i >> 1) * 2 * ways;
+            memcpy(d, &p01, sizeof p01);
+            memcpy(d + 2 * ways, &p23, sizeof p23);
+        }
+    }
+    for (; i < end; ++i) {
         h[(i >> 1) * 2 * ways + (i & 1)] = (int16_t)((int32_t)*src++ - zp);
     }
 }
