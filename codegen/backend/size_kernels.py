@@ -67,7 +67,7 @@ def _requant(em, lid, p):
     # the fast kernels' records: one-SMLAL (tflite) or {bias, scale} (ort, whole int8 range)
     if "mult" in p and np.any(np.asarray(p["mult"]) < 0):
         return em.requant(lid, p)
-    return em.requant(lid, p, fast=True, float_records=True)
+    return em.requant(lid, p, fast=True, float_records=True, bias_in_records=True)
 
 
 def emit_conv_int_w8(em, lid, n, p, info, dims):

@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "tinyaot_intrinsics.h"
+#include "tinyaot_requant_fast.h"
 
 /* The inline-asm loops need the optimizer's register allocation (at -O0 GCC
  * cannot give them their registers; the portable C twins run there). */
@@ -221,6 +222,41 @@ static inline void tinyaot_w8_zero(int16_t *h, int32_t i0, int32_t n, int32_t wa
 {
     for (int32_t i = i0; i < i0 + n; ++i) {
         h[(i >> 1) * 2 * ways + (i & 1)] = 0;
+    }
+}
+
+/* Requantization in the size kernels: their loops are inlined once per mode
+ * for the two whole-int8-range record modes every model so far uses
+ * (TINYAOT_RQ_SMLAL_SAT, TINYAOT_RQ_FLOAT_SAT) and once for all the others
+ * (TINYAOT_W8_RQ_ANY: one call per output), so the code stays small. */
+#define TINYAOT_W8_RQ_ANY (-1)
+
+static __attribute__((noinline)) int8_t tinyaot_w8_rq_any(const tinyaot_rqc_t *r, int32_t acc,
+                                                          int32_t ch)
+{
+    if (r->mode == TINYAOT_RQ_FLOAT_SAT) {
+        return tinyaot_rqc_apply_m(r, acc, ch, TINYAOT_RQ_FLOAT_SAT);
+    }
+    return tinyaot_rqc_apply(r, acc, ch);
+}
+
+static inline __attribute__((always_inline)) int8_t tinyaot_w8_rq(const tinyaot_rqc_t *r,
+                                                                  int32_t acc, int32_t ch, int mode)
+{
+    return mode == TINYAOT_W8_RQ_ANY ? tinyaot_w8_rq_any(r, acc, ch)
+                                     : tinyaot_rqc_apply_m(r, acc, ch, mode);
+}
+
+/* Channel ch of two accumulators (two pixels / rows). */
+static inline __attribute__((always_inline)) void tinyaot_w8_rq2(const tinyaot_rqc_t *r, int32_t a0,
+                                                                 int32_t a1, int32_t ch, int8_t *o0,
+                                                                 int8_t *o1, int mode)
+{
+    if (mode == TINYAOT_W8_RQ_ANY) {
+        *o0 = tinyaot_w8_rq_any(r, a0, ch);
+        *o1 = tinyaot_w8_rq_any(r, a1, ch);
+    } else {
+        tinyaot_rqc_apply2_m(r, a0, a1, ch, o0, o1, mode);
     }
 }
 

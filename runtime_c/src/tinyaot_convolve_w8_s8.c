@@ -58,13 +58,13 @@ static inline __attribute__((always_inline)) void conv_m(const tinyaot_conv_dims
         for (; oc + 2 <= oc_n; oc += 2, w += 2 * k4) {
             int32_t s[4];
             tinyaot_dot_w8_22(scratch, w, q4, s);
-            tinyaot_rqc_apply2_m(r, s[0], s[1], oc, o0 + oc, o1 + oc, mode);
-            tinyaot_rqc_apply2_m(r, s[2], s[3], oc + 1, o0 + oc + 1, o1 + oc + 1, mode);
+            tinyaot_w8_rq2(r, s[0], s[1], oc, o0 + oc, o1 + oc, mode);
+            tinyaot_w8_rq2(r, s[2], s[3], oc + 1, o0 + oc + 1, o1 + oc + 1, mode);
         }
         if (oc < oc_n) { /* odd channel count: the last row alone */
             int32_t s[2];
             tinyaot_dot_w8_12(scratch, w, q4, s);
-            tinyaot_rqc_apply2_m(r, s[0], s[1], oc, o0 + oc, o1 + oc, mode);
+            tinyaot_w8_rq2(r, s[0], s[1], oc, o0 + oc, o1 + oc, mode);
         }
     }
 }
@@ -80,13 +80,9 @@ int tinyaot_convolve_w8_s8(const tinyaot_conv_dims_t *d, const tinyaot_requant_t
     const tinyaot_rqc_t r = tinyaot_rqc_records(q);
     const int32_t zp = q->in_zp;
     switch (r.mode) {
-    case TINYAOT_RQ_ORT: conv_m(d, &r, zp, input, filter, scratch, output, TINYAOT_RQ_ORT); break;
-    case TINYAOT_RQ_TFLITE: conv_m(d, &r, zp, input, filter, scratch, output, TINYAOT_RQ_TFLITE); break;
-    case TINYAOT_RQ_SMLAL: conv_m(d, &r, zp, input, filter, scratch, output, TINYAOT_RQ_SMLAL); break;
-    case TINYAOT_RQ_SMLAL_SAT:
-        conv_m(d, &r, zp, input, filter, scratch, output, TINYAOT_RQ_SMLAL_SAT);
-        break;
-    default: conv_m(d, &r, zp, input, filter, scratch, output, TINYAOT_RQ_FLOAT_SAT); break;
+    case TINYAOT_RQ_SMLAL_SAT: conv_m(d, &r, zp, input, filter, scratch, output, TINYAOT_RQ_SMLAL_SAT); break;
+    case TINYAOT_RQ_FLOAT_SAT: conv_m(d, &r, zp, input, filter, scratch, output, TINYAOT_RQ_FLOAT_SAT); break;
+    default: conv_m(d, &r, zp, input, filter, scratch, output, TINYAOT_W8_RQ_ANY); break;
     }
     return TINYAOT_OK;
 }

@@ -14,6 +14,14 @@ int32_t tinyaot_fully_connected_w8_s8_get_buffer_size(int32_t in_features)
     return ((in_features + 3) & ~3) * (int32_t)sizeof(int16_t);
 }
 
+/* One input row as a zero-padded int16 column (one copy for every mode). */
+static __attribute__((noinline)) void load_row(int16_t *scratch, const int8_t *x, int32_t k,
+                                               int32_t zp)
+{
+    tinyaot_w8_widen(scratch, 0, x, k, zp, 1);
+    tinyaot_w8_zero(scratch, k, ((k + 3) & ~3) - k, 1);
+}
+
 static inline __attribute__((always_inline)) void fc_m(int32_t rows, int32_t k, int32_t nout,
                                                        const tinyaot_rqc_t *rq, int32_t zp,
                                                        const int8_t *input, const int8_t *weights,
@@ -21,8 +29,7 @@ static inline __attribute__((always_inline)) void fc_m(int32_t rows, int32_t k, 
 {
     const int32_t k4 = (k + 3) & ~3, q4 = k4 / 4;
     for (int32_t r = 0; r < rows; ++r) {
-        tinyaot_w8_widen(scratch, 0, input + r * k, k, zp, 1);
-        tinyaot_w8_zero(scratch, k, k4 - k, 1);
+        load_row(scratch, input + r * k, k, zp);
         int8_t *o = output + r * nout;
         const int8_t *w = weights;
         int32_t n = 0;
@@ -30,19 +37,19 @@ static inline __attribute__((always_inline)) void fc_m(int32_t rows, int32_t k, 
             int32_t s[4];
             tinyaot_dot_w8_41(scratch, w, q4, s);
             for (int32_t i = 0; i < 4; ++i) {
-                o[n + i] = tinyaot_rqc_apply_m(rq, s[i], n + i, mode);
+                o[n + i] = tinyaot_w8_rq(rq, s[i], n + i, mode);
             }
         }
         if (n + 2 <= nout) { /* the rest: a pair, then a single row (w8_pack) */
             int32_t s[2];
             tinyaot_dot_w8_21(scratch, w, q4, s);
-            o[n] = tinyaot_rqc_apply_m(rq, s[0], n, mode);
-            o[n + 1] = tinyaot_rqc_apply_m(rq, s[1], n + 1, mode);
+            o[n] = tinyaot_w8_rq(rq, s[0], n, mode);
+            o[n + 1] = tinyaot_w8_rq(rq, s[1], n + 1, mode);
             n += 2;
             w += 2 * k4;
         }
         if (n < nout) {
-            o[n] = tinyaot_rqc_apply_m(rq, tinyaot_dot_w8_11(scratch, w, q4), n, mode);
+            o[n] = tinyaot_w8_rq(rq, tinyaot_dot_w8_11(scratch, w, q4), n, mode);
         }
     }
 }
@@ -55,15 +62,9 @@ int tinyaot_fully_connected_w8_s8(int32_t rows, int32_t in_features, int32_t out
     const tinyaot_rqc_t r = tinyaot_rqc_records(q);
     const int32_t k = in_features, n = out_features, zp = q->in_zp;
     switch (r.mode) {
-    case TINYAOT_RQ_ORT: fc_m(rows, k, n, &r, zp, input, weights, scratch, output, TINYAOT_RQ_ORT); break;
-    case TINYAOT_RQ_TFLITE:
-        fc_m(rows, k, n, &r, zp, input, weights, scratch, output, TINYAOT_RQ_TFLITE);
-        break;
-    case TINYAOT_RQ_SMLAL: fc_m(rows, k, n, &r, zp, input, weights, scratch, output, TINYAOT_RQ_SMLAL); break;
-    case TINYAOT_RQ_SMLAL_SAT:
-        fc_m(rows, k, n, &r, zp, input, weights, scratch, output, TINYAOT_RQ_SMLAL_SAT);
-        break;
-    default: fc_m(rows, k, n, &r, zp, input, weights, scratch, output, TINYAOT_RQ_FLOAT_SAT); break;
+    case TINYAOT_RQ_SMLAL_SAT: fc_m(rows, k, n, &r, zp, input, weights, scratch, output, TINYAOT_RQ_SMLAL_SAT); break;
+    case TINYAOT_RQ_FLOAT_SAT: fc_m(rows, k, n, &r, zp, input, weights, scratch, output, TINYAOT_RQ_FLOAT_SAT); break;
+    default: fc_m(rows, k, n, &r, zp, input, weights, scratch, output, TINYAOT_W8_RQ_ANY); break;
     }
     return TINYAOT_OK;
 }
