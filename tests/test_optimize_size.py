@@ -507,9 +507,8 @@ def test_int_w8_kernels_asm_on_qemu_m4(tmp_path):
     LDM block; DSP depthwise) on qemu-m4, every host-test shape, both numerics,
     with and without records, against the numpy reference."""
     require_arm_toolchain()
-    from codegen.targets.qemu import build_firmware, load_board, run_firmware
-    from test_fast_kernels import INC, SRC, _c_words, _requant_c
-    import subprocess
+    from codegen.targets.qemu import load_board, run_firmware
+    from test_fast_kernels import _c_words, _cases_firmware, _requant_c
 
     board = load_board("qemu-m4")
     # the harness holds 4096 output bytes: the big kws-like case runs in the model tests
@@ -536,27 +535,14 @@ def test_int_w8_kernels_asm_on_qemu_m4(tmp_path):
         else:
             calls.append(f"    case {i}: return tinyaot_depthwise_conv_w8_s8(&d{i}, &q{i}, x{i}, "
                          f"w{i}, output);")
-    n = len(calls)
     out_size = max(c[5].size for c in cases)
-    src += [f"static uint32_t scratch[{scratch // 4}];",
-            f"const uint32_t tinyaot_harness_num_inputs = {n}u;",
-            "const uint32_t tinyaot_harness_input_size = 1u;",
-            f"const uint32_t tinyaot_harness_output_size = {out_size}u;",
-            f"const int8_t tinyaot_harness_inputs[] = {{{','.join(str(i) for i in range(n))}}};",
-            "int tinyaot_harness_run(const int8_t *input, int8_t *output)", "{",
-            f"    memset(output, 0, {out_size});", "    switch (input[0]) {", *calls,
-            "    default: return -1;", "    }", "}", ""]
-    (tmp_path / "w8_cases.c").write_text("\n".join(src))
-    kernels = [SRC / f for f in ("tinyaot_convolve_w8_s8.c", "tinyaot_fully_connected_w8_s8.c",
-                                 "tinyaot_depthwise_conv_w8_s8.c")]
-    elf = build_firmware([board["harness_main"], tmp_path / "w8_cases.c", *kernels], [INC], board,
-                         tmp_path / "w8.elf")
-    asm = subprocess.run([board["toolchain_prefix"] + "objdump", "-d", str(elf)],
-                         capture_output=True, text=True, check=True).stdout
+    elf, asm = _cases_firmware(tmp_path, board, "w8", src, calls, scratch, out_size,
+                               ["tinyaot_convolve_w8_s8.c", "tinyaot_fully_connected_w8_s8.c",
+                                "tinyaot_depthwise_conv_w8_s8.c"])
     for insn in ("ldmia.w", "ldrd", "sxtb16", "smlad", "sxtab16", "smlatt", "smlal"):
         assert re.search(rf"\s{re.escape(insn)}\s", asm), f"{insn} not in the firmware"
     res = run_firmware(elf, board, timeout=300)
-    assert len(res.outputs) == n
+    assert len(res.outputs) == len(calls)
     for i, (c, r) in enumerate(zip(cases, res.outputs)):
         got = np.frombuffer(r.data, np.int8)[:c[5].size]
         np.testing.assert_array_equal(got, c[5].reshape(-1).astype(np.int8),
