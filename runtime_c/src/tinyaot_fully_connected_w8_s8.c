@@ -22,6 +22,25 @@ static __attribute__((noinline)) void load_row(int16_t *scratch, const int8_t *x
     tinyaot_w8_zero(scratch, k, ((k + 3) & ~3) - k, 1);
 }
 
+/* Outputs n .. nout - 1 (at most 3, w8_pack's pair then single row), one
+ * copy for every requantization mode. */
+static __attribute__((noinline)) void fc_rest(const tinyaot_rqc_t *rq, const int16_t *x,
+                                              const int8_t *w, int32_t q4, int32_t n, int32_t nout,
+                                              int8_t *o)
+{
+    if (n + 2 <= nout) {
+        int32_t s[2];
+        tinyaot_dot_w8_21(x, w, q4, s);
+        o[n] = tinyaot_w8_rq_any(rq, s[0], n);
+        o[n + 1] = tinyaot_w8_rq_any(rq, s[1], n + 1);
+        n += 2;
+        w += 8 * q4;
+    }
+    if (n < nout) {
+        o[n] = tinyaot_w8_rq_any(rq, tinyaot_dot_w8_11(x, w, q4), n);
+    }
+}
+
 static inline __attribute__((always_inline)) void fc_m(int32_t rows, int32_t k, int32_t nout,
                                                        const tinyaot_rqc_t *rq, int32_t zp,
                                                        const int8_t *input, const int8_t *weights,
@@ -40,16 +59,8 @@ static inline __attribute__((always_inline)) void fc_m(int32_t rows, int32_t k, 
                 o[n + i] = tinyaot_w8_rq(rq, s[i], n + i, mode);
             }
         }
-        if (n + 2 <= nout) { /* the rest: a pair, then a single row (w8_pack) */
-            int32_t s[2];
-            tinyaot_dot_w8_21(scratch, w, q4, s);
-            o[n] = tinyaot_w8_rq(rq, s[0], n, mode);
-            o[n + 1] = tinyaot_w8_rq(rq, s[1], n + 1, mode);
-            n += 2;
-            w += 2 * k4;
-        }
         if (n < nout) {
-            o[n] = tinyaot_w8_rq(rq, tinyaot_dot_w8_11(scratch, w, q4), n, mode);
+            fc_rest(rq, scratch, w, q4, n, nout, o);
         }
     }
 }
