@@ -442,26 +442,33 @@ DW_SHAPES = [(8, 1, (12, 12), (3, 3), (1, 1), (1, 1, 1, 1), (1, 1)),
 @pytest.mark.parametrize("numerics", ["ort", "tflite"])
 def test_depthwise_w8_equals_the_numpy_reference(numerics, records):
     import kernel_ffi as kf
-    from codegen.reference import ops
     rng = np.random.default_rng((9 if numerics == "ort" else 10) + 10 * records)
-    for cin, mult, hw, k, s, pads, d in DW_SHAPES:
-        cout = cin * mult
-        attrs = {"kernel": k, "strides": s, "pads": pads, "dilations": d, "group": cin}
-        x = rng.integers(-128, 128, (1, cin) + hw).astype(np.int8)
-        w = rng.integers(-127, 128, (cout, 1) + k).astype(np.int8)
-        q, p = _requant_fields(rng, cout, int(rng.integers(-128, 128)), numerics, records)
-        want = ops.conv2d(x, w, attrs, p, numerics)[0]
-        oh, ow = want.shape[1:]
+    for shape in DW_SHAPES:
+        dims, q, x, w, want = _dw_case(rng, shape, numerics, records)
         keep = []
-        dims = dict(zip(kf.struct_fields("tinyaot_conv_dims_t"),
-                        conv_dims_fields(x.shape, (1, cout, oh, ow), attrs)))
-        out = kf.OutBuf(oh * ow * cout, rng)
-        kf._call("tinyaot_depthwise_conv_w8_s8", kf.new_struct("tinyaot_conv_dims_t", dims, keep),
-                 kf.new_struct("tinyaot_requant_t", q, keep),
-                 kf.cbuf(x[0].transpose(1, 2, 0), np.int8, keep),
-                 kf.cbuf(w[:, 0].transpose(1, 2, 0), np.int8, keep), out.ptr)
-        got = out.result("tinyaot_depthwise_conv_w8_s8").reshape(oh, ow, cout).transpose(2, 0, 1)
-        np.testing.assert_array_equal(got, want, err_msg=f"depthwise {cin, mult, hw, k}")
+        out = kf.OutBuf(want.size, rng)
+        kf._call("tinyaot_depthwise_conv_w8_s8",
+                 kf.new_struct("tinyaot_conv_dims_t",
+                               dict(zip(kf.struct_fields("tinyaot_conv_dims_t"), dims)), keep),
+                 kf.new_struct("tinyaot_requant_t", q, keep), kf.cbuf(x, np.int8, keep),
+                 kf.cbuf(w, np.int8, keep), out.ptr)
+        got = out.result("tinyaot_depthwise_conv_w8_s8").reshape(want.shape)
+        np.testing.assert_array_equal(got, want, err_msg=f"depthwise {shape}")
+
+
+def _dw_case(rng, shape, numerics, records):
+    """One DW_SHAPES case: conv dims fields, tinyaot_requant_t fields, the input
+    [h][w][c], the weights [k_h][k_w][c] and the reference output [h][w][c]."""
+    from codegen.reference import ops
+    cin, mult, hw, k, s, pads, d = shape
+    cout = cin * mult
+    attrs = {"kernel": k, "strides": s, "pads": pads, "dilations": d, "group": cin}
+    x = rng.integers(-128, 128, (1, cin) + hw).astype(np.int8)
+    w = rng.integers(-127, 128, (cout, 1) + k).astype(np.int8)
+    q, p = _requant_fields(rng, cout, int(rng.integers(-128, 128)), numerics, records)
+    want = ops.conv2d(x, w, attrs, p, numerics)[0]
+    dims = conv_dims_fields(x.shape, (1, cout) + want.shape[1:], attrs)
+    return dims, q, x[0].transpose(1, 2, 0), w[:, 0].transpose(1, 2, 0), want.transpose(1, 2, 0)
 
 
 def _int_w8_cases():
@@ -488,16 +495,8 @@ def _int_w8_cases():
                 wf = w.reshape(cout, kk)
                 cases.append(("fc", (2, kk, cout), q, xf, w8_pack(wf, 4),
                               ops.fully_connected(xf, wf, p, numerics)))
-            for cin, mult, hw, k, s, pads, d in DW_SHAPES:
-                cout = cin * mult
-                attrs = {"kernel": k, "strides": s, "pads": pads, "dilations": d, "group": cin}
-                x = rng.integers(-128, 128, (1, cin) + hw).astype(np.int8)
-                w = rng.integers(-127, 128, (cout, 1) + k).astype(np.int8)
-                q, p = _requant_fields(rng, cout, int(rng.integers(-128, 128)), numerics, records)
-                want = ops.conv2d(x, w, attrs, p, numerics)[0]
-                dims = conv_dims_fields(x.shape, (1, cout) + want.shape[1:], attrs)
-                cases.append(("dw", dims, q, x[0].transpose(1, 2, 0), w[:, 0].transpose(1, 2, 0),
-                              want.transpose(1, 2, 0)))
+            for shape in DW_SHAPES:
+                cases.append(("dw",) + _dw_case(rng, shape, numerics, records))
     return cases
 
 
