@@ -658,7 +658,8 @@ def _requant_c(i, c):
 
 def _cases_firmware(tmp_path, board, name, src, calls, scratch, out_size, kernel_c):
     """A firmware whose input i runs `calls[i]` (one kernel call per case), built
-    with `kernel_c`; returns (elf, its disassembly)."""
+    with `kernel_c` (a runtime_c/src file name, or a list of them); returns
+    (elf, its disassembly)."""
     from codegen.targets.qemu import build_firmware
     n = len(calls)
     src = src + [f"static uint32_t scratch[{scratch // 4}];",
@@ -670,7 +671,9 @@ def _cases_firmware(tmp_path, board, name, src, calls, scratch, out_size, kernel
                  f"    memset(output, 0, {out_size});", "    switch (input[0]) {", *calls,
                  "    default: return -1;", "    }", "}", ""]
     (tmp_path / f"{name}_cases.c").write_text("\n".join(src))
-    elf = build_firmware([board["harness_main"], tmp_path / f"{name}_cases.c", SRC / kernel_c],
+    kernels = [kernel_c] if isinstance(kernel_c, str) else list(kernel_c)
+    elf = build_firmware([board["harness_main"], tmp_path / f"{name}_cases.c",
+                          *(SRC / k for k in kernels)],
                          [INC], board, tmp_path / f"{name}.elf")
     asm = subprocess.run([board["toolchain_prefix"] + "objdump", "-d", str(elf)],
                          capture_output=True, text=True, check=True).stdout

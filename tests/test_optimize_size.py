@@ -19,6 +19,8 @@
 """
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import onnx
 import pytest
@@ -336,8 +338,10 @@ def test_size_c_under_asan_ubsan_and_strict_warnings(key, numerics, tmp_path):
 
 # ------------------------------------------------------------------ integer int8-weight kernels
 
-def _requant_fields(rng, cout, in_zp, numerics):
-    """tinyaot_requant_t fields and the reference's p for one layer."""
+def _requant_fields(rng, cout, in_zp, numerics, records=False):
+    """tinyaot_requant_t fields and the reference's p for one layer; `records`:
+    with the fast kernels' per-channel records (one-SMLAL for tflite, {bias,
+    scale} for ort), as backend/size_kernels.py emits them."""
     bias = rng.integers(-5000, 5000, cout).astype(np.int32)
     p = {"in_zp": in_zp, "out_zp": int(rng.integers(-10, 10)), "act_min": -128, "act_max": 127,
          "bias": bias}
@@ -349,6 +353,11 @@ def _requant_fields(rng, cout, in_zp, numerics):
     else:
         p["mult"] = q["mult"] = rng.integers(1 << 30, (1 << 31) - 1, cout).astype(np.int32)
         p["shift"] = q["shift"] = rng.integers(-11, -6, cout).astype(np.int32)
+    if records:
+        from codegen.backend.fast_pack import float_requant, smlal_requant
+        q["rq"] = (float_requant(q["scale"], bias) if numerics == "ort"
+                   else smlal_requant(q["mult"], q["shift"], bias))
+        q["bias"] = None  # the records hold it (size_kernels.py emits no bias array then)
     return q, p
 
 
@@ -360,21 +369,28 @@ INT_SHAPES = [(1, 64, (49, 10), (10, 4), (2, 2), (4, 1, 5, 1), (1, 1)),
               (5, 7, (9, 8), (3, 2), (1, 2), (1, 0, 2, 1), (2, 1)),
               (6, 3, (4, 4), (1, 1), (1, 1), (0, 0, 0, 0), (1, 1)),
               (1, 2, (3, 3), (1, 1), (1, 1), (1, 1, 1, 1), (1, 1)),
-              (13, 9, (3, 3), (3, 3), (1, 1), (0, 0, 0, 0), (1, 1))]
+              (13, 9, (3, 3), (3, 3), (1, 1), (0, 0, 0, 0), (1, 1)),
+              # odd pixel count (last column alone), odd channels, K odd (odd column stride)
+              (3, 5, (5, 3), (1, 1), (1, 1), (0, 0, 0, 0), (1, 1)),
+              (7, 1, (3, 3), (1, 3), (1, 1), (0, 1, 0, 1), (1, 1))]
 
 
+@pytest.mark.parametrize("records", [False, True])
 @pytest.mark.parametrize("numerics", ["ort", "tflite"])
-def test_int_w8_kernels_equal_the_numpy_reference(numerics):
+def test_int_w8_kernels_equal_the_numpy_reference(numerics, records):
     """tinyaot_convolve_w8_s8 / tinyaot_fully_connected_w8_s8 (host: the portable
-    intrinsics) against codegen/reference/ops (numpy int64 sums, both requantizations)."""
+    intrinsics) against codegen/reference/ops (numpy int64 sums, both requantizations,
+    with and without the per-channel records), weights packed as the compiler
+    stores them (backend/size_kernels.py:w8_pack)."""
     import kernel_ffi as kf
+    from codegen.backend.size_kernels import w8_pack
     from codegen.reference import ops
-    rng = np.random.default_rng(5 if numerics == "ort" else 6)
+    rng = np.random.default_rng((5 if numerics == "ort" else 6) + 10 * records)
     for cin, cout, hw, k, s, pads, d in INT_SHAPES:
         attrs = {"kernel": k, "strides": s, "pads": pads, "dilations": d, "group": 1}
         x = rng.integers(-128, 128, (1, cin) + hw).astype(np.int8)
         w = rng.integers(-127, 128, (cout, cin) + k).astype(np.int8)
-        q, p = _requant_fields(rng, cout, int(rng.integers(-128, 128)), numerics)
+        q, p = _requant_fields(rng, cout, int(rng.integers(-128, 128)), numerics, records)
         want = ops.conv2d(x, w, attrs, p, numerics)[0]           # [cout, oh, ow]
         oh, ow = want.shape[1:]
         keep = []
@@ -382,29 +398,32 @@ def test_int_w8_kernels_equal_the_numpy_reference(numerics):
                         conv_dims_fields(x.shape, (1, cout, oh, ow), attrs)))
         dp = kf.new_struct("tinyaot_conv_dims_t", dims, keep)
         nbytes = kf.kernels().lib.tinyaot_convolve_w8_s8_get_buffer_size(dp)
-        assert nbytes == 2 * cin * k[0] * k[1]
+        kk = cin * k[0] * k[1]
+        assert nbytes == 2 * 2 * ((kk + 3) // 4 * 4)  # two columns of k rounded up to 4
         scratch = np.zeros(nbytes // 2 + 1, np.int16)
         out = kf.OutBuf(oh * ow * cout, rng)
         kf._call("tinyaot_convolve_w8_s8", dp, kf.new_struct("tinyaot_requant_t", q, keep),
                  kf.cbuf(x[0].transpose(1, 2, 0), np.int8, keep),
-                 kf.cbuf(w.transpose(0, 2, 3, 1), np.int8, keep),
+                 kf.cbuf(w8_pack(w.transpose(0, 2, 3, 1).reshape(cout, -1)), np.int8, keep),
                  kf.ffi.from_buffer("int16_t[]", scratch), out.ptr)
         got = out.result("tinyaot_convolve_w8_s8").reshape(oh, ow, cout).transpose(2, 0, 1)
         np.testing.assert_array_equal(got, want, err_msg=f"conv {cin, cout, hw, k}")
         # the same weights as a fully connected layer over rows of K inputs
-        kk = cin * k[0] * k[1]
-        rows = 3
-        xf = rng.integers(-128, 128, (rows, kk)).astype(np.int8)
-        wf = w.reshape(cout, kk)
-        want = ops.fully_connected(xf, wf, p, numerics)
-        scratch = np.zeros(kk + 1, np.int16)
-        out = kf.OutBuf(rows * cout, rng)
-        assert kf.kernels().lib.tinyaot_fully_connected_w8_s8_get_buffer_size(kk) == 2 * kk
-        kf._call("tinyaot_fully_connected_w8_s8", rows, kk, cout,
-                 kf.new_struct("tinyaot_requant_t", q, keep), kf.cbuf(xf, np.int8, keep),
-                 kf.cbuf(wf, np.int8, keep), kf.ffi.from_buffer("int16_t[]", scratch), out.ptr)
-        np.testing.assert_array_equal(out.result("fc").reshape(rows, cout), want,
-                                      err_msg=f"fc {kk, cout}")
+        # (3 rows: a pair and a single row; 1 row: the batch-1 path)
+        for rows in (3, 1):
+            xf = rng.integers(-128, 128, (rows, kk)).astype(np.int8)
+            wf = w.reshape(cout, kk)
+            want = ops.fully_connected(xf, wf, p, numerics)
+            nbytes = kf.kernels().lib.tinyaot_fully_connected_w8_s8_get_buffer_size(kk)
+            assert nbytes == 2 * ((kk + 3) // 4 * 4)
+            scratch = np.zeros(nbytes // 2, np.int16)
+            out = kf.OutBuf(rows * cout, rng)
+            kf._call("tinyaot_fully_connected_w8_s8", rows, kk, cout,
+                     kf.new_struct("tinyaot_requant_t", q, keep), kf.cbuf(xf, np.int8, keep),
+                     kf.cbuf(w8_pack(wf, 4), np.int8, keep), kf.ffi.from_buffer("int16_t[]", scratch),
+                     out.ptr)
+            np.testing.assert_array_equal(out.result("fc").reshape(rows, cout), want,
+                                          err_msg=f"fc {kk, cout, rows}")
 
 
 # (cin, multiplier, hw, kernel, strides, pads, dilations)
@@ -412,32 +431,121 @@ DW_SHAPES = [(8, 1, (12, 12), (3, 3), (1, 1), (1, 1, 1, 1), (1, 1)),
              (16, 1, (1, 49), (1, 5), (1, 1), (0, 2, 0, 2), (1, 1)),
              (12, 2, (9, 7), (3, 3), (2, 2), (0, 1, 2, 0), (1, 1)),
              (4, 1, (10, 10), (3, 3), (1, 1), (2, 2, 2, 2), (2, 2)),
-             (8, 1, (3, 3), (5, 5), (1, 1), (2, 2, 2, 2), (1, 1))]   # window wider than the input
+             (8, 1, (3, 3), (5, 5), (1, 1), (2, 2, 2, 2), (1, 1)),   # window wider than the input
+             # channels not a multiple of 4 (quads + 1..3 single channels), fewer than 4
+             (13, 1, (6, 5), (3, 3), (2, 1), (1, 1, 1, 1), (1, 1)),
+             (6, 1, (5, 5), (3, 3), (1, 1), (0, 1, 1, 0), (1, 1)),
+             (3, 1, (4, 4), (3, 3), (1, 1), (1, 1, 1, 1), (1, 1))]
 
 
+@pytest.mark.parametrize("records", [False, True])
 @pytest.mark.parametrize("numerics", ["ort", "tflite"])
-def test_depthwise_w8_equals_the_numpy_reference(numerics):
+def test_depthwise_w8_equals_the_numpy_reference(numerics, records):
     import kernel_ffi as kf
-    from codegen.reference import ops
-    rng = np.random.default_rng(9 if numerics == "ort" else 10)
-    for cin, mult, hw, k, s, pads, d in DW_SHAPES:
-        cout = cin * mult
-        attrs = {"kernel": k, "strides": s, "pads": pads, "dilations": d, "group": cin}
-        x = rng.integers(-128, 128, (1, cin) + hw).astype(np.int8)
-        w = rng.integers(-127, 128, (cout, 1) + k).astype(np.int8)
-        q, p = _requant_fields(rng, cout, int(rng.integers(-128, 128)), numerics)
-        want = ops.conv2d(x, w, attrs, p, numerics)[0]
-        oh, ow = want.shape[1:]
+    rng = np.random.default_rng((9 if numerics == "ort" else 10) + 10 * records)
+    for shape in DW_SHAPES:
+        dims, q, x, w, want = _dw_case(rng, shape, numerics, records)
         keep = []
-        dims = dict(zip(kf.struct_fields("tinyaot_conv_dims_t"),
-                        conv_dims_fields(x.shape, (1, cout, oh, ow), attrs)))
-        out = kf.OutBuf(oh * ow * cout, rng)
-        kf._call("tinyaot_depthwise_conv_w8_s8", kf.new_struct("tinyaot_conv_dims_t", dims, keep),
-                 kf.new_struct("tinyaot_requant_t", q, keep),
-                 kf.cbuf(x[0].transpose(1, 2, 0), np.int8, keep),
-                 kf.cbuf(w[:, 0].transpose(1, 2, 0), np.int8, keep), out.ptr)
-        got = out.result("tinyaot_depthwise_conv_w8_s8").reshape(oh, ow, cout).transpose(2, 0, 1)
-        np.testing.assert_array_equal(got, want, err_msg=f"depthwise {cin, mult, hw, k}")
+        out = kf.OutBuf(want.size, rng)
+        kf._call("tinyaot_depthwise_conv_w8_s8",
+                 kf.new_struct("tinyaot_conv_dims_t",
+                               dict(zip(kf.struct_fields("tinyaot_conv_dims_t"), dims)), keep),
+                 kf.new_struct("tinyaot_requant_t", q, keep), kf.cbuf(x, np.int8, keep),
+                 kf.cbuf(w, np.int8, keep), out.ptr)
+        got = out.result("tinyaot_depthwise_conv_w8_s8").reshape(want.shape)
+        np.testing.assert_array_equal(got, want, err_msg=f"depthwise {shape}")
+
+
+def _dw_case(rng, shape, numerics, records):
+    """One DW_SHAPES case: conv dims fields, tinyaot_requant_t fields, the input
+    [h][w][c], the weights [k_h][k_w][c] and the reference output [h][w][c]."""
+    from codegen.reference import ops
+    cin, mult, hw, k, s, pads, d = shape
+    cout = cin * mult
+    attrs = {"kernel": k, "strides": s, "pads": pads, "dilations": d, "group": cin}
+    x = rng.integers(-128, 128, (1, cin) + hw).astype(np.int8)
+    w = rng.integers(-127, 128, (cout, 1) + k).astype(np.int8)
+    q, p = _requant_fields(rng, cout, int(rng.integers(-128, 128)), numerics, records)
+    want = ops.conv2d(x, w, attrs, p, numerics)[0]
+    dims = conv_dims_fields(x.shape, (1, cout) + want.shape[1:], attrs)
+    return dims, q, x[0].transpose(1, 2, 0), w[:, 0].transpose(1, 2, 0), want.transpose(1, 2, 0)
+
+
+def _int_w8_cases():
+    """Every INT_SHAPES conv / FC and DW_SHAPES depthwise case in both numerics,
+    with and without records: (kernel, C call args builder data, expected)."""
+    from codegen.backend.size_kernels import w8_pack
+    from codegen.reference import ops
+    rng = np.random.default_rng(21)
+    cases = []
+    for numerics in ("ort", "tflite"):
+        for records in (False, True):
+            for cin, cout, hw, k, s, pads, d in INT_SHAPES:
+                attrs = {"kernel": k, "strides": s, "pads": pads, "dilations": d, "group": 1}
+                x = rng.integers(-128, 128, (1, cin) + hw).astype(np.int8)
+                w = rng.integers(-127, 128, (cout, cin) + k).astype(np.int8)
+                q, p = _requant_fields(rng, cout, int(rng.integers(-128, 128)), numerics, records)
+                want = ops.conv2d(x, w, attrs, p, numerics)[0]
+                dims = conv_dims_fields(x.shape, (1, cout) + want.shape[1:], attrs)
+                cases.append(("conv", dims, q, x[0].transpose(1, 2, 0),
+                              w8_pack(w.transpose(0, 2, 3, 1).reshape(cout, -1)),
+                              want.transpose(1, 2, 0)))
+                kk = cin * k[0] * k[1]
+                xf = rng.integers(-128, 128, (2, kk)).astype(np.int8)
+                wf = w.reshape(cout, kk)
+                cases.append(("fc", (2, kk, cout), q, xf, w8_pack(wf, 4),
+                              ops.fully_connected(xf, wf, p, numerics)))
+            for shape in DW_SHAPES:
+                cases.append(("dw",) + _dw_case(rng, shape, numerics, records))
+    return cases
+
+
+@pytest.mark.qemu
+def test_int_w8_kernels_asm_on_qemu_m4(tmp_path):
+    """The size kernels' inline-asm loops (tinyaot_dot_w8.h: 2x2 LDRD block, 4-row
+    LDM block; DSP depthwise) on qemu-m4, every host-test shape, both numerics,
+    with and without records, against the numpy reference."""
+    require_arm_toolchain()
+    from codegen.targets.qemu import load_board, run_firmware
+    from test_fast_kernels import _c_words, _cases_firmware, _requant_c
+
+    board = load_board("qemu-m4")
+    # the harness holds 4096 output bytes: the big kws-like case runs in the model tests
+    cases = [c for c in _int_w8_cases() if c[5].size <= 4096]
+    src = ["#include <stdint.h>", "#include <string.h>", '#include "harness.h"',
+           '#include "tinyaot_kernels.h"']
+    calls, scratch = [], 4
+    for i, (kind, dims, q, x, w, want) in enumerate(cases):
+        src.append(_c_words(f"x{i}", "int8_t", x))
+        src.append(_c_words(f"w{i}", "int8_t", w))
+        bias = q["bias"] if q["bias"] is not None else np.zeros(1, np.int32)  # unread
+        src += _requant_c(i, dict(q, lo=q["act_min"], hi=q["act_max"], bias=bias))
+        if kind == "fc":
+            rows, kk, cout = dims
+            scratch = max(scratch, 2 * ((kk + 3) // 4 * 4))
+            calls.append(f"    case {i}: return tinyaot_fully_connected_w8_s8({rows}, {kk}, {cout}, "
+                         f"&q{i}, x{i}, w{i}, (int16_t *)(void *)scratch, output);")
+            continue
+        src.append(f"static const tinyaot_conv_dims_t d{i} = {{{', '.join(map(str, dims))}}};")
+        if kind == "conv":
+            scratch = max(scratch, 4 * ((len(w) // dims[5] + 3) // 4 * 4))
+            calls.append(f"    case {i}: return tinyaot_convolve_w8_s8(&d{i}, &q{i}, x{i}, w{i}, "
+                         "(int16_t *)(void *)scratch, output);")
+        else:
+            calls.append(f"    case {i}: return tinyaot_depthwise_conv_w8_s8(&d{i}, &q{i}, x{i}, "
+                         f"w{i}, output);")
+    out_size = max(c[5].size for c in cases)
+    elf, asm = _cases_firmware(tmp_path, board, "w8", src, calls, scratch, out_size,
+                               ["tinyaot_convolve_w8_s8.c", "tinyaot_fully_connected_w8_s8.c",
+                                "tinyaot_depthwise_conv_w8_s8.c"])
+    for insn in ("ldmia.w", "ldrd", "sxtb16", "smlad", "sxtab16", "smlatt", "smlal"):
+        assert re.search(rf"\s{re.escape(insn)}\s", asm), f"{insn} not in the firmware"
+    res = run_firmware(elf, board, timeout=300)
+    assert len(res.outputs) == len(calls)
+    for i, (c, r) in enumerate(zip(cases, res.outputs)):
+        got = np.frombuffer(r.data, np.int8)[:c[5].size]
+        np.testing.assert_array_equal(got, c[5].reshape(-1).astype(np.int8),
+                                      err_msg=f"case {i}: {c[0]} {c[1]}")
 
 
 @pytest.mark.parametrize("name", ["digits_cnn", "mbv2_block", "conv1d", "decoder", "data_ops",

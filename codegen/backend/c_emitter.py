@@ -70,33 +70,39 @@ class _Emitter:
         self.kernels.add(kernel)
         self.body.append(f"    if ({kernel}({', '.join(args)}) != TINYAOT_OK) return -1;")
 
-    def requant(self, lid, p, fast=False, float_records=False):
+    def requant(self, lid, p, fast=False, float_records=False, bias_in_records=False):
         """The layer's tinyaot_requant_t; `fast` (a fast kernel's): also the
         one-SMLAL records when every channel allows (fast_pack.smlal_requant);
         `float_records` (fast conv / depthwise, ort, whole int8 range): the
-        {bias, scale} records (fast_pack.float_requant)."""
+        {bias, scale} records (fast_pack.float_requant); `bias_in_records`
+        (kernels that read only the records when there are some: the size
+        kernels): no separate bias array then."""
         from .fast_pack import float_requant, smlal_requant
 
-        bias = self.const("int32_t", f"{lid}_bias", p["bias"])
+        words = None  # the records, emitted where the speed build always had them
+        if "scale" in p:
+            if "post_bias" not in p and float_records and p["act_min"] <= -128 and p["act_max"] >= 127:
+                words = float_requant(p["scale"], p["bias"])
+        elif fast:
+            words = smlal_requant(p["mult"], p["shift"], p["bias"])
+        bias = ("NULL" if words is not None and bias_in_records
+                else self.const("int32_t", f"{lid}_bias", p["bias"]))
         if "scale" in p:
             scale = self.const("float", f"{lid}_scale", p["scale"])
             extra = f"{scale}, NULL, NULL"
             if "post_bias" in p:  # ConvInteger / MatMulInteger: float(acc) * scale + post_bias, Q
                 pb = self.const("float", f"{lid}_post_bias", p["post_bias"])
                 extra += f", {pb}, {c_float(p['out_scale'])}, NULL"
-            elif float_records and p["act_min"] <= -128 and p["act_max"] >= 127:
-                rq = self.const("int32_t", f"{lid}_rq", float_requant(p["scale"], p["bias"]), align=8)
-                extra += f", NULL, 0.0f, {rq}"
+            elif words is not None:
+                extra += f", NULL, 0.0f, {self.const('int32_t', f'{lid}_rq', words, align=8)}"
             else:
                 extra += ", NULL, 0.0f, NULL"
-        else:
-            rq = smlal_requant(p["mult"], p["shift"], p["bias"]) if fast else None
-            if rq is None:
-                mult = self.const("int32_t", f"{lid}_mult", p["mult"])
-                shift = self.const("int32_t", f"{lid}_shift", p["shift"])
-                extra = f"NULL, {mult}, {shift}, NULL, 0.0f, NULL"
-            else:  # the words hold mult and shift too
-                extra = f"NULL, NULL, NULL, NULL, 0.0f, {self.const('int32_t', f'{lid}_rq', rq, align=8)}"
+        elif words is None:
+            mult = self.const("int32_t", f"{lid}_mult", p["mult"])
+            shift = self.const("int32_t", f"{lid}_shift", p["shift"])
+            extra = f"NULL, {mult}, {shift}, NULL, 0.0f, NULL"
+        else:  # the words hold mult and shift too
+            extra = f"NULL, NULL, NULL, NULL, 0.0f, {self.const('int32_t', f'{lid}_rq', words, align=8)}"
         self.consts.append(
             f"static const tinyaot_requant_t {lid}_q = {{ {p['in_zp']}, {p['out_zp']}, "
             f"{p['act_min']}, {p['act_max']}, {bias}, {extra} }};\n")

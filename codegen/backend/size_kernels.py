@@ -3,9 +3,12 @@ on int8 weights in flash, dequantized by the kernel at run time, and the
 integer conv / FC on int8 weights read in place."""
 from __future__ import annotations
 
+import numpy as np
+
 from ..planner.arena import scratch_name
 from ..reference.fc_float_order import ORDER_CODE
 from .conv_f32_pack import segment_words
+from .fast_pack import QUAD_ORDER
 
 
 def _scratch(em, n, ctype="float"):
@@ -39,15 +42,44 @@ def emit_fc_w8(em, lid, n, p, info, rows):
                              em.ptr(y.name)])
 
 
+def w8_pack(w2d, group=2):
+    """W[out][k] int8 -> the bytes tinyaot_dot_w8.h reads, still one per weight
+    (plus zeros up to k4, k rounded up to 4): rows in groups of `group` (2:
+    the conv's pairs, one LDRD; 4: the FC's, one LDM), per group of 4 values
+    each row's 4 bytes in turn, as w0, w2, w1, w3 so that __SXTB16 /
+    __SXTB16_ROR8 give the pairs {w0, w1}, {w2, w3}; the rows left over
+    follow as a pair (group 4), then a single row."""
+    w = np.asarray(w2d, dtype=np.int8)
+    rows, k = w.shape
+    k4 = (k + 3) // 4 * 4
+    p = np.zeros((rows, k4), dtype=np.int8)
+    p[:, :k] = w
+    p = p.reshape(rows, k4 // 4, 4)[..., QUAD_ORDER]
+    parts, r = [], 0
+    while r < rows:
+        g = next(g for g in (group, 2, 1) if r + g <= rows)
+        parts.append(p[r:r + g].transpose(1, 0, 2).reshape(-1))
+        r += g
+    return np.concatenate(parts)
+
+
+def _requant(em, lid, p):
+    # the fast kernels' records: one-SMLAL (tflite) or {bias, scale} (ort, whole int8 range)
+    if "mult" in p and np.any(np.asarray(p["mult"]) < 0):
+        return em.requant(lid, p)
+    return em.requant(lid, p, fast=True, float_records=True, bias_in_records=True)
+
+
 def emit_conv_int_w8(em, lid, n, p, info, dims):
     x, w, y = (em.g.tensors[t] for t in (n.inputs[0], n.inputs[1], n.outputs[0]))
-    q = em.requant(lid, p)
+    q = _requant(em, lid, p)
     if n.attrs["int_w8"] == "depthwise":  # [k_h][k_w][c], no scratch
         filt = em.const("int8_t", f"{lid}_w", w.data[:, 0].transpose(1, 2, 0), align=4)
         info["kernel"] = "tinyaot_depthwise_conv_w8_s8"
         em.call(info["kernel"], [dims, q, em.ptr(x.name), filt, em.ptr(y.name)])
         return
-    filt = em.const("int8_t", f"{lid}_w", w.data.transpose(0, 2, 3, 1), align=4)
+    filt = em.const("int8_t", f"{lid}_w", w8_pack(w.data.transpose(0, 2, 3, 1).reshape(w.shape[0], -1)),
+                    align=4)
     info["kernel"] = "tinyaot_convolve_w8_s8"
     em.call(info["kernel"], [dims, q, em.ptr(x.name), filt, _scratch(em, n, "int16_t"),
                              em.ptr(y.name)])
@@ -56,8 +88,8 @@ def emit_conv_int_w8(em, lid, n, p, info, dims):
 def emit_fc_int_w8(em, lid, n, p, info, rows):
     x, w, y = (em.g.tensors[t] for t in (n.inputs[0], n.inputs[1], n.outputs[0]))
     nout, k = w.shape
-    q = em.requant(lid, p)
-    filt = em.const("int8_t", f"{lid}_w", w.data, align=4)
+    q = _requant(em, lid, p)
+    filt = em.const("int8_t", f"{lid}_w", w8_pack(w.data, 4), align=4)
     info["kernel"] = "tinyaot_fully_connected_w8_s8"
     em.call(info["kernel"], [str(rows), str(k), str(nout), q, em.ptr(x.name), filt,
                              _scratch(em, n, "int16_t"), em.ptr(y.name)])

@@ -13,8 +13,10 @@ size keeps every weight as its int8 byte in flash:
 * integer conv (groups 1), depthwise and FC layers that kernel_select gave a
   fast kernel (int16-packed weights, unrolled asm variants) run
   tinyaot_convolve_w8_s8 / tinyaot_depthwise_conv_w8_s8 /
-  tinyaot_fully_connected_w8_s8 instead: int8 weights read in place (conv,
-  FC: one int16 column in the scratch, SXTB16 + SMLAD); the sums are exact
+  tinyaot_fully_connected_w8_s8 instead: int8 weights read in place, rows
+  reordered at compile time (conv: two int16 columns in the scratch, 2x2
+  blocks of SXTB16 + SMLAD; FC: 4 outputs per block; depthwise: 4 channels
+  per word); the sums are exact
   integers and the requantization gives tinyaot_requant_channel's results,
   so the outputs are the same;
 * Add runs tinyaot_add_s8 without the fast kernel's 256-entry tables
@@ -49,6 +51,7 @@ def optimize_for_size(g):
             w = g.tensors[n.inputs[1]]
             kind = n.attrs["int_w8"] = n.attrs.pop("fast_kernel")  # backend/size_kernels.py
             n.attrs.pop("scratch_bytes", None)
-            if kind in ("conv", "fc"):  # one int16 im2col column (k_h * k_w * in_c) or row
-                n.attrs["scratch_bytes"] = 2 * int(np.prod(w.shape[1:]))
+            if kind in ("conv", "fc"):  # int16: two im2col columns (conv) or one row (FC)
+                k4 = (int(np.prod(w.shape[1:])) + 3) // 4 * 4
+                n.attrs["scratch_bytes"] = 2 * k4 * (2 if kind == "conv" else 1)
     return g
