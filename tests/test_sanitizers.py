@@ -109,11 +109,10 @@ def _run(cmd, **kw):
     return subprocess.run([str(c) for c in cmd], capture_output=True, text=True, **kw)
 
 
-@pytest.fixture(scope="session")
-def asan_runtime_objs(tmp_path_factory):
-    """The runtime kernels compiled once with the sanitizers."""
+def asan_runtime_objects(d):
+    """The runtime kernels compiled with the sanitizers into d (once per session:
+    the asan_runtime_objs fixture of conftest.py)."""
     _need_gcc()
-    d = tmp_path_factory.mktemp("asan_rt")
     objs = []
     for src in RUNTIME_SRCS:
         obj = d / (src.stem + ".o")

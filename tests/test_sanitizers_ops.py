@@ -7,7 +7,6 @@ import numpy as np
 import pytest
 
 import test_sanitizers as ts
-from test_sanitizers import asan_runtime_objs  # noqa: F401  (the session fixture)
 from codegen.compiler import compile_model, write_outputs
 from codegen.reference import run_graph
 
