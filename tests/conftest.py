@@ -65,6 +65,16 @@ def asan_runtime_objs(tmp_path_factory):
     return asan_runtime_objects(tmp_path_factory.mktemp("asan_rt"))
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _run_cache_dir(tmp_path_factory):
+    """tests/run_cache.py: one folder per session, shared by the xdist workers."""
+    import run_cache
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = base.parent  # <basetemp>/popen-gwN: the parent is the session's
+    run_cache.set_dir(base / "run_cache")
+
+
 def pytest_configure(config):
     # pytest-xdist: each worker builds in its own tree (host kernel objects and
     # SCons database are otherwise shared by concurrent SCons runs).
