@@ -14,6 +14,9 @@ from conftest import DEFAULT_GOLDEN, DEFAULT_MODEL, shared_model
 from test_sanitizers import (BASE_FLAGS, MAIN_C, RUNTIME_INC, SAN_ENV, SAN_FLAGS, _run,  # noqa: F401
                              _strict_compile)
 
+# one worker builds the sanitized kernels for every ASan test (pytest-xdist)
+pytestmark = pytest.mark.xdist_group("asan")
+
 CASES = [pytest.param("default", "ort", "user", id="default-user"),
          pytest.param("default", "ort", "arena", id="default-arena"),
          pytest.param("ic01", "tflite", "arena", id="ic01-arena", marks=pytest.mark.shared)]

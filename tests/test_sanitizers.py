@@ -19,6 +19,9 @@ from codegen.compiler import compile_model, write_outputs
 
 from conftest import DEFAULT_GOLDEN, DEFAULT_MODEL, REPO, SHARED_MODELS, shared_model
 
+# one worker builds the sanitized kernels for every ASan test (pytest-xdist)
+pytestmark = pytest.mark.xdist_group("asan")
+
 RUNTIME_INC = REPO / "runtime_c" / "include"
 RUNTIME_SRCS = sorted((REPO / "runtime_c" / "src").glob("*.c"))
 

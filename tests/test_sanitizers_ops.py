@@ -14,6 +14,9 @@ from conftest import REPO
 from qdq_builders import all_int8_inputs, save
 from test_ops_concat import concat_model
 
+# one worker builds the sanitized kernels for every ASan test (pytest-xdist)
+pytestmark = pytest.mark.xdist_group("asan")
+
 
 def _model(key, tmp_path):
     if key == "concat":
