@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from .errors import TinyAotError
-from .paths import REPO_ROOT, RUNTIME_INCLUDE, RUNTIME_SRC, SCONSTRUCT
+from .paths import REPO_ROOT, RUNTIME_INCLUDE, RUNTIME_SRC, SCONSTRUCT, build_root
 from .targets.qemu import (firmware_compile_flags, firmware_libs, firmware_link_flags,
                            harness_sources, load_board)
 
@@ -84,7 +84,7 @@ def _host_kernel_dir(kenv):
     changes: a model build then compiles its own C file only."""
     import hashlib
     line = kenv.subst("$SHCC $SHCFLAGS $SHCCFLAGS $_CCCOMCOM")
-    return str(REPO_ROOT / "build" / "host-kernels" / hashlib.sha1(line.encode()).hexdigest()[:16])
+    return str(build_root() / "host-kernels" / hashlib.sha1(line.encode()).hexdigest()[:16])
 
 
 def _scons_stack_check(board, gen_dir, objdir):

@@ -26,7 +26,7 @@ import numpy as np
 from .build import board_or_error
 from .compiler import compile_model
 from .errors import TinyAotError
-from .paths import BOARDS_DIR, REPO_ROOT
+from .paths import BOARDS_DIR, build_root as default_build_root
 
 # Flash kept free for code when deciding how many golden inputs go into one
 # firmware: kernels + <name>_run (up to ~15 KiB on the shared models),
@@ -161,7 +161,7 @@ def verify_on_board(model, golden, board_name, numerics="ort", key="outputs", ma
 
 
 def _build_base():
-    base = os.path.join(str(REPO_ROOT), "build")
+    base = str(default_build_root())
     os.makedirs(base, exist_ok=True)
     return base
 

@@ -1,4 +1,5 @@
 """Where the project's non-Python parts live (runtime_c, boards, SConstruct)."""
+import os
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -9,6 +10,12 @@ BOARDS_DIR = REPO_ROOT / "boards"
 SCONSTRUCT = REPO_ROOT / "SConstruct"
 DEFAULT_MODEL = REPO_ROOT / "models" / "digits_cnn_int8.onnx"
 DEFAULT_GOLDEN = REPO_ROOT / "models" / "digits_cnn_int8_golden.npz"
+
+
+def build_root():
+    """Where builds go: <repo>/build, or $TINYAOT_BUILD_DIR (a private tree with
+    its own SCons database, e.g. one per parallel test worker)."""
+    return Path(os.environ.get("TINYAOT_BUILD_DIR") or REPO_ROOT / "build")
 
 
 def runtime_sources(kernels=None):

@@ -12,7 +12,7 @@ from .backend import emit_harness_data
 from .build import board_or_error, build_generated
 from .compiler import compile_model, write_outputs
 from .errors import TinyAotError
-from .paths import REPO_ROOT
+from .paths import build_root
 
 
 # The golden arrays each numerics reproduces bit for bit (MLPerf Tiny goldens carry
@@ -74,7 +74,7 @@ def run_model(model, inputs, board="host", numerics="ort", build_dir=None, compi
     if build_dir is None:
         # A private directory per run: concurrent runs (CI, -j, several
         # users of one checkout) never share SCons state.
-        base = os.path.join(str(REPO_ROOT), "build")
+        base = str(build_root())
         os.makedirs(base, exist_ok=True)
         tmp_dir = tempfile.mkdtemp(prefix=f"{c.module.name}-{numerics}-{board}-", dir=base)
     out_dir = build_dir or tmp_dir

@@ -31,6 +31,9 @@ from conftest import REPO, require_arm_toolchain
 
 import os  # noqa: E402
 
+# one worker builds the module's kernel library (pytest-xdist)
+pytestmark = pytest.mark.xdist_group("fast_kernels")
+
 # TINYAOT_RUNTIME_C: test another copy of runtime_c/ (how these tests were shown to fail)
 RUNTIME = Path(os.environ.get("TINYAOT_RUNTIME_C", REPO / "runtime_c"))
 INC = RUNTIME / "include"

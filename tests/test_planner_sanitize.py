@@ -12,7 +12,10 @@ from codegen.compiler import compile_model, write_outputs
 
 from conftest import DEFAULT_GOLDEN, DEFAULT_MODEL, shared_model
 from test_sanitizers import (BASE_FLAGS, MAIN_C, RUNTIME_INC, SAN_ENV, SAN_FLAGS, _run,  # noqa: F401
-                             _strict_compile, asan_runtime_objs)
+                             _strict_compile)
+
+# one worker builds the sanitized kernels for every ASan test (pytest-xdist)
+pytestmark = pytest.mark.xdist_group("asan")
 
 CASES = [pytest.param("default", "ort", "user", id="default-user"),
          pytest.param("default", "ort", "arena", id="default-arena"),

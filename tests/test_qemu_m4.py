@@ -13,6 +13,7 @@ from codegen.targets.qemu import run_firmware
 from codegen.tools.fwbuild import build_firmware, private_dir
 from codegen.verify import load_golden, run_model, verify_model
 
+import run_cache
 from conftest import REPO, SHARED_MODELS, require_arm_toolchain, shared_model
 
 pytestmark = pytest.mark.qemu
@@ -99,12 +100,13 @@ def _own_model_counts(stem, numerics, board, tmp_path):
     against the golden (ort) or the host build (tflite: no TFLM golden)."""
     model = _own_model(stem, numerics, tmp_path)
     inputs, expected = load_golden(REPO / "models" / f"{stem}_golden.npz")
-    c = compile_model(model, numerics=numerics)
-    fw, info = run_model(model, inputs, board=board, build_dir=tmp_path / board, compiled=c)
+    # the same run as test_regression_models' qemu-m4 test: once per session
+    fw, info = run_cache.run_model_once(model, inputs, board, numerics, tmp_path / board)
     if numerics == "ort":
         np.testing.assert_array_equal(fw.reshape(expected.shape), expected)
     else:
-        host, _ = run_model(model, inputs, board="host", build_dir=tmp_path / "host", compiled=c)
+        host, _ = run_model(model, inputs, board="host", numerics=numerics,
+                            build_dir=tmp_path / "host")
         np.testing.assert_array_equal(fw, host)
     assert info["status"] == [0] * len(inputs)
     return info["instructions"]
@@ -148,11 +150,19 @@ def test_shared_model_tflite_count_is_input_independent_on_m3(key):
 
 
 REPEAT = 40  # = instructions_per_tick: one instruction per inference = one tick
+EXACT_SHARED = ["kws01", "sww01", "ad01"]  # every input (+ adversarial) exact, below
 
 
 def _exact_counts(model, inputs, numerics, board="qemu-m4"):
     """Instructions of one inference per input, exact to one instruction:
-    each input runs REPEAT times between two timer reads (tests/c/harness_repeat_main.c)."""
+    each input runs REPEAT times between two timer reads (tests/c/harness_repeat_main.c).
+    Once per session (the shared models' runs also give test_instruction_counts' numbers)."""
+    inputs = np.asarray(inputs)
+    return run_cache.once("exact", model, inputs, (numerics, board, REPEAT),
+                          lambda: _exact_counts_run(model, inputs, numerics, board))
+
+
+def _exact_counts_run(model, inputs, numerics, board):
     b = board_or_error(board)
     assert b["instructions_per_tick"] == REPEAT
     c = compile_model(model, numerics=numerics)
@@ -197,7 +207,7 @@ def test_own_model_cost_is_exact_to_one_instruction(stem, numerics, tmp_path):
 @pytest.mark.shared
 @pytest.mark.parametrize("numerics,golden_key", [("tflite", "outputs_tflm"),
                                                  ("ort", "outputs_onnxruntime")])
-@pytest.mark.parametrize("key", ["kws01", "sww01", "ad01"])
+@pytest.mark.parametrize("key", EXACT_SHARED)
 def test_shared_model_cost_is_exact_to_one_instruction(key, numerics, golden_key, tmp_path):
     onnx_path, golden = shared_model(key)
     inputs, expected = load_golden(golden, golden_key)

@@ -19,6 +19,9 @@ from codegen.compiler import compile_model, write_outputs
 
 from conftest import DEFAULT_GOLDEN, DEFAULT_MODEL, REPO, SHARED_MODELS, shared_model
 
+# one worker builds the sanitized kernels for every ASan test (pytest-xdist)
+pytestmark = pytest.mark.xdist_group("asan")
+
 RUNTIME_INC = REPO / "runtime_c" / "include"
 RUNTIME_SRCS = sorted((REPO / "runtime_c" / "src").glob("*.c"))
 
@@ -109,11 +112,10 @@ def _run(cmd, **kw):
     return subprocess.run([str(c) for c in cmd], capture_output=True, text=True, **kw)
 
 
-@pytest.fixture(scope="session")
-def asan_runtime_objs(tmp_path_factory):
-    """The runtime kernels compiled once with the sanitizers."""
+def asan_runtime_objects(d):
+    """The runtime kernels compiled with the sanitizers into d (once per session:
+    the asan_runtime_objs fixture of conftest.py)."""
     _need_gcc()
-    d = tmp_path_factory.mktemp("asan_rt")
     objs = []
     for src in RUNTIME_SRCS:
         obj = d / (src.stem + ".o")

@@ -7,13 +7,15 @@ import numpy as np
 import pytest
 
 import test_sanitizers as ts
-from test_sanitizers import asan_runtime_objs  # noqa: F401  (the session fixture)
 from codegen.compiler import compile_model, write_outputs
 from codegen.reference import run_graph
 
 from conftest import REPO
 from qdq_builders import all_int8_inputs, save
 from test_ops_concat import concat_model
+
+# one worker builds the sanitized kernels for every ASan test (pytest-xdist)
+pytestmark = pytest.mark.xdist_group("asan")
 
 
 def _model(key, tmp_path):

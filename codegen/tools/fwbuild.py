@@ -99,7 +99,7 @@ def build_firmware(c, board, out_dir, inputs, main_c, defines=(), extra_cflags=(
 def private_dir(c, what):
     """A fresh directory under build/ (removed by the caller)."""
     import tempfile
-    from ..paths import REPO_ROOT
-    base = os.path.join(str(REPO_ROOT), "build")
+    from ..paths import build_root
+    base = str(build_root())
     os.makedirs(base, exist_ok=True)
     return tempfile.mkdtemp(prefix=f"{c.module.name}-{what}-", dir=base)
