@@ -19,16 +19,16 @@ from test_qemu_m4 import EXACT_SHARED, _exact_counts, _with_adversarial
 
 # instructions of one inference (<name>_invoke, input and output in the arena)
 PINNED = {
-    ("ad01", "tflite"): 208770,
-    ("kws01", "tflite"): 3601370,
-    ("ic01", "tflite"): 11694906,
-    ("vww01", "tflite"): 10982269,
-    ("sww01", "tflite"): 949101,
-    ("ad01", "ort"): 323806,
-    ("kws01", "ort"): 3530037,
-    ("ic01", "ort"): 13352561,
-    ("vww01", "ort"): 10456358,
-    ("sww01", "ort"): 964893,
+    ("ad01", "tflite"): 198191,
+    ("kws01", "tflite"): 3601276,
+    ("ic01", "tflite"): 11694829,
+    ("vww01", "tflite"): 10981960,
+    ("sww01", "tflite"): 949060,
+    ("ad01", "ort"): 302540,
+    ("kws01", "ort"): 3529755,
+    ("ic01", "ort"): 13348599,
+    ("vww01", "ort"): 10454729,
+    ("sww01", "ort"): 964810,
 }
 # TFLite Micro + CMSIS-NN, arm-none-eabi-gcc 12.2 -O2, mps2-an386, -icount shift=0
 TFLM_CMSIS_NN = {"ad01": 582880, "kws01": 7697360, "ic01": 29863240, "vww01": 24101880,
