@@ -165,3 +165,28 @@ def test_shared_models_on_every_board():
             assert r["result"] == fleet.PASS and r["passed"] == r["vectors"] == 8, r
             if board["kind"] != "shared-library":
                 assert r["instructions"] > 0 and 0 < r["flash"] < board["flash_size"]
+
+
+def test_parallel_firmware_builds_keep_their_own_scons_database(tmp_path):
+    """Fleet boards build at once (`scons board=all -j2`). Each firmware's
+    SCons database lives in its own build directory: with one shared database
+    two builds raced on its temporary file ('.sconsign.tmp' -> '.sconsign.dblite'
+    not found, one board ERROR)."""
+    require_arm_toolchain()
+    from concurrent.futures import ThreadPoolExecutor
+
+    from codegen.verify import load_golden, run_model
+
+    x, expected = load_golden(DEFAULT_GOLDEN, "outputs_onnxruntime")
+    c = compile_model(DEFAULT_MODEL, numerics="ort")
+    boards = ["qemu-m4", "qemu-m33"]
+
+    def build_and_run(board):
+        return run_model(DEFAULT_MODEL, x[:2], board=board, numerics="ort", compiled=c,
+                         build_dir=tmp_path / board)
+
+    with ThreadPoolExecutor(len(boards)) as ex:
+        results = list(ex.map(build_and_run, boards))
+    for board, (out, _) in zip(boards, results):
+        assert (out.reshape(2, -1) == expected[:2].reshape(2, -1)).all(), board
+        assert (tmp_path / board / f".sconsign-{board}.dblite").is_file(), board
