@@ -101,6 +101,8 @@ OPS = [  # (name, oracle(a, b, c) -> uint32), index = shim op code
     ("PKHTB16", lambda a, b_, c: (a & 0xFFFF0000) | (asr(b_, 16) & 0xFFFF)),
     ("PKHTB7", lambda a, b_, c: (a & 0xFFFF0000) | (asr(b_, 7) & 0xFFFF)),
     ("PKHTB31", lambda a, b_, c: (a & 0xFFFF0000) | (asr(b_, 31) & 0xFFFF)),
+    # Armv7-M A7.7.131: ((SInt(Ra) << 32) + SInt(Rn) * SInt(Rm) + 0x80000000)<63:32>
+    ("SMMLAR", lambda a, b_, c: (((_s(c, 32) << 32) + _s(a, 32) * _s(b_, 32) + 0x80000000) >> 32) & M32),
 ]
 
 EDGE32 = [0, 1, 2, 0x7F, 0x80, 0xFF, 0x7FFF, 0x8000, 0xFFFF, 0x10000, 0x7F7F7F7F, 0x80808080,
@@ -223,7 +225,8 @@ def test_dsp_asm_intrinsics_on_qemu_m4(tmp_path):
     elf = build_firmware([board["harness_main"], src, SHIM], [INC], board, tmp_path / "intr.elf")
     asm = subprocess.run([board["toolchain_prefix"] + "objdump", "-d", str(elf)],
                          capture_output=True, text=True, check=True).stdout
-    for insn in ("smlad", "smladx", "sxtab16", "sxtb16", "smlatt", "pkhtb", "ssat", "usat", "qadd"):
+    for insn in ("smlad", "smladx", "sxtab16", "sxtb16", "smlatt", "pkhtb", "ssat", "usat", "qadd",
+                 "smmlar"):
         assert re.search(rf"\s{insn}\s", asm), f"{insn} not in the firmware: not the asm path"
     res = run_firmware(elf, board, timeout=120)
     assert len(res.outputs) == len(a)

@@ -20,6 +20,7 @@
  *   __QSUB(a, b)         saturating a - b
  *   __PKHBT(a, b, s)     { a.lo, (b << s).hi }
  *   __PKHTB(a, b, s)     { (b >> s).lo, a.hi }       (arithmetic shift)
+ *   __SMMLAR(a, b, c)    ((c << 32) + a*b + 0x80000000) >> 32, bits [63:32] (signed)
  *
  * The Q (sticky saturation) flag that SMLAD/QADD/SSAT may set is never read.
  * n and s must be integer constant expressions (they are instruction fields).
@@ -126,6 +127,13 @@ static inline uint32_t tinyaot_c_pkhbt(uint32_t a, uint32_t b, unsigned s)
 {
     return (a & 0xffffu) | ((b << s) & 0xffff0000u);
 }
+static inline int32_t tinyaot_c_smmlar(int32_t a, int32_t b, int32_t c)
+{
+    /* mod 2^64 keeps bits [63:32] of the unbounded sum */
+    const uint64_t v = ((uint64_t)(uint32_t)c << 32) + (uint64_t)((int64_t)a * (int64_t)b) +
+                       0x80000000u;
+    return tinyaot_pi_s32((uint32_t)(v >> 32));
+}
 static inline uint32_t tinyaot_c_pkhtb(uint32_t a, uint32_t b, unsigned s)
 {
     /* ASR by s (1..32; 0 means LSL 0 in the encoding, i.e. no shift) */
@@ -211,6 +219,12 @@ static inline __attribute__((always_inline)) int32_t __QSUB(int32_t a, int32_t b
     __asm__("qsub %0, %1, %2" : "=r"(r) : "r"(a), "r"(b));
     return r;
 }
+static inline __attribute__((always_inline)) int32_t __SMMLAR(int32_t a, int32_t b, int32_t c)
+{
+    int32_t r;
+    __asm__("smmlar %0, %1, %2, %3" : "=r"(r) : "r"(a), "r"(b), "r"(c));
+    return r;
+}
 #define __SSAT(x, n)                                                  \
     __extension__({                                                   \
         int32_t r_;                                                   \
@@ -257,6 +271,7 @@ static inline __attribute__((always_inline)) int32_t __QSUB(int32_t a, int32_t b
 #define __SMLATT(x, y, acc) tinyaot_c_smlatt((x), (y), (acc))
 #define __QADD(a, b) tinyaot_c_qadd((a), (b))
 #define __QSUB(a, b) tinyaot_c_qsub((a), (b))
+#define __SMMLAR(a, b, c) tinyaot_c_smmlar((a), (b), (c))
 #define __SSAT(x, n) tinyaot_c_ssat((x), (n))
 #define __USAT(x, n) tinyaot_c_usat((x), (n))
 #define __PKHBT(a, b, s) tinyaot_c_pkhbt((a), (b), (unsigned)(s))

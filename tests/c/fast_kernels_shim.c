@@ -39,6 +39,9 @@ void shim_binop(int32_t op, int32_t n, const uint32_t *a, const uint32_t *b, con
         case 24: r = __PKHTB(a[i], b[i], 16); break;
         case 25: r = __PKHTB(a[i], b[i], 7); break;
         case 26: r = __PKHTB(a[i], b[i], 31); break;
+        case 27:
+            r = (uint32_t)__SMMLAR(tinyaot_pi_s32(a[i]), tinyaot_pi_s32(b[i]), tinyaot_pi_s32(c[i]));
+            break;
         default: break;
         }
         out[i] = r;
