@@ -347,14 +347,17 @@ class _Emitter:
 
     def emit_fast(self, lid, n, p, info, dims, w, rows=None):
         """A layer on the fast kernels (passes/kernel_select.py, backend/fast_pack.py)."""
-        from .fast_pack import conv_gemm_weights, pack_depthwise, pack_gemm
+        from .fast_pack import conv_gemm_weights, pack_depthwise, pack_gemm, pack_gemm_fixed
+        from .ort_requant_fixed import fc_fixed_requant
         from ..planner.arena import scratch_name
 
         if "mult" in p and np.any(np.asarray(p["mult"]) < 0):
             raise NotImplementedError("fast kernels need non-negative multipliers")
         kind = n.attrs["fast_kernel"]
-        # fc: tinyaot_fully_connected_fast_s8 keeps the float scales (not its records)
-        q = self.requant(lid, p, fast=True, float_records=kind != "fc")
+        # fc: tinyaot_fully_connected_fast_s8 keeps the float scales (not its records),
+        # or under ort reads an exact fixed-point requantization from its weights
+        fixed = fc_fixed_requant(p, w.data) if kind == "fc" else None
+        q = None if fixed is not None else self.requant(lid, p, fast=True, float_records=kind != "fc")
         x, y = n.inputs[0], n.outputs[0]
         if kind == "depthwise":
             wt = w.data[:, 0].transpose(1, 2, 0)  # [k_h][k_w][c]
@@ -372,7 +375,15 @@ class _Emitter:
                 args = [dims, q, self.ptr(x), filt, scratch, self.ptr(y)]
             else:
                 nout, k = w.shape
-                filt = self.const("int32_t", f"{lid}_wp", pack_gemm(w.data, 4), align=8)
+                if fixed is None:
+                    filt = self.const("int32_t", f"{lid}_wp", pack_gemm(w.data, 4), align=8)
+                else:  # the requantization inline in the weight stream, q without arrays
+                    filt = self.const("int32_t", f"{lid}_wp", pack_gemm_fixed(w.data, fixed), align=8)
+                    self.consts.append(
+                        f"static const tinyaot_requant_t {lid}_q = {{ {p['in_zp']}, {p['out_zp']}, "
+                        f"{p['act_min']}, {p['act_max']}, NULL, NULL, NULL, NULL, NULL, 0.0f, NULL }};\n")
+                    q = f"&{lid}_q"
+                    info["requant"] = "ort fixed-point (SMMLAR)"
                 kernel = "tinyaot_fully_connected_fast_s8"
                 args = [str(rows), str(k), str(nout), q, self.ptr(x), filt, scratch, self.ptr(y)]
         info["kernel"] = kernel

@@ -172,3 +172,20 @@ def ort_add_tables(p, b_broadcast):
     return (np.ascontiguousarray(la, dtype=np.float32).view(np.int32),
             np.ascontiguousarray(lb, dtype=np.float32).view(np.int32))
 
+
+
+def pack_gemm_fixed(w2d, params):
+    """pack_gemm(w, 4) with each group's requantization inline, in the order
+    tinyaot_fully_connected_fast_s8 reads it (TINYAOT_FC_FIXED): per group of
+    four rows [B0..B3] (its accumulators' start), the group's weights, then
+    [M0..M3, R0..R3] (SMMLAR multiplier and addend; ort_requant_fixed.py).
+    params: (N, 3) int (B, M, R); the padding rows get zeros."""
+    w = np.asarray(w2d)
+    n = w.shape[0]
+    groups = (n + 3) // 4
+    p = np.zeros((groups * 4, 3), dtype=np.int64)
+    p[:n] = np.asarray(params, dtype=np.int64)
+    p = p.reshape(groups, 4, 3)
+    body = pack_gemm(w, 4).reshape(groups, -1)
+    out = np.concatenate([p[:, :, 0], body, p[:, :, 1], p[:, :, 2]], axis=1)
+    return out.astype(np.int32).reshape(-1)

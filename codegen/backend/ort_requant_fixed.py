@@ -27,6 +27,7 @@ D_WINDOW = 64        # |B - bias| searched
 R_WINDOW = 1         # |R - (128 + zp)| searched
 M_LIMIT = (1 << 31) - 1
 INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
+INT16_MAX = (1 << 15) - 1
 LEVELS = np.arange(-127, 128, dtype=np.int64)  # level L: q(acc) >= L
 
 
@@ -151,3 +152,16 @@ def layer_params(w2d, bias, scale, in_zp, zp, lo, hi):
         rmin, rmax = raw_bounds(p, bias[ch], amin, amax)
         bound = max(bound, abs(rmin), abs(rmax))
     return out, bound
+
+
+def fc_fixed_requant(p, w2d):
+    """A fast FC layer's per-channel (B, M, R) (prepare.py parameters p,
+    weights [N][K]), or None: tflite, ConvInteger-style post bias, a channel
+    without an exact form, or an SMMLAR result outside int16 (the kernel packs
+    two per word before USAT16)."""
+    if "scale" not in p or "post_bias" in p:
+        return None
+    found = layer_params(w2d, p["bias"], p["scale"], p["in_zp"], p["out_zp"], p["act_min"], p["act_max"])
+    if found is None or found[1] > INT16_MAX:
+        return None
+    return found[0]

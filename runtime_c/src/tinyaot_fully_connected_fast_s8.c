@@ -8,7 +8,12 @@
  * (float(acc) * scale, VCVTR rounds half to even), tflite by the one-SMLAL
  * form (tinyaot_requant_fast.h). The saturating modes (every MLPerf layer)
  * run the whole group loop in one asm statement (fc_groups_asm); the others,
- * a group left over when N % 4 != 0 and the portable twin go through C. */
+ * a group left over when N % 4 != 0 and the portable twin go through C.
+ * ort layers whose requantization has an exact fixed-point form
+ * (codegen/backend/ort_requant_fixed.py; q has no scale, multipliers, records
+ * or bias) carry it inline in the weight stream (fast_pack.pack_gemm_fixed):
+ * per group [B0..B3] (the accumulators' start), the weights, [M0..M3,
+ * R0..R3]; each output is USAT8(SMMLAR(acc, M, R)) - 128. */
 #include "tinyaot_fast_kernels.h"
 #include "tinyaot_gemm_q15.h"
 
@@ -238,6 +243,22 @@ typedef struct {
 #define FC_PAIR_UNROLL 16 /* pairs of quads per loop pass */
 #define FC_PAIR_BYTES 84u
 
+/* The group loop's entries for a column of nq quads and outputs o[0..n). */
+static inline __attribute__((always_inline)) void fc_loop_init(fc_loop_t *L, const uint32_t *col,
+                                                               int32_t nq, int8_t *o, int32_t n)
+{
+    const uint32_t pairs = (uint32_t)nq >> 1;
+    L->col = col;
+    L->col_end = col + 2 * nq;
+    /* no pair: straight to the loop's end test */
+    L->skip = (pairs ? (FC_PAIR_UNROLL - pairs % FC_PAIR_UNROLL) % FC_PAIR_UNROLL
+                     : FC_PAIR_UNROLL) * FC_PAIR_BYTES + 1u;
+    L->odd = (uint32_t)nq & 1u;
+    L->multi = pairs > FC_PAIR_UNROLL;
+    L->o = o;
+    L->o_end = o + n;
+}
+
 /* a0..a3 += rows 0..3 . column over one quad (x: XA, XB; w: 8 words) */
 #define FC_DOT4_Q(XA, XB)                                                                          \
     "ldmia.w %[w]!, {r8, r9, r10, r11}\n\t"                                                        \
@@ -388,6 +409,54 @@ static inline __attribute__((always_inline)) const uint32_t *fc_groups_asm(fc_lo
 #endif
     return w;
 }
+
+/* TINYAOT_FC_FIXED: the accumulators r0-r3 (one LDM of [B0..B3]) are
+ * requantized by one LDM of [M0..M3, R0..R3] and four SMMLAR; the four
+ * results (within int16, checked at compile time) are packed by PKHBT and
+ * saturated to [0, 255] by USAT16, then each byte - 128 (EOR). `straight`
+ * (K == 128: one pass of the 16 pairs) runs the dot product without jumps. */
+#define FC_FIXED_TAIL                                                                              \
+    "ldmia %[w]!, {r4, r5, r6, r7, r8, r9, r10, r11}\n\t"                                          \
+    "smmlar %[a0], %[a0], r4, r8\n\t"                                                              \
+    "smmlar %[a1], %[a1], r5, r9\n\t"                                                              \
+    "smmlar %[a2], %[a2], r6, r10\n\t"                                                             \
+    "smmlar %[a3], %[a3], r7, r11\n\t"                                                             \
+    "pkhbt %[a0], %[a0], %[a2], lsl #16\n\t"                                                       \
+    "pkhbt %[a1], %[a1], %[a3], lsl #16\n\t"                                                       \
+    "usat16 %[a0], #8, %[a0]\n\t"                                                                  \
+    "usat16 %[a1], #8, %[a1]\n\t"                                                                  \
+    "orr %[a0], %[a0], %[a1], lsl #8\n\t"                                                          \
+    "eor %[a0], %[a0], #0x80808080\n\t" FC_GROUP_STORE
+#define FC_FIXED_CLOBBERS : "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "cc", "memory"
+static inline __attribute__((always_inline)) const uint32_t *fc_groups_fixed_asm(fc_loop_t *L,
+                                                                                 const uint32_t *w0,
+                                                                                 int straight)
+{
+    /* LDM fills registers in ascending order: the accumulators are r0-r3 */
+    register uint32_t a0 __asm__("r0");
+    register uint32_t a1 __asm__("r1");
+    register uint32_t a2 __asm__("r2");
+    register uint32_t a3 __asm__("r3");
+    register const uint32_t *x __asm__("lr");
+    register const uint32_t *w __asm__("ip") = w0;
+    if (straight) {
+        __asm__ volatile("1:\n\t"
+                         "ldmia %[w]!, {%[a0], %[a1], %[a2], %[a3]}\n\t"
+                         "ldr %[x], %[col]\n\t"
+                         FC_DOT4_PAIR4 FC_DOT4_PAIR4 FC_DOT4_PAIR4 FC_DOT4_PAIR4
+                         FC_FIXED_TAIL
+                         FC_GROUP_OPERANDS FC_FIXED_CLOBBERS);
+    } else {
+        __asm__ volatile(FC_GROUP_HEAD
+                         "ldmia %[w]!, {%[a0], %[a1], %[a2], %[a3]}\n\t"
+                         FC_GROUP_DOT
+                         FC_FIXED_TAIL
+                         FC_GROUP_OPERANDS FC_FIXED_CLOBBERS);
+    }
+    return w;
+}
+#undef FC_FIXED_TAIL
+#undef FC_FIXED_CLOBBERS
 #undef FC_GROUP_HEAD
 #undef FC_DOT4_Q
 #undef FC_DOT4_PAIR
@@ -452,17 +521,8 @@ static inline __attribute__((always_inline)) void fc_column(const uint32_t *col,
 #if FC_ASM
         if (out_features >= 4) {
             fc_loop_t L;
-            const uint32_t pairs = (uint32_t)nq >> 1;
             ch = out_features & ~3;
-            L.col = col;
-            L.col_end = col + 2 * nq;
-            /* no pair: straight to the loop's end test */
-            L.skip = (pairs ? (FC_PAIR_UNROLL - pairs % FC_PAIR_UNROLL) % FC_PAIR_UNROLL
-                            : FC_PAIR_UNROLL) * FC_PAIR_BYTES + 1u;
-            L.odd = (uint32_t)nq & 1u;
-            L.multi = pairs > FC_PAIR_UNROLL;
-            L.o = o;
-            L.o_end = o + ch;
+            fc_loop_init(&L, col, nq, o, ch);
             L.p = mode == TINYAOT_RQ_SMLAL_SAT ? rq->rq : rq->bias;
             L.sc = rq->scale;
             L.zp = rq->zp;
@@ -496,6 +556,43 @@ static inline __attribute__((always_inline)) void fc_column(const uint32_t *col,
     }
 }
 
+/* TINYAOT_FC_FIXED, one group of n <= 4 outputs in C (the portable twin, a
+ * group left over when N % 4 != 0): the same records, the same bits. */
+static inline __attribute__((always_inline)) const uint32_t *
+fc_fixed_group(const uint32_t *col, int32_t nq, const uint32_t *w, int8_t *o, int32_t n)
+{
+    uint32_t acc[4];
+    acc[0] = w[0];
+    acc[1] = w[1];
+    acc[2] = w[2];
+    acc[3] = w[3];
+    w = fc_dot4(col, w + 4, nq, acc, n == 4);
+    for (int32_t i = 0; i < n; ++i) {
+        const int32_t v = __SMMLAR(tinyaot_fp_s32(acc[i]), tinyaot_fp_s32(w[i]),
+                                   tinyaot_fp_s32(w[4 + i]));
+        o[i] = (int8_t)((int32_t)__USAT(v, 8) - 128);
+    }
+    return w + 8;
+}
+
+static void fc_column_fixed(const uint32_t *col, int32_t nq, const uint32_t *w,
+                            int32_t out_features, int8_t *o)
+{
+    int32_t ch = 0;
+#if FC_ASM
+    if (out_features >= 4) {
+        fc_loop_t L;
+        ch = out_features & ~3;
+        fc_loop_init(&L, col, nq, o, ch);
+        w = fc_groups_fixed_asm(&L, w, nq == 2 * FC_PAIR_UNROLL);
+    }
+#endif
+    for (; ch < out_features; ch += 4) {
+        const int32_t n = out_features - ch;
+        w = fc_fixed_group(col, nq, w, o + ch, n < 4 ? n : 4);
+    }
+}
+
 int tinyaot_fully_connected_fast_s8(int32_t rows, int32_t in_features, int32_t out_features,
                                     const tinyaot_requant_t *q, const int8_t *input,
                                     const int32_t *packed_weights, uint32_t *scratch,
@@ -505,12 +602,17 @@ int tinyaot_fully_connected_fast_s8(int32_t rows, int32_t in_features, int32_t o
     const tinyaot_rqc_t rq = tinyaot_rqc(q);
     const uint32_t off = tinyaot_pack16(-q->in_zp, -q->in_zp);
     const uint32_t *w = (const uint32_t *)(const void *)packed_weights;
+    const int fixed = !q->bias && !q->scale && !q->mult && !q->rq; /* TINYAOT_FC_FIXED */
     if (in_features < 1) {
         return TINYAOT_ERR_ARG;
     }
     for (int32_t r = 0; r < rows; ++r) {
         int8_t *o = output + r * out_features;
         fc_widen(input + r * in_features, in_features, scratch, off, q->in_zp);
+        if (fixed) {
+            fc_column_fixed(scratch, nq, w, out_features, o);
+            continue;
+        }
         switch (rq.mode) {
         case TINYAOT_RQ_ORT:
             if (rq.lo <= -128 && rq.hi >= 127) {
