@@ -29,6 +29,7 @@ import kernel_ffi as K
 from codegen.backend import c_emitter
 from codegen.backend import fast_pack
 from codegen.backend.fc_float_pack import input_table, pack_fc_float
+from codegen.backend.ort_requant_fixed import fc_fixed_requant
 from codegen.ir import Graph, Node, QParams, Tensor
 from codegen.prepare import prepare_node
 from codegen.reference import ops
@@ -433,6 +434,15 @@ def test_fully_connected_s8(numerics, case):
                                     fast_pack.pack_gemm(wt.data, 4), fast_pack.fc_scratch_bytes(k))
     assert_bit_exact(expected, got.reshape(rows, nout),
                      f"tinyaot_fully_connected_fast_s8 [{numerics}]", g, n, p)
+    fixed = fc_fixed_requant(p, wt.data)  # ort: the exact SMMLAR form, when there is one
+    if fixed is not None:
+        q = {"in_zp": p["in_zp"], "out_zp": p["out_zp"], "act_min": p["act_min"],
+             "act_max": p["act_max"], "bias": None, "scale": None, "mult": None, "shift": None,
+             "post_bias": None, "out_scale": 0.0, "rq": None}
+        got = K.fully_connected_fast_s8(rows, k, nout, q, xv, fast_pack.pack_gemm_fixed(wt.data, fixed),
+                                        fast_pack.fc_scratch_bytes(k))
+        assert_bit_exact(expected, got.reshape(rows, nout),
+                         "tinyaot_fully_connected_fast_s8 [ort fixed-point]", g, n, p)
 
 
 @SETTINGS
