@@ -725,6 +725,97 @@ def test_fast_fully_connected_asm_on_qemu_m4(tmp_path):
         assert np.array_equal(got, c["expected"]), (what, np.argwhere(got != c["expected"])[:4])
 
 
+# ---------------------------------------------------------- ort, fixed-point records
+# shapes of the fixed-point FC (TINYAOT_FC_FIXED): K = 128 and K = 8 (the asm's
+# straight bodies), other K (its general entry: odd quad counts, several
+# passes, K % 4 != 0), N % 4 != 0 and N < 4 (the C group), rows > 1
+FC_FIXED_SHAPES = [(1, 128, 128), (1, 8, 128), (2, 128, 13), (1, 37, 10), (1, 640, 12),
+                   (1, 12, 8), (2, 18, 4), (1, 4, 5), (1, 3, 3), (3, 44, 16)]
+
+
+def _fc_fixed_case(rows, k, n, seed, out_zp=None):
+    """_fc_case (ort, int8 bounds) with one scale for the layer (as the MLPerf
+    models), whose every channel has the exact SMMLAR form (another seed until
+    it does), its packed weights and records."""
+    from codegen.backend.fast_pack import pack_gemm_fixed
+    from codegen.backend.ort_requant_fixed import fc_fixed_requant
+    from codegen.reference.ort_float import requantize_acc
+
+    for s in range(seed, seed + 40):
+        c = _fc_case(rows, k, n, "ort", False, s, scale_mul=4.0, out_zp=out_zp)
+        c["scale"] = np.full(n, c["scale"][0], np.float32)
+        acc = (c["x"].astype(np.int64) - c["in_zp"]) @ c["w"].astype(np.int64).T + c["bias"]
+        c["expected"] = requantize_acc(acc, c["scale"], c["out_zp"], -128, 127).astype(np.int8)
+        p = {"scale": c["scale"], "bias": c["bias"], "in_zp": c["in_zp"], "out_zp": c["out_zp"],
+             "act_min": -128, "act_max": 127}
+        fixed = fc_fixed_requant(p, c["w"])
+        if fixed is not None:
+            c["wp"] = pack_gemm_fixed(c["w"], fixed)
+            return c
+    raise AssertionError(f"no seed gave a fixed-point layer for {rows, k, n}")
+
+
+def _fixed_cases():
+    cases = [_fc_fixed_case(*sh, seed=100 + 50 * i, out_zp=-128 if i % 2 else None)
+             for i, sh in enumerate(FC_FIXED_SHAPES)]
+    both = np.concatenate([c["expected"].reshape(-1) for c in cases])
+    assert {-128, 127} <= set(both.tolist()) and len(np.unique(both)) > 100
+    assert {c["out_zp"] for c in cases} - {-128}  # other zero points too
+    return cases
+
+
+def test_fast_fully_connected_fixed_point_host(lib):
+    """The portable twin of the fixed-point records against the numpy oracle
+    (MLAS's float requantization of the exact sums)."""
+    ffi, L = lib
+    for c in _fixed_cases():
+        rows, k, n = c["rows"], c["k"], c["n"]
+        q = ffi.new("tinyaot_requant_t *")
+        q.in_zp, q.out_zp, q.act_min, q.act_max = c["in_zp"], c["out_zp"], -128, 127
+        scratch = np.zeros(fc_scratch_bytes(k) // 4 + 1, np.uint32)
+        scratch[-1] = 0xDEADBEEF
+        out = np.full(rows * n + 4, 0x5A, np.int8)
+        assert L.tinyaot_fully_connected_fast_s8(rows, k, n, q, _ptr(ffi, c["x"], "int8_t"),
+                                                 _ptr(ffi, c["wp"], "int32_t"),
+                                                 _ptr(ffi, scratch, "uint32_t"),
+                                                 _ptr(ffi, out, "int8_t")) == 0
+        assert scratch[-1] == 0xDEADBEEF and np.all(out[-4:] == 0x5A)
+        assert np.array_equal(out[:-4].reshape(rows, n), c["expected"]), (rows, k, n)
+
+
+@pytest.mark.qemu
+def test_fast_fully_connected_fixed_point_asm_on_qemu_m4(tmp_path):
+    """The SMMLAR group loop (straight K = 128 / K = 8 bodies and the general
+    entry) on qemu-m4 against the numpy oracle."""
+    require_arm_toolchain()
+    from codegen.targets.qemu import load_board, run_firmware
+
+    board = load_board("qemu-m4")
+    cases = _fixed_cases()
+    out_size = max(c["rows"] * c["n"] for c in cases)
+    scratch = max(fc_scratch_bytes(c["k"]) for c in cases)
+    src = ["#include <stdint.h>", "#include <string.h>", '#include "harness.h"',
+           '#include "tinyaot_fast_kernels.h"']
+    calls = []
+    for i, c in enumerate(cases):
+        src.append(_c_words(f"x{i}", "int8_t", c["x"]))
+        src.append(_c_words(f"w{i}", "int32_t", c["wp"]))
+        src.append(f"static const tinyaot_requant_t q{i} = {{ {c['in_zp']}, {c['out_zp']}, -128, 127, "
+                   "NULL, NULL, NULL, NULL, NULL, 0.0f, NULL };")
+        calls.append(f"    case {i}: return tinyaot_fully_connected_fast_s8({c['rows']}, {c['k']}, "
+                     f"{c['n']}, &q{i}, x{i}, w{i}, scratch, output);")
+    elf, asm = _cases_firmware(tmp_path, board, "fcfixed", src, calls, scratch, out_size,
+                               "tinyaot_fully_connected_fast_s8.c")
+    for insn in ("smmlar", "usat16", "pkhbt"):
+        assert re.search(rf"\s{insn}\s", asm), f"{insn} not in the firmware"
+    res = run_firmware(elf, board, timeout=120)
+    assert len(res.outputs) == len(cases)
+    for c, r in zip(cases, res.outputs):
+        got = np.frombuffer(r.data, np.int8)[:c["rows"] * c["n"]].reshape(c["rows"], c["n"])
+        assert np.array_equal(got, c["expected"]), ((c["rows"], c["k"], c["n"]),
+                                                    np.argwhere(got != c["expected"])[:4])
+
+
 def test_fast_add_matches_reference_kernel(lib):
     ffi, L = lib
     from codegen.reference import tflite_fixedpoint as tfp

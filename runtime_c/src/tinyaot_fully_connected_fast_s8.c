@@ -414,7 +414,9 @@ static inline __attribute__((always_inline)) const uint32_t *fc_groups_asm(fc_lo
  * requantized by one LDM of [M0..M3, R0..R3] and four SMMLAR; the four
  * results (within int16, checked at compile time) are packed by PKHBT and
  * saturated to [0, 255] by USAT16, then each byte - 128 (EOR). `straight`
- * (K == 128: one pass of the 16 pairs) runs the dot product without jumps. */
+ * pairs of quads (16: K == 128, one pass of the unrolled loop; 1: K == 8, an
+ * autoencoder's bottleneck) run the dot product without jumps; 0: the
+ * general entry (FC_GROUP_DOT). */
 #define FC_FIXED_TAIL                                                                              \
     "ldmia %[w]!, {r4, r5, r6, r7, r8, r9, r10, r11}\n\t"                                          \
     "smmlar %[a0], %[a0], r4, r8\n\t"                                                              \
@@ -439,11 +441,18 @@ static inline __attribute__((always_inline)) const uint32_t *fc_groups_fixed_asm
     register uint32_t a3 __asm__("r3");
     register const uint32_t *x __asm__("lr");
     register const uint32_t *w __asm__("ip") = w0;
-    if (straight) {
+    if (straight == FC_PAIR_UNROLL) {
         __asm__ volatile("1:\n\t"
                          "ldmia %[w]!, {%[a0], %[a1], %[a2], %[a3]}\n\t"
                          "ldr %[x], %[col]\n\t"
                          FC_DOT4_PAIR4 FC_DOT4_PAIR4 FC_DOT4_PAIR4 FC_DOT4_PAIR4
+                         FC_FIXED_TAIL
+                         FC_GROUP_OPERANDS FC_FIXED_CLOBBERS);
+    } else if (straight == 1) {
+        __asm__ volatile("1:\n\t"
+                         "ldmia %[w]!, {%[a0], %[a1], %[a2], %[a3]}\n\t"
+                         "ldr %[x], %[col]\n\t"
+                         FC_DOT4_PAIR
                          FC_FIXED_TAIL
                          FC_GROUP_OPERANDS FC_FIXED_CLOBBERS);
     } else {
@@ -584,7 +593,11 @@ static void fc_column_fixed(const uint32_t *col, int32_t nq, const uint32_t *w,
         fc_loop_t L;
         ch = out_features & ~3;
         fc_loop_init(&L, col, nq, o, ch);
-        w = fc_groups_fixed_asm(&L, w, nq == 2 * FC_PAIR_UNROLL);
+        if (nq == 2 * FC_PAIR_UNROLL || nq == 2) {
+            w = fc_groups_fixed_asm(&L, w, nq / 2);
+        } else {
+            w = fc_groups_fixed_asm(&L, w, 0);
+        }
     }
 #endif
     for (; ch < out_features; ch += 4) {
