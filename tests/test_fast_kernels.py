@@ -755,13 +755,34 @@ def _fc_fixed_case(rows, k, n, seed, out_zp=None):
     raise AssertionError(f"no seed gave a fixed-point layer for {rows, k, n}")
 
 
+def _fc_records_case(rows, k, n, seed):
+    """Arbitrary records (B, M, R different in every channel, unlike a layer's
+    shared scale and zero point), the expected output from Arm's SMMLAR
+    definition: clamp(((sum + B) * M + 2^31) >> 32 + R, 0, 255) - 128."""
+    from codegen.backend.fast_pack import pack_gemm_fixed
+
+    rng = np.random.default_rng(seed)
+    c = {"rows": rows, "k": k, "n": n, "in_zp": int(rng.integers(-128, 128)), "out_zp": 0}
+    c["x"] = rng.integers(-128, 128, (rows, k)).astype(np.int8)
+    c["w"] = rng.integers(-127, 128, (n, k)).astype(np.int8)
+    acc = (c["x"].astype(np.int64) - c["in_zp"]) @ c["w"].astype(np.int64).T
+    spread = float(np.sqrt(k)) * 150 * 74
+    rec = np.stack([rng.integers(-3000, 3000, n),
+                    (rng.uniform(0.3, 3.0, n) * 2.0 ** 32 * 40 / spread).astype(np.int64),
+                    rng.integers(-100, 300, n)], axis=1)
+    v = ((acc + rec[:, 0]) * rec[:, 1] + (1 << 31)) >> 32
+    c["expected"] = (np.clip(v + rec[:, 2], 0, 255) - 128).astype(np.int8)
+    c["wp"] = pack_gemm_fixed(c["w"], rec)
+    return c
+
+
 def _fixed_cases():
     cases = [_fc_fixed_case(*sh, seed=100 + 50 * i, out_zp=-128 if i % 2 else None)
              for i, sh in enumerate(FC_FIXED_SHAPES)]
     both = np.concatenate([c["expected"].reshape(-1) for c in cases])
     assert {-128, 127} <= set(both.tolist()) and len(np.unique(both)) > 100
     assert {c["out_zp"] for c in cases} - {-128}  # other zero points too
-    return cases
+    return cases + [_fc_records_case(*sh, seed=7 + i) for i, sh in enumerate(FC_FIXED_SHAPES)]
 
 
 def test_fast_fully_connected_fixed_point_host(lib):
