@@ -19,6 +19,11 @@
  *   The FC kernel reads groups of four rows instead of pairs (rows padded
  *   with zero rows to a multiple of 4; pack_gemm(w, 4)): for group G, for
  *   quad j, for row r of the group, the same two words.
+ *   ort layers with an exact fixed-point requantization (q's bias, scale,
+ *   mult, shift and rq all NULL; codegen/backend/ort_requant_fixed.py) put
+ *   each group's records around its weights: [B0..B3] (the accumulators'
+ *   start), the weights as above, [M0..M3, R0..R3]; output r of the group
+ *   is USAT8(SMMLAR(acc_r, M_r, R_r)) - 128 (fast_pack.pack_gemm_fixed).
  *   Depthwise weights W[tap][c] (tap = ky * k_w + kx, in_c == out_c,
  *   in_c % 4 == 0): for channel quad j, for tap t: the same two words.
  *

@@ -24,7 +24,9 @@ typedef struct {
     int32_t out_zp;
     int32_t act_min;      /* output clamp, in output integers */
     int32_t act_max;
-    const int32_t *bias;  /* one per output channel (never NULL) */
+    const int32_t *bias;  /* one per output channel (NULL only with scale, mult,
+                             shift and rq: tinyaot_fully_connected_fast_s8's
+                             fixed-point records, inline in its weights) */
     const float *scale;   /* ort: per-channel float multipliers, else NULL */
     const int32_t *mult;  /* tflite: per-channel multipliers */
     const int32_t *shift; /* tflite: per-channel shifts */
