@@ -686,12 +686,39 @@ def _cases_firmware(tmp_path, board, name, src, calls, scratch, out_size, kernel
     return elf, asm
 
 
+def _fc_cases_on_qemu(tmp_path, board, name, cases, packed, q_src, insns):
+    """Every case's tinyaot_fully_connected_fast_s8 call (weights packed[i],
+    tinyaot_requant_t `q<i>` from q_src[i]) in one qemu firmware that must hold
+    `insns`; returns each case's output [rows][n]."""
+    from codegen.targets.qemu import run_firmware
+
+    out_size = max(c["rows"] * c["n"] for c in cases)
+    scratch = max(fc_scratch_bytes(c["k"]) for c in cases)
+    src = ["#include <stdint.h>", "#include <string.h>", '#include "harness.h"',
+           '#include "tinyaot_fast_kernels.h"']
+    calls = []
+    for i, c in enumerate(cases):
+        src.append(_c_words(f"x{i}", "int8_t", c["x"]))
+        src.append(_c_words(f"w{i}", "int32_t", packed[i]))
+        src += q_src[i]
+        calls.append(f"    case {i}: return tinyaot_fully_connected_fast_s8({c['rows']}, {c['k']}, "
+                     f"{c['n']}, &q{i}, x{i}, w{i}, scratch, output);")
+    elf, asm = _cases_firmware(tmp_path, board, name, src, calls, scratch, out_size,
+                               "tinyaot_fully_connected_fast_s8.c")
+    for insn in insns:
+        assert re.search(rf"\s{re.escape(insn)}\s", asm), f"{insn} not in the firmware"
+    res = run_firmware(elf, board, timeout=120)
+    assert len(res.outputs) == len(cases)
+    return [np.frombuffer(r.data, np.int8)[:c["rows"] * c["n"]].reshape(c["rows"], c["n"])
+            for c, r in zip(cases, res.outputs)]
+
+
 @pytest.mark.qemu
 def test_fast_fully_connected_asm_on_qemu_m4(tmp_path):
     """The inline-asm paths (DSP + VFP) on qemu-m4 against the numpy oracle,
     every shape and requantization mode of the host test."""
     require_arm_toolchain()
-    from codegen.targets.qemu import load_board, run_firmware
+    from codegen.targets.qemu import load_board
 
     board = load_board("qemu-m4")
     cases = [_fc_case(*cs, seed=7 + i) for i, cs in enumerate(FC_QEMU_CASES)]
@@ -702,25 +729,10 @@ def test_fast_fully_connected_asm_on_qemu_m4(tmp_path):
     assert {127, -128} <= set(zp128[0]["expected"].reshape(-1).tolist())
     assert len(np.unique(zp128[0]["expected"])) > 5
     cases += zp128
-    out_size = max(c["rows"] * c["n"] for c in cases)
-    scratch = max(fc_scratch_bytes(c["k"]) for c in cases)
-    src = ["#include <stdint.h>", "#include <string.h>", '#include "harness.h"',
-           '#include "tinyaot_fast_kernels.h"']
-    calls = []
-    for i, c in enumerate(cases):
-        src.append(_c_words(f"x{i}", "int8_t", c["x"]))
-        src.append(_c_words(f"w{i}", "int32_t", pack_gemm(c["w"], 4)))
-        src += _requant_c(i, c)
-        calls.append(f"    case {i}: return tinyaot_fully_connected_fast_s8({c['rows']}, {c['k']}, "
-                     f"{c['n']}, &q{i}, x{i}, w{i}, scratch, output);")
-    elf, asm = _cases_firmware(tmp_path, board, "fc", src, calls, scratch, out_size,
-                               "tinyaot_fully_connected_fast_s8.c")
-    for insn in ("smlad", "vcvtr.s32.f32", "sel", "smlal", "usat"):
-        assert re.search(rf"\s{re.escape(insn)}\s", asm), f"{insn} not in the firmware"
-    res = run_firmware(elf, board, timeout=120)
-    assert len(res.outputs) == len(cases)
-    for c, r in zip(cases, res.outputs):
-        got = np.frombuffer(r.data, np.int8)[:c["rows"] * c["n"]].reshape(c["rows"], c["n"])
+    outs = _fc_cases_on_qemu(tmp_path, board, "fc", cases, [pack_gemm(c["w"], 4) for c in cases],
+                             [_requant_c(i, c) for i, c in enumerate(cases)],
+                             ("smlad", "vcvtr.s32.f32", "sel", "smlal", "usat"))
+    for c, got in zip(cases, outs):
         what = {f: c[f] for f in ("rows", "k", "n", "numerics", "lo", "hi")}
         assert np.array_equal(got, c["expected"]), (what, np.argwhere(got != c["expected"])[:4])
 
@@ -809,30 +821,15 @@ def test_fast_fully_connected_fixed_point_asm_on_qemu_m4(tmp_path):
     """The SMMLAR group loop (straight K = 128 / K = 8 bodies and the general
     entry) on qemu-m4 against the numpy oracle."""
     require_arm_toolchain()
-    from codegen.targets.qemu import load_board, run_firmware
+    from codegen.targets.qemu import load_board
 
     board = load_board("qemu-m4")
     cases = _fixed_cases()
-    out_size = max(c["rows"] * c["n"] for c in cases)
-    scratch = max(fc_scratch_bytes(c["k"]) for c in cases)
-    src = ["#include <stdint.h>", "#include <string.h>", '#include "harness.h"',
-           '#include "tinyaot_fast_kernels.h"']
-    calls = []
-    for i, c in enumerate(cases):
-        src.append(_c_words(f"x{i}", "int8_t", c["x"]))
-        src.append(_c_words(f"w{i}", "int32_t", c["wp"]))
-        src.append(f"static const tinyaot_requant_t q{i} = {{ {c['in_zp']}, {c['out_zp']}, -128, 127, "
-                   "NULL, NULL, NULL, NULL, NULL, 0.0f, NULL };")
-        calls.append(f"    case {i}: return tinyaot_fully_connected_fast_s8({c['rows']}, {c['k']}, "
-                     f"{c['n']}, &q{i}, x{i}, w{i}, scratch, output);")
-    elf, asm = _cases_firmware(tmp_path, board, "fcfixed", src, calls, scratch, out_size,
-                               "tinyaot_fully_connected_fast_s8.c")
-    for insn in ("smmlar", "usat16", "pkhbt"):
-        assert re.search(rf"\s{insn}\s", asm), f"{insn} not in the firmware"
-    res = run_firmware(elf, board, timeout=120)
-    assert len(res.outputs) == len(cases)
-    for c, r in zip(cases, res.outputs):
-        got = np.frombuffer(r.data, np.int8)[:c["rows"] * c["n"]].reshape(c["rows"], c["n"])
+    q = [[f"static const tinyaot_requant_t q{i} = {{ {c['in_zp']}, {c['out_zp']}, -128, 127, "
+          "NULL, NULL, NULL, NULL, NULL, 0.0f, NULL };"] for i, c in enumerate(cases)]
+    outs = _fc_cases_on_qemu(tmp_path, board, "fcfixed", cases, [c["wp"] for c in cases], q,
+                             ("smmlar", "usat16", "pkhbt"))
+    for c, got in zip(cases, outs):
         assert np.array_equal(got, c["expected"]), ((c["rows"], c["k"], c["n"]),
                                                     np.argwhere(got != c["expected"])[:4])
 

@@ -106,12 +106,6 @@ def channel_params(scale, bias, zp, lo, hi, amin, amax):
     return best
 
 
-def fixed_out(acc, bias, b, m, r):
-    """f(acc): what the kernel computes (Python ints: exact)."""
-    v = ((int(acc) - int(bias) + b) * m + (1 << 31)) >> 32
-    return min(max(v + r, 0), 255) - 128
-
-
 def fixed_equals_ort(params, scale, bias, zp, lo, hi, amin, amax, t=None):
     """The proof: f and q have the same value at amin and the same threshold
     for every level (exact integer arithmetic on f's closed form)."""
