@@ -584,8 +584,9 @@ fc_fixed_group(const uint32_t *col, int32_t nq, const uint32_t *w, int8_t *o, in
     return w + 8;
 }
 
-static void fc_column_fixed(const uint32_t *col, int32_t nq, const uint32_t *w,
-                            int32_t out_features, int8_t *o)
+static inline __attribute__((always_inline)) void fc_column_fixed(const uint32_t *col, int32_t nq,
+                                                                const uint32_t *w,
+                                                                int32_t out_features, int8_t *o)
 {
     int32_t ch = 0;
 #if FC_ASM
@@ -606,26 +607,41 @@ static void fc_column_fixed(const uint32_t *col, int32_t nq, const uint32_t *w,
     }
 }
 
+/* The whole call in TINYAOT_FC_FIXED, apart from the other modes (their
+ * register allocation stays as it was). */
+static __attribute__((noinline)) int fc_rows_fixed(int32_t rows, int32_t in_features,
+                                                    int32_t out_features, int32_t in_zp,
+                                                    const int8_t *input, const uint32_t *w,
+                                                    uint32_t *scratch, int8_t *output)
+{
+    const int32_t nq = (in_features + 3) / 4;
+    const uint32_t off = tinyaot_pack16(-in_zp, -in_zp);
+    for (int32_t r = 0; r < rows; ++r) {
+        fc_widen(input + r * in_features, in_features, scratch, off, in_zp);
+        fc_column_fixed(scratch, nq, w, out_features, output + r * out_features);
+    }
+    return TINYAOT_OK;
+}
+
 int tinyaot_fully_connected_fast_s8(int32_t rows, int32_t in_features, int32_t out_features,
                                     const tinyaot_requant_t *q, const int8_t *input,
                                     const int32_t *packed_weights, uint32_t *scratch,
                                     int8_t *output)
 {
+    if (!q->bias && in_features >= 1) { /* TINYAOT_FC_FIXED: bias is never NULL otherwise */
+        return fc_rows_fixed(rows, in_features, out_features, q->in_zp, input,
+                             (const uint32_t *)(const void *)packed_weights, scratch, output);
+    }
     const int32_t nq = (in_features + 3) / 4;
     const tinyaot_rqc_t rq = tinyaot_rqc(q);
     const uint32_t off = tinyaot_pack16(-q->in_zp, -q->in_zp);
     const uint32_t *w = (const uint32_t *)(const void *)packed_weights;
-    const int fixed = !q->bias && !q->scale && !q->mult && !q->rq; /* TINYAOT_FC_FIXED */
     if (in_features < 1) {
         return TINYAOT_ERR_ARG;
     }
     for (int32_t r = 0; r < rows; ++r) {
         int8_t *o = output + r * out_features;
         fc_widen(input + r * in_features, in_features, scratch, off, q->in_zp);
-        if (fixed) {
-            fc_column_fixed(scratch, nq, w, out_features, o);
-            continue;
-        }
         switch (rq.mode) {
         case TINYAOT_RQ_ORT:
             if (rq.lo <= -128 && rq.hi >= 127) {
