@@ -113,6 +113,8 @@ def test_no_form_when_ties_round_both_ways():
     assert p is not None and mismatches(p, 1 / 16, 0, 0, -128, 127, -7, 23) == 0
     # scale 0.5 would need M = 2^31, and scale >= 1 more: not representable
     assert orf.channel_params(np.float32(0.75), 0, -128, -128, 127, -10, 400) is None
+    # an accumulator range beyond int32 (the kernel's sums would wrap)
+    assert orf.channel_params(np.float32(1e-6), 0, -128, -128, 127, -10, 1 << 31) is None
 
 
 def test_acc_range_is_the_reachable_extremes():

@@ -83,7 +83,7 @@ def _m_bounds(t, d, c, amin, amax):
 def channel_params(scale, bias, zp, lo, hi, amin, amax):
     """(B, M, R) with f == q on every acc in [amin, amax], or None."""
     s = np.float32(scale)
-    if not np.isfinite(s) or s <= 0 or amin > amax:
+    if not np.isfinite(s) or s <= 0 or amin > amax or amin < INT32_MIN or amax > INT32_MAX:
         return None
     t = thresholds(s, zp, lo, hi, amin, amax)
     target = int(np.rint(np.float64(s) * 2.0 ** 32))
