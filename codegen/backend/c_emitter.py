@@ -384,7 +384,7 @@ class _Emitter:
         self.consts.append(f"#ifdef {fu.GUARD_MACRO}\n")
         stream = self.const("float", f"{lid}_wu", u.stream, align=8)
         fname = f"{lid}_fc_unrolled"
-        self.consts.append(fu.c_function(fname, u, p["out_scale"], p["out_zp"], stream))
+        self.consts.append(fu.c_function(fname, u, p["out_scale"], stream))
         self.consts.append("#else\n")
         self.unrolled_layers[lid] = len(u.asm)
         return fname

@@ -15,11 +15,11 @@ register, then VADD onto the total; nz == 1 is one VMLA straight onto the
 total (t + fl(x*w)); nz == 0 costs nothing.
 
 Registers: the 8 totals of a block of outputs in s24-s31 (from the biases,
-which lead each block in the weight stream), x of a pair of k groups in
-s16-s23, the nonzero weights in s0-s15, loaded in whole (group, output)
-units so a running sum is never overwritten by a refill. QuantizeLinear:
-VDIV by the scale (onnxruntime divides), VCVTR (round half to even), then
-int8 bytes, four per STR.
+loaded with the block's first weights), x of a pair of k groups in s0-s7,
+the nonzero weights in s8-s23, loaded in whole (group, output) units so a
+running sum is never overwritten by a refill. QuantizeLinear: VDIV by the
+scale (onnxruntime divides), then round half to even (VCVTR, or adding
+MAGIC + zp + 128 when that is even), then int8 bytes, eight per STRD.
 """
 from __future__ import annotations
 
@@ -37,9 +37,13 @@ GUARD_C = (f"#if defined(__ARM_FP) && (__ARM_FP & 4) && defined(__thumb2__) && "
            f"defined(__ARM_FEATURE_DSP) && !defined(tinyaot_quantize_f32)\n"
            f"#define {GUARD_MACRO} 1\n#endif\n")
 
-W_REGS = 16   # s0-s15
-BLOCK = 8     # outputs per block (totals s24-s31)
+X_BASE = 0    # x of a pair of k groups: s0-s7
+W_BASE = 8    # weights: s8-s23
+W_REGS = 16
+T_BASE = 24   # the block's 8 totals: s24-s31
+BLOCK = 8     # outputs per block
 INT16_LIMIT = 32767 - 256  # |round(t/scale)| below it: the zero point add and clamps fit int16
+MAGIC = 12582912.0  # 1.5 * 2^23: fl(v + MAGIC + c) = MAGIC + c + round_half_even(v), c even
 
 
 def eligible(order, rows, k, n):
@@ -60,9 +64,10 @@ def quotient_bound(wf, bias, x_max, out_scale):
 
 @dataclass
 class Unrolled:
-    stream: np.ndarray   # float32: per block its 8 biases, then its nonzero weights
+    stream: np.ndarray   # float32: per block its weights and biases (see _block)
     asm: list            # one instruction per string
-    fast_pack: bool      # int16 packing (QADD16/USAT16) rather than per value
+    pack: str            # "magic", "fast" (int16 packing) or "wide" (per value)
+    z: int               # the asm's %[z]: MAGIC + zp + 128's bits, zp + 128 per halfword, or zp
 
 
 def _units(wblk):
@@ -77,34 +82,67 @@ def _units(wblk):
     return out
 
 
-def _chunks(units):
-    """Greedy VLDM refills: as many whole units as fit 16 registers. Returns
-    {index of the unit a refill precedes: its register count}."""
-    loads, i = {}, 0
-    while i < len(units):
+def _chunks(units, last_cap=W_REGS):
+    """VLDM refills of whole units (a unit's running sum sits in its first
+    weight's register, so a unit never spans a refill), filled from the end:
+    the last holds at most last_cap registers (room for the QuantizeLinear
+    constants), the others 16, the first whatever is left (it comes with the
+    biases: free). [(index of the first unit, register count)]."""
+    loads, i, cap = [], len(units), last_cap
+    while i > 0:
         j, used = i, 0
-        while j < len(units) and used + len(units[j][2]) <= W_REGS:
-            used += len(units[j][2])
-            j += 1
-        loads[i] = used
-        i = j
-    return loads
+        while j > 0 and used + len(units[j - 1][2]) <= cap:
+            used += len(units[j - 1][2])
+            j -= 1
+        loads.append((j, used))
+        i, cap = j, W_REGS
+    return loads[::-1]
 
 
 def _vlist(first, count):
     return f"{{s{first}}}" if count == 1 else f"{{s{first}-s{first + count - 1}}}"
 
 
-def _block_asm(wblk, fast, zp, act_min, act_max):
-    """The instructions of one block of 8 outputs (x pointer reset, biases,
-    products, QuantizeLinear, 8 bytes stored)."""
-    a = ["mov %[xp], %[x]", "vldmia %[wp]!, {s24-s31}"]
+def _block(wblk, bias, pack, zp, act_min, act_max, tail):
+    """One block of 8 outputs: (stream floats, instructions). The first chunk
+    of weights and the 8 biases are one VLDM (weights in s(24-m)..s23, biases
+    s24-s31); the constants of QuantizeLinear (`tail`: the scale, and MAGIC +
+    zp + 128 for "magic") follow the last chunk's weights when they fit, else
+    VMOV from core registers."""
     units = _units(wblk)
-    loads = _chunks(units)
-    used = {g for g, _, _ in units}
+    chunks = _chunks(units, W_REGS - len(tail))
+    plain = _chunks(units)  # no room: the constants by VMOV
+    if len(chunks) < 2 or len(plain) + len(tail) < len(chunks):
+        chunks = plain
+    stream, a = [], ["mov %[xp], %[x]"]
+    flat = wblk.reshape(BLOCK, -1, 4).transpose(1, 0, 2).reshape(-1)  # [group][output][4]
+    nz = flat[flat != 0]
+    ends = [c[0] for c in chunks[1:]] + [len(units)]
+    sizes = {c[0]: c[1] for c in chunks}
+    w_at = {}  # unit index -> register of its first weight
+    pos = 0
+    tail_regs = None
+    for ci, (u0, m) in enumerate(chunks):
+        base = T_BASE - m if ci == 0 else W_BASE
+        r = base
+        for u in range(u0, ends[ci]):
+            w_at[u] = r
+            r += len(units[u][2])
+        stream.append(nz[pos:pos + m])
+        pos += m
+        if ci == 0:
+            stream.append(bias)
+        elif ci == len(chunks) - 1 and m + len(tail) <= W_REGS:
+            stream.append(np.asarray(tail, F32))
+            tail_regs = list(range(W_BASE + m, W_BASE + m + len(tail)))
+    if chunks:
+        a.append(f"vldmia %[wp]!, {{s{T_BASE - chunks[0][1]}-s31}}")
+    else:
+        stream.append(bias)
+        a.append("vldmia %[wp]!, {s24-s31}")
     groups = wblk.shape[1] // 4
+    used = {g for g, _, _ in units}
     skip = 0  # x bytes not loaded since the last x load (groups without a nonzero weight)
-    reg = 0   # next weight register
     ui = 0
     for g0 in range(0, groups, 2):
         pair = [g for g in (g0, g0 + 1) if g < groups]
@@ -116,70 +154,81 @@ def _block_asm(wblk, fast, zp, act_min, act_max):
                 step = min(skip, 4080)
                 a.append(f"add %[xp], %[xp], #{step}")
                 skip -= step
-            a.append(f"vldmia %[xp]!, {_vlist(16 + 4 * (first - g0), 4 * (last - first + 1))}")
+            a.append(f"vldmia %[xp]!, {_vlist(X_BASE + 4 * (first - g0), 4 * (last - first + 1))}")
             skip = 16 * (g0 + len(pair) - 1 - last)
         else:
             skip += 16 * len(pair)
         while ui < len(units) and units[ui][0] in pair:
             g, j, ks = units[ui]
-            if ui in loads:
-                a.append(f"vldmia %[wp]!, {_vlist(0, loads[ui])}")
-                reg = 0
-            xs = [f"s{16 + 4 * (g - g0) + d}" for d in ks]
-            ws = [f"s{reg + i}" for i in range(len(ks))]
-            t = f"s{24 + j}"
+            if ui in sizes and ui:
+                m = sizes[ui] + (len(tail) if tail_regs and ui == chunks[-1][0] else 0)
+                a.append(f"vldmia %[wp]!, {_vlist(W_BASE, m)}")
+            xs = [f"s{X_BASE + 4 * (g - g0) + d}" for d in ks]
+            ws = [f"s{w_at[ui] + i}" for i in range(len(ks))]
+            t = f"s{T_BASE + j}"
             if len(ks) == 1:
                 a.append(f"vmla.f32 {t}, {xs[0]}, {ws[0]}")
             else:
                 a.append(f"vmul.f32 {ws[0]}, {xs[0]}, {ws[0]}")
                 a += [f"vmla.f32 {ws[0]}, {x}, {w}" for x, w in zip(xs[1:], ws[1:])]
                 a.append(f"vadd.f32 {t}, {ws[0]}, {t}")
-            reg += len(ks)
             ui += 1
-    a.append("vmov s0, %[sc]")
-    a += [f"vdiv.f32 s{r}, s{r}, s0" for r in range(24, 32)]
-    a += [f"vcvtr.s32.f32 s{r}, s{r}" for r in range(24, 32)]
-    for r in (24, 28):
-        a += (_pack4_fast if fast else _pack4_wide)(r, zp, act_min, act_max)
-        a.append("str %[a], [%[o]], #4")
-    return a
+    if tail_regs is None:  # x's registers are free now
+        tail_regs = [0, 1][:len(tail)]
+        a.append("vmov s0, %[sc]")
+        if len(tail) > 1:
+            a.append("vmov s1, %[z]")
+    a += [f"vdiv.f32 s{r}, s{r}, s{tail_regs[0]}" for r in range(T_BASE, 32)]
+    if pack == "magic":
+        a += [f"vadd.f32 s{r}, s{r}, s{tail_regs[1]}" for r in range(T_BASE, 32)]
+    else:
+        a += [f"vcvtr.s32.f32 s{r}, s{r}" for r in range(T_BASE, 32)]
+    word = _pack4_wide if pack == "wide" else _pack4_fast
+    a += word(24, "a", "c", "d", "e", pack == "fast" and zp != -128, act_min, act_max)
+    a += word(28, "b", "c", "d", "e", pack == "fast" and zp != -128, act_min, act_max)
+    a.append("strd %[a], %[b], [%[o]], #8")
+    return stream, a
 
 
 def _rep(byte):
     return f"#0x{(byte & 0xFF) * 0x01010101:08x}"
 
 
-def _pack4_fast(r, zp, lo, hi):
-    """Four rounded totals (|v| < INT16_LIMIT) -> four int8 bytes in a: halfword
-    pairs (v0, v2) and (v1, v3), + zp + 128 (QADD16), USAT16 to [0, 255] (int8
-    shifted by 128), the odd bytes ORRed in, 128 subtracted by EOR."""
-    a = [f"vmov %[a], %[b], s{r}, s{r + 1}", f"vmov %[c], %[d], s{r + 2}, s{r + 3}",
-         "pkhbt %[a], %[a], %[c], lsl #16", "pkhbt %[b], %[b], %[d], lsl #16"]
-    if zp != -128:
-        a += ["qadd16 %[a], %[a], %[z]", "qadd16 %[b], %[b], %[z]"]
-    a += ["usat16 %[a], #8, %[a]", "usat16 %[b], #8, %[b]", "orr %[a], %[a], %[b], lsl #8"]
+def _pack4_fast(r, dst, t1, t2, t3, add_zp, lo, hi):
+    """Four rounded totals as int16 (the low halfword of VCVTR's int32, or of
+    fl(v + MAGIC + zp + 128)'s bits, which holds round(v) + zp + 128) -> four
+    int8 bytes in dst: halfword pairs (v0, v2) and (v1, v3) (PKHBT), + zp + 128
+    (QADD16, unless MAGIC added it), USAT16 to [0, 255] (int8 shifted by 128),
+    the odd bytes ORRed in, the clamp, 128 subtracted by EOR."""
+    d, x, y, z = (f"%[{v}]" for v in (dst, t1, t2, t3))
+    a = [f"vmov {d}, {x}, s{r}, s{r + 1}", f"vmov {y}, {z}, s{r + 2}, s{r + 3}",
+         f"pkhbt {d}, {d}, {y}, lsl #16", f"pkhbt {x}, {x}, {z}, lsl #16"]
+    if add_zp:
+        a += [f"qadd16 {d}, {d}, %[z]", f"qadd16 {x}, {x}, %[z]"]
+    a += [f"usat16 {d}, #8, {d}", f"usat16 {x}, #8, {x}", f"orr {d}, {d}, {x}, lsl #8"]
     if lo > -128:  # bytewise max / min in the shifted (unsigned) domain
-        a += [f"mov %[c], {_rep(lo + 128)}", "usub8 %[d], %[a], %[c]", "sel %[a], %[a], %[c]"]
+        a += [f"mov {y}, {_rep(lo + 128)}", f"usub8 {z}, {d}, {y}", f"sel {d}, {d}, {y}"]
     if hi < 127:
-        a += [f"mov %[c], {_rep(hi + 128)}", "usub8 %[d], %[c], %[a]", "sel %[a], %[a], %[c]"]
-    a.append("eor %[a], %[a], #0x80808080")
+        a += [f"mov {y}, {_rep(hi + 128)}", f"usub8 {z}, {y}, {d}", f"sel {d}, {d}, {y}"]
+    a.append(f"eor {d}, {d}, #0x80808080")
     return a
 
 
-def _pack4_wide(r, zp, lo, hi):
-    """Four rounded totals (any int32) -> four int8 bytes in a: QADD of the zero
-    point (no wrap), SSAT to int8, BFI; then the signed bytewise clamp."""
-    a = [f"vmov %[a], %[b], s{r}, s{r + 1}",
-         "qadd %[a], %[a], %[z]", "qadd %[b], %[b], %[z]",
-         "ssat %[a], #8, %[a]", "ssat %[b], #8, %[b]", "bfi %[a], %[b], #8, #8",
-         f"vmov %[b], %[c], s{r + 2}, s{r + 3}",
-         "qadd %[b], %[b], %[z]", "qadd %[c], %[c], %[z]",
-         "ssat %[b], #8, %[b]", "ssat %[c], #8, %[c]",
-         "bfi %[a], %[b], #16, #8", "bfi %[a], %[c], #24, #8"]
+def _pack4_wide(r, dst, t1, t2, t3, _add_zp, lo, hi):
+    """Four rounded totals (any int32) -> four int8 bytes in dst: QADD of the
+    zero point (no wrap), SSAT to int8, BFI; then the signed bytewise clamp."""
+    d, x, y, z = (f"%[{v}]" for v in (dst, t1, t2, t3))
+    a = [f"vmov {d}, {x}, s{r}, s{r + 1}",
+         f"qadd {d}, {d}, %[z]", f"qadd {x}, {x}, %[z]",
+         f"ssat {d}, #8, {d}", f"ssat {x}, #8, {x}", f"bfi {d}, {x}, #8, #8",
+         f"vmov {x}, {y}, s{r + 2}, s{r + 3}",
+         f"qadd {x}, {x}, %[z]", f"qadd {y}, {y}, %[z]",
+         f"ssat {x}, #8, {x}", f"ssat {y}, #8, {y}",
+         f"bfi {d}, {x}, #16, #8", f"bfi {d}, {y}, #24, #8"]
     if lo > -128:
-        a += [f"mov %[c], {_rep(lo)}", "ssub8 %[d], %[a], %[c]", "sel %[a], %[a], %[c]"]
+        a += [f"mov {y}, {_rep(lo)}", f"ssub8 {z}, {d}, {y}", f"sel {d}, {d}, {y}"]
     if hi < 127:
-        a += [f"mov %[c], {_rep(hi)}", "ssub8 %[d], %[c], %[a]", "sel %[a], %[a], %[c]"]
+        a += [f"mov {y}, {_rep(hi)}", f"ssub8 {z}, {y}, {d}", f"sel {d}, {d}, {y}"]
     return a
 
 
@@ -188,26 +237,24 @@ def unroll_fc(wf, bias, x_max, out_scale, out_zp, act_min, act_max):
     wf = np.asarray(wf, F32)
     bias = np.asarray(bias, F32)
     n, _ = wf.shape
-    fast = bool(quotient_bound(wf, bias, x_max, out_scale).max() + abs(out_zp) + 128
-                < INT16_LIMIT)
+    scale = F32(out_scale)
+    c = out_zp + 128
+    if quotient_bound(wf, bias, x_max, scale).max() + c >= INT16_LIMIT:
+        pack, z, tail = "wide", out_zp, [scale]
+    elif c and c % 2 == 0:  # even: adding it before rounding keeps ties to even
+        magic = F32(MAGIC + c)
+        pack, z, tail = "magic", int(np.array(magic).view(np.uint32)), [scale, magic]
+    else:
+        pack, z, tail = "fast", c * 0x00010001, [scale]
     stream, asm = [], []
     for o in range(0, n, BLOCK):
-        blk = wf[o:o + BLOCK]
-        stream.append(bias[o:o + BLOCK])
-        order = blk.reshape(BLOCK, -1, 4).transpose(1, 0, 2).reshape(-1)  # [group][output][4]
-        stream.append(order[order != 0])
-        asm += _block_asm(blk, fast, out_zp, act_min, act_max)
-    return Unrolled(np.concatenate(stream).astype(F32), asm, fast)
+        st, a = _block(wf[o:o + BLOCK], bias[o:o + BLOCK], pack, out_zp, act_min, act_max, tail)
+        stream += st
+        asm += a
+    return Unrolled(np.concatenate(stream).astype(F32), asm, pack, z)
 
 
-def zp_operand(u: Unrolled, out_zp):
-    """The value of the asm's %[z]: zp + 128 in both halfwords (fast packing), or zp."""
-    if u.fast_pack:
-        return (out_zp + 128) * 0x00010001
-    return out_zp
-
-
-def c_function(fname, u: Unrolled, out_scale, out_zp, stream_name):
+def c_function(fname, u: Unrolled, out_scale, stream_name):
     """static void fname(const float *x, int8_t *out): the whole layer in one
     __asm__ volatile (s0-s31 clobbered: GCC saves s16-s31, -fstack-usage sees it)."""
     scale_bits = int(np.array(out_scale, F32).view(np.uint32))
@@ -218,9 +265,9 @@ def c_function(fname, u: Unrolled, out_scale, out_zp, stream_name):
         f"static void {fname}(const float *x, int8_t *out)\n{{\n"
         f"    const float *wp = {stream_name};\n"
         f"    const float *xp;\n"
-        f"    uint32_t a, b, c, d;\n"
+        f"    uint32_t a, b, c, d, e;\n"
         f"    __asm__ volatile(\n{body}\n"
         f"        : [wp] \"+r\"(wp), [o] \"+r\"(out), [xp] \"=&r\"(xp), [a] \"=&r\"(a),\n"
-        f"          [b] \"=&r\"(b), [c] \"=&r\"(c), [d] \"=&r\"(d)\n"
-        f"        : [x] \"r\"(x), [sc] \"r\"({scale_bits}u), [z] \"r\"({zp_operand(u, out_zp)})\n"
+        f"          [b] \"=&r\"(b), [c] \"=&r\"(c), [d] \"=&r\"(d), [e] \"=&r\"(e)\n"
+        f"        : [x] \"r\"(x), [sc] \"r\"({scale_bits}u), [z] \"r\"({u.z & 0xFFFFFFFF}u)\n"
         f"        : {clob}, \"memory\", \"cc\");\n}}\n")
