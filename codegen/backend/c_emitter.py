@@ -42,7 +42,6 @@ class _Emitter:
         self.g = g
         self.unroll_fc = unroll_fc  # backend/fc_float_unrolled.py on FPU targets
         self.unroll_guard = False
-        self.unrolled_layers = {}
         self.optimize = optimize  # size: tinyaot_add_s8 without tables (passes/optimize.py)
         self.plan = plan
         self.params = params
@@ -354,7 +353,7 @@ class _Emitter:
         # the FPU build carries only the unrolled layer's arrays, the others only the loop's
         self.consts.append("#endif\n")
         self.weights_bytes -= 4 * (wf.size + nout)  # wp, bf: not in the FPU build
-        info["kernel"] = f"{unrolled} (unrolled) / tinyaot_fully_connected_f32_s8"
+        info["kernel"] = f"{unrolled} (FPU; else tinyaot_fully_connected_f32_s8)"
         self.kernels.update(["tinyaot_fully_connected_f32_s8", "tinyaot_dequantize_row_f32_s8"])
         self.body += [f"#ifdef {fu.GUARD_MACRO}",
                       f"    tinyaot_dequantize_row_f32_s8({self.ptr(x.name)}, {k}, {table}, "
@@ -370,9 +369,8 @@ class _Emitter:
         function inside `#ifdef TINYAOT_FC_UNROLLED ... #else` (the caller closes it
         after the loop kernel's arrays) and returns the function's name; None when
         the layer keeps the loop kernel."""
-        nout, k = wf.shape
         if not (self.unroll_fc and self.optimize == "speed"
-                and fu.eligible(p["fc_order"], rows, k, nout)):
+                and fu.eligible(p["fc_order"], rows, wf)):
             return None
         from .fc_float_pack import input_table
         xt = input_table(p["in_scale"], p["in_zp"])
@@ -386,7 +384,6 @@ class _Emitter:
         fname = f"{lid}_fc_unrolled"
         self.consts.append(fu.c_function(fname, u, p["out_scale"], stream))
         self.consts.append("#else\n")
-        self.unrolled_layers[lid] = len(u.asm)
         return fname
 
     def emit_fast(self, lid, n, p, info, dims, w, rows=None):
