@@ -346,6 +346,7 @@ class _Emitter:
             f"{p['act_max']}, {table}, {wp}, {bias} }};\n")
         scratch = f"(float *)(void *)(ARENA + {self.plan.where[scratch_name(n)].offset})"
         info["kernel"] = "tinyaot_fully_connected_f32_s8"
+        self.kernels.add("tinyaot_dequantize_row_f32_s8")  # called by both paths
         if unrolled is None:
             self.call(info["kernel"], [str(rows), str(k), str(nout), f"&{lid}_fp",
                                        self.ptr(x.name), scratch, self.ptr(y.name)])
@@ -354,7 +355,7 @@ class _Emitter:
         self.consts.append("#endif\n")
         self.weights_bytes -= 4 * (wf.size + nout)  # wp, bf: not in the FPU build
         info["kernel"] = f"{unrolled} (FPU; else tinyaot_fully_connected_f32_s8)"
-        self.kernels.update(["tinyaot_fully_connected_f32_s8", "tinyaot_dequantize_row_f32_s8"])
+        self.kernels.add("tinyaot_fully_connected_f32_s8")
         self.body += [f"#ifdef {fu.GUARD_MACRO}",
                       f"    tinyaot_dequantize_row_f32_s8({self.ptr(x.name)}, {k}, {table}, "
                       f"{scratch});",
