@@ -132,37 +132,46 @@ def test_unrolled_fc_equals_onnxruntime_on_qemu_m4(tmp_path, case):
     assert len(np.unique(exp)) > 8  # not a layer that saturates everywhere
 
 
+def _refills(groups):
+    """(VLDMs, weights in the last) for one block: the (group, output) units of
+    each k group ([sizes], groups in order) packed in VLDMs of up to 16 weights,
+    whole units, each VLDM taking the largest total of the group's remaining
+    units that fits (most 4s, then 3s, then 2s on ties) before a new one."""
+    from itertools import product
+
+    n, used = 0, 16
+    for sizes in groups:
+        left = {z: sizes.count(z) for z in (1, 2, 3, 4)}
+        while sum(left.values()):
+            room = 16 - used
+            best = max(((4 * a + 3 * b + 2 * c + d, a, b, c, d)
+                        for a, b, c, d in product(*(range(left[z] + 1) for z in (4, 3, 2, 1)))
+                        if 4 * a + 3 * b + 2 * c + d <= room), default=(0,))
+            if best[0] == 0:
+                n, used = n + 1, 0
+                continue
+            used += best[0]
+            for z, cnt in zip((4, 3, 2, 1), best[1:]):
+                left[z] -= cnt
+    return n, used
+
+
 def predicted_cost(wq, tail):
     """Instructions of the block loop that depend on the weights, from the
     int8 weights alone: per block of 8 outputs and k group, an output with
     nz nonzero weights costs nz + 1 (VMUL, VMLAs, VADD), 1 (a VMLA) or 0;
     a pair of k groups costs one x VLDM when one of them has a nonzero weight
-    (plus an ADD over skipped groups before it); weights come in VLDMs of
-    whole (group, output) units of up to 16, filled from the block's end (the
-    last with room for `tail` QuantizeLinear constants, else those by VMOV:
-    whichever is fewer), the first VLDM shared with the biases."""
+    (plus an ADD over skipped groups before it); the weights' VLDMs (_refills)
+    but the first (shared with the biases); the `tail` QuantizeLinear
+    constants ride on the last VLDM when they fit, else cost one VMOV."""
     n, k = wq.shape
     total = 0
     for o in range(0, n, 8):
         blk = wq[o:o + 8].reshape(8, k // 4, 4) != 0
         nz = blk.sum(2)  # [output, group]
         total += int(np.where(nz >= 2, nz + 1, nz).sum())
-        sizes = [int(nz[j, g]) for g in range(k // 4) for j in range(8) if nz[j, g]]
-
-        def refills(cap_last):
-            out, used, cap = [], 0, cap_last
-            for s in reversed(sizes):
-                if used + s > cap:
-                    out.append(used)
-                    used, cap = 0, 16
-                used += s
-            return (out + [used])[::-1] if sizes else []
-
-        room, plain = refills(16 - tail), refills(16)
-        if len(room) >= 2 and len(room) <= len(plain) + tail:
-            total += len(room) - 1
-        else:
-            total += max(len(plain) - 1, 0) + (0 if len(plain) >= 2 and plain[-1] + tail <= 16 else tail)
+        loads, last = _refills([[int(v) for v in nz[:, g] if v] for g in range(k // 4)])
+        total += max(loads - 1, 0) + (0 if loads >= 2 and last + tail <= 16 else 1)
         live = nz.any(0)  # groups with a nonzero weight in this block
         skipped = False
         for g0 in range(0, k // 4, 2):

@@ -92,21 +92,42 @@ def _units(wblk):
     return out
 
 
-def _chunks(units, last_cap=W_REGS):
-    """VLDM refills of whole units (a unit's running sum sits in its first
-    weight's register, so a unit never spans a refill), filled from the end:
-    the last holds at most last_cap registers (room for the QuantizeLinear
-    constants), the others 16, the first whatever is left (it comes with the
-    biases: free). [(index of the first unit, register count)]."""
-    loads, i, cap = [], len(units), last_cap
-    while i > 0:
-        j, used = i, 0
-        while j > 0 and used + len(units[j - 1][2]) <= cap:
-            used += len(units[j - 1][2])
-            j -= 1
-        loads.append((j, used))
-        i, cap = j, W_REGS
-    return loads[::-1]
+def _fill(pend, room):
+    """The units of `pend` (one k group's, in any order: each is another
+    output's part) with the largest total size <= room, bigger units first on
+    ties (sizes 1-4: choose how many of each size)."""
+    by = {z: [u for u in pend if len(u[2]) == z] for z in (4, 3, 2, 1)}
+    best, pick = 0, (0, 0, 0, 0)
+    for n4 in range(min(len(by[4]), room // 4), -1, -1):
+        for n3 in range(min(len(by[3]), (room - 4 * n4) // 3), -1, -1):
+            for n2 in range(min(len(by[2]), (room - 4 * n4 - 3 * n3) // 2), -1, -1):
+                n1 = min(len(by[1]), room - 4 * n4 - 3 * n3 - 2 * n2)
+                tot = 4 * n4 + 3 * n3 + 2 * n2 + n1
+                if tot > best:
+                    best, pick = tot, (n4, n3, n2, n1)
+    chosen = {id(u) for z, n in zip((4, 3, 2, 1), pick) for u in by[z][:n]}
+    return [u for u in pend if id(u) in chosen]
+
+
+def _chunks(units):
+    """The block's units cut into VLDM refills of up to 16 weights, whole
+    units only (a unit's running sum sits in its first weight's register, so
+    a unit never spans a refill). Within a k group the units may come in any
+    order, so each refill is filled as far as the group's unit sizes allow
+    before the next group's. [[unit, ...] per refill]."""
+    chunks, used = [[]], 0
+    for g in sorted({u[0] for u in units}):
+        pend = [u for u in units if u[0] == g]
+        while pend:
+            got = _fill(pend, W_REGS - used)
+            if not got:
+                chunks.append([])
+                used = 0
+                continue
+            chunks[-1] += got
+            used += sum(len(u[2]) for u in got)
+            pend = [u for u in pend if all(u is not v for v in got)]
+    return [c for c in chunks if c]
 
 
 def _vlist(first, count):
@@ -114,39 +135,35 @@ def _vlist(first, count):
 
 
 def _block(wblk, bias, pack, zp, act_min, act_max, tail):
-    """One block of 8 outputs: (stream floats, instructions). The first chunk
+    """One block of 8 outputs: (stream floats, instructions). The first refill
     of weights and the 8 biases are one VLDM (weights in s(24-m)..s23, biases
     s24-s31); the constants of QuantizeLinear (`tail`: the scale, and MAGIC +
-    zp + 128 for "magic") follow the last chunk's weights when they fit, else
-    VMOV from core registers."""
-    units = _units(wblk)
-    chunks = _chunks(units, W_REGS - len(tail))
-    plain = _chunks(units)  # no room: the constants by VMOV
-    if len(chunks) < 2 or len(plain) + len(tail) < len(chunks):
-        chunks = plain
+    zp + 128 for "magic") follow the last refill's weights when they fit, else
+    one VMOV from core registers."""
+    chunks = _chunks(_units(wblk))
+    units = [u for c in chunks for u in c]  # emission order
     stream, a = [], ["mov %[xp], %[x]"]
-    flat = wblk.reshape(BLOCK, -1, 4).transpose(1, 0, 2).reshape(-1)  # [group][output][4]
-    nz = flat[flat != 0]
-    ends = [c[0] for c in chunks[1:]] + [len(units)]
-    sizes = {c[0]: c[1] for c in chunks}
     w_at = {}  # unit index -> register of its first weight
-    pos = 0
+    starts = {}  # unit index -> size of the refill it starts
     tail_regs = None
-    for ci, (u0, m) in enumerate(chunks):
-        base = T_BASE - m if ci == 0 else W_BASE
-        r = base
-        for u in range(u0, ends[ci]):
-            w_at[u] = r
-            r += len(units[u][2])
-        stream.append(nz[pos:pos + m])
-        pos += m
+    ui = 0
+    for ci, ch in enumerate(chunks):
+        m = sum(len(u[2]) for u in ch)
+        r = T_BASE - m if ci == 0 else W_BASE
+        starts[ui] = m
+        for g, j, ks in ch:
+            w_at[ui] = r
+            r += len(ks)
+            ui += 1
+            stream.append(wblk[j, 4 * g + np.asarray(ks)])
         if ci == 0:
             stream.append(bias)
         elif ci == len(chunks) - 1 and m + len(tail) <= W_REGS:
             stream.append(np.asarray(tail, F32))
             tail_regs = list(range(W_BASE + m, W_BASE + m + len(tail)))
+            starts[ui - len(ch)] += len(tail)
     if chunks:
-        a.append(f"vldmia %[wp]!, {{s{T_BASE - chunks[0][1]}-s31}}")
+        a.append(f"vldmia %[wp]!, {{s{T_BASE - starts[0]}-s31}}")
     else:
         stream.append(bias)
         a.append("vldmia %[wp]!, {s24-s31}")
@@ -170,9 +187,8 @@ def _block(wblk, bias, pack, zp, act_min, act_max, tail):
             skip += 16 * len(pair)
         while ui < len(units) and units[ui][0] in pair:
             g, j, ks = units[ui]
-            if ui in sizes and ui:
-                m = sizes[ui] + (len(tail) if tail_regs and ui == chunks[-1][0] else 0)
-                a.append(f"vldmia %[wp]!, {_vlist(W_BASE, m)}")
+            if ui in starts and ui:
+                a.append(f"vldmia %[wp]!, {_vlist(W_BASE, starts[ui])}")
             xs = [f"s{X_BASE + 4 * (g - g0) + d}" for d in ks]
             ws = [f"s{w_at[ui] + i}" for i in range(len(ks))]
             t = f"s{T_BASE + j}"
@@ -185,9 +201,7 @@ def _block(wblk, bias, pack, zp, act_min, act_max, tail):
             ui += 1
     if tail_regs is None:  # x's registers are free now
         tail_regs = [0, 1][:len(tail)]
-        a.append("vmov s0, %[sc]")
-        if len(tail) > 1:
-            a.append("vmov s1, %[z]")
+        a.append("vmov s0, s1, %[sc], %[z]" if len(tail) > 1 else "vmov s0, %[sc]")
     a += [f"vdiv.f32 s{r}, s{r}, s{tail_regs[0]}" for r in range(T_BASE, 32)]
     if pack == "magic":
         a += [f"vadd.f32 s{r}, s{r}, s{tail_regs[1]}" for r in range(T_BASE, 32)]
