@@ -43,7 +43,10 @@ W_REGS = 16
 T_BASE = 24   # the block's 8 totals: s24-s31
 BLOCK = 8     # outputs per block
 INT16_LIMIT = 32767 - 256  # |round(t/scale)| below it: the zero point add and clamps fit int16
-MAGIC = 12582912.0  # 1.5 * 2^23: fl(v + MAGIC + c) = MAGIC + c + round_half_even(v), c even
+# 1.5 * 2^23: for |v| < 2^22 and an even integer c, fl(v + MAGIC + c) = MAGIC + c +
+# round_half_even(v) (the sum lies in [2^23, 2^24), spaced 1, and an even shift keeps
+# ties going to even), and its bits' low halfword is round_half_even(v) + c
+MAGIC = 12582912.0
 
 
 # The straight-line code is ~5 bytes of flash per MAC (ad01: 0.85 MB for two
