@@ -93,7 +93,7 @@ def compile_model(path, numerics="ort", name=None, input_shapes=None, dump=None,
             guard.node = n.name
             params[n.name] = prepare_node(g, n, numerics)
     module = emit_c(g, plan, params, numerics, name or model_name(path), hooks=hooks,
-                    optimize=optimize)
+                    optimize=optimize, unroll_fc=not integrity)
     from .backend.float_io import IO_MODES, add_float_io
     if io not in IO_MODES:
         raise TinyAotError(f"unknown --io '{io}' (choose from {', '.join(IO_MODES)})")

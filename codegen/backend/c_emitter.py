@@ -12,6 +12,7 @@ import numpy as np
 
 from .. import __version__
 from ..ir import Graph
+from . import fc_float_unrolled as fu
 from .c_format import c_array, c_float, c_ident
 from .io_buffers import header_api, run_functions
 from ..planner.poison import POISON_DEFAULTS, poison_after, poison_prologue
@@ -37,8 +38,10 @@ def _dims4(shape):
 
 
 class _Emitter:
-    def __init__(self, g: Graph, plan, params, numerics, name, optimize="speed"):
+    def __init__(self, g: Graph, plan, params, numerics, name, optimize="speed", unroll_fc=True):
         self.g = g
+        self.unroll_fc = unroll_fc  # backend/fc_float_unrolled.py on FPU targets
+        self.unroll_guard = False
         self.optimize = optimize  # size: tinyaot_add_s8 without tables (passes/optimize.py)
         self.plan = plan
         self.params = params
@@ -332,18 +335,57 @@ class _Emitter:
 
         x, w, y = (self.g.tensors[t] for t in (n.inputs[0], n.inputs[1], n.outputs[0]))
         nout, k = w.shape
-        wp = self.const("float", f"{lid}_wp", pack_fc_float(float_weights(w), p["fc_order"]),
-                        align=8)
+        wf, bf = float_weights(w), _float_bias(self.g, n)
         table = self.const("float", f"{lid}_xt", input_table(p["in_scale"], p["in_zp"]))
-        bias = self.const("float", f"{lid}_bf", _float_bias(self.g, n))
+        unrolled = self.unrolled_fc(lid, p, wf, bf, table, rows)
+        wp = self.const("float", f"{lid}_wp", pack_fc_float(wf, p["fc_order"]), align=8)
+        bias = self.const("float", f"{lid}_bf", bf)
         self.consts.append(
             f"static const tinyaot_float_fc_t {lid}_fp = {{ {ORDER_CODE[p['fc_order']]}, "
             f"{p['k_block']}, {c_float(p['out_scale'])}, {p['out_zp']}, {p['act_min']}, "
             f"{p['act_max']}, {table}, {wp}, {bias} }};\n")
         scratch = f"(float *)(void *)(ARENA + {self.plan.where[scratch_name(n)].offset})"
         info["kernel"] = "tinyaot_fully_connected_f32_s8"
-        self.call(info["kernel"], [str(rows), str(k), str(nout), f"&{lid}_fp",
-                                   self.ptr(x.name), scratch, self.ptr(y.name)])
+        self.kernels.add("tinyaot_dequantize_row_f32_s8")  # called by both paths
+        if unrolled is None:
+            self.call(info["kernel"], [str(rows), str(k), str(nout), f"&{lid}_fp",
+                                       self.ptr(x.name), scratch, self.ptr(y.name)])
+            return
+        # the FPU build carries only the unrolled layer's arrays, the others only the loop's
+        self.consts.append("#endif\n")
+        self.weights_bytes -= 4 * (wf.size + nout)  # wp, bf: not in the FPU build
+        info["kernel"] = f"{unrolled} (FPU; else tinyaot_fully_connected_f32_s8)"
+        self.kernels.add("tinyaot_fully_connected_f32_s8")
+        self.body += [f"#ifdef {fu.GUARD_MACRO}",
+                      f"    tinyaot_dequantize_row_f32_s8({self.ptr(x.name)}, {k}, {table}, "
+                      f"{scratch});",
+                      f"    {unrolled}({scratch}, {self.ptr(y.name)});", "#else",
+                      f"    if (tinyaot_fully_connected_f32_s8({rows}, {k}, {nout}, &{lid}_fp, "
+                      f"{self.ptr(x.name)}, {scratch}, {self.ptr(y.name)}) != TINYAOT_OK) return -1;",
+                      "#endif"]
+
+    def unrolled_fc(self, lid, p, wf, bf, table, rows):
+        """backend/fc_float_unrolled.py under --optimize speed (not with --integrity,
+        whose digest lists one set of arrays): emits the unrolled layer's stream and
+        function inside `#ifdef TINYAOT_FC_UNROLLED ... #else` (the caller closes it
+        after the loop kernel's arrays) and returns the function's name; None when
+        the layer keeps the loop kernel."""
+        if not (self.unroll_fc and self.optimize == "speed"
+                and fu.eligible(p["fc_order"], rows, wf)):
+            return None
+        from .fc_float_pack import input_table
+        xt = input_table(p["in_scale"], p["in_zp"])
+        u = fu.unroll_fc(wf, bf, float(np.abs(xt).max()), p["out_scale"], p["out_zp"],
+                         p["act_min"], p["act_max"])
+        if not self.unroll_guard:
+            self.consts.append(fu.GUARD_C)
+            self.unroll_guard = True
+        self.consts.append(f"#ifdef {fu.GUARD_MACRO}\n")
+        stream = self.const("float", f"{lid}_wu", u.stream, align=8)
+        fname = f"{lid}_fc_unrolled"
+        self.consts.append(fu.c_function(fname, u, p["out_scale"], stream))
+        self.consts.append("#else\n")
+        return fname
 
     def emit_fast(self, lid, n, p, info, dims, w, rows=None):
         """A layer on the fast kernels (passes/kernel_select.py, backend/fast_pack.py)."""
@@ -497,13 +539,16 @@ _HOOK_DEFAULTS = """/* Debug hooks (tinyaot validate / profile): empty unless a 
 """
 
 
-def emit_c(g: Graph, plan, params, numerics, name=None, hooks=False, optimize="speed") -> CModule:
+def emit_c(g: Graph, plan, params, numerics, name=None, hooks=False, optimize="speed",
+           unroll_fc=True) -> CModule:
     """hooks: after each layer i, emit TINYAOT_PROFILE(i) and
-    TINYAOT_TRACE(i, output pointer, output bytes) (empty macros by default)."""
+    TINYAOT_TRACE(i, output pointer, output bytes) (empty macros by default).
+    unroll_fc: eligible float FC layers as weight-specialized straight-line code
+    on FPU targets (backend/fc_float_unrolled.py)."""
     name = c_ident(name or g.name)
     if len(g.inputs) != 1 or len(g.outputs) != 1:
         raise NotImplementedError("exactly one input and one output are supported")
-    em = _Emitter(g, plan, params, numerics, name, optimize)
+    em = _Emitter(g, plan, params, numerics, name, optimize, unroll_fc)
     for i, n in enumerate(g.nodes):
         em.emit_node(i, n)
         if hooks:

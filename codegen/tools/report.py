@@ -62,13 +62,15 @@ def _kind(section):
 
 
 def _is_weight(suffix):
-    """l<i>_w (int8 weights as in the model) and l<i>_wp (packed for the fast kernels)."""
-    return suffix in ("w", "wp") or suffix.startswith("w_")
+    """l<i>_w (int8 weights as in the model), l<i>_wp (packed for the fast kernels)
+    and l<i>_wu (an unrolled float FC's nonzero weights, backend/fc_float_unrolled.py)."""
+    return suffix in ("w", "wp", "wu") or suffix.startswith("w_")
 
 
 def flash_breakdown(map_text, model_obj, kernel_objs):
     """code / weights / tables of the model; board and library bytes apart."""
     res = {"code": 0, "weights": 0, "tables": 0, "model_run_code": 0, "kernel_code": 0,
+           "unrolled_code": 0,
            "board_and_harness": 0, "libraries": 0, "per_layer": {}, "per_kernel": {}}
     for sec, _addr, size, obj in parse_map(map_text):
         kind = _kind(sec)
@@ -78,7 +80,9 @@ def flash_breakdown(map_text, model_obj, kernel_objs):
         if obj.endswith(model_obj):
             if kind == "text":
                 res["code"] += size
-                res["model_run_code"] += size
+                # weight-specialized layers (l<i>_fc_unrolled) apart from <name>_run
+                unrolled = re.search(r"\.l\d+_fc_unrolled(\.|$)", sec)
+                res["unrolled_code" if unrolled else "model_run_code"] += size
                 continue
             sym = sec.split(".")[-1]
             m = _LAYER_SYM_RE.match(sym)
@@ -349,8 +353,9 @@ def report_totals(r):
     st = t["stack"]
     lines = [
         f"arena        {t['arena_bytes']:,} B (lower bound {t['arena_lower_bound_bytes']:,} B)",
-        f"flash        {f['total']:,} B = code {f['code']:,} B (run {f['model_run_code']:,} + kernels "
-        f"{f['kernel_code']:,}) + weights {f['weights']:,} B + tables {f['tables']:,} B",
+        f"flash        {f['total']:,} B = code {f['code']:,} B (run {f['model_run_code']:,} + "
+        + (f"unrolled layers {f['unrolled_code']:,} + " if f.get("unrolled_code") else "")
+        + f"kernels {f['kernel_code']:,}) + weights {f['weights']:,} B + tables {f['tables']:,} B",
         f"             (firmware also has board/harness {f['board_and_harness']:,} B, "
         f"libc/libgcc {f['libraries']:,} B)",
         f"stack        {st['worst_case_bytes']:,} B worst case for {r['name']}_run: "

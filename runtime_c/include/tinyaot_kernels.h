@@ -174,6 +174,10 @@ int tinyaot_fully_connected_f32_s8(int32_t rows, int32_t in_features, int32_t ou
                                    float *scratch, int8_t *output);
 int32_t tinyaot_fully_connected_f32_s8_get_buffer_size(int32_t in_features);
 
+/* DequantizeLinear of k int8 values through a 256-entry float table indexed
+ * by (uint8_t)q (tinyaot_float_fc_t.in_table) into s. */
+void tinyaot_dequantize_row_f32_s8(const int8_t *q, int32_t k, const float *tab, float *s);
+
 /* --optimize size: the float Conv / Gemm above in the same summation order,
  * on int8 weights kept in flash (tinyaot_float_conv_t.filter, [out][k] with
  * k = (c, ky, kx) or the input feature; one filter_scale per output) and

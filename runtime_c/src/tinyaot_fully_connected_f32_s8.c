@@ -379,35 +379,6 @@ static void gemv4_row(int32_t k, int32_t n, const tinyaot_float_fc_t *p, const f
     }
 }
 
-/* DequantizeLinear of one input row through the 256-entry table. Thumb-2: 16
- * values per loop pass, each an LDRB and a table LDR, four per STM: 38
- * instructions per 16 values. */
-static void dequantize_row(const int8_t *q, int32_t k, const float *tab, float *s)
-{
-#ifdef TINYAOT_FC_F32_ASM
-#define FC_DQ4                                                                                \
-    "ldrb r8, [%[q]], #1\n\t" "ldrb r9, [%[q]], #1\n\t"                                    \
-    "ldrb r10, [%[q]], #1\n\t" "ldrb r11, [%[q]], #1\n\t"                                  \
-    "ldr r8, [%[tab], r8, lsl #2]\n\t" "ldr r9, [%[tab], r9, lsl #2]\n\t"                  \
-    "ldr r10, [%[tab], r10, lsl #2]\n\t" "ldr r11, [%[tab], r11, lsl #2]\n\t"              \
-    "stmia %[s]!, {r8, r9, r10, r11}\n\t"
-    if (k >= 16) {
-        const int8_t *qe = q + (k & ~15);
-        __asm__ volatile("1:\n\t" FC_DQ4 FC_DQ4 FC_DQ4 FC_DQ4
-                         "cmp %[q], %[qe]\n\t"
-                         "bne 1b"
-                         : [q] "+r"(q), [s] "+r"(s)
-                         : [tab] "r"(tab), [qe] "r"(qe)
-                         : "r8", "r9", "r10", "r11", "memory", "cc");
-        k &= 15; /* q and s advanced past the loop's values */
-    }
-#undef FC_DQ4
-#endif
-    for (int32_t i = 0; i < k; ++i) {
-        s[i] = tab[(uint8_t)q[i]];
-    }
-}
-
 int tinyaot_fully_connected_f32_s8(int32_t rows, int32_t in_features, int32_t out_features,
                                    const tinyaot_float_fc_t *p, const int8_t *input,
                                    float *scratch, int8_t *output)
@@ -416,7 +387,7 @@ int tinyaot_fully_connected_f32_s8(int32_t rows, int32_t in_features, int32_t ou
     for (int32_t r = 0; r < rows; ++r) {
         const int8_t *q = input + r * k;
         int8_t *out = output + r * n;
-        dequantize_row(q, k, p->in_table, scratch);
+        tinyaot_dequantize_row_f32_s8(q, k, p->in_table, scratch);
         if (p->order == TINYAOT_FC_F32_GEMV4) {
             gemv4_row(k, n, p, scratch, out);
             continue;
