@@ -22,6 +22,7 @@ import subprocess
 import numpy as np
 import pytest
 
+from codegen.backend.fc_float_unrolled import MIN_ZERO_FRACTION
 from codegen.build import board_or_error
 from codegen.compiler import compile_model
 
@@ -185,14 +186,15 @@ def predicted_cost(wq, tail):
 
 
 def test_instruction_count_drops_by_the_skipped_products(tmp_path):
-    """Two layers of one shape and QuantizeLinear, one almost dense (2% zeros:
-    unrolled too) and one full of zeros: the exact qemu-m4 counts differ by
-    what the weights predict (all else -- row dequantization, call,
-    QuantizeLinear -- is the same code)."""
+    """Two layers of one shape and QuantizeLinear, one almost dense (just
+    MIN_ZERO_FRACTION zeros: unrolled too) and one full of zeros: the exact
+    qemu-m4 counts differ by what the weights predict (all else -- row
+    dequantization, call, QuantizeLinear -- is the same code)."""
     bq = biases(50)
     xs = all_int8_inputs((1, K), 2, seed=50)
     wd, ws = dense_weights(51), sparse_weights(52)
-    wd.reshape(-1)[np.random.default_rng(53).choice(N * K, N * K // 50, replace=False)] = 0
+    wd.reshape(-1)[np.random.default_rng(53).choice(
+        N * K, int(np.ceil(N * K * MIN_ZERO_FRACTION)), replace=False)] = 0
     counts = []
     for name, wq in (("dense", wd), ("sparse", ws)):
         path = fc_model(tmp_path, name, wq, bq, "relu", 3, 0.05)
@@ -204,7 +206,7 @@ def test_instruction_count_drops_by_the_skipped_products(tmp_path):
     assert saved > 1000
     assert counts[0] - counts[1] == saved
     # the almost dense layer pays ~5 instructions per k group and output (VMUL, 3 VMLA, VADD)
-    assert predicted_cost(wd, 1) > 4.8 * N * K // 4
+    assert predicted_cost(wd, 1) > 4.7 * N * K // 4
 
 
 def test_each_build_carries_one_copy_of_the_weights(tmp_path):
@@ -258,10 +260,11 @@ def test_ad01_ort_unrolled_golden_on_qemu_m4():
     onnx_path, golden = shared_model("ad01")
     c = compile_model(onnx_path, numerics="ort")
     src = c.module.source
-    assert "l0_fc_unrolled(" in src and "l9_fc_unrolled(" in src
+    # layer 0 has 8.7 % zero weights, layer 9 1.6 % (below MIN_ZERO_FRACTION: the loop)
+    assert "l0_fc_unrolled(" in src and "l9_fc_unrolled(" not in src
     assert compile_model(onnx_path, numerics="ort").module.source == src  # deterministic
     rep = verify_model(onnx_path, golden, board="qemu-m4", numerics="ort",
                        key="outputs_onnxruntime")
     assert rep["vectors"] == 8 and rep["mismatches"] == 0, rep.get("first_mismatches")
-    # the flash split counts the unrolled code (~4 bytes an instruction, ~210k instructions)
-    assert rep["flash"]["code"] > 800_000
+    # the flash split counts the unrolled code (~4 bytes an instruction, ~100k instructions)
+    assert rep["flash"]["code"] > 380_000
