@@ -99,8 +99,8 @@ def exact_run(path, xs):
 
 # (act, zp, output scale, huge biases, what the generated code must show). ORT
 # drops a Relu before a QuantizeLinear of zero point -128 and fuses the rest into
-# an integer QGemm: float layers have a bound above -128 (ad01's two layers,
-# tested below, take the unclamped paths)
+# an integer QGemm: float layers have a bound above -128 (ad01's first layer,
+# tested below, takes the unclamped zp -128 path)
 CASES = [
     ("clip", -128, 0.05, False, ["usat16", "usub8"]),              # zp + 128 == 0: no add
     ("relu", 3, 0.05, False, ["qadd16", "usub8"]),                 # odd zp + 128; Relu clamp
