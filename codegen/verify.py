@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import subprocess
 import tempfile
@@ -10,6 +9,7 @@ import tempfile
 import numpy as np
 
 from .backend import emit_harness_data
+from .backend.fc_float_unrolled import FUNCTION_RE
 from .build import board_or_error, build_generated
 from .compiler import compile_model, write_outputs
 from .errors import TinyAotError
@@ -127,11 +127,6 @@ def _api_functions(name):
     return {f"{name}_{f}" for f in ("run", "invoke", "input", "output")}
 
 
-# a weight-specialized layer of the model (backend/fc_float_unrolled.py; GCC may
-# suffix a clone's name, e.g. .constprop.0)
-_UNROLLED_RE = re.compile(r"^l\d+_fc_unrolled(\.|$)")
-
-
 def flash_split(elf, board, c):
     """Flash bytes of the model alone: code (kernels + the <name>_ API) and weights."""
     nm = board.get("toolchain_prefix", "") + "nm"
@@ -145,7 +140,7 @@ def flash_split(elf, board, c):
         if typ in "tT" and (sym.startswith("tinyaot_") and not sym.startswith("tinyaot_harness")
                             and not sym.startswith("tinyaot_sh_") and not sym.startswith("tinyaot_timer")
                             or sym in _api_functions(c.module.name)
-                            or _UNROLLED_RE.match(sym)):
+                            or FUNCTION_RE.search(sym)):
             code += size
         elif typ in "rR" and sym[:1] == "l" and "_" in sym and sym[1:sym.index("_")].isdigit():
             weights += size

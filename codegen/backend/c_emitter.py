@@ -336,8 +336,9 @@ class _Emitter:
         x, w, y = (self.g.tensors[t] for t in (n.inputs[0], n.inputs[1], n.outputs[0]))
         nout, k = w.shape
         wf, bf = float_weights(w), _float_bias(self.g, n)
-        table = self.const("float", f"{lid}_xt", input_table(p["in_scale"], p["in_zp"]))
-        unrolled = self.unrolled_fc(lid, p, wf, bf, table, rows)
+        xt = input_table(p["in_scale"], p["in_zp"])
+        table = self.const("float", f"{lid}_xt", xt)
+        unrolled = self.unrolled_fc(lid, p, wf, bf, float(np.abs(xt).max()), rows)
         wp = self.const("float", f"{lid}_wp", pack_fc_float(wf, p["fc_order"]), align=8)
         bias = self.const("float", f"{lid}_bf", bf)
         self.consts.append(
@@ -364,7 +365,7 @@ class _Emitter:
                       f"{self.ptr(x.name)}, {scratch}, {self.ptr(y.name)}) != TINYAOT_OK) return -1;",
                       "#endif"]
 
-    def unrolled_fc(self, lid, p, wf, bf, table, rows):
+    def unrolled_fc(self, lid, p, wf, bf, x_max, rows):
         """backend/fc_float_unrolled.py under --optimize speed (not with --integrity,
         whose digest lists one set of arrays): emits the unrolled layer's stream and
         function inside `#ifdef TINYAOT_FC_UNROLLED ... #else` (the caller closes it
@@ -373,16 +374,14 @@ class _Emitter:
         if not (self.unroll_fc and self.optimize == "speed"
                 and fu.eligible(p["fc_order"], rows, wf)):
             return None
-        from .fc_float_pack import input_table
-        xt = input_table(p["in_scale"], p["in_zp"])
-        u = fu.unroll_fc(wf, bf, float(np.abs(xt).max()), p["out_scale"], p["out_zp"],
+        u = fu.unroll_fc(wf, bf, x_max, p["out_scale"], p["out_zp"],
                          p["act_min"], p["act_max"])
         if not self.unroll_guard:
             self.consts.append(fu.GUARD_C)
             self.unroll_guard = True
         self.consts.append(f"#ifdef {fu.GUARD_MACRO}\n")
         stream = self.const("float", f"{lid}_wu", u.stream, align=8)
-        fname = f"{lid}_fc_unrolled"
+        fname = fu.function_name(lid)
         self.consts.append(fu.c_function(fname, u, p["out_scale"], stream))
         self.consts.append("#else\n")
         return fname

@@ -23,6 +23,7 @@ MAGIC + zp + 128 when that is even), then int8 bytes, eight per STRD.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -36,6 +37,15 @@ GUARD_MACRO = "TINYAOT_FC_UNROLLED"
 GUARD_C = (f"#if defined(__ARM_FP) && (__ARM_FP & 4) && defined(__thumb2__) && "
            f"defined(__ARM_FEATURE_DSP) && !defined(tinyaot_quantize_f32)\n"
            f"#define {GUARD_MACRO} 1\n#endif\n")
+
+# the layer's function (and GCC's clones of it, e.g. .constprop.0): the flash
+# reports (verify.py, tools/report.py) count it as the model's code
+FUNCTION_RE = re.compile(r"(?:^|\.)l\d+_fc_unrolled(?:\.|$)")
+
+
+def function_name(lid):
+    return f"{lid}_fc_unrolled"
+
 
 X_BASE = 0    # x of a pair of k groups: s0-s7
 W_BASE = 8    # weights: s8-s23

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..backend.fc_float_unrolled import FUNCTION_RE
 from ..build import board_or_error
 from ..compiler import compile_model
 from ..errors import TinyAotError
@@ -81,7 +82,7 @@ def flash_breakdown(map_text, model_obj, kernel_objs):
             if kind == "text":
                 res["code"] += size
                 # weight-specialized layers (l<i>_fc_unrolled) apart from <name>_run
-                unrolled = re.search(r"\.l\d+_fc_unrolled(\.|$)", sec)
+                unrolled = FUNCTION_RE.search(sec)
                 res["unrolled_code" if unrolled else "model_run_code"] += size
                 continue
             sym = sec.split(".")[-1]
