@@ -1,22 +1,71 @@
-"""Builds through SCons: flags from boards/<b>/board.toml, one place.
+"""The one firmware / host-library builder: SCons, flags from boards/<b>/board.toml.
 
 `scons_targets` is called from the SConstruct; `build_generated` is what the
 CLI calls: it runs `scons` on a generated directory and returns the artifact.
+`build_compiled` writes a compiled model and its embedded inputs first. A
+`Variant` builds the same directory another way (another main(), defines,
+include directories, call-graph output for the stack analysis): validate,
+profile, report and the stack-painting run use it, so every firmware, the
+verification one included, comes out of the same SCons rules.
 """
 from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import sys
+from dataclasses import asdict, dataclass
 from pathlib import Path
+
+import numpy as np
 
 from .errors import TinyAotError
 from .paths import REPO_ROOT, RUNTIME_INCLUDE, RUNTIME_SRC, SCONSTRUCT, build_root
-from .targets.qemu import (firmware_compile_flags, firmware_libs, firmware_link_flags,
-                           harness_sources, load_board)
+from .targets.qemu import (board_sources, firmware_compile_flags, firmware_libs,
+                           firmware_link_flags, load_board)
 
 HOST_CFLAGS_EXTRA = ["-std=c99"]
+# Debug mains and hook headers of the variant builds (validate, profile, stack painting).
+DEBUG_C_DIR = Path(__file__).resolve().parent / "tools" / "c"
+
+
+@dataclass(frozen=True)
+class Variant:
+    """A build of a generated directory besides the verification firmware.
+
+    tag names its objects and artifact apart (obj-<board>-<tag>/,
+    <name>-<board>-<tag>.elf, lib<name>-<tag>.so); main replaces the board's
+    harness main(); defines and include_dirs go to every object;
+    callgraph_info adds -fcallgraph-info=su (a .ci next to each .su)."""
+    tag: str
+    main: str | None = None
+    defines: tuple = ()
+    include_dirs: tuple = ()
+    callgraph_info: bool = False
+
+    def save(self, gen_dir):
+        """Written next to the sources; the SConstruct reads it back (variant=PATH)."""
+        path = os.path.join(gen_dir, f"variant-{self.tag}.json")
+        with open(path, "w") as f:
+            json.dump(asdict(self), f, indent=1)
+        return path
+
+    @classmethod
+    def load(cls, path):
+        with open(path) as f:
+            d = json.load(f)
+        return cls(d["tag"], d.get("main"), tuple(d.get("defines", ())),
+                   tuple(d.get("include_dirs", ())), bool(d.get("callgraph_info")))
+
+
+@dataclass(frozen=True)
+class Firmware:
+    """What a firmware build leaves: the ELF, its map file, the object directory
+    (.su / .ci files next to the objects)."""
+    elf: str
+    map: str
+    obj_dir: str
 
 
 def board_or_error(name):
@@ -34,45 +83,70 @@ def _gen_info(gen_dir):
     return rep["name"], rep.get("kernels", [])
 
 
-def scons_targets(Environment, root, board_name, gen_dir, harness=True, stack_check=True):
+def _suffix(variant):
+    return f"-{variant.tag}" if variant else ""
+
+
+def firmware_paths(gen_dir, name, board_name, variant=None):
+    """Firmware(elf, map, obj_dir) a build of gen_dir leaves (the verification
+    firmware's map keeps its historic name <name>.map)."""
+    sfx = _suffix(variant)
+    return Firmware(os.path.join(gen_dir, f"{name}-{board_name}{sfx}.elf"),
+                    os.path.join(gen_dir, f"{name}-{board_name}{sfx}.map" if variant
+                                 else f"{name}.map"),
+                    os.path.join(gen_dir, f"obj-{board_name}{sfx}"))
+
+
+def scons_targets(Environment, root, board_name, gen_dir, harness=True, stack_check=True,
+                  variant=None):
     board = board_or_error(board_name)
     gen_dir = os.path.abspath(gen_dir)
     name, _ = _gen_info(gen_dir)
     kernels = sorted(str(p) for p in RUNTIME_SRC.glob("*.c"))
+    sfx = _suffix(variant)
+    # SCons runs its commands through the shell: quote a define such as
+    # HOOKS_HEADER="x.h" so that the compiler sees the quotes.
+    defines = [shlex.quote(d) for d in variant.defines] if variant else []
+    extra_inc = [str(d) for d in variant.include_dirs] if variant else []
     if board["kind"] == "shared-library":
         env = Environment(CC=board["compiler"], ENV=os.environ,
                           CCFLAGS=board["cflags"] + board.get("warn_cflags", []) + HOST_CFLAGS_EXTRA
                           + [f for f in os.environ.get("TINYAOT_HOST_CFLAGS", "").split() if f],
-                          CPPPATH=[str(RUNTIME_INCLUDE), gen_dir],
+                          CPPPATH=[str(RUNTIME_INCLUDE), gen_dir] + extra_inc,
                           LINKFLAGS=[f for f in os.environ.get("TINYAOT_HOST_LDFLAGS", "").split() if f],
                           LIBS=["m"], SHLIBPREFIX="lib")
         kenv = env.Clone(CPPPATH=[str(RUNTIME_INCLUDE)])
         kdir = _host_kernel_dir(kenv)
         objs = [kenv.SharedObject(os.path.join(kdir, Path(k).stem + ".os"), k) for k in kernels]
-        objs.append(env.SharedObject(os.path.join(gen_dir, "obj", name + ".os"),
-                                     os.path.join(gen_dir, name + ".c")))
-        return env.SharedLibrary(os.path.join(gen_dir, name), objs)
+        objs.append(env.SharedObject(os.path.join(gen_dir, "obj", name + sfx + ".os"),
+                                     os.path.join(gen_dir, name + ".c"),
+                                     CCFLAGS=env["CCFLAGS"] + [f"-D{d}" for d in defines]))
+        return env.SharedLibrary(os.path.join(gen_dir, name + sfx), objs)
+    out = firmware_paths(gen_dir, name, board_name, variant)
+    # -fstack-usage: .su next to each object, for the stack check after the
+    # link (codegen/tools/stack_check.py); no code change.
+    analysis = ["-fstack-usage"] + (["-fcallgraph-info=su"] if variant and variant.callgraph_info
+                                    else [])
     env = Environment(CC=board["compiler"], AR=board["toolchain_prefix"] + "ar",
                       RANLIB=board["toolchain_prefix"] + "ranlib", ENV=os.environ,
-                      # -fstack-usage: .su next to each object, for the stack check
-                      # after the link (codegen/tools/stack_check.py); no code change.
-                      CCFLAGS=firmware_compile_flags(board) + ["-std=c99", "-fstack-usage"],
-                      CPPPATH=[str(RUNTIME_INCLUDE), gen_dir],
-                      LINKFLAGS=firmware_link_flags(board) + [f"-Wl,-Map={gen_dir}/{name}.map"],
+                      CCFLAGS=firmware_compile_flags(board, defines) + ["-std=c99"] + analysis,
+                      CPPPATH=[str(RUNTIME_INCLUDE), gen_dir] + extra_inc,
+                      LINKFLAGS=firmware_link_flags(board) + [f"-Wl,-Map={out.map}"],
                       LIBS=[], PROGSUFFIX=".elf")
-    objdir = os.path.join(gen_dir, "obj-" + board_name)
+    objdir = out.obj_dir
     # The kernels form a static library, so only the ones the model calls link in.
     kobjs = [env.Object(os.path.join(objdir, Path(k).stem + ".o"), k) for k in kernels]
     lib = env.StaticLibrary(os.path.join(objdir, "tinyaot"), kobjs)
     srcs = [os.path.join(gen_dir, name + ".c")]
     if harness:
         srcs.append(os.path.join(gen_dir, "harness_data.c"))
-        srcs += [str(s) for s in harness_sources(board)]
+        srcs += [str(s) for s in board_sources(board)]
+        srcs.append(str(variant.main) if variant and variant.main else str(board["harness_main"]))
     objs = [env.Object(os.path.join(objdir, Path(s).stem + ".o"), s) for s in srcs]
     libs = [lib[0], "m"] + [x[2:] if x.startswith("-l") else x for x in firmware_libs(board)]
-    prog = env.Program(os.path.join(gen_dir, name + "-" + board_name), objs, LIBS=libs)
+    prog = env.Program(out.elf[:-len(".elf")], objs, LIBS=libs)
     env.Depends(prog, str(board["linker_script"]))
-    if harness and stack_check:  # build_generated passes stack_check=0 and checks itself
+    if harness and stack_check and not variant:  # build_generated passes stack_check=0 and checks itself
         env.AddPostAction(prog, _scons_stack_check(board, gen_dir, objdir))
     return prog
 
@@ -104,32 +178,76 @@ def _scons_stack_check(board, gen_dir, objdir):
     return Action(action, strfunction=lambda *a, **k: None)
 
 
-def build_generated(gen_dir, board_name, harness=True, quiet=True, ram_limit=None, info=None):
+def build_generated(gen_dir, board_name, harness=True, quiet=True, ram_limit=None, info=None,
+                    variant=None):
     """Run SCons on a generated directory; returns the artifact path.
 
-    A firmware is then checked for its worst-case stack (stack_check.py):
-    TinyAotError if the board's stack reservation or RAM is too small; the
-    numbers go to info["stack"] when a dict is passed."""
+    The verification firmware (no variant) is then checked for its
+    worst-case stack (stack_check.py): TinyAotError if the board's stack
+    reservation or RAM is too small; the numbers go to info["stack"] when a
+    dict is passed. A variant's firmware is not checked (its caller
+    analyses it, or it is a debug build)."""
     board = board_or_error(board_name)
     gen_dir = os.path.abspath(gen_dir)
     name, _ = _gen_info(gen_dir)
     cmd = [sys.executable, "-m", "SCons", "-f", str(SCONSTRUCT), "-Q", "-j2",
            f"board={board_name}", f"gen={gen_dir}", f"harness={'1' if harness else '0'}",
            "stack_check=0"]
+    if variant is not None:
+        cmd.append(f"variant={variant.save(gen_dir)}")
     proc = subprocess.run(cmd, cwd=str(REPO_ROOT), capture_output=True, text=True)
     if proc.returncode != 0:
         raise TinyAotError(f"build failed for board {board_name}:\n{proc.stdout[-4000:]}"
                            f"{proc.stderr[-4000:]}")
     if board["kind"] == "shared-library":
-        return os.path.join(gen_dir, f"lib{name}.so")
-    elf = os.path.join(gen_dir, f"{name}-{board_name}.elf")
-    if harness:
+        return os.path.join(gen_dir, f"lib{name}{_suffix(variant)}.so")
+    fw = firmware_paths(gen_dir, name, board_name, variant)
+    if harness and variant is None:
         from .tools.stack_check import check_generated
-        st = check_generated(gen_dir, elf, os.path.join(gen_dir, "obj-" + board_name), board,
-                             ram_limit=ram_limit)
+        st = check_generated(gen_dir, fw.elf, fw.obj_dir, board, ram_limit=ram_limit)
         if info is not None:
             info["stack"] = st
-    return elf
+    return fw.elf
+
+
+def write_harness(c, out_dir, inputs, boot_check=False):
+    """<name>.c/.h, report.json and harness_data.c (every input in flash) in out_dir.
+    boot_check: the firmware also checks the weights' digest at boot (--integrity)."""
+    from .backend import emit_harness_data
+    from .compiler import write_outputs
+    write_outputs(c, out_dir)
+    g = c.graph
+    xin, xout = g.tensors[g.inputs[0]], g.tensors[g.outputs[0]]
+    per = np.asarray(inputs, dtype=np.int8).reshape(len(inputs), -1)
+    with open(os.path.join(out_dir, "harness_data.c"), "w") as f:
+        f.write(emit_harness_data(c.module.name, per, xin.size, xout.size))
+        if boot_check:  # integrity.py: the firmware checks its weights at boot
+            from .integrity import harness_verify_c
+            f.write(harness_verify_c(c.module.name))
+
+
+def build_compiled(c, board, out_dir, inputs, variant=None, **kw):
+    """A compiled model's firmware running `inputs` (N, in): Firmware(elf, map, obj_dir).
+    board: a board dict or name; kw as for build_generated."""
+    bname = board if isinstance(board, str) else board["name"]
+    write_harness(c, out_dir, inputs)
+    build_generated(out_dir, bname, harness=True, variant=variant, **kw)
+    return firmware_paths(os.path.abspath(out_dir), c.module.name, bname, variant)
+
+
+def build_host_library(c, out_dir, variant):
+    """A compiled model as a host shared library built as `variant`; returns its path."""
+    from .compiler import write_outputs
+    write_outputs(c, out_dir)
+    return build_generated(out_dir, "host", harness=False, variant=variant)
+
+
+def private_dir(c, what):
+    """A fresh directory under build/ (removed by the caller)."""
+    import tempfile
+    base = str(build_root())
+    os.makedirs(base, exist_ok=True)
+    return tempfile.mkdtemp(prefix=f"{c.module.name}-{what}-", dir=base)
 
 
 def scons_verify(Environment, Command, AlwaysBuild, Default, root, board_name, args):

@@ -212,7 +212,7 @@ def test_instruction_count_drops_by_the_skipped_products(tmp_path):
 def test_each_build_carries_one_copy_of_the_weights(tmp_path):
     """FPU firmware: the unrolled stream, no packed array; host: the packed
     array, no stream and no unrolled function (the loop kernel runs)."""
-    from codegen.tools.fwbuild import build_firmware, private_dir
+    from codegen.build import build_compiled, private_dir
     import shutil
 
     path = fc_model(tmp_path, "fcw", sparse_weights(60), biases(60), "relu", 3, 0.05)
@@ -220,7 +220,7 @@ def test_each_build_carries_one_copy_of_the_weights(tmp_path):
     b = board_or_error("qemu-m4")
     out_dir = private_dir(c, "fcu-syms")
     try:
-        elf, _, _ = build_firmware(c, b, out_dir, np.zeros((1, K), np.int8), b["harness_main"])
+        elf = build_compiled(c, b, out_dir, np.zeros((1, K), np.int8)).elf
         syms = subprocess.run([b["toolchain_prefix"] + "nm", str(elf)], capture_output=True,
                               text=True, check=True).stdout.split()
     finally:

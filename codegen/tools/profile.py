@@ -16,10 +16,9 @@ import shutil
 
 import numpy as np
 
-from ..build import board_or_error
+from ..build import DEBUG_C_DIR, Variant, board_or_error, build_compiled, private_dir
 from ..compiler import compile_model
 from ..errors import TinyAotError
-from .fwbuild import C_DIR, build_firmware, private_dir
 from .validate import with_hooks
 
 _PROF_RE = re.compile(r"^PROF (\d+) (\d+) (\d+)$")
@@ -46,9 +45,11 @@ def profile_model(model, board="qemu-m4", numerics="ort", inputs=None, compiled=
     out_dir = private_dir(c, f"profile-{board}")
     try:
         from ..targets.qemu import QemuError, run_firmware
-        elf, _, _ = build_firmware(c, b, out_dir, x, C_DIR / "profile_main.c",
-                                   defines=['TINYAOT_HOOKS_HEADER="tinyaot_hooks_fw.h"',
-                                            "TINYAOT_WANT_PROFILE", f"TINYAOT_PROFILE_LAYERS={n}"])
+        elf = build_compiled(c, b, out_dir, x, Variant(
+            "profile", main=str(DEBUG_C_DIR / "profile_main.c"),
+            defines=('TINYAOT_HOOKS_HEADER="tinyaot_hooks_fw.h"', "TINYAOT_WANT_PROFILE",
+                     f"TINYAOT_PROFILE_LAYERS={n}"),
+            include_dirs=(str(DEBUG_C_DIR),))).elf
         try:
             res = run_firmware(elf, b, timeout=600)
         except QemuError as e:

@@ -22,14 +22,14 @@ from pathlib import Path
 import numpy as np
 
 from ..backend.fc_float_unrolled import FUNCTION_RE
-from ..build import board_or_error
+from ..build import DEBUG_C_DIR, Variant, board_or_error, build_compiled, private_dir
 from ..compiler import compile_model
 from ..errors import TinyAotError
 from .budget import budget_of
-from .fwbuild import build_firmware, private_dir
 
 _SEC_RE = re.compile(r"^ (\.[\w.$]+|COMMON)\s+0x([0-9a-f]+)\s+0x([0-9a-f]+)\s+(\S.*)$")
 _LAYER_SYM_RE = re.compile(r"^l(\d+)_(\w+)$")
+KERNEL_LIBRARY = "libtinyaot.a"  # codegen/build.py archives the runtime kernels
 
 
 def parse_map(text):
@@ -77,7 +77,9 @@ def flash_breakdown(map_text, model_obj, kernel_objs):
         kind = _kind(sec)
         if kind in (None, "bss"):
             continue
-        name = Path(obj.split("(")[0]).name
+        # kernels come from the build's static library: .../libtinyaot.a(tinyaot_x.o)
+        archive, _, member = obj.partition("(")
+        name = member.rstrip(")") if Path(archive).name == KERNEL_LIBRARY else Path(archive).name
         if obj.endswith(model_obj):
             if kind == "text":
                 res["code"] += size
@@ -106,7 +108,7 @@ def flash_breakdown(map_text, model_obj, kernel_objs):
                 res["per_kernel"][k] = res["per_kernel"].get(k, 0) + size
             else:
                 res["tables"] += size
-        elif ".a(" in obj or obj.endswith(".a"):
+        elif member or obj.endswith(".a"):
             res["libraries"] += size
         else:
             res["board_and_harness"] += size
@@ -224,15 +226,15 @@ def measure_stack(c, board, paint=16384):
     """Stack bytes <name>_run really used (through tinyaot_harness_run) on
     QEMU, by painting the stack (codegen/tools/c/stack_main.c)."""
     from ..targets.qemu import QemuError, run_firmware
-    from .fwbuild import C_DIR
     if paint + 1024 > int(board.get("stack_size", 0)):
         paint = max(1024, int(board.get("stack_size", 0)) - 1024)
     g = c.graph
     xin = g.tensors[g.inputs[0]]
     out_dir = private_dir(c, f"stack-{board['name']}")
     try:
-        elf, _, _ = build_firmware(c, board, out_dir, np.zeros((1, xin.size), np.int8),
-                                   C_DIR / "stack_main.c", defines=[f"TINYAOT_STACK_PAINT={paint}u"])
+        elf = build_compiled(c, board, out_dir, np.zeros((1, xin.size), np.int8), Variant(
+            "stack", main=str(DEBUG_C_DIR / "stack_main.c"),
+            defines=(f"TINYAOT_STACK_PAINT={paint}u",), include_dirs=(str(DEBUG_C_DIR),))).elf
         try:
             res = run_firmware(elf, board, timeout=600)
         except QemuError as e:
@@ -257,8 +259,9 @@ def report_model(model, board="qemu-m4", numerics="ort", compiled=None, keep_dir
     xin = g.tensors[g.inputs[0]]
     out_dir = keep_dir or private_dir(c, f"report-{board}")
     try:
-        elf, map_path, obj_dir = build_firmware(c, b, out_dir, np.zeros((1, xin.size), np.int8),
-                                                b["harness_main"], analysis=True)
+        fw = build_compiled(c, b, out_dir, np.zeros((1, xin.size), np.int8),
+                            Variant("report", callgraph_info=True))
+        elf, map_path, obj_dir = fw.elf, fw.map, fw.obj_dir
         from ..paths import runtime_sources
         from ..targets.qemu import firmware_size
         kernel_objs = {p.stem + ".o" for p in runtime_sources()}
