@@ -19,7 +19,7 @@ import pytest
 
 from codegen.paths import DEFAULT_GOLDEN, DEFAULT_MODEL
 from codegen.targets import qemu
-from codegen.verify import load_golden, run_model, verify_model
+from codegen.driver.verify import load_golden, run_model, verify_model
 
 BOARDS = {
     # board: (machine, cpu, has_fpu, has_dsp, instructions_per_tick)
@@ -114,7 +114,7 @@ def test_tflite_matches_host(board):
 def _exact_counts(board, inputs):
     from codegen.compiler import compile_model
     from codegen.paths import REPO_ROOT
-    from codegen.build import Variant, build_compiled, private_dir
+    from codegen.driver.firmware import Variant, build_compiled, private_dir
 
     rep = int(board["instructions_per_tick"])
     c = compile_model(DEFAULT_MODEL, numerics="tflite")

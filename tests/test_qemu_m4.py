@@ -7,11 +7,11 @@ import sys
 import numpy as np
 import pytest
 
-from codegen.build import board_or_error
+from codegen.targets.boards import board_or_error
 from codegen.compiler import compile_model
 from codegen.targets.qemu import run_firmware
-from codegen.build import Variant, build_compiled, private_dir
-from codegen.verify import load_golden, run_model, verify_model
+from codegen.driver.firmware import Variant, build_compiled, private_dir
+from codegen.driver.verify import load_golden, run_model, verify_model
 
 import run_cache
 from conftest import REPO, SHARED_MODELS, require_arm_toolchain, shared_model

@@ -1,7 +1,7 @@
 """Per-layer instruction counts on a QEMU board (`tinyaot profile`).
 
 The model is emitted with TINYAOT_PROFILE(i) after every layer; the hook
-stores the board timer (tinyaot_timer_read) and codegen/tools/c/profile_main.c
+stores the board timer (tinyaot_timer_read) and codegen/driver/c/profile_main.c
 prints the stamps after one inference. Under QEMU with -icount shift=0 the
 timer counts virtual nanoseconds = instructions, so the counts are
 deterministic; the resolution is one timer tick (board.toml
@@ -16,9 +16,10 @@ import shutil
 
 import numpy as np
 
-from ..build import DEBUG_C_DIR, Variant, board_or_error, build_compiled, private_dir
 from ..compiler import compile_model
 from ..errors import TinyAotError
+from ..targets.boards import board_or_error
+from .firmware import DEBUG_C_DIR, Variant, build_compiled, private_dir
 from .validate import with_hooks
 
 _PROF_RE = re.compile(r"^PROF (\d+) (\d+) (\d+)$")

@@ -26,10 +26,10 @@ import tempfile
 
 import numpy as np
 
-from .build import board_or_error
-from .compiler import _jsonable, compile_model
-from .errors import TinyAotError
-from .paths import RUNTIME_INCLUDE, RUNTIME_SRC, runtime_sources
+from ..compiler import _jsonable, compile_model
+from ..errors import TinyAotError
+from ..paths import RUNTIME_INCLUDE, runtime_sources
+from ..targets.boards import board_or_error
 
 # Flags the library needs whatever the user's own flags are: C99, and no
 # fused multiply-add (the ort numerics repeat MLAS's float order exactly).

@@ -20,14 +20,15 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import TinyAotError
-from .paths import REPO_ROOT, RUNTIME_INCLUDE, RUNTIME_SRC, SCONSTRUCT, build_root
-from .targets.qemu import (board_sources, firmware_compile_flags, firmware_libs,
-                           firmware_link_flags, load_board)
+from ..errors import TinyAotError
+from ..paths import REPO_ROOT, RUNTIME_INCLUDE, RUNTIME_SRC, SCONSTRUCT, build_root
+from ..targets.boards import board_or_error
+from ..targets.qemu import (board_sources, firmware_compile_flags, firmware_libs,
+                           firmware_link_flags)
 
 HOST_CFLAGS_EXTRA = ["-std=c99"]
 # Debug mains and hook headers of the variant builds (validate, profile, stack painting).
-DEBUG_C_DIR = Path(__file__).resolve().parent / "tools" / "c"
+DEBUG_C_DIR = Path(__file__).resolve().parent / "c"
 
 
 @dataclass(frozen=True)
@@ -66,15 +67,6 @@ class Firmware:
     elf: str
     map: str
     obj_dir: str
-
-
-def board_or_error(name):
-    try:
-        return load_board(name)
-    except FileNotFoundError:
-        known = sorted(p.name for p in (REPO_ROOT / "boards").iterdir()
-                       if (p / "board.toml").exists())
-        raise TinyAotError(f"unknown board '{name}' (known: {', '.join(known)})") from None
 
 
 def _gen_info(gen_dir):
@@ -124,7 +116,7 @@ def scons_targets(Environment, root, board_name, gen_dir, harness=True, stack_ch
         return env.SharedLibrary(os.path.join(gen_dir, name + sfx), objs)
     out = firmware_paths(gen_dir, name, board_name, variant)
     # -fstack-usage: .su next to each object, for the stack check after the
-    # link (codegen/tools/stack_check.py); no code change.
+    # link (codegen/driver/stack.py); no code change.
     analysis = ["-fstack-usage"] + (["-fcallgraph-info=su"] if variant and variant.callgraph_info
                                     else [])
     env = Environment(CC=board["compiler"], AR=board["toolchain_prefix"] + "ar",
@@ -162,9 +154,9 @@ def _host_kernel_dir(kenv):
 
 
 def _scons_stack_check(board, gen_dir, objdir):
-    """SCons post-link action: the worst-case stack check of stack_check.py."""
+    """SCons post-link action: the worst-case stack check of driver/stack.py."""
     def action(target, source, env):
-        from .tools.stack_check import check_generated
+        from .stack import check_generated
         try:
             st = check_generated(gen_dir, str(target[0]), objdir, board)
         except TinyAotError as e:
@@ -183,7 +175,7 @@ def build_generated(gen_dir, board_name, harness=True, quiet=True, ram_limit=Non
     """Run SCons on a generated directory; returns the artifact path.
 
     The verification firmware (no variant) is then checked for its
-    worst-case stack (stack_check.py): TinyAotError if the board's stack
+    worst-case stack (driver/stack.py): TinyAotError if the board's stack
     reservation or RAM is too small; the numbers go to info["stack"] when a
     dict is passed. A variant's firmware is not checked (its caller
     analyses it, or it is a debug build)."""
@@ -203,7 +195,7 @@ def build_generated(gen_dir, board_name, harness=True, quiet=True, ram_limit=Non
         return os.path.join(gen_dir, f"lib{name}{_suffix(variant)}.so")
     fw = firmware_paths(gen_dir, name, board_name, variant)
     if harness and variant is None:
-        from .tools.stack_check import check_generated
+        from .stack import check_generated
         st = check_generated(gen_dir, fw.elf, fw.obj_dir, board, ram_limit=ram_limit)
         if info is not None:
             info["stack"] = st
@@ -213,8 +205,8 @@ def build_generated(gen_dir, board_name, harness=True, quiet=True, ram_limit=Non
 def write_harness(c, out_dir, inputs, boot_check=False):
     """<name>.c/.h, report.json and harness_data.c (every input in flash) in out_dir.
     boot_check: the firmware also checks the weights' digest at boot (--integrity)."""
-    from .backend import emit_harness_data
-    from .compiler import write_outputs
+    from ..backend import emit_harness_data
+    from ..compiler import write_outputs
     write_outputs(c, out_dir)
     g = c.graph
     xin, xout = g.tensors[g.inputs[0]], g.tensors[g.outputs[0]]
@@ -222,7 +214,7 @@ def write_harness(c, out_dir, inputs, boot_check=False):
     with open(os.path.join(out_dir, "harness_data.c"), "w") as f:
         f.write(emit_harness_data(c.module.name, per, xin.size, xout.size))
         if boot_check:  # integrity.py: the firmware checks its weights at boot
-            from .integrity import harness_verify_c
+            from ..integrity import harness_verify_c
             f.write(harness_verify_c(c.module.name))
 
 
@@ -237,7 +229,7 @@ def build_compiled(c, board, out_dir, inputs, variant=None, **kw):
 
 def build_host_library(c, out_dir, variant):
     """A compiled model as a host shared library built as `variant`; returns its path."""
-    from .compiler import write_outputs
+    from ..compiler import write_outputs
     write_outputs(c, out_dir)
     return build_generated(out_dir, "host", harness=False, variant=variant)
 
@@ -248,36 +240,3 @@ def private_dir(c, what):
     base = str(build_root())
     os.makedirs(base, exist_ok=True)
     return tempfile.mkdtemp(prefix=f"{c.module.name}-{what}-", dir=base)
-
-
-def scons_verify(Environment, Command, AlwaysBuild, Default, root, board_name, args):
-    """The default `scons board=B` job: compile, build, verify, report."""
-    if board_name == "all" or "," in board_name:  # a fleet: codegen/fleet.py
-        from .fleet import scons_fleet
-        return scons_fleet(Command, AlwaysBuild, Default, board_name, args)
-    from .verify import verify_model
-    from .paths import DEFAULT_GOLDEN, DEFAULT_MODEL
-
-    model = args.get("model", str(DEFAULT_MODEL))
-    golden = args.get("golden", str(DEFAULT_GOLDEN) if "model" not in args else None)
-    numerics = args.get("numerics", "ort")
-    key = args.get("key", "outputs")
-    io_buffers = args.get("io_buffers", "arena")  # scons ... io_buffers=user
-    optimize = args.get("optimize", "speed")  # scons ... optimize=size
-
-    def action(target, source, env):
-        from .cli import print_report
-        try:
-            rep = verify_model(model, golden, board=board_name, numerics=numerics, key=key,
-                               io_buffers=io_buffers, optimize=optimize)
-        except TinyAotError as e:
-            print(f"tinyaot: error: {e}", file=sys.stderr)
-            return 2
-        print_report(rep)
-        return 0 if rep["mismatches"] == 0 else 1
-
-    from SCons.Script import Action
-
-    t = Command("verify-" + board_name, [], Action(action, strfunction=lambda *a, **k: None))
-    AlwaysBuild(t)
-    Default(t)

@@ -18,10 +18,10 @@ import shutil
 import numpy as np
 
 from ..backend import emit_c
-from ..build import board_or_error
 from ..compiler import Compiled, compile_model
 from ..errors import TinyAotError
-from ..build import DEBUG_C_DIR, Variant, build_compiled, build_host_library, private_dir
+from ..targets.boards import board_or_error
+from .firmware import DEBUG_C_DIR, Variant, build_compiled, build_host_library, private_dir
 
 
 def load_inputs(path, key="inputs"):
@@ -87,7 +87,7 @@ def reference_tensors(model, numerics, per, tick=_no_tick):
 
 
 def onnxruntime_tensors(model, per, g, tick=_no_tick):
-    """onnxruntime's own layer outputs (codegen/tools/ort_taps.py: taken from
+    """onnxruntime's own layer outputs (codegen/driver/ort_taps.py: taken from
     the graph ORT runs, proven unchanged) and the plain session's output."""
     from .ort_taps import run_taps
     return run_taps(model, g, list(per), tick)

@@ -4,16 +4,18 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 
 import numpy as np
 
-from .backend import emit_harness_data
-from .backend.fc_float_unrolled import FUNCTION_RE
-from .build import board_or_error, build_generated
-from .compiler import compile_model, write_outputs
-from .errors import TinyAotError
-from .paths import build_root
+from ..backend.fc_float_unrolled import FUNCTION_RE
+from ..compiler import compile_model, write_outputs
+from ..errors import TinyAotError
+from ..paths import build_root
+from ..targets.boards import board_or_error
+from .budget import check_budget
+from .firmware import build_generated, write_harness
 
 
 # The golden arrays each numerics reproduces bit for bit (MLPerf Tiny goldens carry
@@ -53,7 +55,6 @@ def run_model(model, inputs, board="host", numerics="ort", build_dir=None, compi
               ram_limit=None, flash_limit=None, io_buffers="arena", depthwise_inplace=False,
               ort_threads=1, optimize="speed"):
     """Compile, build and run every input; returns (outputs (N, out), info dict)."""
-    from .tools.budget import check_budget
     b = board_or_error(board)
     c = compiled or compile_model(model, numerics=numerics, io_buffers=io_buffers,
                                   depthwise_inplace=depthwise_inplace, ort_threads=ort_threads,
@@ -87,21 +88,18 @@ def run_model(model, inputs, board="host", numerics="ort", build_dir=None, compi
 
 
 def _build_and_run(c, b, board, numerics, per, xin, xout, out_dir, ram_limit=None):
-    write_outputs(c, out_dir)
     info = {"board": board, "name": c.module.name, "report": c.report}
     if b["kind"] == "shared-library":
-        from .targets.host import run_shared_library
+        from ..targets.host import run_shared_library
+        write_outputs(c, out_dir)
         so = build_generated(out_dir, board, harness=False)
         outs, status = run_shared_library(so, c.module.name, per, xin.size, xout.size)
         info["status"] = status
         info["ticks"] = None
     else:
-        from .targets.qemu import QemuError, firmware_size, run_firmware
-        with open(os.path.join(out_dir, "harness_data.c"), "w") as f:
-            f.write(emit_harness_data(c.module.name, per, xin.size, xout.size))
-            if c.report.get("integrity"):  # integrity.py: the firmware checks its weights at boot
-                from .integrity import harness_verify_c
-                f.write(harness_verify_c(c.module.name))
+        from ..targets.qemu import QemuError, firmware_size, run_firmware
+        # --integrity: the firmware checks its weights at boot (integrity.py)
+        write_harness(c, out_dir, per, boot_check=bool(c.report.get("integrity")))
         # also checks the worst-case stack against the board (info["stack"])
         elf = build_generated(out_dir, board, harness=True, ram_limit=ram_limit, info=info)
         timeout = 60 + 60 * len(per)
@@ -195,3 +193,35 @@ def verify_model(model, golden, board="host", numerics="ort", key="outputs", bui
             {"vector": int(v), "index": int(i), "got": int(outs.reshape(len(outs), -1)[v, i]),
              "expected": int(exp.reshape(len(outs), -1)[v, i])} for v, i in idx[:10]]
     return rep
+
+
+def print_verify(r, file=None):
+    """The text report of `tinyaot verify` and of `scons board=B`."""
+    file = file or sys.stdout
+    p = lambda s: print(s, file=file)  # noqa: E731
+    opt = "" if r.get("optimize", "speed") == "speed" else f", optimize {r['optimize']}"
+    p(f"model        {r['model']}  ({r['name']}, numerics {r['numerics']}{opt})")
+    p(f"board        {r['board']}")
+    io = ("input and output inside" if r.get("io_buffers") == "arena"
+          else "input and output in the caller's buffers")
+    p(f"arena        {r['arena_bytes']} B  (lower bound {r['arena_lower_bound_bytes']} B; {io})")
+    if r.get("flash"):
+        f = r["flash"]
+        p(f"flash        {f['total']} B  (code {f['code']} B / weights {f['weights']} B)")
+    else:
+        p(f"weights      {r['weights_bytes']} B")
+    if r.get("stack"):
+        st = r["stack"]
+        p(f"stack        {st['worst_case_bytes']} B worst case (board reserves {st['reserved_bytes']} B); "
+          f"RAM {st['ram_needed_bytes']} B of {st['ram_limit_bytes']} B")
+    if r.get("instructions_per_inference"):
+        same = "same for every input" if r.get("instructions_same_for_all_inputs") else \
+            f"min {r['instructions_min']}"
+        p(f"instructions {r['instructions_per_inference']} per inference ({same}; "
+          f"{r['macs']} MACs)")
+    ok = r["vectors_passed"]
+    p(f"golden       {ok}/{r['vectors']} vectors bit-exact ({r['key']}), "
+      f"{r['mismatches']} mismatching elements, max |diff| {r['max_abs_diff']}")
+    for m in r.get("first_mismatches", [])[:5]:
+        p(f"  vector {m['vector']} element {m['index']}: got {m['got']}, expected {m['expected']}")
+    p("PASS" if r["mismatches"] == 0 else "FAIL")

@@ -8,10 +8,9 @@ QEMU board (numbers measured outside this project, quoted in issue #5/#9).
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
-from .paths import REPO_ROOT
+from ..paths import REPO_ROOT
 from .verify import verify_model
 
 SHARED = (REPO_ROOT / ".." / "shared" / "models").resolve()
