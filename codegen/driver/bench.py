@@ -68,8 +68,11 @@ def run_bench(board="qemu-m4", out_dir=None, numerics=("ort", "tflite"), log=pri
             "instructions": ins, "macs": r["macs"],
             "mac_per_instruction": round(r["macs"] / ins, 3) if ins else None,
             "arena_bytes": r["arena_bytes"], "arena_lower_bound": r["arena_lower_bound_bytes"],
+            # the linked image's flash (driver/linkmap.py) and its split
+            "flash_bytes": r["flash"]["total"] if r.get("flash") else None,
             "flash_code": r["flash"]["code"] if r.get("flash") else None,
             "flash_weights": r["flash"]["weights"] if r.get("flash") else None,
+            "flash_tables": r["flash"]["tables"] if r.get("flash") else None,
             "vectors": r["vectors"], "mismatches": r["mismatches"],
             "tflm_cmsis_nn_instructions": tflm[0] if tflm else None,
             "ratio_to_tflm": round(ins / tflm[0], 3) if tflm and ins else None,
@@ -89,7 +92,7 @@ def run_bench(board="qemu-m4", out_dir=None, numerics=("ort", "tflite"), log=pri
 
 BENCH_HEADER = ["model", "numerics", "vectors exact", "instructions", "MACs", "MAC/instr",
                 "TFLM+CMSIS-NN instr", "ratio", "arena B (lower bound)", "TFLM arena B",
-                "flash code B", "flash weights B"]
+                "flash B (code / weights / tables)"]
 
 
 def _cell(v):
@@ -104,7 +107,14 @@ def bench_cells(r):
             _cell(r["instructions"]), _cell(r["macs"]), _cell(r["mac_per_instruction"]),
             _cell(r["tflm_cmsis_nn_instructions"]), _cell(r["ratio_to_tflm"]),
             f"{_cell(r['arena_bytes'])} ({_cell(r['arena_lower_bound'])})",
-            _cell(r["tflm_arena_bytes"]), _cell(r["flash_code"]), _cell(r["flash_weights"])]
+            _cell(r["tflm_arena_bytes"]), _flash(r)]
+
+
+def _flash(r):
+    if r.get("flash_bytes") is None:
+        return "-"
+    return (f"{_cell(r['flash_bytes'])} ({_cell(r['flash_code'])} / {_cell(r['flash_weights'])}"
+            f" / {_cell(r['flash_tables'])})")
 
 
 def markdown_table(rows):

@@ -4,9 +4,9 @@
 CLI calls: it runs `scons` on a generated directory and returns the artifact.
 `build_compiled` writes a compiled model and its embedded inputs first. A
 `Variant` builds the same directory another way (another main(), defines,
-include directories, call-graph output for the stack analysis): validate,
-profile, report and the stack-painting run use it, so every firmware, the
-verification one included, comes out of the same SCons rules.
+include directories, no stack check): validate, profile, report and the
+stack-painting run use it, so every firmware, the verification one included,
+comes out of the same SCons rules.
 """
 from __future__ import annotations
 
@@ -37,13 +37,11 @@ class Variant:
 
     tag names its objects and artifact apart (obj-<board>-<tag>/,
     <name>-<board>-<tag>.elf, lib<name>-<tag>.so); main replaces the board's
-    harness main(); defines and include_dirs go to every object;
-    callgraph_info adds -fcallgraph-info=su (a .ci next to each .su)."""
+    harness main(); defines and include_dirs go to every object."""
     tag: str
     main: str | None = None
     defines: tuple = ()
     include_dirs: tuple = ()
-    callgraph_info: bool = False
 
     def save(self, gen_dir):
         """Written next to the sources; the SConstruct reads it back (variant=PATH)."""
@@ -57,7 +55,7 @@ class Variant:
         with open(path) as f:
             d = json.load(f)
         return cls(d["tag"], d.get("main"), tuple(d.get("defines", ())),
-                   tuple(d.get("include_dirs", ())), bool(d.get("callgraph_info")))
+                   tuple(d.get("include_dirs", ())))
 
 
 @dataclass(frozen=True)
@@ -117,11 +115,9 @@ def scons_targets(Environment, root, board_name, gen_dir, harness=True, stack_ch
     out = firmware_paths(gen_dir, name, board_name, variant)
     # -fstack-usage: .su next to each object, for the stack check after the
     # link (codegen/driver/stack.py); no code change.
-    analysis = ["-fstack-usage"] + (["-fcallgraph-info=su"] if variant and variant.callgraph_info
-                                    else [])
     env = Environment(CC=board["compiler"], AR=board["toolchain_prefix"] + "ar",
                       RANLIB=board["toolchain_prefix"] + "ranlib", ENV=os.environ,
-                      CCFLAGS=firmware_compile_flags(board, defines) + ["-std=c99"] + analysis,
+                      CCFLAGS=firmware_compile_flags(board, defines) + ["-std=c99", "-fstack-usage"],
                       CPPPATH=[str(RUNTIME_INCLUDE), gen_dir] + extra_inc,
                       LINKFLAGS=firmware_link_flags(board) + [f"-Wl,-Map={out.map}"],
                       LIBS=[], PROGSUFFIX=".elf")
