@@ -61,7 +61,7 @@ class Variant:
 @dataclass(frozen=True)
 class Firmware:
     """What a firmware build leaves: the ELF, its map file, the object directory
-    (.su / .ci files next to the objects)."""
+    (a .su file next to each object, for driver/stack.py)."""
     elf: str
     map: str
     obj_dir: str
