@@ -11,17 +11,22 @@
  * waits the part's wait states; sequential prefetch fetches the next line
  * while the current one executes. SRAM/TCM is zero-wait.
  *
+ * Several parts (`part NAME` sections) are priced in one run: they share the
+ * instruction stream and the core costs, each has its own memory system and
+ * clock.
+ *
  * It is an estimate from documented timings, not a measurement: see
  * docs/cycle-model.md for what it leaves out.
  *
- * Arguments: cfg=<file> (written by codegen/cycles/model.py; one setting per
+ * Arguments: cfg=<file> (written by codegen/cycles/tables.py; one setting per
  * line). Counting: between executions of the `begin` and `end` addresses, or
  * from the entry of the function at `call` to its return (the instruction
  * after the BL/BLX that called it). Stores into the `mark` array (one 32-bit
  * word per layer) stamp per-layer counts. Output goes to the `out` file:
- *     INFER <k> <instructions> <cycles> <ifetch stall> <data stall>
- *     MARK <k> <layer> <instructions> <cycles>      (since inference k began)
- *     CLASS <name> <count> <cycles>                 (over all inferences)
+ *     INFER <k> <part> <instructions> <cycles> <ifetch stall> <data stall>
+ *     MARK <k> <layer> <instructions> <cycles of part 0> <part 1> ...
+ *     CLASS <name> <count> <core cycles>            (over all inferences)
+ *     EXIT <instructions executed in the whole run>
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -41,15 +46,11 @@ static unsigned char pair_ok[N_CLASSES][N_CLASSES];
 static unsigned p_direct = 1, p_indirect = 2, p_unaligned = 1, skip_cost = 1;
 static int ldr_pipeline, unaligned_rule, dual_issue;
 
-static uint64_t flash_lo, flash_hi; /* [lo, hi) */
-static unsigned wait_states, read_bytes = 4;
-static int prefetch;
-
 static uint64_t begin_pc = ~0ull, end_pc = ~0ull, call_pc = ~0ull;
 static uint64_t mark_lo, mark_hi;
 static FILE *out;
 
-/* ------------------------------------------------------------------ caches */
+/* ------------------------------------------------------------------- parts */
 
 typedef struct {
     uint64_t tag; /* line number + 1; 0 = empty */
@@ -63,8 +64,23 @@ typedef struct {
     line_t *lines;
 } cache_t;
 
-static cache_t icache, dcache;
-static uint64_t lru_clock;
+/* One part's memory system and clock. All parts see the same instruction
+ * stream and core costs; each adds its own flash stalls to its own clock,
+ * so one QEMU run prices every part. */
+typedef struct {
+    char name[32];
+    uint64_t flash_lo, flash_hi; /* [lo, hi) */
+    unsigned wait_states, read_bytes, isets, iways, iline, dsets, dways, dline;
+    int prefetch;
+    cache_t ic, dc;
+    uint64_t lru_clock;
+    uint64_t now, istall, dstall, extra; /* extra: data stalls of the instruction in flight */
+    uint64_t c0, is0, ds0;
+} part_t;
+
+#define MAX_PARTS 8
+static part_t parts[MAX_PARTS];
+static unsigned nparts;
 
 static int log2u(unsigned v)
 {
@@ -75,20 +91,19 @@ static int log2u(unsigned v)
     return s;
 }
 
-static void cache_init(cache_t *c, unsigned sets, unsigned ways, unsigned line_bytes)
+static void cache_init(cache_t *c, unsigned sets, unsigned ways, unsigned line_bytes, unsigned read_bytes)
 {
     c->sets = sets;
     c->ways = ways;
     c->shift = (unsigned)log2u(line_bytes);
     c->words = line_bytes >= read_bytes ? line_bytes / read_bytes : 1;
-    free(c->lines);
     c->lines = sets && ways ? calloc((size_t)sets * ways, sizeof(line_t)) : NULL;
 }
 
-static uint64_t arrival(const cache_t *c, const line_t *e, unsigned w)
+static uint64_t arrival(const part_t *p, const cache_t *c, const line_t *e, unsigned w)
 {
     const unsigned k = (w + c->words - e->crit) % c->words;
-    return e->fill_t + (uint64_t)(wait_states + 1) * k;
+    return e->fill_t + (uint64_t)(p->wait_states + 1) * k;
 }
 
 static line_t *cache_find(cache_t *c, uint64_t line)
@@ -117,7 +132,7 @@ static line_t *cache_victim(cache_t *c, uint64_t line)
     return v;
 }
 
-static void start_prefetch(cache_t *c, uint64_t line, uint64_t start)
+static void start_prefetch(part_t *p, cache_t *c, uint64_t line, uint64_t start)
 {
     if (cache_find(c, line)) {
         return;
@@ -125,43 +140,47 @@ static void start_prefetch(cache_t *c, uint64_t line, uint64_t start)
     line_t *e = cache_victim(c, line);
     e->tag = line + 1;
     e->crit = 0;
-    e->fill_t = start + wait_states + 1;
-    e->lru = ++lru_clock;
+    e->fill_t = start + p->wait_states + 1;
+    e->lru = ++p->lru_clock;
     e->pf = 1;
 }
 
-/* Stall cycles of one access at time t (the access cycle itself is in the
- * instruction's cost). */
-static uint64_t cache_access(cache_t *c, uint64_t addr, uint64_t t, int instr)
+/* Stall cycles of one flash read at time t (the access cycle itself is in
+ * the instruction's cost). */
+static uint64_t cache_access(part_t *p, cache_t *c, uint64_t addr, uint64_t t, int instr)
 {
     if (!c->lines) {
-        return wait_states; /* no buffer: every read goes to the flash */
+        return p->wait_states; /* no buffer: every read goes to the flash */
     }
     const uint64_t line = addr >> c->shift;
-    const unsigned w = (unsigned)((addr & ((1u << c->shift) - 1)) / read_bytes) % c->words;
+    const unsigned w = (unsigned)((addr & ((1u << c->shift) - 1)) / p->read_bytes) % c->words;
+    const uint64_t fill = (uint64_t)(p->wait_states + 1) * (c->words - 1);
     line_t *e = cache_find(c, line);
     if (!e) {
         e = cache_victim(c, line);
         e->tag = line + 1;
         e->crit = (uint8_t)w;
-        e->fill_t = t + wait_states + 1;
+        e->fill_t = t + p->wait_states + 1;
         e->pf = 0;
-        e->lru = ++lru_clock;
-        if (instr && prefetch) {
-            start_prefetch(c, line + 1, e->fill_t + (uint64_t)(wait_states + 1) * (c->words - 1));
+        e->lru = ++p->lru_clock;
+        if (instr && p->prefetch) {
+            start_prefetch(p, c, line + 1, e->fill_t + fill);
         }
-        return wait_states;
+        return p->wait_states;
     }
-    e->lru = ++lru_clock;
-    const uint64_t a = arrival(c, e, w);
-    if (instr && prefetch && e->pf) { /* first use of a prefetched line: fetch the next */
+    e->lru = ++p->lru_clock;
+    const uint64_t a = arrival(p, c, e, w);
+    if (instr && p->prefetch && e->pf) { /* first use of a prefetched line: fetch the next */
         e->pf = 0;
-        start_prefetch(c, line + 1, e->fill_t + (uint64_t)(wait_states + 1) * (c->words - 1));
+        start_prefetch(p, c, line + 1, e->fill_t + fill);
     }
     return a > t + 1 ? a - (t + 1) : 0;
 }
 
-static int in_flash(uint64_t a) { return wait_states && a >= flash_lo && a < flash_hi; }
+static int in_flash(const part_t *p, uint64_t a)
+{
+    return p->wait_states && a >= p->flash_lo && a < p->flash_hi;
+}
 
 /* ------------------------------------------------------------ instructions */
 
@@ -201,23 +220,23 @@ static insn_t *insn_for(uint32_t pc, const uint8_t *bytes, unsigned size)
 
 /* ------------------------------------------------------------------- state */
 
-static uint64_t now, ninsn, istall, dstall;
+static uint64_t ninsn;
 static const insn_t *cur;         /* instruction in flight */
 static unsigned cur_nmem;         /* its memory accesses so far */
-static uint64_t cur_extra;        /* its data-side stall cycles */
-static int last_load, last_dual, last_single, last_taken;
+static int last_load, last_dual, last_single;
 static unsigned last_cls = C_UNKNOWN;
 
 static int counting;
 static uint64_t ret_pc = ~0ull;
 static unsigned infer_idx;
-static uint64_t c0, i0, is0, ds0;
+static uint64_t i0;
 static uint64_t cls_count[N_CLASSES], cls_cycles[N_CLASSES];
 
-static void finalize(const insn_t *p, const insn_t *next)
+/* Core cycles of the finished instruction p (next: the one after it). */
+static unsigned core_cost(const insn_t *p, const insn_t *next)
 {
     unsigned cost = base_cost[p->cls] + per_reg[p->cls] * p->nregs;
-    const int skipped = (p->flags & F_MEM) && cur_nmem == 0 && !(p->flags & F_PC && p->cls == C_TB);
+    const int skipped = (p->flags & F_MEM) && cur_nmem == 0 && p->cls != C_TB;
     int is_load = 0;
     if (skipped) {
         cost = skip_cost; /* IT condition failed: no access */
@@ -228,7 +247,7 @@ static void finalize(const insn_t *p, const insn_t *next)
         is_load = 1;
     }
     const int taken = (p->flags & F_PC) && next && next->pc != p->pc + p->size;
-    int single = cost == 1 && !taken;
+    const int single = cost == 1 && !taken;
     int dual = 0;
     if (dual_issue && !last_dual && last_single && single && pair_ok[last_cls][p->cls]) {
         cost = 0; /* issued together with the previous instruction */
@@ -240,50 +259,62 @@ static void finalize(const insn_t *p, const insn_t *next)
             cost += p_unaligned; /* 32-bit target straddling two fetch words */
         }
     }
-    cost += (unsigned)cur_extra;
-    dstall += cur_extra;
-    now += cost;
+    last_load = is_load;
+    last_dual = dual;
+    last_single = single && !dual;
+    last_cls = p->cls;
+    return cost;
+}
+
+static void finalize(const insn_t *p, const insn_t *next)
+{
+    const unsigned cost = core_cost(p, next);
+    for (unsigned k = 0; k < nparts; k++) {
+        parts[k].now += cost + parts[k].extra;
+        parts[k].dstall += parts[k].extra;
+        parts[k].extra = 0;
+    }
     if (counting) {
         cls_count[p->cls]++;
         cls_cycles[p->cls] += cost;
     }
-    last_load = is_load;
-    last_dual = dual;
-    last_single = single && !dual;
-    last_taken = taken;
-    last_cls = p->cls;
 }
 
 static void inference_begin(void)
 {
     counting = 1;
-    c0 = now;
     i0 = ninsn;
-    is0 = istall;
-    ds0 = dstall;
+    for (unsigned k = 0; k < nparts; k++) {
+        parts[k].c0 = parts[k].now;
+        parts[k].is0 = parts[k].istall;
+        parts[k].ds0 = parts[k].dstall;
+    }
 }
 
 static void inference_end(void)
 {
     counting = 0;
     if (out) {
-        fprintf(out, "INFER %u %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 "\n", infer_idx,
-                ninsn - i0, now - c0, istall - is0, dstall - ds0);
+        for (unsigned k = 0; k < nparts; k++) {
+            const part_t *p = &parts[k];
+            fprintf(out, "INFER %u %s %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 "\n", infer_idx,
+                    p->name, ninsn - i0, p->now - p->c0, p->istall - p->is0, p->dstall - p->ds0);
+        }
         fflush(out);
     }
     infer_idx++;
 }
 
-static uint64_t ifetch(const insn_t *i)
+static uint64_t ifetch(part_t *p, const insn_t *i)
 {
-    if (!in_flash(i->pc)) {
+    if (!in_flash(p, i->pc)) {
         return 0;
     }
-    uint64_t s = cache_access(&icache, i->pc, now, 1);
+    uint64_t s = cache_access(p, &p->ic, i->pc, p->now, 1);
     const uint64_t last = i->pc + i->size - 2;
-    if ((last >> icache.shift) != ((uint64_t)i->pc >> icache.shift) ||
-        (last / read_bytes) != (i->pc / read_bytes)) {
-        s += cache_access(&icache, last, now + s, 1);
+    if ((last >> p->ic.shift) != ((uint64_t)i->pc >> p->ic.shift) ||
+        (last / p->read_bytes) != (i->pc / p->read_bytes)) {
+        s += cache_access(p, &p->ic, last, p->now + s, 1);
     }
     return s;
 }
@@ -313,13 +344,14 @@ static void on_exec(unsigned int vcpu, void *ud)
         inference_end();
         ret_pc = ~0ull;
     }
-    const uint64_t s = ifetch(i);
-    istall += s;
-    now += s;
+    for (unsigned k = 0; k < nparts; k++) {
+        const uint64_t s = ifetch(&parts[k], i);
+        parts[k].istall += s;
+        parts[k].now += s;
+    }
     ninsn++;
     cur = i;
     cur_nmem = 0;
-    cur_extra = 0;
 }
 
 static void on_mem(unsigned int vcpu, qemu_plugin_meminfo_t info, uint64_t addr, void *ud)
@@ -329,15 +361,23 @@ static void on_mem(unsigned int vcpu, qemu_plugin_meminfo_t info, uint64_t addr,
     cur_nmem++;
     const unsigned size = 1u << qemu_plugin_mem_size_shift(info);
     const int store = qemu_plugin_mem_is_store(info);
+    unsigned unaligned = 0;
     if (unaligned_rule && (addr & (size - 1))) {
-        cur_extra += (size == 4 && (addr & 1)) ? 2 : 1;
+        unaligned = (size == 4 && (addr & 1)) ? 2 : 1;
     }
-    if (!store && in_flash(addr)) {
-        cur_extra += cache_access(&dcache, addr, now, 0);
+    for (unsigned k = 0; k < nparts; k++) {
+        part_t *p = &parts[k];
+        p->extra += unaligned;
+        if (!store && in_flash(p, addr)) {
+            p->extra += cache_access(p, &p->dc, addr, p->now, 0);
+        }
     }
     if (store && addr >= mark_lo && addr < mark_hi && counting && out) {
-        fprintf(out, "MARK %u %" PRIu64 " %" PRIu64 " %" PRIu64 "\n", infer_idx, (addr - mark_lo) / 4,
-                ninsn - i0, now - c0);
+        fprintf(out, "MARK %u %" PRIu64 " %" PRIu64, infer_idx, (addr - mark_lo) / 4, ninsn - i0);
+        for (unsigned k = 0; k < nparts; k++) {
+            fprintf(out, " %" PRIu64, parts[k].now - parts[k].c0);
+        }
+        fputc('\n', out);
     }
 }
 
@@ -379,7 +419,7 @@ static void on_exit_cb(qemu_plugin_id_t id, void *ud)
                     cls_cycles[c]);
         }
     }
-    fprintf(out, "EXIT %" PRIu64 " %" PRIu64 "\n", ninsn, now);
+    fprintf(out, "EXIT %" PRIu64 "\n", ninsn);
     fclose(out);
     out = NULL;
 }
@@ -401,80 +441,82 @@ static int load_config(const char *path)
         return cfg_error("cannot open", path);
     }
     char line[512];
-    unsigned isets = 1, iways = 1, iline = 4, dsets = 0, dways = 0, dline = 4;
-    while (fgets(line, sizeof line, f)) {
-        char key[64], a[256], b[64];
-        unsigned long long u1 = 0, u2 = 0;
+    part_t *p = NULL; /* the part being described ("part NAME" starts one) */
+    int bad = 0;
+    while (!bad && fgets(line, sizeof line, f)) {
+        char key[64], a[256], b[64], c[64];
+        long long v[3] = {0, 0, 0};
         line[strcspn(line, "\r\n")] = 0;
-        if (!line[0] || line[0] == '#') {
+        if (!line[0] || line[0] == '#' || sscanf(line, "%63s", key) != 1) {
             continue;
         }
-        if (sscanf(line, "%63s", key) != 1) {
-            continue;
-        }
+        const int n = sscanf(line, "%*s %lli %lli %lli", &v[0], &v[1], &v[2]);
         if (!strcmp(key, "class")) {
-            if (sscanf(line, "%*s %63s %llu %llu", b, &u1, &u2) != 3 || class_by_name(b) < 0) {
-                fclose(f);
-                return cfg_error("class", line);
+            if (sscanf(line, "%*s %63s %lli %lli", b, &v[0], &v[1]) != 3 || class_by_name(b) < 0) {
+                bad = cfg_error("class", line);
+            } else {
+                base_cost[class_by_name(b)] = (unsigned)v[0];
+                per_reg[class_by_name(b)] = (unsigned)v[1];
             }
-            base_cost[class_by_name(b)] = (unsigned)u1;
-            per_reg[class_by_name(b)] = (unsigned)u2;
         } else if (!strcmp(key, "pair")) {
-            char x[64], y[64];
-            if (sscanf(line, "%*s %63s %63s", x, y) != 2 || class_by_name(x) < 0 || class_by_name(y) < 0) {
-                fclose(f);
-                return cfg_error("pair", line);
+            if (sscanf(line, "%*s %63s %63s", b, c) != 2 || class_by_name(b) < 0 || class_by_name(c) < 0) {
+                bad = cfg_error("pair", line);
+            } else {
+                pair_ok[class_by_name(b)][class_by_name(c)] = 1;
             }
-            pair_ok[class_by_name(x)][class_by_name(y)] = 1;
         } else if (!strcmp(key, "out")) {
             if (sscanf(line, "%*s %255s", a) != 1 || !(out = fopen(a, "w"))) {
-                fclose(f);
-                return cfg_error("out", line);
+                bad = cfg_error("out", line);
             }
-        } else if (!strcmp(key, "icache") || !strcmp(key, "dcache") || !strcmp(key, "flash") ||
-                   !strcmp(key, "mark")) {
-            unsigned long long u3 = 0;
-            const int n = sscanf(line, "%*s %lli %lli %lli", (long long *)&u1, (long long *)&u2,
-                                 (long long *)&u3);
-            if (!strcmp(key, "icache") && n == 3) {
-                isets = (unsigned)u1, iways = (unsigned)u2, iline = (unsigned)u3;
-            } else if (!strcmp(key, "dcache") && n == 3) {
-                dsets = (unsigned)u1, dways = (unsigned)u2, dline = (unsigned)u3;
-            } else if (!strcmp(key, "flash") && n == 2) {
-                flash_lo = u1, flash_hi = u2;
-            } else if (!strcmp(key, "mark") && n == 2) {
-                mark_lo = u1, mark_hi = u1 + 4 * u2;
+        } else if (!strcmp(key, "part")) {
+            if (nparts == MAX_PARTS || sscanf(line, "%*s %31s", b) != 1) {
+                bad = cfg_error("part", line);
             } else {
-                fclose(f);
-                return cfg_error(key, line);
+                p = &parts[nparts++];
+                memset(p, 0, sizeof *p);
+                snprintf(p->name, sizeof p->name, "%.31s", b);
+                p->read_bytes = 4;
+                p->isets = p->iways = 1;
+                p->iline = p->dline = 4;
             }
-        } else {
-            if (sscanf(line, "%*s %lli", (long long *)&u1) != 1) {
-                fclose(f);
-                return cfg_error("value", line);
-            }
-            if (!strcmp(key, "p_direct")) p_direct = (unsigned)u1;
-            else if (!strcmp(key, "p_indirect")) p_indirect = (unsigned)u1;
-            else if (!strcmp(key, "p_unaligned")) p_unaligned = (unsigned)u1;
-            else if (!strcmp(key, "skip_cost")) skip_cost = (unsigned)u1;
-            else if (!strcmp(key, "ldr_pipeline")) ldr_pipeline = (int)u1;
-            else if (!strcmp(key, "unaligned_rule")) unaligned_rule = (int)u1;
-            else if (!strcmp(key, "dual_issue")) dual_issue = (int)u1;
-            else if (!strcmp(key, "wait_states")) wait_states = (unsigned)u1;
-            else if (!strcmp(key, "read_bytes")) read_bytes = (unsigned)u1 ? (unsigned)u1 : 4;
-            else if (!strcmp(key, "prefetch")) prefetch = (int)u1;
-            else if (!strcmp(key, "begin")) begin_pc = u1;
-            else if (!strcmp(key, "end")) end_pc = u1;
-            else if (!strcmp(key, "call")) call_pc = u1;
-            else {
-                fclose(f);
-                return cfg_error("unknown key", line);
-            }
-        }
+        } else if (!strcmp(key, "mark") && n == 2) {
+            mark_lo = (uint64_t)v[0];
+            mark_hi = (uint64_t)v[0] + 4 * (uint64_t)v[1];
+        } else if (n < 1) {
+            bad = cfg_error("value", line);
+        } else if (!strcmp(key, "p_direct")) p_direct = (unsigned)v[0];
+        else if (!strcmp(key, "p_indirect")) p_indirect = (unsigned)v[0];
+        else if (!strcmp(key, "p_unaligned")) p_unaligned = (unsigned)v[0];
+        else if (!strcmp(key, "skip_cost")) skip_cost = (unsigned)v[0];
+        else if (!strcmp(key, "ldr_pipeline")) ldr_pipeline = (int)v[0];
+        else if (!strcmp(key, "unaligned_rule")) unaligned_rule = (int)v[0];
+        else if (!strcmp(key, "dual_issue")) dual_issue = (int)v[0];
+        else if (!strcmp(key, "begin")) begin_pc = (uint64_t)v[0];
+        else if (!strcmp(key, "end")) end_pc = (uint64_t)v[0];
+        else if (!strcmp(key, "call")) call_pc = (uint64_t)v[0];
+        else if (!p) bad = cfg_error("needs a part first", line);
+        else if (!strcmp(key, "flash") && n == 2) p->flash_lo = (uint64_t)v[0], p->flash_hi = (uint64_t)v[1];
+        else if (!strcmp(key, "wait_states")) p->wait_states = (unsigned)v[0];
+        else if (!strcmp(key, "read_bytes") && v[0] > 0) p->read_bytes = (unsigned)v[0];
+        else if (!strcmp(key, "prefetch")) p->prefetch = (int)v[0];
+        else if (!strcmp(key, "icache") && n == 3 && v[0] > 0 && v[1] > 0)
+            p->isets = (unsigned)v[0], p->iways = (unsigned)v[1], p->iline = (unsigned)v[2];
+        else if (!strcmp(key, "dcache") && n == 3)
+            p->dsets = (unsigned)v[0], p->dways = (unsigned)v[1], p->dline = (unsigned)v[2];
+        else bad = cfg_error("unknown key", line);
     }
     fclose(f);
-    cache_init(&icache, isets, iways, iline);
-    cache_init(&dcache, dsets, dways, dline);
+    if (bad) {
+        return 1;
+    }
+    if (!nparts) {
+        return cfg_error("no part", path);
+    }
+    for (unsigned k = 0; k < nparts; k++) {
+        part_t *q = &parts[k];
+        cache_init(&q->ic, q->isets, q->iways, q->iline, q->read_bytes);
+        cache_init(&q->dc, q->dsets, q->dways, q->dline, q->read_bytes);
+    }
     return 0;
 }
 
