@@ -56,7 +56,7 @@ typedef struct {
     uint64_t tag; /* line number + 1; 0 = empty */
     uint64_t fill_t; /* time the critical word arrives */
     uint64_t lru;
-    uint8_t crit, pf;
+    uint8_t crit;
 } line_t;
 
 typedef struct {
@@ -74,6 +74,7 @@ typedef struct {
     int prefetch;
     cache_t ic, dc;
     uint64_t lru_clock;
+    uint64_t pf_line, pf_fill; /* prefetch buffer: line + 1 (0 = empty), arrival */
     uint64_t now, istall, dstall, extra; /* extra: data stalls of the instruction in flight */
     uint64_t c0, is0, ds0;
 } part_t;
@@ -132,17 +133,15 @@ static line_t *cache_victim(cache_t *c, uint64_t line)
     return v;
 }
 
+/* The prefetch buffer: one line, read from the flash after the line it
+ * follows; it enters the cache when the core first asks for it. */
 static void start_prefetch(part_t *p, cache_t *c, uint64_t line, uint64_t start)
 {
-    if (cache_find(c, line)) {
+    if (cache_find(c, line) || p->pf_line == line + 1) {
         return;
     }
-    line_t *e = cache_victim(c, line);
-    e->tag = line + 1;
-    e->crit = 0;
-    e->fill_t = start + p->wait_states + 1;
-    e->lru = ++p->lru_clock;
-    e->pf = 1;
+    p->pf_line = line + 1;
+    p->pf_fill = start + p->wait_states + 1;
 }
 
 /* Stall cycles of one flash read at time t (the access cycle itself is in
@@ -159,21 +158,22 @@ static uint64_t cache_access(part_t *p, cache_t *c, uint64_t addr, uint64_t t, i
     if (!e) {
         e = cache_victim(c, line);
         e->tag = line + 1;
-        e->crit = (uint8_t)w;
-        e->fill_t = t + p->wait_states + 1;
-        e->pf = 0;
         e->lru = ++p->lru_clock;
+        if (instr && p->prefetch && p->pf_line == line + 1) { /* in the prefetch buffer */
+            e->crit = 0;
+            e->fill_t = p->pf_fill;
+            p->pf_line = 0;
+        } else {
+            e->crit = (uint8_t)w;
+            e->fill_t = t + p->wait_states + 1;
+        }
         if (instr && p->prefetch) {
             start_prefetch(p, c, line + 1, e->fill_t + fill);
         }
-        return p->wait_states;
+    } else {
+        e->lru = ++p->lru_clock;
     }
-    e->lru = ++p->lru_clock;
     const uint64_t a = arrival(p, c, e, w);
-    if (instr && p->prefetch && e->pf) { /* first use of a prefetched line: fetch the next */
-        e->pf = 0;
-        start_prefetch(p, c, line + 1, e->fill_t + fill);
-    }
     return a > t + 1 ? a - (t + 1) : 0;
 }
 
