@@ -316,3 +316,59 @@ def test_every_board_has_parts():
     assert {"stm32f746", "stm32h7a3"} <= {p.name for p in parts_for_board(load_board("qemu-m7"))}
     parts = load_parts()
     assert parts["stm32l4r5"].clock_hz == 120_000_000 and parts["stm32l4r5"].flash_wait_states == 5
+
+
+# --------------------------------------------------------------- integration
+
+def _anchor(name):
+    from codegen.cycles.compare import tflm_elf
+    elf = tflm_elf(name)
+    if elf is None:
+        if os.environ.get("CI"):
+            pytest.fail(f"../shared/anchors/tflm_cmsisnn_m4/{name}.elf missing (CI must have ../shared)")
+        pytest.skip("../shared anchors not present")
+    return elf
+
+
+def test_tflm_anchor_priced_and_sized_like_its_readme():
+    """The anchors' README (measured outside this project with the board timer) gives
+    sww01: 2,227,725 instructions per inference (mean of 8, 40-instruction resolution)
+    and a 189,016-byte flash image without the golden inputs."""
+    from codegen.cycles.compare import price_tflm
+    _anchor("sww01")
+    t = price_tflm("sww01", load_board("qemu-m4"))
+    assert t["inferences"] == 8 and t["outputs"] == 8
+    assert abs(t["instructions"] - 2_227_725) <= 40
+    assert t["flash"] == 189_016
+    assert t["arena_bytes"] == 16_596
+    # cycles: at least one per instruction on the M4, and the part's wait states only add
+    assert t["cycles"]["ideal"] > t["instructions"]
+    assert t["cycles"]["stm32l4r5"] > t["cycles"]["ideal"]
+    assert t["ms"]["stm32l4r5"] == round(1000 * t["cycles"]["stm32l4r5"] / 120e6, 3)
+
+
+def test_profile_cycles_per_layer_agree_with_the_timer():
+    """profile --cycles: the plugin's own instruction counts per layer agree with the
+    board timer's (-icount shift=0: one tick = 40 instructions) to its resolution."""
+    from codegen.tools.profile import format_profile, profile_model
+    r = profile_model(REPO / "models" / "digits_cnn_int8.onnx", board="qemu-m4", numerics="tflite",
+                      cycles=True, parts=["ideal", "stm32l4r5"])
+    cyc = r["cycles"]
+    assert [p["name"] for p in cyc["parts"]] == ["ideal", "stm32l4r5"]
+    assert abs(cyc["instructions"] - r["total_instructions"]) <= 40
+    for row in r["layers"]:
+        assert abs(row["instructions_exact"] - row["instructions"]) <= 40 + 40
+        assert row["cycles"]["stm32l4r5"] >= row["cycles"]["ideal"] >= row["instructions_exact"] > 0 \
+            or row["instructions_exact"] < 20  # zero-copy aliases: only the hook
+    total = {p["name"]: p["cycles"] for p in cyc["parts"]}
+    assert sum(row["cycles"]["ideal"] for row in r["layers"]) <= total["ideal"]
+    text = format_profile(r)
+    assert "cycles stm32l4r5" in text and "ms at 120 MHz" in text
+
+
+def test_cli_unknown_part_is_one_line(capsys):
+    from codegen.cli import main
+    code = main(["profile", str(REPO / "models" / "digits_cnn_int8.onnx"), "--board", "qemu-m4",
+                 "--part", "stm32f746"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and "stm32f746" in err[0] and "qemu-m4" in err[0]
