@@ -171,6 +171,22 @@ def bench_cells(r):
             _cell(r["tflm_arena_bytes"]), _cell(rat.get("arena"))]
 
 
+# The terminal table: each figure with its ratio to TFLM in one cell (fits 160 columns).
+BENCH_TERM_HEADER = ["model", "numerics", "exact", "instructions (x TFLM)", "cycles ideal",
+                     "cycles STM32L4R5", "ms", "flash image B", "static RAM B", "arena B"]
+
+
+def bench_term_cells(r):
+    c = bench_cells(r)
+
+    def both(v, ratio):
+        return v if ratio == "-" else f"{v} ({ratio}x)"
+
+    return [c[0], c[1], c[2].split(" ")[0], both(c[4], c[6]), both(c[7], c[9]),
+            both(c[10], c[13]), c[11], both(c[14], c[16]), both(c[17], c[19]),
+            both(c[20].split(" ")[0], c[22])]
+
+
 def markdown_table(rows):
     head = ("| " + " | ".join(BENCH_HEADER) + " |\n" + "|---" * len(BENCH_HEADER) + "|\n")
     return head + "\n".join("| " + " | ".join(bench_cells(r)) + " |" for r in rows) + "\n"
