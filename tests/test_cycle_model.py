@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -24,6 +23,8 @@ import pytest
 from codegen.cycles import CLASSES, run_cycles
 from codegen.cycles.tables import Cache, Part, load_core, load_parts, parts_for_board
 from codegen.targets.qemu import build_firmware, load_board
+
+pytestmark = pytest.mark.qemu
 
 REPO = Path(__file__).resolve().parents[1]
 PLUGIN_DIR = REPO / "codegen" / "cycles" / "plugin"
@@ -180,6 +181,8 @@ def _names(board_name):
 
 @pytest.fixture(scope="module")
 def firmware(tmp_path_factory):
+    from conftest import require_arm_toolchain
+    require_arm_toolchain()
     elves = {}
     for board_name in BOARDS:
         d = tmp_path_factory.mktemp(board_name)
@@ -262,6 +265,7 @@ def test_flash_with_prefetch_and_caches(firmware):
     assert got["flash_fetch"].cycles["slow"] == 32 + OVERHEAD + ws + 4 * 5
 
 
+@pytest.mark.shared
 def test_decoder_classes_every_instruction_like_the_disassembler(tmp_path):
     """Every instruction of a real firmware (TFLite Micro's, else our snippets) is
     classed from its encoding; the disassembler's mnemonic, read independently,
@@ -358,6 +362,7 @@ def _anchor(name):
     return elf
 
 
+@pytest.mark.shared
 def test_tflm_anchor_priced_and_sized_like_its_readme():
     """The anchors' README (measured outside this project with the board timer) gives
     sww01: 2,227,725 instructions per inference (mean of 8, 40-instruction resolution)

@@ -12,12 +12,12 @@ from __future__ import annotations
 import os
 import subprocess
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from ..errors import TinyAotError
 from ..paths import build_root
 from .plugin_build import plugin_path
-from .tables import Part, load_core, plugin_config, select_parts, board_core
+from .tables import board_core, load_core, plugin_config, select_parts
 
 
 @dataclass
