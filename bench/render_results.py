@@ -146,6 +146,39 @@ def size_section(speed, size):
     return summary, lines
 
 
+def side_by_side(rows):
+    """TFLite Micro + CMSIS-NN priced by the same cycle model in the same bench run
+    (rows with `cycle_model` and `tflm`, written by codegen/cycles/compare.py)."""
+    both = [r for r in rows if r.get("cycle_model") and r.get("tflm")]
+    if not both:
+        return []
+    head = ["model", "numerics", "instructions", "x TFLM", "cycles ideal", "x TFLM",
+            "cycles STM32L4R5", "ms @120 MHz", "x TFLM", "flash image B", "x TFLM",
+            "static RAM B", "x TFLM"]
+    lines = ["## Side by side with TFLite Micro (cycle model)", "",
+             "The same QEMU run prices tinyaot's firmware and TFLite Micro + CMSIS-NN's "
+             "(`../shared/anchors/tflm_cmsisnn_m4`) with the cycle model: modelled cycles, an "
+             "estimate from Arm's documented timings and the part's flash wait states, not a "
+             "measurement (see [cycle-model.md](cycle-model.md)). Instructions here are the "
+             "plugin's exact counts, the mean over the golden vectors.", "",
+             "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in both:
+        o, t = r["cycle_model"], r["tflm"]
+        lines.append("| " + " | ".join([
+            r["model"], r["numerics"], n(o["instructions"]), ratio(o["instructions"], t["instructions"]),
+            n(o["cycles"].get("ideal")), ratio(o["cycles"].get("ideal"), t["cycles"].get("ideal")),
+            n(o["cycles"].get("stm32l4r5")), n(o["ms"].get("stm32l4r5")),
+            ratio(o["cycles"].get("stm32l4r5"), t["cycles"].get("stm32l4r5")),
+            n(o["flash"]), ratio(o["flash"], t["flash"]), n(o["ram"]), ratio(o["ram"], t["ram"])])
+            + " |")
+    lines += ["", "TFLite Micro's own figures: " + "; ".join(
+        f"{r['model']} {n(r['tflm']['instructions'])} instructions, "
+        f"{n(r['tflm']['cycles'].get('ideal'))} / {n(r['tflm']['cycles'].get('stm32l4r5'))} cycles "
+        f"(ideal / STM32L4R5), flash {n(r['tflm']['flash'])} B, static RAM {n(r['tflm']['ram'])} B"
+        for r in both if r["numerics"] == both[0]["numerics"]) + ".", ""]
+    return lines
+
+
 COLUMNS = """\
 Columns:
 
@@ -160,10 +193,10 @@ Columns:
 * **MACs**: multiply-accumulates of the conv and fully connected layers.
 * **TFLM+CMSIS-NN instr**, **TFLM arena B**: TFLite Micro with CMSIS-NN
   kernels on the same QEMU board (`arm-none-eabi-gcc -O2`, mps2-an386,
-  `-icount shift=0`) and its `arena_used_bytes` after `AllocateTensors`
-  (which counts the input and output tensors, as tinyaot's default
-  `--io-buffers arena` does); measured outside this repository, constants in
-  the bench code. **ratio**: instructions / TFLM+CMSIS-NN instructions.
+  `-icount shift=0`) and its minimal working arena, as the firmware prints it
+  (`ARENA_SIZE`); the firmware is `../shared/anchors/tflm_cmsisnn_m4`, run in
+  the same bench (the instructions are the cycle-model plugin's exact count,
+  the mean over the vectors). **ratio**: instructions / TFLM+CMSIS-NN instructions.
 * **arena B (lower bound)**: the static arena, input and output inside, and
   the largest sum of buffers live at one step (see [memory-plan.md](memory-plan.md)).
 * **flash B (code / weights)**: from the linked firmware's symbols: code is
@@ -198,6 +231,7 @@ def render(speed, size=None):
         "",
         *speed_table(speed),
         "",
+        *side_by_side(speed),
     ]
     if size:
         summary, table = size_section(speed, size)

@@ -67,6 +67,16 @@ def add_analysis_options(p, board_default):
     p.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
 
 
+def add_cycles(p):
+    """report, profile: --cycles / --part (codegen/cycles)."""
+    p.add_argument("--cycles", action="store_true",
+                   help="also model cycles per layer and per inference (codegen/cycles: an estimate "
+                   "from Arm's documented timings and the part's flash wait states)")
+    p.add_argument("--part", action="append", metavar="P",
+                   help="price for part P (repeatable; implies --cycles; default: all parts of the "
+                   "board, e.g. ideal, stm32l4r5, nrf52840 on qemu-m4)")
+
+
 def print_json(obj):
     """A result dict as JSON on stdout (numpy values and paths included)."""
     from ..compiler import _jsonable

@@ -1,12 +1,13 @@
 """`tinyaot profile`: instructions per layer on a QEMU board."""
 from __future__ import annotations
 
-from .options import EXIT_CODES, add_analysis_options, print_json
+from .options import EXIT_CODES, add_analysis_options, add_cycles, print_json
 
 HELP = "instructions per layer on a QEMU board"
 EPILOG = """examples:
   tinyaot profile models/digits_cnn_int8.onnx --board qemu-m4
   tinyaot profile models/digits_cnn_int8.onnx --board qemu-m4 --json --png profile.png
+  tinyaot profile models/digits_cnn_int8.onnx --board qemu-m4 --cycles --part stm32l4r5
 
 Instructions per layer from the board timer read after every layer under
 QEMU -icount (deterministic; resolution one timer tick, instructions_per_tick
@@ -18,6 +19,7 @@ def add_arguments(p):
     add_analysis_options(p, "qemu-m4")
     p.add_argument("--inputs", help=".npz with int8 'inputs' (the first is run; default: zero point)")
     p.add_argument("--png", help="write a bar chart of instructions per layer")
+    add_cycles(p)
 
 
 def run(a):
@@ -29,7 +31,8 @@ def run(a):
         x = load_inputs(a.inputs)
     c = compile_model(a.model, numerics=a.numerics, ort_threads=a.ort_threads,
                       optimize=a.optimize)
-    r = profile_model(a.model, board=a.board, numerics=a.numerics, inputs=x, compiled=c)
+    r = profile_model(a.model, board=a.board, numerics=a.numerics, inputs=x, compiled=c,
+                      cycles=a.cycles or bool(a.part), parts=a.part)
     if a.png:
         plot_profile(r, a.png)
         r["png"] = a.png

@@ -1,7 +1,7 @@
 """`tinyaot report`: per-layer table, arena, flash split and worst-case stack."""
 from __future__ import annotations
 
-from .options import EXIT_CODES, add_analysis_options, print_json
+from .options import EXIT_CODES, add_analysis_options, add_cycles, print_json
 
 HELP = "per-layer table, arena, flash split and worst-case stack"
 DESCRIPTION = ("Per layer: op, kernel, shapes, MACs, weight bytes, arena offset and lifetime; "
@@ -21,6 +21,7 @@ def add_arguments(p):
     p.add_argument("--plot", metavar="PNG", help="also draw the arena plan (codegen/planner/plot.py)")
     p.add_argument("--measure-stack", action="store_true",
                    help="also run the model once in QEMU with a painted stack and report the use")
+    add_cycles(p)
 
 
 def run(a):
@@ -30,6 +31,11 @@ def run(a):
                       optimize=a.optimize)
     r = report_model(a.model, board=a.board, numerics=a.numerics, compiled=c,
                      measure=a.measure_stack)
+    if a.cycles or a.part:
+        from ..cycles.layers import merge_into_report
+        from ..driver.profile import profile_model
+        merge_into_report(r, profile_model(a.model, board=a.board, numerics=a.numerics, compiled=c,
+                                           cycles=True, parts=a.part))
     if a.plot:
         from ..planner.plot import plot_memory  # the arena picture of compile --plot-memory
         plot_memory(c.plan, c.graph, a.plot)
