@@ -30,6 +30,7 @@ CHECKED = (
     "codegen.cli",
     "codegen.commands",
     "codegen.driver",
+    "codegen.cycles",
     "codegen.targets",
     "codegen.paths",
     "codegen.errors",
