@@ -7,8 +7,9 @@
  * zero padded; per K slice of the segment:
  *  - m1tb: 8 lanes, lane j sums from 0 the rounded products of the k with
  *          k % 8 == j, reduced as MLAS's M=1 transpose-B kernel does for a
- *          run of 4, 2 or 1 rows; on FPv4 VLDM of 8 x and 8 w, 8 VMLA (not
- *          fused on FPv4: acc + round(x * w), exactly the C expression);
+ *          run of 4, 2 or 1 rows; with a single-precision FPU VLDM of 8 x
+ *          and 8 w, 8 VMLA (not fused: acc + round(x * w), exactly the C
+ *          expression);
  *          the column and the weights are zero padded to 8, and a product
  *          x * 0 = +-0 (x finite) leaves a lane unchanged except for the
  *          sign of a zero lane, which the sum + bias (+0 or not zero) erases;

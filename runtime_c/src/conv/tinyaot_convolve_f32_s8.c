@@ -19,8 +19,9 @@
  *   tinyaot_convolve_f32_s8_im2col.inc  the columns of 4 pixels: through the
  *       table, from a zero-padded float copy, or from a band of padded rows;
  *   tinyaot_convolve_f32_s8_tile.inc    4 channels x 4 pixels of an fma
- *       segment: inline-asm VFMA on FPv4, fmaf() elsewhere; with the DSP
- *       extension a full tile's K blocks and QuantizeLinear in one asm block;
+ *       segment: inline-asm VFMA where the FPU has it (FPv4-SP and later),
+ *       fmaf() elsewhere; with the DSP extension too, a full tile's K blocks
+ *       and QuantizeLinear in one asm block;
  *   ../internal/tinyaot_conv_f32_m1.h   the M=1 kinds' column and sums
  *       (m1_channel below; shared with tinyaot_convolve_f32_m1_s8).
  * Built with -ffp-contract=off so only fmaf() / VFMA fuse. */

@@ -5,8 +5,9 @@
  * weights packed per block as [k group of 4][output][4] then the k tail per
  * output, leftover outputs row-major (codegen/backend/fc_float_pack.py). Per output:
  * t = bias; t = (((x0*w0 + x1*w1) + x2*w2) + x3*w3) + t per group, every
- * product rounded. On an FPv4 FPU that is VMUL + 3 VMLA (multiply rounded,
- * then added: not fused) + VADD, with the portable C below as its twin
+ * product rounded. On a single-precision FPU (FPv4-SP and later) that is
+ * VMUL + 3 VMLA (multiply rounded, then added: not fused) + VADD, with the
+ * portable C below as its twin
  * (built with -ffp-contract=off). LANES8 and KBLOCK read row-major weights.
  * The FPU's asm blocks of 4 and 8 outputs sit in
  * tinyaot_fully_connected_f32_s8_fpu.inc, included below (one translation

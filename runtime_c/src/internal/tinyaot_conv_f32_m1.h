@@ -5,8 +5,11 @@
  * input table, MLAS's M=1 sum (m1_sum, on tinyaot_f32_mlas_sums.h's
  * mlas_m1_sum) and M=1 transpose-B lane dot (m1tb_dot), QuantizeLinear. A
  * channel's weights are [k8] (k rounded up to 8, zero padded), and so is the
- * column (x[k .. k8) = 0.0f). Internal to runtime_c; built with
- * -ffp-contract=off. */
+ * column (x[k .. k8) = 0.0f). With a single-precision FPU (TINYAOT_M1_ASM)
+ * the lane dot is VLDM / VMLA inline asm (VMLA rounds the product before
+ * adding, as the C twin's -ffp-contract=off expression does), and on
+ * Thumb-2 the column's gather is LDRSB + table LDR asm. Internal to
+ * runtime_c; built with -ffp-contract=off. */
 #ifndef TINYAOT_CONV_F32_M1_H
 #define TINYAOT_CONV_F32_M1_H
 

@@ -8,6 +8,11 @@
  * interleave the columns per quad: words [j][col][2]. Weights come in pairs
  * of output channels, 4 words per quad: [pair][j][channel][2]
  * (codegen/backend/fast_pack.py:pack_gemm).
+ *
+ * The GEMM cores and the saturating requantizations are inline asm with
+ * TINYAOT_HAVE_DSP_ASM (and VFP asm for onnxruntime's float records when
+ * there is an FPU too, TINYAOT_HAVE_FPU_ASM); otherwise C on the intrinsics
+ * of tinyaot_intrinsics.h, which are then portable C.
  */
 #ifndef TINYAOT_GEMM_Q15_H
 #define TINYAOT_GEMM_Q15_H

@@ -2,9 +2,11 @@
  * named as in CMSIS (core_cmInstr.h / cmsis_gcc.h).
  *
  * With __ARM_FEATURE_DSP (Cortex-M4/M7/M33/M55 built with the DSP extension)
- * each one is a single instruction (inline asm). Everywhere else (host,
- * Cortex-M3) it is portable C99 that computes the same 32 bits, following
- * the pseudocode of the Armv7-M Architecture Reference Manual (A7.7):
+ * and GCC, TINYAOT_HAVE_DSP_ASM is 1 and each one is a single instruction
+ * (inline asm). Everywhere else (host, Cortex-M3), or with
+ * -DTINYAOT_PORTABLE_INTRINSICS, it is portable C99 that computes the same
+ * 32 bits, following the pseudocode of the Armv7-M Architecture Reference
+ * Manual (A7.7):
  *
  *   __SXTB16(x)          { sext(x[7:0]), sext(x[23:16]) }            halfwords
  *   __SXTB16_ROR8(x)     __SXTB16(x ror 8) = { sext(x[15:8]), sext(x[31:24]) }

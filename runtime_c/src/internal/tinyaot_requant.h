@@ -1,4 +1,8 @@
-/* Requantization of one int32 accumulator, in both numerics. */
+/* Requantization of one int32 accumulator, in both numerics, and
+ * QuantizeLinear of a float. C, except tinyaot_quantize_f32_fpu: VCVTR inline
+ * asm with a single-precision FPU (__ARM_FP & 4), tinyaot_quantize_f32
+ * elsewhere. Internal to runtime_c (kernels include it as
+ * "../internal/tinyaot_requant.h"). */
 #ifndef TINYAOT_REQUANT_H
 #define TINYAOT_REQUANT_H
 
