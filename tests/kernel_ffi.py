@@ -12,7 +12,7 @@ nothing else: if the header drifted (a field added, renamed or removed) the
 test fails with one line naming the struct and the fields, instead of
 silently passing zeros to a kernel.
 
-Build: gcc -O1 -shared -fPIC -std=c99 -ffp-contract=off runtime_c/src/*.c
+Build: gcc -O1 -shared -fPIC -std=c99 -ffp-contract=off runtime_c/src/*/*.c
 -lm, into a private temporary directory (so parallel sessions never share a
 .so). By default it is compiled with -fsanitize=undefined (libubsan loads
 fine in-process via dlopen; ASan would not) and every wrapper captures the
