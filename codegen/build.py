@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from .errors import TinyAotError
-from .paths import REPO_ROOT, RUNTIME_INCLUDE, RUNTIME_SRC, SCONSTRUCT, build_root
+from .paths import REPO_ROOT, RUNTIME_INCLUDE, SCONSTRUCT, build_root, runtime_sources
 from .targets.qemu import (firmware_compile_flags, firmware_libs, firmware_link_flags,
                            harness_sources, load_board)
 
@@ -38,7 +38,7 @@ def scons_targets(Environment, root, board_name, gen_dir, harness=True, stack_ch
     board = board_or_error(board_name)
     gen_dir = os.path.abspath(gen_dir)
     name, _ = _gen_info(gen_dir)
-    kernels = sorted(str(p) for p in RUNTIME_SRC.glob("*.c"))
+    kernels = [str(p) for p in runtime_sources()]
     if board["kind"] == "shared-library":
         env = Environment(CC=board["compiler"], ENV=os.environ,
                           CCFLAGS=board["cflags"] + board.get("warn_cflags", []) + HOST_CFLAGS_EXTRA
