@@ -1,7 +1,7 @@
 """Depthwise convolution in place (codegen/planner/depthwise_inplace.py, a
 planner option): the output overwrites the dying input, one input channel at
 a time through an in_h * in_w scratch plane
-(runtime_c/src/tinyaot_depthwise_conv_inplace_s8.c).
+(runtime_c/src/conv/tinyaot_depthwise_conv_inplace_s8.c).
 
 Host builds are bit-exact with onnxruntime (ort) and with the numpy reference
 (tflite, TFLite reference kernel semantics), also under poison, over strides,

@@ -43,8 +43,8 @@ from test_fc_float_order import bits_differ, cases, reference
 F32 = np.float32
 
 CAPTURE_C = CAPTURE_QUANTIZE_C + r"""
-#include "tinyaot_convolve_f32_w8_s8.c"
-#include "tinyaot_fully_connected_f32_w8_s8.c"
+#include "conv/tinyaot_convolve_f32_w8_s8.c"
+#include "fully_connected/tinyaot_fully_connected_f32_w8_s8.c"
 int conv_capture(const tinyaot_conv_dims_t *d, const tinyaot_float_conv_t *p,
                  const int32_t *seg, int32_t nseg, const int8_t *input, float *scratch,
                  int8_t *output, float *y)

@@ -6,8 +6,10 @@
       CMakeLists.txt   add_subdirectory(DIR) -> target `tinyaot`
       tinyaot.cmake    include(DIR/tinyaot.cmake) -> the same target
       report.json      the compiler's report per model
-      include/         <name>.h per model + exactly the runtime headers used
-      src/             <name>.c per model + exactly the runtime kernels used
+      include/         <name>.h per model + exactly the public runtime headers used
+      src/             <name>.c per model + exactly the runtime kernels used, in
+                       their runtime_c/src folders (conv/, ..., internal/ for the
+                       helpers they include as "../internal/x.h")
 
 Several models can go into one folder (`tinyaot export A.onnx B.onnx ...`):
 they share the kernel sources and each keeps its own static arena; every
@@ -23,12 +25,13 @@ import os
 import re
 import shutil
 import tempfile
+from pathlib import Path
 
 import numpy as np
 
 from ..compiler import _jsonable, compile_model
 from ..errors import TinyAotError
-from ..paths import RUNTIME_INCLUDE, runtime_sources
+from ..paths import RUNTIME_INCLUDE, RUNTIME_SRC, runtime_sources
 from ..targets.boards import board_or_error
 
 # Flags the library needs whatever the user's own flags are: C99, and no
@@ -56,16 +59,32 @@ def kernel_closure(kernels):
     return [have[k] for k in sorted(done)]
 
 
-def header_closure(texts):
-    """runtime_c/include headers reached through #include "..." from `texts`."""
-    found, todo = set(), list(texts)
+def include_closure(texts, files=()):
+    """runtime_c files reached through #include "..." from `texts` (the generated
+    C) and `files` (kernel sources): the public headers, as names in
+    runtime_c/include, and the internal ones (helpers, a kernel's .inc parts), as
+    paths relative to runtime_c/src. A name is looked up next to the file that
+    includes it first, then in runtime_c/include (the compiler's order)."""
+    public, internal = set(), set()
+    todo = [(t, None) for t in texts] + [(Path(f).read_text(), Path(f).parent) for f in files]
     while todo:
-        for inc in _INCLUDE_RE.findall(todo.pop()):
-            p = RUNTIME_INCLUDE / inc
-            if inc not in found and p.is_file():
-                found.add(inc)
-                todo.append(p.read_text())
-    return sorted(found)
+        text, here = todo.pop()
+        for inc in _INCLUDE_RE.findall(text):
+            near = (here / inc).resolve() if here is not None else None
+            if near is not None and near.is_file() and near.is_relative_to(RUNTIME_SRC):
+                rel = near.relative_to(RUNTIME_SRC).as_posix()
+                if rel not in internal:
+                    internal.add(rel)
+                    todo.append((near.read_text(), near.parent))
+            elif (RUNTIME_INCLUDE / inc).is_file() and inc not in public:
+                public.add(inc)
+                todo.append(((RUNTIME_INCLUDE / inc).read_text(), RUNTIME_INCLUDE))
+    return sorted(public), sorted(internal)
+
+
+def header_closure(texts, files=()):
+    """The public runtime_c/include headers reached from `texts` and `files`."""
+    return include_closure(texts, files)[0]
 
 
 def measure(model, c, board_name):
@@ -110,7 +129,7 @@ def export(models, board_name, out_dir, numerics="ort", measure_on_board=True, i
                            "(rename one of the .onnx files)")
     kernels = set().union(*(c.module.kernels for c in compiled))
     ksrcs = kernel_closure(kernels)
-    headers = header_closure([c.module.source for c in compiled] + [p.read_text() for p in ksrcs])
+    headers, internal = include_closure([c.module.source for c in compiled], ksrcs)
     numbers = {}
     from .fleet import fit
     for model, c in zip(models, compiled):
@@ -134,11 +153,13 @@ def export(models, board_name, out_dir, numerics="ort", measure_on_board=True, i
                 f.write(c.module.source)
             with open(os.path.join(tmp, "include", c.module.name + ".h"), "w") as f:
                 f.write(c.module.header)
-        for p in ksrcs:
-            shutil.copyfile(p, os.path.join(tmp, "src", p.name))
+        kernel_files = [p.relative_to(RUNTIME_SRC).as_posix() for p in ksrcs]
+        for rel in kernel_files + internal:   # same folders as runtime_c/src
+            os.makedirs(os.path.join(tmp, "src", os.path.dirname(rel)), exist_ok=True)
+            shutil.copyfile(RUNTIME_SRC / rel, os.path.join(tmp, "src", rel))
         for h in headers:
             shutil.copyfile(RUNTIME_INCLUDE / h, os.path.join(tmp, "include", h))
-        srcs = [c.module.name + ".c" for c in compiled] + [p.name for p in ksrcs]
+        srcs = [c.module.name + ".c" for c in compiled] + kernel_files
         libm = any("<math.h>" in p.read_text() for p in ksrcs)
         files = {
             "tinyaot.mk": _makefile(srcs, libm),
@@ -307,7 +328,7 @@ in one firmware each have their own arena and share the kernels.
 * `src/`: {', '.join(srcs)}
 * `include/`: {', '.join([c.module.name + '.h' for c in compiled] + headers)}
 
-Compile every `src/*.c` with `-Iinclude {' '.join(REQUIRED_CFLAGS)}` (needed for
+Compile every `.c` under `src/` with `-Iinclude {' '.join(REQUIRED_CFLAGS)}` (needed for
 bit-exactness: no fused multiply-add) plus your CPU flags{', and link `-lm`' if libm else ''}.
 
 ## Make

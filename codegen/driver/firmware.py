@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import TinyAotError
-from ..paths import REPO_ROOT, RUNTIME_INCLUDE, RUNTIME_SRC, SCONSTRUCT, build_root
+from ..paths import REPO_ROOT, RUNTIME_INCLUDE, SCONSTRUCT, build_root, runtime_sources
 from ..targets.boards import board_or_error
 from ..targets.qemu import (board_sources, firmware_compile_flags, firmware_libs,
                            firmware_link_flags)
@@ -92,7 +92,7 @@ def scons_targets(Environment, root, board_name, gen_dir, harness=True, stack_ch
     board = board_or_error(board_name)
     gen_dir = os.path.abspath(gen_dir)
     name, _ = _gen_info(gen_dir)
-    kernels = sorted(str(p) for p in RUNTIME_SRC.glob("*.c"))
+    kernels = [str(p) for p in runtime_sources()]
     sfx = _suffix(variant)
     # SCons runs its commands through the shell: quote a define such as
     # HOOKS_HEADER="x.h" so that the compiler sees the quotes.
