@@ -29,10 +29,10 @@ from pathlib import Path
 
 import numpy as np
 
-from .build import board_or_error
-from .compiler import _jsonable, compile_model
-from .errors import TinyAotError
-from .paths import RUNTIME_INCLUDE, RUNTIME_SRC, runtime_sources
+from ..compiler import _jsonable, compile_model
+from ..errors import TinyAotError
+from ..paths import RUNTIME_INCLUDE, RUNTIME_SRC, runtime_sources
+from ..targets.boards import board_or_error
 
 # Flags the library needs whatever the user's own flags are: C99, and no
 # fused multiply-add (the ort numerics repeat MLAS's float order exactly).
@@ -88,7 +88,7 @@ def header_closure(texts, files=()):
 
 
 def measure(model, c, board_name):
-    """Run one inference (zero input) on the board: instructions and model flash."""
+    """Run one inference (zero input) on the board: instructions and the image's flash."""
     from .verify import run_model
     board = board_or_error(board_name)
     if not (shutil.which(board["compiler"]) and shutil.which(board.get("qemu", "qemu-system-arm"))):
@@ -260,6 +260,13 @@ def _fmt(v, unit=""):
     return "not measured" if v is None else f"{v:,}{unit}"
 
 
+def _flash_cell(fl):
+    if not fl:
+        return "not measured"
+    return (f"{fl['total']:,} (code {fl['code']:,}, weights {fl['weights']:,}, "
+            f"tables {fl['tables']:,})")
+
+
 def _readme(compiled, numbers, board, numerics, srcs, headers, libm):
     rows = []
     for c in compiled:
@@ -267,7 +274,7 @@ def _readme(compiled, numbers, board, numerics, srcs, headers, libm):
         fl = n["flash"]
         rows.append(f"| `{c.module.name}` | {c.report['model']} | {c.report['arena_bytes']:,} | "
                     f"{c.report['weights_bytes']:,} | "
-                    f"{_fmt(fl['total']) + ' (code ' + _fmt(fl['code']) + ')' if fl else 'not measured'} | "
+                    f"{_flash_cell(fl)} | "
                     f"{_fmt(n['instructions'])} | {c.report['macs']:,} |")
     api = []
     for c in compiled:
@@ -302,9 +309,11 @@ stdio, no Python or SCons needed to build it.
 |---|---|---|---|---|---|---|
 {chr(10).join(rows)}
 
-Flash is the model's own code (kernels + `<name>_run`) plus its weights;
-instructions were counted in QEMU (`-icount shift=0`) for one inference,
-built with `{flags}`. The arena is a `static`, 16-byte aligned buffer in
+Flash is that of a linked firmware image on {board['name']}: code (the model, its
+kernels, the board's startup and harness, libc/libgcc) + weights + tables, the
+harness's input data left out; your firmware adds its own code and drops the
+harness. Instructions were counted in QEMU (`-icount shift=0`) for one
+inference, built with `{flags}`. The arena is a `static`, 16-byte aligned buffer in
 the model's .c file (RAM); with `--io-buffers arena` (the default) it also holds
 the input and output, so it is all the RAM the model needs besides the stack.
 
