@@ -176,6 +176,8 @@ def build_generated(gen_dir, board_name, harness=True, quiet=True, ram_limit=Non
     dict is passed. A variant's firmware is not checked (its caller
     analyses it, or it is a debug build)."""
     board = board_or_error(board_name)
+    from .toolchain import require_tools
+    require_tools(board, run=False)
     gen_dir = os.path.abspath(gen_dir)
     name, _ = _gen_info(gen_dir)
     cmd = [sys.executable, "-m", "SCons", "-f", str(SCONSTRUCT), "-Q", "-j2",

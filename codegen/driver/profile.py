@@ -41,6 +41,8 @@ def profile_model(model, board="qemu-m4", numerics="ort", inputs=None, compiled=
     b = board_or_error(board)
     if b["kind"] != "firmware":
         raise TinyAotError(f"profile needs a QEMU board (timer and -icount), not '{board}'")
+    from .toolchain import require_tools
+    require_tools(b)
     c = with_hooks(compiled or compile_model(model, numerics=numerics))
     g = c.graph
     x = _default_input(c) if inputs is None else np.asarray(inputs, dtype=np.int8)[:1].reshape(1, -1)

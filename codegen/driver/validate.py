@@ -191,6 +191,8 @@ def validate_model(model, inputs, board="host", numerics="ort", compiled=None, p
     the plain onnxruntime session. progress(description, total) -> context
     yielding advance() (console.progress on a terminal)."""
     b = board_or_error(board)
+    from .toolchain import require_tools
+    require_tools(b)
     c = compiled or compile_model(model, numerics=numerics)
     if c.numerics != numerics:
         raise TinyAotError(f"compiled for numerics {c.numerics}, validating {numerics}")
