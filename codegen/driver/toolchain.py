@@ -28,9 +28,16 @@ def missing_programs(board, run=True):
 
 
 def require_tools(board, run=True, hint=""):
-    """TinyAotError naming every program `board` needs that is not on PATH."""
+    """TinyAotError naming what `board` needs that is not on PATH: the compiler
+    (standing for its binutils when those are missing too) and QEMU."""
     missing = missing_programs(board, run)
-    if missing:
-        raise TinyAotError(f"{' and '.join(missing)} not found on PATH (board {board['name']} "
-                           f"needs {'them' if len(missing) > 1 else 'it'}): run ./bootstrap.sh"
-                           f"{hint}")
+    if not missing:
+        return
+    prefix = board.get("toolchain_prefix", "")
+    if board["compiler"] in missing and prefix:
+        rest = [m for m in missing if not m.startswith(prefix)]
+        names = [f"{board['compiler']} (the {prefix.rstrip('-')} toolchain)"] + rest
+    else:
+        names = missing
+    raise TinyAotError(f"{' and '.join(names)} not found on PATH (board {board['name']} "
+                       f"needs {'them' if len(names) > 1 else 'it'}): run ./bootstrap.sh{hint}")
