@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 from . import __version__
 from .backend import emit_c
-from .backend.c_format import c_ident
+from .kernels.c_format import c_ident
 from .errors import TinyAotError
 from .frontend import load_model
 from .passes import run_passes

@@ -14,44 +14,19 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import ops
 from .errors import TinyAotError
 from .ir import Graph, Node
+from .numerics.quant import act_bounds, qrange, requant_table, requant_values, round_half_away
 
 NUMERICS = ("ort", "tflite")
 F32 = np.float32
 
 
-def qrange(dtype):
-    return (-128, 127) if dtype == "int8" else (0, 255)
-
-
-def round_half_away(x):
-    """TfLiteRound / std::round."""
-    x = np.asarray(x, dtype=np.float64)
-    return np.sign(x) * np.floor(np.abs(x) + 0.5)
-
-
-def act_bounds(numerics, out_t, lo, hi):
-    """Fused Relu/Clip bounds (real units) -> clamp bounds in the output's integers."""
-    s, zp = out_t.q.scalar()
-    qmin, qmax = qrange(out_t.dtype)
-    a, b = qmin, qmax
-    if numerics == "ort":
-        # QuantizeLinear(max(lo, y)) == max(QuantizeLinear(lo), QuantizeLinear(y)).
-        if lo is not None:
-            a = max(qmin, min(qmax, int(np.rint(F32(lo) / s)) + zp))
-        if hi is not None:
-            b = min(qmax, max(qmin, int(np.rint(F32(hi) / s)) + zp))
-    else:
-        # TFLite CalculateActivationRangeQuantized: zp + round(f / scale), float.
-        if lo is not None:
-            a = max(qmin, zp + int(round_half_away(F32(F32(lo) / s))))
-        if hi is not None:
-            b = min(qmax, zp + int(round_half_away(F32(F32(hi) / s))))
-    return int(a), int(b)
-
-
 def prepare_node(g: Graph, n: Node, numerics: str) -> dict:
+    op = ops.find(n.op)  # an operator module (codegen/ops/) prepares its own layer
+    if op is not None:
+        return op.prepare(g, n, numerics)
     fn = _PREPARE.get(n.op)
     if fn is None:
         return {}
@@ -80,7 +55,7 @@ def _conv_like(g, n, numerics):
         check_bias_scale(g, n, sx, sw)
     if transposed and numerics == "ort":
         # onnxruntime's float ConvTranspose (reference/conv_transpose.py)
-        from .reference.ops import float_bias
+        from .numerics.ort_float import float_bias
         p.update(in_scale=sx, out_scale=sy, bias_f=float_bias(g.tensors[b] if b else None, cout),
                  filter_scale=np.broadcast_to(w.q.scale.astype(F32), (w.shape[1],)).copy())
         return p
@@ -91,7 +66,7 @@ def _conv_like(g, n, numerics):
                                f"dilation (this ConvTranspose has group={a['group']}, "
                                f"dilations={list(a['dilations'])})", model=g.source, node=n.name)
     if numerics == "ort" and n.op == "fully_connected" and n.attrs.get("ort_float"):
-        from .reference.fc_float_order import mlas_order  # the float Gemm's MLAS order
+        from .numerics.mlas_fc_order import mlas_order  # the float Gemm's MLAS order
         k = w.shape[1]
         p["fc_order"], p["k_block"] = mlas_order(x.size // k, cout, k,
                                                  n.attrs.get("ort_trans_b", 0))
@@ -100,7 +75,7 @@ def _conv_like(g, n, numerics):
         p["scale"] = ((sx * sw).astype(F32) / sy).astype(F32)
         p["in_scale"], p["out_scale"] = sx, sy
     else:
-        from .reference import tflite_fixedpoint as tfp
+        from .numerics import tflite_fixedpoint as tfp
         if n.op == "fully_connected":
             # TFLM FullyConnected: a per-tensor filter's scale product is float32.
             mult, shift = tfp.fc_output_multipliers(sx, w.q.scale, sy)
@@ -149,8 +124,8 @@ def _add(g, n, numerics):
     if numerics == "ort":
         from .passes.ort_fused_ops import ort_fused_on
         fused, u8 = ort_fused_on(g.source, _onnx_name(y.name), "QLinearAdd")
-        if fused:  # MLAS QLinearAdd, not the float formula (reference/ort_qlinear_add.py)
-            from .reference.ort_qlinear_add import qlinear_add_params
+        if fused:  # MLAS QLinearAdd, not the float formula (numerics/ort_qlinear_add.py)
+            from .numerics.ort_qlinear_add import qlinear_add_params
             scalar = int(b.data.reshape(-1)[0]) if b.is_const and b.size == 1 else None
             p.update(qlinear_add_params((sa, za), (sb, zb), (sy, zy),
                                         u8 or bool(getattr(y, "zp_shift", 0)),
@@ -158,7 +133,7 @@ def _add(g, n, numerics):
         else:
             p.update(mode=1, a_scale=sa, b_scale=sb, out_scale=sy)
     else:
-        from .reference import tflite_fixedpoint as tfp
+        from .numerics import tflite_fixedpoint as tfp
         p.update(tfp.add_params(float(sa), za, float(sb), zb, float(sy), zy))
     return p
 
@@ -190,7 +165,7 @@ def _avgpool(g, n, numerics):
                 raise TinyAotError("tflite numerics: AveragePool with different input and "
                                    "output quantization must be global (TFLite MEAN)",
                                    model=g.source, node=n.name)
-            from .reference import tflite_fixedpoint as tfp
+            from .numerics import tflite_fixedpoint as tfp
             count = F32(x.shape[2] * x.shape[3])
             p["mean_bias"] = int(zy - int(F32(F32(zx) * sx) / sy))
             p["mean_mult"], p["mean_shift"] = tfp.quantize_multiplier(
@@ -226,26 +201,11 @@ def _softmax(g, n, numerics):
                      y_mult=F32(np.floor(F32(1.0) / sy)),
                      u8=bool(n.attrs.get("ort_u8") or getattr(y, "zp_shift", 0)))
     else:
-        from .reference import tflite_fixedpoint as tfp
+        from .numerics import tflite_fixedpoint as tfp
         if zy != -128 or sy != F32(1.0 / 256):
             raise TinyAotError("tflite numerics: int8 Softmax output must have scale 1/256 and "
                                "zero point -128", model=g.source, node=n.name)
         p.update(tfp.softmax_params(float(sx), beta=1.0))
-    return p
-
-
-def _clamp_requant(g, n, numerics):
-    x = g.tensors[n.inputs[0]]
-    y = g.tensors[n.outputs[0]]
-    sx, zx = x.q.scalar()
-    sy, zy = y.q.scalar()
-    p = {"in_zp": zx, "out_zp": zy, "in_scale": sx, "out_scale": sy,
-         "same_q": bool(x.q.same_as(y.q))}
-    p["act_min"], p["act_max"] = act_bounds(numerics, y, n.attrs.get("act_lo"), n.attrs.get("act_hi"))
-    if numerics == "tflite" and not p["same_q"]:
-        from .reference import tflite_fixedpoint as tfp
-        m, s = tfp.quantize_multiplier(float(np.float64(sx) / np.float64(sy)))
-        p.update(mult=m, shift=s)
     return p
 
 
@@ -257,33 +217,9 @@ _PREPARE = {
     "avgpool": _avgpool,
     "maxpool": _maxpool,
     "softmax": _softmax,
-    "clamp": _clamp_requant,
-    "requantize": _clamp_requant,
 }
 
 
-def _lut(g, n, numerics):
-    """Elementwise nonlinearity -> 256-entry int8 table (codegen/reference/lut_tables.py),
-    with a fused Relu/Clip applied to the table entries."""
-    from .reference.lut_tables import LutError, lut_table
-    x = g.tensors[n.inputs[0]]
-    y = g.tensors[n.outputs[0]]
-    if x.dtype != "int8" or y.dtype != "int8":
-        raise TinyAotError(f"{n.attrs['fn']}: only int8 input and output are supported",
-                           model=g.source, node=n.name)
-    sx, zx = x.q.scalar()
-    sy, zy = y.q.scalar()
-    try:
-        table = lut_table(n.attrs["fn"], n.attrs.get("fn_attrs", ()), n.attrs.get("opset", 13),
-                          sx, zx, sy, zy, numerics)
-    except LutError as e:
-        raise TinyAotError(str(e), model=g.source, node=n.name) from None
-    lo, hi = act_bounds(numerics, y, n.attrs.get("act_lo"), n.attrs.get("act_hi"))
-    return {"table": np.clip(table.astype(np.int32), lo, hi).astype(np.int8),
-            "act_min": lo, "act_max": hi}
-
-
-_PREPARE["lut"] = _lut
 
 
 def _mul(g, n, numerics):
@@ -303,7 +239,7 @@ def _mul(g, n, numerics):
         p.update(mode=1 if fused else 2, a_scale=F32(sa), b_scale=F32(sb), out_scale=F32(sy),
                  ratio=F32(F32(F32(sa) * F32(sb)) / F32(sy)))
     else:
-        from .reference import tflite_fixedpoint as tfp
+        from .numerics import tflite_fixedpoint as tfp
         mp = tfp.mul_params(float(sa), za, float(sb), zb, float(sy), zy)
         p.update(mode=0, out_mult=int(mp["out_mult"]), out_shift=int(mp["out_shift"]))
     return p
@@ -337,7 +273,7 @@ def _pad(g, n, numerics):
     """Pad: constant (the pad value quantized with the output's parameters; 0.0 ->
     the zero point), reflect or edge. Elements are copied, or requantized through
     a table when the output's quantization differs (ort only: DQ -> Pad -> Q)."""
-    from .reference import ort_float as of
+    from .numerics import ort_float as of
     x = g.tensors[n.inputs[0]]
     y = g.tensors[n.outputs[0]]
     sy, zy = y.q.scalar()
@@ -379,7 +315,7 @@ def _matmul(g, n, numerics):
         p.update(mode=1 if fused else 2, a_scale=F32(sa), b_scale=F32(sb), out_scale=F32(sy),
                  scale=F32(F32(F32(sa) * F32(sb)) / F32(sy)))
     else:
-        from .reference import tflite_fixedpoint as tfp
+        from .numerics import tflite_fixedpoint as tfp
         real = float(F32(sa)) * float(F32(sb)) / float(F32(sy))
         m, s = tfp.quantize_multiplier(real)
         p.update(mode=0, mult=int(m), shift=int(s))
@@ -387,29 +323,6 @@ def _matmul(g, n, numerics):
 
 
 _PREPARE["matmul"] = _matmul
-
-
-def requant_values(x, y, numerics, lo=-128, hi=127):
-    """The int8 values -128 .. 127 of x in y's quantization, clamped to [lo, hi]
-    (int32, index with q + 128). ort: DequantizeLinear -> QuantizeLinear in
-    float32; tflite: TFLite QUANTIZE (int8 -> int8) fixed-point requantization."""
-    sx, zx = x.q.scalar()
-    sy, zy = y.q.scalar()
-    if numerics == "ort":
-        from .reference import ort_float as of
-        v = np.arange(-128, 128, dtype=np.int32)
-        return of.quantize(of.dequantize(v, sx, zx), sy, zy, lo, hi)
-    from .reference import tflite_fixedpoint as tfp
-    return tfp.requantize_int8_table(sx, zx, sy, zy, lo, hi).astype(np.int32)
-
-
-def requant_table(x, y, numerics, lo, hi):
-    """int8 -> int8 change of quantization (and clamp) as a 256-entry table, or
-    None when it is the identity (requant_values; only the clamp when the
-    quantization is the same)."""
-    v = np.arange(-128, 128, dtype=np.int32)
-    t = np.clip(v, lo, hi) if x.q.same_as(y.q) else requant_values(x, y, numerics, lo, hi)
-    return None if np.array_equal(t, v) else t.astype(np.int8)
 
 
 def _slice(g, n, numerics):
@@ -427,8 +340,8 @@ _PREPARE["slice"] = _slice
 
 def _resize(g, n, numerics):
     """Resize over H, W: index tables (nearest) or per-axis indices and weights
-    (bilinear), computed here from the chosen oracle (reference/resize.py)."""
-    from .reference import resize as rr
+    (bilinear), computed here from the chosen oracle (numerics/resize.py)."""
+    from .numerics import resize as rr
     x = g.tensors[n.inputs[0]]
     y = g.tensors[n.outputs[0]]
     a = n.attrs

@@ -9,7 +9,7 @@ import tempfile
 import numpy as np
 
 from .backend import emit_harness_data
-from .backend.fc_float_unrolled import FUNCTION_RE
+from .kernels.fc_float_unrolled import FUNCTION_RE
 from .build import board_or_error, build_generated
 from .compiler import compile_model, write_outputs
 from .errors import TinyAotError

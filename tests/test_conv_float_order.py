@@ -23,9 +23,9 @@ import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from codegen.backend.conv_f32_pack import plan_fields, scratch_bytes
+from codegen.kernels.conv_f32_pack import plan_fields, scratch_bytes
 from codegen.reference import ops
-from codegen.reference.mlas_conv_order import node_segments
+from codegen.numerics.mlas_conv_order import node_segments
 
 from kernel_ffi import CONV_F32_STRUCTS_CDEF, INCLUDE, SRC, capture_library, conv_dims_fields
 

@@ -1,4 +1,4 @@
-"""The weight-specialized float FC (backend/fc_float_unrolled.py) on qemu-m4.
+"""The weight-specialized float FC (kernels/fc_float_unrolled.py) on qemu-m4.
 
 onnxruntime keeps DQ -> MatMul -> Add -> Relu / Clip -> Q in float (a fused
 Gemm, MLAS's GEMV4 order for one row). tinyaot emits such a layer as
@@ -22,7 +22,7 @@ import subprocess
 import numpy as np
 import pytest
 
-from codegen.backend.fc_float_unrolled import MIN_ZERO_FRACTION
+from codegen.kernels.fc_float_unrolled import MIN_ZERO_FRACTION
 from codegen.build import board_or_error
 from codegen.compiler import compile_model
 

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from codegen.backend import emit_harness_data
-from codegen.reference import tflite_fixedpoint as tf
+from codegen.numerics import tflite_fixedpoint as tf
 from codegen.targets import qemu
 
 from conftest import REPO, require_arm_toolchain

@@ -108,7 +108,7 @@ def test_integer_op_bit_exact_with_onnxruntime(kind, dtype, bias, w_dtype, per_c
 def test_folding_the_epilogue_into_one_scale_would_differ():
     """Why the epilogue is kept as written: round((float(acc) * S + B) / s_y) is not
     round(float(acc) * (S / s_y)) + round(B / s_y) for every accumulator."""
-    from codegen.reference.ort_float import quantize, requantize_acc
+    from codegen.numerics.ort_float import quantize, requantize_acc
     acc = np.arange(-20000, 20000, dtype=np.int32)
     s, b, sy = np.float32(1.7e-4), np.float32(0.123), np.float32(0.05)
     exact = quantize(((acc.astype(np.float32) * s).astype(np.float32) + b).astype(np.float32), sy, 0)

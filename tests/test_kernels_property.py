@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import os
 
+import dataclasses
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, note, settings
@@ -27,13 +29,15 @@ from hypothesis import strategies as st
 
 import kernel_ffi as K
 from codegen.backend import c_emitter
-from codegen.backend import fast_pack
-from codegen.backend.fc_float_pack import input_table, pack_fc_float
-from codegen.backend.ort_requant_fixed import fc_fixed_requant
+from codegen.kernels import fast_pack
+from codegen.kernels.fc_float_pack import input_table, pack_fc_float
+from codegen.kernels.ort_requant_fixed import fc_fixed_requant
 from codegen.ir import Graph, Node, QParams, Tensor
 from codegen.prepare import prepare_node
+from codegen import ops as codegen_ops
 from codegen.reference import ops
-from codegen.reference.fc_float_order import ORDER_CODE
+from codegen.numerics import ort_float
+from codegen.numerics.mlas_fc_order import ORDER_CODE
 
 F32 = np.float32
 EXAMPLES = int(os.environ.get("TINYAOT_HYPOTHESIS_EXAMPLES", "100"))
@@ -383,7 +387,7 @@ def test_convolve_f32_s8_ort(case):
     p = prepare_node(g, n, "ort")
     note(describe(g, n))
     expected = ops.conv2d_ort_float(xv, wt, bt, n.attrs, p)
-    from codegen.backend import conv_f32_pack as cp  # what the emitter passes
+    from codegen.kernels import conv_f32_pack as cp  # what the emitter passes
     plan = cp.plan_fields(g.tensors[n.inputs[0]].shape, y.shape, wt, n.attrs, p)
     fp = float_fields(g, n, p, wt.data.transpose(0, 2, 3, 1))
     fp.update(filter=None, filter_scale=None)  # not read by this kernel
@@ -459,7 +463,7 @@ def test_fully_connected_f32_s8_ort(case):
     fp = {"order": ORDER_CODE[p["fc_order"]], "k_block": p["k_block"],
           "out_scale": p["out_scale"], "out_zp": p["out_zp"], "act_min": p["act_min"],
           "act_max": p["act_max"], "in_table": input_table(p["in_scale"], p["in_zp"]),
-          "weights": pack_fc_float(ops.float_weights(wt), p["fc_order"]),
+          "weights": pack_fc_float(ort_float.float_weights(wt), p["fc_order"]),
           "bias": np.asarray(c_emitter._float_bias(g, n), F32)}
     got = K.fully_connected_f32_s8(rows, k, nout, fp, xv)
     assert_bit_exact(expected, got.reshape(rows, nout),
@@ -498,7 +502,7 @@ def test_add_s8(numerics, case):
     p = prepare_node(g, n, numerics)
     qlinear = numerics == "ort" and d(st.booleans())
     if qlinear:  # onnxruntime's fused QLinearAdd (reference/ort_qlinear_add.py), s8 or u8
-        from codegen.reference.ort_qlinear_add import qlinear_add_params
+        from codegen.numerics.ort_qlinear_add import qlinear_add_params
         p = dict(p, **qlinear_add_params(a.q.scalar(), b.q.scalar(), y.q.scalar(),
                                          d(st.booleans()), False,
                                          int(bv.reshape(-1)[0]) if scalar_b else None))
@@ -655,16 +659,8 @@ def test_requantize_s8(numerics, case):
     xv = d(int8_array(shape))
     p = prepare_node(g, n, numerics)
     note(describe(g, n))
-    expected = ops.clamp_requant(xv, p, numerics)
-    base = {"in_zp": p["in_zp"], "out_zp": p["out_zp"], "act_min": p["act_min"],
-            "act_max": p["act_max"]}
-    if p["same_q"]:
-        fields = dict(base, mode=0, in_scale=0.0, out_scale=0.0, mult=0, shift=0)
-    elif numerics == "ort":
-        fields = dict(base, mode=1, in_scale=p["in_scale"], out_scale=p["out_scale"], mult=0,
-                      shift=0)
-    else:
-        fields = dict(base, mode=2, in_scale=0.0, out_scale=0.0, mult=p["mult"], shift=p["shift"])
+    expected = codegen_ops.get(n.op).reference(g, n, [xv], p, numerics)
+    fields = dataclasses.asdict(p)  # ops/requantize.py: the record is the C struct
     got = K.requantize_s8(int(np.prod(shape)), fields, xv.reshape(-1))
     assert_bit_exact(expected, got.reshape(shape), f"tinyaot_requantize_s8 [{numerics}]",
                      g, n, p)
@@ -747,7 +743,7 @@ def test_resize_s8(numerics, case):
     """Nearest (every ctm x nearest_mode) and bilinear: scales up and down,
     channels 1..16, different output quantization, fused clamps."""
     from codegen.errors import TinyAotError
-    from codegen.reference.resize import resize
+    from codegen.numerics.resize import resize
     d = case.draw
     mode, ctm, nm = d(st.sampled_from(RESIZE_MODES))
     nb, c = d(st.integers(1, 2)), d(st.sampled_from(CHANNELS))

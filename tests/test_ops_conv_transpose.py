@@ -414,7 +414,7 @@ def test_transpose_conv_s8_kernel_random_shapes():
         cin, cout = cg * group, og * group
         x = rng.integers(-128, 128, size=(1, cin) + hw).astype(np.int8)
         w = rng.integers(-127, 128, size=(cin, og) + k).astype(np.int8)
-        from codegen.reference import tflite_fixedpoint as tfp
+        from codegen.numerics import tflite_fixedpoint as tfp
         mult, shift = tfp.conv_output_multipliers(0.05, rng.uniform(0.001, 0.01, cout), 0.1)
         p = {"in_zp": int(rng.integers(-128, 128)), "out_zp": int(rng.integers(-20, 20)),
              "act_min": -120, "act_max": 110, "mult": mult, "shift": shift,

@@ -29,9 +29,9 @@ from onnx import numpy_helper
 from codegen.cli import main
 from codegen.compiler import compile_model
 from codegen.errors import TinyAotError
-from codegen.reference.fc_float_order import ORDER_CODE
-from codegen.reference.mlas_conv_order import node_segments
-from codegen.backend.conv_f32_pack import segment_words
+from codegen.numerics.mlas_fc_order import ORDER_CODE
+from codegen.numerics.mlas_conv_order import node_segments
+from codegen.kernels.conv_f32_pack import segment_words
 from codegen.verify import default_golden_key, load_golden, run_model, verify_model
 
 from conftest import require_arm_toolchain, shared_model
@@ -354,7 +354,7 @@ def _requant_fields(rng, cout, in_zp, numerics, records=False):
         p["mult"] = q["mult"] = rng.integers(1 << 30, (1 << 31) - 1, cout).astype(np.int32)
         p["shift"] = q["shift"] = rng.integers(-11, -6, cout).astype(np.int32)
     if records:
-        from codegen.backend.fast_pack import float_requant, smlal_requant
+        from codegen.kernels.fast_pack import float_requant, smlal_requant
         q["rq"] = (float_requant(q["scale"], bias) if numerics == "ort"
                    else smlal_requant(q["mult"], q["shift"], bias))
         q["bias"] = None  # the records hold it (size_kernels.py emits no bias array then)

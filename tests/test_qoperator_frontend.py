@@ -174,8 +174,8 @@ def test_qlinear_add_scalar_constant_bit_exact(dtype, const_first, tmp_path):
 def test_mlas_formula_differs_from_the_float_formula():
     """Why mode 2 exists: over every pair, DequantizeLinear -> float add ->
     QuantizeLinear disagrees with MLAS in some elements for these parameters."""
-    from codegen.reference.ort_float import dequantize, quantize
-    from codegen.reference.ort_qlinear_add import qlinear_add, qlinear_add_params
+    from codegen.numerics.ort_float import dequantize, quantize
+    from codegen.numerics.ort_qlinear_add import qlinear_add, qlinear_add_params
     a, b = np.meshgrid(np.arange(-128, 128), np.arange(-128, 128))
     for (qa, qb, qy), want in zip(ADD_PARAMS[1:3], (6444, 18)):  # the every-pair cases above
         qa, qb, qy = ((np.float32(s), z) for s, z in (qa, qb, qy))
@@ -219,7 +219,7 @@ def float_io_vs_ort(path, c, board, tmp_path, count):
     """A model with float I/O (quantize_static): quantize float inputs, run on the
     board, compare the dequantized outputs with onnxruntime's floats bit for bit."""
     from codegen.reference.onnxruntime_oracle import run_onnxruntime
-    from codegen.reference.ort_float import dequantize, quantize
+    from codegen.numerics.ort_float import dequantize, quantize
     g = c.graph
     xt, yt = g.tensors[g.inputs[0]], g.tensors[g.outputs[0]]
     lo, hi = (0, 255) if xt.dtype == "uint8" else (-128, 127)

@@ -6,7 +6,7 @@ weight tables come from prepare._resize; the kernels only read them.
 from __future__ import annotations
 
 from .c_emit_more import dims4, physical
-from .c_format import c_float
+from ..kernels.c_format import c_float
 
 
 def _ints(em, name, vals):

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .c_format import c_float
+from ..kernels.c_format import c_float
 
 
 def physical(t):
@@ -183,9 +183,8 @@ def emit_conv_transpose(em, lid, n, p, info):
     group = n.attrs["group"]
     dims = em.conv_dims(lid, n)
     info["macs"] = int(x.size * w.shape[1] * w.shape[2] * w.shape[3])
-    from ..planner.arena import scratch_name
     filt = em.const("int8_t", f"{lid}_w", conv_transpose_filter(w.data, group), align=4)
-    scratch = f"(ARENA + {em.plan.where[scratch_name(n)].offset})"
+    scratch = em.scratch(n)
     if "filter_scale" in p:
         em.float_layer(lid, em.g, n, w, p, filt, scales=np.tile(p["filter_scale"], group),
                        bias_f=p["bias_f"])

@@ -10,11 +10,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .. import __version__
+from .. import __version__, ops
 from ..ir import Graph
-from . import fc_float_unrolled as fu
-from .c_format import c_array, c_float, c_ident
+from ..kernels import fc_float_unrolled as fu
+from ..kernels.c_format import c_array, c_float, c_ident
 from .io_buffers import header_api, run_functions
+from ..planner.arena import scratch_name
 from ..planner.poison import POISON_DEFAULTS, poison_after, poison_prologue
 
 
@@ -40,7 +41,7 @@ def _dims4(shape):
 class _Emitter:
     def __init__(self, g: Graph, plan, params, numerics, name, optimize="speed", unroll_fc=True):
         self.g = g
-        self.unroll_fc = unroll_fc  # backend/fc_float_unrolled.py on FPU targets
+        self.unroll_fc = unroll_fc  # kernels/fc_float_unrolled.py on FPU targets
         self.unroll_guard = False
         self.optimize = optimize  # size: tinyaot_add_s8 without tables (passes/optimize.py)
         self.plan = plan
@@ -69,6 +70,12 @@ class _Emitter:
             return "output"
         return f"(ARENA + {b.offset})"
 
+    def scratch(self, n, ctype=None):
+        """C expression of node n's scratch block in the arena (planner: Node.attrs
+        ["scratch_bytes"]), as a `ctype *` when ctype is given."""
+        where = f"(ARENA + {self.plan.where[scratch_name(n)].offset})"
+        return where if ctype is None else f"({ctype} *)(void *){where}"
+
     def call(self, kernel, args):
         self.kernels.add(kernel)
         self.body.append(f"    if ({kernel}({', '.join(args)}) != TINYAOT_OK) return -1;")
@@ -80,7 +87,7 @@ class _Emitter:
         {bias, scale} records (fast_pack.float_requant); `bias_in_records`
         (kernels that read only the records when there are some: the size
         kernels): no separate bias array then."""
-        from .fast_pack import float_requant, smlal_requant
+        from ..kernels.fast_pack import float_requant, smlal_requant
 
         words = None  # the records, emitted where the speed build always had them
         if "scale" in p:
@@ -119,7 +126,10 @@ class _Emitter:
                 "weight_bytes": 0}
         before = self.weights_bytes
         g = self.g
-        if op in ("reshape", "transpose", "reinterpret"):
+        mod = ops.find(op)  # an operator module (codegen/ops/) emits its own layer
+        if mod is not None:
+            mod.emit(self, lid, n, p, info)
+        elif op in ("reshape", "transpose", "reinterpret"):
             info["kernel"] = "alias (zero-copy)"
         elif op == "conv2d":
             self.emit_conv(lid, n, p, info)
@@ -153,20 +163,6 @@ class _Emitter:
             info["kernel"] = "tinyaot_softmax_s8"
             self.call("tinyaot_softmax_s8", [str(rows), str(nlast), f"&{lid}_p",
                                              self.ptr(n.inputs[0]), self.ptr(n.outputs[0])])
-        elif op in ("clamp", "requantize"):
-            t = g.tensors[n.inputs[0]]
-            if p["same_q"]:
-                mode, extra = 0, "0.0f, 0.0f, 0, 0"
-            elif self.numerics == "ort":
-                mode, extra = 1, f"{c_float(p['in_scale'])}, {c_float(p['out_scale'])}, 0, 0"
-            else:
-                mode, extra = 2, f"0.0f, 0.0f, {p['mult']}, {p['shift']}"
-            self.consts.append(
-                f"static const tinyaot_requantize_params_t {lid}_p = {{ {mode}, {p['in_zp']}, "
-                f"{p['out_zp']}, {p['act_min']}, {p['act_max']}, {extra} }};\n")
-            info["kernel"] = "tinyaot_requantize_s8"
-            self.call("tinyaot_requantize_s8", [str(t.size), f"&{lid}_p",
-                                                self.ptr(n.inputs[0]), self.ptr(n.outputs[0])])
         elif op == "mul":
             from .c_emit_more import emit_mul
             emit_mul(self, lid, n, p, info)
@@ -188,12 +184,6 @@ class _Emitter:
         elif op == "resize":
             from .c_emit_data import emit_resize
             emit_resize(self, lid, n, p, info)
-        elif op == "lut":
-            t = g.tensors[n.inputs[0]]
-            table = self.const("int8_t", f"{lid}_table", p["table"])
-            info["kernel"] = "tinyaot_lut_s8"
-            self.call("tinyaot_lut_s8", [str(t.size), table, self.ptr(n.inputs[0]),
-                                         self.ptr(n.outputs[0])])
         elif op == "sign_flip":  # uint8 <-> int8 at the model boundary (passes/uint8.py)
             t = g.tensors[n.inputs[0]]
             info["kernel"] = "inline (x ^ 0x80)"
@@ -271,7 +261,7 @@ class _Emitter:
             emit_conv_int_w8(self, lid, n, p, info, dims)
             return
         if n.attrs.get("ort_float"):
-            from .conv_f32_pack import emit_plan
+            from ..kernels.conv_f32_pack import emit_plan
             scratch, tiles = emit_plan(self, lid, n, w, p)
             # plans with no fma tile (depthwise, one pixel: MLAS's M=1 kernels) have their own kernel
             info["kernel"] = "tinyaot_convolve_f32_s8" if tiles else "tinyaot_convolve_f32_m1_s8"
@@ -283,9 +273,8 @@ class _Emitter:
             return
         q = self.requant(lid, p)
         if depthwise and self.in_place(n):  # planner/depthwise_inplace.py
-            from ..planner.arena import scratch_name
             filt = self.const("int8_t", f"{lid}_w", w.data[:, 0].transpose(1, 2, 0), align=4)
-            plane = f"(ARENA + {self.plan.where[scratch_name(n)].offset})"
+            plane = self.scratch(n)
             info["kernel"] = "tinyaot_depthwise_conv_inplace_s8"
             self.call(info["kernel"], [dims, q, self.ptr(x.name), filt, plane])
             return
@@ -328,10 +317,9 @@ class _Emitter:
 
     def emit_fc_float(self, lid, n, p, info, rows):
         """onnxruntime's float Gemm/MatMul: float weights packed for MLAS's order."""
-        from .fc_float_pack import input_table, pack_fc_float
-        from ..planner.arena import scratch_name
-        from ..reference.fc_float_order import ORDER_CODE
-        from ..reference.ops import float_weights
+        from ..kernels.fc_float_pack import input_table, pack_fc_float
+        from ..numerics.mlas_fc_order import ORDER_CODE
+        from ..numerics.ort_float import float_weights
 
         x, w, y = (self.g.tensors[t] for t in (n.inputs[0], n.inputs[1], n.outputs[0]))
         nout, k = w.shape
@@ -345,7 +333,7 @@ class _Emitter:
             f"static const tinyaot_float_fc_t {lid}_fp = {{ {ORDER_CODE[p['fc_order']]}, "
             f"{p['k_block']}, {c_float(p['out_scale'])}, {p['out_zp']}, {p['act_min']}, "
             f"{p['act_max']}, {table}, {wp}, {bias} }};\n")
-        scratch = f"(float *)(void *)(ARENA + {self.plan.where[scratch_name(n)].offset})"
+        scratch = self.scratch(n, "float")
         info["kernel"] = "tinyaot_fully_connected_f32_s8"
         self.kernels.add("tinyaot_dequantize_row_f32_s8")  # called by both paths
         if unrolled is None:
@@ -366,7 +354,7 @@ class _Emitter:
                       "#endif"]
 
     def unrolled_fc(self, lid, p, wf, bf, x_max, rows):
-        """backend/fc_float_unrolled.py under --optimize speed (not with --integrity,
+        """kernels/fc_float_unrolled.py under --optimize speed (not with --integrity,
         whose digest lists one set of arrays): emits the unrolled layer's stream and
         function inside `#ifdef TINYAOT_FC_UNROLLED ... #else` (the caller closes it
         after the loop kernel's arrays) and returns the function's name; None when
@@ -387,11 +375,9 @@ class _Emitter:
         return fname
 
     def emit_fast(self, lid, n, p, info, dims, w, rows=None):
-        """A layer on the fast kernels (passes/kernel_select.py, backend/fast_pack.py)."""
-        from .fast_pack import conv_gemm_weights, pack_depthwise, pack_gemm, pack_gemm_fixed
-        from .ort_requant_fixed import fc_fixed_requant
-        from ..planner.arena import scratch_name
-
+        """A layer on the fast kernels (passes/kernel_select.py, kernels/fast_pack.py)."""
+        from ..kernels.fast_pack import conv_gemm_weights, pack_depthwise, pack_gemm, pack_gemm_fixed
+        from ..kernels.ort_requant_fixed import fc_fixed_requant
         if "mult" in p and np.any(np.asarray(p["mult"]) < 0):
             raise NotImplementedError("fast kernels need non-negative multipliers")
         kind = n.attrs["fast_kernel"]
@@ -407,8 +393,7 @@ class _Emitter:
             kernel = "tinyaot_depthwise_conv_fast_s8"
             args = [dims, q, self.ptr(x), filt, self.ptr(y)]
         else:
-            b = self.plan.where[scratch_name(n)]
-            scratch = f"(uint32_t *)(void *)(ARENA + {b.offset})"
+            scratch = self.scratch(n, "uint32_t")
             if kind == "conv":
                 filt = self.const("int32_t", f"{lid}_wp", pack_gemm(conv_gemm_weights(w.data)),
                                   align=8)
@@ -446,7 +431,7 @@ class _Emitter:
         speed = self.optimize == "speed"  # size: tinyaot_add_s8 computes what the tables hold
         luts = "NULL, NULL, NULL"
         if "a_scale" in p:
-            from .fast_pack import ort_add_tables
+            from ..kernels.fast_pack import ort_add_tables
 
             mode = p.get("mode", 1)  # 1: DQ -> float add -> Q; 2: MLAS QLinearAdd
             tables = ort_add_tables(p, stride == 0) if speed else None
@@ -458,7 +443,7 @@ class _Emitter:
                       f"{c_float(p.get('out_scale', 0.0))}, {mode}, 0, 0, 0, 0, 0, 0, 0, "
                       f"{c_float(p.get('qlinear_fixed', 0.0))}, {p.get('u8_shift', 0)}, {luts}")
         else:
-            from .fast_pack import add_tables
+            from ..kernels.fast_pack import add_tables
 
             if speed:
                 a_lut, b_lut, out_rq = add_tables(p)
@@ -503,7 +488,7 @@ class _Emitter:
                    f"{p.get('in_zp', 0)}, {p.get('out_zp', 0)}, {p.get('mean_mult', 0)}, "
                    f"{p.get('mean_shift', 0)}, {p.get('mean_bias', 0)}")
         if n.op == "avgpool" and use_float in (1, 3):
-            from .fast_pack import dequant_table
+            from ..kernels.fast_pack import dequant_table
 
             fields += ", " + self.const("float", f"{lid}_dq", dequant_table(p["in_scale"], p["in_zp"]))
         else:
@@ -543,7 +528,7 @@ def emit_c(g: Graph, plan, params, numerics, name=None, hooks=False, optimize="s
     """hooks: after each layer i, emit TINYAOT_PROFILE(i) and
     TINYAOT_TRACE(i, output pointer, output bytes) (empty macros by default).
     unroll_fc: eligible float FC layers as weight-specialized straight-line code
-    on FPU targets (backend/fc_float_unrolled.py)."""
+    on FPU targets (kernels/fc_float_unrolled.py)."""
     name = c_ident(name or g.name)
     if len(g.inputs) != 1 or len(g.outputs) != 1:
         raise NotImplementedError("exactly one input and one output are supported")

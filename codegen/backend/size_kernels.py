@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..planner.arena import scratch_name
-from ..reference.fc_float_order import ORDER_CODE
-from .conv_f32_pack import segment_words
-from .fast_pack import QUAD_ORDER
+from ..numerics.mlas_fc_order import ORDER_CODE
+from ..kernels.conv_f32_pack import segment_words
+from ..kernels.fast_pack import QUAD_ORDER
 
 
 def _scratch(em, n, ctype="float"):
-    return f"({ctype} *)(void *)(ARENA + {em.plan.where[scratch_name(n)].offset})"
+    return em.scratch(n, ctype)
 
 
 def _float_params(em, lid, n, w, p):

@@ -10,36 +10,22 @@ through on the integer tensors.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 import numpy as np
 import onnx
 
 from ..errors import TinyAotError
 from ..ir import Graph, Node, QParams, Tensor
+from ..ops import ONNX_LOWERINGS
+from ..ops.base import Pending
+from ..ops.base import Unsupported as _Unsupported
 from .onnx_loader_util import attr_dict, conv_pads, np_dtype_name
 
 INT_TYPES = {"int8", "uint8", "int32"}
 MOVE_OPS = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "Identity", "Slice", "Split"}
-FLOAT_OPS = {"Conv", "MatMul", "Gemm", "Add", "Relu", "Clip", "AveragePool",
+# float ops lowered here until their operator module (codegen/ops/) takes them over
+FLOAT_OPS = {"Conv", "MatMul", "Gemm", "Add", "AveragePool",
              "GlobalAveragePool", "MaxPool", "Softmax"}
-# Elementwise nonlinearities: one `lut` IR node (256-entry table per numerics).
-LUT_OPS = {"Sigmoid", "Tanh", "HardSwish", "HardSigmoid", "LeakyRelu"}
-FLOAT_OPS |= LUT_OPS
 FLOAT_OPS |= {"Mul", "Concat", "Pad", "ReduceMean", "ConvTranspose", "Resize"}
-
-
-@dataclass
-class Pending:
-    """A float op waiting for the QuantizeLinear that gives its output."""
-    op: str
-    node: str  # ONNX node name, for messages and the IR node's name
-    inputs: list
-    attrs: dict = field(default_factory=dict)
-    act_lo: float | None = None  # fused Relu/Clip bounds, in real units
-    act_hi: float | None = None
-    shape: tuple = ()
-    tensors: list = field(default_factory=list)  # ONNX float tensors it computes
 
 
 class Lowering:
@@ -67,6 +53,11 @@ class Lowering:
         self.io_float = {"inputs": [], "outputs": []}
 
     # ---- helpers -------------------------------------------------------
+    @property
+    def opset(self) -> int:
+        """The model's ai.onnx opset."""
+        return _opset(self.proto)
+
     def err(self, msg, node=None, tensor=None):
         return TinyAotError(msg, model=self.path, node=node, tensor=tensor)
 
@@ -204,6 +195,10 @@ class Lowering:
         from .integer_ops import INTEGER_OPS, is_epilogue_node, lower_integer_op
         if op in INTEGER_OPS or is_epilogue_node(self, node):  # ConvInteger / MatMulInteger
             return lower_integer_op(self, node, name, attrs, _Unsupported)
+        lower = ONNX_LOWERINGS.get(op)  # the operator modules (codegen/ops/)
+        if lower is not None:
+            out = node.output[0]
+            return lower(self, node, name, attrs, list(node.input), out, self.shape_of(out, name))
         if op in FLOAT_OPS:
             return self.lower_float(node, name, attrs)
         raise _Unsupported("operator is not supported")
@@ -569,22 +564,6 @@ class Lowering:
             a, b, attrs_add = add_operands(self, ins, name, shape, _Unsupported)
             self.pending[out] = Pending("add", name, [a, b], attrs_add, shape=shape)
             return
-        if op in ("Relu", "Clip"):
-            lo, hi = 0.0, None
-            if op == "Clip":
-                lo, hi = self.clip_bounds(node, attrs, name)
-            x = ins[0]
-            if x in self.pending:
-                p = self.pending.pop(x)
-                p.tensors.append(x)
-            else:
-                p = Pending("clamp", name, [self.act_input(x, name)], {}, shape=shape)
-            if lo is not None:
-                p.act_lo = lo if p.act_lo is None else max(p.act_lo, lo)
-            if hi is not None:
-                p.act_hi = hi if p.act_hi is None else min(p.act_hi, hi)
-            self.pending[out] = p
-            return
         if op in ("AveragePool", "MaxPool", "GlobalAveragePool"):
             x = self.act_input(ins[0], name)
             xs = self.graph.tensors[x].shape
@@ -686,32 +665,7 @@ class Lowering:
                 raise self.err(str(e), node=name, tensor=out) from None
             self.pending[out] = Pending("resize", name, [x], a, shape=shape)
             return
-        if op in LUT_OPS:
-            x = self.act_input(ins[0], name)
-            fa = tuple(sorted((k, float(v)) for k, v in attrs.items() if k in ("alpha", "beta")))
-            a = {"fn": op, "fn_attrs": fa, "opset": _opset(self.proto)}
-            self.pending[out] = Pending("lut", name, [x], a, shape=shape)
-            return
         raise _Unsupported("operator is not supported")
-
-    def clip_bounds(self, node, attrs, name):
-        lo = hi = None
-        if _opset(self.proto) < 11:
-            lo = attrs.get("min")
-            hi = attrs.get("max")
-        else:
-            if len(node.input) > 1 and node.input[1]:
-                lo = self.clip_scalar(node.input[1], name, "Clip min")
-            if len(node.input) > 2 and node.input[2]:
-                hi = self.clip_scalar(node.input[2], name, "Clip max")
-        return lo, hi
-
-    def clip_scalar(self, x, name, what):
-        v = np.asarray(self.const(x, name, what))
-        if v.size != 1 or v.dtype.kind not in "fiu":
-            raise self.err(f"{what} must be one number, got shape {list(v.shape)} {v.dtype}",
-                           node=name, tensor=x)
-        return float(v.reshape(-1)[0])
 
     def check_weight_q(self, wt, channel_axis, name):
         if wt.q.per_channel and wt.q.axis != channel_axis:
@@ -734,10 +688,6 @@ class Lowering:
         t = self.add_int_tensor(f"{wt.name}@NK", data.shape, wt.dtype, q,
                                 np.ascontiguousarray(data))
         return t.name
-
-
-class _Unsupported(Exception):
-    pass
 
 
 def _opset(proto):

@@ -10,7 +10,7 @@ the float kernels: their fma order is what makes them bit-exact.
 """
 from __future__ import annotations
 
-from ..backend.fast_pack import conv_scratch_bytes, fc_scratch_bytes
+from ..kernels.fast_pack import conv_scratch_bytes, fc_scratch_bytes
 
 
 def select_kernels(g):
@@ -20,11 +20,11 @@ def select_kernels(g):
             n.attrs["scratch_bytes"] = transpose_conv_scratch_bytes(g.tensors[n.outputs[0]].shape[1])
             continue
         if n.op == "fully_connected" and n.attrs.get("ort_float"):  # one dequantized input row
-            from ..backend.fc_float_pack import fc_float_scratch_bytes
+            from ..kernels.fc_float_pack import fc_float_scratch_bytes
             n.attrs["scratch_bytes"] = fc_float_scratch_bytes(g.tensors[n.inputs[1]].shape[1])
             continue
         if n.op == "conv2d" and n.attrs.get("ort_float"):  # pixel columns + one tile
-            from ..backend.conv_f32_pack import scratch_bytes
+            from ..kernels.conv_f32_pack import scratch_bytes
             n.attrs["scratch_bytes"] = scratch_bytes(g.tensors[n.inputs[0]].shape,
                                                      g.tensors[n.inputs[1]].shape,
                                                      g.tensors[n.outputs[0]].shape, n.attrs)

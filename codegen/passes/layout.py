@@ -9,16 +9,10 @@ order the non-unit axes alike.
 """
 from __future__ import annotations
 
+from .. import ops
 from ..ir import Node, Tensor
 
 NHWC = (0, 2, 3, 1)
-SPATIAL = {"conv2d", "conv_transpose", "avgpool", "maxpool", "resize"}
-ELEMENTWISE = {"add", "clamp", "requantize", "lut", "mul"}
-ALIAS_OPS = {"reshape", "transpose", "reinterpret"}
-# all inputs and the output in the first input's layout (any perm; e.g. Concat)
-SAME_LAYOUT = {"concat", "pad", "slice"}
-# every activation input row-major (e.g. MatMul of two activations)
-ROW_MAJOR_INPUTS = {"matmul"}
 
 
 def identity(rank):
@@ -55,10 +49,11 @@ def assign_layouts(g):
     for n in g.nodes:
         out = g.tensors[n.outputs[0]]
         rank = len(out.shape)
-        if n.op in SPATIAL:
+        layout = ops.traits(n.op).layout  # ops/base.py: Traits
+        if layout == "spatial":
             n.inputs[0] = need(n.inputs[0], NHWC)
             perm[out.name] = NHWC
-        elif n.op in ELEMENTWISE:
+        elif layout == "elementwise":
             acts = [i for i in n.inputs if i and not g.tensors[i].is_const]
             shapes = {g.tensors[i].shape for i in acts}
             if len(shapes) == 1:
@@ -72,11 +67,11 @@ def assign_layouts(g):
                     if i in acts:
                         n.inputs[k] = need(i, identity(len(g.tensors[i].shape)))
                 perm[out.name] = identity(rank)
-        elif n.op in ROW_MAJOR_INPUTS:
+        elif layout == "row_major":  # e.g. MatMul of two activations
             n.inputs = [need(i, identity(len(g.tensors[i].shape))) if not g.tensors[i].is_const
                         else i for i in n.inputs]
             perm[out.name] = identity(rank)
-        elif n.op in SAME_LAYOUT:
+        elif layout == "same":  # e.g. Concat: any perm, all alike
             p0 = perm[n.inputs[0]]
             n.inputs = [need(i, p0) for i in n.inputs]
             perm[out.name] = p0

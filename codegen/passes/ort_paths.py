@@ -79,7 +79,7 @@ def mark_ort_int8_resizes(g, model_path):
 def _float_gemm_trans_b(g, n, model_path):
     """transB of the float Gemm / MatMul onnxruntime runs for IR fully_connected
     `n`: with the row count it decides MLAS's summation order
-    (reference/fc_float_order.py). MLAS's M=1 kernels need alpha 1 and no transA."""
+    (numerics/mlas_fc_order.py). MLAS's M=1 kernels need alpha 1 and no transA."""
     from onnx import helper
     from ..errors import TinyAotError
     from .ort_qlinear import optimized_graph

@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import ort_float as of
-from .ops import _fma_f32, requant
+from ..numerics import ort_float as of
+from ..numerics.ort_float import fma_f32
+from .ops import requant
 
 F32 = np.float32
 
@@ -97,7 +98,7 @@ def sgemm_column(xs, wk, gemv):
     for k0 in range(0, k, 128):
         part = np.zeros(shape, dtype=F32)
         for c in range(k0, min(k, k0 + 128)):
-            part = _fma_f32(part, xb[c], wb[c])
+            part = fma_f32(part, xb[c], wb[c])
         total = part if total is None else (part + total).astype(F32)
     return total
 

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import ort_float as of
+from ..numerics import ort_float as of
+from ..numerics.ort_float import float_bias, float_weights
 
 F32 = np.float32
 
@@ -50,7 +51,7 @@ def requant(acc, p, numerics, channel_axis):
         return of.quantize(v, p["out_scale"], p["out_zp"], p["act_min"], p["act_max"])
     if numerics == "ort":
         return of.requantize_acc(acc, p["scale"].reshape(shape), p["out_zp"], p["act_min"], p["act_max"])
-    from . import tflite_fixedpoint as tfp
+    from ..numerics import tflite_fixedpoint as tfp
     return tfp.requantize(acc, p["mult"].reshape(shape), p["shift"].reshape(shape),
                           p["out_zp"], p["act_min"], p["act_max"])
 
@@ -68,13 +69,13 @@ def fully_connected(x, w, p, numerics):
 
 def add(a, b, p, numerics):
     if numerics == "ort" and p.get("mode") == 2:  # onnxruntime QLinearAdd (MLAS)
-        from .ort_qlinear_add import qlinear_add
+        from ..numerics.ort_qlinear_add import qlinear_add
         return qlinear_add(a, b, p)
     if numerics == "ort":
         fa = of.dequantize(a, p["a_scale"], p["a_zp"])
         fb = of.dequantize(b, p["b_scale"], p["b_zp"])
         return of.quantize((fa + fb).astype(F32), p["out_scale"], p["out_zp"], p["act_min"], p["act_max"])
-    from . import tflite_fixedpoint as tfp
+    from ..numerics import tflite_fixedpoint as tfp
     return tfp.add_int8(a, b, p, p["act_min"], p["act_max"])
 
 
@@ -114,7 +115,7 @@ def avgpool(x, attrs, p, numerics):
                     continue
                 out[:, :, i, j] = of.quantize(mean, p["out_scale"], p["out_zp"], p["act_min"], p["act_max"])
             else:
-                from . import tflite_fixedpoint as tfp
+                from ..numerics import tflite_fixedpoint as tfp
                 s = x[:, :, ha:hb, wa:wb].astype(np.int32).sum(axis=(2, 3))
                 if "mean_mult" in p:  # TFLite MEAN: rescale the raw sum
                     v = tfp.multiply_by_quantized_multiplier(s, p["mean_mult"], p["mean_shift"])
@@ -173,42 +174,10 @@ def softmax(x, p, numerics):
             s = (s + e[..., k:k + 1]).astype(F32)
         y = (e / s).astype(F32)
         return of.quantize(y, p["out_scale"], p["out_zp"])
-    from . import tflite_fixedpoint as tfp
+    from ..numerics import tflite_fixedpoint as tfp
     rows = x.reshape(-1, x.shape[-1])
     out = np.stack([tfp.softmax_int8(r, p) for r in rows])
     return out.reshape(x.shape)
-
-
-def clamp_requant(x, p, numerics):
-    if p["same_q"]:
-        return np.clip(x.astype(np.int32), p["act_min"], p["act_max"])
-    if numerics == "ort":
-        xf = of.dequantize(x, p["in_scale"], p["in_zp"])
-        return of.quantize(xf, p["out_scale"], p["out_zp"], p["act_min"], p["act_max"])
-    from . import tflite_fixedpoint as tfp
-    acc = x.astype(np.int32) - p["in_zp"]
-    return tfp.requantize(acc, np.int32(p["mult"]), np.int32(p["shift"]), p["out_zp"],
-                          p["act_min"], p["act_max"])
-
-
-def _fma_f32(acc, a, b):
-    """float32 fused multiply-add: the product is exact in float64, one rounding.
-    (A double rounding could differ from a true fma only on exact float64 ties.)"""
-    return (acc.astype(np.float64) + a.astype(np.float64) * b.astype(np.float64)).astype(F32)
-
-
-def float_weights(w):
-    shape = [1] * w.data.ndim
-    shape[0] = -1
-    scale = np.broadcast_to(w.q.scale.astype(F32), (w.shape[0],)).reshape(shape)
-    return (w.data.astype(F32) * scale).astype(F32)
-
-
-def float_bias(bt, cout):
-    if bt is None:
-        return np.zeros(cout, dtype=F32)
-    scale = np.broadcast_to(bt.q.scale.astype(F32), bt.data.shape)
-    return (bt.data.astype(F32) * scale).astype(F32)
 
 
 def conv2d_ort_float(x, wt, bt, attrs, p):
@@ -220,9 +189,9 @@ def conv2d_ort_float(x, wt, bt, attrs, p):
 def conv2d_ort_f32(x, wt, bt, attrs, p):
     """The float32 output of onnxruntime's Conv (bias included, before
     QuantizeLinear), NCHW: per group im2col in (c, ky, kx) order and MLAS's
-    summation order (reference/mlas_conv_order.py; it depends on ORT's
+    summation order (numerics/mlas_conv_order.py; it depends on ORT's
     intra-op thread count, attrs["ort_threads"], default 1)."""
-    from .mlas_conv_order import node_segments, run_segments
+    from ..numerics.mlas_conv_order import node_segments, run_segments
     xf = of.dequantize(x, p["in_scale"], p["in_zp"])
     wf = float_weights(wt)
     n, c, h, w = xf.shape
@@ -253,8 +222,8 @@ def conv2d_ort_f32(x, wt, bt, attrs, p):
 
 
 def fully_connected_ort_float(x, wt, bt, p):
-    """onnxruntime's float Gemm/MatMul in MLAS's order (reference/fc_float_order.py)."""
-    from .fc_float_order import fc_float
+    """onnxruntime's float Gemm/MatMul in MLAS's order (numerics/mlas_fc_order.py)."""
+    from ..numerics.mlas_fc_order import fc_float
     xf = of.dequantize(x, p["in_scale"], p["in_zp"])
     wf = float_weights(wt)
     y = fc_float(xf, wf, float_bias(bt, wf.shape[0]), p["fc_order"], p["k_block"])

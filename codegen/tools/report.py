@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..backend.fc_float_unrolled import FUNCTION_RE
+from ..kernels.fc_float_unrolled import FUNCTION_RE
 from ..build import board_or_error
 from ..compiler import compile_model
 from ..errors import TinyAotError
@@ -64,7 +64,7 @@ def _kind(section):
 
 def _is_weight(suffix):
     """l<i>_w (int8 weights as in the model), l<i>_wp (packed for the fast kernels)
-    and l<i>_wu (an unrolled float FC's nonzero weights, backend/fc_float_unrolled.py)."""
+    and l<i>_wu (an unrolled float FC's nonzero weights, kernels/fc_float_unrolled.py)."""
     return suffix in ("w", "wp", "wu") or suffix.startswith("w_")
 
 

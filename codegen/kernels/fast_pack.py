@@ -97,11 +97,11 @@ def float_requant(scale, bias):
 
 def add_tables(p):
     """tinyaot_add_fast_s8's compile-time tables for tflite Add parameters p
-    (reference/tflite_fixedpoint.py:add_params): for each input, TFLite's
+    (numerics/tflite_fixedpoint.py:add_params): for each input, TFLite's
     rescaled value MBQM((x - zp) << left_shift) of every int8 x (they depend on
     x alone), and the output rescale's one-SMLAL record (None if its shift is
     not negative)."""
-    from ..reference import tflite_fixedpoint as tfp
+    from ..numerics import tflite_fixedpoint as tfp
 
     x = np.arange(-128, 128, dtype=np.int64)
     luts = []
@@ -113,9 +113,9 @@ def add_tables(p):
 
 
 def dequant_table(scale, zp):
-    """float(x - zp) * scale for x = -128..127 (reference/ort_float.py:dequantize,
+    """float(x - zp) * scale for x = -128..127 (numerics/ort_float.py:dequantize,
     the same float32 operations): onnxruntime's DequantizeLinear of every int8."""
-    from ..reference import ort_float as of
+    from ..numerics import ort_float as of
 
     return of.dequantize(np.arange(-128, 128), scale, zp)
 
@@ -148,8 +148,8 @@ def ort_add_tables(p, b_broadcast):
     Add with parameters p (prepare.py:_add), or None when the kernel must
     keep the reference path. use_float 1 (DequantizeLinear -> Add ->
     QuantizeLinear): each input's dequantized value float(x - zp) * scale
-    (reference/ort_float.py:dequantize, the same float32 operations).
-    use_float 2 (MLAS QLinearAdd, reference/ort_qlinear_add.py): a's value as
+    (numerics/ort_float.py:dequantize, the same float32 operations).
+    use_float 2 (MLAS QLinearAdd, numerics/ort_qlinear_add.py): a's value as
     ORT holds it, float(x + u8_shift), and b's inner fma(float(b + u8_shift),
     r_b, fixed), or for a broadcast b MLAS's unfused fold fixed + b * r_b."""
     x = np.arange(-128, 128)

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .ops import _fma_f32
+from .ort_float import fma_f32
 
 F32 = np.float32
 
@@ -92,7 +92,7 @@ def _kblock(xf, wf, bias, block):
     for k0 in range(0, k, block):
         part = np.zeros_like(total)
         for kk in range(k0, min(k, k0 + block)):
-            part = _fma_f32(part, xf[:, kk:kk + 1], wf[:, kk][None])
+            part = fma_f32(part, xf[:, kk:kk + 1], wf[:, kk][None])
         total = (part + total).astype(F32)
     return total
 

@@ -212,7 +212,7 @@ def run_segments(cols, wmat, segments):
     """C = W x cols in MLAS's order. cols [K, N] float32 (im2col of one group,
     padding as zeros), wmat [M, K] float32 -> C [M, N] float32 (bias not added)."""
     import numpy as np
-    from .ops import _fma_f32
+    from .ort_float import fma_f32
     F32 = np.float32
     c = np.zeros((wmat.shape[0], cols.shape[1]), dtype=F32)
     for s in segments:
@@ -223,7 +223,7 @@ def run_segments(cols, wmat, segments):
             if s.kind == "fma":
                 part = np.zeros((s.m1 - s.m0, s.n1 - s.n0), dtype=F32)
                 for k in range(k0, k1):
-                    part = _fma_f32(part, wm[:, k:k + 1], x[k][None, :])
+                    part = fma_f32(part, wm[:, k:k + 1], x[k][None, :])
                 cur = part if cur is None else (part + cur).astype(F32)
             elif s.kind == "m1":
                 kk = k0

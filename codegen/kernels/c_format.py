@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import fields
 
 import numpy as np
 
@@ -33,3 +34,28 @@ def c_array(ctype: str, name: str, values, per_line=24, align=None) -> str:
     attr = f" __attribute__((aligned({align})))" if align else ""
     body = "\n".join(lines) if lines else "    0,"
     return f"static const {ctype} {name}[{max(len(items), 1)}]{attr} = {{\n{body}\n}};\n"
+
+
+# Records are written as positional initializers in the C struct's field order; the record
+# dataclass mirrors the struct field by field (runtime_c/include/tinyaot_kernels.h).
+DESIGNATED = False
+
+
+def c_value(ftype: str, v) -> str:
+    """One field's C text by its declared Python type: float -> exact float literal,
+    int -> decimal, str -> a C expression as given (a const array's name, NULL)."""
+    if ftype == "float":
+        return c_float(v)
+    if ftype == "int":
+        return str(int(v))
+    return str(v)
+
+
+def c_struct(ctype: str, cname: str, record) -> str:
+    """`static const <ctype> <cname> = { ... };` from a record dataclass whose fields are
+    the struct's, in order."""
+    items = []
+    for f in fields(record):
+        v = c_value(f.type, getattr(record, f.name))
+        items.append(f".{f.name} = {v}" if DESIGNATED else v)
+    return f"static const {ctype} {cname} = {{ {', '.join(items)} }};\n"

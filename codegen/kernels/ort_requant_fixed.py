@@ -2,7 +2,7 @@
 
 onnxruntime requantizes an int32 accumulator acc (bias included) as
 q(acc) = clamp(round_half_even(fl32(float(acc) * scale)) + zp, lo, hi)
-(reference/ort_float.py:requantize_acc). For a fixed scale > 0 that is a
+(numerics/ort_float.py:requantize_acc). For a fixed scale > 0 that is a
 monotone step function of acc: it is entirely described by the first acc of
 each output level (its thresholds). The kernel computes instead, with its
 accumulator started at B rather than the bias (a = acc - bias + B),
@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..reference.ort_float import requantize_acc
+from ..numerics.ort_float import requantize_acc
 
 D_WINDOW = 64        # |B - bias| searched
 R_WINDOW = 1         # |R - (128 + zp)| searched

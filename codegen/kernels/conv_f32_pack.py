@@ -1,6 +1,6 @@
 """Compile-time data of tinyaot_convolve_f32_s8 (onnxruntime's float Conv).
 
-* the summation order: MLAS's segments (reference/mlas_conv_order.py) as one
+* the summation order: MLAS's segments (numerics/mlas_conv_order.py) as one
   int32 array of records {kind, m0, m1, n0, n1, nslices, k_end...};
 * the weights dequantized as ORT's DequantizeLinear does (float(wq) * scale),
   packed [group][channel / 4][k][channel % 4], k = (c, ky, kx), so the
@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..reference import ort_float as of
-from ..reference.mlas_conv_order import KINDS, node_segments
-from ..reference.ops import float_weights
+from ..numerics import ort_float as of
+from ..numerics.mlas_conv_order import KINDS, node_segments
+from ..numerics.ort_float import float_weights
 
 TILE = 4
 
@@ -172,7 +172,6 @@ def emit_plan(em, lid, n, w, p):
     """Emit `<lid>_fp` (output quantization, bias) and `<lid>_pl` (order, weights,
     table); returns the C expression of the layer's arena scratch and the
     plan's fma tile count (0: the M=1 kernel runs it)."""
-    from ..planner.arena import scratch_name
     g = em.g
     x = g.tensors[n.inputs[0]]
     y = g.tensors[n.outputs[0]]
@@ -185,4 +184,4 @@ def emit_plan(em, lid, n, w, p):
     em.consts.append(f"static const tinyaot_conv_f32_plan_t {lid}_pl = {{ {tname}, {wname}, "
                      f"{sname}, {oname}, {f['nseg']}, {f['k']}, {f['tiles']}, "
                      f"{f['padded']} }};\n")
-    return f"(float *)(void *)(ARENA + {em.plan.where[scratch_name(n)].offset})", f["tiles"]
+    return em.scratch(n, "float"), f["tiles"]

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..reference import ort_float as of
-from ..reference.fc_float_order import GEMV4
+from ..numerics import ort_float as of
+from ..numerics.mlas_fc_order import GEMV4
 
 F32 = np.float32
 

@@ -55,3 +55,23 @@ def expf(x):
     ki = k.astype(np.int32)
     pow2 = ((ki + 127).astype(np.int32) << 23).view(F32)
     return (y * pow2).astype(F32)
+
+
+def fma_f32(acc, a, b):
+    """float32 fused multiply-add: the product is exact in float64, one rounding.
+    (A double rounding could differ from a true fma only on exact float64 ties.)"""
+    return (acc.astype(np.float64) + a.astype(np.float64) * b.astype(np.float64)).astype(F32)
+
+
+def float_weights(w):
+    shape = [1] * w.data.ndim
+    shape[0] = -1
+    scale = np.broadcast_to(w.q.scale.astype(F32), (w.shape[0],)).reshape(shape)
+    return (w.data.astype(F32) * scale).astype(F32)
+
+
+def float_bias(bt, cout):
+    if bt is None:
+        return np.zeros(cout, dtype=F32)
+    scale = np.broadcast_to(bt.q.scale.astype(F32), bt.data.shape)
+    return (bt.data.astype(F32) * scale).astype(F32)

@@ -72,7 +72,7 @@ MIN_ZERO_FRACTION = 0.05
 def eligible(order, rows, wf):
     """GEMV4 (M == 1) with whole k groups, whole blocks of 8 outputs and at
     least MIN_ZERO_FRACTION zero weights."""
-    from ..reference.fc_float_order import GEMV4
+    from ..numerics.mlas_fc_order import GEMV4
     n, k = wf.shape
     return (order == GEMV4 and rows == 1 and k >= 4 and k % 4 == 0 and n % BLOCK == 0
             and float(np.mean(wf == 0)) >= MIN_ZERO_FRACTION)
@@ -301,7 +301,7 @@ def c_function(fname, u: Unrolled, out_scale, stream_name):
     body = "\n".join(f'        "{ins}\\n\\t"' for ins in u.asm)
     clob = ", ".join(f'"s{i}"' for i in range(32))
     return (
-        f"/* {len(u.asm)} instructions straight-line (backend/fc_float_unrolled.py) */\n"
+        f"/* {len(u.asm)} instructions straight-line (kernels/fc_float_unrolled.py) */\n"
         f"static __attribute__((noinline)) void {fname}(const float *x, int8_t *out)\n{{\n"
         f"    const float *wp = {stream_name};\n"
         f"    const float *xp;\n"

@@ -1,0 +1,68 @@
+"""The operator registry: the one place that dispatches on an IR operator's name.
+
+Each module under codegen/ops/ holds one operator (see base.py for what it provides). To add
+an operator, write its module from an existing one and list it in _MODULES (docs/adding-an-operator.md).
+"""
+from __future__ import annotations
+
+from . import lut, requantize
+from .base import Op, Pending, Traits, Unsupported
+
+_MODULES = (lut, requantize)
+
+# a module holds one operator (OP), or a family sharing one kernel (OPS)
+OPS: dict[str, Op] = {op.name: op for m in _MODULES for op in getattr(m, "OPS", None) or (m.OP,)}
+
+# ONNX op type -> (operator, lowering function), for the QDQ front end
+ONNX_LOWERINGS = {}
+for _op in OPS.values():
+    for _onnx_type, _fn in _op.onnx.items():
+        assert _onnx_type not in ONNX_LOWERINGS, f"ONNX {_onnx_type} lowered by two operators"
+        ONNX_LOWERINGS[_onnx_type] = _fn
+
+
+# Traits of the operators that have not moved into their own module yet (removed op by op)
+_LEGACY_TRAITS = {
+    "conv2d": Traits(layout="spatial", align=8),
+    "conv_transpose": Traits(layout="spatial"),
+    "avgpool": Traits(layout="spatial"),
+    "maxpool": Traits(layout="spatial"),
+    "resize": Traits(layout="spatial"),
+    "add": Traits(layout="elementwise", inplace=(0, 1)),
+    "mul": Traits(layout="elementwise"),
+    "reshape": Traits(layout="alias"),
+    "transpose": Traits(layout="alias"),
+    "reinterpret": Traits(layout="alias"),
+    "concat": Traits(layout="same"),
+    "pad": Traits(layout="same"),
+    "slice": Traits(layout="same"),
+    "matmul": Traits(layout="row_major"),
+    "fully_connected": Traits(align=8),
+    "softmax": Traits(),
+    "layout": Traits(),
+    "sign_flip": Traits(),
+}
+
+
+def traits(name: str) -> Traits:
+    """The traits of IR op `name` (passes and planner read these, never op names)."""
+    op = OPS.get(name)
+    if op is not None:
+        return op.traits
+    return _LEGACY_TRAITS[name]
+
+
+def get(name: str) -> Op:
+    """The operator `name` (an internal error if the IR holds an unregistered one)."""
+    try:
+        return OPS[name]
+    except KeyError:
+        raise NotImplementedError(f"no operator module for IR op '{name}'") from None
+
+
+def find(name: str):
+    """The operator `name`, or None while it has not moved into codegen/ops/ yet."""
+    return OPS.get(name)
+
+
+__all__ = ["OPS", "ONNX_LOWERINGS", "Op", "Pending", "Traits", "Unsupported", "find", "get", "traits"]
