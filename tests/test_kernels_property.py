@@ -250,7 +250,8 @@ def assert_bit_exact(expected, got, what, g, n, p):
     bad = np.argwhere(expected != got)
     lines = [f"{what}: {len(bad)} of {expected.size} output integers differ from the oracle",
              describe(g, n),
-             "  prepared: " + ", ".join(f"{k}={_short(v)}" for k, v in sorted(p.items())),
+             "  prepared: " + ", ".join(f"{k}={_short(v)}" for k, v in sorted(
+                 (p if isinstance(p, dict) else vars(p)).items())),
              "  first mismatches (logical index: oracle vs C):"]
     for idx in bad[:8]:
         i = tuple(int(v) for v in idx)
