@@ -1,17 +1,28 @@
 """The operator registry: the one place that dispatches on an IR operator's name.
 
 Each module under codegen/ops/ holds one operator (see base.py for what it provides). To add
-an operator, write its module from an existing one and list it in _MODULES (docs/adding-an-operator.md).
+an operator, write its module from an existing one (docs/adding-an-operator.md): every module
+here that defines OP (or OPS, a family sharing one kernel) is registered, in name order.
 """
 from __future__ import annotations
 
-from . import lut, requantize
+import importlib
+import pkgutil
+
 from .base import Op, Pending, Traits, Unsupported
 
-_MODULES = (lut, requantize)
+def _discover():
+    """Every module's OP / OPS; a module with neither holds shared code (base.py, ...)."""
+    found = {}
+    for info in sorted(pkgutil.iter_modules(__path__), key=lambda i: i.name):
+        m = importlib.import_module(f"{__name__}.{info.name}")
+        for op in getattr(m, "OPS", None) or ((m.OP,) if hasattr(m, "OP") else ()):
+            assert op.name not in found, f"IR op {op.name} defined twice"
+            found[op.name] = op
+    return found
 
-# a module holds one operator (OP), or a family sharing one kernel (OPS)
-OPS: dict[str, Op] = {op.name: op for m in _MODULES for op in getattr(m, "OPS", None) or (m.OP,)}
+
+OPS: dict[str, Op] = _discover()
 
 # ONNX op type -> (operator, lowering function), for the QDQ front end
 ONNX_LOWERINGS = {}
