@@ -7,7 +7,7 @@ s_x * s_w[c] per output channel. `--numerics tflite` assumes it, so a model
 whose bias scale differs by more than the float32 rounding of that product
 is rejected, naming the node and the bias tensor. (`--numerics ort` needs no
 check: onnxruntime either fuses the layer and adds the raw int32 too, or
-keeps it in float with the bias's own scale; passes/ort_paths.py asks which,
+keeps it in float with the bias's own scale; frontend/ort_facts.py asks which,
 and tinyaot follows.)
 """
 from __future__ import annotations

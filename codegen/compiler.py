@@ -53,15 +53,8 @@ def compile_model(path, numerics="ort", name=None, input_shapes=None, dump=None,
     check_graph_limits(g, path)  # one input/output, 32-bit tensor sizes
     if numerics == "ort":
         with ort_rejects(path):  # onnxruntime refusing the model is a user error
-            from .passes.ort_paths import mark_ort_float_nodes
-            mark_ort_float_nodes(g, path)
-            for n in g.nodes:  # MLAS's float Conv order depends on ORT's intra-op threads
-                if n.attrs.get("ort_float") and n.op == "conv2d":
-                    n.attrs["ort_threads"] = ort_threads
-            from .passes.ort_qlinear import mark_ort_qlinear_pools
-            mark_ort_qlinear_pools(g, path)  # QLinearAveragePool rounds after adding zp
-            from .passes.ort_paths import mark_ort_int8_resizes
-            mark_ort_int8_resizes(g, path)  # Resize on int8 or in float (DQ -> Resize -> Q)
+            from .frontend.ort_facts import gather_ort_facts
+            gather_ort_facts(g, path, ort_threads)
     run_passes(g, dump=dump)
     if optimize == "size":  # passes/optimize.py: int8 weights, portable kernels
         optimize_for_size(g)

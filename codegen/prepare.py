@@ -122,8 +122,7 @@ def _add(g, n, numerics):
     p = {"a_zp": za, "b_zp": zb, "out_zp": zy}
     p["act_min"], p["act_max"] = act_bounds(numerics, y, n.attrs.get("act_lo"), n.attrs.get("act_hi"))
     if numerics == "ort":
-        from .passes.ort_fused_ops import ort_fused_on
-        fused, u8 = ort_fused_on(g.source, _onnx_name(y.name), "QLinearAdd")
+        fused, u8 = n.attrs.get("ort_fused", False), n.attrs.get("ort_fused_u8", False)
         if fused:  # MLAS QLinearAdd, not the float formula (numerics/ort_qlinear_add.py)
             from .numerics.ort_qlinear_add import qlinear_add_params
             scalar = int(b.data.reshape(-1)[0]) if b.is_const and b.size == 1 else None
@@ -138,11 +137,6 @@ def _add(g, n, numerics):
     return p
 
 
-def _onnx_name(name):
-    """The ONNX tensor an IR tensor stands for (passes/uint8.py renames the output)."""
-    return name[:-len("@s8")] if name.endswith("@s8") else name
-
-
 def _avgpool(g, n, numerics):
     x = g.tensors[n.inputs[0]]
     y = g.tensors[n.outputs[0]]
@@ -152,7 +146,7 @@ def _avgpool(g, n, numerics):
     p["act_min"], p["act_max"] = act_bounds(numerics, y, n.attrs.get("act_lo"), n.attrs.get("act_hi"))
     if numerics == "ort":
         p.update(in_scale=sx, out_scale=sy)
-        if n.attrs.get("ort_qlinear"):  # passes/ort_qlinear.py: round(mean / s + zp)
+        if n.attrs.get("ort_qlinear"):  # frontend/ort_facts.py: round(mean / s + zp)
             p["qlinear"] = True
             # the zero point ORT's kernel adds: uint8 (int8 + 128) if it ran on uint8
             p["mean_bias"] = int(n.attrs.get("ort_zp_shift", 0)) or int(getattr(y, "zp_shift", 0))
@@ -195,7 +189,7 @@ def _softmax(g, n, numerics):
     p = {"in_zp": zx, "out_zp": zy}
     if numerics == "ort":
         p.update(in_scale=sx, out_scale=sy)
-        if n.attrs.get("ort_qlinear"):  # onnxruntime QLinearSoftmax (passes/ort_qlinear.py)
+        if n.attrs.get("ort_qlinear"):  # onnxruntime QLinearSoftmax (frontend/ort_facts.py)
             from .reference.ops import qlinear_softmax_table
             p.update(qlinear=True, table=qlinear_softmax_table(sx, x.shape[-1]),
                      y_mult=F32(np.floor(F32(1.0) / sy)),
@@ -234,8 +228,7 @@ def _mul(g, n, numerics):
     p = {"a_zp": int(za), "b_zp": int(zb), "out_zp": int(zy)}
     p["act_min"], p["act_max"] = act_bounds(numerics, y, n.attrs.get("act_lo"), n.attrs.get("act_hi"))
     if numerics == "ort":
-        from .passes.ort_fused_ops import ort_fused
-        fused = ort_fused(g.source, _onnx_name(y.name), "QLinearMul")
+        fused = n.attrs.get("ort_fused", False)  # frontend/ort_facts.py
         p.update(mode=1 if fused else 2, a_scale=F32(sa), b_scale=F32(sb), out_scale=F32(sy),
                  ratio=F32(F32(F32(sa) * F32(sb)) / F32(sy)))
     else:
@@ -310,8 +303,7 @@ def _matmul(g, n, numerics):
     p = {"a_zp": int(za), "b_zp": int(zb), "out_zp": int(zy)}
     p["act_min"], p["act_max"] = act_bounds(numerics, y, n.attrs.get("act_lo"), n.attrs.get("act_hi"))
     if numerics == "ort":
-        from .passes.ort_fused_ops import ort_fused
-        fused = ort_fused(g.source, _onnx_name(y.name), "QLinearMatMul")
+        fused = n.attrs.get("ort_fused", False)  # frontend/ort_facts.py
         p.update(mode=1 if fused else 2, a_scale=F32(sa), b_scale=F32(sb), out_scale=F32(sy),
                  scale=F32(F32(F32(sa) * F32(sb)) / F32(sy)))
     else:
@@ -360,7 +352,7 @@ def _resize(g, n, numerics):
             p["x_idx"] = rr.ort_nearest_axis(a["ctm"], a["nearest_mode"], sw, w, ow)
             p["table"] = requant_table(x, y, numerics, lo, hi)
         else:
-            if a.get("ort_int8"):  # passes/ort_paths.py: ORT dropped the DQ/Q around it
+            if a.get("ort_int8"):  # frontend/ort_facts.py: ORT dropped the DQ/Q around it
                 raise TinyAotError("onnxruntime runs this linear Resize on int8 directly; its "
                                    "integer bilinear kernel is not implemented in tinyaot",
                                    model=g.source, node=n.name)

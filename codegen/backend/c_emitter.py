@@ -479,7 +479,7 @@ class _Emitter:
         _, _, oh, ow = y.shape
         use_float = 1 if "in_scale" in p else (2 if "mean_mult" in p else 0)
         if p.get("qlinear"):
-            use_float = 3  # onnxruntime QLinearAveragePool (passes/ort_qlinear.py)
+            use_float = 3  # onnxruntime QLinearAveragePool (frontend/ort_facts.py)
         vals = [h, w, c, oh, ow, a["kernel"][0], a["kernel"][1], a["strides"][0], a["strides"][1],
                 a["pads"][0], a["pads"][1], a.get("count_include_pad", 0), p["act_min"], p["act_max"],
                 use_float]

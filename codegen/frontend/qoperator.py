@@ -18,7 +18,7 @@ unsupported nodes (frontend/unsupported.py).
 
 Numerics note (`--numerics ort`): onnxruntime runs QLinearConv / QGemm /
 QLinearMatMul as integer kernels (int32 accumulation, float requantize), so
-none of these layers is an "ort float" layer; `passes.ort_paths` asks ORT's
+none of these layers is an "ort float" layer; `frontend.ort_facts` asks ORT's
 optimizer about the original QOperator file, which has no float Conv/Gemm,
 and marks none of them.
 """
