@@ -291,32 +291,6 @@ def _pad(g, n, numerics):
 _PREPARE["pad"] = _pad
 
 
-def _matmul(g, n, numerics):
-    """MatMul of two int8 activations. ort: QLinearMatMul when ORT fuses it (int32
-    accumulation with both zero points, float32(sa*sb/sy) requantization), else
-    ORT's float MatMul (fma over k, QuantizeLinear); tflite: TFLM BATCH_MATMUL."""
-    a, b = (g.tensors[i] for i in n.inputs)
-    y = g.tensors[n.outputs[0]]
-    sa, za = a.q.scalar()
-    sb, zb = b.q.scalar()
-    sy, zy = y.q.scalar()
-    p = {"a_zp": int(za), "b_zp": int(zb), "out_zp": int(zy)}
-    p["act_min"], p["act_max"] = act_bounds(numerics, y, n.attrs.get("act_lo"), n.attrs.get("act_hi"))
-    if numerics == "ort":
-        fused = n.attrs.get("ort_fused", False)  # frontend/ort_facts.py
-        p.update(mode=1 if fused else 2, a_scale=F32(sa), b_scale=F32(sb), out_scale=F32(sy),
-                 scale=F32(F32(F32(sa) * F32(sb)) / F32(sy)))
-    else:
-        from .numerics import tflite_fixedpoint as tfp
-        real = float(F32(sa)) * float(F32(sb)) / float(F32(sy))
-        m, s = tfp.quantize_multiplier(real)
-        p.update(mode=0, mult=int(m), shift=int(s))
-    return p
-
-
-_PREPARE["matmul"] = _matmul
-
-
 def _slice(g, n, numerics):
     """Slice / Split piece: a strided copy (exact in both numerics)."""
     x = g.tensors[n.inputs[0]]

@@ -141,24 +141,6 @@ def emit_reduce_mean_ort(em, lid, n, p, info):
                                               em.ptr(x.name), em.ptr(y.name)])
 
 
-def emit_matmul(em, lid, n, p, info):
-    g = em.g
-    a, b = (g.tensors[i] for i in n.inputs)
-    y = g.tensors[n.outputs[0]]
-    m, k = a.shape[-2:]
-    nn = b.shape[-1]
-    batches = int(np.prod(a.shape[:-2], dtype=np.int64))
-    fields = [str(p["mode"]), str(p["a_zp"]), str(p["b_zp"]), str(p["out_zp"]), str(p["act_min"]),
-              str(p["act_max"]), c_float(p.get("a_scale", 0.0)), c_float(p.get("b_scale", 0.0)),
-              c_float(p.get("out_scale", 0.0)), c_float(p.get("scale", 0.0)),
-              str(p.get("mult", 0)), str(p.get("shift", 0))]
-    em.consts.append(f"static const tinyaot_matmul_params_t {lid}_p = {{ {', '.join(fields)} }};\n")
-    info["kernel"] = "tinyaot_matmul_s8"
-    info["macs"] = int(batches * m * k * nn)
-    em.call("tinyaot_matmul_s8", [str(batches), str(m), str(k), str(nn), f"&{lid}_p",
-                                  operand(em, lid, "a", a), operand(em, lid, "b", b), em.ptr(y.name)])
-
-
 def conv_transpose_filter(w, group):
     """ONNX ConvTranspose weights [C_in, C_out/group, kH, kW] -> [kH][kW][C_out][C_in/group],
     the order tinyaot_transpose_conv_*_s8 read (input channels contiguous)."""

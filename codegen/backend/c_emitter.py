@@ -166,9 +166,6 @@ class _Emitter:
         elif op == "mul":
             from .c_emit_more import emit_mul
             emit_mul(self, lid, n, p, info)
-        elif op == "matmul":
-            from .c_emit_more import emit_matmul
-            emit_matmul(self, lid, n, p, info)
         elif op == "concat":
             from .c_emit_more import emit_concat
             emit_concat(self, lid, n, p, info)

@@ -523,15 +523,8 @@ class Lowering:
             return
         if (op == "MatMul" and ins[1] in self.qrepr
                 and not self.graph.tensors[self.qrepr[ins[1]]].is_const):
-            # activation x activation: [..., M, K] x [..., K, N], same batch dims
-            a = self.act_input(ins[0], name)
-            b = self.act_input(ins[1], name)
-            sa, sb = self.graph.tensors[a].shape, self.graph.tensors[b].shape
-            if len(sa) < 2 or len(sa) != len(sb) or sa[:-2] != sb[:-2] or sa[-1] != sb[-2]:
-                raise _Unsupported("MatMul of two activations needs [..., M, K] x [..., K, N] "
-                                   "with equal batch dimensions")
-            self.pending[out] = Pending("matmul", name, [a, b], {}, shape=shape)
-            return
+            from ..ops.matmul import lower_onnx  # activation x activation (codegen/ops/matmul.py)
+            return lower_onnx(self, node, name, attrs, ins, out, shape)
         if op in ("MatMul", "Gemm"):
             x = self.act_input(ins[0], name)
             w = self.weight_input(ins[1], name)

@@ -47,7 +47,6 @@ _LEGACY_TRAITS = {
     "concat": Traits(layout="same"),
     "pad": Traits(layout="same"),
     "slice": Traits(layout="same"),
-    "matmul": Traits(layout="row_major"),
     "fully_connected": Traits(align=8),
     "softmax": Traits(),
     "layout": Traits(),
