@@ -41,30 +41,14 @@ def _conv_like(g, n, numerics):
     y = g.tensors[n.outputs[0]]
     sx, zx = x.q.scalar()
     sy, zy = y.q.scalar()
-    transposed = n.op == "conv_transpose"
-    cout = y.shape[1] if transposed else w.shape[0]
-    if transposed:  # weights [C_in, C_out/group, ...]: scales along axis 1, repeated per group
-        sw = np.tile(np.broadcast_to(w.q.scale.astype(F32), (w.shape[1],)), n.attrs["group"])
-    else:
-        sw = np.broadcast_to(w.q.scale.astype(F32), (cout,))
+    cout = w.shape[0]
+    sw = np.broadcast_to(w.q.scale.astype(F32), (cout,))
     p = {"in_zp": zx, "out_zp": zy}
     p["act_min"], p["act_max"] = act_bounds(numerics, y, n.attrs.get("act_lo"), n.attrs.get("act_hi"))
     b = n.inputs[2] if len(n.inputs) > 2 else None
     if numerics != "ort":
-        from .bias_scale import check_bias_scale
+        from .ops.bias_scale import check_bias_scale
         check_bias_scale(g, n, sx, sw)
-    if transposed and numerics == "ort":
-        # onnxruntime's float ConvTranspose (reference/conv_transpose.py)
-        from .numerics.ort_float import float_bias
-        p.update(in_scale=sx, out_scale=sy, bias_f=float_bias(g.tensors[b] if b else None, cout),
-                 filter_scale=np.broadcast_to(w.q.scale.astype(F32), (w.shape[1],)).copy())
-        return p
-    if transposed:
-        a = n.attrs
-        if a["group"] != 1 or tuple(a["dilations"]) != (1, 1):
-            raise TinyAotError(f"tflite numerics: TFLite TRANSPOSE_CONV has no groups and no "
-                               f"dilation (this ConvTranspose has group={a['group']}, "
-                               f"dilations={list(a['dilations'])})", model=g.source, node=n.name)
     if numerics == "ort" and n.op == "fully_connected" and n.attrs.get("ort_float"):
         from .numerics.mlas_fc_order import mlas_order  # the float Gemm's MLAS order
         k = w.shape[1]
@@ -80,7 +64,7 @@ def _conv_like(g, n, numerics):
             # TFLM FullyConnected: a per-tensor filter's scale product is float32.
             mult, shift = tfp.fc_output_multipliers(sx, w.q.scale, sy)
         else:
-            mult, shift = tfp.conv_output_multipliers(sx, sw if transposed else w.q.scale, sy)
+            mult, shift = tfp.conv_output_multipliers(sx, w.q.scale, sy)
         p["mult"] = np.broadcast_to(np.asarray(mult, dtype=np.int32), (cout,)).copy()
         p["shift"] = np.broadcast_to(np.asarray(shift, dtype=np.int32), (cout,)).copy()
     p["bias"] = (g.tensors[b].data.astype(np.int32).reshape(-1) if b
@@ -205,7 +189,6 @@ def _softmax(g, n, numerics):
 
 _PREPARE = {
     "conv2d": _conv_like,
-    "conv_transpose": _conv_like,
     "fully_connected": _conv_like,
     "add": _add,
     "avgpool": _avgpool,

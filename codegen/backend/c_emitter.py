@@ -172,9 +172,6 @@ class _Emitter:
         elif op == "pad":
             from .c_emit_more import emit_pad
             emit_pad(self, lid, n, p, info)
-        elif op == "conv_transpose":
-            from .c_emit_more import emit_conv_transpose
-            emit_conv_transpose(self, lid, n, p, info)
         elif op == "slice":
             from .c_emit_data import emit_slice
             emit_slice(self, lid, n, p, info)

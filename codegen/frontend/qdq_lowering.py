@@ -25,7 +25,7 @@ MOVE_OPS = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "Identity
 # float ops lowered here until their operator module (codegen/ops/) takes them over
 FLOAT_OPS = {"Conv", "MatMul", "Gemm", "Add", "AveragePool",
              "GlobalAveragePool", "MaxPool", "Softmax"}
-FLOAT_OPS |= {"Mul", "Concat", "Pad", "ReduceMean", "ConvTranspose", "Resize"}
+FLOAT_OPS |= {"Mul", "Concat", "Pad", "ReduceMean", "Resize"}
 
 
 class Lowering:
@@ -423,53 +423,6 @@ class Lowering:
         self.pending[out] = Pending("conv2d", name, [x4.name, w4.name, b], a,
                                     shape=(shape[0], shape[1], 1, shape[2]))
 
-    def lower_conv_transpose(self, ins, out, name, attrs, shape):
-        """ConvTranspose on [N, C, H, W] (or [N, C, L] as [N, C, 1, L] between two
-        zero-copy reshapes) -> one conv_transpose IR node, weights [C_in, C_out/group, kH, kW]."""
-        from .conv_transpose_attrs import AttrError, conv_transpose_geometry
-
-        x = self.act_input(ins[0], name)
-        w = self.weight_input(ins[1], name)
-        b = self.weight_input(ins[2], name, "int32") if len(ins) > 2 and ins[2] else None
-        xt, wt = self.graph.tensors[x], self.graph.tensors[w]
-        rank = len(xt.shape)
-        if rank not in (3, 4) or len(wt.shape) != rank:
-            raise _Unsupported("only 1-D and 2-D ConvTranspose (3-D or 4-D tensors) is supported")
-        group = int(attrs.get("group", 1))
-        cin = xt.shape[1]
-        if group < 1 or cin % group or wt.shape[0] != cin:
-            raise self.err(f"weights {list(wt.shape)} do not fit {cin} input channels in "
-                           f"{group} group(s)", node=name, tensor=w)
-        try:
-            geo = conv_transpose_geometry(attrs, xt.shape[2:], wt.shape[2:])
-        except AttrError as e:
-            raise self.err(str(e), node=name) from None
-        want = (xt.shape[0], wt.shape[1] * group) + geo["out_hw"]
-        if tuple(shape) != want:
-            raise self.err(f"output shape {list(shape)} from ONNX shape inference differs from "
-                           f"{list(want)} (onnxruntime's ConvTranspose arithmetic)",
-                           node=name, tensor=out)
-        self.check_weight_q(wt, 1, name)
-        if rank == 3:  # 1-D: everything gets a unit H
-            fresh = f"{x}@2d" not in self.graph.tensors
-            x4 = self.add_int_tensor(f"{x}@2d", xt.shape[:2] + (1, xt.shape[2]), xt.dtype, xt.q)
-            if fresh:
-                self.emit("reshape", f"{name}@2d", [x], [x4.name])
-            x = x4.name
-            w4 = wt.shape[:2] + (1, wt.shape[2])
-            w = self.add_int_tensor(f"{w}@2d", w4, wt.dtype, wt.q,
-                                    np.ascontiguousarray(wt.data.reshape(w4))).name
-            p = geo["pads"]
-            geo.update(kernel=(1,) + geo["kernel"], strides=(1,) + geo["strides"],
-                       dilations=(1,) + geo["dilations"], pads=(0, p[0], 0, p[1]),
-                       output_padding=(0,) + geo["output_padding"])
-            shape = (shape[0], shape[1], 1, shape[2])
-        a = {k: geo[k] for k in ("kernel", "strides", "dilations", "pads", "output_padding")}
-        a["group"] = group
-        if rank == 3:
-            a["conv1d_out"] = True
-        self.pending[out] = Pending("conv_transpose", name, [x, w, b], a, shape=tuple(shape))
-
     def float_scalar(self, x, name):
         """A constant float scalar, given directly or as DequantizeLinear of a constant."""
         if x in self.qrepr and self.graph.tensors[self.qrepr[x]].is_const:
@@ -502,8 +455,6 @@ class Lowering:
         shape = self.shape_of(out, name)
         if op == "Conv" and len(self.graph.tensors[self.act_input(ins[0], name)].shape) == 3:
             return self.lower_conv1d(ins, out, name, attrs, shape)
-        if op == "ConvTranspose":
-            return self.lower_conv_transpose(ins, out, name, attrs, shape)
         if op == "Conv":
             x = self.act_input(ins[0], name)
             w = self.weight_input(ins[1], name)

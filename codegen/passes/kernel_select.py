@@ -10,14 +10,17 @@ the float kernels: their fma order is what makes them bit-exact.
 """
 from __future__ import annotations
 
+from .. import ops
 from ..kernels.fast_pack import conv_scratch_bytes, fc_scratch_bytes
+
+# the layers whose operator module chooses (codegen/ops/: Op.select)
+MOVED = ("conv_transpose",)
 
 
 def select_kernels(g):
     for n in g.nodes:
-        if n.op == "conv_transpose":  # one output pixel's accumulators (both numerics)
-            from ..backend.c_emit_more import transpose_conv_scratch_bytes
-            n.attrs["scratch_bytes"] = transpose_conv_scratch_bytes(g.tensors[n.outputs[0]].shape[1])
+        if n.op in MOVED:
+            ops.get(n.op).select(g, n, "speed")
             continue
         if n.op == "fully_connected" and n.attrs.get("ort_float"):  # one dequantized input row
             from ..kernels.fc_float_pack import fc_float_scratch_bytes

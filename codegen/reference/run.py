@@ -38,13 +38,6 @@ def _run_node(g, n, ins, p, numerics):
         if ort_float:
             return ops.conv2d_ort_float(ins[0], g.tensors[n.inputs[1]], bias_t, n.attrs, p)
         return ops.conv2d(ins[0], ins[1], n.attrs, p, numerics)
-    if op == "conv_transpose":
-        from . import conv_transpose as ct
-        out_hw = g.tensors[n.outputs[0]].shape[2:]
-        if numerics == "ort":
-            return ct.conv_transpose_ort_float(ins[0], g.tensors[n.inputs[1]], bias_t, n.attrs, p,
-                                               out_hw)
-        return ct.conv_transpose_tflite(ins[0], ins[1], n.attrs, p, out_hw)
     if op == "fully_connected":
         if ort_float:
             return ops.fully_connected_ort_float(ins[0], g.tensors[n.inputs[1]], bias_t, p)
