@@ -374,7 +374,7 @@ def test_ad01_float_layers_compiled_equal_onnxruntime(tmp_path, rows):
     floats = [nd for nd in c.graph.nodes if nd.op == "fully_connected" and nd.attrs["ort_float"]]
     assert len(floats) == 2 and all(nd.attrs.get("ort_trans_b", 0) == 0 for nd in floats)
     want = [GEMV4, GEMV4] if rows == 1 else [KBLOCK, KBLOCK]
-    assert [c.params[nd.name]["fc_order"] for nd in floats] == want
+    assert [c.params[nd.name].fc_order for nd in floats] == want
     so = ort.SessionOptions()
     so.log_severity_level = 3
     so.intra_op_num_threads = 1

@@ -80,44 +80,6 @@ class _Emitter:
         self.kernels.add(kernel)
         self.body.append(f"    if ({kernel}({', '.join(args)}) != TINYAOT_OK) return -1;")
 
-    def requant(self, lid, p, fast=False, float_records=False, bias_in_records=False):
-        """The layer's tinyaot_requant_t; `fast` (a fast kernel's): also the
-        one-SMLAL records when every channel allows (fast_pack.smlal_requant);
-        `float_records` (fast conv / depthwise, ort, whole int8 range): the
-        {bias, scale} records (fast_pack.float_requant); `bias_in_records`
-        (kernels that read only the records when there are some: the size
-        kernels): no separate bias array then."""
-        from ..kernels.fast_pack import float_requant, smlal_requant
-
-        words = None  # the records, emitted where the speed build always had them
-        if "scale" in p:
-            if "post_bias" not in p and float_records and p["act_min"] <= -128 and p["act_max"] >= 127:
-                words = float_requant(p["scale"], p["bias"])
-        elif fast:
-            words = smlal_requant(p["mult"], p["shift"], p["bias"])
-        bias = ("NULL" if words is not None and bias_in_records
-                else self.const("int32_t", f"{lid}_bias", p["bias"]))
-        if "scale" in p:
-            scale = self.const("float", f"{lid}_scale", p["scale"])
-            extra = f"{scale}, NULL, NULL"
-            if "post_bias" in p:  # ConvInteger / MatMulInteger: float(acc) * scale + post_bias, Q
-                pb = self.const("float", f"{lid}_post_bias", p["post_bias"])
-                extra += f", {pb}, {c_float(p['out_scale'])}, NULL"
-            elif words is not None:
-                extra += f", NULL, 0.0f, {self.const('int32_t', f'{lid}_rq', words, align=8)}"
-            else:
-                extra += ", NULL, 0.0f, NULL"
-        elif words is None:
-            mult = self.const("int32_t", f"{lid}_mult", p["mult"])
-            shift = self.const("int32_t", f"{lid}_shift", p["shift"])
-            extra = f"NULL, {mult}, {shift}, NULL, 0.0f, NULL"
-        else:  # the words hold mult and shift too
-            extra = f"NULL, NULL, NULL, NULL, 0.0f, {self.const('int32_t', f'{lid}_rq', words, align=8)}"
-        self.consts.append(
-            f"static const tinyaot_requant_t {lid}_q = {{ {p['in_zp']}, {p['out_zp']}, "
-            f"{p['act_min']}, {p['act_max']}, {bias}, {extra} }};\n")
-        return f"&{lid}_q"
-
     def emit_node(self, idx, n):
         lid = f"l{idx}"
         p = self.params.get(n.name, {})
@@ -131,8 +93,6 @@ class _Emitter:
             mod.emit(self, lid, n, p, info)
         elif op in ("reshape", "transpose", "reinterpret"):
             info["kernel"] = "alias (zero-copy)"
-        elif op == "conv2d":
-            self.emit_conv(lid, n, p, info)
         elif op == "fully_connected":
             self.emit_fc(lid, n, p, info)
         elif op == "add":
@@ -204,83 +164,6 @@ class _Emitter:
         info["weight_bytes"] = self.weights_bytes - before
         self.layers.append(info)
 
-    def float_layer(self, lid, g, n, w, p, filt, scales=None, bias_f=None):
-        """Parameters of an onnxruntime float layer (int8 weights + their scales,
-        one per output channel; default: along the weights' axis 0)."""
-        if scales is None:
-            scales = np.broadcast_to(w.q.scale.astype(np.float32), (w.shape[0],))
-        scale = self.const("float", f"{lid}_ws", scales)
-        bias = self.const("float", f"{lid}_bf", _float_bias(g, n) if bias_f is None else bias_f)
-        self.consts.append(
-            f"static const tinyaot_float_conv_t {lid}_fp = {{ {c_float(p['in_scale'])}, "
-            f"{p['in_zp']}, {c_float(p['out_scale'])}, {p['out_zp']}, {p['act_min']}, "
-            f"{p['act_max']}, {filt}, {scale}, {bias} }};\n")
-
-    def in_place(self, n):
-        """Did the plan put a node flagged inplace_depthwise's output on its input?"""
-        bx, by = self.plan.where[n.inputs[0]], self.plan.where[n.outputs[0]]
-        return (bool(n.attrs.get("inplace_depthwise")) and bx.external is None
-                and by.external is None and bx.offset == by.offset)
-
-    def conv_dims(self, lid, n):
-        x = self.g.tensors[n.inputs[0]]
-        y = self.g.tensors[n.outputs[0]]
-        a = n.attrs
-        _, c, h, w = x.shape
-        _, oc, oh, ow = y.shape
-        kh, kw = a["kernel"]
-        vals = [h, w, c, oh, ow, oc, kh, kw, a["strides"][0], a["strides"][1],
-                a["dilations"][0], a["dilations"][1], a["pads"][0], a["pads"][1], a["group"]]
-        self.consts.append(f"static const tinyaot_conv_dims_t {lid}_d = {{ "
-                           f"{', '.join(str(int(v)) for v in vals)} }};\n")
-        return f"&{lid}_d"
-
-    def emit_conv(self, lid, n, p, info):
-        g = self.g
-        w = g.tensors[n.inputs[1]]
-        x = g.tensors[n.inputs[0]]
-        y = g.tensors[n.outputs[0]]
-        group = n.attrs["group"]
-        cin = x.shape[1]
-        depthwise = group == cin and group > 1 and w.shape[1] == 1
-        dims = self.conv_dims(lid, n)
-        kh, kw = n.attrs["kernel"]
-        info["macs"] = int(y.size * kh * kw * (w.shape[1]))
-        if n.attrs.get("f32_w8"):  # --optimize size (passes/optimize.py)
-            from .size_kernels import emit_conv_w8
-            emit_conv_w8(self, lid, n, p, info, dims)
-            return
-        if n.attrs.get("int_w8") and not self.in_place(n):  # --optimize size, integer conv
-            from .size_kernels import emit_conv_int_w8
-            emit_conv_int_w8(self, lid, n, p, info, dims)
-            return
-        if n.attrs.get("ort_float"):
-            from ..kernels.conv_f32_pack import emit_plan
-            scratch, tiles = emit_plan(self, lid, n, w, p)
-            # plans with no fma tile (depthwise, one pixel: MLAS's M=1 kernels) have their own kernel
-            info["kernel"] = "tinyaot_convolve_f32_s8" if tiles else "tinyaot_convolve_f32_m1_s8"
-            self.call(info["kernel"], [dims, f"&{lid}_fp", f"&{lid}_pl", self.ptr(x.name), scratch,
-                                       self.ptr(y.name)])
-            return
-        if n.attrs.get("fast_kernel") in ("conv", "depthwise"):
-            self.emit_fast(lid, n, p, info, dims, w)
-            return
-        q = self.requant(lid, p)
-        if depthwise and self.in_place(n):  # planner/depthwise_inplace.py
-            filt = self.const("int8_t", f"{lid}_w", w.data[:, 0].transpose(1, 2, 0), align=4)
-            plane = self.scratch(n)
-            info["kernel"] = "tinyaot_depthwise_conv_inplace_s8"
-            self.call(info["kernel"], [dims, q, self.ptr(x.name), filt, plane])
-            return
-        if depthwise:
-            filt = self.const("int8_t", f"{lid}_w", w.data[:, 0].transpose(1, 2, 0), align=4)
-            kernel = "tinyaot_depthwise_conv_s8"
-        else:
-            filt = self.const("int8_t", f"{lid}_w", w.data.transpose(0, 2, 3, 1), align=4)
-            kernel = "tinyaot_convolve_s8"
-        info["kernel"] = kernel
-        self.call(kernel, [dims, q, self.ptr(x.name), filt, self.ptr(y.name)])
-
     def emit_fc(self, lid, n, p, info):
         g = self.g
         x = g.tensors[n.inputs[0]]
@@ -289,12 +172,12 @@ class _Emitter:
         nout, k = w.shape
         rows = x.size // k
         info["macs"] = int(rows * nout * k)
+        from ..ops.conv_records import emit_requant
+        from ..ops.size_kernels import emit_fc_int_w8, emit_fc_w8
         if n.attrs.get("f32_w8"):  # --optimize size (passes/optimize.py)
-            from .size_kernels import emit_fc_w8
             emit_fc_w8(self, lid, n, p, info, rows)
             return
         if n.attrs.get("int_w8"):  # --optimize size, integer FC
-            from .size_kernels import emit_fc_int_w8
             emit_fc_int_w8(self, lid, n, p, info, rows)
             return
         if n.attrs.get("ort_float"):
@@ -303,7 +186,7 @@ class _Emitter:
         if n.attrs.get("fast_kernel") == "fc":
             self.emit_fast(lid, n, p, info, None, w, rows=rows)
             return
-        q = self.requant(lid, p)
+        q = emit_requant(self, lid, p)
         filt = self.const("int8_t", f"{lid}_w", w.data, align=4)
         info["kernel"] = "tinyaot_fully_connected_s8"
         self.call("tinyaot_fully_connected_s8", [str(rows), str(k), str(nout), q,
@@ -317,16 +200,16 @@ class _Emitter:
 
         x, w, y = (self.g.tensors[t] for t in (n.inputs[0], n.inputs[1], n.outputs[0]))
         nout, k = w.shape
-        wf, bf = float_weights(w), _float_bias(self.g, n)
-        xt = input_table(p["in_scale"], p["in_zp"])
+        wf, bf = float_weights(w), p.bias_f
+        xt = input_table(p.in_scale, p.in_zp)
         table = self.const("float", f"{lid}_xt", xt)
         unrolled = self.unrolled_fc(lid, p, wf, bf, float(np.abs(xt).max()), rows)
-        wp = self.const("float", f"{lid}_wp", pack_fc_float(wf, p["fc_order"]), align=8)
+        wp = self.const("float", f"{lid}_wp", pack_fc_float(wf, p.fc_order), align=8)
         bias = self.const("float", f"{lid}_bf", bf)
         self.consts.append(
-            f"static const tinyaot_float_fc_t {lid}_fp = {{ {ORDER_CODE[p['fc_order']]}, "
-            f"{p['k_block']}, {c_float(p['out_scale'])}, {p['out_zp']}, {p['act_min']}, "
-            f"{p['act_max']}, {table}, {wp}, {bias} }};\n")
+            f"static const tinyaot_float_fc_t {lid}_fp = {{ {ORDER_CODE[p.fc_order]}, "
+            f"{p.k_block}, {c_float(p.out_scale)}, {p.out_zp}, {p.act_min}, "
+            f"{p.act_max}, {table}, {wp}, {bias} }};\n")
         scratch = self.scratch(n, "float")
         info["kernel"] = "tinyaot_fully_connected_f32_s8"
         self.kernels.add("tinyaot_dequantize_row_f32_s8")  # called by both paths
@@ -354,58 +237,46 @@ class _Emitter:
         after the loop kernel's arrays) and returns the function's name; None when
         the layer keeps the loop kernel."""
         if not (self.unroll_fc and self.optimize == "speed"
-                and fu.eligible(p["fc_order"], rows, wf)):
+                and fu.eligible(p.fc_order, rows, wf)):
             return None
-        u = fu.unroll_fc(wf, bf, x_max, p["out_scale"], p["out_zp"],
-                         p["act_min"], p["act_max"])
+        u = fu.unroll_fc(wf, bf, x_max, p.out_scale, p.out_zp, p.act_min, p.act_max)
         if not self.unroll_guard:
             self.consts.append(fu.GUARD_C)
             self.unroll_guard = True
         self.consts.append(f"#ifdef {fu.GUARD_MACRO}\n")
         stream = self.const("float", f"{lid}_wu", u.stream, align=8)
         fname = fu.function_name(lid)
-        self.consts.append(fu.c_function(fname, u, p["out_scale"], stream))
+        self.consts.append(fu.c_function(fname, u, p.out_scale, stream))
         self.consts.append("#else\n")
         return fname
 
     def emit_fast(self, lid, n, p, info, dims, w, rows=None):
-        """A layer on the fast kernels (passes/kernel_select.py, kernels/fast_pack.py)."""
-        from ..kernels.fast_pack import conv_gemm_weights, pack_depthwise, pack_gemm, pack_gemm_fixed
+        """A layer on the fast FC kernel (passes/kernel_select.py, kernels/fast_pack.py)."""
+        from ..kernels.fast_pack import pack_gemm, pack_gemm_fixed
         from ..kernels.ort_requant_fixed import fc_fixed_requant
-        if "mult" in p and np.any(np.asarray(p["mult"]) < 0):
+        from ..ops.conv_params import ORT, TFLITE
+        from ..ops.conv_records import emit_requant
+        if p.mode == TFLITE and np.any(np.asarray(p.mult) < 0):
             raise NotImplementedError("fast kernels need non-negative multipliers")
-        kind = n.attrs["fast_kernel"]
-        # fc: tinyaot_fully_connected_fast_s8 keeps the float scales (not its records),
+        # tinyaot_fully_connected_fast_s8 keeps the float scales (not its records),
         # or under ort reads an exact fixed-point requantization from its weights
-        fixed = fc_fixed_requant(p, w.data) if kind == "fc" else None
-        q = None if fixed is not None else self.requant(lid, p, fast=True, float_records=kind != "fc")
+        fixed = (fc_fixed_requant(w.data, p.bias, p.scale, p.in_zp, p.out_zp, p.act_min,
+                                  p.act_max) if p.mode == ORT else None)
+        q = None if fixed is not None else emit_requant(self, lid, p, fast=True)
         x, y = n.inputs[0], n.outputs[0]
-        if kind == "depthwise":
-            wt = w.data[:, 0].transpose(1, 2, 0)  # [k_h][k_w][c]
-            filt = self.const("int32_t", f"{lid}_wp", pack_depthwise(wt.reshape(-1, wt.shape[-1])),
-                              align=8)
-            kernel = "tinyaot_depthwise_conv_fast_s8"
-            args = [dims, q, self.ptr(x), filt, self.ptr(y)]
-        else:
-            scratch = self.scratch(n, "uint32_t")
-            if kind == "conv":
-                filt = self.const("int32_t", f"{lid}_wp", pack_gemm(conv_gemm_weights(w.data)),
-                                  align=8)
-                kernel = "tinyaot_convolve_fast_s8"
-                args = [dims, q, self.ptr(x), filt, scratch, self.ptr(y)]
-            else:
-                nout, k = w.shape
-                if fixed is None:
-                    filt = self.const("int32_t", f"{lid}_wp", pack_gemm(w.data, 4), align=8)
-                else:  # the requantization inline in the weight stream, q without arrays
-                    filt = self.const("int32_t", f"{lid}_wp", pack_gemm_fixed(w.data, fixed), align=8)
-                    self.consts.append(
-                        f"static const tinyaot_requant_t {lid}_q = {{ {p['in_zp']}, {p['out_zp']}, "
-                        f"{p['act_min']}, {p['act_max']}, NULL, NULL, NULL, NULL, NULL, 0.0f, NULL }};\n")
-                    q = f"&{lid}_q"
-                    info["requant"] = "ort fixed-point (SMMLAR)"
-                kernel = "tinyaot_fully_connected_fast_s8"
-                args = [str(rows), str(k), str(nout), q, self.ptr(x), filt, scratch, self.ptr(y)]
+        scratch = self.scratch(n, "uint32_t")
+        nout, k = w.shape
+        if fixed is None:
+            filt = self.const("int32_t", f"{lid}_wp", pack_gemm(w.data, 4), align=8)
+        else:  # the requantization inline in the weight stream, q without arrays
+            filt = self.const("int32_t", f"{lid}_wp", pack_gemm_fixed(w.data, fixed), align=8)
+            self.consts.append(
+                f"static const tinyaot_requant_t {lid}_q = {{ {p.in_zp}, {p.out_zp}, "
+                f"{p.act_min}, {p.act_max}, NULL, NULL, NULL, NULL, NULL, 0.0f, NULL }};\n")
+            q = f"&{lid}_q"
+            info["requant"] = "ort fixed-point (SMMLAR)"
+        kernel = "tinyaot_fully_connected_fast_s8"
+        args = [str(rows), str(k), str(nout), q, self.ptr(x), filt, scratch, self.ptr(y)]
         info["kernel"] = kernel
         self.call(kernel, args)
 
@@ -491,16 +362,6 @@ class _Emitter:
         kernel = "tinyaot_avgpool_s8" if n.op == "avgpool" else "tinyaot_maxpool_s8"
         info["kernel"] = kernel
         self.call(kernel, [f"&{lid}_p", self.ptr(x.name), self.ptr(y.name)])
-
-
-def _float_bias(g, n):
-    b = n.inputs[2] if len(n.inputs) > 2 else None
-    w = g.tensors[n.inputs[1]]
-    if not b:
-        return np.zeros(w.shape[0], dtype=np.float32)
-    bt = g.tensors[b]
-    scale = np.broadcast_to(bt.q.scale.astype(np.float32), bt.data.shape)
-    return (bt.data.astype(np.float32) * scale).astype(np.float32)
 
 
 _HOOK_DEFAULTS = """/* Debug hooks (tinyaot validate / profile): empty unless a build defines

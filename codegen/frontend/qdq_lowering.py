@@ -23,7 +23,7 @@ from .onnx_loader_util import attr_dict, conv_pads, np_dtype_name
 INT_TYPES = {"int8", "uint8", "int32"}
 MOVE_OPS = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "Identity", "Slice", "Split"}
 # float ops lowered here until their operator module (codegen/ops/) takes them over
-FLOAT_OPS = {"Conv", "MatMul", "Gemm", "Add", "AveragePool",
+FLOAT_OPS = {"MatMul", "Gemm", "Add", "AveragePool",
              "GlobalAveragePool", "MaxPool", "Softmax"}
 FLOAT_OPS |= {"Mul", "Concat", "Pad", "ReduceMean", "Resize"}
 
@@ -395,34 +395,6 @@ class Lowering:
         raise _Unsupported(f"input '{x}' is not quantized (float op inside a quantized "
                            "region): quantize this node or enable float fallback")
 
-    def lower_conv1d(self, ins, out, name, attrs, shape):
-        """Conv on [N, C, L]: a conv2d on [N, C, 1, L] between two zero-copy reshapes."""
-        x = self.act_input(ins[0], name)
-        w = self.weight_input(ins[1], name)
-        b = self.weight_input(ins[2], name, "int32") if len(ins) > 2 and ins[2] else None
-        xt, wt = self.graph.tensors[x], self.graph.tensors[w]
-        if len(wt.shape) != 3:
-            raise _Unsupported("1-D Conv weights must be [O, I, K]")
-        self.check_weight_q(wt, 0, name)
-        fresh = f"{x}@2d" not in self.graph.tensors
-        x4 = self.add_int_tensor(f"{x}@2d", xt.shape[:2] + (1, xt.shape[2]), xt.dtype, xt.q)
-        if fresh:
-            self.emit("reshape", f"{name}@2d", [x], [x4.name])
-        w4 = self.add_int_tensor(f"{w}@2d", wt.shape[:2] + (1, wt.shape[2]), wt.dtype, wt.q,
-                                 np.ascontiguousarray(wt.data.reshape(wt.shape[:2] + (1, wt.shape[2]))))
-        k = int(tuple(attrs.get("kernel_shape", wt.shape[2:]))[0])
-        s = int(tuple(attrs.get("strides", (1,)))[0])
-        d = int(tuple(attrs.get("dilations", (1,)))[0])
-        a2 = {"auto_pad": attrs.get("auto_pad", "NOTSET")}
-        if "pads" in attrs:
-            p = list(attrs["pads"])
-            a2["pads"] = (0, p[0], 0, p[1])
-        pads = conv_pads(a2, (1, xt.shape[2]), (1, k), (1, s), (1, d), (1, shape[2]))
-        a = {"kernel": (1, k), "strides": (1, s), "dilations": (1, d), "pads": pads,
-             "group": int(attrs.get("group", 1)), "conv1d_out": True}
-        self.pending[out] = Pending("conv2d", name, [x4.name, w4.name, b], a,
-                                    shape=(shape[0], shape[1], 1, shape[2]))
-
     def float_scalar(self, x, name):
         """A constant float scalar, given directly or as DequantizeLinear of a constant."""
         if x in self.qrepr and self.graph.tensors[self.qrepr[x]].is_const:
@@ -453,25 +425,6 @@ class Lowering:
         ins = list(node.input)
         out = node.output[0]
         shape = self.shape_of(out, name)
-        if op == "Conv" and len(self.graph.tensors[self.act_input(ins[0], name)].shape) == 3:
-            return self.lower_conv1d(ins, out, name, attrs, shape)
-        if op == "Conv":
-            x = self.act_input(ins[0], name)
-            w = self.weight_input(ins[1], name)
-            b = self.weight_input(ins[2], name, "int32") if len(ins) > 2 and ins[2] else None
-            wt = self.graph.tensors[w]
-            xs = self.graph.tensors[x].shape
-            if len(xs) != 4:
-                raise _Unsupported("only 2-D convolution (4-D tensors) is supported")
-            kshape = tuple(attrs.get("kernel_shape", wt.shape[2:]))
-            strides = tuple(attrs.get("strides", (1, 1)))
-            dil = tuple(attrs.get("dilations", (1, 1)))
-            pads = conv_pads(attrs, xs[2:], kshape, strides, dil, shape[2:])
-            self.check_weight_q(wt, 0, name)
-            a = {"kernel": kshape, "strides": strides, "dilations": dil, "pads": pads,
-                 "group": int(attrs.get("group", 1))}
-            self.pending[out] = Pending("conv2d", name, [x, w, b], a, shape=shape)
-            return
         if (op == "MatMul" and ins[1] in self.qrepr
                 and not self.graph.tensors[self.qrepr[ins[1]]].is_const):
             from ..ops.matmul import lower_onnx  # activation x activation (codegen/ops/matmul.py)
@@ -610,12 +563,6 @@ class Lowering:
             self.pending[out] = Pending("resize", name, [x], a, shape=shape)
             return
         raise _Unsupported("operator is not supported")
-
-    def check_weight_q(self, wt, channel_axis, name):
-        if wt.q.per_channel and wt.q.axis != channel_axis:
-            raise _Unsupported(f"weights quantized along axis {wt.q.axis}, expected {channel_axis}")
-        if np.any(wt.q.zero_point != 0):
-            raise _Unsupported("weights with a non-zero zero point (asymmetric weights)")
 
     def fc_weights(self, wt, trans_b, name):
         """Constant [K, N] (or [N, K] with transB) -> new constant [N, K], axis 0."""

@@ -34,7 +34,6 @@ for _op in OPS.values():
 
 # Traits of the operators that have not moved into their own module yet (removed op by op)
 _LEGACY_TRAITS = {
-    "conv2d": Traits(layout="spatial", align=8),
     "avgpool": Traits(layout="spatial"),
     "maxpool": Traits(layout="spatial"),
     "resize": Traits(layout="spatial"),

@@ -11,10 +11,10 @@ the float kernels: their fma order is what makes them bit-exact.
 from __future__ import annotations
 
 from .. import ops
-from ..kernels.fast_pack import conv_scratch_bytes, fc_scratch_bytes
+from ..kernels.fast_pack import fc_scratch_bytes
 
 # the layers whose operator module chooses (codegen/ops/: Op.select)
-MOVED = ("conv_transpose",)
+MOVED = ("conv_transpose", "conv2d")
 
 
 def select_kernels(g):
@@ -26,27 +26,9 @@ def select_kernels(g):
             from ..kernels.fc_float_pack import fc_float_scratch_bytes
             n.attrs["scratch_bytes"] = fc_float_scratch_bytes(g.tensors[n.inputs[1]].shape[1])
             continue
-        if n.op == "conv2d" and n.attrs.get("ort_float"):  # pixel columns + one tile
-            from ..kernels.conv_f32_pack import scratch_bytes
-            n.attrs["scratch_bytes"] = scratch_bytes(g.tensors[n.inputs[0]].shape,
-                                                     g.tensors[n.inputs[1]].shape,
-                                                     g.tensors[n.outputs[0]].shape, n.attrs)
-            continue
         if n.attrs.get("ort_float") or n.attrs.get("int_epilogue"):  # float math: portable kernels
             continue
-        if n.op == "conv2d":
-            x = g.tensors[n.inputs[0]]
-            w = g.tensors[n.inputs[1]]
-            y = g.tensors[n.outputs[0]]
-            group = n.attrs["group"]
-            cin, cout = x.shape[1], y.shape[1]
-            kh, kw = n.attrs["kernel"]
-            if group == 1:
-                n.attrs["fast_kernel"] = "conv"
-                n.attrs["scratch_bytes"] = conv_scratch_bytes(kh, kw, cin)
-            elif group == cin and w.shape[1] == 1 and cout == cin and cin % 4 == 0:
-                n.attrs["fast_kernel"] = "depthwise"
-        elif n.op == "fully_connected":
+        if n.op == "fully_connected":
             w = g.tensors[n.inputs[1]]
             n.attrs["fast_kernel"] = "fc"
             n.attrs["scratch_bytes"] = fc_scratch_bytes(w.shape[1])

@@ -32,15 +32,10 @@ def _run_node(g, n, ins, p, numerics):
     mod = ops_registry.find(op)  # an operator module (codegen/ops/) holds its own oracle
     if mod is not None:
         return mod.reference(g, n, ins, p, numerics)
-    bias_t = g.tensors[n.inputs[2]] if len(n.inputs) > 2 and n.inputs[2] else None
     ort_float = numerics == "ort" and n.attrs.get("ort_float")
-    if op == "conv2d":
-        if ort_float:
-            return ops.conv2d_ort_float(ins[0], g.tensors[n.inputs[1]], bias_t, n.attrs, p)
-        return ops.conv2d(ins[0], ins[1], n.attrs, p, numerics)
     if op == "fully_connected":
         if ort_float:
-            return ops.fully_connected_ort_float(ins[0], g.tensors[n.inputs[1]], bias_t, p)
+            return ops.fully_connected_ort_float(ins[0], g.tensors[n.inputs[1]], p)
         return ops.fully_connected(ins[0], ins[1], p, numerics)
     if op == "add":
         return ops.add(ins[0], ins[1], p, numerics)
