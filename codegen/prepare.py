@@ -18,7 +18,6 @@ from . import ops
 from .errors import TinyAotError
 from .ir import Graph, Node
 from .numerics.quant import act_bounds, qrange, requant_table, requant_values, round_half_away
-from .ops.conv_params import prepare_conv_like
 
 NUMERICS = ("ort", "tflite")
 F32 = np.float32
@@ -125,7 +124,6 @@ def _softmax(g, n, numerics):
 
 
 _PREPARE = {
-    "fully_connected": prepare_conv_like,  # codegen/ops/conv_params.py
     "add": _add,
     "avgpool": _avgpool,
     "maxpool": _maxpool,

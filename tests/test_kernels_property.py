@@ -6,8 +6,9 @@ pads, groups / depthwise multipliers, int8 inputs and weights, scales
 (log-uniform 1e-4..1, or exact powers of two, which make rounding ties
 happen) and zero points, fused clamps (Relu, Relu6, Clip), per-channel and
 per-tensor weights. Each case is a one-node IR graph; its parameters come
-from codegen.prepare.prepare_node, the expected output from
-codegen.reference.ops (logical NCHW), and the C kernel gets the same
+from codegen.prepare.prepare_node, the expected output from the operator's
+numpy oracle (codegen/ops/, or codegen.reference.ops for the operators not
+moved there yet; logical NCHW), and the C kernel gets the same
 parameters through cffi (tests/kernel_ffi.py), mapped onto the structs and
 weight layouts exactly as each operator's emit (codegen/ops/) does. Outputs must
 be equal as integers.
@@ -34,6 +35,7 @@ from codegen.kernels.ort_requant_fixed import fc_fixed_requant
 from codegen.ir import Graph, Node, QParams, Tensor
 from codegen.ops.conv2d import conv2d_acc, conv2d_float, conv2d_int
 from codegen.ops.conv_params import EPILOGUE, ORT, TFLITE
+from codegen.ops.fully_connected import fully_connected_float, fully_connected_int
 from codegen.prepare import prepare_node
 from codegen import ops as codegen_ops
 from codegen.reference import ops
@@ -431,7 +433,7 @@ def test_fully_connected_s8(numerics, case):
     nout = wt.shape[0]
     p = prepare_node(g, n, numerics)
     note(describe(g, n))
-    expected = ops.fully_connected(xv, wt.data, p, numerics)
+    expected = fully_connected_int(xv, wt.data, p)
     got = K.fully_connected_s8(rows, k, nout, requant_fields(p), xv, wt.data)
     assert_bit_exact(expected, got.reshape(rows, nout),
                      f"tinyaot_fully_connected_s8 [{numerics}]", g, n, p)
@@ -460,7 +462,7 @@ def test_fully_connected_f32_s8_ort(case):
     nout = wt.shape[0]
     p = prepare_node(g, n, "ort")
     note(describe(g, n))
-    expected = ops.fully_connected_ort_float(xv, wt, p)
+    expected = fully_connected_float(xv, wt, p)
     fp = {"order": ORDER_CODE[p.fc_order], "k_block": p.k_block,
           "out_scale": p.out_scale, "out_zp": p.out_zp, "act_min": p.act_min,
           "act_max": p.act_max, "in_table": input_table(p.in_scale, p.in_zp),

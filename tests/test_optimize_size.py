@@ -7,7 +7,8 @@
   (1 and 2 ORT threads) and tests/test_fc_float_order.py (every MLAS order).
 * The integer kernels on int8 weights (tinyaot_convolve_w8_s8,
   tinyaot_depthwise_conv_w8_s8, tinyaot_fully_connected_w8_s8) against the
-  numpy reference (codegen/reference/ops.py), both requantizations.
+  numpy oracles of the operators (codegen/ops/conv2d.py, fully_connected.py),
+  both requantizations.
 * Whole models against the golden vectors: ad01 (two float FC layers) and
   ic01 (six float convs with fma segments) under `ort`, kws01 under `tflite`
   (TFLM's outputs), tinyaot's own models under `ort`, on the host; four of
@@ -379,13 +380,13 @@ INT_SHAPES = [(1, 64, (49, 10), (10, 4), (2, 2), (4, 1, 5, 1), (1, 1)),
 @pytest.mark.parametrize("numerics", ["ort", "tflite"])
 def test_int_w8_kernels_equal_the_numpy_reference(numerics, records):
     """tinyaot_convolve_w8_s8 / tinyaot_fully_connected_w8_s8 (host: the portable
-    intrinsics) against codegen/reference/ops (numpy int64 sums, both requantizations,
+    intrinsics) against the operators' oracles (numpy int64 sums, both requantizations,
     with and without the per-channel records), weights packed as the compiler
     stores them (ops/size_kernels.py:w8_pack)."""
     import kernel_ffi as kf
     from codegen.ops.conv2d import conv2d_int
+    from codegen.ops.fully_connected import fully_connected_int
     from codegen.ops.size_kernels import w8_pack
-    from codegen.reference import ops
     rng = np.random.default_rng((5 if numerics == "ort" else 6) + 10 * records)
     for cin, cout, hw, k, s, pads, d in INT_SHAPES:
         attrs = {"kernel": k, "strides": s, "pads": pads, "dilations": d, "group": 1}
@@ -414,7 +415,7 @@ def test_int_w8_kernels_equal_the_numpy_reference(numerics, records):
         for rows in (3, 1):
             xf = rng.integers(-128, 128, (rows, kk)).astype(np.int8)
             wf = w.reshape(cout, kk)
-            want = ops.fully_connected(xf, wf, p, numerics)
+            want = fully_connected_int(xf, wf, p)
             nbytes = kf.kernels().lib.tinyaot_fully_connected_w8_s8_get_buffer_size(kk)
             assert nbytes == 2 * ((kk + 3) // 4 * 4)
             scratch = np.zeros(nbytes // 2, np.int16)
@@ -476,8 +477,8 @@ def _int_w8_cases():
     """Every INT_SHAPES conv / FC and DW_SHAPES depthwise case in both numerics,
     with and without records: (kernel, C call args builder data, expected)."""
     from codegen.ops.conv2d import conv2d_int
+    from codegen.ops.fully_connected import fully_connected_int
     from codegen.ops.size_kernels import w8_pack
-    from codegen.reference import ops
     rng = np.random.default_rng(21)
     cases = []
     for numerics in ("ort", "tflite"):
@@ -496,7 +497,7 @@ def _int_w8_cases():
                 xf = rng.integers(-128, 128, (2, kk)).astype(np.int8)
                 wf = w.reshape(cout, kk)
                 cases.append(("fc", (2, kk, cout), q, xf, w8_pack(wf, 4),
-                              ops.fully_connected(xf, wf, p, numerics)))
+                              fully_connected_int(xf, wf, p)))
             for shape in DW_SHAPES:
                 cases.append(("dw",) + _dw_case(rng, shape, numerics, records))
     return cases

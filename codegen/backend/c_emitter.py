@@ -12,7 +12,6 @@ import numpy as np
 
 from .. import __version__, ops
 from ..ir import Graph
-from ..kernels import fc_float_unrolled as fu
 from ..kernels.c_format import c_array, c_float, c_ident
 from .io_buffers import header_api, run_functions
 from ..planner.arena import scratch_name
@@ -93,8 +92,6 @@ class _Emitter:
             mod.emit(self, lid, n, p, info)
         elif op in ("reshape", "transpose", "reinterpret"):
             info["kernel"] = "alias (zero-copy)"
-        elif op == "fully_connected":
-            self.emit_fc(lid, n, p, info)
         elif op == "add":
             self.emit_add(lid, n, p, info)
         elif op == "avgpool" and n.attrs.get("reduce_mean") and self.numerics == "ort":
@@ -163,122 +160,6 @@ class _Emitter:
             raise NotImplementedError(f"no C emitter for op {op}")
         info["weight_bytes"] = self.weights_bytes - before
         self.layers.append(info)
-
-    def emit_fc(self, lid, n, p, info):
-        g = self.g
-        x = g.tensors[n.inputs[0]]
-        w = g.tensors[n.inputs[1]]
-        y = g.tensors[n.outputs[0]]
-        nout, k = w.shape
-        rows = x.size // k
-        info["macs"] = int(rows * nout * k)
-        from ..ops.conv_records import emit_requant
-        from ..ops.size_kernels import emit_fc_int_w8, emit_fc_w8
-        if n.attrs.get("f32_w8"):  # --optimize size (passes/optimize.py)
-            emit_fc_w8(self, lid, n, p, info, rows)
-            return
-        if n.attrs.get("int_w8"):  # --optimize size, integer FC
-            emit_fc_int_w8(self, lid, n, p, info, rows)
-            return
-        if n.attrs.get("ort_float"):
-            self.emit_fc_float(lid, n, p, info, rows)
-            return
-        if n.attrs.get("fast_kernel") == "fc":
-            self.emit_fast(lid, n, p, info, None, w, rows=rows)
-            return
-        q = emit_requant(self, lid, p)
-        filt = self.const("int8_t", f"{lid}_w", w.data, align=4)
-        info["kernel"] = "tinyaot_fully_connected_s8"
-        self.call("tinyaot_fully_connected_s8", [str(rows), str(k), str(nout), q,
-                                                 self.ptr(x.name), filt, self.ptr(y.name)])
-
-    def emit_fc_float(self, lid, n, p, info, rows):
-        """onnxruntime's float Gemm/MatMul: float weights packed for MLAS's order."""
-        from ..kernels.fc_float_pack import input_table, pack_fc_float
-        from ..numerics.mlas_fc_order import ORDER_CODE
-        from ..numerics.ort_float import float_weights
-
-        x, w, y = (self.g.tensors[t] for t in (n.inputs[0], n.inputs[1], n.outputs[0]))
-        nout, k = w.shape
-        wf, bf = float_weights(w), p.bias_f
-        xt = input_table(p.in_scale, p.in_zp)
-        table = self.const("float", f"{lid}_xt", xt)
-        unrolled = self.unrolled_fc(lid, p, wf, bf, float(np.abs(xt).max()), rows)
-        wp = self.const("float", f"{lid}_wp", pack_fc_float(wf, p.fc_order), align=8)
-        bias = self.const("float", f"{lid}_bf", bf)
-        self.consts.append(
-            f"static const tinyaot_float_fc_t {lid}_fp = {{ {ORDER_CODE[p.fc_order]}, "
-            f"{p.k_block}, {c_float(p.out_scale)}, {p.out_zp}, {p.act_min}, "
-            f"{p.act_max}, {table}, {wp}, {bias} }};\n")
-        scratch = self.scratch(n, "float")
-        info["kernel"] = "tinyaot_fully_connected_f32_s8"
-        self.kernels.add("tinyaot_dequantize_row_f32_s8")  # called by both paths
-        if unrolled is None:
-            self.call(info["kernel"], [str(rows), str(k), str(nout), f"&{lid}_fp",
-                                       self.ptr(x.name), scratch, self.ptr(y.name)])
-            return
-        # the FPU build carries only the unrolled layer's arrays, the others only the loop's
-        self.consts.append("#endif\n")
-        self.weights_bytes -= 4 * (wf.size + nout)  # wp, bf: not in the FPU build
-        info["kernel"] = f"{unrolled} (FPU; else tinyaot_fully_connected_f32_s8)"
-        self.kernels.add("tinyaot_fully_connected_f32_s8")
-        self.body += [f"#ifdef {fu.GUARD_MACRO}",
-                      f"    tinyaot_dequantize_row_f32_s8({self.ptr(x.name)}, {k}, {table}, "
-                      f"{scratch});",
-                      f"    {unrolled}({scratch}, {self.ptr(y.name)});", "#else",
-                      f"    if (tinyaot_fully_connected_f32_s8({rows}, {k}, {nout}, &{lid}_fp, "
-                      f"{self.ptr(x.name)}, {scratch}, {self.ptr(y.name)}) != TINYAOT_OK) return -1;",
-                      "#endif"]
-
-    def unrolled_fc(self, lid, p, wf, bf, x_max, rows):
-        """kernels/fc_float_unrolled.py under --optimize speed (not with --integrity,
-        whose digest lists one set of arrays): emits the unrolled layer's stream and
-        function inside `#ifdef TINYAOT_FC_UNROLLED ... #else` (the caller closes it
-        after the loop kernel's arrays) and returns the function's name; None when
-        the layer keeps the loop kernel."""
-        if not (self.unroll_fc and self.optimize == "speed"
-                and fu.eligible(p.fc_order, rows, wf)):
-            return None
-        u = fu.unroll_fc(wf, bf, x_max, p.out_scale, p.out_zp, p.act_min, p.act_max)
-        if not self.unroll_guard:
-            self.consts.append(fu.GUARD_C)
-            self.unroll_guard = True
-        self.consts.append(f"#ifdef {fu.GUARD_MACRO}\n")
-        stream = self.const("float", f"{lid}_wu", u.stream, align=8)
-        fname = fu.function_name(lid)
-        self.consts.append(fu.c_function(fname, u, p.out_scale, stream))
-        self.consts.append("#else\n")
-        return fname
-
-    def emit_fast(self, lid, n, p, info, dims, w, rows=None):
-        """A layer on the fast FC kernel (passes/kernel_select.py, kernels/fast_pack.py)."""
-        from ..kernels.fast_pack import pack_gemm, pack_gemm_fixed
-        from ..kernels.ort_requant_fixed import fc_fixed_requant
-        from ..ops.conv_params import ORT, TFLITE
-        from ..ops.conv_records import emit_requant
-        if p.mode == TFLITE and np.any(np.asarray(p.mult) < 0):
-            raise NotImplementedError("fast kernels need non-negative multipliers")
-        # tinyaot_fully_connected_fast_s8 keeps the float scales (not its records),
-        # or under ort reads an exact fixed-point requantization from its weights
-        fixed = (fc_fixed_requant(w.data, p.bias, p.scale, p.in_zp, p.out_zp, p.act_min,
-                                  p.act_max) if p.mode == ORT else None)
-        q = None if fixed is not None else emit_requant(self, lid, p, fast=True)
-        x, y = n.inputs[0], n.outputs[0]
-        scratch = self.scratch(n, "uint32_t")
-        nout, k = w.shape
-        if fixed is None:
-            filt = self.const("int32_t", f"{lid}_wp", pack_gemm(w.data, 4), align=8)
-        else:  # the requantization inline in the weight stream, q without arrays
-            filt = self.const("int32_t", f"{lid}_wp", pack_gemm_fixed(w.data, fixed), align=8)
-            self.consts.append(
-                f"static const tinyaot_requant_t {lid}_q = {{ {p.in_zp}, {p.out_zp}, "
-                f"{p.act_min}, {p.act_max}, NULL, NULL, NULL, NULL, NULL, 0.0f, NULL }};\n")
-            q = f"&{lid}_q"
-            info["requant"] = "ort fixed-point (SMMLAR)"
-        kernel = "tinyaot_fully_connected_fast_s8"
-        args = [str(rows), str(k), str(nout), q, self.ptr(x), filt, scratch, self.ptr(y)]
-        info["kernel"] = kernel
-        self.call(kernel, args)
 
     def emit_add(self, lid, n, p, info):
         g = self.g

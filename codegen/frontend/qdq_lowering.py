@@ -17,13 +17,14 @@ from ..errors import TinyAotError
 from ..ir import Graph, Node, QParams, Tensor
 from ..ops import ONNX_LOWERINGS
 from ..ops.base import Pending
+from ..ops.pending_folds import fold_into_pending
 from ..ops.base import Unsupported as _Unsupported
 from .onnx_loader_util import attr_dict, conv_pads, np_dtype_name
 
 INT_TYPES = {"int8", "uint8", "int32"}
 MOVE_OPS = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "Identity", "Slice", "Split"}
 # float ops lowered here until their operator module (codegen/ops/) takes them over
-FLOAT_OPS = {"MatMul", "Gemm", "Add", "AveragePool",
+FLOAT_OPS = {"Add", "AveragePool",
              "GlobalAveragePool", "MaxPool", "Softmax"}
 FLOAT_OPS |= {"Mul", "Concat", "Pad", "ReduceMean", "Resize"}
 
@@ -195,6 +196,8 @@ class Lowering:
         from .integer_ops import INTEGER_OPS, is_epilogue_node, lower_integer_op
         if op in INTEGER_OPS or is_epilogue_node(self, node):  # ConvInteger / MatMulInteger
             return lower_integer_op(self, node, name, attrs, _Unsupported)
+        if fold_into_pending(self, node, name, attrs):  # e.g. a bias Add into its conv / FC
+            return
         lower = ONNX_LOWERINGS.get(op)  # the operator modules (codegen/ops/)
         if lower is not None:
             out = node.output[0]
@@ -425,38 +428,7 @@ class Lowering:
         ins = list(node.input)
         out = node.output[0]
         shape = self.shape_of(out, name)
-        if (op == "MatMul" and ins[1] in self.qrepr
-                and not self.graph.tensors[self.qrepr[ins[1]]].is_const):
-            from ..ops.matmul import lower_onnx  # activation x activation (codegen/ops/matmul.py)
-            return lower_onnx(self, node, name, attrs, ins, out, shape)
-        if op in ("MatMul", "Gemm"):
-            x = self.act_input(ins[0], name)
-            w = self.weight_input(ins[1], name)
-            wt = self.graph.tensors[w]
-            trans_b = int(attrs.get("transB", 0)) if op == "Gemm" else 0
-            if op == "Gemm" and (int(attrs.get("transA", 0)) or attrs.get("alpha", 1.0) != 1.0
-                                 or attrs.get("beta", 1.0) != 1.0):
-                raise _Unsupported("Gemm with transA or alpha/beta != 1")
-            if len(self.graph.tensors[x].shape) != 2 or len(wt.shape) != 2:
-                raise _Unsupported("MatMul supports a 2-D activation times a 2-D constant")
-            w = self.fc_weights(wt, trans_b, name)
-            b = None
-            if op == "Gemm" and len(ins) > 2 and ins[2]:
-                b = self.weight_input(ins[2], name, "int32")
-            self.pending[out] = Pending("fully_connected", name, [x, w, b], {}, shape=shape)
-            return
         if op == "Add":
-            for i, j in ((0, 1), (1, 0)):
-                p = self.pending.get(ins[i])
-                if (p is not None and p.op in ("fully_connected", "conv2d") and p.inputs[2] is None
-                        and p.act_lo is None and p.act_hi is None and ins[j] in self.qrepr
-                        and self.graph.tensors[self.qrepr[ins[j]]].is_const
-                        and self.graph.tensors[self.qrepr[ins[j]]].dtype == "int32"):
-                    del self.pending[ins[i]]
-                    p.inputs[2] = self.qrepr[ins[j]]
-                    p.tensors.append(ins[i])
-                    self.pending[out] = p
-                    return
             from .const_operand import add_operands  # an activation + a quantized constant too
             a, b, attrs_add = add_operands(self, ins, name, shape, _Unsupported)
             self.pending[out] = Pending("add", name, [a, b], attrs_add, shape=shape)
@@ -563,22 +535,6 @@ class Lowering:
             self.pending[out] = Pending("resize", name, [x], a, shape=shape)
             return
         raise _Unsupported("operator is not supported")
-
-    def fc_weights(self, wt, trans_b, name):
-        """Constant [K, N] (or [N, K] with transB) -> new constant [N, K], axis 0."""
-        data = wt.data if trans_b else wt.data.T
-        axis = None
-        if wt.q.per_channel:
-            want = 0 if trans_b else 1
-            if wt.q.axis != want:
-                raise _Unsupported("weights quantized along the reduction axis")
-            axis = 0
-        q = QParams(wt.q.scale, wt.q.zero_point, axis)
-        if np.any(q.zero_point != 0):
-            raise _Unsupported("weights with a non-zero zero point (asymmetric weights)")
-        t = self.add_int_tensor(f"{wt.name}@NK", data.shape, wt.dtype, q,
-                                np.ascontiguousarray(data))
-        return t.name
 
 
 def _opset(proto):

@@ -45,7 +45,6 @@ _LEGACY_TRAITS = {
     "concat": Traits(layout="same"),
     "pad": Traits(layout="same"),
     "slice": Traits(layout="same"),
-    "fully_connected": Traits(align=8),
     "softmax": Traits(),
     "layout": Traits(),
     "sign_flip": Traits(),

@@ -28,10 +28,7 @@ def check_optimize(value):
 
 def optimize_for_size(g):
     """Re-select kernels for the smallest flash (after passes/kernel_select.py)."""
-    from ..ops.size_kernels import select_size
     for n in g.nodes:
         if n.op in MOVED:
             ops.get(n.op).select(g, n, "size")
-        elif n.op == "fully_connected":
-            select_size(g, n)
     return g

@@ -8,16 +8,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..numerics import ort_float as of
-from ..numerics.ort_float import float_weights
 
 F32 = np.float32
-
-
-def fully_connected(x, w, p, numerics):
-    """x [M, K], w [N, K]."""
-    from ..ops.conv_params import requantize_sums
-    acc = (x.astype(np.int64) - p.in_zp) @ w.astype(np.int64).T
-    return requantize_sums(acc, p, 1)
 
 
 def add(a, b, p, numerics):
@@ -132,11 +124,3 @@ def softmax(x, p, numerics):
     out = np.stack([tfp.softmax_int8(r, p) for r in rows])
     return out.reshape(x.shape)
 
-
-def fully_connected_ort_float(x, wt, p):
-    """onnxruntime's float Gemm/MatMul in MLAS's order (numerics/mlas_fc_order.py)."""
-    from ..numerics.mlas_fc_order import fc_float
-    xf = of.dequantize(x, p.in_scale, p.in_zp)
-    wf = float_weights(wt)
-    y = fc_float(xf, wf, p.bias_f, p.fc_order, p.k_block)
-    return of.quantize(y, p.out_scale, p.out_zp, p.act_min, p.act_max)

@@ -32,11 +32,6 @@ def _run_node(g, n, ins, p, numerics):
     mod = ops_registry.find(op)  # an operator module (codegen/ops/) holds its own oracle
     if mod is not None:
         return mod.reference(g, n, ins, p, numerics)
-    ort_float = numerics == "ort" and n.attrs.get("ort_float")
-    if op == "fully_connected":
-        if ort_float:
-            return ops.fully_connected_ort_float(ins[0], g.tensors[n.inputs[1]], p)
-        return ops.fully_connected(ins[0], ins[1], p, numerics)
     if op == "add":
         return ops.add(ins[0], ins[1], p, numerics)
     if op == "avgpool" and n.attrs.get("reduce_mean") and numerics == "ort":
