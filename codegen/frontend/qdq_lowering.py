@@ -193,10 +193,7 @@ class Lowering:
             return self.lower_q(node, name, attrs)
         if op in MOVE_OPS:
             return self.lower_move(node, name, attrs)
-        from .integer_ops import INTEGER_OPS, is_epilogue_node, lower_integer_op
-        if op in INTEGER_OPS or is_epilogue_node(self, node):  # ConvInteger / MatMulInteger
-            return lower_integer_op(self, node, name, attrs, _Unsupported)
-        if fold_into_pending(self, node, name, attrs):  # e.g. a bias Add into its conv / FC
+        if fold_into_pending(self, node, name, attrs):  # a bias Add, an integer epilogue
             return
         lower = ONNX_LOWERINGS.get(op)  # the operator modules (codegen/ops/)
         if lower is not None:

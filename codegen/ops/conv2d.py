@@ -24,6 +24,7 @@ from ..kernels.conv_f32_pack import plan_fields, scratch_bytes
 from ..kernels.fast_pack import conv_gemm_weights, conv_scratch_bytes, pack_depthwise, pack_gemm
 from ..numerics import ort_float as of
 from ..numerics.ort_float import float_weights
+from . import integer_forms
 from .base import Op, Pending, Traits, Unsupported
 from .conv_lowering import check_weight_q, conv_pads, reshape_to_2d
 from .conv_params import FLOAT, TFLITE, ConvParams, prepare_conv_like, requantize_sums
@@ -222,7 +223,7 @@ def _emit_fast(em, lid, n, p, info, dims, w):
 class Conv2d(Op):
     name = "conv2d"
     traits = Traits(layout="spatial", align=8)
-    onnx = {"Conv": lower_onnx}
+    onnx = {"Conv": lower_onnx, "ConvInteger": integer_forms.lower_onnx}
 
     def select(self, g, n, optimize):
         for k in ("fast_kernel", "int_w8", "f32_w8", "scratch_bytes"):

@@ -28,6 +28,7 @@ from ..kernels.ort_requant_fixed import fc_fixed_requant
 from ..numerics import ort_float as of
 from ..numerics.mlas_fc_order import ORDER_CODE, fc_float
 from ..numerics.ort_float import float_weights
+from . import integer_forms
 from .base import Op, Pending, Traits, Unsupported
 from .conv_params import FLOAT, ORT, TFLITE, ConvParams, prepare_conv_like, requantize_sums
 from .conv_records import RequantRecord, emit_requant
@@ -184,7 +185,8 @@ def _emit_fast(em, lid, n, p, info, rows):
 class FullyConnected(Op):
     name = "fully_connected"
     traits = Traits(align=8)
-    onnx = {"MatMul": lower_matmul_gemm, "Gemm": lower_matmul_gemm}
+    onnx = {"MatMul": lower_matmul_gemm, "Gemm": lower_matmul_gemm,
+            "MatMulInteger": integer_forms.lower_onnx}
 
     def select(self, g, n, optimize):
         for k in ("fast_kernel", "int_w8", "f32_w8", "scratch_bytes"):

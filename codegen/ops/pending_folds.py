@@ -4,10 +4,15 @@ lowers a node on its own.
 """
 from __future__ import annotations
 
+from .integer_forms import fold_epilogue
+
 
 def fold_into_pending(lw, node, name, attrs) -> bool:
-    """Fold `node` into the layer pending before it; True when folded: the constant int32
+    """Fold `node` into the layer pending before it; True when folded: the Cast / Mul / Add
+    of a ConvInteger / MatMulInteger epilogue (integer_forms.py), or the constant int32
     bias Add of a MatMul / Conv that has none (and no clamp yet)."""
+    if fold_epilogue(lw, node, name, attrs):
+        return True
     if node.op_type != "Add":
         return False
     ins, out = list(node.input), node.output[0]
