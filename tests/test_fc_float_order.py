@@ -6,7 +6,7 @@ MLAS summation order `--numerics ort` must repeat is checked on the float:
 
 * onnxruntime's float output of DQ(x), DQ(w), DQ(b) -> Gemm / MatMul (the
   independent oracle: ORT 1.32 on this x86-64 host), against
-* the numpy reference (codegen/reference/fc_float_order.py, order picked by
+* the numpy reference (codegen/numerics/mlas_fc_order.py, order picked by
   mlas_order from M, N, K, transB), and
 * the C kernel runtime_c/src/tinyaot_fully_connected_f32_s8.c, compiled with
   its QuantizeLinear replaced by a function that records the float: the

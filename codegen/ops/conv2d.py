@@ -23,6 +23,7 @@ from ..kernels.c_format import c_struct
 from ..kernels.conv_f32_pack import plan_fields, scratch_bytes
 from ..kernels.fast_pack import conv_gemm_weights, conv_scratch_bytes, pack_depthwise, pack_gemm
 from ..numerics import ort_float as of
+from ..numerics.mlas_conv_order import node_segments, run_segments
 from ..numerics.ort_float import float_weights
 from . import integer_forms
 from .base import Op, Pending, Traits, Unsupported
@@ -133,7 +134,6 @@ def conv2d_f32(x, wt, bias_f, attrs, in_scale, in_zp):
     NCHW: per group im2col in (c, ky, kx) order and MLAS's summation order
     (numerics/mlas_conv_order.py; it depends on ORT's intra-op thread count,
     attrs["ort_threads"], default 1). wt: the int8 weight tensor (its scales)."""
-    from ..numerics.mlas_conv_order import node_segments, run_segments
     xf = of.dequantize(x, in_scale, in_zp)
     wf = float_weights(wt)
     n, c, h, w = xf.shape

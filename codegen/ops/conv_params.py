@@ -21,6 +21,7 @@ import numpy as np
 from ..errors import TinyAotError
 from ..numerics import ort_float as of
 from ..numerics import tflite_fixedpoint as tfp
+from ..numerics.mlas_fc_order import mlas_order
 from ..numerics.quant import act_bounds
 from .bias_scale import check_bias_scale
 
@@ -72,8 +73,7 @@ def prepare_conv_like(g, n, numerics) -> ConvParams:
                        bias_f=of.float_bias(g.tensors[b] if b else None, cout),
                        filter_scale=np.array(sw))
         if n.op == "fully_connected":
-            from ..numerics.mlas_fc_order import mlas_order  # the float Gemm's MLAS order
-            k = w.shape[1]
+            k = w.shape[1]  # the float Gemm's MLAS order
             p.fc_order, p.k_block = mlas_order(x.size // k, cout, k, n.attrs.get("ort_trans_b", 0))
         return p
     if transposed:

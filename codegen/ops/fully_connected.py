@@ -32,6 +32,7 @@ from . import integer_forms
 from .base import Op, Pending, Traits, Unsupported
 from .conv_params import FLOAT, ORT, TFLITE, ConvParams, prepare_conv_like, requantize_sums
 from .conv_records import RequantRecord, emit_requant
+from .matmul import lower_onnx as lower_activation_matmul
 from .size_kernels import emit_fc_int_w8, emit_fc_w8, select_size
 
 
@@ -54,8 +55,7 @@ def lower_matmul_gemm(lw, node, name, attrs, ins, out, shape):
     op = node.op_type
     if (op == "MatMul" and ins[1] in lw.qrepr
             and not lw.graph.tensors[lw.qrepr[ins[1]]].is_const):
-        from .matmul import lower_onnx  # activation x activation
-        return lower_onnx(lw, node, name, attrs, ins, out, shape)
+        return lower_activation_matmul(lw, node, name, attrs, ins, out, shape)
     x = lw.act_input(ins[0], name)
     w = lw.weight_input(ins[1], name)
     wt = lw.graph.tensors[w]
