@@ -317,19 +317,6 @@ def _matmul(g, n, numerics):
 _PREPARE["matmul"] = _matmul
 
 
-def _slice(g, n, numerics):
-    """Slice / Split piece: a strided copy (exact in both numerics)."""
-    x = g.tensors[n.inputs[0]]
-    y = g.tensors[n.outputs[0]]
-    if x.dtype != y.dtype or (x.q is not None and y.q is not None and not x.q.same_as(y.q)):
-        raise TinyAotError("Slice output must keep the input's type and quantization",
-                           model=g.source, node=n.name)
-    return {}
-
-
-_PREPARE["slice"] = _slice
-
-
 def _resize(g, n, numerics):
     """Resize over H, W: index tables (nearest) or per-axis indices and weights
     (bilinear), computed here from the chosen oracle (numerics/resize.py)."""

@@ -694,7 +694,7 @@ def test_kernel_library_is_sanitized_or_says_why():
 def test_slice_s8(dims, case):
     """Any window (negative starts / ends, clamping, steps of either sign) of a
     4-D tensor: the kernel's bytes equal numpy's slicing of the input."""
-    from codegen.frontend.slice_split import slice_window
+    from codegen.ops.slice import slice_window
     d = case.draw
     starts = [d(st.integers(-9, 9)) for _ in dims]
     ends = [d(st.integers(-9, 9)) for _ in dims]

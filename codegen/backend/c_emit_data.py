@@ -1,11 +1,10 @@
-"""C emission of the data-movement and resize kernels (Slice / Split, Resize).
+"""C emission of the resize kernels.
 
 Called from c_emitter._Emitter.emit_node, like c_emit_more.py. Index and
 weight tables come from prepare._resize; the kernels only read them.
 """
 from __future__ import annotations
 
-from .c_emit_more import dims4, physical
 from ..kernels.c_format import c_float
 
 
@@ -13,20 +12,6 @@ def _ints(em, name, vals):
     vals = [int(v) for v in vals]
     em.consts.append(f"static const int32_t {name}[{len(vals)}] = {{ {', '.join(map(str, vals))} }};\n")
     return name
-
-
-def emit_slice(em, lid, n, p, info):
-    """A strided window on the physical axes (the output keeps the input's perm)."""
-    g = em.g
-    x = g.tensors[n.inputs[0]]
-    y = g.tensors[n.outputs[0]]
-    idims, perm = physical(x)
-    odims, _ = physical(y)
-    starts = [n.attrs["starts"][a] for a in perm]
-    steps = [n.attrs["steps"][a] for a in perm]
-    vals = dims4(idims, 1) + dims4(odims, 1) + dims4(starts, 0) + dims4(steps, 1)
-    info["kernel"] = "tinyaot_slice_s8"
-    em.call("tinyaot_slice_s8", [_ints(em, f"{lid}_d", vals), em.ptr(x.name), em.ptr(y.name)])
 
 
 def emit_resize(em, lid, n, p, info):

@@ -8,13 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..kernels.c_format import c_float
-
-
-def physical(t):
-    """(physical dims, perm) of a tensor: its bytes are logical.transpose(perm)."""
-    rank = len(t.shape)
-    perm = tuple(t.perm) if t.perm is not None else tuple(range(rank))
-    return [t.shape[a] for a in perm], perm
+from ..ops.physical import dims4, physical
 
 
 def broadcast_strides(x, out):
@@ -29,11 +23,6 @@ def broadcast_strides(x, out):
     padded = [0] * (r - rx) + [logical[i] if x.shape[i] != 1 else 0 for i in range(rx)]
     _, operm = physical(out)
     return [padded[a] for a in operm]
-
-
-def dims4(vals, fill):
-    vals = list(vals)
-    return [fill] * (4 - len(vals)) + vals
 
 
 def operand(em, lid, tag, t):

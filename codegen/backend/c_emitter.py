@@ -178,9 +178,6 @@ class _Emitter:
         elif op == "conv_transpose":
             from .c_emit_more import emit_conv_transpose
             emit_conv_transpose(self, lid, n, p, info)
-        elif op == "slice":
-            from .c_emit_data import emit_slice
-            emit_slice(self, lid, n, p, info)
         elif op == "resize":
             from .c_emit_data import emit_resize
             emit_resize(self, lid, n, p, info)

@@ -21,7 +21,7 @@ from ..ops.base import Unsupported as _Unsupported
 from .onnx_loader_util import attr_dict, conv_pads, np_dtype_name
 
 INT_TYPES = {"int8", "uint8", "int32"}
-MOVE_OPS = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "Identity", "Slice", "Split"}
+MOVE_OPS = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "Identity"}
 # float ops lowered here until their operator module (codegen/ops/) takes them over
 FLOAT_OPS = {"Conv", "MatMul", "Gemm", "Add", "AveragePool",
              "GlobalAveragePool", "MaxPool", "Softmax"}
@@ -44,7 +44,7 @@ class Lowering:
         self.defined = set(self.consts)
         self.unsupported = []  # (op_type, node name, why)
         # slice output -> (its input, starts, steps): a slice of a slice reads the first
-        # one's input directly (one copy, not two; an unused middle slice is dead code)
+        # one's input directly (codegen/ops/slice.py), also through Q(DQ(x)) (lower_q)
         self.windows = {}
         # nodes an earlier pass (frontend/qoperator.py) could not rewrite:
         # name -> (op_type, why); they and what depends on them are skipped
@@ -300,23 +300,6 @@ class Lowering:
             return
         else:
             raise _Unsupported(f"input '{x}' is a float tensor that is not quantized")
-        if node.op_type in ("Slice", "Split"):
-            windows = self.slice_windows(node, name, attrs, src.shape)
-            for j, (o, (starts, steps, oshape)) in enumerate(zip(node.output, windows)):
-                if not o:
-                    continue
-                t = self.add_int_tensor(o if not float_out else f"{o}@q", oshape, src.dtype, src.q)
-                root = src.name
-                if root in self.windows:  # compose: index i of this window is
-                    root, s1, t1 = self.windows[root]  # s1 + t1 * (start + step * i)
-                    starts = tuple(a + b * c for a, b, c in zip(s1, t1, starts))
-                    steps = tuple(b * c for b, c in zip(t1, steps))
-                self.windows[t.name] = (root, starts, steps)
-                self.emit("slice", name if len(node.output) == 1 else f"{name}:{j}", [root],
-                          [t.name], {"starts": starts, "steps": steps})
-                if float_out:
-                    self.qrepr[o] = t.name
-            return
         shape = self.shape_of(out, name)
         oname = out if not float_out else f"{out}@q"
         t = self.add_int_tensor(oname, shape, src.dtype, src.q)
@@ -328,51 +311,9 @@ class Lowering:
         if float_out:
             self.qrepr[out] = t.name
 
-    def slice_windows(self, node, name, attrs, shape):
-        """Slice / Split -> one (starts, steps, out_shape) per output (frontend/slice_split.py)."""
-        from .slice_split import SliceError, slice_window, split_sizes, split_windows
-        ins = list(node.input) + [""] * 5
-        opset = _opset(self.proto)
-        try:
-            if node.op_type == "Slice":
-                def opt(i, what):  # opset 10+ (the oldest tinyaot reads): constant inputs
-                    return self.const(ins[i], name, f"Slice {what}") if ins[i] else None
-                if not ins[1] or not ins[2]:
-                    raise SliceError("starts and ends are required")
-                windows = [slice_window(shape, opt(1, "starts"), opt(2, "ends"), opt(3, "axes"),
-                                        opt(4, "steps"))]
-            else:
-                axis = int(attrs.get("axis", 0))
-                if axis < -len(shape) or axis >= len(shape):
-                    raise SliceError(f"axis {axis} out of range for rank {len(shape)}")
-                axis %= len(shape)
-                split = attrs.get("split")
-                if opset >= 13 and ins[1]:
-                    split = self.const(ins[1], name, "Split split")
-                sizes = split_sizes(int(shape[axis]), len(node.output), split,
-                                    attrs.get("num_outputs"))
-                windows = split_windows(shape, axis, sizes)
-        except (SliceError, KeyError) as e:
-            raise self.err(f"invalid {node.op_type}: {e}", node=name) from None
-        for o, (_, _, oshape) in zip(node.output, windows):
-            if o and o in self.shapes and tuple(self.shapes[o][0]) != tuple(oshape):
-                raise self.err(f"{node.op_type} output shape {list(oshape)} differs from the "
-                               f"model's {list(self.shapes[o][0])}", node=name, tensor=o)
-            if o and 0 in oshape:
-                raise _Unsupported(f"{node.op_type} output '{o}' is empty")
-        if len(shape) > 4:
-            raise _Unsupported(f"{node.op_type} of a rank-{len(shape)} tensor (at most 4)")
-        return windows
-
     def fold_const_move(self, node, name, attrs):
         x = np.asarray(self.consts[node.input[0]])
         op = node.op_type
-        if op in ("Slice", "Split"):
-            from .slice_split import apply_window
-            for o, w in zip(node.output, self.slice_windows(node, name, attrs, x.shape)):
-                if o:
-                    self.consts[o] = apply_window(x, *w)
-            return
         if op == "Transpose":
             perm = attrs.get("perm", list(reversed(range(x.ndim))))
             y = np.transpose(x, perm)

@@ -46,7 +46,6 @@ _LEGACY_TRAITS = {
     "reinterpret": Traits(layout="alias"),
     "concat": Traits(layout="same"),
     "pad": Traits(layout="same"),
-    "slice": Traits(layout="same"),
     "matmul": Traits(layout="row_major"),
     "fully_connected": Traits(align=8),
     "softmax": Traits(),

@@ -72,10 +72,6 @@ def _run_node(g, n, ins, p, numerics):
     if op == "pad":
         from . import ops_more
         return ops_more.pad(ins[0], n.attrs, p)
-    if op == "slice":  # Slice / Split piece: a strided window (frontend/slice_split.py)
-        from ..frontend.slice_split import apply_window
-        return apply_window(ins[0], n.attrs["starts"], n.attrs["steps"],
-                            g.tensors[n.outputs[0]].shape)
     if op == "resize":
         from ..numerics.resize import resize
         return resize(ins[0], n.attrs, p)
