@@ -129,8 +129,6 @@ class _Emitter:
         mod = ops.find(op)  # an operator module (codegen/ops/) emits its own layer
         if mod is not None:
             mod.emit(self, lid, n, p, info)
-        elif op in ("reshape", "transpose", "reinterpret"):
-            info["kernel"] = "alias (zero-copy)"
         elif op == "conv2d":
             self.emit_conv(lid, n, p, info)
         elif op == "fully_connected":

@@ -21,7 +21,6 @@ from ..ops.base import Unsupported as _Unsupported
 from .onnx_loader_util import attr_dict, conv_pads, np_dtype_name
 
 INT_TYPES = {"int8", "uint8", "int32"}
-MOVE_OPS = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "Identity"}
 # float ops lowered here until their operator module (codegen/ops/) takes them over
 FLOAT_OPS = {"Conv", "MatMul", "Gemm", "Add", "AveragePool",
              "GlobalAveragePool", "MaxPool", "Softmax"}
@@ -190,8 +189,6 @@ class Lowering:
             return self.lower_dq(node, name, attrs)
         if op == "QuantizeLinear":
             return self.lower_q(node, name, attrs)
-        if op in MOVE_OPS:
-            return self.lower_move(node, name, attrs)
         from .integer_ops import INTEGER_OPS, is_epilogue_node, lower_integer_op
         if op in INTEGER_OPS or is_epilogue_node(self, node):  # ConvInteger / MatMulInteger
             return lower_integer_op(self, node, name, attrs, _Unsupported)
@@ -284,42 +281,6 @@ class Lowering:
             self.add_int_tensor(out, qa.shape, odt, q, qa)
             return
         raise _Unsupported(f"QuantizeLinear input '{f}' comes from an unsupported float op")
-
-    # ---- data movement on integer tensors -----------------------------
-    def lower_move(self, node, name, attrs):
-        x = node.input[0]
-        out = node.output[0]
-        if x in self.graph.tensors and not self.graph.tensors[x].is_const:
-            src = self.graph.tensors[x]
-            float_out = False
-        elif x in self.qrepr:
-            src = self.graph.tensors[self.qrepr[x]]
-            float_out = True
-        elif x in self.consts:
-            self.fold_const_move(node, name, attrs)
-            return
-        else:
-            raise _Unsupported(f"input '{x}' is a float tensor that is not quantized")
-        shape = self.shape_of(out, name)
-        oname = out if not float_out else f"{out}@q"
-        t = self.add_int_tensor(oname, shape, src.dtype, src.q)
-        if node.op_type == "Transpose":
-            perm = attrs.get("perm", list(reversed(range(len(src.shape)))))
-            self.emit("transpose", name, [src.name], [t.name], {"perm": tuple(int(p) for p in perm)})
-        else:
-            self.emit("reshape", name, [src.name], [t.name])
-        if float_out:
-            self.qrepr[out] = t.name
-
-    def fold_const_move(self, node, name, attrs):
-        x = np.asarray(self.consts[node.input[0]])
-        op = node.op_type
-        if op == "Transpose":
-            perm = attrs.get("perm", list(reversed(range(x.ndim))))
-            y = np.transpose(x, perm)
-        else:
-            y = x.reshape(self.shape_of(node.output[0], name))
-        self.consts[node.output[0]] = y
 
     # ---- float ops that become integer kernels -------------------------
     def act_input(self, x, name):

@@ -8,6 +8,18 @@ to rank 4, in `static const int32_t` arrays.
 from __future__ import annotations
 
 
+def identity(rank):
+    """The row-major perm."""
+    return tuple(range(rank))
+
+
+def same_bytes(shape, p1, p2) -> bool:
+    """Are bytes in orders p1 and p2 the same bytes (the non-unit axes ordered alike)?"""
+    a = [i for i in p1 if shape[i] != 1]
+    b = [i for i in p2 if shape[i] != 1]
+    return a == b
+
+
 def physical(t):
     """(physical dims, perm) of a tensor: its bytes are logical.transpose(perm)."""
     rank = len(t.shape)
