@@ -241,27 +241,6 @@ def _mul(g, n, numerics):
 _PREPARE["mul"] = _mul
 
 
-def _concat(g, n, numerics):
-    """Concat: an input with the output's quantization is copied; others are
-    requantized through a 256-entry table. ort: DequantizeLinear -> float Concat
-    -> QuantizeLinear per element (MLAS formulas; ORT's QLinearConcat builds the
-    same table); tflite: TFLM CONCATENATION copies bytes, so an input whose
-    quantization differs gets what the converter's int8 QUANTIZE in front of it
-    would compute (reference Requantize), tabulated."""
-    y = g.tensors[n.outputs[0]]
-    lo, hi = act_bounds(numerics, y, n.attrs.get("act_lo"), n.attrs.get("act_hi"))
-    if (lo, hi) != qrange(y.dtype) or y.dtype != "int8":
-        raise TinyAotError("Concat with a fused activation or a non-int8 output",
-                           model=g.source, node=n.name)
-    xs = [g.tensors[i] for i in n.inputs]
-    tables = [None if x.q.same_as(y.q) and x.dtype == y.dtype
-              else requant_values(x, y, numerics).astype(np.int8) for x in xs]
-    return {"tables": tables, "axis": n.attrs["axis"]}
-
-
-_PREPARE["concat"] = _concat
-
-
 def _pad(g, n, numerics):
     """Pad: constant (the pad value quantized with the output's parameters; 0.0 ->
     the zero point), reflect or edge. Elements are copied, or requantized through

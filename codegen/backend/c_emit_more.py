@@ -55,51 +55,6 @@ def emit_mul(em, lid, n, p, info):
     info["macs"] = int(np.prod(y.shape))
 
 
-def emit_concat(em, lid, n, p, info):
-    g = em.g
-    y = g.tensors[n.outputs[0]]
-    odims, operm = physical(y)
-    k = list(operm).index(p["axis"])
-    outer = int(np.prod(odims[:k], dtype=np.int64))
-    inner = int(np.prod(odims[k + 1:], dtype=np.int64))
-    chunks, tabs, ptrs = [], [], []
-    in_place = _inputs_in_their_slice(em, n, p, outer)
-    for j, (i, t) in enumerate(zip(n.inputs, p["tables"])):
-        x = g.tensors[i]
-        chunks.append(int(x.shape[p["axis"]]) * inner)
-        tabs.append("NULL" if t is None else em.const("int8_t", f"{lid}_t{j}", t))
-        ptrs.append("NULL" if j in in_place else em.ptr(i))
-    m = len(n.inputs)
-    info["zero_copy_inputs"] = sorted(in_place)
-    if len(in_place) == m:  # every producer wrote its slice: nothing left to do
-        info["kernel"] = "none (zero-copy)"
-        em.body.append(f"    /* {n.name}: concat in place, every input already in its slice */")
-        return
-    em.consts.append(f"static const int32_t {lid}_chunks[{m}] = {{ {', '.join(map(str, chunks))} }};\n")
-    em.consts.append(f"static const int8_t *const {lid}_tabs[{m}] = {{ {', '.join(tabs)} }};\n")
-    em.body.append("    {")
-    em.body.append(f"        const int8_t *const {lid}_in[{m}] = {{ {', '.join(ptrs)} }};")
-    info["kernel"] = "tinyaot_concat_s8"
-    em.call("tinyaot_concat_s8", [str(outer), str(m), f"{lid}_chunks", f"{lid}_in", f"{lid}_tabs",
-                                  em.ptr(y.name)])
-    em.body.append("    }")
-
-
-def _inputs_in_their_slice(em, n, p, outer):
-    """Inputs the plan placed exactly in their slice of the output (concat_slices.py):
-    byte-identical copies (no table) at the output's offset + the bytes before them."""
-    bo = em.plan.where[n.outputs[0]]
-    if outer != 1 or bo.external is not None:
-        return set()
-    res, pos = set(), 0
-    for j, (i, t) in enumerate(zip(n.inputs, p["tables"])):
-        b = em.plan.where[i]
-        if t is None and b.external is None and b.offset == bo.offset + pos:
-            res.add(j)
-        pos += em.g.tensors[i].nbytes
-    return res
-
-
 def emit_pad(em, lid, n, p, info):
     g = em.g
     x = g.tensors[n.inputs[0]]

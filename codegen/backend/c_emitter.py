@@ -167,9 +167,6 @@ class _Emitter:
         elif op == "matmul":
             from .c_emit_more import emit_matmul
             emit_matmul(self, lid, n, p, info)
-        elif op == "concat":
-            from .c_emit_more import emit_concat
-            emit_concat(self, lid, n, p, info)
         elif op == "pad":
             from .c_emit_more import emit_pad
             emit_pad(self, lid, n, p, info)

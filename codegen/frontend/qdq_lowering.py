@@ -24,7 +24,7 @@ INT_TYPES = {"int8", "uint8", "int32"}
 # float ops lowered here until their operator module (codegen/ops/) takes them over
 FLOAT_OPS = {"Conv", "MatMul", "Gemm", "Add", "AveragePool",
              "GlobalAveragePool", "MaxPool", "Softmax"}
-FLOAT_OPS |= {"Mul", "Concat", "Pad", "ReduceMean", "ConvTranspose", "Resize"}
+FLOAT_OPS |= {"Mul", "Pad", "ReduceMean", "ConvTranspose", "Resize"}
 
 
 class Lowering:
@@ -510,11 +510,6 @@ class Lowering:
             if len(acts) == 1 and self.graph.tensors[acts[0]].shape != tuple(shape):
                 raise _Unsupported("Mul where a constant broadcasts the activation to a larger shape")
             self.pending[out] = Pending("mul", name, xs, {}, shape=shape)
-            return
-        if op == "Concat":
-            xs = [self.act_input(i, name) for i in ins if i]
-            axis = int(attrs.get("axis", 1)) % len(shape)
-            self.pending[out] = Pending("concat", name, xs, {"axis": axis}, shape=shape)
             return
         if op == "ReduceMean":  # over H, W with keepdims: a global average pool
             x = self.act_input(ins[0], name)

@@ -32,12 +32,6 @@ def mul(a, b, p, numerics):
     return of.quantize((fa * fb).astype(F32), p["out_scale"], p["out_zp"], p["act_min"], p["act_max"])
 
 
-def concat(xs, p):
-    parts = [np.asarray(x, dtype=np.int32) if t is None else t[np.asarray(x, dtype=np.int32) + 128]
-             for x, t in zip(xs, p["tables"])]
-    return np.concatenate(parts, axis=p["axis"])
-
-
 def pad(x, attrs, p):
     x = np.asarray(x, dtype=np.int32)
     if p["table"] is not None:

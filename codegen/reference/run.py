@@ -66,9 +66,6 @@ def _run_node(g, n, ins, p, numerics):
     if op == "matmul":
         from . import ops_more
         return ops_more.matmul(ins[0], ins[1], p, numerics)
-    if op == "concat":
-        from . import ops_more
-        return ops_more.concat(ins, p)
     if op == "pad":
         from . import ops_more
         return ops_more.pad(ins[0], n.attrs, p)
