@@ -17,7 +17,7 @@ import numpy as np
 from . import ops
 from .errors import TinyAotError
 from .ir import Graph, Node
-from .numerics.quant import act_bounds, qrange, requant_table, requant_values, round_half_away
+from .numerics.quant import act_bounds, requant_table
 
 NUMERICS = ("ort", "tflite")
 F32 = np.float32
@@ -239,35 +239,6 @@ def _mul(g, n, numerics):
 
 
 _PREPARE["mul"] = _mul
-
-
-def _pad(g, n, numerics):
-    """Pad: constant (the pad value quantized with the output's parameters; 0.0 ->
-    the zero point), reflect or edge. Elements are copied, or requantized through
-    a table when the output's quantization differs (ort only: DQ -> Pad -> Q)."""
-    from .numerics import ort_float as of
-    x = g.tensors[n.inputs[0]]
-    y = g.tensors[n.outputs[0]]
-    sy, zy = y.q.scalar()
-    lo, hi = act_bounds(numerics, y, n.attrs.get("act_lo"), n.attrs.get("act_hi"))
-    if (lo, hi) != qrange(y.dtype) or y.dtype != "int8" or x.dtype != "int8":
-        raise TinyAotError("Pad with a fused activation or non-int8 tensors",
-                           model=g.source, node=n.name)
-    table = None
-    if not x.q.same_as(y.q):
-        if numerics != "ort":
-            raise TinyAotError("tflite numerics: TFLite PAD needs the input's and output's "
-                               "quantization to be equal", model=g.source, node=n.name)
-        table = requant_values(x, y, numerics).astype(np.int8)
-    val = float(n.attrs["value"])
-    if numerics == "ort":
-        pad_value = int(of.quantize(np.float32(val), sy, zy))
-    else:  # TFLM PAD int8: the constant is the output zero point (value 0) or a quantized scalar
-        pad_value = int(np.clip(zy + round_half_away(F32(F32(val) / sy)), -128, 127))
-    return {"table": table, "pad_value": pad_value}
-
-
-_PREPARE["pad"] = _pad
 
 
 def _matmul(g, n, numerics):

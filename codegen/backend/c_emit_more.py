@@ -55,22 +55,6 @@ def emit_mul(em, lid, n, p, info):
     info["macs"] = int(np.prod(y.shape))
 
 
-def emit_pad(em, lid, n, p, info):
-    g = em.g
-    x = g.tensors[n.inputs[0]]
-    y = g.tensors[n.outputs[0]]
-    idims, _ = physical(x)
-    odims, operm = physical(y)
-    before = [n.attrs["before"][a] for a in operm]
-    vals = dims4(idims, 1) + dims4(odims, 1) + dims4(before, 0)
-    mode = {"constant": 0, "reflect": 1, "edge": 2}[n.attrs["mode"]]
-    em.consts.append(f"static const int32_t {lid}_d[12] = {{ {', '.join(map(str, vals))} }};\n")
-    table = "NULL" if p["table"] is None else em.const("int8_t", f"{lid}_table", p["table"])
-    info["kernel"] = "tinyaot_pad_s8"
-    em.call("tinyaot_pad_s8", [f"{lid}_d", str(mode), str(p["pad_value"]), table, em.ptr(x.name),
-                               em.ptr(y.name)])
-
-
 def emit_reduce_mean_ort(em, lid, n, p, info):
     g = em.g
     x = g.tensors[n.inputs[0]]

@@ -167,9 +167,6 @@ class _Emitter:
         elif op == "matmul":
             from .c_emit_more import emit_matmul
             emit_matmul(self, lid, n, p, info)
-        elif op == "pad":
-            from .c_emit_more import emit_pad
-            emit_pad(self, lid, n, p, info)
         elif op == "conv_transpose":
             from .c_emit_more import emit_conv_transpose
             emit_conv_transpose(self, lid, n, p, info)

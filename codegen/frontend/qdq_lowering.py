@@ -24,7 +24,7 @@ INT_TYPES = {"int8", "uint8", "int32"}
 # float ops lowered here until their operator module (codegen/ops/) takes them over
 FLOAT_OPS = {"Conv", "MatMul", "Gemm", "Add", "AveragePool",
              "GlobalAveragePool", "MaxPool", "Softmax"}
-FLOAT_OPS |= {"Mul", "Pad", "ReduceMean", "ConvTranspose", "Resize"}
+FLOAT_OPS |= {"Mul", "ReduceMean", "ConvTranspose", "Resize"}
 
 
 class Lowering:
@@ -372,14 +372,6 @@ class Lowering:
             a["conv1d_out"] = True
         self.pending[out] = Pending("conv_transpose", name, [x, w, b], a, shape=tuple(shape))
 
-    def float_scalar(self, x, name):
-        """A constant float scalar, given directly or as DequantizeLinear of a constant."""
-        if x in self.qrepr and self.graph.tensors[self.qrepr[x]].is_const:
-            t = self.graph.tensors[self.qrepr[x]]
-            s, zp = t.q.scalar()
-            return float((np.float32(int(np.asarray(t.data).reshape(-1)[0]) - int(zp))) * s)
-        return float(np.asarray(self.const(x, name, "scalar")).reshape(-1)[0])
-
     def mul_input(self, x, name):
         if x in self.qrepr and self.graph.tensors[self.qrepr[x]].is_const:
             t = self.graph.tensors[self.qrepr[x]]
@@ -523,28 +515,6 @@ class Lowering:
             a = {"kernel": tuple(xs[2:]), "strides": (1, 1), "pads": (0, 0, 0, 0),
                  "count_include_pad": 0, "reduce_mean": True}
             self.pending[out] = Pending("avgpool", name, [x], a, shape=shape)
-            return
-        if op == "Pad":
-            x = self.act_input(ins[0], name)
-            rank = len(self.graph.tensors[x].shape)
-            value = 0.0
-            if _opset(self.proto) < 11:
-                pads = list(attrs["pads"])
-                value = float(attrs.get("value", 0.0))
-            else:
-                pads = [int(v) for v in np.asarray(self.const(ins[1], name, "Pad pads")).reshape(-1)]
-                if len(ins) > 2 and ins[2]:
-                    value = self.float_scalar(ins[2], name)
-                if len(ins) > 3 and ins[3]:
-                    raise _Unsupported("Pad with axes")
-            mode = attrs.get("mode", "constant")
-            if mode not in ("constant", "reflect", "edge"):
-                raise _Unsupported(f"Pad mode {mode}")
-            if len(pads) != 2 * rank or min(pads) < 0 or rank > 4:
-                raise _Unsupported("Pad with negative pads or rank > 4")
-            a = {"mode": mode, "before": tuple(pads[:rank]), "after": tuple(pads[rank:]),
-                 "value": value}
-            self.pending[out] = Pending("pad", name, [x], a, shape=shape)
             return
         if op == "Resize":
             from .resize import ResizeUnsupported, resize_attrs

@@ -41,7 +41,6 @@ _LEGACY_TRAITS = {
     "resize": Traits(layout="spatial"),
     "add": Traits(layout="elementwise", inplace=(0, 1)),
     "mul": Traits(layout="elementwise"),
-    "pad": Traits(layout="same"),
     "matmul": Traits(layout="row_major"),
     "fully_connected": Traits(align=8),
     "softmax": Traits(),

@@ -66,9 +66,6 @@ def _run_node(g, n, ins, p, numerics):
     if op == "matmul":
         from . import ops_more
         return ops_more.matmul(ins[0], ins[1], p, numerics)
-    if op == "pad":
-        from . import ops_more
-        return ops_more.pad(ins[0], n.attrs, p)
     if op == "resize":
         from ..numerics.resize import resize
         return resize(ins[0], n.attrs, p)
