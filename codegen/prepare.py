@@ -17,7 +17,7 @@ import numpy as np
 from . import ops
 from .errors import TinyAotError
 from .ir import Graph, Node
-from .numerics.quant import act_bounds, requant_table
+from .numerics.quant import act_bounds
 
 NUMERICS = ("ort", "tflite")
 F32 = np.float32
@@ -265,53 +265,3 @@ def _matmul(g, n, numerics):
 
 
 _PREPARE["matmul"] = _matmul
-
-
-def _resize(g, n, numerics):
-    """Resize over H, W: index tables (nearest) or per-axis indices and weights
-    (bilinear), computed here from the chosen oracle (numerics/resize.py)."""
-    from .numerics import resize as rr
-    x = g.tensors[n.inputs[0]]
-    y = g.tensors[n.outputs[0]]
-    a = n.attrs
-    if x.dtype != "int8" or y.dtype != "int8":
-        raise TinyAotError("Resize: only int8 input and output are supported",
-                           model=g.source, node=n.name)
-    _, _, h, w = x.shape
-    _, _, oh, ow = y.shape
-    sh, sw = a["scales"]
-    lo, hi = act_bounds(numerics, y, a.get("act_lo"), a.get("act_hi"))
-    p = {"act_min": lo, "act_max": hi, "table": None}
-    if numerics == "ort":
-        if a["mode"] == "nearest":
-            p["kind"] = "nearest"
-            p["y_idx"] = rr.ort_nearest_axis(a["ctm"], a["nearest_mode"], sh, h, oh)
-            p["x_idx"] = rr.ort_nearest_axis(a["ctm"], a["nearest_mode"], sw, w, ow)
-            p["table"] = requant_table(x, y, numerics, lo, hi)
-        else:
-            if a.get("ort_int8"):  # frontend/ort_facts.py: ORT dropped the DQ/Q around it
-                raise TinyAotError("onnxruntime runs this linear Resize on int8 directly; its "
-                                   "integer bilinear kernel is not implemented in tinyaot",
-                                   model=g.source, node=n.name)
-            sx, zx = x.q.scalar()
-            sy, zy = y.q.scalar()
-            p.update(kind="bilinear_ort", in_scale=F32(sx), in_zp=int(zx), out_scale=F32(sy),
-                     out_zp=int(zy), ax_h=rr.ort_bilinear_axis(a["ctm"], sh, h, oh),
-                     ax_w=rr.ort_bilinear_axis(a["ctm"], sw, w, ow))
-        return p
-    try:
-        align, half = rr.tflite_flags(a["mode"], a["ctm"], a["nearest_mode"], oh, ow)
-    except rr.ResizeModeError as e:
-        raise TinyAotError(str(e), model=g.source, node=n.name) from None
-    p["table"] = requant_table(x, y, numerics, lo, hi)
-    if a["mode"] == "nearest":
-        p["kind"] = "nearest"
-        p["y_idx"] = rr.tflite_nearest_axis(h, oh, align, half)
-        p["x_idx"] = rr.tflite_nearest_axis(w, ow, align, half)
-    else:
-        p.update(kind="bilinear_tflite", ax_h=rr.tflite_bilinear_axis(h, oh, align, half),
-                 ax_w=rr.tflite_bilinear_axis(w, ow, align, half))
-    return p
-
-
-_PREPARE["resize"] = _resize

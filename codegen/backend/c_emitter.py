@@ -170,9 +170,6 @@ class _Emitter:
         elif op == "conv_transpose":
             from .c_emit_more import emit_conv_transpose
             emit_conv_transpose(self, lid, n, p, info)
-        elif op == "resize":
-            from .c_emit_data import emit_resize
-            emit_resize(self, lid, n, p, info)
         elif op == "sign_flip":  # uint8 <-> int8 at the model boundary (passes/uint8.py)
             t = g.tensors[n.inputs[0]]
             info["kernel"] = "inline (x ^ 0x80)"

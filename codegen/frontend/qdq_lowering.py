@@ -24,7 +24,7 @@ INT_TYPES = {"int8", "uint8", "int32"}
 # float ops lowered here until their operator module (codegen/ops/) takes them over
 FLOAT_OPS = {"Conv", "MatMul", "Gemm", "Add", "AveragePool",
              "GlobalAveragePool", "MaxPool", "Softmax"}
-FLOAT_OPS |= {"Mul", "ReduceMean", "ConvTranspose", "Resize"}
+FLOAT_OPS |= {"Mul", "ReduceMean", "ConvTranspose"}
 
 
 class Lowering:
@@ -515,22 +515,6 @@ class Lowering:
             a = {"kernel": tuple(xs[2:]), "strides": (1, 1), "pads": (0, 0, 0, 0),
                  "count_include_pad": 0, "reduce_mean": True}
             self.pending[out] = Pending("avgpool", name, [x], a, shape=shape)
-            return
-        if op == "Resize":
-            from .resize import ResizeUnsupported, resize_attrs
-            x = self.act_input(ins[0], name)
-            ins += [""] * 4
-
-            def const_or_none(i, what):
-                return np.asarray(self.const(ins[i], name, f"Resize {what}")) if ins[i] else None
-            try:
-                a = resize_attrs(attrs, _opset(self.proto), self.graph.tensors[x].shape, shape,
-                                 const_or_none(2, "scales"), const_or_none(3, "sizes"))
-            except ResizeUnsupported as e:
-                raise _Unsupported(str(e)) from None
-            except ValueError as e:
-                raise self.err(str(e), node=name, tensor=out) from None
-            self.pending[out] = Pending("resize", name, [x], a, shape=shape)
             return
         raise _Unsupported("operator is not supported")
 

@@ -38,7 +38,6 @@ _LEGACY_TRAITS = {
     "conv_transpose": Traits(layout="spatial"),
     "avgpool": Traits(layout="spatial"),
     "maxpool": Traits(layout="spatial"),
-    "resize": Traits(layout="spatial"),
     "add": Traits(layout="elementwise", inplace=(0, 1)),
     "mul": Traits(layout="elementwise"),
     "matmul": Traits(layout="row_major"),
