@@ -177,20 +177,6 @@ class _Emitter:
                 f"    {{ const uint8_t *s_ = (const uint8_t *){self.ptr(n.inputs[0])}; "
                 f"uint8_t *d_ = (uint8_t *){self.ptr(n.outputs[0])}; "
                 f"for (uint32_t i_ = 0; i_ < {t.size}u; ++i_) d_[i_] = (uint8_t)(s_[i_] ^ 0x80u); }}")
-        elif op == "layout":
-            t = g.tensors[n.inputs[0]]
-            src = n.attrs["from_perm"]
-            dst = n.attrs["to_perm"]
-            phys = [t.shape[a] for a in src]
-            r = [list(src).index(a) for a in dst]
-            pad = 4 - len(phys)
-            dims = [1] * pad + phys
-            perm = list(range(pad)) + [x + pad for x in r]
-            self.consts.append(f"static const int32_t {lid}_dims[4] = {{ {', '.join(map(str, dims))} }};\n")
-            self.consts.append(f"static const int32_t {lid}_perm[4] = {{ {', '.join(map(str, perm))} }};\n")
-            info["kernel"] = "tinyaot_transpose_s8"
-            self.call("tinyaot_transpose_s8", [f"{lid}_dims", f"{lid}_perm",
-                                               self.ptr(n.inputs[0]), self.ptr(n.outputs[0])])
         else:
             raise NotImplementedError(f"no C emitter for op {op}")
         info["weight_bytes"] = self.weights_bytes - before
