@@ -170,13 +170,6 @@ class _Emitter:
         elif op == "conv_transpose":
             from .c_emit_more import emit_conv_transpose
             emit_conv_transpose(self, lid, n, p, info)
-        elif op == "sign_flip":  # uint8 <-> int8 at the model boundary (passes/uint8.py)
-            t = g.tensors[n.inputs[0]]
-            info["kernel"] = "inline (x ^ 0x80)"
-            self.body.append(
-                f"    {{ const uint8_t *s_ = (const uint8_t *){self.ptr(n.inputs[0])}; "
-                f"uint8_t *d_ = (uint8_t *){self.ptr(n.outputs[0])}; "
-                f"for (uint32_t i_ = 0; i_ < {t.size}u; ++i_) d_[i_] = (uint8_t)(s_[i_] ^ 0x80u); }}")
         else:
             raise NotImplementedError(f"no C emitter for op {op}")
         info["weight_bytes"] = self.weights_bytes - before

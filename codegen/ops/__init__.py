@@ -43,7 +43,6 @@ _LEGACY_TRAITS = {
     "matmul": Traits(layout="row_major"),
     "fully_connected": Traits(align=8),
     "softmax": Traits(),
-    "sign_flip": Traits(),
 }
 
 

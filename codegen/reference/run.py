@@ -66,7 +66,4 @@ def _run_node(g, n, ins, p, numerics):
     if op == "matmul":
         from . import ops_more
         return ops_more.matmul(ins[0], ins[1], p, numerics)
-    if op == "sign_flip":  # uint8 <-> int8 (passes/uint8.py)
-        from ..passes.uint8 import sign_flip
-        return sign_flip(ins[0], g.tensors[n.outputs[0]].dtype)
     raise NotImplementedError(f"reference has no kernel for {op}")
