@@ -38,20 +38,11 @@ _LEGACY_TRAITS = {
     "conv_transpose": Traits(layout="spatial"),
     "avgpool": Traits(layout="spatial"),
     "maxpool": Traits(layout="spatial"),
-    "resize": Traits(layout="spatial"),
     "add": Traits(layout="elementwise", inplace=(0, 1)),
     "mul": Traits(layout="elementwise"),
-    "reshape": Traits(layout="alias"),
-    "transpose": Traits(layout="alias"),
-    "reinterpret": Traits(layout="alias"),
-    "concat": Traits(layout="same"),
-    "pad": Traits(layout="same"),
-    "slice": Traits(layout="same"),
     "matmul": Traits(layout="row_major"),
     "fully_connected": Traits(align=8),
     "softmax": Traits(),
-    "layout": Traits(),
-    "sign_flip": Traits(),
 }
 
 
