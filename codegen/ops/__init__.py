@@ -36,18 +36,9 @@ for _op in OPS.values():
 _LEGACY_TRAITS = {
     "avgpool": Traits(layout="spatial"),
     "maxpool": Traits(layout="spatial"),
-    "resize": Traits(layout="spatial"),
     "add": Traits(layout="elementwise", inplace=(0, 1)),
     "mul": Traits(layout="elementwise"),
-    "reshape": Traits(layout="alias"),
-    "transpose": Traits(layout="alias"),
-    "reinterpret": Traits(layout="alias"),
-    "concat": Traits(layout="same"),
-    "pad": Traits(layout="same"),
-    "slice": Traits(layout="same"),
     "softmax": Traits(),
-    "layout": Traits(),
-    "sign_flip": Traits(),
 }
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import ort_float as of
+from ..numerics import ort_float as of
 
 F32 = np.float32
 
@@ -30,23 +30,6 @@ def mul(a, b, p, numerics):
     fa = of.dequantize(a, p["a_scale"], p["a_zp"])
     fb = of.dequantize(b, p["b_scale"], p["b_zp"])
     return of.quantize((fa * fb).astype(F32), p["out_scale"], p["out_zp"], p["act_min"], p["act_max"])
-
-
-def concat(xs, p):
-    parts = [np.asarray(x, dtype=np.int32) if t is None else t[np.asarray(x, dtype=np.int32) + 128]
-             for x, t in zip(xs, p["tables"])]
-    return np.concatenate(parts, axis=p["axis"])
-
-
-def pad(x, attrs, p):
-    x = np.asarray(x, dtype=np.int32)
-    if p["table"] is not None:
-        x = p["table"][x + 128].astype(np.int32)
-    widths = list(zip(attrs["before"], attrs["after"]))
-    mode = attrs["mode"]
-    if mode == "constant":
-        return np.pad(x, widths, mode="constant", constant_values=p["pad_value"])
-    return np.pad(x, widths, mode={"reflect": "reflect", "edge": "edge"}[mode])
 
 
 def eigen_sum_f32(v):
