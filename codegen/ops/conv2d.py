@@ -231,7 +231,7 @@ class Conv2d(Op):
         x, w, y = (g.tensors[t] for t in (n.inputs[0], n.inputs[1], n.outputs[0]))
         if n.attrs.get("ort_float"):  # pixel columns + one tile
             n.attrs["scratch_bytes"] = scratch_bytes(x.shape, w.shape, y.shape, n.attrs)
-        elif not n.attrs.get("int_epilogue"):  # float math: portable kernels
+        elif not n.attrs.get("int_epilogue"):  # ConvInteger (float epilogue): portable kernels
             cin, cout = x.shape[1], y.shape[1]
             kh, kw = n.attrs["kernel"]
             if n.attrs["group"] == 1:

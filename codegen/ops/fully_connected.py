@@ -194,7 +194,7 @@ class FullyConnected(Op):
         k = g.tensors[n.inputs[1]].shape[1]
         if n.attrs.get("ort_float"):  # one dequantized input row
             n.attrs["scratch_bytes"] = fc_float_scratch_bytes(k)
-        elif not n.attrs.get("int_epilogue"):  # float math: the portable kernel
+        elif not n.attrs.get("int_epilogue"):  # MatMulInteger (float epilogue): portable kernel
             n.attrs["fast_kernel"] = "fc"
             n.attrs["scratch_bytes"] = fc_scratch_bytes(k)
         if optimize == "size":
