@@ -181,28 +181,6 @@ def _maxpool(g, n, numerics):
     return p
 
 
-def _softmax(g, n, numerics):
-    x = g.tensors[n.inputs[0]]
-    y = g.tensors[n.outputs[0]]
-    sx, zx = x.q.scalar()
-    sy, zy = y.q.scalar()
-    p = {"in_zp": zx, "out_zp": zy}
-    if numerics == "ort":
-        p.update(in_scale=sx, out_scale=sy)
-        if n.attrs.get("ort_qlinear"):  # onnxruntime QLinearSoftmax (frontend/ort_facts.py)
-            from .reference.ops import qlinear_softmax_table
-            p.update(qlinear=True, table=qlinear_softmax_table(sx, x.shape[-1]),
-                     y_mult=F32(np.floor(F32(1.0) / sy)),
-                     u8=bool(n.attrs.get("ort_u8") or getattr(y, "zp_shift", 0)))
-    else:
-        from .numerics import tflite_fixedpoint as tfp
-        if zy != -128 or sy != F32(1.0 / 256):
-            raise TinyAotError("tflite numerics: int8 Softmax output must have scale 1/256 and "
-                               "zero point -128", model=g.source, node=n.name)
-        p.update(tfp.softmax_params(float(sx), beta=1.0))
-    return p
-
-
 _PREPARE = {
     "conv2d": _conv_like,
     "conv_transpose": _conv_like,
@@ -210,7 +188,6 @@ _PREPARE = {
     "add": _add,
     "avgpool": _avgpool,
     "maxpool": _maxpool,
-    "softmax": _softmax,
 }
 
 

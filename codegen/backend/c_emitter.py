@@ -142,27 +142,6 @@ class _Emitter:
             emit_reduce_mean_ort(self, lid, n, p, info)
         elif op in ("avgpool", "maxpool"):
             self.emit_pool(lid, n, p, info)
-        elif op == "softmax" and p.get("qlinear"):  # onnxruntime QLinearSoftmax
-            x = g.tensors[n.inputs[0]]
-            table = self.const("float", f"{lid}_table", p["table"])
-            info["kernel"] = "tinyaot_softmax_qlinear_s8"
-            self.call("tinyaot_softmax_qlinear_s8", [
-                str(x.size // x.shape[-1]), str(x.shape[-1]), table, c_float(p["y_mult"]),
-                str(p["out_zp"]), str(int(p["u8"])), self.ptr(n.inputs[0]), self.ptr(n.outputs[0])])
-        elif op == "softmax":
-            x = g.tensors[n.inputs[0]]
-            nlast = x.shape[-1]
-            rows = x.size // nlast
-            if "in_scale" in p:
-                fields = (f"1, {c_float(p['in_scale'])}, {c_float(p['out_scale'])}, "
-                          f"{p['in_zp']}, {p['out_zp']}, 0, 0, 0")
-            else:
-                fields = (f"0, 0.0f, 0.0f, 0, 0, {p['input_multiplier']}, "
-                          f"{p['input_left_shift']}, {p['diff_min']}")
-            self.consts.append(f"static const tinyaot_softmax_params_t {lid}_p = {{ {fields} }};\n")
-            info["kernel"] = "tinyaot_softmax_s8"
-            self.call("tinyaot_softmax_s8", [str(rows), str(nlast), f"&{lid}_p",
-                                             self.ptr(n.inputs[0]), self.ptr(n.outputs[0])])
         elif op == "mul":
             from .c_emit_more import emit_mul
             emit_mul(self, lid, n, p, info)

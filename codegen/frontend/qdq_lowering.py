@@ -24,7 +24,7 @@ INT_TYPES = {"int8", "uint8", "int32"}
 MOVE_OPS = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "Identity", "Slice", "Split"}
 # float ops lowered here until their operator module (codegen/ops/) takes them over
 FLOAT_OPS = {"Conv", "MatMul", "Gemm", "Add", "AveragePool",
-             "GlobalAveragePool", "MaxPool", "Softmax"}
+             "GlobalAveragePool", "MaxPool"}
 FLOAT_OPS |= {"Mul", "Concat", "Pad", "ReduceMean", "ConvTranspose", "Resize"}
 
 
@@ -584,18 +584,6 @@ class Lowering:
             kind = "maxpool" if op == "MaxPool" else "avgpool"
             a = {"kernel": k, "strides": s, "pads": pads, "count_include_pad": cip}
             self.pending[out] = Pending(kind, name, [x], a, shape=shape)
-            return
-        if op == "Softmax":
-            x = self.act_input(ins[0], name)
-            rank = len(shape)
-            opset = _opset(self.proto)
-            axis = int(attrs.get("axis", -1 if opset >= 13 else 1))
-            axis %= rank
-            if opset < 13 and axis != rank - 1:
-                raise _Unsupported("Softmax before opset 13 with axis != last")
-            if axis != rank - 1:
-                raise _Unsupported("Softmax over an axis other than the last")
-            self.pending[out] = Pending("softmax", name, [x], {"axis": axis}, shape=shape)
             return
         if op == "Mul":
             # activation x activation, or x per-tensor int8 constant (broadcasting)

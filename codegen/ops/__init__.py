@@ -49,7 +49,6 @@ _LEGACY_TRAITS = {
     "slice": Traits(layout="same"),
     "matmul": Traits(layout="row_major"),
     "fully_connected": Traits(align=8),
-    "softmax": Traits(),
     "layout": Traits(),
     "sign_flip": Traits(),
 }

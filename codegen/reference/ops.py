@@ -137,49 +137,6 @@ def maxpool(x, attrs, p, numerics):
     return np.clip(out, p["act_min"], p["act_max"])
 
 
-def qlinear_softmax_table(x_scale, d):
-    """onnxruntime QLinearSoftmax's float table: e[k] = exp((k - 255 + b) * s), k = 255 - (max - x)."""
-    import math
-    bs = math.log(float(F32(np.finfo(np.float32).max) / F32(d)))
-    bs = max(0.0, bs - 5.0) / float(x_scale)
-    return np.array([math.exp((k - 255 + bs) * float(x_scale)) for k in range(256)]).astype(F32)
-
-
-def qlinear_softmax(x, p):
-    """onnxruntime QLinearSoftmax (C: runtime_c/src/tinyaot_softmax_qlinear_s8.c)."""
-    rows = x.reshape(-1, x.shape[-1]).astype(np.int32)
-    e = p["table"][255 - (rows.max(axis=1, keepdims=True) - rows)]
-    s = np.zeros((rows.shape[0], 1), dtype=F32)
-    for k in range(rows.shape[1]):
-        s = (s + e[:, k:k + 1]).astype(F32)
-    q = np.rint(((e * F32(p["y_mult"])).astype(F32) / s).astype(F32)).astype(np.int64)
-    v = q + p["out_zp"]
-    if p["u8"]:
-        out = np.minimum(v, 127)
-    else:
-        out = np.minimum(v, 255).astype(np.uint8).astype(np.int8)
-    return out.astype(np.int32).reshape(x.shape)
-
-
-def softmax(x, p, numerics):
-    """Softmax over the last axis."""
-    if numerics == "ort" and p.get("qlinear"):
-        return qlinear_softmax(x, p)
-    if numerics == "ort":
-        xf = of.dequantize(x, p["in_scale"], p["in_zp"])
-        m = xf.max(axis=-1, keepdims=True)
-        e = of.expf((xf - m).astype(F32))
-        s = np.zeros(e.shape[:-1] + (1,), dtype=F32)
-        for k in range(e.shape[-1]):
-            s = (s + e[..., k:k + 1]).astype(F32)
-        y = (e / s).astype(F32)
-        return of.quantize(y, p["out_scale"], p["out_zp"])
-    from ..numerics import tflite_fixedpoint as tfp
-    rows = x.reshape(-1, x.shape[-1])
-    out = np.stack([tfp.softmax_int8(r, p) for r in rows])
-    return out.reshape(x.shape)
-
-
 def conv2d_ort_float(x, wt, bt, attrs, p):
     """onnxruntime's float Conv (DQ -> Conv -> Q), bit for bit."""
     y = conv2d_ort_f32(x, wt, bt, attrs, p)

@@ -58,8 +58,6 @@ def _run_node(g, n, ins, p, numerics):
         return ops.avgpool(ins[0], n.attrs, p, numerics)
     if op == "maxpool":
         return ops.maxpool(ins[0], n.attrs, p, numerics)
-    if op == "softmax":
-        return ops.softmax(ins[0], p, numerics)
     if op == "mul":
         from . import ops_more
         return ops_more.mul(ins[0], ins[1], p, numerics)
