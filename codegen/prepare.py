@@ -193,31 +193,6 @@ _PREPARE = {
 
 
 
-def _mul(g, n, numerics):
-    """int8 Mul (broadcasting). ort: MLAS QLinearMul when ORT fuses the QDQ group
-    (round_half_even(float(prod) * float32(sa * sb / sy) + zy), saturated), else
-    DequantizeLinear -> float Mul -> QuantizeLinear; tflite: TFLM MUL (mul_params)."""
-    a, b = (g.tensors[i] for i in n.inputs)
-    y = g.tensors[n.outputs[0]]
-    sa, za = a.q.scalar()
-    sb, zb = b.q.scalar()
-    sy, zy = y.q.scalar()
-    p = {"a_zp": int(za), "b_zp": int(zb), "out_zp": int(zy)}
-    p["act_min"], p["act_max"] = act_bounds(numerics, y, n.attrs.get("act_lo"), n.attrs.get("act_hi"))
-    if numerics == "ort":
-        fused = n.attrs.get("ort_fused", False)  # frontend/ort_facts.py
-        p.update(mode=1 if fused else 2, a_scale=F32(sa), b_scale=F32(sb), out_scale=F32(sy),
-                 ratio=F32(F32(F32(sa) * F32(sb)) / F32(sy)))
-    else:
-        from .numerics import tflite_fixedpoint as tfp
-        mp = tfp.mul_params(float(sa), za, float(sb), zb, float(sy), zy)
-        p.update(mode=0, out_mult=int(mp["out_mult"]), out_shift=int(mp["out_shift"]))
-    return p
-
-
-_PREPARE["mul"] = _mul
-
-
 def _concat(g, n, numerics):
     """Concat: an input with the output's quantization is copied; others are
     requantized through a 256-entry table. ort: DequantizeLinear -> float Concat

@@ -142,9 +142,6 @@ class _Emitter:
             emit_reduce_mean_ort(self, lid, n, p, info)
         elif op in ("avgpool", "maxpool"):
             self.emit_pool(lid, n, p, info)
-        elif op == "mul":
-            from .c_emit_more import emit_mul
-            emit_mul(self, lid, n, p, info)
         elif op == "matmul":
             from .c_emit_more import emit_matmul
             emit_matmul(self, lid, n, p, info)

@@ -25,7 +25,7 @@ MOVE_OPS = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "Identity
 # float ops lowered here until their operator module (codegen/ops/) takes them over
 FLOAT_OPS = {"Conv", "MatMul", "Gemm", "Add", "AveragePool",
              "GlobalAveragePool", "MaxPool"}
-FLOAT_OPS |= {"Mul", "Concat", "Pad", "ReduceMean", "ConvTranspose", "Resize"}
+FLOAT_OPS |= {"Concat", "Pad", "ReduceMean", "ConvTranspose", "Resize"}
 
 
 class Lowering:
@@ -478,14 +478,6 @@ class Lowering:
             return float((np.float32(int(np.asarray(t.data).reshape(-1)[0]) - int(zp))) * s)
         return float(np.asarray(self.const(x, name, "scalar")).reshape(-1)[0])
 
-    def mul_input(self, x, name):
-        if x in self.qrepr and self.graph.tensors[self.qrepr[x]].is_const:
-            t = self.graph.tensors[self.qrepr[x]]
-            if t.dtype != "int8" or t.q.per_channel:
-                raise _Unsupported(f"constant '{x}' must be int8, quantized per tensor")
-            return t.name
-        return self.act_input(x, name)
-
     def weight_input(self, x, name, dtype="int8"):
         if x in self.qrepr and self.graph.tensors[self.qrepr[x]].is_const:
             t = self.graph.tensors[self.qrepr[x]]
@@ -584,18 +576,6 @@ class Lowering:
             kind = "maxpool" if op == "MaxPool" else "avgpool"
             a = {"kernel": k, "strides": s, "pads": pads, "count_include_pad": cip}
             self.pending[out] = Pending(kind, name, [x], a, shape=shape)
-            return
-        if op == "Mul":
-            # activation x activation, or x per-tensor int8 constant (broadcasting)
-            xs = [self.mul_input(i, name) for i in ins[:2]]
-            if all(self.graph.tensors[i].is_const for i in xs):
-                raise _Unsupported("Mul of two constants")
-            if len(shape) > 4:
-                raise _Unsupported("Mul of rank > 4")
-            acts = [i for i in xs if not self.graph.tensors[i].is_const]
-            if len(acts) == 1 and self.graph.tensors[acts[0]].shape != tuple(shape):
-                raise _Unsupported("Mul where a constant broadcasts the activation to a larger shape")
-            self.pending[out] = Pending("mul", name, xs, {}, shape=shape)
             return
         if op == "Concat":
             xs = [self.act_input(i, name) for i in ins if i]

@@ -40,7 +40,6 @@ _LEGACY_TRAITS = {
     "maxpool": Traits(layout="spatial"),
     "resize": Traits(layout="spatial"),
     "add": Traits(layout="elementwise", inplace=(0, 1)),
-    "mul": Traits(layout="elementwise"),
     "reshape": Traits(layout="alias"),
     "transpose": Traits(layout="alias"),
     "reinterpret": Traits(layout="alias"),

@@ -1,4 +1,4 @@
-"""More integer kernels in numpy on logical (ONNX, NCHW) layouts: Mul, ...
+"""More integer kernels in numpy on logical (ONNX, NCHW) layouts: MatMul, Concat, Pad, ...
 
 Same conventions as ops.py: prepared parameters in, integer tensor out.
 """
@@ -9,27 +9,6 @@ import numpy as np
 from . import ort_float as of
 
 F32 = np.float32
-
-
-def mul(a, b, p, numerics):
-    """Elementwise a * b with numpy broadcasting."""
-    a = np.asarray(a, dtype=np.int32)
-    b = np.asarray(b, dtype=np.int32)
-    if numerics != "ort":
-        from . import tflite_fixedpoint as tfp
-        return tfp.mul_int8(a, b, {"a_zp": p["a_zp"], "b_zp": p["b_zp"], "out_zp": p["out_zp"],
-                                   "out_mult": p["out_mult"], "out_shift": p["out_shift"]},
-                            p["act_min"], p["act_max"])
-    if p["mode"] == 1:
-        # MLAS QLinearMul (SSE2 / NEON): cvt(float(prod) * ratio + float(zp_c)),
-        # round to nearest even; out-of-range float -> INT32_MIN; then saturating packs.
-        prod = ((a - p["a_zp"]) * (b - p["b_zp"])).astype(F32)
-        v = ((prod * F32(p["ratio"])).astype(F32) + F32(p["out_zp"])).astype(F32)
-        r = np.where(v >= F32(2.0**31), -128, np.clip(np.rint(np.clip(v, -256, 256)), -128, 127))
-        return np.clip(r, p["act_min"], p["act_max"]).astype(np.int32)
-    fa = of.dequantize(a, p["a_scale"], p["a_zp"])
-    fb = of.dequantize(b, p["b_scale"], p["b_zp"])
-    return of.quantize((fa * fb).astype(F32), p["out_scale"], p["out_zp"], p["act_min"], p["act_max"])
 
 
 def concat(xs, p):

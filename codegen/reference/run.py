@@ -58,9 +58,6 @@ def _run_node(g, n, ins, p, numerics):
         return ops.avgpool(ins[0], n.attrs, p, numerics)
     if op == "maxpool":
         return ops.maxpool(ins[0], n.attrs, p, numerics)
-    if op == "mul":
-        from . import ops_more
-        return ops_more.mul(ins[0], ins[1], p, numerics)
     if op == "matmul":
         from . import ops_more
         return ops_more.matmul(ins[0], ins[1], p, numerics)
