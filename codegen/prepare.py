@@ -113,30 +113,6 @@ def _integer_epilogue(g, n, numerics):
     return p
 
 
-def _add(g, n, numerics):
-    a, b = (g.tensors[i] for i in n.inputs)
-    y = g.tensors[n.outputs[0]]
-    sa, za = a.q.scalar()
-    sb, zb = b.q.scalar()
-    sy, zy = y.q.scalar()
-    p = {"a_zp": za, "b_zp": zb, "out_zp": zy}
-    p["act_min"], p["act_max"] = act_bounds(numerics, y, n.attrs.get("act_lo"), n.attrs.get("act_hi"))
-    if numerics == "ort":
-        fused, u8 = n.attrs.get("ort_fused", False), n.attrs.get("ort_fused_u8", False)
-        if fused:  # MLAS QLinearAdd, not the float formula (numerics/ort_qlinear_add.py)
-            from .numerics.ort_qlinear_add import qlinear_add_params
-            scalar = int(b.data.reshape(-1)[0]) if b.is_const and b.size == 1 else None
-            p.update(qlinear_add_params((sa, za), (sb, zb), (sy, zy),
-                                        u8 or bool(getattr(y, "zp_shift", 0)),
-                                        bool(n.attrs.get("swapped")), scalar))
-        else:
-            p.update(mode=1, a_scale=sa, b_scale=sb, out_scale=sy)
-    else:
-        from .numerics import tflite_fixedpoint as tfp
-        p.update(tfp.add_params(float(sa), za, float(sb), zb, float(sy), zy))
-    return p
-
-
 def _avgpool(g, n, numerics):
     x = g.tensors[n.inputs[0]]
     y = g.tensors[n.outputs[0]]
@@ -185,7 +161,6 @@ _PREPARE = {
     "conv2d": _conv_like,
     "conv_transpose": _conv_like,
     "fully_connected": _conv_like,
-    "add": _add,
     "avgpool": _avgpool,
     "maxpool": _maxpool,
 }

@@ -498,34 +498,28 @@ def test_add_s8(numerics, case):
     lo, hi = d(st.sampled_from(ACTS))
     g, n = one_node("add", [a, b], [y], {"act_lo": lo, "act_hi": hi})
     av, bv = d(int8_array(shape)), d(int8_array(bshape))
+    oracle = codegen_ops.get("add").reference
     if numerics == "ort" and not tie and d(st.booleans()):
-        seek_boundary(d, g, n, lambda p: ops.add(av, bv, p, "ort"))
+        seek_boundary(d, g, n, lambda p: oracle(g, n, [av, bv], p, "ort"))
     p = prepare_node(g, n, numerics)
     qlinear = numerics == "ort" and d(st.booleans())
     if qlinear:  # onnxruntime's fused QLinearAdd (reference/ort_qlinear_add.py), s8 or u8
         from codegen.numerics.ort_qlinear_add import qlinear_add_params
-        p = dict(p, **qlinear_add_params(a.q.scalar(), b.q.scalar(), y.q.scalar(),
-                                         d(st.booleans()), False,
-                                         int(bv.reshape(-1)[0]) if scalar_b else None))
+        q = qlinear_add_params(a.q.scalar(), b.q.scalar(), y.q.scalar(), d(st.booleans()), False,
+                               int(bv.reshape(-1)[0]) if scalar_b else None)
+        p = dataclasses.replace(p, use_float=q["mode"], a_scale=q["a_scale"],
+                                b_scale=q["b_scale"], qlinear_fixed=q["qlinear_fixed"],
+                                u8_shift=q["u8_shift"])
     note(describe(g, n))
-    expected = ops.add(av, bv, p, numerics)
-    fields = {k: p[k] for k in ("a_zp", "b_zp", "out_zp", "act_min", "act_max")}
-    if numerics == "ort":
-        fields.update(a_scale=p["a_scale"], b_scale=p["b_scale"], out_scale=p.get("out_scale", 0.0),
-                      use_float=2 if qlinear else 1, left_shift=0, a_mult=0, a_shift=0, b_mult=0,
-                      b_shift=0, out_mult=0, out_shift=0,
-                      qlinear_fixed=p.get("qlinear_fixed", 0.0), u8_shift=p.get("u8_shift", 0))
-    else:
-        fields.update(a_scale=0.0, b_scale=0.0, out_scale=0.0, use_float=0, qlinear_fixed=0.0,
-                      u8_shift=0, **{k: p[k] for k in ("left_shift", "a_mult", "a_shift",
-                                                       "b_mult", "b_shift", "out_mult",
-                                                       "out_shift")})
+    expected = oracle(g, n, [av, bv], p, numerics)
+    assert p.use_float == {"tflite": 0, "ort": 2 if qlinear else 1}[numerics]
+    fields = dataclasses.asdict(p)  # ops/add.py: the record is the C struct
     fields.update(a_lut=None, b_lut=None, out_rq=None)  # tinyaot_add_fast_s8's tables
     size = int(np.prod(shape))
     got = K.add_s8(size, fields, av.reshape(-1), bv.reshape(-1), 0 if scalar_b else 1)
     assert_bit_exact(expected, got.reshape(shape), f"tinyaot_add_s8 [{numerics}]", g, n, p)
     if numerics == "tflite":  # tinyaot_add_fast_s8 with the emitter's tables
-        a_lut, b_lut, out_rq = fast_pack.add_tables(p)
+        a_lut, b_lut, out_rq = fast_pack.add_tables(vars(p))
         fields.update(a_lut=a_lut, b_lut=b_lut, out_rq=out_rq)
         got = K.add_fast_s8(size, fields, av.reshape(-1), bv.reshape(-1), 0 if scalar_b else 1)
         assert_bit_exact(expected, got.reshape(shape), "tinyaot_add_fast_s8 [tflite]", g, n, p)

@@ -135,8 +135,6 @@ class _Emitter:
             self.emit_conv(lid, n, p, info)
         elif op == "fully_connected":
             self.emit_fc(lid, n, p, info)
-        elif op == "add":
-            self.emit_add(lid, n, p, info)
         elif op == "avgpool" and n.attrs.get("reduce_mean") and self.numerics == "ort":
             from .c_emit_more import emit_reduce_mean_ort
             emit_reduce_mean_ort(self, lid, n, p, info)
@@ -390,61 +388,6 @@ class _Emitter:
                 args = [str(rows), str(k), str(nout), q, self.ptr(x), filt, scratch, self.ptr(y)]
         info["kernel"] = kernel
         self.call(kernel, args)
-
-    def emit_add(self, lid, n, p, info):
-        g = self.g
-        a, b = (g.tensors[i] for i in n.inputs)
-        y = g.tensors[n.outputs[0]]
-        rows = 1  # b a row repeated over the leading dims (frontend/const_operand.py)
-        if b.size == 1:
-            stride = 0
-        elif b.size == y.size:
-            stride = 1
-        elif b.is_const and y.size % b.size == 0:
-            stride, rows = 1, y.size // b.size
-        else:
-            raise NotImplementedError("Add broadcasting other than a scalar or a constant row")
-        speed = self.optimize == "speed"  # size: tinyaot_add_s8 computes what the tables hold
-        luts = "NULL, NULL, NULL"
-        if "a_scale" in p:
-            from ..kernels.fast_pack import ort_add_tables
-
-            mode = p.get("mode", 1)  # 1: DQ -> float add -> Q; 2: MLAS QLinearAdd
-            tables = ort_add_tables(p, stride == 0) if speed else None
-            if tables is not None:
-                luts = (f"{self.const('int32_t', f'{lid}_alut', tables[0])}, "
-                        f"{self.const('int32_t', f'{lid}_blut', tables[1])}, NULL")
-            fields = (f"{p['a_zp']}, {p['b_zp']}, {p['out_zp']}, {p['act_min']}, {p['act_max']}, "
-                      f"{c_float(p['a_scale'])}, {c_float(p['b_scale'])}, "
-                      f"{c_float(p.get('out_scale', 0.0))}, {mode}, 0, 0, 0, 0, 0, 0, 0, "
-                      f"{c_float(p.get('qlinear_fixed', 0.0))}, {p.get('u8_shift', 0)}, {luts}")
-        else:
-            from ..kernels.fast_pack import add_tables
-
-            if speed:
-                a_lut, b_lut, out_rq = add_tables(p)
-                luts = (f"{self.const('int32_t', f'{lid}_alut', a_lut)}, "
-                        f"{self.const('int32_t', f'{lid}_blut', b_lut)}, "
-                        + ("NULL" if out_rq is None else self.const("int32_t", f"{lid}_orq", out_rq)))
-            fields = (f"{p['a_zp']}, {p['b_zp']}, {p['out_zp']}, {p['act_min']}, {p['act_max']}, "
-                      f"0.0f, 0.0f, 0.0f, 0, {p['left_shift']}, {p['a_mult']}, {p['a_shift']}, "
-                      f"{p['b_mult']}, {p['b_shift']}, {p['out_mult']}, {p['out_shift']}, 0.0f, 0, {luts}")
-        self.consts.append(f"static const tinyaot_add_params_t {lid}_p = {{ {fields} }};\n")
-        kernel = "tinyaot_add_fast_s8" if speed else "tinyaot_add_s8"
-        if "a_scale" in p:  # ort: the fast kernel falls back to it without tables
-            self.kernels.add("tinyaot_add_s8")
-        info["kernel"] = kernel
-        pb = (self.const("int8_t", f"{lid}_b", b.data.reshape(-1).astype(np.int8)) if b.is_const
-              else self.ptr(b.name))
-        if rows == 1:
-            self.call(kernel, [str(y.size), f"&{lid}_p", self.ptr(a.name), pb, str(stride),
-                               self.ptr(y.name)])
-            return
-        m = b.size
-        self.body.append(f"    for (int32_t r = 0; r < {rows}; ++r) {{")
-        self.call(kernel, [str(m), f"&{lid}_p", f"{self.ptr(a.name)} + r * {m}", pb, "1",
-                           f"{self.ptr(y.name)} + r * {m}"])
-        self.body.append("    }")
 
     def emit_pool(self, lid, n, p, info):
         g = self.g

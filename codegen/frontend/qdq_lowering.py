@@ -23,7 +23,7 @@ from .onnx_loader_util import attr_dict, conv_pads, np_dtype_name
 INT_TYPES = {"int8", "uint8", "int32"}
 MOVE_OPS = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "Identity", "Slice", "Split"}
 # float ops lowered here until their operator module (codegen/ops/) takes them over
-FLOAT_OPS = {"Conv", "MatMul", "Gemm", "Add", "AveragePool",
+FLOAT_OPS = {"Conv", "MatMul", "Gemm", "AveragePool",
              "GlobalAveragePool", "MaxPool"}
 FLOAT_OPS |= {"Concat", "Pad", "ReduceMean", "ConvTranspose", "Resize"}
 
@@ -539,22 +539,6 @@ class Lowering:
             if op == "Gemm" and len(ins) > 2 and ins[2]:
                 b = self.weight_input(ins[2], name, "int32")
             self.pending[out] = Pending("fully_connected", name, [x, w, b], {}, shape=shape)
-            return
-        if op == "Add":
-            for i, j in ((0, 1), (1, 0)):
-                p = self.pending.get(ins[i])
-                if (p is not None and p.op in ("fully_connected", "conv2d") and p.inputs[2] is None
-                        and p.act_lo is None and p.act_hi is None and ins[j] in self.qrepr
-                        and self.graph.tensors[self.qrepr[ins[j]]].is_const
-                        and self.graph.tensors[self.qrepr[ins[j]]].dtype == "int32"):
-                    del self.pending[ins[i]]
-                    p.inputs[2] = self.qrepr[ins[j]]
-                    p.tensors.append(ins[i])
-                    self.pending[out] = p
-                    return
-            from .const_operand import add_operands  # an activation + a quantized constant too
-            a, b, attrs_add = add_operands(self, ins, name, shape, _Unsupported)
-            self.pending[out] = Pending("add", name, [a, b], attrs_add, shape=shape)
             return
         if op in ("AveragePool", "MaxPool", "GlobalAveragePool"):
             x = self.act_input(ins[0], name)

@@ -39,7 +39,6 @@ _LEGACY_TRAITS = {
     "avgpool": Traits(layout="spatial"),
     "maxpool": Traits(layout="spatial"),
     "resize": Traits(layout="spatial"),
-    "add": Traits(layout="elementwise", inplace=(0, 1)),
     "reshape": Traits(layout="alias"),
     "transpose": Traits(layout="alias"),
     "reinterpret": Traits(layout="alias"),

@@ -67,18 +67,6 @@ def fully_connected(x, w, p, numerics):
     return requant(acc, p, numerics, 1)
 
 
-def add(a, b, p, numerics):
-    if numerics == "ort" and p.get("mode") == 2:  # onnxruntime QLinearAdd (MLAS)
-        from ..numerics.ort_qlinear_add import qlinear_add
-        return qlinear_add(a, b, p)
-    if numerics == "ort":
-        fa = of.dequantize(a, p["a_scale"], p["a_zp"])
-        fb = of.dequantize(b, p["b_scale"], p["b_zp"])
-        return of.quantize((fa + fb).astype(F32), p["out_scale"], p["out_zp"], p["act_min"], p["act_max"])
-    from ..numerics import tflite_fixedpoint as tfp
-    return tfp.add_int8(a, b, p, p["act_min"], p["act_max"])
-
-
 def _pool_windows(x, attrs, pad_value):
     n, c, h, w = x.shape
     kh, kw = attrs["kernel"]
