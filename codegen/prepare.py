@@ -113,56 +113,10 @@ def _integer_epilogue(g, n, numerics):
     return p
 
 
-def _avgpool(g, n, numerics):
-    x = g.tensors[n.inputs[0]]
-    y = g.tensors[n.outputs[0]]
-    sx, zx = x.q.scalar()
-    sy, zy = y.q.scalar()
-    p = {"in_zp": zx, "out_zp": zy}
-    p["act_min"], p["act_max"] = act_bounds(numerics, y, n.attrs.get("act_lo"), n.attrs.get("act_hi"))
-    if numerics == "ort":
-        p.update(in_scale=sx, out_scale=sy)
-        if n.attrs.get("ort_qlinear"):  # frontend/ort_facts.py: round(mean / s + zp)
-            p["qlinear"] = True
-            # the zero point ORT's kernel adds: uint8 (int8 + 128) if it ran on uint8
-            p["mean_bias"] = int(n.attrs.get("ort_zp_shift", 0)) or int(getattr(y, "zp_shift", 0))
-    else:
-        if not x.q.same_as(y.q):
-            # TFLite has no rescaling AveragePool; the converter emits MEAN over
-            # H, W, whose int8 kernel (reference_integer_ops::Mean) rescales.
-            a = n.attrs
-            if tuple(a["kernel"]) != tuple(x.shape[2:]) or any(a["pads"]):
-                raise TinyAotError("tflite numerics: AveragePool with different input and "
-                                   "output quantization must be global (TFLite MEAN)",
-                                   model=g.source, node=n.name)
-            from .numerics import tflite_fixedpoint as tfp
-            count = F32(x.shape[2] * x.shape[3])
-            p["mean_bias"] = int(zy - int(F32(F32(zx) * sx) / sy))
-            p["mean_mult"], p["mean_shift"] = tfp.quantize_multiplier(
-                float(F32(sx / F32(count * sy))))
-        if n.attrs.get("count_include_pad"):
-            raise TinyAotError("tflite numerics: AveragePool with count_include_pad=1",
-                               model=g.source, node=n.name)
-    return p
-
-
-def _maxpool(g, n, numerics):
-    x = g.tensors[n.inputs[0]]
-    y = g.tensors[n.outputs[0]]
-    if not x.q.same_as(y.q):
-        raise TinyAotError("MaxPool input and output quantization differ",
-                           model=g.source, node=n.name)
-    p = {}
-    p["act_min"], p["act_max"] = act_bounds(numerics, y, n.attrs.get("act_lo"), n.attrs.get("act_hi"))
-    return p
-
-
 _PREPARE = {
     "conv2d": _conv_like,
     "conv_transpose": _conv_like,
     "fully_connected": _conv_like,
-    "avgpool": _avgpool,
-    "maxpool": _maxpool,
 }
 
 

@@ -89,20 +89,6 @@ def emit_pad(em, lid, n, p, info):
                                em.ptr(y.name)])
 
 
-def emit_reduce_mean_ort(em, lid, n, p, info):
-    g = em.g
-    x = g.tensors[n.inputs[0]]
-    y = g.tensors[n.outputs[0]]
-    nb, c, h, w = x.shape
-    em.consts.append(
-        f"static const tinyaot_requantize_params_t {lid}_p = {{ 1, {p['in_zp']}, {p['out_zp']}, "
-        f"{p['act_min']}, {p['act_max']}, {c_float(p['in_scale'])}, {c_float(p['out_scale'])}, "
-        "0, 0 };\n")
-    info["kernel"] = "tinyaot_reduce_mean_hw_f32_s8"
-    em.call("tinyaot_reduce_mean_hw_f32_s8", [str(nb), str(h * w), str(c), f"&{lid}_p",
-                                              em.ptr(x.name), em.ptr(y.name)])
-
-
 def emit_matmul(em, lid, n, p, info):
     g = em.g
     a, b = (g.tensors[i] for i in n.inputs)

@@ -135,11 +135,6 @@ class _Emitter:
             self.emit_conv(lid, n, p, info)
         elif op == "fully_connected":
             self.emit_fc(lid, n, p, info)
-        elif op == "avgpool" and n.attrs.get("reduce_mean") and self.numerics == "ort":
-            from .c_emit_more import emit_reduce_mean_ort
-            emit_reduce_mean_ort(self, lid, n, p, info)
-        elif op in ("avgpool", "maxpool"):
-            self.emit_pool(lid, n, p, info)
         elif op == "matmul":
             from .c_emit_more import emit_matmul
             emit_matmul(self, lid, n, p, info)
@@ -388,35 +383,6 @@ class _Emitter:
                 args = [str(rows), str(k), str(nout), q, self.ptr(x), filt, scratch, self.ptr(y)]
         info["kernel"] = kernel
         self.call(kernel, args)
-
-    def emit_pool(self, lid, n, p, info):
-        g = self.g
-        x = g.tensors[n.inputs[0]]
-        y = g.tensors[n.outputs[0]]
-        a = n.attrs
-        _, c, h, w = x.shape
-        _, _, oh, ow = y.shape
-        use_float = 1 if "in_scale" in p else (2 if "mean_mult" in p else 0)
-        if p.get("qlinear"):
-            use_float = 3  # onnxruntime QLinearAveragePool (frontend/ort_facts.py)
-        vals = [h, w, c, oh, ow, a["kernel"][0], a["kernel"][1], a["strides"][0], a["strides"][1],
-                a["pads"][0], a["pads"][1], a.get("count_include_pad", 0), p["act_min"], p["act_max"],
-                use_float]
-        fields = ", ".join(str(int(v)) for v in vals)
-        fields += (f", {c_float(p.get('in_scale', 0.0))}, {c_float(p.get('out_scale', 0.0))}, "
-                   f"{p.get('in_zp', 0)}, {p.get('out_zp', 0)}, {p.get('mean_mult', 0)}, "
-                   f"{p.get('mean_shift', 0)}, {p.get('mean_bias', 0)}")
-        if n.op == "avgpool" and use_float in (1, 3):
-            from ..kernels.fast_pack import dequant_table
-
-            fields += ", " + self.const("float", f"{lid}_dq", dequant_table(p["in_scale"], p["in_zp"]))
-        else:
-            fields += ", NULL"
-        self.consts.append(f"static const tinyaot_pool_params_t {lid}_p = {{ {fields} }};\n")
-        kernel = "tinyaot_avgpool_s8" if n.op == "avgpool" else "tinyaot_maxpool_s8"
-        info["kernel"] = kernel
-        self.call(kernel, [f"&{lid}_p", self.ptr(x.name), self.ptr(y.name)])
-
 
 def _float_bias(g, n):
     b = n.inputs[2] if len(n.inputs) > 2 else None

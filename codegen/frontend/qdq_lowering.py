@@ -23,9 +23,8 @@ from .onnx_loader_util import attr_dict, conv_pads, np_dtype_name
 INT_TYPES = {"int8", "uint8", "int32"}
 MOVE_OPS = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "Identity", "Slice", "Split"}
 # float ops lowered here until their operator module (codegen/ops/) takes them over
-FLOAT_OPS = {"Conv", "MatMul", "Gemm", "AveragePool",
-             "GlobalAveragePool", "MaxPool"}
-FLOAT_OPS |= {"Concat", "Pad", "ReduceMean", "ConvTranspose", "Resize"}
+FLOAT_OPS = {"Conv", "MatMul", "Gemm"}
+FLOAT_OPS |= {"Concat", "Pad", "ConvTranspose", "Resize"}
 
 
 class Lowering:
@@ -540,44 +539,10 @@ class Lowering:
                 b = self.weight_input(ins[2], name, "int32")
             self.pending[out] = Pending("fully_connected", name, [x, w, b], {}, shape=shape)
             return
-        if op in ("AveragePool", "MaxPool", "GlobalAveragePool"):
-            x = self.act_input(ins[0], name)
-            xs = self.graph.tensors[x].shape
-            if len(xs) != 4:
-                raise _Unsupported("only 2-D pooling is supported")
-            if op == "GlobalAveragePool":
-                k, s, pads = tuple(xs[2:]), (1, 1), (0, 0, 0, 0)
-                cip = 0
-            else:
-                if attrs.get("ceil_mode", 0):
-                    raise _Unsupported("ceil_mode=1 is not supported")
-                k = tuple(attrs["kernel_shape"])
-                s = tuple(attrs.get("strides", (1, 1)))
-                if tuple(attrs.get("dilations", (1, 1))) != (1, 1):
-                    raise _Unsupported("dilated pooling is not supported")
-                pads = conv_pads(attrs, xs[2:], k, s, (1, 1), shape[2:])
-                cip = int(attrs.get("count_include_pad", 0))
-            kind = "maxpool" if op == "MaxPool" else "avgpool"
-            a = {"kernel": k, "strides": s, "pads": pads, "count_include_pad": cip}
-            self.pending[out] = Pending(kind, name, [x], a, shape=shape)
-            return
         if op == "Concat":
             xs = [self.act_input(i, name) for i in ins if i]
             axis = int(attrs.get("axis", 1)) % len(shape)
             self.pending[out] = Pending("concat", name, xs, {"axis": axis}, shape=shape)
-            return
-        if op == "ReduceMean":  # over H, W with keepdims: a global average pool
-            x = self.act_input(ins[0], name)
-            xs = self.graph.tensors[x].shape
-            if len(ins) > 1 and ins[1]:
-                axes = [int(v) for v in np.asarray(self.const(ins[1], name, "axes")).reshape(-1)]
-            else:
-                axes = list(attrs.get("axes", []))
-            if len(xs) != 4 or sorted(a % 4 for a in axes) != [2, 3] or not attrs.get("keepdims", 1):
-                raise _Unsupported("ReduceMean is supported over H, W of a 4-D tensor, keepdims=1")
-            a = {"kernel": tuple(xs[2:]), "strides": (1, 1), "pads": (0, 0, 0, 0),
-                 "count_include_pad": 0, "reduce_mean": True}
-            self.pending[out] = Pending("avgpool", name, [x], a, shape=shape)
             return
         if op == "Pad":
             x = self.act_input(ins[0], name)

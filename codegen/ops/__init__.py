@@ -36,8 +36,6 @@ for _op in OPS.values():
 _LEGACY_TRAITS = {
     "conv2d": Traits(layout="spatial", align=8),
     "conv_transpose": Traits(layout="spatial"),
-    "avgpool": Traits(layout="spatial"),
-    "maxpool": Traits(layout="spatial"),
     "resize": Traits(layout="spatial"),
     "reshape": Traits(layout="alias"),
     "transpose": Traits(layout="alias"),

@@ -67,64 +67,6 @@ def fully_connected(x, w, p, numerics):
     return requant(acc, p, numerics, 1)
 
 
-def _pool_windows(x, attrs, pad_value):
-    n, c, h, w = x.shape
-    kh, kw = attrs["kernel"]
-    sh, sw = attrs["strides"]
-    t, l, b, r = attrs["pads"]
-    oh = (h + t + b - kh) // sh + 1
-    ow = (w + l + r - kw) // sw + 1
-    return n, c, h, w, kh, kw, sh, sw, t, l, oh, ow
-
-
-def avgpool(x, attrs, p, numerics):
-    n, c, h, w, kh, kw, sh, sw, t, l, oh, ow = _pool_windows(x, attrs, 0)
-    out = np.zeros((n, c, oh, ow), dtype=np.int32)
-    cip = attrs.get("count_include_pad", 0)
-    if numerics == "ort":
-        xf = of.dequantize(x, p["in_scale"], p["in_zp"])
-    for i in range(oh):
-        for j in range(ow):
-            h0, w0 = i * sh - t, j * sw - l
-            ha, hb = max(h0, 0), min(h0 + kh, h)
-            wa, wb = max(w0, 0), min(w0 + kw, w)
-            count = kh * kw if cip else (hb - ha) * (wb - wa)
-            if numerics == "ort":
-                # ORT's float pooling: sequential float32 sum over the window, / count.
-                acc = np.zeros((n, c), dtype=F32)
-                for y in range(ha, hb):
-                    for z in range(wa, wb):
-                        acc = (acc + xf[:, :, y, z]).astype(F32)
-                mean = (acc / F32(count)).astype(F32)
-                if p.get("qlinear"):  # QLinearAveragePool: nearbyintf(mean / s + zp)
-                    zr = p["out_zp"] + p.get("mean_bias", 0)
-                    v = np.rint((mean / F32(p["out_scale"])).astype(F32) + F32(zr)) - p.get("mean_bias", 0)
-                    out[:, :, i, j] = np.clip(v, p["act_min"], p["act_max"])
-                    continue
-                out[:, :, i, j] = of.quantize(mean, p["out_scale"], p["out_zp"], p["act_min"], p["act_max"])
-            else:
-                from ..numerics import tflite_fixedpoint as tfp
-                s = x[:, :, ha:hb, wa:wb].astype(np.int32).sum(axis=(2, 3))
-                if "mean_mult" in p:  # TFLite MEAN: rescale the raw sum
-                    v = tfp.multiply_by_quantized_multiplier(s, p["mean_mult"], p["mean_shift"])
-                    v = v + p["mean_bias"]
-                else:
-                    v = tfp.avgpool_round(s, count)
-                out[:, :, i, j] = np.clip(v, p["act_min"], p["act_max"])
-    return out
-
-
-def maxpool(x, attrs, p, numerics):
-    n, c, h, w, kh, kw, sh, sw, t, l, oh, ow = _pool_windows(x, attrs, 0)
-    out = np.zeros((n, c, oh, ow), dtype=np.int32)
-    for i in range(oh):
-        for j in range(ow):
-            h0, w0 = i * sh - t, j * sw - l
-            win = x[:, :, max(h0, 0):min(h0 + kh, h), max(w0, 0):min(w0 + kw, w)]
-            out[:, :, i, j] = win.max(axis=(2, 3))
-    return np.clip(out, p["act_min"], p["act_max"])
-
-
 def conv2d_ort_float(x, wt, bt, attrs, p):
     """onnxruntime's float Conv (DQ -> Conv -> Q), bit for bit."""
     y = conv2d_ort_f32(x, wt, bt, attrs, p)

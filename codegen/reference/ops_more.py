@@ -28,43 +28,6 @@ def pad(x, attrs, p):
     return np.pad(x, widths, mode={"reflect": "reflect", "edge": "edge"}[mode])
 
 
-def eigen_sum_f32(v):
-    """Eigen's vectorized float sum (redux_vec_linear, 4-float packets, SSE / NEON),
-    as onnxruntime's ReduceMean/ReduceSum run it on a contiguous row: two packet
-    accumulators over 8-element steps, one more packet, a horizontal
-    (a0 + a2) + (a1 + a3), then the scalar tail in order."""
-    v = np.asarray(v, dtype=F32)
-    n = v.shape[-1]
-    if n < 4:
-        s = v[..., 0]
-        for i in range(1, n):
-            s = (s + v[..., i]).astype(F32)
-        return s
-    a1, a2 = n // 4 * 4, n // 8 * 8
-    p0 = v[..., 0:4]
-    if a1 > 4:
-        p1 = v[..., 4:8]
-        for i in range(8, a2, 8):
-            p0 = (p0 + v[..., i:i + 4]).astype(F32)
-            p1 = (p1 + v[..., i + 4:i + 8]).astype(F32)
-        p0 = (p0 + p1).astype(F32)
-        if a1 > a2:
-            p0 = (p0 + v[..., a2:a2 + 4]).astype(F32)
-    s = ((p0[..., 0] + p0[..., 2]).astype(F32) + (p0[..., 1] + p0[..., 3]).astype(F32)).astype(F32)
-    for i in range(a1, n):
-        s = (s + v[..., i]).astype(F32)
-    return s
-
-
-def reduce_mean_hw_ort(x, p):
-    """onnxruntime's float ReduceMean over H, W (DQ -> ReduceMean -> Q), x NCHW."""
-    n, c, h, w = x.shape
-    xf = of.dequantize(x, p["in_scale"], p["in_zp"]).reshape(n, c, h * w)
-    mean = (eigen_sum_f32(xf) / F32(h * w)).astype(F32)
-    y = of.quantize(mean, p["out_scale"], p["out_zp"], p["act_min"], p["act_max"])
-    return y.reshape(n, c, 1, 1)
-
-
 def matmul(a, b, p, numerics):
     a = np.asarray(a, dtype=np.int64)
     b = np.asarray(b, dtype=np.int64)
