@@ -186,7 +186,8 @@ class Add(Op):
             a_lut, b_lut, out_rq = add_tables(_as_mapping(p))
             p = replace(p, a_lut=em.const("int32_t", f"{lid}_alut", a_lut),
                         b_lut=em.const("int32_t", f"{lid}_blut", b_lut),
-                        out_rq="NULL" if out_rq is None else em.const("int32_t", f"{lid}_orq", out_rq))
+                        out_rq=("NULL" if out_rq is None
+                                else em.const("int32_t", f"{lid}_orq", out_rq)))
         em.consts.append(c_struct("tinyaot_add_params_t", f"{lid}_p", p))
         kernel = "tinyaot_add_fast_s8" if speed else "tinyaot_add_s8"
         if p.use_float != TFLITE:  # ort: the fast kernel falls back to it without tables

@@ -1,4 +1,4 @@
-"""ONNX pads / auto_pad of a 2-D window (Conv, ConvInteger, AveragePool, MaxPool; no operator here)."""
+"""ONNX pads / auto_pad of a 2-D window: Conv, ConvInteger, AveragePool, MaxPool (no operator)."""
 from __future__ import annotations
 
 import math

@@ -58,7 +58,8 @@ def lower_onnx(lw, node, name, attrs, ins, out, shape):
 
 
 def qlinear_softmax_table(x_scale, d):
-    """onnxruntime QLinearSoftmax's float table: e[k] = exp((k - 255 + b) * s), k = 255 - (max - x)."""
+    """onnxruntime QLinearSoftmax's float table: e[k] = exp((k - 255 + b) * s), indexed by
+    k = 255 - (max - x)."""
     bs = math.log(float(F32(np.finfo(np.float32).max) / F32(d)))
     bs = max(0.0, bs - 5.0) / float(x_scale)
     return np.array([math.exp((k - 255 + bs) * float(x_scale)) for k in range(256)]).astype(F32)
@@ -110,9 +111,9 @@ class Softmax(Op):
         sy, zy = y.q.scalar()
         if numerics == "ort":
             if n.attrs.get("ort_qlinear"):  # onnxruntime QLinearSoftmax (frontend/ort_facts.py)
+                u8 = bool(n.attrs.get("ort_u8") or getattr(y, "zp_shift", 0))
                 return QLinearSoftmaxParams(qlinear_softmax_table(sx, x.shape[-1]),
-                                            F32(np.floor(F32(1.0) / sy)), zy,
-                                            bool(n.attrs.get("ort_u8") or getattr(y, "zp_shift", 0)))
+                                            F32(np.floor(F32(1.0) / sy)), zy, u8)
             return SoftmaxParams(1, in_scale=sx, out_scale=sy, in_zp=zx, out_zp=zy)
         if zy != -128 or sy != F32(1.0 / 256):
             raise TinyAotError("tflite numerics: int8 Softmax output must have scale 1/256 and "
