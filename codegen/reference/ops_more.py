@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import ort_float as of
+from ..numerics import ort_float as of
 
 F32 = np.float32
 
@@ -45,6 +45,6 @@ def matmul(a, b, p, numerics):
     acc = acc.astype(np.int32)
     if numerics == "ort":
         return of.requantize_acc(acc, p["scale"], p["out_zp"], p["act_min"], p["act_max"])
-    from . import tflite_fixedpoint as tfp
+    from ..numerics import tflite_fixedpoint as tfp
     return tfp.requantize(acc, np.int32(p["mult"]), np.int32(p["shift"]), p["out_zp"],
                           p["act_min"], p["act_max"])
