@@ -1,17 +1,21 @@
 """`tinyaot bench`: every shared and own model on a board, both numerics.
 
 Writes bench/results.json and bench/results.md. Instruction counts come from
-QEMU with -icount shift=0 (deterministic), so they are measurements, not
-timings; the comparison columns are TFLite Micro + CMSIS-NN on the same
-QEMU board (numbers measured outside this project, quoted in issue #5/#9).
+QEMU with -icount shift=0 (deterministic). Modelled cycles come from the cycle
+model (codegen/cycles: an estimate from Arm's documented timings, for the ideal
+zero-wait part and the STM32L4R5). TFLite Micro + CMSIS-NN runs in the same
+bench, under the same QEMU and cycle model, from ../shared/anchors
+(codegen/cycles/compare.py); flash image and static RAM are sized the same way
+from both ELFs.
 """
 from __future__ import annotations
 
 import json
 import os
+import tempfile
 from pathlib import Path
 
-from .paths import REPO_ROOT
+from .paths import REPO_ROOT, build_root
 from .verify import verify_model
 
 SHARED = (REPO_ROOT / ".." / "shared" / "models").resolve()
@@ -30,11 +34,6 @@ MODELS = [
 ]
 # own models: golden `outputs` are onnxruntime's; there is no TFLM golden for them
 OWN_MODELS = {"digits", "mbv2_block", "conv1d", "decoder", "data_ops", "misc_ops"}
-# TFLite Micro + CMSIS-NN on qemu-m4: instructions per inference, arena bytes.
-TFLM_CMSIS_NN = {
-    "ad01": (582880, 2580), "kws01": (7697360, 22820), "ic01": (29863240, 54996),
-    "vww01": (24101880, 100708), "sww01": (2227520, 16596),
-}
 KEYS = {"ort": "outputs_onnxruntime", "tflite": "outputs_tflm"}
 
 
@@ -49,9 +48,53 @@ def bench_jobs(numerics=("ort", "tflite")):
     return jobs
 
 
+def _bench_row(key, num, model, golden, gkey, board, optimize, tflm_runs):
+    """Verify one model, then price its firmware and TFLM's with the cycle model."""
+    from .build import board_or_error
+    from .cycles import compare
+    b = board_or_error(board)
+    base = build_root()
+    base.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=f"bench-{key}-{num}-", dir=base) as bd:
+        r = verify_model(model, golden, board=board, numerics=num, key=gkey, optimize=optimize,
+                         build_dir=bd)
+        elves = sorted(Path(bd).glob(f"*-{board}.elf"))
+        ours = compare.price_tinyaot(elves[0], b) if elves and b["kind"] == "firmware" else None
+    if key not in tflm_runs:
+        tflm_runs[key] = compare.price_tflm(key, b) if key not in OWN_MODELS else None
+    tflm = tflm_runs[key]
+    ins = r["instructions_per_inference"]
+    row = {
+        "model": key, "numerics": num, "board": board, "optimize": optimize,
+        "instructions": ins, "macs": r["macs"],
+        "mac_per_instruction": round(r["macs"] / ins, 3) if ins else None,
+        "arena_bytes": r["arena_bytes"], "arena_lower_bound": r["arena_lower_bound_bytes"],
+        "flash_code": r["flash"]["code"] if r.get("flash") else None,
+        "flash_weights": r["flash"]["weights"] if r.get("flash") else None,
+        "vectors": r["vectors"], "mismatches": r["mismatches"],
+        # the cycle model (codegen/cycles), tinyaot and TFLite Micro alike
+        "cycle_model": ours, "tflm": tflm,
+        "tflm_cmsis_nn_instructions": tflm["instructions"] if tflm else None,
+        "ratio_to_tflm": compare.ratio(ours["instructions"], tflm["instructions"])
+        if ours and tflm else None,
+        "tflm_arena_bytes": tflm["arena_bytes"] if tflm else None,
+    }
+    if ours and tflm:
+        row["ratios_to_tflm"] = {
+            "instructions": compare.ratio(ours["instructions"], tflm["instructions"]),
+            **{f"cycles_{p}": compare.ratio(ours["cycles"][p], tflm["cycles"].get(p))
+               for p in ours["cycles"]},
+            "flash_image": compare.ratio(ours["flash"], tflm["flash"]),
+            "ram_static": compare.ratio(ours["ram"], tflm["ram"]),
+            "arena": compare.ratio(r["arena_bytes"], tflm["arena_bytes"]),
+        }
+    return row
+
+
 def run_bench(board="qemu-m4", out_dir=None, numerics=("ort", "tflite"), log=print,
               tick=lambda n=1: None, optimize="speed"):
     rows = []
+    tflm_runs = {}
     for key, stem, num in bench_jobs(numerics):
         model = Path(str(stem) + ".onnx")
         golden = Path(str(stem) + "_golden.npz")
@@ -61,24 +104,9 @@ def run_bench(board="qemu-m4", out_dir=None, numerics=("ort", "tflite"), log=pri
             tick()
             continue
         gkey = KEYS[num] if key not in OWN_MODELS else "outputs"
-        r = verify_model(model, golden, board=board, numerics=num, key=gkey, optimize=optimize)
-        tflm = TFLM_CMSIS_NN.get(key)
-        ins = r["instructions_per_inference"]
-        row = {
-            "model": key, "numerics": num, "board": board, "optimize": optimize,
-            "instructions": ins, "macs": r["macs"],
-            "mac_per_instruction": round(r["macs"] / ins, 3) if ins else None,
-            "arena_bytes": r["arena_bytes"], "arena_lower_bound": r["arena_lower_bound_bytes"],
-            "flash_code": r["flash"]["code"] if r.get("flash") else None,
-            "flash_weights": r["flash"]["weights"] if r.get("flash") else None,
-            "vectors": r["vectors"], "mismatches": r["mismatches"],
-            "tflm_cmsis_nn_instructions": tflm[0] if tflm else None,
-            "ratio_to_tflm": round(ins / tflm[0], 3) if tflm and ins else None,
-            "tflm_arena_bytes": tflm[1] if tflm else None,
-        }
+        row = _bench_row(key, num, model, golden, gkey, board, optimize, tflm_runs)
         rows.append(row)
-        log(f"{key:6s} {num:6s} {ins:>10} instr  {row['mac_per_instruction']} MAC/instr  "
-            f"arena {row['arena_bytes']}  mismatches {row['mismatches']}")
+        log(bench_line(row))
         tick()
     # size builds in bench/size/: the speed table in bench/ stays what the README quotes
     out_dir = Path(out_dir or REPO_ROOT / "bench" / ("size" if optimize == "size" else ""))
@@ -88,9 +116,29 @@ def run_bench(board="qemu-m4", out_dir=None, numerics=("ort", "tflite"), log=pri
     return rows
 
 
-BENCH_HEADER = ["model", "numerics", "vectors exact", "instructions", "MACs", "MAC/instr",
-                "TFLM+CMSIS-NN instr", "ratio", "arena B (lower bound)", "TFLM arena B",
-                "flash code B", "flash weights B"]
+BENCH_HEADER = ["model", "numerics", "vectors exact", "MACs", "instructions", "TFLM instr", "ratio",
+                "cycles ideal", "TFLM", "ratio", "cycles STM32L4R5", "ms @120 MHz", "TFLM", "ratio",
+                "flash image B", "TFLM", "ratio", "static RAM B", "TFLM", "ratio",
+                "arena B (lower bound)", "TFLM arena B", "ratio"]
+
+
+def bench_line(r):
+    """One line per run: our figure and, where TFLM ran, its figure and the ratio."""
+    ours, tflm, rat = r.get("cycle_model") or {}, r.get("tflm") or {}, r.get("ratios_to_tflm") or {}
+
+    def pair(label, a, b, k):
+        return f"{label} {_cell(a)}" + (f" vs {_cell(b)} ({rat.get(k)}x)" if b is not None else "")
+
+    cyc, tcyc = ours.get("cycles", {}), tflm.get("cycles", {})
+    parts = [f"{r['model']:6s} {r['numerics']:6s} mismatches {r['mismatches']}",
+             pair("instr", ours.get("instructions", r["instructions"]), tflm.get("instructions"),
+                  "instructions")]
+    for p in cyc:
+        parts.append(pair(f"cycles[{p}]", cyc[p], tcyc.get(p), f"cycles_{p}"))
+    parts += [pair("flash", ours.get("flash"), tflm.get("flash"), "flash_image"),
+              pair("ram", ours.get("ram"), tflm.get("ram"), "ram_static"),
+              pair("arena", r["arena_bytes"], r["tflm_arena_bytes"], "arena")]
+    return "  ".join(parts)
 
 
 def _cell(v):
@@ -99,13 +147,44 @@ def _cell(v):
 
 def bench_cells(r):
     """One row of the results table as strings (markdown and terminal)."""
+    ours, tflm = r.get("cycle_model") or {}, r.get("tflm") or {}
+    rat = r.get("ratios_to_tflm") or {}
+
+    def get(d, *ks):
+        for k in ks:
+            d = d.get(k) if isinstance(d, dict) else None
+        return d
+
     return [r["model"], r["numerics"],
             f"{r['vectors'] - (1 if r['mismatches'] else 0)}/{r['vectors']}"
             f"{'' if not r['mismatches'] else ' (' + str(r['mismatches']) + ' elements differ)'}",
-            _cell(r["instructions"]), _cell(r["macs"]), _cell(r["mac_per_instruction"]),
-            _cell(r["tflm_cmsis_nn_instructions"]), _cell(r["ratio_to_tflm"]),
+            _cell(r["macs"]),
+            _cell(ours.get("instructions", r["instructions"])), _cell(tflm.get("instructions")),
+            _cell(rat.get("instructions")),
+            _cell(get(ours, "cycles", "ideal")), _cell(get(tflm, "cycles", "ideal")),
+            _cell(rat.get("cycles_ideal")),
+            _cell(get(ours, "cycles", "stm32l4r5")), _cell(get(ours, "ms", "stm32l4r5")),
+            _cell(get(tflm, "cycles", "stm32l4r5")), _cell(rat.get("cycles_stm32l4r5")),
+            _cell(ours.get("flash")), _cell(tflm.get("flash")), _cell(rat.get("flash_image")),
+            _cell(ours.get("ram")), _cell(tflm.get("ram")), _cell(rat.get("ram_static")),
             f"{_cell(r['arena_bytes'])} ({_cell(r['arena_lower_bound'])})",
-            _cell(r["tflm_arena_bytes"]), _cell(r["flash_code"]), _cell(r["flash_weights"])]
+            _cell(r["tflm_arena_bytes"]), _cell(rat.get("arena"))]
+
+
+# The terminal table: each figure with its ratio to TFLM in one cell (fits 160 columns).
+BENCH_TERM_HEADER = ["model", "numerics", "exact", "instructions (x TFLM)", "cycles ideal",
+                     "cycles STM32L4R5", "ms", "flash image B", "static RAM B", "arena B"]
+
+
+def bench_term_cells(r):
+    c = bench_cells(r)
+
+    def both(v, ratio):
+        return v if ratio == "-" else f"{v} ({ratio}x)"
+
+    return [c[0], c[1], c[2].split(" ")[0], both(c[4], c[6]), both(c[7], c[9]),
+            both(c[10], c[13]), c[11], both(c[14], c[16]), both(c[17], c[19]),
+            both(c[20].split(" ")[0], c[22])]
 
 
 def markdown_table(rows):

@@ -148,7 +148,7 @@ def cmd_verify(a):
 
 
 def cmd_bench(a):
-    from .bench import BENCH_HEADER, bench_cells, bench_jobs, run_bench
+    from .bench import BENCH_TERM_HEADER, bench_jobs, bench_term_cells, run_bench
     from .tools.console import print_table, progress, use_color
 
     rich = use_color() and not a.json
@@ -163,8 +163,9 @@ def cmd_bench(a):
     if a.json:
         print(json.dumps(rows, indent=2))
     elif rich:
-        print_table(wrote, f"bench on {a.board}", BENCH_HEADER, [bench_cells(r) for r in rows],
-                    right=tuple(range(2, len(BENCH_HEADER))), footer=[wrote])
+        print_table(wrote, f"bench on {a.board}", BENCH_TERM_HEADER,
+                    [bench_term_cells(r) for r in rows],
+                    right=tuple(range(2, len(BENCH_TERM_HEADER))), footer=[wrote])
     else:
         print(wrote)
     return 0 if all(r["mismatches"] == 0 for r in rows) else 1

@@ -1,4 +1,4 @@
-"""`python -m codegen.planner.benchmark`: the README's memory table.
+"""`python -m codegen.planner.benchmark`: the arena table of docs/memory-plan.md.
 
 For each shared model (../shared/models) and the default model, in both I/O
 modes: the arena, its lower bound counting activations only and counting

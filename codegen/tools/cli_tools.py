@@ -48,6 +48,7 @@ session; exit 1 if a layer or that final output differs.
 PROFILE_EX = """examples:
   tinyaot profile models/digits_cnn_int8.onnx --board qemu-m4
   tinyaot profile models/digits_cnn_int8.onnx --board qemu-m4 --json --png profile.png
+  tinyaot profile models/digits_cnn_int8.onnx --board qemu-m4 --cycles --part stm32l4r5
 
 Instructions per layer from the board timer read after every layer under
 QEMU -icount (deterministic; resolution one timer tick, instructions_per_tick
@@ -87,6 +88,11 @@ def cmd_report(a):
                       optimize=a.optimize)
     r = report_model(a.model, board=a.board, numerics=a.numerics, compiled=c,
                      measure=a.measure_stack)
+    if a.cycles or a.part:
+        from .profile import profile_model
+        from ..cycles.layers import merge_into_report
+        merge_into_report(r, profile_model(a.model, board=a.board, numerics=a.numerics, compiled=c,
+                                           cycles=True, parts=a.part))
     if a.plot:
         from ..planner.plot import plot_memory  # the arena picture of compile --plot-memory
         plot_memory(c.plan, c.graph, a.plot)
@@ -128,7 +134,8 @@ def cmd_profile(a):
     from ..compiler import compile_model
     c = compile_model(a.model, numerics=a.numerics, ort_threads=a.ort_threads,
                       optimize=a.optimize)
-    r = profile_model(a.model, board=a.board, numerics=a.numerics, inputs=x, compiled=c)
+    r = profile_model(a.model, board=a.board, numerics=a.numerics, inputs=x, compiled=c,
+                      cycles=a.cycles or bool(a.part), parts=a.part)
     if a.png:
         plot_profile(r, a.png)
         r["png"] = a.png
@@ -149,6 +156,15 @@ def cmd_quantize(a):
     return 0
 
 
+def add_cycles(p):
+    p.add_argument("--cycles", action="store_true",
+                   help="also model cycles per layer and per inference (codegen/cycles: an estimate "
+                   "from Arm's documented timings and the part's flash wait states)")
+    p.add_argument("--part", action="append", metavar="P",
+                   help="price for part P (repeatable; implies --cycles; default: all parts of the "
+                   "board, e.g. ideal, stm32l4r5, nrf52840 on qemu-m4)")
+
+
 def add_tool_commands(sub):
     def common(p, board_default):
         p.add_argument("model", help="quantized ONNX model (QDQ)")
@@ -167,6 +183,7 @@ def add_tool_commands(sub):
     p.add_argument("--plot", metavar="PNG", help="also draw the arena plan (codegen/planner/plot.py)")
     p.add_argument("--measure-stack", action="store_true",
                    help="also run the model once in QEMU with a painted stack and report the use")
+    add_cycles(p)
     p.set_defaults(fn=cmd_report)
 
     p = sub.add_parser("validate", help="compare every layer's output with the reference",
@@ -182,6 +199,7 @@ def add_tool_commands(sub):
     common(p, "qemu-m4")
     p.add_argument("--inputs", help=".npz with int8 'inputs' (the first is run; default: zero point)")
     p.add_argument("--png", help="write a bar chart of instructions per layer")
+    add_cycles(p)
     p.set_defaults(fn=cmd_profile)
 
     p = sub.add_parser("quantize", help="float ONNX -> int8 QDQ ONNX with onnxruntime",

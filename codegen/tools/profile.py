@@ -33,7 +33,11 @@ def _default_input(c):
     return np.full((1, t.size), zp, dtype=np.int8)
 
 
-def profile_model(model, board="qemu-m4", numerics="ort", inputs=None, compiled=None):
+def profile_model(model, board="qemu-m4", numerics="ort", inputs=None, compiled=None,
+                  cycles=False, parts=None):
+    """Instructions per layer; with cycles=True also the cycle model's cycles per
+    layer and per inference for the board's parts (codegen/cycles; `parts`:
+    names, default all of the board's)."""
     b = board_or_error(board)
     if b["kind"] != "firmware":
         raise TinyAotError(f"profile needs a QEMU board (timer and -icount), not '{board}'")
@@ -43,20 +47,30 @@ def profile_model(model, board="qemu-m4", numerics="ort", inputs=None, compiled=
     if x.shape[1] != g.tensors[g.inputs[0]].size:
         raise TinyAotError(f"input must have {g.tensors[g.inputs[0]].size} values", model=str(model))
     n = len(g.nodes)
+    selected = None
+    if cycles:
+        from ..cycles import select_parts
+        selected = select_parts(b, parts)  # a bad --part fails before any build
     out_dir = private_dir(c, f"profile-{board}")
     try:
         from ..targets.qemu import QemuError, run_firmware
         elf, _, _ = build_firmware(c, b, out_dir, x, C_DIR / "profile_main.c",
                                    defines=['TINYAOT_HOOKS_HEADER="tinyaot_hooks_fw.h"',
                                             "TINYAOT_WANT_PROFILE", f"TINYAOT_PROFILE_LAYERS={n}"])
-        try:
-            res = run_firmware(elf, b, timeout=600)
-        except QemuError as e:
-            raise TinyAotError(f"firmware run failed on {board}: {e}") from None
+        if cycles:
+            from ..cycles import run_cycles
+            crun = run_cycles(elf, b, selected, call="tinyaot_harness_run",
+                              mark="tinyaot_profile_stamps", marks=n)
+            output = crun.output
+        else:
+            try:
+                output = run_firmware(elf, b, timeout=600).output
+            except QemuError as e:
+                raise TinyAotError(f"firmware run failed on {board}: {e}") from None
     finally:
         shutil.rmtree(out_dir, ignore_errors=True)
     prof, stamps = None, {}
-    for line in res.output.splitlines():
+    for line in output.splitlines():
         line = line.strip()
         if m := _PROF_RE.match(line):
             prof = tuple(int(v) for v in m.groups())
@@ -79,14 +93,22 @@ def profile_model(model, board="qemu-m4", numerics="ort", inputs=None, compiled=
     for r in rows:
         r["mac_per_instruction"] = round(r["macs"] / r["instructions"], 4) if r["instructions"] else None
         r["share"] = round(r["instructions"] / total, 6) if total else 0.0
-    return {"model": str(model), "name": c.module.name, "board": board, "numerics": c.numerics,
-            "optimize": c.report.get("optimize", "speed"), "instructions_per_tick": ipt, "resolution_instructions": ipt,
-            "total_ticks": total_ticks, "total_instructions": total,
-            "layers_instructions": sum(r["instructions"] for r in rows),
-            "macs": sum(r["macs"] for r in rows), "layers": rows}
+    out = {"model": str(model), "name": c.module.name, "board": board, "numerics": c.numerics,
+           "optimize": c.report.get("optimize", "speed"), "instructions_per_tick": ipt, "resolution_instructions": ipt,
+           "total_ticks": total_ticks, "total_instructions": total,
+           "layers_instructions": sum(r["instructions"] for r in rows),
+           "macs": sum(r["macs"] for r in rows), "layers": rows}
+    if cycles:
+        from ..cycles.layers import attach_cycles
+        attach_cycles(out, crun)
+    return out
 
 
 PROFILE_HEADER = ["#", "op", "kernel", "instructions", "MACs", "MAC/instr", "share"]
+
+
+def profile_header(r):
+    return PROFILE_HEADER + [f"cycles {p['name']}" for p in (r.get("cycles") or {}).get("parts", [])]
 
 
 def profile_title(r):
@@ -100,28 +122,53 @@ def profile_rows(r):
     for x in r["layers"]:
         mpi = f"{x['mac_per_instruction']:.3f}" if x["mac_per_instruction"] is not None else "-"
         rows.append([str(x["index"]), x["op"], str(x["kernel"])[:32], f"{x['instructions']:,}",
-                     f"{x['macs']:,}", mpi, f"{100 * x['share']:.1f}%"])
+                     f"{x['macs']:,}", mpi, f"{100 * x['share']:.1f}%"]
+                    + [f"{x['cycles'][p['name']]:,}" for p in cyc_parts(r)])
     tot = r["total_instructions"]
     rows.append(["", "total", "", f"{tot:,}", f"{r['macs']:,}",
-                 f"{r['macs'] / tot if tot else 0:.3f}", "100.0%"])
+                 f"{r['macs'] / tot if tot else 0:.3f}", "100.0%"]
+                + [f"{p['cycles']:,}" for p in cyc_parts(r)])
     return rows
+
+
+def cyc_parts(r):
+    return (r.get("cycles") or {}).get("parts", [])
+
+
+def cycles_footer(r):
+    """Per-inference cycles and milliseconds of each part, and what they are."""
+    if not r.get("cycles"):
+        return []
+    lines = [f"cycles per inference ({r['cycles']['instructions']:,} instructions, core "
+             f"{r['cycles']['core']}; an estimate from documented timings, not a measurement):"]
+    for p in cyc_parts(r):
+        lines.append(f"  {p['name']:<10} {p['cycles']:>12,} cycles  {p['ms']:10.3f} ms at "
+                     f"{p['clock_hz'] / 1e6:g} MHz  (flash stalls: fetch {p['ifetch_stall']:,}, "
+                     f"data {p['data_stall']:,})")
+    return lines
 
 
 def format_profile(r):
     rows = profile_rows(r)
+    extra = "".join(f" {h:>16}" for h in profile_header(r)[len(PROFILE_HEADER):])
     lines = [profile_title(r),
-             f"{'#':>3}  {'op':<16} {'kernel':<32} {'instructions':>12} {'MACs':>10} {'MAC/instr':>9} {'share':>7}"]
+             f"{'#':>3}  {'op':<16} {'kernel':<32} {'instructions':>12} {'MACs':>10} {'MAC/instr':>9} {'share':>7}"
+             + extra]
     for c in rows[:-1]:
-        lines.append(f"{c[0]:>3}  {c[1]:<16} {c[2]:<32} {c[3]:>12} {c[4]:>10} {c[5]:>9} {c[6]:>7}")
+        lines.append(f"{c[0]:>3}  {c[1]:<16} {c[2]:<32} {c[3]:>12} {c[4]:>10} {c[5]:>9} {c[6]:>7}"
+                     + "".join(f" {v:>16}" for v in c[7:]))
     c = rows[-1]
-    lines.append(f"     {c[1]:<16} {c[2]:<32} {c[3]:>12} {c[4]:>10} {c[5]:>9}  {c[6]}")
-    return "\n".join(lines)
+    lines.append(f"     {c[1]:<16} {c[2]:<32} {c[3]:>12} {c[4]:>10} {c[5]:>9}  {c[6]}"
+                 + "".join(f" {v:>16}" for v in c[7:]))
+    return "\n".join(lines + cycles_footer(r))
 
 
 def print_profile(r):
     from .console import print_table
-    print_table(format_profile(r), profile_title(r), PROFILE_HEADER, profile_rows(r),
-                right=(0, 3, 4, 5, 6), total_row=True)
+    hdr = profile_header(r)
+    print_table(format_profile(r), profile_title(r), hdr, profile_rows(r),
+                right=(0, 3, 4, 5, 6) + tuple(range(7, len(hdr))), total_row=True,
+                **({"footer": cycles_footer(r)} if r.get("cycles") else {}))
 
 
 def plot_profile(r, path):

@@ -374,6 +374,9 @@ def report_totals(r):
                      f"({100 * f['total'] / lim['flash_size']:.1f} %, model only); RAM "
                      f"{ram_need:,} of {lim['ram_size']:,} B ({100 * ram_need / lim['ram_size']:.1f} %, "
                      f"arena + reserved stack)")
+    for p in (t.get("cycles") or {}).get("parts", []):  # report --cycles (codegen/cycles)
+        lines.append(f"cycles       {p['cycles']:,} on {p['name']} ({p['ms']:.3f} ms at "
+                     f"{p['clock_hz'] / 1e6:g} MHz; modelled from documented timings)")
     for n in st["notes"]:
         lines.append(f"  note: {n}")
     return lines
