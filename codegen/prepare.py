@@ -17,7 +17,7 @@ import numpy as np
 from . import ops
 from .errors import TinyAotError
 from .ir import Graph, Node
-from .numerics.quant import act_bounds, qrange, requant_table, requant_values, round_half_away
+from .numerics.quant import act_bounds
 
 NUMERICS = ("ort", "tflite")
 F32 = np.float32
@@ -120,58 +120,6 @@ _PREPARE = {
 }
 
 
-
-
-def _concat(g, n, numerics):
-    """Concat: an input with the output's quantization is copied; others are
-    requantized through a 256-entry table. ort: DequantizeLinear -> float Concat
-    -> QuantizeLinear per element (MLAS formulas; ORT's QLinearConcat builds the
-    same table); tflite: TFLM CONCATENATION copies bytes, so an input whose
-    quantization differs gets what the converter's int8 QUANTIZE in front of it
-    would compute (reference Requantize), tabulated."""
-    y = g.tensors[n.outputs[0]]
-    lo, hi = act_bounds(numerics, y, n.attrs.get("act_lo"), n.attrs.get("act_hi"))
-    if (lo, hi) != qrange(y.dtype) or y.dtype != "int8":
-        raise TinyAotError("Concat with a fused activation or a non-int8 output",
-                           model=g.source, node=n.name)
-    xs = [g.tensors[i] for i in n.inputs]
-    tables = [None if x.q.same_as(y.q) and x.dtype == y.dtype
-              else requant_values(x, y, numerics).astype(np.int8) for x in xs]
-    return {"tables": tables, "axis": n.attrs["axis"]}
-
-
-_PREPARE["concat"] = _concat
-
-
-def _pad(g, n, numerics):
-    """Pad: constant (the pad value quantized with the output's parameters; 0.0 ->
-    the zero point), reflect or edge. Elements are copied, or requantized through
-    a table when the output's quantization differs (ort only: DQ -> Pad -> Q)."""
-    from .numerics import ort_float as of
-    x = g.tensors[n.inputs[0]]
-    y = g.tensors[n.outputs[0]]
-    sy, zy = y.q.scalar()
-    lo, hi = act_bounds(numerics, y, n.attrs.get("act_lo"), n.attrs.get("act_hi"))
-    if (lo, hi) != qrange(y.dtype) or y.dtype != "int8" or x.dtype != "int8":
-        raise TinyAotError("Pad with a fused activation or non-int8 tensors",
-                           model=g.source, node=n.name)
-    table = None
-    if not x.q.same_as(y.q):
-        if numerics != "ort":
-            raise TinyAotError("tflite numerics: TFLite PAD needs the input's and output's "
-                               "quantization to be equal", model=g.source, node=n.name)
-        table = requant_values(x, y, numerics).astype(np.int8)
-    val = float(n.attrs["value"])
-    if numerics == "ort":
-        pad_value = int(of.quantize(np.float32(val), sy, zy))
-    else:  # TFLM PAD int8: the constant is the output zero point (value 0) or a quantized scalar
-        pad_value = int(np.clip(zy + round_half_away(F32(F32(val) / sy)), -128, 127))
-    return {"table": table, "pad_value": pad_value}
-
-
-_PREPARE["pad"] = _pad
-
-
 def _matmul(g, n, numerics):
     """MatMul of two int8 activations. ort: QLinearMatMul when ORT fuses it (int32
     accumulation with both zero points, float32(sa*sb/sy) requantization), else
@@ -196,66 +144,3 @@ def _matmul(g, n, numerics):
 
 
 _PREPARE["matmul"] = _matmul
-
-
-def _slice(g, n, numerics):
-    """Slice / Split piece: a strided copy (exact in both numerics)."""
-    x = g.tensors[n.inputs[0]]
-    y = g.tensors[n.outputs[0]]
-    if x.dtype != y.dtype or (x.q is not None and y.q is not None and not x.q.same_as(y.q)):
-        raise TinyAotError("Slice output must keep the input's type and quantization",
-                           model=g.source, node=n.name)
-    return {}
-
-
-_PREPARE["slice"] = _slice
-
-
-def _resize(g, n, numerics):
-    """Resize over H, W: index tables (nearest) or per-axis indices and weights
-    (bilinear), computed here from the chosen oracle (numerics/resize.py)."""
-    from .numerics import resize as rr
-    x = g.tensors[n.inputs[0]]
-    y = g.tensors[n.outputs[0]]
-    a = n.attrs
-    if x.dtype != "int8" or y.dtype != "int8":
-        raise TinyAotError("Resize: only int8 input and output are supported",
-                           model=g.source, node=n.name)
-    _, _, h, w = x.shape
-    _, _, oh, ow = y.shape
-    sh, sw = a["scales"]
-    lo, hi = act_bounds(numerics, y, a.get("act_lo"), a.get("act_hi"))
-    p = {"act_min": lo, "act_max": hi, "table": None}
-    if numerics == "ort":
-        if a["mode"] == "nearest":
-            p["kind"] = "nearest"
-            p["y_idx"] = rr.ort_nearest_axis(a["ctm"], a["nearest_mode"], sh, h, oh)
-            p["x_idx"] = rr.ort_nearest_axis(a["ctm"], a["nearest_mode"], sw, w, ow)
-            p["table"] = requant_table(x, y, numerics, lo, hi)
-        else:
-            if a.get("ort_int8"):  # frontend/ort_facts.py: ORT dropped the DQ/Q around it
-                raise TinyAotError("onnxruntime runs this linear Resize on int8 directly; its "
-                                   "integer bilinear kernel is not implemented in tinyaot",
-                                   model=g.source, node=n.name)
-            sx, zx = x.q.scalar()
-            sy, zy = y.q.scalar()
-            p.update(kind="bilinear_ort", in_scale=F32(sx), in_zp=int(zx), out_scale=F32(sy),
-                     out_zp=int(zy), ax_h=rr.ort_bilinear_axis(a["ctm"], sh, h, oh),
-                     ax_w=rr.ort_bilinear_axis(a["ctm"], sw, w, ow))
-        return p
-    try:
-        align, half = rr.tflite_flags(a["mode"], a["ctm"], a["nearest_mode"], oh, ow)
-    except rr.ResizeModeError as e:
-        raise TinyAotError(str(e), model=g.source, node=n.name) from None
-    p["table"] = requant_table(x, y, numerics, lo, hi)
-    if a["mode"] == "nearest":
-        p["kind"] = "nearest"
-        p["y_idx"] = rr.tflite_nearest_axis(h, oh, align, half)
-        p["x_idx"] = rr.tflite_nearest_axis(w, ow, align, half)
-    else:
-        p.update(kind="bilinear_tflite", ax_h=rr.tflite_bilinear_axis(h, oh, align, half),
-                 ax_w=rr.tflite_bilinear_axis(w, ow, align, half))
-    return p
-
-
-_PREPARE["resize"] = _resize

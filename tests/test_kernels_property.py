@@ -679,7 +679,7 @@ def test_kernel_library_is_sanitized_or_says_why():
 def test_slice_s8(dims, case):
     """Any window (negative starts / ends, clamping, steps of either sign) of a
     4-D tensor: the kernel's bytes equal numpy's slicing of the input."""
-    from codegen.frontend.slice_split import slice_window
+    from codegen.ops.slice import slice_window
     d = case.draw
     starts = [d(st.integers(-9, 9)) for _ in dims]
     ends = [d(st.integers(-9, 9)) for _ in dims]
@@ -704,22 +704,10 @@ RESIZE_MODES += [("linear", c, "floor") for c in ("half_pixel", "asymmetric", "a
                                                   "pytorch_half_pixel")]
 
 
-def resize_fields(p, x, y):
-    """The bilinear struct, filled as backend/c_emit_data.py fills it."""
-    nb, c, h, w = x.shape
-    _, _, oh, ow = y.shape
-    f = {"batches": nb, "in_h": h, "in_w": w, "c": c, "out_h": oh, "out_w": ow,
-         "act_min": p["act_min"], "act_max": p["act_max"], "table": p["table"],
-         "in_scale": p.get("in_scale", 0.0), "out_scale": p.get("out_scale", 0.0),
-         "in_zp": p.get("in_zp", 0), "out_zp": p.get("out_zp", 0)}
-    if p["kind"] == "bilinear_ort":
-        (y0, y1, fy1, fy0), (x0, x1, fx1, fx0) = p["ax_h"], p["ax_w"]
-        f.update(mode=0, fy0=fy0, fy1=fy1, fx0=fx0, fx1=fx1, wy=None, wx=None)
-    else:
-        (y0, y1, wy), (x0, x1, wx) = p["ax_h"], p["ax_w"]
-        f.update(mode=1, fy0=None, fy1=None, fx0=None, fx1=None, wy=wy, wx=wx)
-    f.update(y0=y0, y1=y1, x0=x0, x1=x1)
-    return f
+def resize_fields(p):
+    """tinyaot_resize_bilinear_params_t from the prepared record, which mirrors it
+    field by field (the emitter writes its arrays' names in their place)."""
+    return {f.name: getattr(p, f.name) for f in dataclasses.fields(p)}
 
 
 @pytest.mark.parametrize("numerics", NUMERICS)
@@ -729,7 +717,7 @@ def test_resize_s8(numerics, case):
     """Nearest (every ctm x nearest_mode) and bilinear: scales up and down,
     channels 1..16, different output quantization, fused clamps."""
     from codegen.errors import TinyAotError
-    from codegen.numerics.resize import resize
+    from codegen.ops.resize import ResizeNearestParams
     d = case.draw
     mode, ctm, nm = d(st.sampled_from(RESIZE_MODES))
     nb, c = d(st.integers(1, 2)), d(st.sampled_from(CHANNELS))
@@ -749,10 +737,9 @@ def test_resize_s8(numerics, case):
         return
     xv = d(int8_array(shape))
     note(describe(g, n))
-    expected = resize(xv, attrs, p)
-    if p["kind"] == "nearest":
-        got = K.resize_nearest_s8([nb, h, w, c, oh, ow], p["y_idx"], p["x_idx"], p["table"],
-                                  nhwc(xv))
+    expected = codegen_ops.get("resize").reference(g, n, [xv], p, numerics)
+    if isinstance(p, ResizeNearestParams):
+        got = K.resize_nearest_s8([nb, h, w, c, oh, ow], p.y_idx, p.x_idx, p.table, nhwc(xv))
     else:
-        got = K.resize_bilinear_s8(resize_fields(p, x, y), nhwc(xv))
+        got = K.resize_bilinear_s8(resize_fields(p), nhwc(xv))
     assert_bit_exact(expected, from_nhwc(got, oshape), f"resize [{numerics}]", g, n, p)

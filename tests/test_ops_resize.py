@@ -129,7 +129,7 @@ def test_resize_tflite_requantizes_and_nearest_copies(tmp_path):
     x = all_int8_inputs((1, 3, 2, 2), 2)
     outs, c = host_run(path, x, "tflite", tmp_path, "tinyaot_resize_nearest_s8")
     p = [c.params[n.name] for n in c.graph.nodes if n.op == "resize"][0]
-    assert p["table"] is not None
+    assert p.table is not None
     # TFLite QUANTIZE int8 -> int8: multiplier 0.05 / 0.1 = 0.5 = 2^30 / 2^31, shift 0,
     # through MultiplyByQuantizedMultiplier (its own tests: test_tflite_fixedpoint.py)
     from codegen.numerics.tflite_fixedpoint import requantize

@@ -74,7 +74,7 @@ def test_qlinear_concat_bit_exact_with_onnxruntime(dtype, in_q, out_q, axis, tmp
     x = all_inputs((1, 3, 4, 4), 3, dtype)
     c = host_vs_ort(path, x, tmp_path, "tinyaot_concat_s8")
     p = next(c.params[n.name] for n in c.graph.nodes if n.op == "concat")
-    assert [t is None for t in p["tables"]] == [q == out_q for q in in_q]
+    assert [t is None for t in p.tables] == [q == out_q for q in in_q]
 
 
 def test_qlinear_concat_rewrite_is_dq_concat_q():

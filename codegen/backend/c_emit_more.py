@@ -1,4 +1,4 @@
-"""C emission of the newer kernels (MatMul, Concat, Pad, ...), called from c_emitter._Emitter.
+"""C emission of the newer kernels (MatMul, ConvTranspose), called from c_emitter._Emitter.
 
 Kept apart from c_emitter.py; each function takes the emitter, the layer id,
 the IR node, its prepared parameters and the report info dict.
@@ -10,83 +10,10 @@ import numpy as np
 from ..kernels.c_format import c_float
 
 
-def physical(t):
-    """(physical dims, perm) of a tensor: its bytes are logical.transpose(perm)."""
-    rank = len(t.shape)
-    perm = tuple(t.perm) if t.perm is not None else tuple(range(rank))
-    return [t.shape[a] for a in perm], perm
-
-
-def dims4(vals, fill):
-    vals = list(vals)
-    return [fill] * (4 - len(vals)) + vals
-
-
 def operand(em, lid, tag, t):
     if t.is_const:
         return em.const("int8_t", f"{lid}_{tag}", t.data.reshape(-1))
     return em.ptr(t.name)
-
-
-def emit_concat(em, lid, n, p, info):
-    g = em.g
-    y = g.tensors[n.outputs[0]]
-    odims, operm = physical(y)
-    k = list(operm).index(p["axis"])
-    outer = int(np.prod(odims[:k], dtype=np.int64))
-    inner = int(np.prod(odims[k + 1:], dtype=np.int64))
-    chunks, tabs, ptrs = [], [], []
-    in_place = _inputs_in_their_slice(em, n, p, outer)
-    for j, (i, t) in enumerate(zip(n.inputs, p["tables"])):
-        x = g.tensors[i]
-        chunks.append(int(x.shape[p["axis"]]) * inner)
-        tabs.append("NULL" if t is None else em.const("int8_t", f"{lid}_t{j}", t))
-        ptrs.append("NULL" if j in in_place else em.ptr(i))
-    m = len(n.inputs)
-    info["zero_copy_inputs"] = sorted(in_place)
-    if len(in_place) == m:  # every producer wrote its slice: nothing left to do
-        info["kernel"] = "none (zero-copy)"
-        em.body.append(f"    /* {n.name}: concat in place, every input already in its slice */")
-        return
-    em.consts.append(f"static const int32_t {lid}_chunks[{m}] = {{ {', '.join(map(str, chunks))} }};\n")
-    em.consts.append(f"static const int8_t *const {lid}_tabs[{m}] = {{ {', '.join(tabs)} }};\n")
-    em.body.append("    {")
-    em.body.append(f"        const int8_t *const {lid}_in[{m}] = {{ {', '.join(ptrs)} }};")
-    info["kernel"] = "tinyaot_concat_s8"
-    em.call("tinyaot_concat_s8", [str(outer), str(m), f"{lid}_chunks", f"{lid}_in", f"{lid}_tabs",
-                                  em.ptr(y.name)])
-    em.body.append("    }")
-
-
-def _inputs_in_their_slice(em, n, p, outer):
-    """Inputs the plan placed exactly in their slice of the output (concat_slices.py):
-    byte-identical copies (no table) at the output's offset + the bytes before them."""
-    bo = em.plan.where[n.outputs[0]]
-    if outer != 1 or bo.external is not None:
-        return set()
-    res, pos = set(), 0
-    for j, (i, t) in enumerate(zip(n.inputs, p["tables"])):
-        b = em.plan.where[i]
-        if t is None and b.external is None and b.offset == bo.offset + pos:
-            res.add(j)
-        pos += em.g.tensors[i].nbytes
-    return res
-
-
-def emit_pad(em, lid, n, p, info):
-    g = em.g
-    x = g.tensors[n.inputs[0]]
-    y = g.tensors[n.outputs[0]]
-    idims, _ = physical(x)
-    odims, operm = physical(y)
-    before = [n.attrs["before"][a] for a in operm]
-    vals = dims4(idims, 1) + dims4(odims, 1) + dims4(before, 0)
-    mode = {"constant": 0, "reflect": 1, "edge": 2}[n.attrs["mode"]]
-    em.consts.append(f"static const int32_t {lid}_d[12] = {{ {', '.join(map(str, vals))} }};\n")
-    table = "NULL" if p["table"] is None else em.const("int8_t", f"{lid}_table", p["table"])
-    info["kernel"] = "tinyaot_pad_s8"
-    em.call("tinyaot_pad_s8", [f"{lid}_d", str(mode), str(p["pad_value"]), table, em.ptr(x.name),
-                               em.ptr(y.name)])
 
 
 def emit_matmul(em, lid, n, p, info):

@@ -125,12 +125,9 @@ class _Emitter:
         info = {"index": idx, "op": op, "name": n.name, "kernel": None, "macs": 0,
                 "weight_bytes": 0}
         before = self.weights_bytes
-        g = self.g
         mod = ops.find(op)  # an operator module (codegen/ops/) emits its own layer
         if mod is not None:
             mod.emit(self, lid, n, p, info)
-        elif op in ("reshape", "transpose", "reinterpret"):
-            info["kernel"] = "alias (zero-copy)"
         elif op == "conv2d":
             self.emit_conv(lid, n, p, info)
         elif op == "fully_connected":
@@ -138,42 +135,9 @@ class _Emitter:
         elif op == "matmul":
             from .c_emit_more import emit_matmul
             emit_matmul(self, lid, n, p, info)
-        elif op == "concat":
-            from .c_emit_more import emit_concat
-            emit_concat(self, lid, n, p, info)
-        elif op == "pad":
-            from .c_emit_more import emit_pad
-            emit_pad(self, lid, n, p, info)
         elif op == "conv_transpose":
             from .c_emit_more import emit_conv_transpose
             emit_conv_transpose(self, lid, n, p, info)
-        elif op == "slice":
-            from .c_emit_data import emit_slice
-            emit_slice(self, lid, n, p, info)
-        elif op == "resize":
-            from .c_emit_data import emit_resize
-            emit_resize(self, lid, n, p, info)
-        elif op == "sign_flip":  # uint8 <-> int8 at the model boundary (passes/uint8.py)
-            t = g.tensors[n.inputs[0]]
-            info["kernel"] = "inline (x ^ 0x80)"
-            self.body.append(
-                f"    {{ const uint8_t *s_ = (const uint8_t *){self.ptr(n.inputs[0])}; "
-                f"uint8_t *d_ = (uint8_t *){self.ptr(n.outputs[0])}; "
-                f"for (uint32_t i_ = 0; i_ < {t.size}u; ++i_) d_[i_] = (uint8_t)(s_[i_] ^ 0x80u); }}")
-        elif op == "layout":
-            t = g.tensors[n.inputs[0]]
-            src = n.attrs["from_perm"]
-            dst = n.attrs["to_perm"]
-            phys = [t.shape[a] for a in src]
-            r = [list(src).index(a) for a in dst]
-            pad = 4 - len(phys)
-            dims = [1] * pad + phys
-            perm = list(range(pad)) + [x + pad for x in r]
-            self.consts.append(f"static const int32_t {lid}_dims[4] = {{ {', '.join(map(str, dims))} }};\n")
-            self.consts.append(f"static const int32_t {lid}_perm[4] = {{ {', '.join(map(str, perm))} }};\n")
-            info["kernel"] = "tinyaot_transpose_s8"
-            self.call("tinyaot_transpose_s8", [f"{lid}_dims", f"{lid}_perm",
-                                               self.ptr(n.inputs[0]), self.ptr(n.outputs[0])])
         else:
             raise NotImplementedError(f"no C emitter for op {op}")
         info["weight_bytes"] = self.weights_bytes - before

@@ -21,10 +21,8 @@ from ..ops.base import Unsupported as _Unsupported
 from .onnx_loader_util import attr_dict, conv_pads, np_dtype_name
 
 INT_TYPES = {"int8", "uint8", "int32"}
-MOVE_OPS = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "Identity", "Slice", "Split"}
 # float ops lowered here until their operator module (codegen/ops/) takes them over
-FLOAT_OPS = {"Conv", "MatMul", "Gemm"}
-FLOAT_OPS |= {"Concat", "Pad", "ConvTranspose", "Resize"}
+FLOAT_OPS = {"Conv", "MatMul", "Gemm", "ConvTranspose"}
 
 
 class Lowering:
@@ -43,7 +41,7 @@ class Lowering:
         self.defined = set(self.consts)
         self.unsupported = []  # (op_type, node name, why)
         # slice output -> (its input, starts, steps): a slice of a slice reads the first
-        # one's input directly (one copy, not two; an unused middle slice is dead code)
+        # one's input directly (codegen/ops/slice.py), also through Q(DQ(x)) (lower_q)
         self.windows = {}
         # nodes an earlier pass (frontend/qoperator.py) could not rewrite:
         # name -> (op_type, why); they and what depends on them are skipped
@@ -189,8 +187,6 @@ class Lowering:
             return self.lower_dq(node, name, attrs)
         if op == "QuantizeLinear":
             return self.lower_q(node, name, attrs)
-        if op in MOVE_OPS:
-            return self.lower_move(node, name, attrs)
         from .integer_ops import INTEGER_OPS, is_epilogue_node, lower_integer_op
         if op in INTEGER_OPS or is_epilogue_node(self, node):  # ConvInteger / MatMulInteger
             return lower_integer_op(self, node, name, attrs, _Unsupported)
@@ -284,101 +280,6 @@ class Lowering:
             return
         raise _Unsupported(f"QuantizeLinear input '{f}' comes from an unsupported float op")
 
-    # ---- data movement on integer tensors -----------------------------
-    def lower_move(self, node, name, attrs):
-        x = node.input[0]
-        out = node.output[0]
-        if x in self.graph.tensors and not self.graph.tensors[x].is_const:
-            src = self.graph.tensors[x]
-            float_out = False
-        elif x in self.qrepr:
-            src = self.graph.tensors[self.qrepr[x]]
-            float_out = True
-        elif x in self.consts:
-            self.fold_const_move(node, name, attrs)
-            return
-        else:
-            raise _Unsupported(f"input '{x}' is a float tensor that is not quantized")
-        if node.op_type in ("Slice", "Split"):
-            windows = self.slice_windows(node, name, attrs, src.shape)
-            for j, (o, (starts, steps, oshape)) in enumerate(zip(node.output, windows)):
-                if not o:
-                    continue
-                t = self.add_int_tensor(o if not float_out else f"{o}@q", oshape, src.dtype, src.q)
-                root = src.name
-                if root in self.windows:  # compose: index i of this window is
-                    root, s1, t1 = self.windows[root]  # s1 + t1 * (start + step * i)
-                    starts = tuple(a + b * c for a, b, c in zip(s1, t1, starts))
-                    steps = tuple(b * c for b, c in zip(t1, steps))
-                self.windows[t.name] = (root, starts, steps)
-                self.emit("slice", name if len(node.output) == 1 else f"{name}:{j}", [root],
-                          [t.name], {"starts": starts, "steps": steps})
-                if float_out:
-                    self.qrepr[o] = t.name
-            return
-        shape = self.shape_of(out, name)
-        oname = out if not float_out else f"{out}@q"
-        t = self.add_int_tensor(oname, shape, src.dtype, src.q)
-        if node.op_type == "Transpose":
-            perm = attrs.get("perm", list(reversed(range(len(src.shape)))))
-            self.emit("transpose", name, [src.name], [t.name], {"perm": tuple(int(p) for p in perm)})
-        else:
-            self.emit("reshape", name, [src.name], [t.name])
-        if float_out:
-            self.qrepr[out] = t.name
-
-    def slice_windows(self, node, name, attrs, shape):
-        """Slice / Split -> one (starts, steps, out_shape) per output (frontend/slice_split.py)."""
-        from .slice_split import SliceError, slice_window, split_sizes, split_windows
-        ins = list(node.input) + [""] * 5
-        opset = _opset(self.proto)
-        try:
-            if node.op_type == "Slice":
-                def opt(i, what):  # opset 10+ (the oldest tinyaot reads): constant inputs
-                    return self.const(ins[i], name, f"Slice {what}") if ins[i] else None
-                if not ins[1] or not ins[2]:
-                    raise SliceError("starts and ends are required")
-                windows = [slice_window(shape, opt(1, "starts"), opt(2, "ends"), opt(3, "axes"),
-                                        opt(4, "steps"))]
-            else:
-                axis = int(attrs.get("axis", 0))
-                if axis < -len(shape) or axis >= len(shape):
-                    raise SliceError(f"axis {axis} out of range for rank {len(shape)}")
-                axis %= len(shape)
-                split = attrs.get("split")
-                if opset >= 13 and ins[1]:
-                    split = self.const(ins[1], name, "Split split")
-                sizes = split_sizes(int(shape[axis]), len(node.output), split,
-                                    attrs.get("num_outputs"))
-                windows = split_windows(shape, axis, sizes)
-        except (SliceError, KeyError) as e:
-            raise self.err(f"invalid {node.op_type}: {e}", node=name) from None
-        for o, (_, _, oshape) in zip(node.output, windows):
-            if o and o in self.shapes and tuple(self.shapes[o][0]) != tuple(oshape):
-                raise self.err(f"{node.op_type} output shape {list(oshape)} differs from the "
-                               f"model's {list(self.shapes[o][0])}", node=name, tensor=o)
-            if o and 0 in oshape:
-                raise _Unsupported(f"{node.op_type} output '{o}' is empty")
-        if len(shape) > 4:
-            raise _Unsupported(f"{node.op_type} of a rank-{len(shape)} tensor (at most 4)")
-        return windows
-
-    def fold_const_move(self, node, name, attrs):
-        x = np.asarray(self.consts[node.input[0]])
-        op = node.op_type
-        if op in ("Slice", "Split"):
-            from .slice_split import apply_window
-            for o, w in zip(node.output, self.slice_windows(node, name, attrs, x.shape)):
-                if o:
-                    self.consts[o] = apply_window(x, *w)
-            return
-        if op == "Transpose":
-            perm = attrs.get("perm", list(reversed(range(x.ndim))))
-            y = np.transpose(x, perm)
-        else:
-            y = x.reshape(self.shape_of(node.output[0], name))
-        self.consts[node.output[0]] = y
-
     # ---- float ops that become integer kernels -------------------------
     def act_input(self, x, name):
         if x in self.qrepr:
@@ -469,14 +370,6 @@ class Lowering:
             a["conv1d_out"] = True
         self.pending[out] = Pending("conv_transpose", name, [x, w, b], a, shape=tuple(shape))
 
-    def float_scalar(self, x, name):
-        """A constant float scalar, given directly or as DequantizeLinear of a constant."""
-        if x in self.qrepr and self.graph.tensors[self.qrepr[x]].is_const:
-            t = self.graph.tensors[self.qrepr[x]]
-            s, zp = t.q.scalar()
-            return float((np.float32(int(np.asarray(t.data).reshape(-1)[0]) - int(zp))) * s)
-        return float(np.asarray(self.const(x, name, "scalar")).reshape(-1)[0])
-
     def weight_input(self, x, name, dtype="int8"):
         if x in self.qrepr and self.graph.tensors[self.qrepr[x]].is_const:
             t = self.graph.tensors[self.qrepr[x]]
@@ -538,49 +431,6 @@ class Lowering:
             if op == "Gemm" and len(ins) > 2 and ins[2]:
                 b = self.weight_input(ins[2], name, "int32")
             self.pending[out] = Pending("fully_connected", name, [x, w, b], {}, shape=shape)
-            return
-        if op == "Concat":
-            xs = [self.act_input(i, name) for i in ins if i]
-            axis = int(attrs.get("axis", 1)) % len(shape)
-            self.pending[out] = Pending("concat", name, xs, {"axis": axis}, shape=shape)
-            return
-        if op == "Pad":
-            x = self.act_input(ins[0], name)
-            rank = len(self.graph.tensors[x].shape)
-            value = 0.0
-            if _opset(self.proto) < 11:
-                pads = list(attrs["pads"])
-                value = float(attrs.get("value", 0.0))
-            else:
-                pads = [int(v) for v in np.asarray(self.const(ins[1], name, "Pad pads")).reshape(-1)]
-                if len(ins) > 2 and ins[2]:
-                    value = self.float_scalar(ins[2], name)
-                if len(ins) > 3 and ins[3]:
-                    raise _Unsupported("Pad with axes")
-            mode = attrs.get("mode", "constant")
-            if mode not in ("constant", "reflect", "edge"):
-                raise _Unsupported(f"Pad mode {mode}")
-            if len(pads) != 2 * rank or min(pads) < 0 or rank > 4:
-                raise _Unsupported("Pad with negative pads or rank > 4")
-            a = {"mode": mode, "before": tuple(pads[:rank]), "after": tuple(pads[rank:]),
-                 "value": value}
-            self.pending[out] = Pending("pad", name, [x], a, shape=shape)
-            return
-        if op == "Resize":
-            from .resize import ResizeUnsupported, resize_attrs
-            x = self.act_input(ins[0], name)
-            ins += [""] * 4
-
-            def const_or_none(i, what):
-                return np.asarray(self.const(ins[i], name, f"Resize {what}")) if ins[i] else None
-            try:
-                a = resize_attrs(attrs, _opset(self.proto), self.graph.tensors[x].shape, shape,
-                                 const_or_none(2, "scales"), const_or_none(3, "sizes"))
-            except ResizeUnsupported as e:
-                raise _Unsupported(str(e)) from None
-            except ValueError as e:
-                raise self.err(str(e), node=name, tensor=out) from None
-            self.pending[out] = Pending("resize", name, [x], a, shape=shape)
             return
         raise _Unsupported("operator is not supported")
 

@@ -12,8 +12,8 @@ tflite: TFLite's reference RESIZE_NEAREST_NEIGHBOR (GetNearestNeighbor) and
         coordinates, 20-bit products, rounding half away from zero), with the
         align_corners / half_pixel_centers flags.
 
-The per-axis functions give the tables prepare.py stores; `resize` applies
-them to a logical NCHW tensor.
+The per-axis functions give the tables codegen/ops/resize.py prepares; ort_bilinear
+and tflite_bilinear apply them to a logical NCHW tensor.
 """
 from __future__ import annotations
 
@@ -194,18 +194,3 @@ def tflite_bilinear(x, ax_h, ax_w):
     v = acc + rnd
     return (np.sign(v) * (np.abs(v) >> 20)).astype(np.int32)  # C division: toward zero
 
-
-# ---- both -------------------------------------------------------------------
-def resize(x, attrs, p):
-    """x: int NCHW; p: the prepared parameters (prepare._resize)."""
-    x = np.asarray(x, dtype=np.int32)
-    if attrs["mode"] == "nearest":
-        y = x[:, :, p["y_idx"], :][..., p["x_idx"]]
-    elif p["kind"] == "bilinear_ort":
-        return ort_bilinear(x, p["ax_h"], p["ax_w"], p["in_scale"], p["in_zp"], p["out_scale"],
-                            p["out_zp"], p["act_min"], p["act_max"])
-    else:
-        y = tflite_bilinear(x, p["ax_h"], p["ax_w"])
-    if p["table"] is not None:
-        y = p["table"][y + 128].astype(np.int32)
-    return y

@@ -36,17 +36,6 @@ for _op in OPS.values():
 _LEGACY_TRAITS = {
     "conv2d": Traits(layout="spatial", align=8),
     "conv_transpose": Traits(layout="spatial"),
-    "resize": Traits(layout="spatial"),
-    "reshape": Traits(layout="alias"),
-    "transpose": Traits(layout="alias"),
-    "reinterpret": Traits(layout="alias"),
-    "concat": Traits(layout="same"),
-    "pad": Traits(layout="same"),
-    "slice": Traits(layout="same"),
-    "matmul": Traits(layout="row_major"),
-    "fully_connected": Traits(align=8),
-    "layout": Traits(),
-    "sign_flip": Traits(),
 }
 
 

@@ -66,6 +66,13 @@ class Op:
         """Choose the layer's kernel variant and scratch (passes/kernel_select.py): set
         n.attrs["fast_kernel"] / ["scratch_bytes"] as the kernel needs."""
 
+    def alias_perm(self, g, n, in_perm):
+        """An alias op's (traits.layout "alias") output perm given its input's, for
+        passes/layout.py: the order its output's bytes have when it keeps the input's
+        bytes in order `in_perm`, or None when it needs row-major input (and then gives
+        row-major output)."""
+        return None
+
     def prepare(self, g, n, numerics):
         """Every compile-time parameter of the layer for `numerics` (a typed record or None)."""
         return None

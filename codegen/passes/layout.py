@@ -11,18 +11,9 @@ from __future__ import annotations
 
 from .. import ops
 from ..ir import Node, Tensor
+from ..ops.physical import identity, same_bytes
 
 NHWC = (0, 2, 3, 1)
-
-
-def identity(rank):
-    return tuple(range(rank))
-
-
-def same_bytes(shape, p1, p2) -> bool:
-    a = [i for i in p1 if shape[i] != 1]
-    b = [i for i in p2 if shape[i] != 1]
-    return a == b
 
 
 def assign_layouts(g):
@@ -75,17 +66,9 @@ def assign_layouts(g):
             p0 = perm[n.inputs[0]]
             n.inputs = [need(i, p0) for i in n.inputs]
             perm[out.name] = p0
-        elif n.op == "transpose":
-            p = n.attrs["perm"]
-            q = perm[n.inputs[0]]
-            inv = sorted(range(len(p)), key=lambda i: p[i])
-            perm[out.name] = tuple(inv[qi] for qi in q)
-        elif n.op == "reinterpret" or (
-                n.op == "reshape" and g.tensors[n.inputs[0]].shape == out.shape
-                and not same_bytes(out.shape, perm[n.inputs[0]], identity(rank))):
-            # a same-shape reshape (Q(DQ(x)) with equal parameters) keeps its input's
-            # bytes in any perm: no transpose there and back
-            perm[out.name] = perm[n.inputs[0]]
+        elif layout == "alias" and (
+                kept := ops.get(n.op).alias_perm(g, n, perm[n.inputs[0]])) is not None:
+            perm[out.name] = kept  # a view of its input's bytes, in the order the op says
         else:  # reshape, fully_connected, softmax: row-major in and out
             n.inputs[0] = need(n.inputs[0], identity(len(g.tensors[n.inputs[0]].shape)))
             perm[out.name] = identity(rank)

@@ -114,7 +114,7 @@ def check_plan(g, plan, align=4, io_buffers=None):
     io_buffers = io_buffers or getattr(plan, "io_buffers", "user")
     alias_src = {}
     for n in g.nodes:
-        if n.op in ("reshape", "transpose", "reinterpret"):
+        if ops.traits(n.op).alias:
             alias_src[n.outputs[0]] = n.inputs[0]
 
     def root(t):

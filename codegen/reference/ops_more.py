@@ -1,4 +1,4 @@
-"""More integer kernels in numpy on logical (ONNX, NCHW) layouts: MatMul, Concat, Pad, ...
+"""More integer kernels in numpy on logical (ONNX, NCHW) layouts: MatMul
 
 Same conventions as ops.py: prepared parameters in, integer tensor out.
 """
@@ -9,23 +9,6 @@ import numpy as np
 from ..numerics import ort_float as of
 
 F32 = np.float32
-
-
-def concat(xs, p):
-    parts = [np.asarray(x, dtype=np.int32) if t is None else t[np.asarray(x, dtype=np.int32) + 128]
-             for x, t in zip(xs, p["tables"])]
-    return np.concatenate(parts, axis=p["axis"])
-
-
-def pad(x, attrs, p):
-    x = np.asarray(x, dtype=np.int32)
-    if p["table"] is not None:
-        x = p["table"][x + 128].astype(np.int32)
-    widths = list(zip(attrs["before"], attrs["after"]))
-    mode = attrs["mode"]
-    if mode == "constant":
-        return np.pad(x, widths, mode="constant", constant_values=p["pad_value"])
-    return np.pad(x, widths, mode={"reflect": "reflect", "edge": "edge"}[mode])
 
 
 def matmul(a, b, p, numerics):

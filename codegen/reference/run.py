@@ -52,24 +52,4 @@ def _run_node(g, n, ins, p, numerics):
     if op == "matmul":
         from . import ops_more
         return ops_more.matmul(ins[0], ins[1], p, numerics)
-    if op == "concat":
-        from . import ops_more
-        return ops_more.concat(ins, p)
-    if op == "pad":
-        from . import ops_more
-        return ops_more.pad(ins[0], n.attrs, p)
-    if op == "slice":  # Slice / Split piece: a strided window (frontend/slice_split.py)
-        from ..frontend.slice_split import apply_window
-        return apply_window(ins[0], n.attrs["starts"], n.attrs["steps"],
-                            g.tensors[n.outputs[0]].shape)
-    if op == "resize":
-        from ..numerics.resize import resize
-        return resize(ins[0], n.attrs, p)
-    if op == "sign_flip":  # uint8 <-> int8 (passes/uint8.py)
-        from ..passes.uint8 import sign_flip
-        return sign_flip(ins[0], g.tensors[n.outputs[0]].dtype)
-    if op in ("reshape", "reinterpret", "layout"):
-        return ins[0]
-    if op == "transpose":
-        return np.transpose(ins[0], n.attrs["perm"])
     raise NotImplementedError(f"reference has no kernel for {op}")
