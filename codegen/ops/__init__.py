@@ -36,6 +36,8 @@ for _op in OPS.values():
 _LEGACY_TRAITS = {
     "conv2d": Traits(layout="spatial", align=8),
     "conv_transpose": Traits(layout="spatial"),
+    "matmul": Traits(layout="row_major"),
+    "fully_connected": Traits(align=8),
 }
 
 
