@@ -36,13 +36,8 @@ for _op in OPS.values():
 _LEGACY_TRAITS = {
     "conv2d": Traits(layout="spatial", align=8),
     "conv_transpose": Traits(layout="spatial"),
-    "avgpool": Traits(layout="spatial"),
-    "maxpool": Traits(layout="spatial"),
-    "add": Traits(layout="elementwise", inplace=(0, 1)),
-    "mul": Traits(layout="elementwise"),
     "matmul": Traits(layout="row_major"),
     "fully_connected": Traits(align=8),
-    "softmax": Traits(),
 }
 
 

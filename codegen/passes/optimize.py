@@ -20,7 +20,7 @@ size keeps every weight as its int8 byte in flash:
   integers and the requantization gives tinyaot_requant_channel's results,
   so the outputs are the same;
 * Add runs tinyaot_add_s8 without the fast kernel's 256-entry tables
-  (backend/c_emitter.py).
+  (ops/add.py).
 Both cost instructions; the report and `tinyaot profile` give how many.
 """
 from __future__ import annotations

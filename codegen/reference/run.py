@@ -49,20 +49,6 @@ def _run_node(g, n, ins, p, numerics):
         if ort_float:
             return ops.fully_connected_ort_float(ins[0], g.tensors[n.inputs[1]], bias_t, p)
         return ops.fully_connected(ins[0], ins[1], p, numerics)
-    if op == "add":
-        return ops.add(ins[0], ins[1], p, numerics)
-    if op == "avgpool" and n.attrs.get("reduce_mean") and numerics == "ort":
-        from . import ops_more
-        return ops_more.reduce_mean_hw_ort(ins[0], p)
-    if op == "avgpool":
-        return ops.avgpool(ins[0], n.attrs, p, numerics)
-    if op == "maxpool":
-        return ops.maxpool(ins[0], n.attrs, p, numerics)
-    if op == "softmax":
-        return ops.softmax(ins[0], p, numerics)
-    if op == "mul":
-        from . import ops_more
-        return ops_more.mul(ins[0], ins[1], p, numerics)
     if op == "matmul":
         from . import ops_more
         return ops_more.matmul(ins[0], ins[1], p, numerics)
