@@ -7,8 +7,7 @@ pads, groups / depthwise multipliers, int8 inputs and weights, scales
 happen) and zero points, fused clamps (Relu, Relu6, Clip), per-channel and
 per-tensor weights. Each case is a one-node IR graph; its parameters come
 from codegen.prepare.prepare_node, the expected output from the operator's
-numpy oracle (codegen/ops/, or codegen.reference.ops for the operators not
-moved there yet; logical NCHW), and the C kernel gets the same
+numpy oracle (codegen/ops/; logical NCHW), and the C kernel gets the same
 parameters through cffi (tests/kernel_ffi.py), mapped onto the structs and
 weight layouts exactly as each operator's emit (codegen/ops/) does. Outputs must
 be equal as integers.
@@ -38,7 +37,6 @@ from codegen.ops.conv_params import EPILOGUE, ORT, TFLITE
 from codegen.ops.fully_connected import fully_connected_float, fully_connected_int
 from codegen.prepare import prepare_node
 from codegen import ops as codegen_ops
-from codegen.reference import ops
 from codegen.numerics import ort_float
 from codegen.numerics.mlas_fc_order import ORDER_CODE
 
@@ -500,34 +498,28 @@ def test_add_s8(numerics, case):
     lo, hi = d(st.sampled_from(ACTS))
     g, n = one_node("add", [a, b], [y], {"act_lo": lo, "act_hi": hi})
     av, bv = d(int8_array(shape)), d(int8_array(bshape))
+    oracle = codegen_ops.get("add").reference
     if numerics == "ort" and not tie and d(st.booleans()):
-        seek_boundary(d, g, n, lambda p: ops.add(av, bv, p, "ort"))
+        seek_boundary(d, g, n, lambda p: oracle(g, n, [av, bv], p, "ort"))
     p = prepare_node(g, n, numerics)
     qlinear = numerics == "ort" and d(st.booleans())
     if qlinear:  # onnxruntime's fused QLinearAdd (reference/ort_qlinear_add.py), s8 or u8
         from codegen.numerics.ort_qlinear_add import qlinear_add_params
-        p = dict(p, **qlinear_add_params(a.q.scalar(), b.q.scalar(), y.q.scalar(),
-                                         d(st.booleans()), False,
-                                         int(bv.reshape(-1)[0]) if scalar_b else None))
+        q = qlinear_add_params(a.q.scalar(), b.q.scalar(), y.q.scalar(), d(st.booleans()), False,
+                               int(bv.reshape(-1)[0]) if scalar_b else None)
+        p = dataclasses.replace(p, use_float=q["mode"], a_scale=q["a_scale"],
+                                b_scale=q["b_scale"], qlinear_fixed=q["qlinear_fixed"],
+                                u8_shift=q["u8_shift"])
     note(describe(g, n))
-    expected = ops.add(av, bv, p, numerics)
-    fields = {k: p[k] for k in ("a_zp", "b_zp", "out_zp", "act_min", "act_max")}
-    if numerics == "ort":
-        fields.update(a_scale=p["a_scale"], b_scale=p["b_scale"], out_scale=p.get("out_scale", 0.0),
-                      use_float=2 if qlinear else 1, left_shift=0, a_mult=0, a_shift=0, b_mult=0,
-                      b_shift=0, out_mult=0, out_shift=0,
-                      qlinear_fixed=p.get("qlinear_fixed", 0.0), u8_shift=p.get("u8_shift", 0))
-    else:
-        fields.update(a_scale=0.0, b_scale=0.0, out_scale=0.0, use_float=0, qlinear_fixed=0.0,
-                      u8_shift=0, **{k: p[k] for k in ("left_shift", "a_mult", "a_shift",
-                                                       "b_mult", "b_shift", "out_mult",
-                                                       "out_shift")})
+    expected = oracle(g, n, [av, bv], p, numerics)
+    assert p.use_float == {"tflite": 0, "ort": 2 if qlinear else 1}[numerics]
+    fields = dataclasses.asdict(p)  # ops/add.py: the record is the C struct
     fields.update(a_lut=None, b_lut=None, out_rq=None)  # tinyaot_add_fast_s8's tables
     size = int(np.prod(shape))
     got = K.add_s8(size, fields, av.reshape(-1), bv.reshape(-1), 0 if scalar_b else 1)
     assert_bit_exact(expected, got.reshape(shape), f"tinyaot_add_s8 [{numerics}]", g, n, p)
     if numerics == "tflite":  # tinyaot_add_fast_s8 with the emitter's tables
-        a_lut, b_lut, out_rq = fast_pack.add_tables(p)
+        a_lut, b_lut, out_rq = fast_pack.add_tables(vars(p))
         fields.update(a_lut=a_lut, b_lut=b_lut, out_rq=out_rq)
         got = K.add_fast_s8(size, fields, av.reshape(-1), bv.reshape(-1), 0 if scalar_b else 1)
         assert_bit_exact(expected, got.reshape(shape), "tinyaot_add_fast_s8 [tflite]", g, n, p)
@@ -570,24 +562,20 @@ def pool_case(draw, op, numerics):
 
 
 def pool_fields(g, n, p):
+    """The record is the C struct (ops/pooling.py); its geometry must be the IR node's."""
     x, y = g.tensors[n.inputs[0]], g.tensors[n.outputs[0]]
     a = n.attrs
     _, c, h, w = x.shape
     _, _, oh, ow = y.shape
-    use_float = 1 if "in_scale" in p else (2 if "mean_mult" in p else 0)
-    return {"in_h": h, "in_w": w, "c": c, "out_h": oh, "out_w": ow,
-            "k_h": a["kernel"][0], "k_w": a["kernel"][1],
-            "stride_h": a["strides"][0], "stride_w": a["strides"][1],
-            "pad_top": a["pads"][0], "pad_left": a["pads"][1],
-            "count_include_pad": a.get("count_include_pad", 0),
-            "act_min": p["act_min"], "act_max": p["act_max"], "use_float": use_float,
-            "in_scale": p.get("in_scale", 0.0), "out_scale": p.get("out_scale", 0.0),
-            "in_zp": p.get("in_zp", 0), "out_zp": p.get("out_zp", 0),
-            "mean_mult": p.get("mean_mult", 0), "mean_shift": p.get("mean_shift", 0),
-            "mean_bias": p.get("mean_bias", 0),
-            # the compile-time dequantization table, as the C emitter gives it
-            "dq_lut": (fast_pack.dequant_table(p["in_scale"], p["in_zp"])
-                       if n.op == "avgpool" and use_float == 1 else None)}
+    f = dataclasses.asdict(p)
+    assert (f["in_h"], f["in_w"], f["c"], f["out_h"], f["out_w"]) == (h, w, c, oh, ow)
+    assert (f["k_h"], f["k_w"], f["stride_h"], f["stride_w"], f["pad_top"], f["pad_left"]) == \
+        tuple(a["kernel"]) + tuple(a["strides"]) + tuple(a["pads"][:2])
+    assert f["count_include_pad"] == a.get("count_include_pad", 0)
+    # the compile-time dequantization table, as the C emitter gives it
+    f["dq_lut"] = (fast_pack.dequant_table(p.in_scale, p.in_zp)
+                   if n.op == "avgpool" and p.use_float == 1 else None)
+    return f
 
 
 @pytest.mark.parametrize("numerics", NUMERICS)
@@ -598,12 +586,12 @@ def test_pool_s8(numerics, op, case):
     (g, n), xv = case.draw(pool_case(op, numerics))
     y = g.tensors[n.outputs[0]]
     x = g.tensors[n.inputs[0]]
+    oracle = codegen_ops.get(op).reference
     if op == "avgpool" and numerics == "ort" and not x.q.same_as(y.q) and case.draw(st.booleans()):
-        seek_boundary(case.draw, g, n, lambda p: ops.avgpool(xv, n.attrs, p, "ort"))
+        seek_boundary(case.draw, g, n, lambda p: oracle(g, n, [xv], p, "ort"))
     p = prepare_node(g, n, numerics)
     note(describe(g, n))
-    ref = ops.avgpool if op == "avgpool" else ops.maxpool
-    expected = ref(xv, n.attrs, p, numerics)
+    expected = oracle(g, n, [xv], p, numerics)
     kern = K.avgpool_s8 if op == "avgpool" else K.maxpool_s8
     got = kern(pool_fields(g, n, p), nhwc(xv))
     assert_bit_exact(expected, from_nhwc(got, y.shape), f"tinyaot_{op}_s8 [{numerics}]", g, n, p)
@@ -623,19 +611,14 @@ def test_softmax_s8(numerics, case):
     y = qt("y", (rows, nlast), sy, zy)
     g, n = one_node("softmax", [x], [y], {"axis": 1})
     xv = d(int8_array((rows, nlast)))
+    oracle = codegen_ops.get("softmax").reference
     if numerics == "ort" and d(st.booleans()):
-        seek_boundary(d, g, n, lambda p: ops.softmax(xv, p, "ort"))
+        seek_boundary(d, g, n, lambda p: oracle(g, n, [xv], p, "ort"))
     p = prepare_node(g, n, numerics)
     note(describe(g, n))
-    expected = ops.softmax(xv, p, numerics)
-    if numerics == "ort":
-        fields = {"use_float": 1, "in_scale": p["in_scale"], "out_scale": p["out_scale"],
-                  "in_zp": p["in_zp"], "out_zp": p["out_zp"], "input_multiplier": 0,
-                  "input_left_shift": 0, "diff_min": 0}
-    else:
-        fields = {"use_float": 0, "in_scale": 0.0, "out_scale": 0.0, "in_zp": 0, "out_zp": 0,
-                  "input_multiplier": p["input_multiplier"],
-                  "input_left_shift": p["input_left_shift"], "diff_min": p["diff_min"]}
+    expected = oracle(g, n, [xv], p, numerics)
+    assert p.use_float == (numerics == "ort")
+    fields = dataclasses.asdict(p)  # ops/softmax.py: the record is the C struct
     got = K.softmax_s8(rows, nlast, fields, xv)
     assert_bit_exact(expected, got.reshape(rows, nlast), f"tinyaot_softmax_s8 [{numerics}]",
                      g, n, p)

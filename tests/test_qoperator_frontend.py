@@ -158,7 +158,7 @@ def test_qlinear_add_constant_row_every_pair_bit_exact(dtype, qa, qb, qy, tmp_pa
     path = save(qlinear_add_model(dtype, qa, qb, qy, row), tmp_path)
     c = host_vs_ort(path, every_pair_input(dtype), tmp_path, "tinyaot_add_s8")
     p = next(c.params[n.name] for n in c.graph.nodes if n.op == "add")
-    assert p["mode"] == 2 and p["u8_shift"] == (128 if dtype == np.uint8 else 0)
+    assert p.use_float == 2 and p.u8_shift == (128 if dtype == np.uint8 else 0)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -287,4 +287,4 @@ def test_qlinear_add_of_a_one_value_activation_bit_exact(dtype, tmp_path):
     x = all_inputs((1, 1, 16, 16), 64, dtype, seed=3)
     c = host_vs_ort(path, x, tmp_path, "tinyaot_add_s8")
     p = next(c.params[n.name] for n in c.graph.nodes if n.op == "add")
-    assert p["mode"] == 2
+    assert p.use_float == 2

@@ -86,128 +86,13 @@ class _Emitter:
         info = {"index": idx, "op": op, "name": n.name, "kernel": None, "macs": 0,
                 "weight_bytes": 0}
         before = self.weights_bytes
-        g = self.g
         mod = ops.find(op)  # an operator module (codegen/ops/) emits its own layer
         if mod is not None:
             mod.emit(self, lid, n, p, info)
-        elif op == "add":
-            self.emit_add(lid, n, p, info)
-        elif op == "avgpool" and n.attrs.get("reduce_mean") and self.numerics == "ort":
-            from .c_emit_more import emit_reduce_mean_ort
-            emit_reduce_mean_ort(self, lid, n, p, info)
-        elif op in ("avgpool", "maxpool"):
-            self.emit_pool(lid, n, p, info)
-        elif op == "softmax" and p.get("qlinear"):  # onnxruntime QLinearSoftmax
-            x = g.tensors[n.inputs[0]]
-            table = self.const("float", f"{lid}_table", p["table"])
-            info["kernel"] = "tinyaot_softmax_qlinear_s8"
-            self.call("tinyaot_softmax_qlinear_s8", [
-                str(x.size // x.shape[-1]), str(x.shape[-1]), table, c_float(p["y_mult"]),
-                str(p["out_zp"]), str(int(p["u8"])), self.ptr(n.inputs[0]), self.ptr(n.outputs[0])])
-        elif op == "softmax":
-            x = g.tensors[n.inputs[0]]
-            nlast = x.shape[-1]
-            rows = x.size // nlast
-            if "in_scale" in p:
-                fields = (f"1, {c_float(p['in_scale'])}, {c_float(p['out_scale'])}, "
-                          f"{p['in_zp']}, {p['out_zp']}, 0, 0, 0")
-            else:
-                fields = (f"0, 0.0f, 0.0f, 0, 0, {p['input_multiplier']}, "
-                          f"{p['input_left_shift']}, {p['diff_min']}")
-            self.consts.append(f"static const tinyaot_softmax_params_t {lid}_p = {{ {fields} }};\n")
-            info["kernel"] = "tinyaot_softmax_s8"
-            self.call("tinyaot_softmax_s8", [str(rows), str(nlast), f"&{lid}_p",
-                                             self.ptr(n.inputs[0]), self.ptr(n.outputs[0])])
-        elif op == "mul":
-            from .c_emit_more import emit_mul
-            emit_mul(self, lid, n, p, info)
         else:
             raise NotImplementedError(f"no C emitter for op {op}")
         info["weight_bytes"] = self.weights_bytes - before
         self.layers.append(info)
-
-    def emit_add(self, lid, n, p, info):
-        g = self.g
-        a, b = (g.tensors[i] for i in n.inputs)
-        y = g.tensors[n.outputs[0]]
-        rows = 1  # b a row repeated over the leading dims (frontend/const_operand.py)
-        if b.size == 1:
-            stride = 0
-        elif b.size == y.size:
-            stride = 1
-        elif b.is_const and y.size % b.size == 0:
-            stride, rows = 1, y.size // b.size
-        else:
-            raise NotImplementedError("Add broadcasting other than a scalar or a constant row")
-        speed = self.optimize == "speed"  # size: tinyaot_add_s8 computes what the tables hold
-        luts = "NULL, NULL, NULL"
-        if "a_scale" in p:
-            from ..kernels.fast_pack import ort_add_tables
-
-            mode = p.get("mode", 1)  # 1: DQ -> float add -> Q; 2: MLAS QLinearAdd
-            tables = ort_add_tables(p, stride == 0) if speed else None
-            if tables is not None:
-                luts = (f"{self.const('int32_t', f'{lid}_alut', tables[0])}, "
-                        f"{self.const('int32_t', f'{lid}_blut', tables[1])}, NULL")
-            fields = (f"{p['a_zp']}, {p['b_zp']}, {p['out_zp']}, {p['act_min']}, {p['act_max']}, "
-                      f"{c_float(p['a_scale'])}, {c_float(p['b_scale'])}, "
-                      f"{c_float(p.get('out_scale', 0.0))}, {mode}, 0, 0, 0, 0, 0, 0, 0, "
-                      f"{c_float(p.get('qlinear_fixed', 0.0))}, {p.get('u8_shift', 0)}, {luts}")
-        else:
-            from ..kernels.fast_pack import add_tables
-
-            if speed:
-                a_lut, b_lut, out_rq = add_tables(p)
-                luts = (f"{self.const('int32_t', f'{lid}_alut', a_lut)}, "
-                        f"{self.const('int32_t', f'{lid}_blut', b_lut)}, "
-                        + ("NULL" if out_rq is None else self.const("int32_t", f"{lid}_orq", out_rq)))
-            fields = (f"{p['a_zp']}, {p['b_zp']}, {p['out_zp']}, {p['act_min']}, {p['act_max']}, "
-                      f"0.0f, 0.0f, 0.0f, 0, {p['left_shift']}, {p['a_mult']}, {p['a_shift']}, "
-                      f"{p['b_mult']}, {p['b_shift']}, {p['out_mult']}, {p['out_shift']}, 0.0f, 0, {luts}")
-        self.consts.append(f"static const tinyaot_add_params_t {lid}_p = {{ {fields} }};\n")
-        kernel = "tinyaot_add_fast_s8" if speed else "tinyaot_add_s8"
-        if "a_scale" in p:  # ort: the fast kernel falls back to it without tables
-            self.kernels.add("tinyaot_add_s8")
-        info["kernel"] = kernel
-        pb = (self.const("int8_t", f"{lid}_b", b.data.reshape(-1).astype(np.int8)) if b.is_const
-              else self.ptr(b.name))
-        if rows == 1:
-            self.call(kernel, [str(y.size), f"&{lid}_p", self.ptr(a.name), pb, str(stride),
-                               self.ptr(y.name)])
-            return
-        m = b.size
-        self.body.append(f"    for (int32_t r = 0; r < {rows}; ++r) {{")
-        self.call(kernel, [str(m), f"&{lid}_p", f"{self.ptr(a.name)} + r * {m}", pb, "1",
-                           f"{self.ptr(y.name)} + r * {m}"])
-        self.body.append("    }")
-
-    def emit_pool(self, lid, n, p, info):
-        g = self.g
-        x = g.tensors[n.inputs[0]]
-        y = g.tensors[n.outputs[0]]
-        a = n.attrs
-        _, c, h, w = x.shape
-        _, _, oh, ow = y.shape
-        use_float = 1 if "in_scale" in p else (2 if "mean_mult" in p else 0)
-        if p.get("qlinear"):
-            use_float = 3  # onnxruntime QLinearAveragePool (frontend/ort_facts.py)
-        vals = [h, w, c, oh, ow, a["kernel"][0], a["kernel"][1], a["strides"][0], a["strides"][1],
-                a["pads"][0], a["pads"][1], a.get("count_include_pad", 0), p["act_min"], p["act_max"],
-                use_float]
-        fields = ", ".join(str(int(v)) for v in vals)
-        fields += (f", {c_float(p.get('in_scale', 0.0))}, {c_float(p.get('out_scale', 0.0))}, "
-                   f"{p.get('in_zp', 0)}, {p.get('out_zp', 0)}, {p.get('mean_mult', 0)}, "
-                   f"{p.get('mean_shift', 0)}, {p.get('mean_bias', 0)}")
-        if n.op == "avgpool" and use_float in (1, 3):
-            from ..kernels.fast_pack import dequant_table
-
-            fields += ", " + self.const("float", f"{lid}_dq", dequant_table(p["in_scale"], p["in_zp"]))
-        else:
-            fields += ", NULL"
-        self.consts.append(f"static const tinyaot_pool_params_t {lid}_p = {{ {fields} }};\n")
-        kernel = "tinyaot_avgpool_s8" if n.op == "avgpool" else "tinyaot_maxpool_s8"
-        info["kernel"] = kernel
-        self.call(kernel, [f"&{lid}_p", self.ptr(x.name), self.ptr(y.name)])
 
 
 _HOOK_DEFAULTS = """/* Debug hooks (tinyaot validate / profile): empty unless a build defines

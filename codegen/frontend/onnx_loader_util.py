@@ -4,10 +4,6 @@ from __future__ import annotations
 import numpy as np
 import onnx
 
-from ..ops.conv_lowering import conv_pads  # pooling's lowering still reads it here
-
-__all__ = ["attr_dict", "conv_pads", "np_dtype_name"]
-
 
 def attr_dict(node):
     out = {}

@@ -16,16 +16,11 @@ import onnx
 from ..errors import TinyAotError
 from ..ir import Graph, Node, QParams, Tensor
 from ..ops import ONNX_LOWERINGS
-from ..ops.base import Pending
 from ..ops.pending_folds import fold_into_pending
 from ..ops.base import Unsupported as _Unsupported
-from .onnx_loader_util import attr_dict, conv_pads, np_dtype_name
+from .onnx_loader_util import attr_dict, np_dtype_name
 
 INT_TYPES = {"int8", "uint8", "int32"}
-# float ops lowered here until their operator module (codegen/ops/) takes them over
-FLOAT_OPS = {"Add", "AveragePool",
-             "GlobalAveragePool", "MaxPool", "Softmax"}
-FLOAT_OPS |= {"Mul", "ReduceMean"}
 
 
 class Lowering:
@@ -196,8 +191,6 @@ class Lowering:
         if lower is not None:
             out = node.output[0]
             return lower(self, node, name, attrs, list(node.input), out, self.shape_of(out, name))
-        if op in FLOAT_OPS:
-            return self.lower_float(node, name, attrs)
         raise _Unsupported("operator is not supported")
 
     # ---- Q / DQ --------------------------------------------------------
@@ -297,15 +290,6 @@ class Lowering:
         raise _Unsupported(f"input '{x}' is not quantized (float op inside a quantized "
                            "region): quantize this node or enable float fallback")
 
-
-    def mul_input(self, x, name):
-        if x in self.qrepr and self.graph.tensors[self.qrepr[x]].is_const:
-            t = self.graph.tensors[self.qrepr[x]]
-            if t.dtype != "int8" or t.q.per_channel:
-                raise _Unsupported(f"constant '{x}' must be int8, quantized per tensor")
-            return t.name
-        return self.act_input(x, name)
-
     def weight_input(self, x, name, dtype="int8"):
         if x in self.qrepr and self.graph.tensors[self.qrepr[x]].is_const:
             t = self.graph.tensors[self.qrepr[x]]
@@ -314,76 +298,6 @@ class Lowering:
             return t.name
         raise _Unsupported(f"'{x}' must be a constant quantized {dtype} tensor "
                            "(DequantizeLinear of an initializer)")
-
-    def lower_float(self, node, name, attrs):
-        op = node.op_type
-        ins = list(node.input)
-        out = node.output[0]
-        shape = self.shape_of(out, name)
-        if op == "Add":
-            from .const_operand import add_operands  # an activation + a quantized constant too
-            a, b, attrs_add = add_operands(self, ins, name, shape, _Unsupported)
-            self.pending[out] = Pending("add", name, [a, b], attrs_add, shape=shape)
-            return
-        if op in ("AveragePool", "MaxPool", "GlobalAveragePool"):
-            x = self.act_input(ins[0], name)
-            xs = self.graph.tensors[x].shape
-            if len(xs) != 4:
-                raise _Unsupported("only 2-D pooling is supported")
-            if op == "GlobalAveragePool":
-                k, s, pads = tuple(xs[2:]), (1, 1), (0, 0, 0, 0)
-                cip = 0
-            else:
-                if attrs.get("ceil_mode", 0):
-                    raise _Unsupported("ceil_mode=1 is not supported")
-                k = tuple(attrs["kernel_shape"])
-                s = tuple(attrs.get("strides", (1, 1)))
-                if tuple(attrs.get("dilations", (1, 1))) != (1, 1):
-                    raise _Unsupported("dilated pooling is not supported")
-                pads = conv_pads(attrs, xs[2:], k, s, (1, 1), shape[2:])
-                cip = int(attrs.get("count_include_pad", 0))
-            kind = "maxpool" if op == "MaxPool" else "avgpool"
-            a = {"kernel": k, "strides": s, "pads": pads, "count_include_pad": cip}
-            self.pending[out] = Pending(kind, name, [x], a, shape=shape)
-            return
-        if op == "Softmax":
-            x = self.act_input(ins[0], name)
-            rank = len(shape)
-            opset = _opset(self.proto)
-            axis = int(attrs.get("axis", -1 if opset >= 13 else 1))
-            axis %= rank
-            if opset < 13 and axis != rank - 1:
-                raise _Unsupported("Softmax before opset 13 with axis != last")
-            if axis != rank - 1:
-                raise _Unsupported("Softmax over an axis other than the last")
-            self.pending[out] = Pending("softmax", name, [x], {"axis": axis}, shape=shape)
-            return
-        if op == "Mul":
-            # activation x activation, or x per-tensor int8 constant (broadcasting)
-            xs = [self.mul_input(i, name) for i in ins[:2]]
-            if all(self.graph.tensors[i].is_const for i in xs):
-                raise _Unsupported("Mul of two constants")
-            if len(shape) > 4:
-                raise _Unsupported("Mul of rank > 4")
-            acts = [i for i in xs if not self.graph.tensors[i].is_const]
-            if len(acts) == 1 and self.graph.tensors[acts[0]].shape != tuple(shape):
-                raise _Unsupported("Mul where a constant broadcasts the activation to a larger shape")
-            self.pending[out] = Pending("mul", name, xs, {}, shape=shape)
-            return
-        if op == "ReduceMean":  # over H, W with keepdims: a global average pool
-            x = self.act_input(ins[0], name)
-            xs = self.graph.tensors[x].shape
-            if len(ins) > 1 and ins[1]:
-                axes = [int(v) for v in np.asarray(self.const(ins[1], name, "axes")).reshape(-1)]
-            else:
-                axes = list(attrs.get("axes", []))
-            if len(xs) != 4 or sorted(a % 4 for a in axes) != [2, 3] or not attrs.get("keepdims", 1):
-                raise _Unsupported("ReduceMean is supported over H, W of a 4-D tensor, keepdims=1")
-            a = {"kernel": tuple(xs[2:]), "strides": (1, 1), "pads": (0, 0, 0, 0),
-                 "count_include_pad": 0, "reduce_mean": True}
-            self.pending[out] = Pending("avgpool", name, [x], a, shape=shape)
-            return
-        raise _Unsupported("operator is not supported")
 
 
 def _opset(proto):

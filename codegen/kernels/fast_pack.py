@@ -145,7 +145,7 @@ def _fma_f32_exact(x, y, z):
 
 def ort_add_tables(p, b_broadcast):
     """tinyaot_add_fast_s8's tables (float32 bits, int32 words) for an ort
-    Add with parameters p (prepare.py:_add), or None when the kernel must
+    Add with parameters p (ops/add.py, as a dict), or None when the kernel must
     keep the reference path. use_float 1 (DequantizeLinear -> Add ->
     QuantizeLinear): each input's dequantized value float(x - zp) * scale
     (numerics/ort_float.py:dequantize, the same float32 operations).

@@ -33,13 +33,7 @@ for _op in OPS.values():
 
 
 # Traits of the operators that have not moved into their own module yet (removed op by op)
-_LEGACY_TRAITS = {
-    "avgpool": Traits(layout="spatial"),
-    "maxpool": Traits(layout="spatial"),
-    "add": Traits(layout="elementwise", inplace=(0, 1)),
-    "mul": Traits(layout="elementwise"),
-    "softmax": Traits(),
-}
+_LEGACY_TRAITS: dict = {}
 
 
 def traits(name: str) -> Traits:

@@ -21,7 +21,7 @@ import numpy as np
 
 from ..ir import QParams
 from .base import Pending, Unsupported
-from .conv_lowering import conv_pads
+from .conv_pads import conv_pads
 
 
 def is_epilogue_node(lw, node) -> bool:

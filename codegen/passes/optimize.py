@@ -8,7 +8,7 @@ runs in float.
 size keeps every weight as its int8 byte in flash: each conv / FC layer's
 operator chooses its size kernel (Op.select with "size"; the kernels:
 codegen/ops/size_kernels.py), and Add runs tinyaot_add_s8 without the fast
-kernel's 256-entry tables (backend/c_emitter.py). Both cost instructions; the
+kernel's 256-entry tables (ops/add.py). Both cost instructions; the
 report and `tinyaot profile` give how many.
 """
 from __future__ import annotations
