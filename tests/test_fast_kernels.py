@@ -758,9 +758,7 @@ def _fc_fixed_case(rows, k, n, seed, out_zp=None):
         c["scale"] = np.full(n, c["scale"][0], np.float32)
         acc = (c["x"].astype(np.int64) - c["in_zp"]) @ c["w"].astype(np.int64).T + c["bias"]
         c["expected"] = requantize_acc(acc, c["scale"], c["out_zp"], -128, 127).astype(np.int8)
-        p = {"scale": c["scale"], "bias": c["bias"], "in_zp": c["in_zp"], "out_zp": c["out_zp"],
-             "act_min": -128, "act_max": 127}
-        fixed = fc_fixed_requant(p, c["w"])
+        fixed = fc_fixed_requant(c["w"], c["bias"], c["scale"], c["in_zp"], c["out_zp"], -128, 127)
         if fixed is not None:
             c["wp"] = pack_gemm_fixed(c["w"], fixed)
             return c

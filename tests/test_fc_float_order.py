@@ -6,7 +6,7 @@ MLAS summation order `--numerics ort` must repeat is checked on the float:
 
 * onnxruntime's float output of DQ(x), DQ(w), DQ(b) -> Gemm / MatMul (the
   independent oracle: ORT 1.32 on this x86-64 host), against
-* the numpy reference (codegen/reference/fc_float_order.py, order picked by
+* the numpy reference (codegen/numerics/mlas_fc_order.py, order picked by
   mlas_order from M, N, K, transB), and
 * the C kernel runtime_c/src/tinyaot_fully_connected_f32_s8.c, compiled with
   its QuantizeLinear replaced by a function that records the float: the
@@ -374,7 +374,7 @@ def test_ad01_float_layers_compiled_equal_onnxruntime(tmp_path, rows):
     floats = [nd for nd in c.graph.nodes if nd.op == "fully_connected" and nd.attrs["ort_float"]]
     assert len(floats) == 2 and all(nd.attrs.get("ort_trans_b", 0) == 0 for nd in floats)
     want = [GEMV4, GEMV4] if rows == 1 else [KBLOCK, KBLOCK]
-    assert [c.params[nd.name]["fc_order"] for nd in floats] == want
+    assert [c.params[nd.name].fc_order for nd in floats] == want
     so = ort.SessionOptions()
     so.log_severity_level = 3
     so.intra_op_num_threads = 1

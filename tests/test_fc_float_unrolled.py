@@ -119,7 +119,7 @@ def test_unrolled_fc_equals_onnxruntime_on_qemu_m4(tmp_path, case):
     path = fc_model(tmp_path, f"fcu{case}", wq, bq, act, zp, sy)
     c = compile_model(path, numerics="ort")
     (node,) = c.graph.nodes
-    assert node.attrs["ort_float"] and c.params[node.name]["fc_order"] == "gemv4"
+    assert node.attrs["ort_float"] and c.params[node.name].fc_order == "gemv4"
     src = c.module.source
     assert "static __attribute__((noinline)) void l0_fc_unrolled" in src
     for m in marks:

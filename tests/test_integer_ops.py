@@ -95,7 +95,7 @@ def test_integer_op_bit_exact_with_onnxruntime(kind, dtype, bias, w_dtype, per_c
     lo, hi = np.iinfo(dtype).min, np.iinfo(dtype).max
     assert ((want > lo) & (want < hi)).mean() > 0.5  # mostly not saturated: a real check
     if ties:  # rounding ties really occur (half to even decides them)
-        from codegen.reference.ops import conv2d_acc
+        from codegen.ops.conv2d import conv2d_acc
         g = c.graph
         wt = g.tensors[next(n for n in g.nodes if n.op in ("conv2d", "fully_connected")).inputs[1]]
         xi = x.astype(np.int64) - (3 + (128 if dtype == np.uint8 else 0))

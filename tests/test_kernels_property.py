@@ -6,10 +6,10 @@ pads, groups / depthwise multipliers, int8 inputs and weights, scales
 (log-uniform 1e-4..1, or exact powers of two, which make rounding ties
 happen) and zero points, fused clamps (Relu, Relu6, Clip), per-channel and
 per-tensor weights. Each case is a one-node IR graph; its parameters come
-from codegen.prepare.prepare_node, the expected output from
-codegen.reference.ops (logical NCHW), and the C kernel gets the same
+from codegen.prepare.prepare_node, the expected output from the operator's
+numpy oracle (codegen/ops/; logical NCHW), and the C kernel gets the same
 parameters through cffi (tests/kernel_ffi.py), mapped onto the structs and
-weight layouts exactly as codegen/backend/c_emitter.py does. Outputs must
+weight layouts exactly as each operator's emit (codegen/ops/) does. Outputs must
 be equal as integers.
 
 Budget: TINYAOT_HYPOTHESIS_EXAMPLES examples per test (default 100);
@@ -28,14 +28,15 @@ from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 
 import kernel_ffi as K
-from codegen.backend import c_emitter
 from codegen.kernels import fast_pack
 from codegen.kernels.fc_float_pack import input_table, pack_fc_float
 from codegen.kernels.ort_requant_fixed import fc_fixed_requant
 from codegen.ir import Graph, Node, QParams, Tensor
+from codegen.ops.conv2d import conv2d_acc, conv2d_float, conv2d_int
+from codegen.ops.conv_params import EPILOGUE, ORT, TFLITE
+from codegen.ops.fully_connected import fully_connected_float, fully_connected_int
 from codegen.prepare import prepare_node
 from codegen import ops as codegen_ops
-from codegen.reference import ops
 from codegen.numerics import ort_float
 from codegen.numerics.mlas_fc_order import ORDER_CODE
 
@@ -179,7 +180,7 @@ def conv_case(draw, kind):
     xv = draw(int8_array((1, cin, h, w), zx, tie))
     g, n = one_node("conv2d", [x, wt, bt], [y], attrs)
     if kind == "float" and not tie and draw(st.booleans()):
-        acc = ops.conv2d_acc(xv, wt.data, zx, (sh, sw), (t, l, b, r), (dh, dw), groups)
+        acc = conv2d_acc(xv, wt.data, zx, (sh, sw), (t, l, b, r), (dh, dw), groups)
         cancel_outputs(draw, g, n, xv, acc[0, :, 0, 0])
     return (g, n), xv
 
@@ -270,7 +271,7 @@ def _short(v):
 
 
 # ---------------------------------------------------------- param mapping
-# As c_emitter.py: conv_dims, requant, float_layer, emit_add, emit_pool, ...
+# As the emitters: conv_dims, requant, float layer (ops/conv_records.py), emit_add, ...
 
 def conv_dims(g, n):
     x, y = g.tensors[n.inputs[0]], g.tensors[n.outputs[0]]
@@ -285,15 +286,16 @@ def conv_dims(g, n):
 
 
 def requant_fields(p):
-    f = {"in_zp": p["in_zp"], "out_zp": p["out_zp"], "act_min": p["act_min"],
-         "act_max": p["act_max"], "bias": np.asarray(p["bias"], np.int32)}
-    if "scale" in p:
-        f.update(scale=np.asarray(p["scale"], F32), mult=None, shift=None)
+    """tinyaot_requant_t of a prepared ConvParams (ops/conv_records.py:emit_requant)."""
+    f = {"in_zp": p.in_zp, "out_zp": p.out_zp, "act_min": p.act_min,
+         "act_max": p.act_max, "bias": np.asarray(p.bias, np.int32)}
+    if p.mode in (ORT, EPILOGUE):
+        f.update(scale=np.asarray(p.scale, F32), mult=None, shift=None)
     else:
-        f.update(scale=None, mult=np.asarray(p["mult"], np.int32),
-                 shift=np.asarray(p["shift"], np.int32))
-    if "post_bias" in p:  # ConvInteger / MatMulInteger epilogue (prepare._integer_epilogue)
-        f.update(post_bias=np.asarray(p["post_bias"], F32), out_scale=F32(p["out_scale"]))
+        f.update(scale=None, mult=np.asarray(p.mult, np.int32),
+                 shift=np.asarray(p.shift, np.int32))
+    if p.mode == EPILOGUE:  # ConvInteger / MatMulInteger epilogue
+        f.update(post_bias=np.asarray(p.post_bias, F32), out_scale=F32(p.out_scale))
     else:
         f.update(post_bias=None, out_scale=0.0)
     f["rq"] = None  # the fast kernels' one-SMLAL records (fast_requant_fields)
@@ -302,23 +304,22 @@ def requant_fields(p):
 
 def fast_requant_fields(p):
     """requant_fields plus the one-SMLAL records, as the code generator emits
-    them for a fast kernel (c_emitter.requant)."""
+    them for a fast kernel (conv_records.emit_requant)."""
     f = requant_fields(p)
-    if "mult" in p:
-        rq = fast_pack.smlal_requant(p["mult"], p["shift"], p["bias"])
+    if p.mode == TFLITE:
+        rq = fast_pack.smlal_requant(p.mult, p.shift, p.bias)
         if rq is not None:
             f.update(rq=rq, mult=None, shift=None)
     return f
 
 
-def float_fields(g, n, p, filt):
-    w = g.tensors[n.inputs[1]]
-    return {"in_scale": p["in_scale"], "in_zp": p["in_zp"], "out_scale": p["out_scale"],
-            "out_zp": p["out_zp"], "act_min": p["act_min"], "act_max": p["act_max"],
+def float_fields(p, filt):
+    """tinyaot_float_conv_t of a prepared FLOAT layer (conv_records.emit_float_layer)."""
+    return {"in_scale": p.in_scale, "in_zp": p.in_zp, "out_scale": p.out_scale,
+            "out_zp": p.out_zp, "act_min": p.act_min, "act_max": p.act_max,
             "filter": np.ascontiguousarray(filt, np.int8),
-            "filter_scale": np.ascontiguousarray(
-                np.broadcast_to(w.q.scale.astype(F32), (w.shape[0],))),
-            "bias_f": np.asarray(c_emitter._float_bias(g, n), F32)}
+            "filter_scale": np.ascontiguousarray(p.filter_scale, F32),
+            "bias_f": np.asarray(p.bias_f, F32)}
 
 
 def nhwc(x):
@@ -350,7 +351,7 @@ def test_conv_s8(numerics, kind, case):
     y = g.tensors[n.outputs[0]]
     p = prepare_node(g, n, numerics)
     note(describe(g, n))
-    expected = ops.conv2d(xv, wt.data, n.attrs, p, numerics)
+    expected = conv2d_int(xv, wt.data, n.attrs, p)
     dims = conv_dims(g, n)
     if kind == "depthwise":
         got = K.depthwise_conv_s8(dims, requant_fields(p), nhwc(xv),
@@ -383,14 +384,13 @@ def test_conv_s8(numerics, kind, case):
 def test_convolve_f32_s8_ort(case):
     (g, n), xv = case.draw(conv_case("float"))
     wt = g.tensors[n.inputs[1]]
-    bt = g.tensors[n.inputs[2]] if n.inputs[2] else None
     y = g.tensors[n.outputs[0]]
     p = prepare_node(g, n, "ort")
     note(describe(g, n))
-    expected = ops.conv2d_ort_float(xv, wt, bt, n.attrs, p)
+    expected = conv2d_float(xv, wt, n.attrs, p)
     from codegen.kernels import conv_f32_pack as cp  # what the emitter passes
-    plan = cp.plan_fields(g.tensors[n.inputs[0]].shape, y.shape, wt, n.attrs, p)
-    fp = float_fields(g, n, p, wt.data.transpose(0, 2, 3, 1))
+    plan = cp.plan_fields(g.tensors[n.inputs[0]].shape, y.shape, wt, n.attrs, p.in_scale, p.in_zp)
+    fp = float_fields(p, wt.data.transpose(0, 2, 3, 1))
     fp.update(filter=None, filter_scale=None)  # not read by this kernel
     got = K.convolve_f32_s8(conv_dims(g, n), fp, plan, nhwc(xv))
     assert_bit_exact(expected, from_nhwc(got, y.shape), "tinyaot_convolve_f32_s8 [ort]", g, n, p)
@@ -431,7 +431,7 @@ def test_fully_connected_s8(numerics, case):
     nout = wt.shape[0]
     p = prepare_node(g, n, numerics)
     note(describe(g, n))
-    expected = ops.fully_connected(xv, wt.data, p, numerics)
+    expected = fully_connected_int(xv, wt.data, p)
     got = K.fully_connected_s8(rows, k, nout, requant_fields(p), xv, wt.data)
     assert_bit_exact(expected, got.reshape(rows, nout),
                      f"tinyaot_fully_connected_s8 [{numerics}]", g, n, p)
@@ -439,10 +439,11 @@ def test_fully_connected_s8(numerics, case):
                                     fast_pack.pack_gemm(wt.data, 4), fast_pack.fc_scratch_bytes(k))
     assert_bit_exact(expected, got.reshape(rows, nout),
                      f"tinyaot_fully_connected_fast_s8 [{numerics}]", g, n, p)
-    fixed = fc_fixed_requant(p, wt.data)  # ort: the exact SMMLAR form, when there is one
+    fixed = (fc_fixed_requant(wt.data, p.bias, p.scale, p.in_zp, p.out_zp, p.act_min, p.act_max)
+             if p.mode == ORT else None)  # ort: the exact SMMLAR form, when there is one
     if fixed is not None:
-        q = {"in_zp": p["in_zp"], "out_zp": p["out_zp"], "act_min": p["act_min"],
-             "act_max": p["act_max"], "bias": None, "scale": None, "mult": None, "shift": None,
+        q = {"in_zp": p.in_zp, "out_zp": p.out_zp, "act_min": p.act_min,
+             "act_max": p.act_max, "bias": None, "scale": None, "mult": None, "shift": None,
              "post_bias": None, "out_scale": 0.0, "rq": None}
         got = K.fully_connected_fast_s8(rows, k, nout, q, xv, fast_pack.pack_gemm_fixed(wt.data, fixed),
                                         fast_pack.fc_scratch_bytes(k))
@@ -455,17 +456,16 @@ def test_fully_connected_s8(numerics, case):
 def test_fully_connected_f32_s8_ort(case):
     (g, n), xv = case.draw(fc_case(ort_float=True))
     wt = g.tensors[n.inputs[1]]
-    bt = g.tensors[n.inputs[2]] if n.inputs[2] else None
     rows, k = xv.shape
     nout = wt.shape[0]
     p = prepare_node(g, n, "ort")
     note(describe(g, n))
-    expected = ops.fully_connected_ort_float(xv, wt, bt, p)
-    fp = {"order": ORDER_CODE[p["fc_order"]], "k_block": p["k_block"],
-          "out_scale": p["out_scale"], "out_zp": p["out_zp"], "act_min": p["act_min"],
-          "act_max": p["act_max"], "in_table": input_table(p["in_scale"], p["in_zp"]),
-          "weights": pack_fc_float(ort_float.float_weights(wt), p["fc_order"]),
-          "bias": np.asarray(c_emitter._float_bias(g, n), F32)}
+    expected = fully_connected_float(xv, wt, p)
+    fp = {"order": ORDER_CODE[p.fc_order], "k_block": p.k_block,
+          "out_scale": p.out_scale, "out_zp": p.out_zp, "act_min": p.act_min,
+          "act_max": p.act_max, "in_table": input_table(p.in_scale, p.in_zp),
+          "weights": pack_fc_float(ort_float.float_weights(wt), p.fc_order),
+          "bias": np.asarray(p.bias_f, F32)}
     got = K.fully_connected_f32_s8(rows, k, nout, fp, xv)
     assert_bit_exact(expected, got.reshape(rows, nout),
                      "tinyaot_fully_connected_f32_s8 [ort]", g, n, p)

@@ -8,6 +8,10 @@ import pytest
 
 import kernel_ffi as K
 from codegen.ops.add import AddParams
+from codegen.ops.conv2d import ConvF32Plan
+from codegen.ops.conv_records import ConvDims, FloatConvRecord, RequantRecord
+from codegen.ops.fully_connected import FloatFcRecord
+from codegen.ops.matmul import MatmulParams
 from codegen.ops.mul import MulParams
 from codegen.ops.pooling import PoolParams
 from codegen.ops.requantize import RequantizeParams
@@ -15,7 +19,10 @@ from codegen.ops.softmax import SoftmaxParams
 
 RECORDS = [(AddParams, "tinyaot_add_params_t"), (MulParams, "tinyaot_mul_params_t"),
            (PoolParams, "tinyaot_pool_params_t"), (SoftmaxParams, "tinyaot_softmax_params_t"),
-           (RequantizeParams, "tinyaot_requantize_params_t")]
+           (RequantizeParams, "tinyaot_requantize_params_t"),
+           (MatmulParams, "tinyaot_matmul_params_t"), (RequantRecord, "tinyaot_requant_t"),
+           (ConvDims, "tinyaot_conv_dims_t"), (FloatConvRecord, "tinyaot_float_conv_t"),
+           (FloatFcRecord, "tinyaot_float_fc_t"), (ConvF32Plan, "tinyaot_conv_f32_plan_t")]
 
 
 @pytest.mark.parametrize("record,ctype", RECORDS, ids=[c for _, c in RECORDS])

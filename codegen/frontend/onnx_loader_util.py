@@ -4,10 +4,6 @@ from __future__ import annotations
 import numpy as np
 import onnx
 
-from ..ops.conv_pads import conv_pads  # the conv front end still imports it from here
-
-__all__ = ["attr_dict", "conv_pads", "np_dtype_name"]
-
 
 def attr_dict(node):
     out = {}

@@ -16,13 +16,11 @@ import onnx
 from ..errors import TinyAotError
 from ..ir import Graph, Node, QParams, Tensor
 from ..ops import ONNX_LOWERINGS
-from ..ops.base import Pending
+from ..ops.pending_folds import fold_into_pending
 from ..ops.base import Unsupported as _Unsupported
-from .onnx_loader_util import attr_dict, conv_pads, np_dtype_name
+from .onnx_loader_util import attr_dict, np_dtype_name
 
 INT_TYPES = {"int8", "uint8", "int32"}
-# float ops lowered here until their operator module (codegen/ops/) takes them over
-FLOAT_OPS = {"Conv", "MatMul", "Gemm", "ConvTranspose"}
 
 
 class Lowering:
@@ -187,15 +185,12 @@ class Lowering:
             return self.lower_dq(node, name, attrs)
         if op == "QuantizeLinear":
             return self.lower_q(node, name, attrs)
-        from .integer_ops import INTEGER_OPS, is_epilogue_node, lower_integer_op
-        if op in INTEGER_OPS or is_epilogue_node(self, node):  # ConvInteger / MatMulInteger
-            return lower_integer_op(self, node, name, attrs, _Unsupported)
+        if fold_into_pending(self, node, name, attrs):  # a bias Add, an integer epilogue
+            return
         lower = ONNX_LOWERINGS.get(op)  # the operator modules (codegen/ops/)
         if lower is not None:
             out = node.output[0]
             return lower(self, node, name, attrs, list(node.input), out, self.shape_of(out, name))
-        if op in FLOAT_OPS:
-            return self.lower_float(node, name, attrs)
         raise _Unsupported("operator is not supported")
 
     # ---- Q / DQ --------------------------------------------------------
@@ -295,81 +290,6 @@ class Lowering:
         raise _Unsupported(f"input '{x}' is not quantized (float op inside a quantized "
                            "region): quantize this node or enable float fallback")
 
-    def lower_conv1d(self, ins, out, name, attrs, shape):
-        """Conv on [N, C, L]: a conv2d on [N, C, 1, L] between two zero-copy reshapes."""
-        x = self.act_input(ins[0], name)
-        w = self.weight_input(ins[1], name)
-        b = self.weight_input(ins[2], name, "int32") if len(ins) > 2 and ins[2] else None
-        xt, wt = self.graph.tensors[x], self.graph.tensors[w]
-        if len(wt.shape) != 3:
-            raise _Unsupported("1-D Conv weights must be [O, I, K]")
-        self.check_weight_q(wt, 0, name)
-        fresh = f"{x}@2d" not in self.graph.tensors
-        x4 = self.add_int_tensor(f"{x}@2d", xt.shape[:2] + (1, xt.shape[2]), xt.dtype, xt.q)
-        if fresh:
-            self.emit("reshape", f"{name}@2d", [x], [x4.name])
-        w4 = self.add_int_tensor(f"{w}@2d", wt.shape[:2] + (1, wt.shape[2]), wt.dtype, wt.q,
-                                 np.ascontiguousarray(wt.data.reshape(wt.shape[:2] + (1, wt.shape[2]))))
-        k = int(tuple(attrs.get("kernel_shape", wt.shape[2:]))[0])
-        s = int(tuple(attrs.get("strides", (1,)))[0])
-        d = int(tuple(attrs.get("dilations", (1,)))[0])
-        a2 = {"auto_pad": attrs.get("auto_pad", "NOTSET")}
-        if "pads" in attrs:
-            p = list(attrs["pads"])
-            a2["pads"] = (0, p[0], 0, p[1])
-        pads = conv_pads(a2, (1, xt.shape[2]), (1, k), (1, s), (1, d), (1, shape[2]))
-        a = {"kernel": (1, k), "strides": (1, s), "dilations": (1, d), "pads": pads,
-             "group": int(attrs.get("group", 1)), "conv1d_out": True}
-        self.pending[out] = Pending("conv2d", name, [x4.name, w4.name, b], a,
-                                    shape=(shape[0], shape[1], 1, shape[2]))
-
-    def lower_conv_transpose(self, ins, out, name, attrs, shape):
-        """ConvTranspose on [N, C, H, W] (or [N, C, L] as [N, C, 1, L] between two
-        zero-copy reshapes) -> one conv_transpose IR node, weights [C_in, C_out/group, kH, kW]."""
-        from .conv_transpose_attrs import AttrError, conv_transpose_geometry
-
-        x = self.act_input(ins[0], name)
-        w = self.weight_input(ins[1], name)
-        b = self.weight_input(ins[2], name, "int32") if len(ins) > 2 and ins[2] else None
-        xt, wt = self.graph.tensors[x], self.graph.tensors[w]
-        rank = len(xt.shape)
-        if rank not in (3, 4) or len(wt.shape) != rank:
-            raise _Unsupported("only 1-D and 2-D ConvTranspose (3-D or 4-D tensors) is supported")
-        group = int(attrs.get("group", 1))
-        cin = xt.shape[1]
-        if group < 1 or cin % group or wt.shape[0] != cin:
-            raise self.err(f"weights {list(wt.shape)} do not fit {cin} input channels in "
-                           f"{group} group(s)", node=name, tensor=w)
-        try:
-            geo = conv_transpose_geometry(attrs, xt.shape[2:], wt.shape[2:])
-        except AttrError as e:
-            raise self.err(str(e), node=name) from None
-        want = (xt.shape[0], wt.shape[1] * group) + geo["out_hw"]
-        if tuple(shape) != want:
-            raise self.err(f"output shape {list(shape)} from ONNX shape inference differs from "
-                           f"{list(want)} (onnxruntime's ConvTranspose arithmetic)",
-                           node=name, tensor=out)
-        self.check_weight_q(wt, 1, name)
-        if rank == 3:  # 1-D: everything gets a unit H
-            fresh = f"{x}@2d" not in self.graph.tensors
-            x4 = self.add_int_tensor(f"{x}@2d", xt.shape[:2] + (1, xt.shape[2]), xt.dtype, xt.q)
-            if fresh:
-                self.emit("reshape", f"{name}@2d", [x], [x4.name])
-            x = x4.name
-            w4 = wt.shape[:2] + (1, wt.shape[2])
-            w = self.add_int_tensor(f"{w}@2d", w4, wt.dtype, wt.q,
-                                    np.ascontiguousarray(wt.data.reshape(w4))).name
-            p = geo["pads"]
-            geo.update(kernel=(1,) + geo["kernel"], strides=(1,) + geo["strides"],
-                       dilations=(1,) + geo["dilations"], pads=(0, p[0], 0, p[1]),
-                       output_padding=(0,) + geo["output_padding"])
-            shape = (shape[0], shape[1], 1, shape[2])
-        a = {k: geo[k] for k in ("kernel", "strides", "dilations", "pads", "output_padding")}
-        a["group"] = group
-        if rank == 3:
-            a["conv1d_out"] = True
-        self.pending[out] = Pending("conv_transpose", name, [x, w, b], a, shape=tuple(shape))
-
     def weight_input(self, x, name, dtype="int8"):
         if x in self.qrepr and self.graph.tensors[self.qrepr[x]].is_const:
             t = self.graph.tensors[self.qrepr[x]]
@@ -378,83 +298,6 @@ class Lowering:
             return t.name
         raise _Unsupported(f"'{x}' must be a constant quantized {dtype} tensor "
                            "(DequantizeLinear of an initializer)")
-
-    def lower_float(self, node, name, attrs):
-        op = node.op_type
-        ins = list(node.input)
-        out = node.output[0]
-        shape = self.shape_of(out, name)
-        if op == "Conv" and len(self.graph.tensors[self.act_input(ins[0], name)].shape) == 3:
-            return self.lower_conv1d(ins, out, name, attrs, shape)
-        if op == "ConvTranspose":
-            return self.lower_conv_transpose(ins, out, name, attrs, shape)
-        if op == "Conv":
-            x = self.act_input(ins[0], name)
-            w = self.weight_input(ins[1], name)
-            b = self.weight_input(ins[2], name, "int32") if len(ins) > 2 and ins[2] else None
-            wt = self.graph.tensors[w]
-            xs = self.graph.tensors[x].shape
-            if len(xs) != 4:
-                raise _Unsupported("only 2-D convolution (4-D tensors) is supported")
-            kshape = tuple(attrs.get("kernel_shape", wt.shape[2:]))
-            strides = tuple(attrs.get("strides", (1, 1)))
-            dil = tuple(attrs.get("dilations", (1, 1)))
-            pads = conv_pads(attrs, xs[2:], kshape, strides, dil, shape[2:])
-            self.check_weight_q(wt, 0, name)
-            a = {"kernel": kshape, "strides": strides, "dilations": dil, "pads": pads,
-                 "group": int(attrs.get("group", 1))}
-            self.pending[out] = Pending("conv2d", name, [x, w, b], a, shape=shape)
-            return
-        if (op == "MatMul" and ins[1] in self.qrepr
-                and not self.graph.tensors[self.qrepr[ins[1]]].is_const):
-            # activation x activation: [..., M, K] x [..., K, N], same batch dims
-            a = self.act_input(ins[0], name)
-            b = self.act_input(ins[1], name)
-            sa, sb = self.graph.tensors[a].shape, self.graph.tensors[b].shape
-            if len(sa) < 2 or len(sa) != len(sb) or sa[:-2] != sb[:-2] or sa[-1] != sb[-2]:
-                raise _Unsupported("MatMul of two activations needs [..., M, K] x [..., K, N] "
-                                   "with equal batch dimensions")
-            self.pending[out] = Pending("matmul", name, [a, b], {}, shape=shape)
-            return
-        if op in ("MatMul", "Gemm"):
-            x = self.act_input(ins[0], name)
-            w = self.weight_input(ins[1], name)
-            wt = self.graph.tensors[w]
-            trans_b = int(attrs.get("transB", 0)) if op == "Gemm" else 0
-            if op == "Gemm" and (int(attrs.get("transA", 0)) or attrs.get("alpha", 1.0) != 1.0
-                                 or attrs.get("beta", 1.0) != 1.0):
-                raise _Unsupported("Gemm with transA or alpha/beta != 1")
-            if len(self.graph.tensors[x].shape) != 2 or len(wt.shape) != 2:
-                raise _Unsupported("MatMul supports a 2-D activation times a 2-D constant")
-            w = self.fc_weights(wt, trans_b, name)
-            b = None
-            if op == "Gemm" and len(ins) > 2 and ins[2]:
-                b = self.weight_input(ins[2], name, "int32")
-            self.pending[out] = Pending("fully_connected", name, [x, w, b], {}, shape=shape)
-            return
-        raise _Unsupported("operator is not supported")
-
-    def check_weight_q(self, wt, channel_axis, name):
-        if wt.q.per_channel and wt.q.axis != channel_axis:
-            raise _Unsupported(f"weights quantized along axis {wt.q.axis}, expected {channel_axis}")
-        if np.any(wt.q.zero_point != 0):
-            raise _Unsupported("weights with a non-zero zero point (asymmetric weights)")
-
-    def fc_weights(self, wt, trans_b, name):
-        """Constant [K, N] (or [N, K] with transB) -> new constant [N, K], axis 0."""
-        data = wt.data if trans_b else wt.data.T
-        axis = None
-        if wt.q.per_channel:
-            want = 0 if trans_b else 1
-            if wt.q.axis != want:
-                raise _Unsupported("weights quantized along the reduction axis")
-            axis = 0
-        q = QParams(wt.q.scale, wt.q.zero_point, axis)
-        if np.any(q.zero_point != 0):
-            raise _Unsupported("weights with a non-zero zero point (asymmetric weights)")
-        t = self.add_int_tensor(f"{wt.name}@NK", data.shape, wt.dtype, q,
-                                np.ascontiguousarray(data))
-        return t.name
 
 
 def _opset(proto):

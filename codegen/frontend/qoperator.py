@@ -10,7 +10,7 @@ here into exactly that group, so `qdq_lowering` serves both forms:
 
 The rewritten nodes keep the QOperator node's name (messages name the node
 the user knows). Nodes of other forms pass through unchanged (ConvInteger /
-MatMulInteger of a static graph: frontend/integer_ops.py). Dynamic
+MatMulInteger of a static graph: codegen/ops/integer_forms.py). Dynamic
 quantization (DynamicQuantizeLinear and the integer ops reading it: scales
 computed at run time) and nodes that cannot be rewritten stay in the graph
 and are returned by name, so the lowering reports them together with its own

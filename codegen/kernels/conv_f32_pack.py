@@ -140,8 +140,8 @@ def tap_offsets(x_shape, w_shape, attrs, width=None):
     return (c + (ky * dh * w + kx * dw) * cin).reshape(-1).astype(np.int32)
 
 
-def input_table(p):
-    return of.dequantize(np.arange(-128, 128), p["in_scale"], p["in_zp"]).astype(np.float32)
+def input_table(in_scale, in_zp):
+    return of.dequantize(np.arange(-128, 128), in_scale, in_zp).astype(np.float32)
 
 
 def band_taps(x_shape, w_shape, width):
@@ -155,7 +155,7 @@ def band_taps(x_shape, w_shape, width):
     return (((r + ky) % kh) * cin * width + c * width + kx).reshape(-1).astype(np.int32)
 
 
-def plan_fields(x_shape, y_shape, w, attrs, p):
+def plan_fields(x_shape, y_shape, w, attrs, in_scale, in_zp):
     """tinyaot_conv_f32_plan_t's fields (arrays for the pointers)."""
     words, nseg = segment_words(x_shape, y_shape, attrs)
     packed, tiles, k = packed_weights(w, attrs["group"], compact=not has_fma(words))
@@ -163,25 +163,7 @@ def plan_fields(x_shape, y_shape, w, attrs, p):
     width = padded_hw(y_shape, w.shape, attrs)[1]
     taps = (band_taps(x_shape, w.shape, width) if mode == 2 else
             tap_offsets(x_shape, w.shape, attrs, width if mode == 1 else None))
-    return {"table": input_table(p), "weights": packed.reshape(-1), "segments": words,
+    return {"table": input_table(in_scale, in_zp), "weights": packed.reshape(-1), "segments": words,
             "taps": taps, "nseg": nseg, "k": k,
             "tiles": tiles, "padded": mode}
 
-
-def emit_plan(em, lid, n, w, p):
-    """Emit `<lid>_fp` (output quantization, bias) and `<lid>_pl` (order, weights,
-    table); returns the C expression of the layer's arena scratch and the
-    plan's fma tile count (0: the M=1 kernel runs it)."""
-    g = em.g
-    x = g.tensors[n.inputs[0]]
-    y = g.tensors[n.outputs[0]]
-    f = plan_fields(x.shape, y.shape, w, n.attrs, p)
-    em.float_layer(lid, g, n, w, p, "0")
-    wname = em.const("float", f"{lid}_wp", f["weights"], align=8)  # report: weights
-    sname = em.const("int32_t", f"{lid}_seg", f["segments"])
-    tname = em.const("float", f"{lid}_xt", f["table"])
-    oname = em.const("int32_t", f"{lid}_taps", f["taps"])
-    em.consts.append(f"static const tinyaot_conv_f32_plan_t {lid}_pl = {{ {tname}, {wname}, "
-                     f"{sname}, {oname}, {f['nseg']}, {f['k']}, {f['tiles']}, "
-                     f"{f['padded']} }};\n")
-    return em.scratch(n, "float"), f["tiles"]

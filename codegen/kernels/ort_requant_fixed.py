@@ -153,14 +153,12 @@ def layer_params(w2d, bias, scale, in_zp, zp, lo, hi):
     return out, bound
 
 
-def fc_fixed_requant(p, w2d):
-    """A fast FC layer's per-channel (B, M, R) (prepare.py parameters p,
-    weights [N][K]), or None: tflite, ConvInteger-style post bias, a channel
-    without an exact form, or an SMMLAR result outside int16 (the kernel packs
-    two per word before USAT16)."""
-    if "scale" not in p or "post_bias" in p:
-        return None
-    found = layer_params(w2d, p["bias"], p["scale"], p["in_zp"], p["out_zp"], p["act_min"], p["act_max"])
+def fc_fixed_requant(w2d, bias, scale, in_zp, zp, lo, hi):
+    """A fast FC layer's per-channel (B, M, R) for onnxruntime's requantization (weights
+    [N][K], its int32 bias and float32 scales, zero points and clamp), or None: a channel
+    without an exact form, or an SMMLAR result outside int16 (the kernel packs two per
+    word before USAT16)."""
+    found = layer_params(w2d, bias, scale, in_zp, zp, lo, hi)
     if found is None or found[1] > INT16_MAX:
         return None
     return found[0]

@@ -33,12 +33,7 @@ for _op in OPS.values():
 
 
 # Traits of the operators that have not moved into their own module yet (removed op by op)
-_LEGACY_TRAITS = {
-    "conv2d": Traits(layout="spatial", align=8),
-    "conv_transpose": Traits(layout="spatial"),
-    "matmul": Traits(layout="row_major"),
-    "fully_connected": Traits(align=8),
-}
+_LEGACY_TRAITS: dict = {}
 
 
 def traits(name: str) -> Traits:

@@ -5,7 +5,8 @@ Operands: two activations of one shape, or an activation and a quantized constan
 the bias onnxruntime's quantize_static adds after a MatMul as its own QLinearAdd (QOperator)
 or DQ -> Add -> Q (QDQ). The constant becomes operand b; when the ONNX node had it first,
 `swapped` records it (onnxruntime's QLinearAdd folds its operands in ONNX order). An int32
-constant added to a pending conv / FC without a bias becomes that layer's bias instead.
+constant added to a pending conv / FC without a bias becomes that layer's bias instead
+(ops/pending_folds.py, asked before this lowering).
 
 Per numerics (the record's use_float):
   0  TFLite ADD: both inputs rescaled to a common fixed point (left_shift 20), summed,
@@ -61,22 +62,6 @@ class AddParams:  # tinyaot_add_params_t
 
 # ---- ONNX ------------------------------------------------------------------------------
 
-def _fold_bias(lw, ins, out):
-    """Add(conv / FC without bias, int32 constant): the constant becomes the bias."""
-    for i, j in ((0, 1), (1, 0)):
-        p = lw.pending.get(ins[i])
-        if (p is not None and p.op in ("fully_connected", "conv2d") and p.inputs[2] is None
-                and p.act_lo is None and p.act_hi is None and ins[j] in lw.qrepr
-                and lw.graph.tensors[lw.qrepr[ins[j]]].is_const
-                and lw.graph.tensors[lw.qrepr[ins[j]]].dtype == "int32"):
-            del lw.pending[ins[i]]
-            p.inputs[2] = lw.qrepr[ins[j]]
-            p.tensors.append(ins[i])
-            lw.pending[out] = p
-            return True
-    return False
-
-
 def _const_or_act(lw, x, name):
     if x in lw.qrepr and lw.graph.tensors[lw.qrepr[x]].is_const:
         return lw.qrepr[x], True
@@ -109,8 +94,6 @@ def add_operands(lw, ins, name, shape):
 
 
 def lower_onnx(lw, node, name, attrs, ins, out, shape):
-    if _fold_bias(lw, ins, out):
-        return
     a, b, a_attrs = add_operands(lw, ins, name, shape)
     lw.pending[out] = Pending("add", name, [a, b], a_attrs, shape=shape)
 

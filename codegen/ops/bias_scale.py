@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .errors import TinyAotError
+from ..errors import TinyAotError
 
 
 def check_bias_scale(g, n, in_scale, filter_scales):
