@@ -4,8 +4,9 @@ from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 RUNTIME_DIR = REPO_ROOT / "runtime_c"
-RUNTIME_INCLUDE = RUNTIME_DIR / "include"
-RUNTIME_SRC = RUNTIME_DIR / "src"
+RUNTIME_INCLUDE = RUNTIME_DIR / "include"     # the public API: the only -I user code needs
+RUNTIME_SRC = RUNTIME_DIR / "src"             # kernels, one folder per category
+RUNTIME_INTERNAL = RUNTIME_SRC / "internal"   # helpers the kernels include as "../internal/x.h"
 BOARDS_DIR = REPO_ROOT / "boards"
 SCONSTRUCT = REPO_ROOT / "SConstruct"
 DEFAULT_MODEL = REPO_ROOT / "models" / "digits_cnn_int8.onnx"
@@ -19,8 +20,11 @@ def build_root():
 
 
 def runtime_sources(kernels=None):
-    """runtime_c/src files; with `kernels`, only the ones those functions need."""
-    files = sorted(RUNTIME_SRC.glob("*.c"))
+    """runtime_c/src/<category>/*.c; with `kernels`, only the ones those functions need.
+
+    Sorted by file name, not by folder: the firmware's kernel archive keeps one
+    member order (and so one link layout) whatever category a kernel sits in."""
+    files = sorted(RUNTIME_SRC.rglob("*.c"), key=lambda p: p.name)
     if kernels is None:
         return files
     return [f for f in files if f.stem in kernels]

@@ -12,7 +12,7 @@ nothing else: if the header drifted (a field added, renamed or removed) the
 test fails with one line naming the struct and the fields, instead of
 silently passing zeros to a kernel.
 
-Build: gcc -O1 -shared -fPIC -std=c99 -ffp-contract=off runtime_c/src/*.c
+Build: gcc -O1 -shared -fPIC -std=c99 -ffp-contract=off runtime_c/src/*/*.c
 -lm, into a private temporary directory (so parallel sessions never share a
 .so). By default it is compiled with -fsanitize=undefined (libubsan loads
 fine in-process via dlopen; ASan would not) and every wrapper captures the
@@ -42,7 +42,7 @@ REPO = Path(__file__).resolve().parents[1]
 RUNTIME = Path(os.environ.get("TINYAOT_RUNTIME_C", REPO / "runtime_c"))
 INCLUDE = RUNTIME / "include"
 HEADER = INCLUDE / "tinyaot_kernels.h"
-SRC = RUNTIME / "src"
+SRC = RUNTIME / "src"          # kernels in category folders, helpers in src/internal
 
 BASE_FLAGS = ["-O1", "-shared", "-fPIC", "-std=c99", "-ffp-contract=off"]
 UBSAN_FLAGS = ["-fsanitize=undefined", "-fno-omit-frame-pointer", "-g"]
@@ -191,7 +191,7 @@ class _Lib:
         cc = os.environ.get("TINYAOT_CC", "gcc")
         if shutil.which(cc) is None:
             raise RuntimeError(f"{cc} not found: cannot build runtime_c for the kernel tests")
-        srcs = sorted(glob.glob(str(SRC / "*.c")))
+        srcs = sorted(glob.glob(str(SRC / "**" / "*.c"), recursive=True))
         want_ubsan = os.environ.get("TINYAOT_KERNEL_UBSAN", "1") != "0"
         self.ubsan = False
         self.build_log = ""
@@ -262,7 +262,7 @@ def lib():
 # C prologue of a capture source: tinyaot_quantize_f32 replaced by a recorder of
 # the float it is given (a kernel's output before QuantizeLinear), into cap_.
 CAPTURE_QUANTIZE_C = r"""
-#include "tinyaot_requant.h"
+#include "internal/tinyaot_requant.h"
 static float *cap_;
 static int8_t capture_f32(float x, float s, int32_t zp, int32_t lo, int32_t hi)
 {

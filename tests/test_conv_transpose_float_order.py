@@ -9,7 +9,7 @@ is checked here on the float itself:
 * onnxruntime's float output of DQ(x), DQ(w), DQ(b) -> ConvTranspose (the
   independent oracle), against
 * the numpy reference (codegen/ops/conv_transpose.py), and
-* the C kernel runtime_c/src/tinyaot_transpose_conv_f32_s8.c, compiled here
+* the C kernel runtime_c/src/conv/tinyaot_transpose_conv_f32_s8.c, compiled here
   with its QuantizeLinear replaced by a function that records the float.
 """
 
@@ -24,7 +24,7 @@ from kernel_ffi import (CAPTURE_QUANTIZE_C, CONV_F32_STRUCTS_CDEF, INCLUDE, SRC,
                         conv_dims_fields)
 
 CAPTURE_C = CAPTURE_QUANTIZE_C + r"""
-#include "tinyaot_transpose_conv_f32_s8.c"
+#include "conv/tinyaot_transpose_conv_f32_s8.c"
 int run_capture(const tinyaot_conv_dims_t *d, const tinyaot_float_conv_t *p,
                 const int8_t *input, float *scratch, int8_t *output, float *y)
 {

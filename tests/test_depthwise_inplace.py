@@ -1,7 +1,7 @@
 """Depthwise convolution in place (codegen/planner/depthwise_inplace.py, a
 planner option): the output overwrites the dying input, one input channel at
 a time through an in_h * in_w scratch plane
-(runtime_c/src/tinyaot_depthwise_conv_inplace_s8.c).
+(runtime_c/src/conv/tinyaot_depthwise_conv_inplace_s8.c).
 
 Host builds are bit-exact with onnxruntime (ort) and with the numpy reference
 (tflite, TFLite reference kernel semantics), also under poison, over strides,
@@ -19,7 +19,7 @@ import pytest
 from codegen.compiler import compile_model
 from codegen.planner import PlanError, check_plan
 from codegen.reference import run_graph
-from codegen.verify import load_golden, run_model
+from codegen.driver.verify import load_golden, run_model
 
 from conftest import REPO, shared_model
 from qdq_builders import QdqBuilder, all_int8_inputs, run_ort, save

@@ -16,10 +16,10 @@ import numpy as np
 import pytest
 
 from codegen.cli import main as cli_main
-from codegen.export import header_closure
+from codegen.driver.export import header_closure
 from codegen.paths import BOARDS_DIR, RUNTIME_INCLUDE, RUNTIME_SRC
 from codegen.targets import qemu
-from codegen.verify import load_golden
+from codegen.driver.verify import load_golden
 
 from conftest import DEFAULT_GOLDEN, DEFAULT_MODEL, require_arm_toolchain, shared_model
 
@@ -138,25 +138,37 @@ def _export(models, board, lib, numerics="ort", measure=False):
 
 
 def _check_files(lib):
-    """Exactly the kernels and headers the models use, byte-identical to runtime_c."""
+    """Exactly the kernels and headers the models use, byte-identical to runtime_c, in
+    runtime_c's folders; include/ holds the public API only (no internal helper)."""
     import json
     rep = json.loads((lib / "report.json").read_text())
     names = set(rep)
     kernels = set().union(*(set(r["kernels"]) for r in rep.values()))
-    srcs = {p.name for p in (lib / "src").iterdir()}
-    assert srcs == {n + ".c" for n in names} | {k + ".c" for k in kernels}
-    texts = [(lib / "src" / s).read_text() for s in srcs]
+    src = lib / "src"
+    files = {p.relative_to(src).as_posix() for p in src.rglob("*") if p.is_file()}
+    cs = {f for f in files if f.endswith(".c")}
+    assert {Path(f).name for f in cs} == {n + ".c" for n in names} | {k + ".c" for k in kernels}
+    assert all(n + ".c" in cs for n in names)          # the models' C at the top of src/
+    for f in files - {n + ".c" for n in names}:
+        assert (src / f).read_bytes() == (RUNTIME_SRC / f).read_bytes(), f
+    # every helper copied is #included by some copied file, and by its path
+    texts = [(src / f).read_text() for f in files]
+    incs = {(src / f).parent.joinpath(i).resolve()
+            for f in files for i in _INCLUDE.findall((src / f).read_text())}
+    for f in files - cs:
+        assert (src / f).resolve() in incs, f
     heads = set(header_closure(texts))
     assert {p.name for p in (lib / "include").iterdir()} == {n + ".h" for n in names} | heads
-    assert "tinyaot_kernels.h" in heads
-    for k in kernels:
-        assert (lib / "src" / (k + ".c")).read_bytes() == (RUNTIME_SRC / (k + ".c")).read_bytes()
+    assert "tinyaot_kernels.h" in heads and heads <= {p.name for p in RUNTIME_INCLUDE.iterdir()}
     for h in heads:
         assert (lib / "include" / h).read_bytes() == (RUNTIME_INCLUDE / h).read_bytes()
     top = {p.name for p in lib.iterdir()}
     assert top == {"src", "include", "README.md", "tinyaot.mk", "CMakeLists.txt", "tinyaot.cmake",
                    "report.json"}
     return rep
+
+
+_INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
 
 def _make_and_run(tmp_path, lib, models, board_name="qemu-m4"):
@@ -255,8 +267,8 @@ def test_two_models_one_firmware(tmp_path):
     elf, app = _make_and_run(tmp_path, lib, [("digits_cnn_int8", d_in, d_exp),
                                               ("kws_ref_model", k_in, k_exp)])
     # Every global symbol of the library objects carries a model or tinyaot_ prefix.
-    objs = sorted((app / "build" / "tinyaot").glob("*.o"))
-    assert {o.stem for o in objs} == {p.stem for p in (lib / "src").iterdir()}
+    objs = sorted((app / "build" / "tinyaot").rglob("*.o"))
+    assert {o.stem for o in objs} == {p.stem for p in (lib / "src").rglob("*.c")}
     glob = subprocess.run(["arm-none-eabi-nm", "-g", "--defined-only", *map(str, objs)],
                           capture_output=True, text=True, check=True).stdout
     syms = [ln.split()[-1] for ln in glob.splitlines() if len(ln.split()) == 3]

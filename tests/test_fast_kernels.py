@@ -38,6 +38,7 @@ pytestmark = pytest.mark.xdist_group("fast_kernels")
 RUNTIME = Path(os.environ.get("TINYAOT_RUNTIME_C", REPO / "runtime_c"))
 INC = RUNTIME / "include"
 SRC = RUNTIME / "src"
+INTERNAL = SRC / "internal"  # the shim tests the internal helpers
 SHIM = REPO / "tests" / "c" / "fast_kernels_shim.c"
 M32 = 0xFFFFFFFF
 
@@ -150,8 +151,8 @@ def lib():
     so = Path(d) / "libfast.so"
     cmd = (["gcc", "-std=c99", "-O2", "-shared", "-fPIC", "-ffp-contract=off", "-Wall", "-Wextra",
             "-Werror", "-Wconversion", "-Wshadow", "-fsanitize=undefined",
-            "-fno-sanitize-recover=all", f"-I{INC}", "-o", str(so), str(SHIM)]
-           + [str(p) for p in sorted(SRC.glob("*.c"))] + ["-lm"])
+            "-fno-sanitize-recover=all", f"-I{INC}", f"-I{INTERNAL}", "-o", str(so), str(SHIM)]
+           + [str(p) for p in sorted(SRC.rglob("*.c"))] + ["-lm"])
     subprocess.run(cmd, check=True, capture_output=True)
     L = ffi.dlopen(str(so))
     yield ffi, L
@@ -222,7 +223,8 @@ def test_dsp_asm_intrinsics_on_qemu_m4(tmp_path):
     src = tmp_path / "intr_data.c"
     src.write_text(HARNESS_RUN.replace("NUM_INPUTS", f"{len(a)}u").replace("NUM_OPS", f"{len(OPS)}u")
                    + f"const int8_t tinyaot_harness_inputs[] = {{{data}}};\n")
-    elf = build_firmware([board["harness_main"], src, SHIM], [INC], board, tmp_path / "intr.elf")
+    elf = build_firmware([board["harness_main"], src, SHIM], [INC, INTERNAL], board,
+                         tmp_path / "intr.elf")
     asm = subprocess.run([board["toolchain_prefix"] + "objdump", "-d", str(elf)],
                          capture_output=True, text=True, check=True).stdout
     for insn in ("smlad", "smladx", "sxtab16", "sxtb16", "smlatt", "pkhtb", "ssat", "usat", "qadd",
@@ -625,7 +627,7 @@ def test_fast_fully_connected_builds_at_every_optimization_level(opt, tmp_path):
     require_arm_toolchain()
     subprocess.run(["arm-none-eabi-gcc", "-mthumb", "-mcpu=cortex-m4", "-mfloat-abi=hard",
                     "-mfpu=fpv4-sp-d16", opt, "-std=c99", "-ffp-contract=off", "-Wall", "-Wextra",
-                    "-Werror", f"-I{INC}", "-c", str(SRC / "tinyaot_fully_connected_fast_s8.c"),
+                    "-Werror", f"-I{INC}", "-c", str(SRC / "fully_connected" / "tinyaot_fully_connected_fast_s8.c"),
                     "-o", str(tmp_path / "fc.o")], check=True, capture_output=True, timeout=120)
 
 
@@ -679,7 +681,7 @@ def _cases_firmware(tmp_path, board, name, src, calls, scratch, out_size, kernel
     (tmp_path / f"{name}_cases.c").write_text("\n".join(src))
     kernels = [kernel_c] if isinstance(kernel_c, str) else list(kernel_c)
     elf = build_firmware([board["harness_main"], tmp_path / f"{name}_cases.c",
-                          *(SRC / k for k in kernels)],
+                          *(next(SRC.rglob(k)) for k in kernels)],
                          [INC], board, tmp_path / f"{name}.elf")
     asm = subprocess.run([board["toolchain_prefix"] + "objdump", "-d", str(elf)],
                          capture_output=True, text=True, check=True).stdout

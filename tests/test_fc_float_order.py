@@ -8,7 +8,7 @@ MLAS summation order `--numerics ort` must repeat is checked on the float:
   independent oracle: ORT 1.32 on this x86-64 host), against
 * the numpy reference (codegen/numerics/mlas_fc_order.py, order picked by
   mlas_order from M, N, K, transB), and
-* the C kernel runtime_c/src/tinyaot_fully_connected_f32_s8.c, compiled with
+* the C kernel runtime_c/src/fully_connected/tinyaot_fully_connected_f32_s8.c, compiled with
   its QuantizeLinear replaced by a function that records the float: the
   portable C on the host, the VMLA inline asm in a qemu-m4 firmware.
 """
@@ -32,8 +32,8 @@ from kernel_ffi import CAPTURE_QUANTIZE_C, INCLUDE, SRC, capture_library
 F32 = np.float32
 
 CAPTURE_C = CAPTURE_QUANTIZE_C + r"""
-#include "tinyaot_dequantize_row_f32_s8.c"
-#include "tinyaot_fully_connected_f32_s8.c"
+#include "quantize/tinyaot_dequantize_row_f32_s8.c"
+#include "fully_connected/tinyaot_fully_connected_f32_s8.c"
 int run_capture(int32_t rows, int32_t k, int32_t n, const tinyaot_float_fc_t *p,
                 const int8_t *input, float *scratch, int8_t *output, float *y)
 {
@@ -455,8 +455,8 @@ def test_asm_quantize_row_on_qemu_m4(tmp_path):
     harness = tmp_path / "q_harness.c"
     harness.write_text(QUANT_HARNESS.replace("NOUT", f"{nout}u"))
     elf = build_firmware([board["harness_main"], src, harness,
-                          SRC / "tinyaot_fully_connected_f32_s8.c",
-                          SRC / "tinyaot_dequantize_row_f32_s8.c"], [INCLUDE], board,
+                          SRC / "fully_connected" / "tinyaot_fully_connected_f32_s8.c",
+                          SRC / "quantize" / "tinyaot_dequantize_row_f32_s8.c"], [INCLUDE], board,
                          tmp_path / "q.elf")
     asm = subprocess.run([board["toolchain_prefix"] + "objdump", "-d", str(elf)],
                          capture_output=True, text=True, check=True).stdout

@@ -1,4 +1,4 @@
-"""The TFLite fixed-point helpers (runtime_c/include/tinyaot_fixedpoint.h) have
+"""The TFLite fixed-point helpers (runtime_c/src/internal/tinyaot_fixedpoint.h) have
 no data-dependent control flow, so an inference costs the same for every input
 (issue #8):
 
@@ -24,7 +24,7 @@ from codegen.targets import qemu
 
 from conftest import REPO, require_arm_toolchain
 
-INCLUDE = REPO / "runtime_c" / "include"
+INCLUDE = REPO / "runtime_c" / "src" / "internal"  # tinyaot_fixedpoint.h: the kernels' helper
 TESTS_C = REPO / "tests" / "c"
 I32_MIN, I32_MAX = -(1 << 31), (1 << 31) - 1
 

@@ -1,4 +1,4 @@
-"""One model, many boards: `scons board=all` and codegen/fleet.py.
+"""One model, many boards: `scons board=all` and codegen/driver/fleet.py.
 
 * the default model through `scons board=all -j2`: one table row per board,
   every board PASS with all golden vectors, exit status 0;
@@ -16,7 +16,7 @@ import sys
 import numpy as np
 import pytest
 
-from codegen import fleet
+from codegen.driver import fleet
 from codegen.compiler import compile_model
 from codegen.paths import REPO_ROOT
 from codegen.targets.qemu import load_board
@@ -175,7 +175,7 @@ def test_parallel_firmware_builds_keep_their_own_scons_database(tmp_path):
     require_arm_toolchain()
     from concurrent.futures import ThreadPoolExecutor
 
-    from codegen.verify import load_golden, run_model
+    from codegen.driver.verify import load_golden, run_model
 
     x, expected = load_golden(DEFAULT_GOLDEN, "outputs_onnxruntime")
     c = compile_model(DEFAULT_MODEL, numerics="ort")

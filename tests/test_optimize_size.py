@@ -33,7 +33,7 @@ from codegen.errors import TinyAotError
 from codegen.numerics.mlas_fc_order import ORDER_CODE
 from codegen.numerics.mlas_conv_order import node_segments
 from codegen.kernels.conv_f32_pack import segment_words
-from codegen.verify import default_golden_key, load_golden, run_model, verify_model
+from codegen.driver.verify import default_golden_key, load_golden, run_model, verify_model
 
 from conftest import require_arm_toolchain, shared_model
 from kernel_ffi import (CAPTURE_QUANTIZE_C, CONV_F32_STRUCTS_CDEF, capture_library,
@@ -44,8 +44,8 @@ from test_fc_float_order import bits_differ, cases, reference
 F32 = np.float32
 
 CAPTURE_C = CAPTURE_QUANTIZE_C + r"""
-#include "tinyaot_convolve_f32_w8_s8.c"
-#include "tinyaot_fully_connected_f32_w8_s8.c"
+#include "conv/tinyaot_convolve_f32_w8_s8.c"
+#include "fully_connected/tinyaot_fully_connected_f32_w8_s8.c"
 int conv_capture(const tinyaot_conv_dims_t *d, const tinyaot_float_conv_t *p,
                  const int32_t *seg, int32_t nseg, const int8_t *input, float *scratch,
                  int8_t *output, float *y)
@@ -568,7 +568,7 @@ def test_own_models_size_bit_exact_with_onnxruntime(name):
 
 def test_fleet_row_says_size_would_fit():
     """scons board=all: a 'does not fit' row names optimize=size when that build fits."""
-    from codegen import fleet
+    from codegen.driver import fleet
     model, golden = shared_model("ad01")
     r = fleet.verify_on_board(model, golden, "qemu-m55", "tflite", "outputs_tflm")
     assert r["result"] == fleet.NOFIT and r["detail"].endswith("fits with optimize=size"), r

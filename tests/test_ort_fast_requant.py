@@ -36,6 +36,7 @@ from conftest import REPO, require_arm_toolchain
 F32 = np.float32
 RUNTIME = Path(os.environ.get("TINYAOT_RUNTIME_C", REPO / "runtime_c"))
 INC = RUNTIME / "include"
+INTERNAL = RUNTIME / "src" / "internal"  # the shim tests the internal helpers
 SHIM = REPO / "tests" / "c" / "ort_requant_shim.c"
 NOUT = 7  # outputs per accumulator (shim_requant_float)
 
@@ -107,7 +108,7 @@ def shim():
     so = Path(d) / "libortrq.so"
     subprocess.run(["gcc", "-std=c99", "-O2", "-shared", "-fPIC", "-ffp-contract=off", "-Wall",
                     "-Wextra", "-Werror", "-Wconversion", "-Wshadow", "-fsanitize=undefined",
-                    "-fno-sanitize-recover=all", f"-I{INC}", "-o", str(so), str(SHIM), "-lm"],
+                    "-fno-sanitize-recover=all", f"-I{INC}", f"-I{INTERNAL}", "-o", str(so), str(SHIM), "-lm"],
                    check=True, capture_output=True)
     yield ffi, ffi.dlopen(str(so))
     shutil.rmtree(d, ignore_errors=True)
@@ -164,7 +165,8 @@ def test_float_requant_asm_on_qemu_m4_equals_onnxruntime(tmp_path):
     src.write_text(REQUANT_HARNESS.replace("NUM_INPUTS", f"{acc.size}u")
                    + "const int8_t tinyaot_harness_inputs[] = {"
                    + ",".join(str(int(v)) for v in words.reshape(-1)) + "};\n")
-    elf = build_firmware([board["harness_main"], src, SHIM], [INC], board, tmp_path / "rq.elf")
+    elf = build_firmware([board["harness_main"], src, SHIM], [INC, INTERNAL], board,
+                         tmp_path / "rq.elf")
     assert "vcvtr.s32.f32" in _objdump(elf, board), "not the FPU asm path"
     res = run_firmware(elf, board, timeout=300)
     got = np.stack([np.frombuffer(r.data, np.int8)[:NOUT] for r in res.outputs])
@@ -333,8 +335,8 @@ def test_add_tables_on_qemu_m4_equal_onnxruntime(tmp_path):
     src = tmp_path / "add_data.c"
     src.write_text(ADD_HARNESS.replace("SETS", sets).replace("NUM_INPUTS", f"{len(inputs)}u")
                    + f"const int8_t tinyaot_harness_inputs[] = {{{data}}};\n")
-    srcs = [board["harness_main"], src, RUNTIME / "src" / "tinyaot_add_fast_s8.c",
-            RUNTIME / "src" / "tinyaot_add_s8.c"]
+    srcs = [board["harness_main"], src, RUNTIME / "src" / "elementwise" / "tinyaot_add_fast_s8.c",
+            RUNTIME / "src" / "elementwise" / "tinyaot_add_s8.c"]
     elf = build_firmware(srcs, [INC], board, tmp_path / "add.elf")
     dis = _objdump(elf, board)
     assert "vcvtr.s32.f32" in dis and "vdiv.f32" in dis and "vfma.f32" in dis, "not the FPU path"

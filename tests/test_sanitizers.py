@@ -23,7 +23,7 @@ from conftest import DEFAULT_GOLDEN, DEFAULT_MODEL, REPO, SHARED_MODELS, shared_
 pytestmark = pytest.mark.xdist_group("asan")
 
 RUNTIME_INC = REPO / "runtime_c" / "include"
-RUNTIME_SRCS = sorted((REPO / "runtime_c" / "src").glob("*.c"))
+RUNTIME_SRCS = sorted((REPO / "runtime_c" / "src").rglob("*.c"), key=lambda p: p.name)
 
 BASE_FLAGS = ["-std=c99", "-ffp-contract=off", "-Wall", "-Wextra", "-Werror"]
 SAN_FLAGS = ["-fsanitize=address,undefined", "-fno-sanitize-recover=all",

@@ -1,6 +1,6 @@
 """TFLite-Micro fixed-point numerics: numpy model vs. hand-derived values,
 vs. an independent pure-Python formulation, vs. TFLM's own kernel test
-vectors, and vs. the C header (runtime_c/include/tinyaot_fixedpoint.h)
+vectors, and vs. the C header (runtime_c/src/internal/tinyaot_fixedpoint.h)
 compiled with UBSan and loaded through cffi.
 """
 
@@ -22,7 +22,7 @@ from hypothesis.extra import numpy as hnp
 from codegen.numerics import tflite_fixedpoint as tf
 
 ROOT = Path(__file__).resolve().parents[1]
-INCLUDE = ROOT / "runtime_c" / "include"
+INCLUDE = ROOT / "runtime_c" / "src" / "internal"  # tinyaot_fixedpoint.h: the kernels' helper
 HEADER = INCLUDE / "tinyaot_fixedpoint.h"
 SHIM = Path(__file__).resolve().parent / "c" / "tflite_fixedpoint_shim.c"
 

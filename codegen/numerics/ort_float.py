@@ -31,7 +31,7 @@ def requantize_acc(acc, scale, zp, lo, hi):
 
 
 # exp() for Softmax: Cody-Waite range reduction and a degree-6 polynomial, in
-# float32 without FMA. C: tinyaot_expf in runtime_c/src/tinyaot_softmax_s8.c.
+# float32 without FMA. C: tinyaot_expf in runtime_c/src/activation/tinyaot_softmax_s8.c.
 _LN2_HI = F32(0.693359375)
 _LN2_LO = F32(-2.12194440e-4)
 _LOG2E = F32(1.44269504088896341)

@@ -30,7 +30,7 @@ Conventions
   behaviour in C++, two's-complement wrap on every Cortex-M compiler in
   practice, e.g. ``x * (1 << left_shift)`` in MultiplyByQuantizedMultiplier or
   ``MBQM(...) + zero_point``), this model **wraps modulo 2^32**, and so does
-  ``runtime_c/include/tinyaot_fixedpoint.h`` (without UB).  Where TFLite
+  ``runtime_c/src/internal/tinyaot_fixedpoint.h`` (without UB).  Where TFLite
   saturates, we saturate.
 * Op parameters (add_params, mul_params, softmax_params) are plain dicts whose
   keys match the C parameter structs / argument names (``a_zp, b_zp, out_zp,

@@ -2,7 +2,7 @@
 
 `compile_model(..., depthwise_inplace=True)`: an integer depthwise
 convolution (channel multiplier 1, NHWC) whose input dies at it writes its
-output over its input. The kernel, runtime_c/src/tinyaot_depthwise_conv_inplace_s8.c,
+output over its input. The kernel, runtime_c/src/conv/tinyaot_depthwise_conv_inplace_s8.c,
 works one channel at a time: it first copies channel c of the input (in_h *
 in_w bytes, the node's scratch block) and then writes channel c of the
 output. Output element (p, c) sits at byte p * C + c, a byte of input

@@ -5,7 +5,13 @@
  * accumulators are the same exact sums (only the order of the additions
  * differs, which cannot change an integer sum that does not overflow), and
  * requantization is tinyaot_requant_ort / a bit-identical form of
- * tinyaot_requant_tflite (tinyaot_requant_fast.h).
+ * tinyaot_requant_tflite (src/internal/tinyaot_requant_fast.h).
+ *
+ * Their speed is the DSP extension's (SMLAD, SXTAB16, SMLABB, SSAT, ...):
+ * where the compiler targets it (TINYAOT_HAVE_DSP_ASM,
+ * src/internal/tinyaot_intrinsics.h) the inner loops are inline asm; on the
+ * host and Cortex-M3 the same kernels compile to C on portable versions of
+ * those instructions: the same bits, slower.
  *
  * Weight packing (done at compile time, codegen/backend/fast_pack.py):
  *   GEMM weights W[oc][k], k = (ky * k_w + kx) * in_c + ic (FC: k = in

@@ -1,7 +1,20 @@
-/* tinyaot kernel library: int8 NHWC kernels, portable C99.
+/* tinyaot kernel library, public API: the int8 NHWC kernels the generated C
+ * calls. This header and tinyaot_fast_kernels.h are all that code outside
+ * runtime_c includes; the kernels' own helpers live in src/internal/
+ * (runtime_c/README.md).
  *
- * One public function per file in src/, named after it. All parameters are
- * prepared at compile time by the code generator; kernels allocate nothing.
+ * One kernel per file, named after it (with its *_get_buffer_size when it
+ * needs scratch), in src/<category>/. The language is C99 with GCC
+ * extensions (inline asm, __attribute__, __builtin_expect), built with
+ * arm-none-eabi-gcc for the boards and gcc on the host. A kernel with an Arm
+ * fast path picks it at compile time from the compiler's target macros: the
+ * DSP extension (TINYAOT_HAVE_DSP_ASM, from __ARM_FEATURE_DSP), a
+ * single-precision FPU (__ARM_FP & 4), Thumb-2 (__thumb2__). Each such path
+ * has a C twin with the same results, which every other target compiles (the
+ * host, Cortex-M3); -DTINYAOT_PORTABLE_INTRINSICS selects the C of everything
+ * TINYAOT_HAVE_DSP_ASM gates, on a DSP core too.
+ * All parameters are prepared at compile time by the code generator; kernels
+ * allocate nothing.
  * Requantization follows one of two numerics, chosen per layer by the
  * tinyaot_requant_t the generator emits:
  *   scale != NULL : onnxruntime (float32 multiply, round half to even)

@@ -1,4 +1,4 @@
-/* The fixed-point helpers of runtime_c/include/tinyaot_fixedpoint.h run on the
+/* The fixed-point helpers of runtime_c/src/internal/tinyaot_fixedpoint.h run on the
  * target (tests/test_fixedpoint_branch_free.py): the input of one "inference"
  * is FPT_N records of three int32 (a, b, c); record i applies helper i % 10
  * (chosen by position, never by data) and writes one int32. Every input runs

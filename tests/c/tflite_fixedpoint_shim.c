@@ -1,5 +1,5 @@
 /*
- * Test shim for runtime_c/include/tinyaot_fixedpoint.h.
+ * Test shim for runtime_c/src/internal/tinyaot_fixedpoint.h.
  *
  * The header only has static inline functions, so this file re-exports them
  * (vectorised over arrays, to keep the cffi call overhead out of the tests).

@@ -1,0 +1,181 @@
+/* Fast int8 2-D convolution (groups == 1): partial im2col of two output
+ * pixels into int16 columns (tinyaot_convolve_fast_s8_im2col.inc, included
+ * below: one translation unit), then a 2x2-blocked __SMLAD GEMM against
+ * compile-time packed int16 weights (tinyaot_fast_kernels.h; the GEMM cores
+ * are ../internal/tinyaot_gemm_q15.h's: DSP inline asm, or C on the portable
+ * intrinsics). This file: the scratch size and the loops over pixel pairs,
+ * one inlined copy per requantization mode. */
+#include "tinyaot_fast_kernels.h"
+#include "../internal/tinyaot_gemm_q15.h"
+
+/* Logical K of one column: k_h rows of k_w * in_c, each row padded to a
+ * multiple of 4 when k_w * in_c is not one (so every row starts a quad). */
+static int32_t padded_row(const tinyaot_conv_dims_t *d)
+{
+    return (d->k_w * d->in_c + 3) & ~3;
+}
+
+int32_t tinyaot_convolve_fast_s8_get_buffer_size(const tinyaot_conv_dims_t *d)
+{
+    return 2 * d->k_h * padded_row(d) * (int32_t)sizeof(int16_t);
+}
+
+#include "tinyaot_convolve_fast_s8_im2col.inc"
+
+/* All output pixels, two at a time, in requantization mode `mode` with the
+ * nquads % 8, constants (the two saturating record modes; the other modes
+ * keep tinyaot_convolve_fast_s8's own loops, which choose per pixel pair). */
+static inline __attribute__((always_inline)) void conv_pixels(const tinyaot_conv_dims_t *d,
+                                                              const tinyaot_rqc_t *rq,
+                                                              const int8_t *input,
+                                                              const int32_t *packed_weights,
+                                                              uint32_t *scratch, int8_t *output,
+                                                              int32_t in_zp, int mode, int rem)
+{
+    const int32_t nquads = d->k_h * padded_row(d) / 4;
+    const int32_t npix = d->out_h * d->out_w;
+    const int32_t out_c = d->out_c, out_w = d->out_w;
+    const uint32_t off = tinyaot_pack16(-in_zp, -in_zp);
+    int32_t oy = 0, ox = 0; /* of pixel p */
+    int32_t p = 0;
+#define TINYAOT_CONV_GEMM2(O0, O1)                                                                 \
+    tinyaot_gemm_2col_m(scratch, nquads, packed_weights, out_c, rq, O0, O1, mode, rem)
+    if (d->k_h == 1 && d->k_w == 1 && d->stride_h == 1 && d->stride_w == 1 && d->pad_top == 0 &&
+        d->pad_left == 0 && d->in_h == d->out_h && d->in_w == d->out_w) {
+        /* pointwise: pixel p's column is the in_c bytes at input + p * in_c */
+        const int32_t cin = d->in_c;
+        for (; p + 1 < npix; p += 2) {
+            widen_run_st(input + p * cin, cin, scratch, 4, off, in_zp);
+            widen_run_st(input + (p + 1) * cin, cin, scratch + 2, 4, off, in_zp);
+            TINYAOT_CONV_GEMM2(output + p * out_c, output + (p + 1) * out_c);
+        }
+        oy = p / out_w;
+        ox = p - oy * out_w;
+    }
+    for (; p + 1 < npix; p += 2) {
+        im2col_pixel(d, input, oy, ox, scratch, off, in_zp);
+        if (++ox == out_w) {
+            ox = 0;
+            ++oy;
+        }
+        im2col_pixel(d, input, oy, ox, scratch + 2, off, in_zp);
+        if (++ox == out_w) {
+            ox = 0;
+            ++oy;
+        }
+        TINYAOT_CONV_GEMM2(output + p * out_c, output + (p + 1) * out_c);
+    }
+#undef TINYAOT_CONV_GEMM2
+    if (p < npix) {
+        im2col_pixel_1(d, input, oy, ox, scratch, off, in_zp);
+        if (mode == TINYAOT_RQ_FLOAT_SAT) {
+            tinyaot_gemm_1col_float_sat(scratch, nquads, packed_weights, out_c, rq,
+                                        output + p * out_c);
+        } else {
+            tinyaot_gemm_1col(scratch, nquads, packed_weights, out_c, rq, output + p * out_c);
+        }
+    }
+}
+
+/* conv_pixels with nquads % 8 as a constant (tinyaot_dot_2x2_p). */
+static inline __attribute__((always_inline)) void conv_pixels_rem(
+    const tinyaot_conv_dims_t *d, const tinyaot_rqc_t *rq, const int8_t *input,
+    const int32_t *packed_weights, uint32_t *scratch, int8_t *output, int32_t in_zp, int mode)
+{
+#define TINYAOT_CONV_REM(R)                                                                        \
+    case R: conv_pixels(d, rq, input, packed_weights, scratch, output, in_zp, mode, R); break
+    switch ((d->k_h * padded_row(d) / 4) & 7) {
+        TINYAOT_CONV_REM(0);
+        TINYAOT_CONV_REM(1);
+        TINYAOT_CONV_REM(2);
+        TINYAOT_CONV_REM(3);
+        TINYAOT_CONV_REM(4);
+        TINYAOT_CONV_REM(5);
+        TINYAOT_CONV_REM(6);
+        default: TINYAOT_CONV_REM(7);
+    }
+#undef TINYAOT_CONV_REM
+}
+
+/* The saturating record modes, each in a function of its own: its own copy
+ * of the parameters, so the loops keep them in registers, and the other
+ * modes' loops stay as small as they were. onnxruntime {bias, scale}
+ * records (tinyaot_rqc_records): */
+static __attribute__((noinline)) void conv_float_sat(const tinyaot_conv_dims_t *d,
+                                                     const tinyaot_requant_t *q,
+                                                     const int8_t *input,
+                                                     const int32_t *packed_weights,
+                                                     uint32_t *scratch, int8_t *output)
+{
+    const tinyaot_rqc_t rq = tinyaot_rqc_records(q);
+    conv_pixels_rem(d, &rq, input, packed_weights, scratch, output, q->in_zp, TINYAOT_RQ_FLOAT_SAT);
+}
+
+/* TFLite one-SMLAL records over the whole int8 range (TINYAOT_RQ_SMLAL_SAT): */
+static __attribute__((noinline)) void conv_smlal_sat(const tinyaot_conv_dims_t *d,
+                                                     const tinyaot_rqc_t *rq_in,
+                                                     const int8_t *input,
+                                                     const int32_t *packed_weights,
+                                                     uint32_t *scratch, int8_t *output,
+                                                     int32_t in_zp)
+{
+    const tinyaot_rqc_t rq = *rq_in;
+    conv_pixels_rem(d, &rq, input, packed_weights, scratch, output, in_zp, TINYAOT_RQ_SMLAL_SAT);
+}
+
+int tinyaot_convolve_fast_s8(const tinyaot_conv_dims_t *d, const tinyaot_requant_t *q,
+                             const int8_t *input, const int32_t *packed_weights,
+                             uint32_t *scratch, int8_t *output)
+{
+    if (d->groups != 1) {
+        return TINYAOT_ERR_ARG;
+    }
+    if (tinyaot_rq_float_records(q)) { /* onnxruntime, {bias, scale} records */
+        conv_float_sat(d, q, input, packed_weights, scratch, output);
+        return TINYAOT_OK;
+    }
+    const int32_t nquads = d->k_h * padded_row(d) / 4;
+    const int32_t npix = d->out_h * d->out_w;
+    const int32_t out_c = d->out_c, out_w = d->out_w;
+    const tinyaot_rqc_t rq = tinyaot_rqc(q);
+    const int32_t in_zp = q->in_zp;
+    if (rq.mode == TINYAOT_RQ_SMLAL_SAT) {
+        conv_smlal_sat(d, &rq, input, packed_weights, scratch, output, in_zp);
+        return TINYAOT_OK;
+    }
+    const uint32_t off = tinyaot_pack16(-in_zp, -in_zp);
+    int32_t oy = 0, ox = 0; /* of pixel p */
+    int32_t p = 0;
+    if (d->k_h == 1 && d->k_w == 1 && d->stride_h == 1 && d->stride_w == 1 && d->pad_top == 0 &&
+        d->pad_left == 0 && d->in_h == d->out_h && d->in_w == d->out_w) {
+        /* pointwise: pixel p's column is the in_c bytes at input + p * in_c */
+        const int32_t cin = d->in_c;
+        for (; p + 1 < npix; p += 2) {
+            widen_run_st(input + p * cin, cin, scratch, 4, off, in_zp);
+            widen_run_st(input + (p + 1) * cin, cin, scratch + 2, 4, off, in_zp);
+            tinyaot_gemm_2col(scratch, nquads, packed_weights, out_c, &rq, output + p * out_c,
+                              output + (p + 1) * out_c);
+        }
+        oy = p / out_w;
+        ox = p - oy * out_w;
+    }
+    for (; p + 1 < npix; p += 2) {
+        im2col_pixel(d, input, oy, ox, scratch, off, in_zp);
+        if (++ox == out_w) {
+            ox = 0;
+            ++oy;
+        }
+        im2col_pixel(d, input, oy, ox, scratch + 2, off, in_zp);
+        if (++ox == out_w) {
+            ox = 0;
+            ++oy;
+        }
+        tinyaot_gemm_2col(scratch, nquads, packed_weights, out_c, &rq, output + p * out_c,
+                          output + (p + 1) * out_c);
+    }
+    if (p < npix) {
+        im2col_pixel_1(d, input, oy, ox, scratch, off, in_zp);
+        tinyaot_gemm_1col(scratch, nquads, packed_weights, out_c, &rq, output + p * out_c);
+    }
+    return TINYAOT_OK;
+}

@@ -1,0 +1,486 @@
+/* Internal helpers of the fast kernels (tinyaot_fast_kernels.h): widening
+ * int8 activations minus the input zero point into int16 columns ("im2col"),
+ * and the int16 x int16 -> int32 GEMM cores on __SMLAD.
+ *
+ * A column holds Kp = roundup(K, 4) int16 values, as int32 words: quad j of
+ * logical elements (k0, k1, k2, k3) is two words {k0, k2}, {k1, k3} (what
+ * __SXTAB16 and __SXTAB16_ROR8 give for one loaded word). Two-column buffers
+ * interleave the columns per quad: words [j][col][2]. Weights come in pairs
+ * of output channels, 4 words per quad: [pair][j][channel][2]
+ * (codegen/backend/fast_pack.py:pack_gemm).
+ *
+ * The GEMM cores and the saturating requantizations are inline asm with
+ * TINYAOT_HAVE_DSP_ASM (and VFP asm for onnxruntime's float records when
+ * there is an FPU too, TINYAOT_HAVE_FPU_ASM); otherwise C on the intrinsics
+ * of tinyaot_intrinsics.h, which are then portable C.
+ */
+#ifndef TINYAOT_GEMM_Q15_H
+#define TINYAOT_GEMM_Q15_H
+
+#include <stdint.h>
+#include <string.h>
+
+#include "tinyaot_intrinsics.h"
+#include "tinyaot_kernels.h"
+#include "tinyaot_requant_fast.h"
+
+static inline uint32_t tinyaot_pack16(int32_t lo, int32_t hi)
+{
+    return ((uint32_t)lo & 0xffffu) | (((uint32_t)hi & 0xffffu) << 16);
+}
+
+/* Words {v0, v2}, {v1, v3} of one quad (the order __SXTAB16 widens in). */
+static inline void tinyaot_put_quad(uint32_t *dst, int32_t v0, int32_t v1, int32_t v2, int32_t v3)
+{
+    dst[0] = tinyaot_pack16(v0, v2);
+    dst[1] = tinyaot_pack16(v1, v3);
+}
+
+/* n >= 1 int8 values from src minus the zero point (off = {-in_zp, -in_zp}),
+ * then zeros up to the next quad, into quads at dst (st words apart).
+ * Returns where the next quad goes. */
+static inline uint32_t *tinyaot_widen_run(const int8_t *src, int32_t n, uint32_t *dst, int32_t st,
+                                          uint32_t off, int32_t in_zp)
+{
+    const int8_t *end4 = src + (n & ~3);
+    while (src != end4) {
+        uint32_t x;
+        memcpy(&x, src, 4);
+        dst[0] = __SXTAB16(off, x);
+        dst[1] = __SXTAB16_ROR8(off, x);
+        dst += st;
+        src += 4;
+    }
+    switch (n & 3) {
+    case 1: tinyaot_put_quad(dst, src[0] - in_zp, 0, 0, 0); dst += st; break;
+    case 2: tinyaot_put_quad(dst, src[0] - in_zp, src[1] - in_zp, 0, 0); dst += st; break;
+    case 3:
+        tinyaot_put_quad(dst, src[0] - in_zp, src[1] - in_zp, src[2] - in_zp, 0);
+        dst += st;
+        break;
+    default: break;
+    }
+    return dst;
+}
+
+#if TINYAOT_HAVE_DSP_ASM
+/* acc[0..3] += {oc0 col0, oc0 col1, oc1 col0, oc1 col1} over nq >= 1 quads:
+ * x = two interleaved columns (4 words per quad), w = an output channel
+ * pair's weights (4 words per quad, one LDM into r8-r11, in that order).
+ * rem = nq % 8 a constant at the call: eight quads per loop pass (83
+ * instructions per 128 MACs), the rem others before the loop; rem = -1
+ * (unknown): two quads per pass, one before when nq is odd.
+ * Returns the next pair's weights. */
+#define TINYAOT_DOT2X2_QUAD                                                                        \
+    "ldmia %[w]!, {r8, r9, r10, r11}\n\t"                                                          \
+    "ldrd %[xa], %[xb], [%[x]], #8\n\t"                                                            \
+    "smlad %[a00], %[xa], r8, %[a00]\n\t"                                                          \
+    "smlad %[a00], %[xb], r9, %[a00]\n\t"                                                          \
+    "smlad %[a10], %[xa], r10, %[a10]\n\t"                                                         \
+    "smlad %[a10], %[xb], r11, %[a10]\n\t"                                                         \
+    "ldrd %[xa], %[xb], [%[x]], #8\n\t"                                                            \
+    "smlad %[a01], %[xa], r8, %[a01]\n\t"                                                          \
+    "smlad %[a01], %[xb], r9, %[a01]\n\t"                                                          \
+    "smlad %[a11], %[xa], r10, %[a11]\n\t"                                                         \
+    "smlad %[a11], %[xb], r11, %[a11]\n\t"
+#define TINYAOT_DOT2X2_OPS                                                                         \
+    : [a00] "+r"(a00), [a01] "+r"(a01), [a10] "+r"(a10), [a11] "+r"(a11), [xa] "=&r"(xa),         \
+      [xb] "=&r"(xb), [x] "+r"(x), [w] "+r"(w)
+static inline __attribute__((always_inline)) const uint32_t *tinyaot_dot_2x2_p(
+    const uint32_t *x, const uint32_t *w, int32_t nq, uint32_t acc[4], int rem)
+{
+    uint32_t a00 = acc[0], a01 = acc[1], a10 = acc[2], a11 = acc[3];
+    uint32_t xa, xb;
+    const uint32_t *xe = x + 4 * nq;
+    if (rem < 0) { /* not known at compile time: two quads per pass, fewer tests */
+        if (nq & 1) {
+            __asm__(TINYAOT_DOT2X2_QUAD TINYAOT_DOT2X2_OPS : : "r8", "r9", "r10", "r11", "memory");
+        }
+        if (nq > 1) {
+            __asm__("1:\n\t" TINYAOT_DOT2X2_QUAD TINYAOT_DOT2X2_QUAD "cmp %[x], %[xe]\n\t"
+                                                                  "bne 1b" TINYAOT_DOT2X2_OPS
+                    : [xe] "r"(xe)
+                    : "r8", "r9", "r10", "r11", "cc", "memory");
+        }
+    } else {
+        /* one LDM for the quad of both columns, one for the weights: 10
+         * instructions per quad; r4-r11 hold them, so the loop end is
+         * reloaded from the stack into a dead column register */
+        const uint32_t *xe_m = xe;
+#define TINYAOT_DOT2X2_LDM                                                                         \
+    "ldmia %[x]!, {r4, r5, r6, r7}\n\t"                                                            \
+    "ldmia %[w]!, {r8, r9, r10, r11}\n\t"                                                          \
+    "smlad %[a00], r4, r8, %[a00]\n\t"                                                             \
+    "smlad %[a00], r5, r9, %[a00]\n\t"                                                             \
+    "smlad %[a01], r6, r8, %[a01]\n\t"                                                             \
+    "smlad %[a01], r7, r9, %[a01]\n\t"                                                             \
+    "smlad %[a10], r4, r10, %[a10]\n\t"                                                            \
+    "smlad %[a10], r5, r11, %[a10]\n\t"                                                            \
+    "smlad %[a11], r6, r10, %[a11]\n\t"                                                            \
+    "smlad %[a11], r7, r11, %[a11]\n\t"
+#define TINYAOT_DOT2X2_LDM_OPS                                                                     \
+    : [a00] "+r"(a00), [a01] "+r"(a01), [a10] "+r"(a10), [a11] "+r"(a11), [x] "+r"(x), [w] "+r"(w)
+#define TINYAOT_DOT2X2_LDM_CLOBBERS "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "memory"
+        if (rem & 1) {
+            __asm__(TINYAOT_DOT2X2_LDM TINYAOT_DOT2X2_LDM_OPS : : TINYAOT_DOT2X2_LDM_CLOBBERS);
+        }
+        if (rem & 2) {
+            __asm__(TINYAOT_DOT2X2_LDM TINYAOT_DOT2X2_LDM TINYAOT_DOT2X2_LDM_OPS
+                    :
+                    : TINYAOT_DOT2X2_LDM_CLOBBERS);
+        }
+        if (rem & 4) {
+            __asm__(TINYAOT_DOT2X2_LDM TINYAOT_DOT2X2_LDM TINYAOT_DOT2X2_LDM TINYAOT_DOT2X2_LDM
+                        TINYAOT_DOT2X2_LDM_OPS
+                    :
+                    : TINYAOT_DOT2X2_LDM_CLOBBERS);
+        }
+        if (rem == 0 || nq > rem) { /* nq >= 1: nq >= 8 when rem = 0 */
+            __asm__("1:\n\t" TINYAOT_DOT2X2_LDM TINYAOT_DOT2X2_LDM TINYAOT_DOT2X2_LDM
+                        TINYAOT_DOT2X2_LDM TINYAOT_DOT2X2_LDM TINYAOT_DOT2X2_LDM TINYAOT_DOT2X2_LDM
+                            TINYAOT_DOT2X2_LDM "ldr r4, %[xe]\n\t"
+                                           "cmp %[x], r4\n\t"
+                                           "bne 1b" TINYAOT_DOT2X2_LDM_OPS
+                    : [xe] "m"(xe_m)
+                    : TINYAOT_DOT2X2_LDM_CLOBBERS, "cc");
+        }
+#undef TINYAOT_DOT2X2_LDM
+#undef TINYAOT_DOT2X2_LDM_OPS
+#undef TINYAOT_DOT2X2_LDM_CLOBBERS
+    }
+    acc[0] = a00;
+    acc[1] = a01;
+    acc[2] = a10;
+    acc[3] = a11;
+    return w;
+}
+#undef TINYAOT_DOT2X2_OPS
+#undef TINYAOT_DOT2X2_QUAD
+
+static inline __attribute__((always_inline)) const uint32_t *tinyaot_dot_2x2(const uint32_t *x,
+                                                                             const uint32_t *w,
+                                                                             int32_t nq,
+                                                                             uint32_t acc[4])
+{
+    return tinyaot_dot_2x2_p(x, w, nq, acc, -1);
+}
+
+/* Four accumulators (bias included) {oc col0, oc col1, oc+1 col0, oc+1 col1}
+ * -> int8 through the one-SMLAL records p (of oc; oc + 1 follows) plus the
+ * zero point, saturated: o0[0], o1[0], o0[1], o1[1]. 8.5 instructions per
+ * output. TINYAOT_RQ_ONE (also used by the depthwise kernel): one output,
+ * with m, sh loaded; operands named m, sh, lo, hi, p, mn (0x80000000), zp. */
+#define TINYAOT_RQ_ONE(A, POFF, O, OOFF)                                                           \
+    "ldrd %[lo], %[hi], [%[p], #" POFF "]\n\t"                                                     \
+    "smlal %[lo], %[hi], %[" A "], %[m]\n\t"                                                       \
+    "lsr %[" A "], %[" A "], #31\n\t"                                                              \
+    "smlal %[lo], %[hi], %[" A "], %[mn]\n\t"                                                      \
+    "asr %[hi], %[hi], %[sh]\n\t"                                                                  \
+    "add %[hi], %[hi], %[zp]\n\t"                                                                  \
+    "ssat %[hi], #8, %[hi]\n\t"                                                                    \
+    "strb %[hi], [%[" O "], #" OOFF "]\n\t"
+static inline __attribute__((always_inline)) void tinyaot_rq_2x2_sat(const uint32_t acc[4],
+                                                                     const int32_t *p, int32_t zp,
+                                                                     int8_t *o0, int8_t *o1)
+{
+    uint32_t a00 = acc[0], a01 = acc[1], a10 = acc[2], a11 = acc[3], m, sh, lo, hi;
+    /* volatile: its only effect is the stores */
+    __asm__ volatile("ldrd %[m], %[sh], [%[p]]\n\t"
+                     TINYAOT_RQ_ONE("a00", "8", "o0", "0") TINYAOT_RQ_ONE("a01", "8", "o1", "0")
+                     "ldrd %[m], %[sh], [%[p], #20]\n\t"
+                     TINYAOT_RQ_ONE("a10", "28", "o0", "1") TINYAOT_RQ_ONE("a11", "28", "o1", "1")
+                     : [a00] "+r"(a00), [a01] "+r"(a01), [a10] "+r"(a10), [a11] "+r"(a11),
+                       [m] "=&r"(m), [sh] "=&r"(sh), [lo] "=&r"(lo), [hi] "=&r"(hi)
+                     : [p] "r"(p), [o0] "r"(o0), [o1] "r"(o1), [mn] "r"(0x80000000u), [zp] "r"(zp)
+                     : "memory");
+}
+
+/* Two accumulators (bias included) of channels oc, oc + 1 (records p) of one
+ * column -> o[0], o[1]. */
+static inline __attribute__((always_inline)) void tinyaot_rq_2x1_sat(const uint32_t acc[2],
+                                                                     const int32_t *p, int32_t zp,
+                                                                     int8_t *o)
+{
+    uint32_t a0 = acc[0], a1 = acc[1], m, sh, lo, hi;
+    /* volatile: its only effect is the stores */
+    __asm__ volatile("ldrd %[m], %[sh], [%[p]]\n\t"
+                     TINYAOT_RQ_ONE("a0", "8", "o", "0")
+                     "ldrd %[m], %[sh], [%[p], #20]\n\t"
+                     TINYAOT_RQ_ONE("a1", "28", "o", "1")
+                     : [a0] "+r"(a0), [a1] "+r"(a1), [m] "=&r"(m), [sh] "=&r"(sh), [lo] "=&r"(lo),
+                       [hi] "=&r"(hi)
+                     : [p] "r"(p), [o] "r"(o), [mn] "r"(0x80000000u), [zp] "r"(zp)
+                     : "memory");
+}
+
+#if TINYAOT_HAVE_FPU_ASM
+/* The same with onnxruntime's float requantization (records p = {bias, scale}
+ * of oc, then of oc + 1; TINYAOT_RQF_ONE): 8.5 instructions per output. */
+static inline __attribute__((always_inline)) void tinyaot_rqf_2x2_sat(const uint32_t acc[4],
+                                                                      const int32_t *p, int32_t zp,
+                                                                      int8_t *o0, int8_t *o1)
+{
+    uint32_t a00 = acc[0], a01 = acc[1], a10 = acc[2], a11 = acc[3];
+    float f, sc;
+    /* volatile: its only effect is the stores */
+    __asm__ volatile("vldr %[sc], [%[p], #4]\n\t"
+                     TINYAOT_RQF_ONE("a00", "o0", "0") TINYAOT_RQF_ONE("a01", "o1", "0")
+                     "vldr %[sc], [%[p], #12]\n\t"
+                     TINYAOT_RQF_ONE("a10", "o0", "1") TINYAOT_RQF_ONE("a11", "o1", "1")
+                     : [a00] "+r"(a00), [a01] "+r"(a01), [a10] "+r"(a10), [a11] "+r"(a11),
+                       [f] "=&t"(f), [sc] "=&t"(sc)
+                     : [p] "r"(p), [o0] "r"(o0), [o1] "r"(o1), [zp] "r"(zp)
+                     : "memory");
+}
+
+static inline __attribute__((always_inline)) void tinyaot_rqf_2x1_sat(const uint32_t acc[2],
+                                                                      const int32_t *p, int32_t zp,
+                                                                      int8_t *o)
+{
+    uint32_t a0 = acc[0], a1 = acc[1];
+    float f, sc;
+    /* volatile: its only effect is the stores */
+    __asm__ volatile("vldr %[sc], [%[p], #4]\n\t" TINYAOT_RQF_ONE("a0", "o", "0")
+                     "vldr %[sc], [%[p], #12]\n\t" TINYAOT_RQF_ONE("a1", "o", "1")
+                     : [a0] "+r"(a0), [a1] "+r"(a1), [f] "=&t"(f), [sc] "=&t"(sc)
+                     : [p] "r"(p), [o] "r"(o), [zp] "r"(zp)
+                     : "memory");
+}
+#endif
+
+/* acc[0..1] += an output channel pair's rows . one column (2 words per
+ * quad), nq >= 1 quads; weights by one LDM into r8-r11 per quad. Two quads
+ * per loop pass (7 instructions per 8 MACs), one before when nq is odd.
+ * Returns the next pair's weights. */
+#define TINYAOT_DOT2X1_QUAD                                                                        \
+    "ldmia %[w]!, {r8, r9, r10, r11}\n\t"                                                          \
+    "ldrd %[xa], %[xb], [%[x]], #8\n\t"                                                            \
+    "smlad %[a0], %[xa], r8, %[a0]\n\t"                                                            \
+    "smlad %[a0], %[xb], r9, %[a0]\n\t"                                                            \
+    "smlad %[a1], %[xa], r10, %[a1]\n\t"                                                           \
+    "smlad %[a1], %[xb], r11, %[a1]\n\t"
+static inline __attribute__((always_inline)) const uint32_t *tinyaot_dot_2x1(const uint32_t *x,
+                                                                             const uint32_t *w,
+                                                                             int32_t nq,
+                                                                             uint32_t acc[2])
+{
+    uint32_t a0 = acc[0], a1 = acc[1];
+    uint32_t xa, xb;
+    const uint32_t *xe = x + 2 * nq;
+    if (nq & 1) {
+        __asm__(TINYAOT_DOT2X1_QUAD
+                : [a0] "+r"(a0), [a1] "+r"(a1), [xa] "=&r"(xa), [xb] "=&r"(xb), [x] "+r"(x),
+                  [w] "+r"(w)
+                :
+                : "r8", "r9", "r10", "r11", "memory");
+    }
+    if (nq > 1) {
+        __asm__("1:\n\t" TINYAOT_DOT2X1_QUAD TINYAOT_DOT2X1_QUAD
+                "cmp %[x], %[xe]\n\t"
+                "bne 1b"
+                : [a0] "+r"(a0), [a1] "+r"(a1), [xa] "=&r"(xa), [xb] "=&r"(xb), [x] "+r"(x),
+                  [w] "+r"(w)
+                : [xe] "r"(xe)
+                : "r8", "r9", "r10", "r11", "cc", "memory");
+    }
+    acc[0] = a0;
+    acc[1] = a1;
+    return w;
+}
+#undef TINYAOT_DOT2X1_QUAD
+#else
+static inline const uint32_t *tinyaot_dot_2x2(const uint32_t *x, const uint32_t *w, int32_t nq,
+                                              uint32_t acc[4])
+{
+    uint32_t a00 = acc[0], a01 = acc[1], a10 = acc[2], a11 = acc[3];
+    for (int32_t j = 0; j < nq; ++j) {
+        const uint32_t x0a = x[0], x0b = x[1], x1a = x[2], x1b = x[3];
+        a00 = __SMLAD(x0a, w[0], a00);
+        a00 = __SMLAD(x0b, w[1], a00);
+        a01 = __SMLAD(x1a, w[0], a01);
+        a01 = __SMLAD(x1b, w[1], a01);
+        a10 = __SMLAD(x0a, w[2], a10);
+        a10 = __SMLAD(x0b, w[3], a10);
+        a11 = __SMLAD(x1a, w[2], a11);
+        a11 = __SMLAD(x1b, w[3], a11);
+        x += 4;
+        w += 4;
+    }
+    acc[0] = a00;
+    acc[1] = a01;
+    acc[2] = a10;
+    acc[3] = a11;
+    return w;
+}
+
+static inline const uint32_t *tinyaot_dot_2x2_p(const uint32_t *x, const uint32_t *w, int32_t nq,
+                                                uint32_t acc[4], int rem)
+{
+    (void)rem;
+    return tinyaot_dot_2x2(x, w, nq, acc);
+}
+
+static inline void tinyaot_rq_2x2_sat(const uint32_t acc[4], const int32_t *p, int32_t zp,
+                                      int8_t *o0, int8_t *o1)
+{
+    int8_t *o[4] = {o0, o1, o0 + 1, o1 + 1};
+    for (int32_t i = 0; i < 4; ++i) {
+        const int32_t *r = p + 5 * (i >> 1);
+        *o[i] = (int8_t)__SSAT(
+            tinyaot_mbqm_smlal(tinyaot_fp_s32(acc[i]), r[0], r[1], (uint32_t)r[2], r[3]) + zp, 8);
+    }
+}
+
+static inline void tinyaot_rq_2x1_sat(const uint32_t acc[2], const int32_t *p, int32_t zp,
+                                      int8_t *o)
+{
+    for (int32_t i = 0; i < 2; ++i) {
+        const int32_t *r = p + 5 * i;
+        o[i] = (int8_t)__SSAT(
+            tinyaot_mbqm_smlal(tinyaot_fp_s32(acc[i]), r[0], r[1], (uint32_t)r[2], r[3]) + zp, 8);
+    }
+}
+
+static inline const uint32_t *tinyaot_dot_2x1(const uint32_t *x, const uint32_t *w, int32_t nq,
+                                              uint32_t acc[2])
+{
+    uint32_t a0 = acc[0], a1 = acc[1];
+    for (int32_t j = 0; j < nq; ++j) {
+        a0 = __SMLAD(x[0], w[0], a0);
+        a0 = __SMLAD(x[1], w[1], a0);
+        a1 = __SMLAD(x[0], w[2], a1);
+        a1 = __SMLAD(x[1], w[3], a1);
+        x += 2;
+        w += 4;
+    }
+    acc[0] = a0;
+    acc[1] = a1;
+    return w;
+}
+#endif
+
+#if !TINYAOT_HAVE_FPU_ASM
+static inline void tinyaot_rqf_2x2_sat(const uint32_t acc[4], const int32_t *p, int32_t zp,
+                                       int8_t *o0, int8_t *o1)
+{
+    int8_t *o[4] = {o0, o1, o0 + 1, o1 + 1};
+    for (int32_t i = 0; i < 4; ++i) {
+        *o[i] = tinyaot_requant_float_sat(tinyaot_fp_s32(acc[i]), p[2 * (i >> 1) + 1], zp);
+    }
+}
+
+static inline void tinyaot_rqf_2x1_sat(const uint32_t acc[2], const int32_t *p, int32_t zp,
+                                       int8_t *o)
+{
+    o[0] = tinyaot_requant_float_sat(tinyaot_fp_s32(acc[0]), p[1], zp);
+    o[1] = tinyaot_requant_float_sat(tinyaot_fp_s32(acc[1]), p[3], zp);
+}
+#endif
+
+/* Two interleaved columns x nquads, all out_c channels; o0 / o1 get the
+ * requantized outputs of column 0 / 1. (tinyaot_gemm_2col: the modes of
+ * tinyaot_rqc, chosen per call; TINYAOT_RQ_FLOAT_SAT layers call
+ * tinyaot_gemm_2col_m with the mode as a constant.) */
+static inline __attribute__((always_inline)) void tinyaot_gemm_2col_m(
+    const uint32_t *cols, int32_t nquads, const int32_t *w, int32_t out_c, const tinyaot_rqc_t *rq,
+    int8_t *o0, int8_t *o1, int mode, int rem)
+{
+    const uint32_t *wp = (const uint32_t *)(const void *)w;
+    int32_t oc = 0;
+    if (mode == TINYAOT_RQ_SMLAL_SAT || mode == TINYAOT_RQ_FLOAT_SAT) {
+        /* accumulators start at the biases; straight-line requantization */
+        const int32_t *p = rq->rq;
+        const int32_t zp = rq->zp;
+        const int32_t rw = TINYAOT_RQ_WORDS(mode), rb = TINYAOT_RQ_BIAS(mode);
+        for (; oc + 1 < out_c; oc += 2) {
+            uint32_t acc[4] = {(uint32_t)p[rb], (uint32_t)p[rb], (uint32_t)p[rw + rb],
+                               (uint32_t)p[rw + rb]};
+            wp = tinyaot_dot_2x2_p(cols, wp, nquads, acc, rem);
+            if (mode == TINYAOT_RQ_FLOAT_SAT) {
+                tinyaot_rqf_2x2_sat(acc, p, zp, o0 + oc, o1 + oc);
+            } else {
+                tinyaot_rq_2x2_sat(acc, p, zp, o0 + oc, o1 + oc);
+            }
+            p += 2 * rw;
+        }
+    }
+    for (; oc < out_c; oc += 2) {
+        uint32_t acc[4] = {0u, 0u, 0u, 0u};
+        wp = tinyaot_dot_2x2(cols, wp, nquads, acc);
+        tinyaot_rqc_apply2_m(rq, tinyaot_fp_s32(acc[0]), tinyaot_fp_s32(acc[1]), oc, o0 + oc,
+                             o1 + oc, mode);
+        if (oc + 1 < out_c) {
+            tinyaot_rqc_apply2_m(rq, tinyaot_fp_s32(acc[2]), tinyaot_fp_s32(acc[3]), oc + 1,
+                                 o0 + oc + 1, o1 + oc + 1, mode);
+        }
+    }
+}
+
+static inline __attribute__((always_inline)) void tinyaot_gemm_2col(const uint32_t *cols, int32_t nquads, const int32_t *w,
+                                     int32_t out_c, const tinyaot_rqc_t *rq, int8_t *o0,
+                                     int8_t *o1)
+{
+    switch (rq->mode) {
+    case TINYAOT_RQ_ORT:
+        tinyaot_gemm_2col_m(cols, nquads, w, out_c, rq, o0, o1, TINYAOT_RQ_ORT, -1);
+        break;
+    case TINYAOT_RQ_TFLITE:
+        tinyaot_gemm_2col_m(cols, nquads, w, out_c, rq, o0, o1, TINYAOT_RQ_TFLITE, -1);
+        break;
+    case TINYAOT_RQ_SMLAL:
+        tinyaot_gemm_2col_m(cols, nquads, w, out_c, rq, o0, o1, TINYAOT_RQ_SMLAL, -1);
+        break;
+    default: /* (tinyaot_convolve_fast_s8 has its own loops for this mode) */
+        tinyaot_gemm_2col_m(cols, nquads, w, out_c, rq, o0, o1, TINYAOT_RQ_SMLAL_SAT, -1);
+        break;
+    }
+}
+
+/* One column x nquads, two channels at a time. */
+static inline __attribute__((always_inline)) void tinyaot_gemm_1col(const uint32_t *col, int32_t nquads, const int32_t *w,
+                                     int32_t out_c, const tinyaot_rqc_t *rq, int8_t *o)
+{
+    const uint32_t *wp = (const uint32_t *)(const void *)w;
+    int32_t oc = 0;
+    if (rq->mode == TINYAOT_RQ_SMLAL_SAT) { /* as in tinyaot_gemm_2col_m */
+        const int32_t *p = rq->rq;
+        const int32_t zp = rq->zp;
+        for (; oc + 1 < out_c; oc += 2) {
+            uint32_t acc[2] = {(uint32_t)p[4], (uint32_t)p[9]};
+            wp = tinyaot_dot_2x1(col, wp, nquads, acc);
+            tinyaot_rq_2x1_sat(acc, p, zp, o + oc);
+            p += 10;
+        }
+    }
+    for (; oc < out_c; oc += 2) {
+        uint32_t acc[2] = {0u, 0u};
+        wp = tinyaot_dot_2x1(col, wp, nquads, acc);
+        o[oc] = tinyaot_rqc_apply(rq, tinyaot_fp_s32(acc[0]), oc);
+        if (oc + 1 < out_c) {
+            o[oc + 1] = tinyaot_rqc_apply(rq, tinyaot_fp_s32(acc[1]), oc + 1);
+        }
+    }
+}
+
+/* tinyaot_gemm_1col for TINYAOT_RQ_FLOAT_SAT (records {bias, scale}); out_c even
+ * or odd, as there. */
+static inline __attribute__((always_inline)) void tinyaot_gemm_1col_float_sat(
+    const uint32_t *col, int32_t nquads, const int32_t *w, int32_t out_c, const tinyaot_rqc_t *rq,
+    int8_t *o)
+{
+    const uint32_t *wp = (const uint32_t *)(const void *)w;
+    const int32_t *p = rq->rq;
+    int32_t oc = 0;
+    for (; oc + 1 < out_c; oc += 2, p += 4) {
+        uint32_t acc[2] = {(uint32_t)p[0], (uint32_t)p[2]};
+        wp = tinyaot_dot_2x1(col, wp, nquads, acc);
+        tinyaot_rqf_2x1_sat(acc, p, rq->zp, o + oc);
+    }
+    if (oc < out_c) { /* the last, odd channel: its packed pair has a zero row */
+        uint32_t acc[2] = {(uint32_t)p[0], 0u};
+        tinyaot_dot_2x1(col, wp, nquads, acc);
+        o[oc] = tinyaot_requant_float_sat(tinyaot_fp_s32(acc[0]), p[1], rq->zp);
+    }
+}
+
+#endif
