@@ -7,7 +7,7 @@ import shutil
 import tempfile
 from dataclasses import dataclass, field
 
-from . import __version__
+from . import __version__, ops
 from .backend import emit_c
 from .backend.float_io import IO_MODES, add_float_io
 from .backend.io_types import io_report
@@ -17,16 +17,15 @@ from .frontend.limits import check_graph_limits, check_plan_limits, ort_rejects,
 from .frontend.ort_facts import gather_ort_facts
 from .integrity import add_integrity
 from .kernels.c_format import c_ident
+from .numerics import NUMERICS
 from .passes.dce import eliminate_dead_code
-from .passes.kernel_select import select_kernels
+from .passes.kernel_select import check_optimize, select_kernels
 from .passes.layout import assign_layouts
-from .passes.optimize import check_optimize, optimize_for_size
 from .passes.uint8 import uint8_to_int8
 from .planner import check_plan, plan_arena
 from .planner.depthwise_inplace import plan_with_depthwise_inplace
 from .planner.float_conv_scratch import plan_float_conv_scratch
 from .planner.order import choose_order
-from .prepare import NUMERICS, prepare_node
 
 
 @dataclass
@@ -37,7 +36,7 @@ class Compiled:
     module: object
     numerics: str
     report: dict
-    # compile_model's arguments (tools/budget.py recompiles with --optimize size for its hint)
+    # compile_model's arguments (driver/budget.py recompiles with --optimize size for its hint)
     options: dict = field(default_factory=dict)
 
 
@@ -108,9 +107,8 @@ def _ir(fn):
     return stage
 
 
-def _optimize_size(b):
-    if b.opt.optimize == "size":  # passes/optimize.py: int8 weights, portable kernels
-        optimize_for_size(b.g)
+def _select_kernels(b):
+    select_kernels(b.g, b.opt.optimize)  # each operator's Op.select, for --optimize speed|size
 
 
 def _order(b):
@@ -139,7 +137,7 @@ def _prepare(b):
         b.params = {}
         for n in b.g.nodes:
             guard.node = n.name
-            b.params[n.name] = prepare_node(b.g, n, b.opt.numerics)
+            b.params[n.name] = ops.prepare(b.g, n, b.opt.numerics)
 
 
 def _emit(b):
@@ -184,9 +182,8 @@ PIPELINE = [
     ("uint8 -> int8", _ir(uint8_to_int8), "uint8 -> int8 (zero points - 128, exact)"),
     ("dead-code elimination", _ir(eliminate_dead_code), "dead-code elimination"),
     ("layouts", _ir(assign_layouts), "layout (NHWC, zero-copy reshapes)"),
-    ("kernel selection", _ir(select_kernels),
+    ("kernel selection (ops/*.select, --optimize speed|size)", _select_kernels,
      "kernel selection (fast conv / depthwise / FC, scratch)"),
-    ("--optimize size", _optimize_size, "optimize size (int8 weights in flash)"),
     ("execution order", _order, None),
     ("arena plan", _plan, None),
     ("layer parameters (ops/*.prepare)", _prepare, None),
@@ -204,7 +201,7 @@ def compile_model(path, numerics="ort", name=None, input_shapes=None, dump=None,
     b = _Build(path, opt)
     for title, stage, dump_title in PIPELINE:
         stage(b)
-        if dump and dump_title and (stage is not _optimize_size or optimize == "size"):
+        if dump and dump_title:
             dump(dump_title, b.g)
     options = {"path": path, "numerics": opt.numerics, "input_shapes": input_shapes,
                "io_buffers": io_buffers, "ort_threads": opt.ort_threads, "optimize": optimize}

@@ -6,7 +6,7 @@ pads, groups / depthwise multipliers, int8 inputs and weights, scales
 (log-uniform 1e-4..1, or exact powers of two, which make rounding ties
 happen) and zero points, fused clamps (Relu, Relu6, Clip), per-channel and
 per-tensor weights. Each case is a one-node IR graph; its parameters come
-from codegen.prepare.prepare_node, the expected output from the operator's
+from codegen.ops.prepare (each operator's Op.prepare), the expected output from the operator's
 numpy oracle (codegen/ops/; logical NCHW), and the C kernel gets the same
 parameters through cffi (tests/kernel_ffi.py), mapped onto the structs and
 weight layouts exactly as each operator's emit (codegen/ops/) does. Outputs must
@@ -35,7 +35,6 @@ from codegen.ir import Graph, Node, QParams, Tensor
 from codegen.ops.conv2d import conv2d_acc, conv2d_float, conv2d_int
 from codegen.ops.conv_params import EPILOGUE, ORT, TFLITE
 from codegen.ops.fully_connected import fully_connected_float, fully_connected_int
-from codegen.prepare import prepare_node
 from codegen import ops as codegen_ops
 from codegen.numerics import ort_float
 from codegen.numerics.mlas_fc_order import ORDER_CODE
@@ -221,7 +220,7 @@ def seek_boundary(draw, g, n, oracle):
 
     def run(bits):
         y.q = QParams(np.array([bits], np.uint32).view(F32), y.q.zero_point.copy())
-        return np.asarray(oracle(prepare_node(g, n, "ort"))).reshape(-1)
+        return np.asarray(oracle(codegen_ops.prepare(g, n, "ort"))).reshape(-1)
 
     lo, hi = int(F32(1e-7).view(np.uint32)), int(F32(1e3).view(np.uint32))
     out_lo, out_hi = run(lo), run(hi)
@@ -349,7 +348,7 @@ def test_conv_s8(numerics, kind, case):
     (g, n), xv = case.draw(conv_case(kind))
     x, wt = g.tensors[n.inputs[0]], g.tensors[n.inputs[1]]
     y = g.tensors[n.outputs[0]]
-    p = prepare_node(g, n, numerics)
+    p = codegen_ops.prepare(g, n, numerics)
     note(describe(g, n))
     expected = conv2d_int(xv, wt.data, n.attrs, p)
     dims = conv_dims(g, n)
@@ -385,7 +384,7 @@ def test_convolve_f32_s8_ort(case):
     (g, n), xv = case.draw(conv_case("float"))
     wt = g.tensors[n.inputs[1]]
     y = g.tensors[n.outputs[0]]
-    p = prepare_node(g, n, "ort")
+    p = codegen_ops.prepare(g, n, "ort")
     note(describe(g, n))
     expected = conv2d_float(xv, wt, n.attrs, p)
     from codegen.kernels import conv_f32_pack as cp  # what the emitter passes
@@ -429,7 +428,7 @@ def test_fully_connected_s8(numerics, case):
     wt = g.tensors[n.inputs[1]]
     rows, k = xv.shape
     nout = wt.shape[0]
-    p = prepare_node(g, n, numerics)
+    p = codegen_ops.prepare(g, n, numerics)
     note(describe(g, n))
     expected = fully_connected_int(xv, wt.data, p)
     got = K.fully_connected_s8(rows, k, nout, requant_fields(p), xv, wt.data)
@@ -458,7 +457,7 @@ def test_fully_connected_f32_s8_ort(case):
     wt = g.tensors[n.inputs[1]]
     rows, k = xv.shape
     nout = wt.shape[0]
-    p = prepare_node(g, n, "ort")
+    p = codegen_ops.prepare(g, n, "ort")
     note(describe(g, n))
     expected = fully_connected_float(xv, wt, p)
     fp = {"order": ORDER_CODE[p.fc_order], "k_block": p.k_block,
@@ -501,9 +500,9 @@ def test_add_s8(numerics, case):
     oracle = codegen_ops.get("add").reference
     if numerics == "ort" and not tie and d(st.booleans()):
         seek_boundary(d, g, n, lambda p: oracle(g, n, [av, bv], p, "ort"))
-    p = prepare_node(g, n, numerics)
+    p = codegen_ops.prepare(g, n, numerics)
     qlinear = numerics == "ort" and d(st.booleans())
-    if qlinear:  # onnxruntime's fused QLinearAdd (reference/ort_qlinear_add.py), s8 or u8
+    if qlinear:  # onnxruntime's fused QLinearAdd (numerics/ort_qlinear_add.py), s8 or u8
         from codegen.numerics.ort_qlinear_add import qlinear_add_params
         q = qlinear_add_params(a.q.scalar(), b.q.scalar(), y.q.scalar(), d(st.booleans()), False,
                                int(bv.reshape(-1)[0]) if scalar_b else None)
@@ -589,7 +588,7 @@ def test_pool_s8(numerics, op, case):
     oracle = codegen_ops.get(op).reference
     if op == "avgpool" and numerics == "ort" and not x.q.same_as(y.q) and case.draw(st.booleans()):
         seek_boundary(case.draw, g, n, lambda p: oracle(g, n, [xv], p, "ort"))
-    p = prepare_node(g, n, numerics)
+    p = codegen_ops.prepare(g, n, numerics)
     note(describe(g, n))
     expected = oracle(g, n, [xv], p, numerics)
     kern = K.avgpool_s8 if op == "avgpool" else K.maxpool_s8
@@ -614,7 +613,7 @@ def test_softmax_s8(numerics, case):
     oracle = codegen_ops.get("softmax").reference
     if numerics == "ort" and d(st.booleans()):
         seek_boundary(d, g, n, lambda p: oracle(g, n, [xv], p, "ort"))
-    p = prepare_node(g, n, numerics)
+    p = codegen_ops.prepare(g, n, numerics)
     note(describe(g, n))
     expected = oracle(g, n, [xv], p, numerics)
     assert p.use_float == (numerics == "ort")
@@ -643,7 +642,7 @@ def test_requantize_s8(numerics, case):
     x, y = qt("x", shape, sx, zx), qt("y", shape, sy, zy)
     g, n = one_node("clamp" if same else "requantize", [x], [y], {"act_lo": lo, "act_hi": hi})
     xv = d(int8_array(shape))
-    p = prepare_node(g, n, numerics)
+    p = codegen_ops.prepare(g, n, numerics)
     note(describe(g, n))
     expected = codegen_ops.get(n.op).reference(g, n, [xv], p, numerics)
     fields = dataclasses.asdict(p)  # ops/requantize.py: the record is the C struct
@@ -731,7 +730,7 @@ def test_resize_s8(numerics, case):
              "scales": (float(F32(oh) / F32(h)), float(F32(ow) / F32(w))), "ort_int8": False}
     g, n = one_node("resize", [x], [y], attrs)
     try:
-        p = prepare_node(g, n, numerics)
+        p = codegen_ops.prepare(g, n, numerics)
     except TinyAotError:  # an ONNX mode without a TFLite equivalent
         assert numerics == "tflite"
         return

@@ -1,4 +1,4 @@
-"""--optimize size (codegen/passes/optimize.py): int8 weights in flash, same outputs.
+"""--optimize size (codegen/passes/kernel_select.py): int8 weights in flash, same outputs.
 
 * The float kernels on int8 weights (tinyaot_convolve_f32_w8_s8,
   tinyaot_fully_connected_f32_w8_s8), compiled with their QuantizeLinear

@@ -3,7 +3,7 @@
 fast FC that uses it against onnxruntime.
 
 Brute force: every acc of the range, onnxruntime's float32 requantization
-(reference/ort_float.py:requantize_acc: float(acc) * scale in float32, round
+(numerics/ort_float.py:requantize_acc: float(acc) * scale in float32, round
 half to even, + zp, clamp) against the fixed formula written here again in
 numpy int64: clamp(((acc - bias + B) * M + 2^31) >> 32 + R, 0, 255) - 128.
 """

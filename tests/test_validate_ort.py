@@ -27,7 +27,7 @@ NOT_IN_ORT = {
 # ic01 layer 12 is the last residual Add: ORT fuses it into com.microsoft
 # QLinearAdd, whose rounding differs from DequantizeLinear -> Add ->
 # QuantizeLinear; tinyaot's ort numerics repeat QLinearAdd's formula there
-# (reference/ort_qlinear_add.py), so every exposed layer must match ORT.
+# (numerics/ort_qlinear_add.py), so every exposed layer must match ORT.
 IC01_FUSED_ADD = 12
 
 

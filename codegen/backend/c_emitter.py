@@ -42,7 +42,7 @@ class _Emitter:
         self.g = g
         self.unroll_fc = unroll_fc  # kernels/fc_float_unrolled.py on FPU targets
         self.unroll_guard = False
-        self.optimize = optimize  # size: tinyaot_add_s8 without tables (passes/optimize.py)
+        self.optimize = optimize  # size: tinyaot_add_s8 without tables (passes/kernel_select.py)
         self.plan = plan
         self.params = params
         self.numerics = numerics
@@ -86,11 +86,7 @@ class _Emitter:
         info = {"index": idx, "op": op, "name": n.name, "kernel": None, "macs": 0,
                 "weight_bytes": 0}
         before = self.weights_bytes
-        mod = ops.find(op)  # an operator module (codegen/ops/) emits its own layer
-        if mod is not None:
-            mod.emit(self, lid, n, p, info)
-        else:
-            raise NotImplementedError(f"no C emitter for op {op}")
+        ops.get(op).emit(self, lid, n, p, info)  # the operator's module (codegen/ops/)
         info["weight_bytes"] = self.weights_bytes - before
         self.layers.append(info)
 

@@ -43,7 +43,7 @@ like the uint8 kernel does. Each IR avgpool gets `ort_qlinear` (fused) and
 kernels add zp + shift before rounding and subtract the shift after.
 
 Softmax likewise: fused into QLinearSoftmax, ORT uses a 256-entry float table
-of exp and rounds (e * floor(1 / s_y)) / sum (reference/ops.py); the
+of exp and rounds (e * floor(1 / s_y)) / sum (ops/softmax.py); the
 saturation differs between its uint8 and int8 kernels (`ort_u8`).
 
 Pools (softmaxes) are matched by order: the k-th AveragePool of the model is the k-th

@@ -18,15 +18,13 @@ from ..ir import Graph, Node, QParams, Tensor
 from ..ops import ONNX_LOWERINGS
 from ..ops.pending_folds import fold_into_pending
 from ..ops.base import Unsupported as _Unsupported
-from .onnx_loader_util import attr_dict, np_dtype_name
+from .onnx_loader_util import attr_dict, initializer_arrays, np_dtype_name, tensor_shapes
 
 INT_TYPES = {"int8", "uint8", "int32"}
 
 
 class Lowering:
     def __init__(self, proto: onnx.ModelProto, path, reported=None):
-        from .onnx_loader import initializer_arrays, tensor_shapes
-
         self.proto = proto
         self.path = str(path)
         self.consts = initializer_arrays(proto, path)

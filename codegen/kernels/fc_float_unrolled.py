@@ -39,7 +39,7 @@ GUARD_C = (f"#if defined(__ARM_FP) && (__ARM_FP & 4) && defined(__thumb2__) && "
            f"#define {GUARD_MACRO} 1\n#endif\n")
 
 # the layer's function (and GCC's clones of it, e.g. .constprop.0): the flash
-# reports (verify.py, tools/report.py) count it as the model's code
+# reports (driver/linkmap.py) count it as the model's code
 FUNCTION_RE = re.compile(r"(?:^|\.)l\d+_fc_unrolled(?:\.|$)")
 
 

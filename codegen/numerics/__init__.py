@@ -12,3 +12,5 @@
 The compiler (ops/, backend/) and the numpy oracle both import from here; nothing here imports
 from the compiler's stages.
 """
+
+NUMERICS = ("ort", "tflite")  # the bit-exact targets: onnxruntime, TFLite Micro

@@ -24,7 +24,7 @@ def _discover():
 
 OPS: dict[str, Op] = _discover()
 
-# ONNX op type -> (operator, lowering function), for the QDQ front end
+# ONNX op type -> lowering function, for the QDQ front end
 ONNX_LOWERINGS = {}
 for _op in OPS.values():
     for _onnx_type, _fn in _op.onnx.items():
@@ -32,16 +32,9 @@ for _op in OPS.values():
         ONNX_LOWERINGS[_onnx_type] = _fn
 
 
-# Traits of the operators that have not moved into their own module yet (removed op by op)
-_LEGACY_TRAITS: dict = {}
-
-
 def traits(name: str) -> Traits:
     """The traits of IR op `name` (passes and planner read these, never op names)."""
-    op = OPS.get(name)
-    if op is not None:
-        return op.traits
-    return _LEGACY_TRAITS[name]
+    return get(name).traits
 
 
 def get(name: str) -> Op:
@@ -52,9 +45,10 @@ def get(name: str) -> Op:
         raise NotImplementedError(f"no operator module for IR op '{name}'") from None
 
 
-def find(name: str):
-    """The operator `name`, or None while it has not moved into codegen/ops/ yet."""
-    return OPS.get(name)
+def prepare(g, n, numerics):
+    """Node n's compile-time parameters for `numerics` (its operator's typed record)."""
+    return get(n.op).prepare(g, n, numerics)
 
 
-__all__ = ["OPS", "ONNX_LOWERINGS", "Op", "Pending", "Traits", "Unsupported", "find", "get", "traits"]
+__all__ = ["OPS", "ONNX_LOWERINGS", "Op", "Pending", "Traits", "Unsupported", "get", "prepare",
+           "traits"]

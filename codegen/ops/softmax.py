@@ -66,7 +66,7 @@ def qlinear_softmax_table(x_scale, d):
 
 
 def qlinear_softmax(x, p):
-    """onnxruntime QLinearSoftmax (C: runtime_c/src/tinyaot_softmax_qlinear_s8.c)."""
+    """onnxruntime QLinearSoftmax (C: runtime_c/src/activation/tinyaot_softmax_qlinear_s8.c)."""
     rows = x.reshape(-1, x.shape[-1]).astype(np.int32)
     e = p.table[255 - (rows.max(axis=1, keepdims=True) - rows)]
     s = np.zeros((rows.shape[0], 1), dtype=F32)

@@ -1,23 +1,40 @@
 """Kernel selection: which runtime_c kernel each layer uses, and its scratch.
 
-Each operator module chooses for its layers (codegen/ops/: Op.select): the
-conv / depthwise / FC kernel variant (Node.attrs "fast_kernel", and under
---optimize size "int_w8" / "f32_w8"), and ``Node.attrs["scratch_bytes"]``
-(the kernel's *_get_buffer_size) so the arena planner reserves a block live
-only during that layer. Layers onnxruntime keeps in float (attr
-``ort_float``) stay on the float kernels: their fma order is what makes them
-bit-exact.
+Each operator module chooses for its own layers (codegen/ops/: Op.select), once, with the
+--optimize mode: the conv / depthwise / FC kernel variant (Node.attrs "fast_kernel", or under
+--optimize size "int_w8" / "f32_w8") and ``Node.attrs["scratch_bytes"]`` (the kernel's
+*_get_buffer_size) so the arena planner reserves a block live only during that layer. Layers
+onnxruntime keeps in float (attr ``ort_float``) stay on the float kernels: their fma order is
+what makes them bit-exact.
+
+--optimize speed|size: what the compiler trades for flash.
+
+speed (the default) keeps kernel selection as it is: the fast integer kernels
+(int16-packed weights, unrolled asm variants) and, under `--numerics ort`,
+float weights dequantized at compile time (4 bytes each) for the layers ORT
+runs in float.
+
+size keeps every weight as its int8 byte in flash: each conv / FC layer's
+operator chooses its size kernel (Op.select with "size"; the kernels:
+codegen/ops/size_kernels.py), and Add runs tinyaot_add_s8 without the fast
+kernel's 256-entry tables (ops/add.py). Both cost instructions; the
+report and `tinyaot profile` give how many.
 """
 from __future__ import annotations
 
 from .. import ops
+from ..errors import TinyAotError
 
-# the layers whose operator module chooses (codegen/ops/: Op.select)
-MOVED = ("conv_transpose", "conv2d", "fully_connected")
+OPTIMIZE = ("speed", "size")
 
 
-def select_kernels(g):
+def check_optimize(value):
+    if value not in OPTIMIZE:
+        raise TinyAotError(f"unknown --optimize '{value}' (choose from {', '.join(OPTIMIZE)})")
+    return value
+
+
+def select_kernels(g, optimize="speed"):
     for n in g.nodes:
-        if n.op in MOVED:
-            ops.get(n.op).select(g, n, "speed")
+        ops.get(n.op).select(g, n, optimize)
     return g

@@ -1,4 +1,4 @@
-"""`python -m codegen.planner.benchmark`: the arena table of docs/memory-plan.md.
+"""`python -m codegen.driver.arena_table`: the arena table of docs/memory-plan.md.
 
 For each shared model (../shared/models) and the default model, in both I/O
 modes: the arena, its lower bound counting activations only and counting
@@ -26,7 +26,7 @@ SHARED = {
 
 def bounds(c):
     """(activations only, with kernel scratch) lower bounds of a compiled plan."""
-    from .arena import lower_bound
+    from ..planner.arena import lower_bound
     acts = [b for b in c.plan.blocks if not getattr(b, "scratch", False)]
     return lower_bound(acts, len(c.graph.nodes)), c.plan.lower_bound
 
