@@ -3,26 +3,35 @@ mirror their runtime_c struct field by field and in order: the header is the ora
 by cffi (tests/kernel_ffi.py), so a reordered or missing field fails here, not as a
 silently shifted initializer in the generated C."""
 import dataclasses
+import importlib
+import pkgutil
 
 import pytest
 
+import codegen.ops
 import kernel_ffi as K
-from codegen.ops.add import AddParams
-from codegen.ops.conv2d import ConvF32Plan
-from codegen.ops.conv_records import ConvDims, FloatConvRecord, RequantRecord
-from codegen.ops.fully_connected import FloatFcRecord
-from codegen.ops.matmul import MatmulParams
-from codegen.ops.mul import MulParams
-from codegen.ops.pooling import PoolParams
-from codegen.ops.requantize import RequantizeParams
-from codegen.ops.softmax import SoftmaxParams
 
-RECORDS = [(AddParams, "tinyaot_add_params_t"), (MulParams, "tinyaot_mul_params_t"),
-           (PoolParams, "tinyaot_pool_params_t"), (SoftmaxParams, "tinyaot_softmax_params_t"),
-           (RequantizeParams, "tinyaot_requantize_params_t"),
-           (MatmulParams, "tinyaot_matmul_params_t"), (RequantRecord, "tinyaot_requant_t"),
-           (ConvDims, "tinyaot_conv_dims_t"), (FloatConvRecord, "tinyaot_float_conv_t"),
-           (FloatFcRecord, "tinyaot_float_fc_t"), (ConvF32Plan, "tinyaot_conv_f32_plan_t")]
+
+def records():
+    """Every record class under codegen/ops/ that names its C struct (CTYPE)."""
+    found = {}
+    for info in pkgutil.iter_modules(codegen.ops.__path__):
+        m = importlib.import_module(f"codegen.ops.{info.name}")
+        for obj in vars(m).values():
+            if dataclasses.is_dataclass(obj) and isinstance(getattr(obj, "CTYPE", None), str):
+                found[obj.__qualname__] = obj
+    return [(r, r.CTYPE) for _, r in sorted(found.items())]
+
+
+RECORDS = records()
+
+
+def test_the_records_are_found():
+    """The discovery is not blind: the records of several operators, and one per C struct."""
+    names = {c for _, c in RECORDS}
+    assert {"tinyaot_add_params_t", "tinyaot_requant_t", "tinyaot_conv_dims_t",
+            "tinyaot_softmax_params_t"} <= names
+    assert len(names) == len(RECORDS)
 
 
 @pytest.mark.parametrize("record,ctype", RECORDS, ids=[c for _, c in RECORDS])
@@ -32,10 +41,10 @@ def test_record_fields_are_the_struct_fields_in_order(record, ctype):
 
 @pytest.mark.parametrize("record,ctype", RECORDS, ids=[c for _, c in RECORDS])
 def test_record_field_kinds_match_the_struct(record, ctype):
-    """float fields are C floats, int fields C integers, str fields pointers (a C name / NULL)."""
-    kinds = {"float": "float", "int": "int", "str": "pointer"}
+    """float fields are C floats, int fields C integers, the others pointers (a C name / NULL,
+    or an array the emitter writes as a const array and names)."""
     for f, (name, cf) in zip(dataclasses.fields(record), K.ffi.typeof(ctype).fields):
         t = cf.type
         got = ("pointer" if t.kind == "pointer"
                else "float" if t.cname in ("float", "double") else "int")
-        assert kinds[f.type] == got, f"{ctype}.{name}: record says {f.type}, C has {t.cname}"
+        assert {"float": "float", "int": "int"}.get(f.type, "pointer") == got, f"{ctype}.{name}: record says {f.type}, C has {t.cname}"

@@ -51,9 +51,10 @@ def c_value(ftype: str, v) -> str:
     return str(v)
 
 
-def c_struct(ctype: str, cname: str, record) -> str:
-    """`static const <ctype> <cname> = { ... };` from a record dataclass whose fields are
-    the struct's, in order."""
+def c_struct(cname: str, record) -> str:
+    """`static const <CTYPE> <cname> = { ... };` from a record dataclass whose fields are the
+    fields of its C struct, in order (the record's class names the struct: CTYPE)."""
+    ctype = type(record).CTYPE
     items = []
     for f in fields(record):
         v = c_value(f.type, getattr(record, f.name))

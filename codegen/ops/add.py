@@ -20,6 +20,7 @@ input's rescaled value (kernels/fast_pack.py); under size, tinyaot_add_s8 comput
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import ClassVar
 
 import numpy as np
 
@@ -37,6 +38,7 @@ TFLITE, ORT_FLOAT, ORT_QLINEAR = 0, 1, 2
 
 @dataclass
 class AddParams:  # tinyaot_add_params_t
+    CTYPE: ClassVar[str] = "tinyaot_add_params_t"
     a_zp: int
     b_zp: int
     out_zp: int
@@ -171,7 +173,7 @@ class Add(Op):
                         b_lut=em.const("int32_t", f"{lid}_blut", b_lut),
                         out_rq=("NULL" if out_rq is None
                                 else em.const("int32_t", f"{lid}_orq", out_rq)))
-        em.consts.append(c_struct("tinyaot_add_params_t", f"{lid}_p", p))
+        em.consts.append(c_struct(f"{lid}_p", p))
         kernel = "tinyaot_add_fast_s8" if speed else "tinyaot_add_s8"
         if p.use_float != TFLITE:  # ort: the fast kernel falls back to it without tables
             em.kernels.add("tinyaot_add_s8")

@@ -166,7 +166,7 @@ class AvgPool(Op):
     def emit(self, em, lid, n, p, info):
         if isinstance(p, RequantizeParams):  # onnxruntime's float ReduceMean
             nb, c, h, w = em.g.tensors[n.inputs[0]].shape
-            em.consts.append(c_struct("tinyaot_requantize_params_t", f"{lid}_p", p))
+            em.consts.append(c_struct(f"{lid}_p", p))
             info["kernel"] = "tinyaot_reduce_mean_hw_f32_s8"
             em.call(info["kernel"], [str(nb), str(h * w), str(c), f"&{lid}_p",
                                      em.ptr(n.inputs[0]), em.ptr(n.outputs[0])])

@@ -16,6 +16,7 @@ The requantization is the record's mode (conv_params.py).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
@@ -38,6 +39,7 @@ F32 = np.float32
 
 @dataclass
 class ConvF32Plan:  # tinyaot_conv_f32_plan_t
+    CTYPE: ClassVar[str] = "tinyaot_conv_f32_plan_t"
     table: str
     weights: str
     segments: str
@@ -195,7 +197,7 @@ def _emit_float(em, lid, n, p, info, dims, w):
     table = em.const("float", f"{lid}_xt", f["table"])
     taps = em.const("int32_t", f"{lid}_taps", f["taps"])
     plan = ConvF32Plan(table, weights, segments, taps, f["nseg"], f["k"], f["tiles"], f["padded"])
-    em.consts.append(c_struct("tinyaot_conv_f32_plan_t", f"{lid}_pl", plan))
+    em.consts.append(c_struct(f"{lid}_pl", plan))
     # plans with no fma tile (depthwise, one pixel: MLAS's M=1 kernels) have their own kernel
     info["kernel"] = "tinyaot_convolve_f32_s8" if f["tiles"] else "tinyaot_convolve_f32_m1_s8"
     em.call(info["kernel"], [dims, fp, f"&{lid}_pl", em.ptr(x.name), em.scratch(n, "float"),

@@ -5,6 +5,7 @@ dataclass with the struct's fields in order, and the functions that emit them fo
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from ..kernels.c_format import c_struct
 from ..kernels.fast_pack import float_requant, smlal_requant
@@ -13,6 +14,7 @@ from .conv_params import EPILOGUE, ORT, TFLITE, ConvParams
 
 @dataclass
 class RequantRecord:  # tinyaot_requant_t; the array fields hold C names or NULL
+    CTYPE: ClassVar[str] = "tinyaot_requant_t"
     in_zp: int
     out_zp: int
     act_min: int
@@ -28,6 +30,7 @@ class RequantRecord:  # tinyaot_requant_t; the array fields hold C names or NULL
 
 @dataclass
 class ConvDims:  # tinyaot_conv_dims_t
+    CTYPE: ClassVar[str] = "tinyaot_conv_dims_t"
     in_h: int
     in_w: int
     in_c: int
@@ -47,6 +50,7 @@ class ConvDims:  # tinyaot_conv_dims_t
 
 @dataclass
 class FloatConvRecord:  # tinyaot_float_conv_t
+    CTYPE: ClassVar[str] = "tinyaot_float_conv_t"
     in_scale: float
     in_zp: int
     out_scale: float
@@ -69,7 +73,7 @@ def conv_dims(g, n) -> ConvDims:
 
 
 def emit_conv_dims(em, lid, n):
-    em.consts.append(c_struct("tinyaot_conv_dims_t", f"{lid}_d", conv_dims(em.g, n)))
+    em.consts.append(c_struct(f"{lid}_d", conv_dims(em.g, n)))
     return f"&{lid}_d"
 
 
@@ -100,7 +104,7 @@ def emit_requant(em, lid, p: ConvParams, fast=False, float_records=False, bias_i
         r.shift = em.const("int32_t", f"{lid}_shift", p.shift)
     if words is not None:  # with TFLITE they hold mult and shift too
         r.rq = em.const("int32_t", f"{lid}_rq", words, align=8)
-    em.consts.append(c_struct("tinyaot_requant_t", f"{lid}_q", r))
+    em.consts.append(c_struct(f"{lid}_q", r))
     return f"&{lid}_q"
 
 
@@ -110,6 +114,6 @@ def emit_float_layer(em, lid, p: ConvParams, filt):
     int8 weights' C name ("0" for a kernel that reads its own packed float weights)."""
     scale = em.const("float", f"{lid}_ws", p.filter_scale)
     bias = em.const("float", f"{lid}_bf", p.bias_f)
-    em.consts.append(c_struct("tinyaot_float_conv_t", f"{lid}_fp", FloatConvRecord(
+    em.consts.append(c_struct(f"{lid}_fp", FloatConvRecord(
         p.in_scale, p.in_zp, p.out_scale, p.out_zp, p.act_min, p.act_max, filt, scale, bias)))
     return f"&{lid}_fp"

@@ -16,6 +16,7 @@ The requantization is the record's mode (conv_params.py).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
@@ -38,6 +39,7 @@ from .size_kernels import emit_fc_int_w8, emit_fc_w8, select_size
 
 @dataclass
 class FloatFcRecord:  # tinyaot_float_fc_t
+    CTYPE: ClassVar[str] = "tinyaot_float_fc_t"
     order: int
     k_block: int
     out_scale: float
@@ -115,7 +117,7 @@ def _emit_float(em, lid, n, p, info, rows):
     unrolled = _emit_unrolled(em, lid, p, wf, bf, float(np.abs(xt).max()), rows)
     wp = em.const("float", f"{lid}_wp", pack_fc_float(wf, p.fc_order), align=8)
     bias = em.const("float", f"{lid}_bf", bf)
-    em.consts.append(c_struct("tinyaot_float_fc_t", f"{lid}_fp", FloatFcRecord(
+    em.consts.append(c_struct(f"{lid}_fp", FloatFcRecord(
         ORDER_CODE[p.fc_order], p.k_block, p.out_scale, p.out_zp, p.act_min, p.act_max,
         table, wp, bias)))
     scratch = em.scratch(n, "float")
@@ -173,7 +175,7 @@ def _emit_fast(em, lid, n, p, info, rows):
         filt = em.const("int32_t", f"{lid}_wp", pack_gemm(w.data, 4), align=8)
     else:  # the requantization inline in the weight stream, q without arrays
         filt = em.const("int32_t", f"{lid}_wp", pack_gemm_fixed(w.data, fixed), align=8)
-        em.consts.append(c_struct("tinyaot_requant_t", f"{lid}_q",
+        em.consts.append(c_struct(f"{lid}_q",
                                   RequantRecord(p.in_zp, p.out_zp, p.act_min, p.act_max)))
         q = f"&{lid}_q"
         info["requant"] = "ort fixed-point (SMMLAR)"

@@ -13,6 +13,7 @@ One kernel, tinyaot_matmul_s8, in three modes:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
@@ -27,6 +28,7 @@ F32 = np.float32
 
 @dataclass
 class MatmulParams:  # tinyaot_matmul_params_t
+    CTYPE: ClassVar[str] = "tinyaot_matmul_params_t"
     mode: int  # 0: TFLite BATCH_MATMUL, 1: ORT QLinearMatMul, 2: ORT float MatMul
     a_zp: int
     b_zp: int
@@ -104,7 +106,7 @@ class Matmul(Op):
         m, k = a.shape[-2:]
         nn = b.shape[-1]
         batches = int(np.prod(a.shape[:-2], dtype=np.int64))
-        em.consts.append(c_struct("tinyaot_matmul_params_t", f"{lid}_p", p))
+        em.consts.append(c_struct(f"{lid}_p", p))
         info["kernel"] = "tinyaot_matmul_s8"
         info["macs"] = int(batches * m * k * nn)
         em.call("tinyaot_matmul_s8", [str(batches), str(m), str(k), str(nn), f"&{lid}_p",

@@ -12,6 +12,7 @@ layouts and broadcasting cost no copy. Per numerics (the record's mode):
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
@@ -28,6 +29,7 @@ TFLITE, ORT_QLINEAR, ORT_FLOAT = 0, 1, 2
 
 @dataclass
 class MulParams:  # tinyaot_mul_params_t
+    CTYPE: ClassVar[str] = "tinyaot_mul_params_t"
     mode: int  # TFLITE, ORT_QLINEAR or ORT_FLOAT
     a_zp: int
     b_zp: int
@@ -126,7 +128,7 @@ class Mul(Op):
         dims = int32_array(em, f"{lid}_dims", dims4(odims, 1))
         sa = int32_array(em, f"{lid}_as", dims4(broadcast_strides(a, y), 0))
         sb = int32_array(em, f"{lid}_bs", dims4(broadcast_strides(b, y), 0))
-        em.consts.append(c_struct("tinyaot_mul_params_t", f"{lid}_p", p))
+        em.consts.append(c_struct(f"{lid}_p", p))
         pa, pb = (em.const("int8_t", f"{lid}_{tag}", t.data.reshape(-1)) if t.is_const
                   else em.ptr(t.name) for tag, t in (("a", a), ("b", b)))
         info["kernel"] = "tinyaot_mul_s8"

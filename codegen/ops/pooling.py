@@ -9,6 +9,7 @@ arithmetic the average runs; maxpool leaves it 0.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import ClassVar
 
 from ..kernels.c_format import c_struct
 from .base import Pending, Unsupported
@@ -23,6 +24,7 @@ ORT_QLINEAR = 3  # onnxruntime's QLinearAveragePool: round(mean / s + zp)
 
 @dataclass
 class PoolParams:  # tinyaot_pool_params_t
+    CTYPE: ClassVar[str] = "tinyaot_pool_params_t"
     in_h: int
     in_w: int
     c: int
@@ -104,6 +106,6 @@ def emit_pool(em, lid, n, p, info, kernel, dq_lut=None):
     """`<lid>_p` and the kernel call; dq_lut: the dequantization table's values, if any."""
     if dq_lut is not None:
         p = replace(p, dq_lut=em.const("float", f"{lid}_dq", dq_lut))
-    em.consts.append(c_struct("tinyaot_pool_params_t", f"{lid}_p", p))
+    em.consts.append(c_struct(f"{lid}_p", p))
     info["kernel"] = kernel
     em.call(kernel, [f"&{lid}_p", em.ptr(n.inputs[0]), em.ptr(n.outputs[0])])

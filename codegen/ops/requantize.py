@@ -11,6 +11,7 @@ ONNX Relu and Clip are recognised here: after a pending op they become its outpu
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
@@ -23,6 +24,7 @@ from .base import Op, Pending, Traits
 
 @dataclass
 class RequantizeParams:  # tinyaot_requantize_params_t
+    CTYPE: ClassVar[str] = "tinyaot_requantize_params_t"
     mode: int  # 0: clamp only, 1: float requantize (ort), 2: fixed point (tflite)
     in_zp: int
     out_zp: int
@@ -107,7 +109,7 @@ class Requantize(Op):
 
     def emit(self, em, lid, n, p, info):
         t = em.g.tensors[n.inputs[0]]
-        em.consts.append(c_struct("tinyaot_requantize_params_t", f"{lid}_p", p))
+        em.consts.append(c_struct(f"{lid}_p", p))
         info["kernel"] = "tinyaot_requantize_s8"
         em.call("tinyaot_requantize_s8", [str(t.size), f"&{lid}_p", em.ptr(n.inputs[0]),
                                           em.ptr(n.outputs[0])])

@@ -11,6 +11,7 @@ oracle (numerics/resize.py): onnxruntime's float Resize, or TFLite's RESIZE_NEAR
 from __future__ import annotations
 
 from dataclasses import dataclass, fields, replace
+from typing import ClassVar
 
 import numpy as np
 
@@ -105,6 +106,7 @@ class ResizeNearestParams:  # tinyaot_resize_nearest_s8's tables
 
 @dataclass
 class ResizeBilinearParams:  # tinyaot_resize_bilinear_params_t
+    CTYPE: ClassVar[str] = "tinyaot_resize_bilinear_params_t"
     batches: int
     in_h: int
     in_w: int
@@ -219,7 +221,7 @@ class Resize(Op):
                       for k in ("y0", "y1", "x0", "x1"))
         pointers = {f.name: arrays.get(f.name, "NULL") for f in fields(p)
                     if f.type.startswith("np.ndarray")}
-        em.consts.append(c_struct("tinyaot_resize_bilinear_params_t", f"{lid}_p",
+        em.consts.append(c_struct(f"{lid}_p",
                                   replace(p, **pointers)))
         info["kernel"] = "tinyaot_resize_bilinear_s8"
         info["macs"] = int(y.size * 4)

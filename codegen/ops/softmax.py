@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
@@ -27,6 +28,7 @@ F32 = np.float32
 
 @dataclass
 class SoftmaxParams:  # tinyaot_softmax_params_t
+    CTYPE: ClassVar[str] = "tinyaot_softmax_params_t"
     use_float: int  # 0: TFLite fixed point, 1: onnxruntime's float Softmax
     in_scale: float = 0.0  # use_float 1
     out_scale: float = 0.0
@@ -134,7 +136,7 @@ class Softmax(Op):
                                      str(p.out_zp), str(int(p.u8)), em.ptr(n.inputs[0]),
                                      em.ptr(n.outputs[0])])
             return
-        em.consts.append(c_struct("tinyaot_softmax_params_t", f"{lid}_p", p))
+        em.consts.append(c_struct(f"{lid}_p", p))
         info["kernel"] = "tinyaot_softmax_s8"
         em.call(info["kernel"], [str(rows), str(nlast), f"&{lid}_p", em.ptr(n.inputs[0]),
                                  em.ptr(n.outputs[0])])
