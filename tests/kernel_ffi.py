@@ -344,7 +344,7 @@ def depthwise_conv_s8(dims, q, x, filt, rng=None):
 
 def convolve_f32_s8(dims, fp, plan, x, rng=None):
     """fp: tinyaot_float_conv_t fields (output quantization, bias_f); plan:
-    tinyaot_conv_f32_plan_t fields (backend/conv_f32_pack.py). The scratch is
+    tinyaot_conv_f32_plan_t fields (kernels/conv_f32_pack.py). The scratch is
     NaN-filled: the kernel must write before it reads."""
     keep = []
     d = new_struct("tinyaot_conv_dims_t", dims, keep)
@@ -367,7 +367,7 @@ def fully_connected_s8(rows, k, n, q, x, w, rng=None):
 
 
 def fully_connected_f32_s8(rows, k, n, fp, x, rng=None):
-    """fp: tinyaot_float_fc_t fields (weights packed by backend/fc_float_pack.py)."""
+    """fp: tinyaot_float_fc_t fields (weights packed by kernels/fc_float_pack.py)."""
     keep = []
     p = new_struct("tinyaot_float_fc_t", fp, keep)
     out = OutBuf(rows * n, rng)
