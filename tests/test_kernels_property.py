@@ -651,6 +651,57 @@ def test_requantize_s8(numerics, case):
                      g, n, p)
 
 
+@pytest.mark.parametrize("numerics", NUMERICS)
+@SETTINGS
+@given(case=st.data())
+def test_prelu_s8(numerics, case):
+    """PRelu with one slope or one per channel ([C, 1, 1] / [C]), on NCHW, NHWC-stored or
+    [N, C] input, in place or not; ort also with per-channel slope scales. The kernel walks
+    the physical input as [outer][channels][inner], as ops/prelu.py emits it."""
+    d = case.draw
+    kind = d(st.sampled_from(["nchw", "nhwc", "rows"]))
+    shape = (act_shape(d) if kind != "rows"
+             else (d(st.integers(1, 4)), d(st.sampled_from(CHANNELS))))
+    c = shape[1]
+    per_channel = d(st.booleans())
+    s_shape = ((c, 1, 1) if kind != "rows" else (c,)) if per_channel else (1,)
+    tie = d(st.integers(0, 2)) == 0  # powers of two, slope zp 0: exact products, ties
+    sx, zx = d(scale(tie)), d(zp)
+    sy = F32(sx * F32(2.0 ** d(st.integers(-3, 3)))) if tie else d(scale())
+    if numerics == "ort" and per_channel and not tie and d(st.booleans()):
+        aq = QParams(np.array([d(scale()) for _ in range(c)], F32),
+                     np.array([d(zp) for _ in range(c)], np.int32), 0)
+    else:
+        aq = QParams(np.array([d(scale(tie))], F32), np.array([0 if tie else d(zp)], np.int32))
+    alpha = d(int8_array((int(np.prod(s_shape)),))).reshape(s_shape)
+    x, y = qt("x", shape, sx, zx), qt("y", shape, sy, d(zp))
+    if kind == "nhwc":
+        x.perm = y.perm = (0, 2, 3, 1)
+    a = Tensor("alpha", s_shape, "int8", aq, alpha)
+    lo, hi = d(st.sampled_from(ACTS))
+    g, n = one_node("prelu", [x, a], [y], {"act_lo": lo, "act_hi": hi})
+    xv = d(int8_array(shape, zero=zx, tie=tie))
+    p = codegen_ops.prepare(g, n, numerics)
+    note(describe(g, n))
+    expected = codegen_ops.get("prelu").reference(g, n, [xv, alpha], p, numerics)
+    phys = nhwc(xv) if kind == "nhwc" else xv
+    if not per_channel:
+        walk = (1, 1, xv.size)
+    elif kind == "nhwc":
+        walk = (shape[0] * shape[2] * shape[3], c, 1)
+    else:
+        walk = (shape[0], c, int(np.prod(shape[2:])))
+    av = alpha.reshape(-1)
+    zps, scales = aq.zero_point, aq.scale
+    slope_f = ((av.astype(np.int32) - zps).astype(F32) * scales).astype(F32)  # DequantizeLinear
+    fields = dataclasses.asdict(p)  # ops/prelu.py: the record is the C struct
+    got = K.prelu_s8(*walk, fields, av if numerics == "tflite" else None,
+                     slope_f if numerics == "ort" else None, phys.reshape(-1),
+                     inplace=d(st.booleans()))
+    got = from_nhwc(got, shape) if kind == "nhwc" else got.reshape(shape)
+    assert_bit_exact(expected, got, f"tinyaot_prelu_s8 [{numerics}]", g, n, p)
+
+
 @SETTINGS
 @given(dims=st.lists(st.integers(1, 6), min_size=4, max_size=4),
        perm=st.permutations(range(4)), seed=st.integers(0, 2**32 - 1))

@@ -317,6 +317,22 @@ int tinyaot_mul_s8(const int32_t dims[4], const int32_t a_strides[4], const int3
                    const tinyaot_mul_params_t *p, const int8_t *a, const int8_t *b,
                    int8_t *output);
 
+typedef struct {
+    int32_t mode; /* 0: TFLite PRELU, 1: ORT float PRelu (DQ, PRelu, Q) */
+    int32_t in_zp, alpha_zp, out_zp, act_min, act_max;
+    float in_scale, out_scale;     /* mode 1 */
+    int32_t pos_mult, pos_shift;   /* mode 0: s_in / s_out */
+    int32_t neg_mult, neg_shift;   /* mode 0: s_in * s_alpha / s_out */
+} tinyaot_prelu_params_t;
+
+/* PRelu: y = x >= 0 ? x : slope * x. The input is walked as [outer][channels][inner]
+ * (its physical order); element (o, c, i) uses channel c's slope: alpha[c] (mode 0,
+ * int8, quantized per tensor) or slope[c] (mode 1, the dequantized float). The
+ * other pointer may be NULL. output may be input. */
+int tinyaot_prelu_s8(int32_t outer, int32_t channels, int32_t inner,
+                     const tinyaot_prelu_params_t *p, const int8_t *alpha, const float *slope,
+                     const int8_t *input, int8_t *output);
+
 /* Concatenation: for each of `outer` rows, input j contributes chunks[j] bytes,
  * copied (tables[j] == NULL) or requantized through the 256-entry tables[j];
  * inputs[j] == NULL: already in place (its producer wrote the slice). */
