@@ -10,6 +10,7 @@ or the exit code and last stderr line of a compile that is refused.
   python3 scripts/codegen_identity.py --write hashes.json      # this tree
   python3 scripts/codegen_identity.py --check hashes.json      # this tree against a record
   python3 scripts/codegen_identity.py --against REV            # this tree against commit REV
+  python3 scripts/codegen_identity.py --against REV --rev HEAD # commit HEAD against commit REV
 
 --against checks REV out into a temporary git worktree and runs the same cases
 there with that tree's own code, so the comparison needs no stored record.
@@ -97,6 +98,9 @@ def main(argv=None):
     g.add_argument("--write", metavar="JSON")
     g.add_argument("--check", metavar="JSON")
     g.add_argument("--against", metavar="REV")
+    ap.add_argument("--rev", metavar="REV",
+                    help="with --against: measure commit REV instead of the working tree "
+                         "(so the tree can change while it runs)")
     ap.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 2)
     a = ap.parse_args(argv)
     if a.write:
@@ -104,16 +108,21 @@ def main(argv=None):
         return 0
     if a.check:
         return compare(json.loads(Path(a.check).read_text()), measure(REPO, a.jobs))
+    before = measure_rev(a.against, a.jobs)
+    return compare(before, measure_rev(a.rev, a.jobs) if a.rev else measure(REPO, a.jobs))
+
+
+def measure_rev(rev, jobs):
+    """measure() on a temporary git worktree of commit `rev`."""
     with tempfile.TemporaryDirectory(prefix="tinyaot-rev-") as tmp:
         wt = Path(tmp) / "tree"
-        subprocess.run(["git", "-C", str(REPO), "worktree", "add", "--detach", "-q", str(wt), a.against],
+        subprocess.run(["git", "-C", str(REPO), "worktree", "add", "--detach", "-q", str(wt), rev],
                        check=True)
         try:
-            before = measure(wt, a.jobs)
+            return measure(wt, jobs)
         finally:
             subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(wt)],
                            check=False)
-    return compare(before, measure(REPO, a.jobs))
 
 
 if __name__ == "__main__":
