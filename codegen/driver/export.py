@@ -92,10 +92,10 @@ def header_closure(texts, files=()):
 
 def measure(model, c, board_name):
     """Run one inference (zero input) on the board: instructions and the image's flash."""
+    from .golden_check import model_io
     from .verify import run_model
-    board = board_or_error(board_name)
     g = c.graph
-    x = np.zeros((1,) + tuple(g.tensors[g.inputs[0]].shape), dtype=np.int8)
+    x = np.zeros((1,) + tuple(g.tensors[g.inputs[0]].shape), dtype=model_io(c)[0]["dtype"])
     try:
         _, info = run_model(model, x, board=board_name, numerics=c.numerics, compiled=c)
     except TinyAotError as e:

@@ -24,8 +24,6 @@ from pathlib import Path
 
 import numpy as np
 
-from ..paths import BOARDS_DIR
-
 OUTPUT_PREFIX = "output"  # main.c prints "output <model> <i> <status>: v0 v1 ..."
 
 

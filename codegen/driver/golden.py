@@ -70,7 +70,7 @@ def make_golden(model, inputs_path, out_path, reference=None, numerics=None, ort
         raise TinyAotError("no such file", model=str(model))
     x = load_array(inputs_path, key)
     io = ref.model_io(model, numerics, ort_threads)
-    xin, xout = io[0], io[1]
+    xin, xout = io.input, io.output
     if x.dtype.kind == "f":
         check_rows(x, xin, inputs_path, key)
         q = quantize(x, xin, numerics)

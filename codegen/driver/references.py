@@ -21,30 +21,39 @@ from ..errors import TinyAotError
 
 
 @dataclass(frozen=True)
+class ModelIO:
+    """A model's input and output as a reference sees them ({name, dtype,
+    shape, scale, zero_point}, driver/golden_check.py), and what it loaded
+    (the compiled model, the interpreter) to run it."""
+    input: dict
+    output: dict
+    loaded: object
+
+
+@dataclass(frozen=True)
 class Reference:
     name: str
     numerics: tuple          # the numerics whose bits it gives
     key: str | None          # the golden array named after it (verify's default for them)
-    model_io: Callable       # (model, numerics, ort_threads) -> (input io, output io)
-    run: Callable            # (model, io pair, inputs (N, ...), numerics, ort_threads) -> (N, ...)
+    model_io: Callable       # (model, numerics, ort_threads) -> ModelIO
+    run: Callable            # (model, ModelIO, inputs (N, ...), numerics, ort_threads) -> (N, ...)
     wants: str = ""          # what model file it runs, for the error when it cannot
-    suffixes: tuple = ()     # the model files it runs ("" = any)
+    suffixes: tuple = ()     # the model files it runs (none: any)
 
 
 def _compiled_io(model, numerics, ort_threads):
-    """The model's input and output as tinyaot compiles them (driver/golden_check.py)."""
+    """The model's input and output as tinyaot compiles them."""
     from ..compiler import compile_model
     from .golden_check import model_io
     c = compile_model(model, numerics=numerics, ort_threads=ort_threads)
-    return model_io(c) + [c]
+    return ModelIO(*model_io(c), c)
 
 
 def _ort_run(model, io, x, numerics, ort_threads):
     import onnxruntime as ort
 
     from .ort_taps import ir_output, ort_input
-    c = io[2]
-    g = c.graph
+    g = io.loaded.graph
     so = ort.SessionOptions()
     so.log_severity_level = 3
     so.intra_op_num_threads = ort_threads  # MLAS's float order depends on it (--ort-threads)
@@ -61,8 +70,7 @@ def _ort_run(model, io, x, numerics, ort_threads):
 
 def _oracle_run(model, io, x, numerics, ort_threads):
     from .validate import reference_tensors
-    c = io[2]
-    g = c.graph
+    g = io.loaded.graph
     per = np.asarray(x).reshape(len(x), -1)
     envs = reference_tensors(model, numerics, per)
     return np.stack([np.asarray(e[g.outputs[0]]).reshape(-1) for e in envs])
@@ -93,12 +101,11 @@ def _tflm_io(model, numerics, ort_threads):
                                "int8/uint8 tensor", model=str(model))
         out.append({"name": name, "dtype": dtype, "shape": [int(v) for v in d["shape"]],
                     "scale": float(scales[0]), "zero_point": int(zps[0])})
-    return out + [it]
+    return ModelIO(*out, it)
 
 
 def _tflm_run(model, io, x, numerics, ort_threads):
-    it = io[2]
-    xin, xout = io[0], io[1]
+    it, xin, xout = io.loaded, io.input, io.output
     outs = []
     for row in x:
         it.reset()
