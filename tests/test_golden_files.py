@@ -182,6 +182,8 @@ def test_golden_in_nhwc_for_an_nchw_model_is_refused_before_building(tmp_path, b
     one_line_error(cli("run", MBV2, "--inputs", bad, "-o", tmp_path / "o.npz", "--board", board,
                        env=env), "transpose(0, 3, 1, 2)")
     assert not (tmp_path / "o.npz").exists()
+    one_line_error(cli("validate", MBV2, "--inputs", bad, "--board", board, env=env),
+                   "transpose(0, 3, 1, 2)")
 
 
 def test_float_outputs_for_an_int8_output_are_refused(tmp_path, default_golden):
