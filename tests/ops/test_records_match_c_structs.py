@@ -1,7 +1,7 @@
-"""The prepared records that become C initializers (kernels/c_format.c_struct, positional)
+"""The prepared records that become C initializers (kernels/c_format.c_struct, designated)
 mirror their runtime_c struct field by field and in order: the header is the oracle, read
-by cffi (tests/helpers/kernels_cffi.py), so a reordered or missing field fails here, not as a
-silently shifted initializer in the generated C."""
+by cffi (tests/helpers/kernels_cffi.py), so a renamed, reordered or missing field fails here,
+not as a C compile error (designated initializers name every field) or a field left zero."""
 import dataclasses
 import importlib
 import pkgutil
