@@ -28,10 +28,11 @@ def add_arguments(p):
 
 
 def run(a):
-    from ..driver.console import progress
+    from ..driver.console import progress, stdout_to_stderr
     from ..driver.quantize import quantize_files
-    r = quantize_files(a.model, a.calib, a.output, method=a.method, eval_data=a.eval,
-                       progress=progress)
+    with stdout_to_stderr():  # onnxruntime's calibration prints: stdout is the result's
+        r = quantize_files(a.model, a.calib, a.output, method=a.method, eval_data=a.eval,
+                           progress=progress)
     if a.json:
         print_json(r)
         return 0

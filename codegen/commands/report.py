@@ -18,7 +18,7 @@ Builds the firmware once (with -fstack-usage and a map file) to measure flash
 
 def add_arguments(p):
     add_analysis_options(p, "qemu-m4")
-    p.add_argument("--plot", metavar="PNG", help="also draw the arena plan (codegen/planner/plot.py)")
+    p.add_argument("--plot", metavar="PNG", help="also draw the arena plan (codegen/driver/plots.py)")
     p.add_argument("--measure-stack", action="store_true",
                    help="also run the model once in QEMU with a painted stack and report the use")
     add_cycles(p)
@@ -37,8 +37,8 @@ def run(a):
         merge_into_report(r, profile_model(a.model, board=a.board, numerics=a.numerics, compiled=c,
                                            cycles=True, parts=a.part))
     if a.plot:
-        from ..planner.plot import plot_memory  # the arena picture of compile --plot-memory
-        plot_memory(c.plan, c.graph, a.plot)
+        from ..driver.plots import memory_title, plot_memory  # compile --plot-memory's chart
+        plot_memory(c.plan, c.graph, a.plot, title=memory_title(c))
         r["plot"] = a.plot
     if a.json:
         print_json(r)

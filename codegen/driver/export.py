@@ -6,17 +6,21 @@
       CMakeLists.txt   add_subdirectory(DIR) -> target `tinyaot`
       tinyaot.cmake    include(DIR/tinyaot.cmake) -> the same target
       report.json      the compiler's report per model
+      tinyaot-files.json  every file written here, with its SHA-256 (export_folder.py)
       include/         <name>.h per model + exactly the public runtime headers used
       src/             <name>.c per model + exactly the runtime kernels used, in
                        their runtime_c/src folders (conv/, ..., internal/ for the
                        helpers they include as "../internal/x.h")
+      example/         a complete program for the board: `make run` runs it
+                       (export_example.py)
 
 Several models can go into one folder (`tinyaot export A.onnx B.onnx ...`):
 they share the kernel sources and each keeps its own static arena; every
 non-static symbol is `<name>_...` (`_run`, and with the input and output in
 the arena, the default, `_input`, `_output`, `_invoke`) or a `tinyaot_`
 kernel, so nothing clashes.
-The folder needs neither Python nor SCons to build.
+The folder needs neither Python nor SCons to build. Exporting again into it
+keeps the files the user added (export_folder.py).
 """
 from __future__ import annotations
 
@@ -37,7 +41,6 @@ from ..targets.boards import board_or_error
 # Flags the library needs whatever the user's own flags are: C99, and no
 # fused multiply-add (the ort numerics repeat MLAS's float order exactly).
 REQUIRED_CFLAGS = ["-std=c99", "-ffp-contract=off"]
-_MARKER = "tinyaot.mk"
 _INCLUDE_RE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 _CALL_RE = re.compile(r"\b(tinyaot_[A-Za-z0-9_]+)\s*\(")
 
@@ -89,12 +92,10 @@ def header_closure(texts, files=()):
 
 def measure(model, c, board_name):
     """Run one inference (zero input) on the board: instructions and the image's flash."""
+    from .golden_check import model_io
     from .verify import run_model
-    board = board_or_error(board_name)
-    if not (shutil.which(board["compiler"]) and shutil.which(board.get("qemu", "qemu-system-arm"))):
-        return {"instructions": None, "flash": None}      # no toolchain/QEMU: numbers unknown
     g = c.graph
-    x = np.zeros((1,) + tuple(g.tensors[g.inputs[0]].shape), dtype=np.int8)
+    x = np.zeros((1,) + tuple(g.tensors[g.inputs[0]].shape), dtype=model_io(c)[0]["dtype"])
     try:
         _, info = run_model(model, x, board=board_name, numerics=c.numerics, compiled=c)
     except TinyAotError as e:
@@ -108,25 +109,36 @@ def measure(model, c, board_name):
 
 
 def export(models, board_name, out_dir, numerics="ort", measure_on_board=True, io_buffers="arena",
-           ort_threads=1, optimize="speed"):
-    """Compile `models` for `board_name` into the folder `out_dir`; returns a summary dict."""
+           ort_threads=1, optimize="speed", io="int8", inputs=None):
+    """Compile `models` for `board_name` into the folder `out_dir`; returns a summary dict.
+    inputs: per model, an .npz of inputs for the example to embed (None: one
+    input at the zero point)."""
+    from .export_example import example_files, example_inputs, header_note, with_header_note
+    from .export_folder import check_destination, install, write_manifest
     board = board_or_error(board_name)
     models = [str(m) for m in models]
     if not models:
         raise TinyAotError("export needs at least one model")
+    inputs = list(inputs or [])
+    if len(inputs) > len(models):
+        raise TinyAotError(f"{len(inputs)} --inputs files for {len(models)} model(s) (one per "
+                           "model, in the same order)")
+    measuring = measure_on_board and board["kind"] != "shared-library"
+    if measuring:
+        from .toolchain import require_tools
+        require_tools(board, hint=" (or --no-measure to export without measuring)")
     out_dir = os.path.abspath(str(out_dir))
-    if os.path.exists(out_dir) and (not os.path.isdir(out_dir) or (
-            os.listdir(out_dir) and not os.path.exists(os.path.join(out_dir, _MARKER)))):
-        raise TinyAotError(f"{out_dir} exists and is not an earlier tinyaot export "
-                           "(refusing to overwrite it)")
+    previous = check_destination(out_dir)  # refuses before any work; nothing touched
     compiled = [compile_model(m, numerics=numerics, io_buffers=io_buffers, ort_threads=ort_threads,
-                              optimize=optimize)
+                              optimize=optimize, io=io)
                 for m in models]
     names = [c.module.name for c in compiled]
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:
         raise TinyAotError(f"two models compile to the same C name '{dup[0]}' "
                            "(rename one of the .onnx files)")
+    embedded = [example_inputs(c, _example_inputs(c, inputs[k]) if k < len(inputs) else None)
+                for k, c in enumerate(compiled)]
     kernels = set().union(*(c.module.kernels for c in compiled))
     ksrcs = kernel_closure(kernels)
     headers, internal = include_closure([c.module.source for c in compiled], ksrcs)
@@ -138,7 +150,7 @@ def export(models, board_name, out_dir, numerics="ort", measure_on_board=True, i
             raise TinyAotError(f"does not fit board {board_name}: {reason}", model=model)
     for model, c in zip(models, compiled):
         m = {"instructions": None, "flash": None}
-        if measure_on_board and board["kind"] != "shared-library":
+        if measuring:
             m = measure(model, c, board_name)
         numbers[c.module.name] = m
 
@@ -152,7 +164,8 @@ def export(models, board_name, out_dir, numerics="ort", measure_on_board=True, i
             with open(os.path.join(tmp, "src", c.module.name + ".c"), "w") as f:
                 f.write(c.module.source)
             with open(os.path.join(tmp, "include", c.module.name + ".h"), "w") as f:
-                f.write(c.module.header)
+                # the board's FPU and alignment requirements, in the export's copy only
+                f.write(with_header_note(c.module.header, header_note(c, board)))
         kernel_files = [p.relative_to(RUNTIME_SRC).as_posix() for p in ksrcs]
         for rel in kernel_files + internal:   # same folders as runtime_c/src
             os.makedirs(os.path.join(tmp, "src", os.path.dirname(rel)), exist_ok=True)
@@ -161,13 +174,17 @@ def export(models, board_name, out_dir, numerics="ort", measure_on_board=True, i
             shutil.copyfile(RUNTIME_INCLUDE / h, os.path.join(tmp, "include", h))
         srcs = [c.module.name + ".c" for c in compiled] + kernel_files
         libm = any("<math.h>" in p.read_text() for p in ksrcs)
+        example = example_files(compiled, board, embedded)
         files = {
             "tinyaot.mk": _makefile(srcs, libm),
             "tinyaot.cmake": _cmake(srcs, libm),
             "CMakeLists.txt": _cmakelists(),
-            "README.md": _readme(compiled, numbers, board, numerics, srcs, headers, libm),
+            "README.md": _readme(compiled, numbers, board, numerics, srcs, headers, libm,
+                                 example, embedded),
         }
+        files.update({f"example/{k}": v for k, v in example.items()})
         for fn, text in files.items():
+            os.makedirs(os.path.dirname(os.path.join(tmp, fn)), exist_ok=True)
             with open(os.path.join(tmp, fn), "w") as f:
                 f.write(text)
         with open(os.path.join(tmp, "report.json"), "w") as f:
@@ -175,15 +192,23 @@ def export(models, board_name, out_dir, numerics="ort", measure_on_board=True, i
                    for c in compiled}
             json.dump(rep, f, indent=2, sort_keys=True, default=_jsonable)
             f.write("\n")
-        if os.path.isdir(out_dir):
-            shutil.rmtree(out_dir)
-        os.replace(tmp, out_dir)
+        write_manifest(tmp)
+        kept = install(tmp, out_dir, previous)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return {"dir": out_dir, "models": names, "sources": srcs, "headers": headers,
-            "numbers": numbers,
+            "numbers": numbers, "example": sorted(example), "kept": kept,
             "arena": {c.module.name: c.report["arena_bytes"] for c in compiled}}
+
+
+def _example_inputs(c, path):
+    """The inputs in `path` (an .npz, 'inputs') for model c, checked against it."""
+    from .golden import load_array
+    from .golden_check import check_inputs, model_io
+    x = load_array(path)
+    check_inputs(x, model_io(c)[0], path)
+    return x
 
 
 def _makefile(srcs, libm):
@@ -267,7 +292,8 @@ def _flash_cell(fl):
             f"tables {fl['tables']:,})")
 
 
-def _readme(compiled, numbers, board, numerics, srcs, headers, libm):
+def _readme(compiled, numbers, board, numerics, srcs, headers, libm, example, embedded):
+    from .export_example import requirements_text
     rows = []
     for c in compiled:
         n = numbers[c.module.name]
@@ -289,6 +315,11 @@ const int8_t *out = {nm}_output();  /* {up}_OUTPUT_SIZE bytes, valid until the n
             call = f"""int8_t in[{up}_INPUT_SIZE], out[{up}_OUTPUT_SIZE];
 /* quantize: in[i] = round(x / {up}_INPUT_SCALE) + {up}_INPUT_ZERO_POINT */
 int status = {nm}_run(in, out);   /* 0 = ok */"""
+        if c.report["io"].get("api") == "float":  # --io float: <name>_run_f32
+            call += f"""
+/* --io float: float in, float out; quantizes and dequantizes like onnxruntime */
+float xf[{up}_INPUT_SIZE], yf[{up}_OUTPUT_SIZE];
+int status_f = {nm}_run_f32(xf, yf);   /* 0 = ok */"""
         api.append(f"""```c
 #include "{nm}.h"
 {call}
@@ -299,6 +330,24 @@ input `{c.report['input']['name']}` int8 {c.report['input']['shape']}, output
 I/O buffers `{c.plan.io_buffers}`; arena {up}_ARENA_SIZE bytes, static, inside {nm}.c.
 """)
     flags = " ".join(board.get("cflags", []))
+    fpu, align = requirements_text(board)
+    counts = ", ".join(f"{len(x)} for `{c.module.name}`" for c, x in zip(compiled, embedded))
+    if not example:
+        ex = (f"No example: the {board['name']} board files have no startup and console code "
+              "to copy.")
+    elif board["kind"] == "shared-library":
+        ex = f"""`example/` is a program for the host: `make -C example run` builds it (the
+library through `tinyaot.mk`) and runs every model on the inputs embedded in
+`example/example_data.c` ({counts}), printing one line per input:
+`output <model> <input> <status>: <values>`."""
+    else:
+        ex = f"""`example/` is a complete firmware for {board['name']}: `make -C example run`
+builds it with the board's flags (the library through `tinyaot.mk`) and runs it in
+QEMU. `main.c` runs every model on the inputs embedded in `example_data.c`
+({counts}) and prints one line per input, `output <model> <input> <status>:
+<values>`, over semihosting. The platform code is the board's: the startup code
+(vector table, `.data`/`.bss`{', the FPU switched on' if 'hard-float' in ' '.join(fpu) else ''}),
+the semihosting console and `linker.ld`; on your hardware these are your own."""
     return f"""# tinyaot model library
 
 Generated by `tinyaot export` for board `{board['name']}` (numerics `{numerics}`:
@@ -323,6 +372,16 @@ the input and output, so it is all the RAM the model needs besides the stack.
 `<name>_run` / `<name>_invoke` are not reentrant (one static arena per model). Several models
 in one firmware each have their own arena and share the kernels.
 
+## Requirements
+
+{chr(10).join(fpu)}
+
+{chr(10).join(align)}
+
+## Example
+
+{ex}
+
 ## Files
 
 * `src/`: {', '.join(srcs)}
@@ -346,4 +405,11 @@ app.elf: main.o $(TINYAOT_LIB)
 add_subdirectory(path/to/this/folder tinyaot)   # or include(path/to/this/folder/tinyaot.cmake)
 target_link_libraries(app PRIVATE tinyaot)
 ```
+
+## Exporting again
+
+`tinyaot export ... -o` this folder again replaces the files listed in
+`tinyaot-files.json` and keeps every file you added (it says which); it refuses,
+and changes nothing, if you edited one of the listed files. `example/build/` is
+rebuilt, not kept.
 """

@@ -41,6 +41,8 @@ def profile_model(model, board="qemu-m4", numerics="ort", inputs=None, compiled=
     b = board_or_error(board)
     if b["kind"] != "firmware":
         raise TinyAotError(f"profile needs a QEMU board (timer and -icount), not '{board}'")
+    from .toolchain import require_tools
+    require_tools(b)
     c = with_hooks(compiled or compile_model(model, numerics=numerics))
     g = c.graph
     x = _default_input(c) if inputs is None else np.asarray(inputs, dtype=np.int8)[:1].reshape(1, -1)
@@ -171,25 +173,3 @@ def print_profile(r):
     print_table(format_profile(r), profile_title(r), hdr, profile_rows(r),
                 right=(0, 3, 4, 5, 6) + tuple(range(7, len(hdr))), total_row=True,
                 **({"footer": cycles_footer(r)} if r.get("cycles") else {}))
-
-
-def plot_profile(r, path):
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    rows = r["layers"]
-    labels = [f"{x['index']} {x['op']}" for x in rows]
-    vals = [x["instructions"] for x in rows]
-    fig, ax = plt.subplots(figsize=(8, 0.3 * len(rows) + 1.5))
-    ax.barh(range(len(rows)), vals, color="tab:blue")
-    ax.set_yticks(range(len(rows)))
-    ax.set_yticklabels(labels, fontsize=7)
-    ax.invert_yaxis()
-    ax.set_xlabel("instructions")
-    ax.set_title(f"{r['name']} on {r['board']}: {r['total_instructions']:,} instructions")
-    fig.tight_layout()
-    tmp = str(path) + ".tmp.png"
-    fig.savefig(tmp, dpi=100)
-    plt.close(fig)
-    import os
-    os.replace(tmp, str(path))

@@ -19,6 +19,7 @@ from ..targets.boards import board_or_error
 from .budget import budget_of
 from .firmware import DEBUG_C_DIR, Variant, build_compiled, private_dir
 from .linkmap import board_flash_image
+from .toolchain import require_tools
 from .stack import call_graph, model_entry, su_table, worst_stack
 
 
@@ -54,6 +55,7 @@ def report_model(model, board="qemu-m4", numerics="ort", compiled=None, keep_dir
     if b["kind"] != "firmware":
         raise TinyAotError(f"report needs a firmware board for flash and stack (e.g. qemu-m4), "
                            f"not '{board}'")
+    require_tools(b, run=measure)
     c = compiled or compile_model(model, numerics=numerics)
     g = c.graph
     xin = g.tensors[g.inputs[0]]

@@ -55,16 +55,9 @@ def _no_progress(description, total):
 
 
 def _per_input(c, inputs, model):
-    g = c.graph
-    xin = g.tensors[g.inputs[0]]
-    if inputs.dtype != np.dtype(xin.dtype):
-        raise TinyAotError(f"the model's input is {xin.dtype}, the inputs are {inputs.dtype}",
-                           model=str(model), tensor=g.inputs[0])
-    per = inputs.reshape(len(inputs), -1) if inputs.ndim > 1 else inputs.reshape(1, -1)
-    if per.shape[1] != xin.size:
-        raise TinyAotError(f"each input must have {xin.size} values {list(xin.shape)}, "
-                           f"got {per.shape[1]}", model=str(model), tensor=g.inputs[0])
-    return per
+    from .golden_check import check_inputs, model_io
+    check_inputs(inputs, model_io(c)[0], model)  # dtype, shape and layout (NHWC for NCHW)
+    return inputs.reshape(len(inputs), -1) if inputs.ndim > 1 else inputs.reshape(1, -1)
 
 
 def _no_tick(n=1):
@@ -191,6 +184,8 @@ def validate_model(model, inputs, board="host", numerics="ort", compiled=None, p
     the plain onnxruntime session. progress(description, total) -> context
     yielding advance() (console.progress on a terminal)."""
     b = board_or_error(board)
+    from .toolchain import require_tools
+    require_tools(b)
     c = compiled or compile_model(model, numerics=numerics)
     if c.numerics != numerics:
         raise TinyAotError(f"compiled for numerics {c.numerics}, validating {numerics}")

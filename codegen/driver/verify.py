@@ -14,7 +14,9 @@ from ..paths import build_root
 from ..targets.boards import board_or_error
 from .budget import check_budget, check_flash
 from .firmware import build_generated, firmware_paths, write_harness
+from .golden_check import check_golden, check_inputs, model_io
 from .linkmap import board_flash_image, describe
+from .toolchain import require_tools
 
 
 # The golden arrays each numerics reproduces bit for bit (MLPerf Tiny goldens carry
@@ -52,9 +54,11 @@ def load_golden(path, key="outputs"):
 
 def run_model(model, inputs, board="host", numerics="ort", build_dir=None, compiled=None,
               ram_limit=None, flash_limit=None, io_buffers="arena", depthwise_inplace=False,
-              ort_threads=1, optimize="speed"):
-    """Compile, build and run every input; returns (outputs (N, out), info dict)."""
+              ort_threads=1, optimize="speed", inputs_file=None):
+    """Compile, build and run every input; returns (outputs (N, out), info dict).
+    inputs_file: where the inputs came from (the file an error names)."""
     b = board_or_error(board)
+    require_tools(b)  # before the compile: a missing toolchain is one line, exit 2
     c = compiled or compile_model(model, numerics=numerics, io_buffers=io_buffers,
                                   depthwise_inplace=depthwise_inplace, ort_threads=ort_threads,
                                   optimize=optimize)
@@ -63,14 +67,10 @@ def run_model(model, inputs, board="host", numerics="ort", build_dir=None, compi
     xin = g.tensors[g.inputs[0]]
     xout = g.tensors[g.outputs[0]]
     inputs = np.asarray(inputs)
-    want = np.dtype(xin.dtype) if xin.dtype in ("int8", "uint8") else np.dtype(np.int8)
-    if inputs.dtype != want:
-        raise TinyAotError(f"inputs must be {want} (quantized), got {inputs.dtype}", model=str(model))
+    # dtype, shape and layout against the model, before any build
+    check_inputs(inputs, model_io(c)[0], inputs_file or model)
     inputs = inputs.view(np.int8)  # the same bytes (uint8 models: passes/uint8.py)
     per = inputs.reshape(len(inputs), -1) if inputs.ndim > 1 else inputs.reshape(1, -1)
-    if per.shape[1] != xin.size:
-        raise TinyAotError(f"each input must have {xin.size} values {list(xin.shape)}, "
-                           f"got {per.shape[1]}", model=str(model), tensor=g.inputs[0])
     tmp_dir = None
     if build_dir is None:
         # A private directory per run: concurrent runs (CI, -j, several
@@ -125,19 +125,19 @@ def _build_and_run(c, b, board, numerics, per, xin, xout, out_dir, ram_limit=Non
 
 def verify_model(model, golden, board="host", numerics="ort", key="outputs", build_dir=None,
                  ram_limit=None, flash_limit=None, io_buffers="arena", depthwise_inplace=False,
-                 ort_threads=1, optimize="speed"):
+                 ort_threads=1, optimize="speed", compiled=None):
     if golden is None:
         raise TinyAotError("a golden file is needed (golden=PATH)", model=str(model))
     inputs, expected = load_golden(golden, key)
-    c = compile_model(model, numerics=numerics, io_buffers=io_buffers,
-                      depthwise_inplace=depthwise_inplace, ort_threads=ort_threads,
-                      optimize=optimize)
+    require_tools(board_or_error(board))
+    c = compiled or compile_model(model, numerics=numerics, io_buffers=io_buffers,
+                                  depthwise_inplace=depthwise_inplace, ort_threads=ort_threads,
+                                  optimize=optimize)
+    check_golden(c, inputs, expected, golden, key)  # before any build: one clear line
     outs, info = run_model(model, inputs, board=board, numerics=numerics, compiled=c,
-                           build_dir=build_dir, ram_limit=ram_limit, flash_limit=flash_limit)
-    exp = expected.reshape(outs.shape) if expected.size == outs.size else None
-    if exp is None:
-        raise TinyAotError(f"golden '{key}' has {expected.size} values, the model gives {outs.size}",
-                           model=str(golden))
+                           build_dir=build_dir, ram_limit=ram_limit, flash_limit=flash_limit,
+                           inputs_file=golden)
+    exp = expected.reshape(outs.shape)
     diff = outs.astype(np.int32) != exp.astype(np.int32)
     per_vec = diff.reshape(len(outs), -1).any(axis=1)
     rep = dict(c.report)
