@@ -24,6 +24,8 @@ EXAMPLES = """examples:
   tinyaot compile models/digits_cnn_int8.onnx --board qemu-m4 --ram-limit 64K
   tinyaot verify M.onnx --golden M_golden.npz --board qemu-m55 --optimize size
   tinyaot report models/digits_cnn_int8.onnx --board qemu-m4
+  tinyaot report models/digits_cnn_int8.onnx --board nrf52840
+  tinyaot boards
   tinyaot validate models/digits_cnn_int8.onnx --inputs models/digits_cnn_int8_golden.npz
   tinyaot profile models/digits_cnn_int8.onnx --board qemu-m4 --png profile.png
   tinyaot quantize models/digits_cnn_f32.onnx --calib calib.npz -o model_int8.onnx
@@ -183,9 +185,23 @@ def cmd_export(a):
         n = r["numbers"][name]
         extra = "" if n["instructions"] is None else \
             f", flash {n['flash']['total']} B, {n['instructions']} instructions on {a.board}"
+        if n.get("part_fit"):  # a build-only part: its image, and the cycle model's time
+            c = n.get("cycles")
+            extra = f", image flash {n['flash']['total']} B on {a.board}" + (
+                f", {c['ms']:.3f} ms at {c['clock_hz'] / 1e6:g} MHz (cycle model)" if c else "")
         print(f"{name}: arena {r['arena'][name]} B{extra}")
     print(f"wrote {r['dir']}: {len(r['sources'])} sources, {len(r['headers'])} runtime headers, "
           "README.md, tinyaot.mk, CMakeLists.txt, tinyaot.cmake")
+    return 0
+
+
+def cmd_boards(a):
+    from .targets.parts import catalogue, format_boards
+    infos = catalogue()
+    if a.json:
+        print(json.dumps([i.as_dict() for i in infos], indent=2))
+    else:
+        print(format_boards(infos))
     return 0
 
 
@@ -298,6 +314,15 @@ def build_parser():
                    help="where the model's input/output live (default %(default)s, see compile)")
     p.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
     p.set_defaults(fn=cmd_export)
+
+    p = sub.add_parser("boards", help="every board and part: memory, core, clock, runs in QEMU?",
+                       formatter_class=RAW, epilog=examples(
+                           "tinyaot boards", "tinyaot boards --json",
+                           note="QEMU boards run verify, run, profile and fleets; build-only "
+                                "parts take report --board (fits? ms at the part's clock) and "
+                                "export --board (flags, startup, linker script). docs/boards.md"))
+    p.add_argument("--json", action="store_true", help="print the list as JSON on stdout")
+    p.set_defaults(fn=cmd_boards)
 
     from .signing import add_signing_commands  # keygen, sign, verify-signature
     add_signing_commands(sub)

@@ -39,7 +39,10 @@ def profile_model(model, board="qemu-m4", numerics="ort", inputs=None, compiled=
     layer and per inference for the board's parts (codegen/cycles; `parts`:
     names, default all of the board's)."""
     b = board_or_error(board)
-    if b["kind"] != "firmware":
+    if b["kind"] == "part":  # build-only: its flags on the QEMU board with its core, its part's cycles
+        from ..targets.parts import timing_board
+        parts, cycles, b = parts or [b["part"]], True, timing_board(b)
+    elif b["kind"] != "firmware":
         raise TinyAotError(f"profile needs a QEMU board (timer and -icount), not '{board}'")
     c = with_hooks(compiled or compile_model(model, numerics=numerics))
     g = c.graph
@@ -98,6 +101,8 @@ def profile_model(model, board="qemu-m4", numerics="ort", inputs=None, compiled=
            "total_ticks": total_ticks, "total_instructions": total,
            "layers_instructions": sum(r["instructions"] for r in rows),
            "macs": sum(r["macs"] for r in rows), "layers": rows}
+    if b.get("timed_part"):
+        out["timed_on"] = b["name"]
     if cycles:
         from ..cycles.layers import attach_cycles
         attach_cycles(out, crun)
@@ -112,7 +117,8 @@ def profile_header(r):
 
 
 def profile_title(r):
-    return (f"profile {r['name']} on {r['board']} (numerics {r['numerics']}, optimize "
+    on = f"{r['board']}, timed on {r['timed_on']}" if r.get("timed_on") else r["board"]
+    return (f"profile {r['name']} on {on} (numerics {r['numerics']}, optimize "
             f"{r.get('optimize', 'speed')}; resolution "
             f"{r['resolution_instructions']} instructions = 1 timer tick)")
 

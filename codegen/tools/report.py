@@ -249,16 +249,26 @@ def measure_stack(c, board, paint=16384):
 def report_model(model, board="qemu-m4", numerics="ort", compiled=None, keep_dir=None,
                  measure=False):
     b = board_or_error(board)
-    if b["kind"] != "firmware":
-        raise TinyAotError(f"report needs a firmware board for flash and stack (e.g. qemu-m4), "
-                           f"not '{board}'")
+    if b["kind"] not in ("firmware", "part"):
+        raise TinyAotError(f"report needs a firmware board or a part for flash and stack (e.g. "
+                           f"qemu-m4, nrf52840), not '{board}'")
+    part = b["kind"] == "part"
+    if part and measure:
+        raise TinyAotError(f"--measure-stack runs the model in QEMU: {board} is a build-only part "
+                           f"(measure on {b.get('runs_on')}, the QEMU board with its core)")
     c = compiled or compile_model(model, numerics=numerics)
     g = c.graph
     xin = g.tensors[g.inputs[0]]
     out_dir = keep_dir or private_dir(c, f"report-{board}")
     try:
-        elf, map_path, obj_dir = build_firmware(c, b, out_dir, np.zeros((1, xin.size), np.int8),
-                                                b["harness_main"], analysis=True)
+        if part:  # the part's startup and linker script, a main() that runs the model once
+            from ..targets.parts import measuring_board, part_main_defines
+            fb, main, defines = (measuring_board(b, out_dir), b["harness_main"],
+                                 part_main_defines(c.module.name))
+        else:
+            fb, main, defines = b, b["harness_main"], ()
+        elf, map_path, obj_dir = build_firmware(c, fb, out_dir, np.zeros((1, xin.size), np.int8),
+                                                main, defines=defines, analysis=True)
         from ..paths import runtime_sources
         from ..targets.qemu import firmware_size
         kernel_objs = {p.stem + ".o" for p in runtime_sources()}
@@ -269,6 +279,11 @@ def report_model(model, board="qemu-m4", numerics="ort", compiled=None, keep_dir
         stack, path, notes = worst_stack(model_entry(c.module.name, funcs), funcs, su)
         fw_stack, fw_path, fw_notes = worst_stack("main", funcs, su)
         size = firmware_size(elf, b)
+        fit = None
+        if part:
+            from ..targets.parts import fit_verdict, image_extent
+            ext = image_extent(elf, b)
+            fit = fit_verdict(b, ext["flash"], ext["ram"], fw_stack)
     finally:
         if not keep_dir:
             shutil.rmtree(out_dir, ignore_errors=True)
@@ -305,6 +320,7 @@ def report_model(model, board="qemu-m4", numerics="ort", compiled=None, keep_dir
             "firmware": size,
             "board_limits": {"flash_size": b.get("flash_size"), "ram_size": b.get("ram_size"),
                              "stack_size": b.get("stack_size")},
+            **({"part_fit": fit} if fit else {}),
         },
     }
 
@@ -368,7 +384,9 @@ def report_totals(r):
         f"MACs         {t['macs']:,}",
     ]
     lim = t["board_limits"]
-    if lim.get("flash_size") and lim.get("ram_size"):
+    if t.get("part_fit"):  # a build-only part: the whole linked image against its memory
+        lines += part_fit_lines(r["board"], t["part_fit"])
+    elif lim.get("flash_size") and lim.get("ram_size"):
         ram_need = t["arena_bytes"] + st["reserved_bytes"]
         lines.append(f"board        flash {f['total']:,} of {lim['flash_size']:,} B "
                      f"({100 * f['total'] / lim['flash_size']:.1f} %, model only); RAM "
@@ -380,3 +398,14 @@ def report_totals(r):
     for n in st["notes"]:
         lines.append(f"  note: {n}")
     return lines
+
+
+def part_fit_lines(board, fit):
+    """`report --board PART`: fits or not, against the part's real flash and RAM."""
+    f = fit
+    verdict = "fits" if f["fits"] else "does NOT fit (" + "; ".join(f["problems"]) + ")"
+    return [f"{board:<12} {verdict}: image flash {f['flash_bytes']:,} of {f['flash_size']:,} B "
+            f"({100 * f['flash_bytes'] / f['flash_size']:.1f} %), RAM {f['ram_bytes']:,} of "
+            f"{f['ram_size']:,} B ({100 * f['ram_bytes'] / f['ram_size']:.1f} %: .data + .bss "
+            f"{f['static_ram_bytes']:,} B with the arena, stack {f['stack_reserved_bytes']:,} B "
+            "reserved)"]
