@@ -53,8 +53,10 @@ def run_model(model, inputs, board="host", numerics="ort", build_dir=None, compi
               ram_limit=None, flash_limit=None, io_buffers="arena", depthwise_inplace=False,
               ort_threads=1, optimize="speed"):
     """Compile, build and run every input; returns (outputs (N, out), info dict)."""
+    from .targets.parts import require_runnable
     from .tools.budget import check_budget
     b = board_or_error(board)
+    require_runnable(b, "run/verify")
     c = compiled or compile_model(model, numerics=numerics, io_buffers=io_buffers,
                                   depthwise_inplace=depthwise_inplace, ort_threads=ort_threads,
                                   optimize=optimize)

@@ -148,6 +148,15 @@ def format_boards(infos):
 
 # ------------------------------------------------------------- a part's builds
 
+def require_runnable(board: dict, what: str):
+    """One clear error when a command that runs the model gets a build-only part."""
+    if board.get("kind") == "part":
+        raise TinyAotError(f"{what} runs the model, and board {board['name']} is a build-only part "
+                           f"(no QEMU machine runs it): run it on {board.get('runs_on')}, the QEMU "
+                           f"board with its core; tinyaot report --board {board['name']} gives its "
+                           "fit and time")
+
+
 def require_part(board: dict):
     if board.get("kind") != "part":
         raise TinyAotError(f"board {board.get('name')} is not a build-only part")
@@ -172,10 +181,16 @@ def timing_board(board: dict) -> dict:
     return t
 
 
+def link_overflowed(message: str) -> bool:
+    """A link that failed because the image does not fit the memory regions."""
+    return any(s in message for s in ("overflowed", "will not fit in region", "RAM overflow"))
+
+
 def measuring_board(board: dict, out_dir) -> dict:
     """Part `board` with a copy of its linker script whose FLASH and RAM are
-    MEASURING_LENGTH long: the same layout, but a model too big for the part
-    still links, so the report can say by how much it misses."""
+    MEASURING_LENGTH long: the same layout (only the stack top moves up), so a
+    model too big for the part still links and the report can say by how much
+    it misses."""
     require_part(board)
     text = Path(board["linker_script"]).read_text()
     for region in ("FLASH", "RAM"):

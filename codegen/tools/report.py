@@ -261,14 +261,23 @@ def report_model(model, board="qemu-m4", numerics="ort", compiled=None, keep_dir
     xin = g.tensors[g.inputs[0]]
     out_dir = keep_dir or private_dir(c, f"report-{board}")
     try:
+        zeros = np.zeros((1, xin.size), np.int8)
         if part:  # the part's startup and linker script, a main() that runs the model once
-            from ..targets.parts import measuring_board, part_main_defines
-            fb, main, defines = (measuring_board(b, out_dir), b["harness_main"],
-                                 part_main_defines(c.module.name))
+            from ..targets.parts import link_overflowed, measuring_board, part_main_defines
+            defines = part_main_defines(c.module.name)
+            try:
+                elf, map_path, obj_dir = build_firmware(c, b, out_dir, zeros, b["harness_main"],
+                                                        defines=defines, analysis=True)
+            except TinyAotError as e:
+                if not link_overflowed(str(e)):
+                    raise
+                # too big for the part: link it again in roomier regions to say by how much
+                elf, map_path, obj_dir = build_firmware(c, measuring_board(b, out_dir), out_dir,
+                                                        zeros, b["harness_main"], defines=defines,
+                                                        analysis=True)
         else:
-            fb, main, defines = b, b["harness_main"], ()
-        elf, map_path, obj_dir = build_firmware(c, fb, out_dir, np.zeros((1, xin.size), np.int8),
-                                                main, defines=defines, analysis=True)
+            elf, map_path, obj_dir = build_firmware(c, b, out_dir, zeros, b["harness_main"],
+                                                    analysis=True)
         from ..paths import runtime_sources
         from ..targets.qemu import firmware_size
         kernel_objs = {p.stem + ".o" for p in runtime_sources()}

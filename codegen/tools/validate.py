@@ -189,6 +189,8 @@ def validate_model(model, inputs, board="host", numerics="ort", compiled=None, p
     the plain onnxruntime session. progress(description, total) -> context
     yielding advance() (console.progress on a terminal)."""
     b = board_or_error(board)
+    from ..targets.parts import require_runnable
+    require_runnable(b, "validate")
     c = compiled or compile_model(model, numerics=numerics)
     if c.numerics != numerics:
         raise TinyAotError(f"compiled for numerics {c.numerics}, validating {numerics}")
