@@ -171,7 +171,7 @@ def export(model, out_path):
 
 def quantize(f32_path, calib_inputs, out_path, keep_removable_activations=False):
     """Float ONNX -> QDQ int8 ONNX (float I/O), through the same function as
-    `tinyaot quantize` (codegen/tools/quantize.py): quant_pre_process, then
+    `tinyaot quantize` (codegen/driver/quantize.py): quant_pre_process, then
     quantize_static with QDQ, per-channel int8 weights, int8 activations,
     MinMax calibration.
 
@@ -180,7 +180,7 @@ def quantize(f32_path, calib_inputs, out_path, keep_removable_activations=False)
     keep_removable_activations=True sets QDQKeepRemovableActivations to keep
     them as explicit nodes."""
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    from codegen.tools.quantize import quantize_qdq
+    from codegen.driver.quantize import quantize_qdq
 
     return quantize_qdq(f32_path, calib_inputs, out_path, method="minmax",
                         keep_removable_activations=keep_removable_activations)

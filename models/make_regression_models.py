@@ -24,7 +24,7 @@
 
 Each is exported from torch (opset 17), quantized with onnxruntime's
 quantize_static (QDQ, per-channel int8 weights, int8 activations, MinMax on
-random calibration data, through codegen/tools/quantize.py), then given int8
+random calibration data, through codegen/driver/quantize.py), then given int8
 graph input/output (make_digits_cnn.to_int8_io). The Sigmoid and Tanh outputs
 are re-quantized the way the TFLite converter fixes them (Sigmoid 1/256, -128;
 Tanh 1/128, 0; Softmax 1/256, -128), so the same file is valid for both numerics. Golden vectors:
@@ -274,7 +274,7 @@ EXTRA_QUANTIZED_OPS = {"misc_ops": ("HardSigmoid", "ReduceMean")}  # not quantiz
 def build(key, out_dir=HERE, seed=0):
     from make_digits_cnn import to_int8_io
 
-    from codegen.tools.quantize import quantize_qdq
+    from codegen.driver.quantize import quantize_qdq
 
     cls, shape = MODELS[key]
     torch.manual_seed(seed)

@@ -115,7 +115,7 @@ def host_run_checked(path, x, numerics, build_dir, kernel):
     the C equals the numpy reference; returns (outputs, Compiled)."""
     from codegen.compiler import compile_model
     from codegen.reference import run_graph
-    from codegen.verify import run_model
+    from codegen.driver.verify import run_model
 
     c = compile_model(path, numerics=numerics)
     outs, info = run_model(path, x, board="host", numerics=numerics, build_dir=build_dir / "gen",

@@ -51,12 +51,12 @@ def once(what, model, inputs, args, compute):
 
 
 def run_model_once(model, inputs, board, numerics, build_dir):
-    """codegen.verify.run_model of a fresh compile, once per session: the outputs
+    """codegen.driver.verify.run_model of a fresh compile, once per session: the outputs
     and the per-input status and instruction counts."""
     import numpy as np
 
     from codegen.compiler import compile_model
-    from codegen.verify import run_model
+    from codegen.driver.verify import run_model
 
     def compute():
         c = compile_model(model, numerics=numerics)

@@ -6,7 +6,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from codegen.compiler import compile_model
-from codegen.verify import run_model
+from codegen.driver.verify import run_model
 
 from qdq_builders import QdqBuilder, all_int8_inputs, run_ort, save
 from qop_builders import all_inputs
@@ -56,7 +56,7 @@ def test_output_written_even_when_caller_buffer_is_dirty(tmp_path):
     """The cffi call with an output buffer full of 0x55: every byte is replaced."""
     from cffi import FFI
 
-    from codegen.build import build_generated
+    from codegen.driver.firmware import build_generated
     from codegen.compiler import write_outputs
 
     path = save(reshape_only(), tmp_path)

@@ -15,7 +15,7 @@ from onnx import numpy_helper
 
 from codegen.compiler import compile_model
 from codegen.errors import TinyAotError
-from codegen.verify import run_model
+from codegen.driver.verify import run_model
 
 import qmodels
 from qdq_builders import QdqBuilder, all_int8_inputs, save

@@ -20,7 +20,7 @@ import pytest
 
 from codegen.paths import DEFAULT_GOLDEN, DEFAULT_MODEL
 from codegen.targets import qemu
-from codegen.verify import load_golden, run_model, verify_model
+from codegen.driver.verify import load_golden, run_model, verify_model
 
 BOARDS = {
     # board: (machine, cpu, has_fpu, has_dsp, instructions_per_tick)
@@ -126,17 +126,17 @@ def test_tflite_matches_host(board):
 def _exact_counts(board, inputs):
     from codegen.compiler import compile_model
     from codegen.paths import REPO_ROOT
-    from codegen.tools.fwbuild import build_firmware, private_dir
+    from codegen.driver.firmware import Variant, build_compiled, private_dir
 
     rep = int(board["instructions_per_tick"])
     c = compile_model(DEFAULT_MODEL, numerics="tflite")
     per = np.asarray(inputs).reshape(len(inputs), -1).view(np.int8)
     out_dir = private_dir(c, f"exact-{board['name']}")
     try:
-        elf, _, _ = build_firmware(c, board, out_dir, per,
-                                   REPO_ROOT / "tests" / "c" / "harness_repeat_main.c",
-                                   defines=[f"TINYAOT_REPEAT={rep}u",
-                                            f"TINYAOT_HARNESS_MAX_INPUT={per.shape[1]}"])
+        elf = build_compiled(c, board, out_dir, per, Variant(
+            "repeat", main=str(REPO_ROOT / "tests" / "c" / "harness_repeat_main.c"),
+            defines=(f"TINYAOT_REPEAT={rep}u",
+                     f"TINYAOT_HARNESS_MAX_INPUT={per.shape[1]}"))).elf
         res = qemu.run_firmware(elf, board, timeout=600)
     finally:
         shutil.rmtree(out_dir, ignore_errors=True)

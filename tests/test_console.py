@@ -1,4 +1,4 @@
-"""Colour, rich tables and progress bars only on a terminal (codegen/tools/console.py).
+"""Colour, rich tables and progress bars only on a terminal (codegen/driver/console.py).
 
 Commands run under a pseudo-terminal (python pty) print ANSI escape codes;
 piped, or with NO_COLOR / TERM=dumb, they print the plain tables the other
@@ -100,7 +100,7 @@ _CORRUPT_AND_PRINT = """
 import sys
 import numpy as np
 from codegen.compiler import compile_model
-from codegen.tools.validate import print_validate, validate_model
+from codegen.driver.validate import print_validate, validate_model
 model, golden, layer = sys.argv[1], sys.argv[2], int(sys.argv[3])
 c = compile_model(model, numerics="ort")
 w = c.graph.tensors[c.graph.nodes[layer].inputs[1]]
@@ -150,7 +150,7 @@ def test_quantize_progress_only_on_a_terminal(tmp_path):
 
 # tinyaot bench on the default model only (the full bench runs every shared model).
 BENCH_ONE = """import sys
-import codegen.bench as b
+import codegen.driver.bench as b
 b.MODELS = [m for m in b.MODELS if m[0] == "digits"]
 from codegen.cli import main
 sys.exit(main(sys.argv[1:]))

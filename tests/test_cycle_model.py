@@ -383,7 +383,7 @@ def test_tflm_anchor_priced_and_sized_like_its_readme():
 def test_profile_cycles_per_layer_agree_with_the_timer():
     """profile --cycles: the plugin's own instruction counts per layer agree with the
     board timer's (-icount shift=0: one tick = 40 instructions) to its resolution."""
-    from codegen.tools.profile import format_profile, profile_model
+    from codegen.driver.profile import format_profile, profile_model
     r = profile_model(REPO / "models" / "digits_cnn_int8.onnx", board="qemu-m4", numerics="tflite",
                       cycles=True, parts=["ideal", "stm32l4r5"])
     cyc = r["cycles"]

@@ -19,7 +19,7 @@ import pytest
 from codegen.compiler import compile_model
 from codegen.planner import PlanError, check_plan
 from codegen.reference import run_graph
-from codegen.verify import load_golden, run_model
+from codegen.driver.verify import load_golden, run_model
 
 from conftest import REPO, shared_model
 from qdq_builders import QdqBuilder, all_int8_inputs, run_ort, save

@@ -102,7 +102,7 @@ def _build_firmware(gen_dir, inputs):
     import json
 
     from codegen.backend import emit_harness_data
-    from codegen.build import build_generated
+    from codegen.driver.firmware import build_generated
 
     rep = json.loads((gen_dir / "report.json").read_text())
     in_size = int(np.prod(rep["input"]["shape"]))

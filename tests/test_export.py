@@ -16,10 +16,10 @@ import numpy as np
 import pytest
 
 from codegen.cli import main as cli_main
-from codegen.export import header_closure
+from codegen.driver.export import header_closure
 from codegen.paths import BOARDS_DIR, RUNTIME_INCLUDE, RUNTIME_SRC
 from codegen.targets import qemu
-from codegen.verify import load_golden
+from codegen.driver.verify import load_golden
 
 from conftest import DEFAULT_GOLDEN, DEFAULT_MODEL, require_arm_toolchain, shared_model
 

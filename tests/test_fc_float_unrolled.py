@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 
 from codegen.backend.fc_float_unrolled import MIN_ZERO_FRACTION
-from codegen.build import board_or_error
+from codegen.targets.boards import board_or_error
 from codegen.compiler import compile_model
 
 from conftest import require_arm_toolchain, shared_model
@@ -212,7 +212,7 @@ def test_instruction_count_drops_by_the_skipped_products(tmp_path):
 def test_each_build_carries_one_copy_of_the_weights(tmp_path):
     """FPU firmware: the unrolled stream, no packed array; host: the packed
     array, no stream and no unrolled function (the loop kernel runs)."""
-    from codegen.tools.fwbuild import build_firmware, private_dir
+    from codegen.driver.firmware import build_compiled, private_dir
     import shutil
 
     path = fc_model(tmp_path, "fcw", sparse_weights(60), biases(60), "relu", 3, 0.05)
@@ -220,7 +220,7 @@ def test_each_build_carries_one_copy_of_the_weights(tmp_path):
     b = board_or_error("qemu-m4")
     out_dir = private_dir(c, "fcu-syms")
     try:
-        elf, _, _ = build_firmware(c, b, out_dir, np.zeros((1, K), np.int8), b["harness_main"])
+        elf = build_compiled(c, b, out_dir, np.zeros((1, K), np.int8)).elf
         syms = subprocess.run([b["toolchain_prefix"] + "nm", str(elf)], capture_output=True,
                               text=True, check=True).stdout.split()
     finally:
@@ -255,7 +255,7 @@ def test_dense_or_integrity_layers_keep_the_loop_kernel(tmp_path):
 
 @pytest.mark.shared
 def test_ad01_ort_unrolled_golden_on_qemu_m4():
-    from codegen.verify import verify_model
+    from codegen.driver.verify import verify_model
 
     onnx_path, golden = shared_model("ad01")
     c = compile_model(onnx_path, numerics="ort")

@@ -1,11 +1,11 @@
-"""One model, many boards: `scons board=all` and codegen/fleet.py.
+"""One model, many boards: `scons board=all` and codegen/driver/fleet.py.
 
 * the default model through `scons board=all -j2`: one table row per board,
   every board PASS with all golden vectors, exit status 0;
 * a wrong golden makes the fleet exit non-zero and name the failing boards;
 * "does not fit" (a model too big for a board) is reported, not a failure;
-* (shared) every MLPerf Tiny model on every board, tflite on qemu-m3 and
-  qemu-m55, ort elsewhere, all golden vectors (about 35 s on 2 cores).
+* (shared) every MLPerf Tiny model on every board, tflite on qemu-m3,
+  qemu-m55, qemu-m0 and nrf51822, ort elsewhere, all golden vectors.
 """
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ import sys
 import numpy as np
 import pytest
 
-from codegen import fleet
+from codegen.driver import fleet
 from codegen.compiler import compile_model
 from codegen.paths import REPO_ROOT
 from codegen.targets.qemu import load_board
@@ -148,7 +148,8 @@ def test_shared_models_on_every_board():
     for key in SHARED_MODELS:
         onnx_path, golden = shared_model(key)
         for b in fleet.all_boards():
-            numerics = "tflite" if b in ("qemu-m3", "qemu-m55") else "ort"
+            # no FPU (qemu-m3, the Armv6-M boards) or slow soft float: integer numerics
+            numerics = "tflite" if b in ("qemu-m3", "qemu-m55", "qemu-m0", "nrf51822") else "ort"
             gkey = "outputs_tflm" if numerics == "tflite" else "outputs_onnxruntime"
             jobs.append((onnx_path, golden, b, numerics, gkey))
     rows = fleet.run_fleet(jobs, workers=2)
@@ -175,7 +176,7 @@ def test_parallel_firmware_builds_keep_their_own_scons_database(tmp_path):
     require_arm_toolchain()
     from concurrent.futures import ThreadPoolExecutor
 
-    from codegen.verify import load_golden, run_model
+    from codegen.driver.verify import load_golden, run_model
 
     x, expected = load_golden(DEFAULT_GOLDEN, "outputs_onnxruntime")
     c = compile_model(DEFAULT_MODEL, numerics="ort")

@@ -8,7 +8,7 @@ import pytest
 from codegen.backend.conv_f32_pack import input_mode, scratch_bytes
 from codegen.compiler import compile_model
 from codegen.planner import plan_arena
-from codegen.verify import load_golden, run_model
+from codegen.driver.verify import load_golden, run_model
 
 from conftest import REPO
 

@@ -205,7 +205,7 @@ def test_quantize_cli_folds_bn_and_the_result_is_bit_exact_on_host(tmp_path):
     from codegen.compiler import compile_model
     from codegen.reference.onnxruntime_oracle import run_onnxruntime
     from codegen.reference.ort_float import dequantize, quantize
-    from codegen.verify import run_model
+    from codegen.driver.verify import run_model
 
     rng = np.random.default_rng(7)
     c1 = _init("w1", rng.normal(0, 0.4, (6, 3, 3, 3)))

@@ -10,7 +10,7 @@ from onnx import TensorProto, helper, numpy_helper
 from codegen.cli import main
 from codegen.compiler import compile_model
 from codegen.errors import TinyAotError, UnsupportedError
-from codegen.verify import run_model
+from codegen.driver.verify import run_model
 
 from qdq_builders import all_int8_inputs, run_ort, save
 

@@ -13,7 +13,7 @@ from codegen.ir import Graph, Node, QParams, Tensor
 from codegen.passes.uint8 import uint8_to_int8
 from codegen.reference import run_graph
 from codegen.reference.onnxruntime_oracle import run_onnxruntime
-from codegen.verify import run_model
+from codegen.driver.verify import run_model
 
 
 def _save(tmp_path, nodes, inits, xin, yout, name="m", opset=13):

@@ -4,7 +4,7 @@ import pytest
 
 from codegen.compiler import compile_model
 from codegen.reference import run_graph
-from codegen.verify import run_model
+from codegen.driver.verify import run_model
 
 from conftest import SHARED_MODELS, shared_model
 

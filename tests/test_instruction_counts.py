@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pytest
 
-from codegen.verify import load_golden
+from codegen.driver.verify import load_golden
 
 from conftest import require_arm_toolchain, shared_model
 from test_qemu_m4 import EXACT_SHARED, _exact_counts, _with_adversarial

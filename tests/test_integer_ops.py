@@ -10,7 +10,7 @@ from onnx import TensorProto, helper, numpy_helper
 from codegen.compiler import compile_model
 from codegen.errors import TinyAotError, UnsupportedError
 from codegen.passes.ort_qlinear import optimized_graph
-from codegen.verify import run_model
+from codegen.driver.verify import run_model
 
 from qdq_builders import run_ort, save
 from qop_builders import all_inputs

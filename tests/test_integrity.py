@@ -17,7 +17,8 @@ import zlib
 import numpy as np
 import pytest
 
-from codegen.build import board_or_error, build_generated
+from codegen.driver.firmware import build_generated
+from codegen.targets.boards import board_or_error
 from codegen.compiler import compile_model, write_outputs
 from codegen.integrity import blob_bytes, weights_digest
 from conftest import DEFAULT_MODEL, require_arm_toolchain, shared_model

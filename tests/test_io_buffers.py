@@ -5,9 +5,9 @@ import pytest
 
 from codegen.cli import main
 from codegen.compiler import compile_model
-from codegen.build import build_generated
+from codegen.driver.firmware import build_generated
 from codegen.planner import check_plan
-from codegen.verify import run_model
+from codegen.driver.verify import run_model
 
 from conftest import DEFAULT_MODEL, shared_model
 
@@ -110,7 +110,7 @@ def test_qemu_harness_times_the_inference_alone_in_both_modes():
     outside the timed call, so both modes run the same kernels for the same
     count, and both are bit-exact with the golden vectors."""
     from conftest import DEFAULT_GOLDEN, require_arm_toolchain
-    from codegen.verify import verify_model
+    from codegen.driver.verify import verify_model
     require_arm_toolchain()
     reps = {io: verify_model(DEFAULT_MODEL, DEFAULT_GOLDEN, board="qemu-m4", io_buffers=io)
             for io in ("arena", "user")}

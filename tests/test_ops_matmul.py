@@ -6,7 +6,7 @@ import pytest
 
 from codegen.compiler import compile_model
 from codegen.reference import run_graph
-from codegen.verify import run_model
+from codegen.driver.verify import run_model
 
 from qdq_builders import QdqBuilder, all_int8_inputs, run_ort, save
 

@@ -32,7 +32,7 @@ from codegen.errors import TinyAotError
 from codegen.reference.fc_float_order import ORDER_CODE
 from codegen.reference.mlas_conv_order import node_segments
 from codegen.backend.conv_f32_pack import segment_words
-from codegen.verify import default_golden_key, load_golden, run_model, verify_model
+from codegen.driver.verify import default_golden_key, load_golden, run_model, verify_model
 
 from conftest import require_arm_toolchain, shared_model
 from kernel_ffi import (CAPTURE_QUANTIZE_C, CONV_F32_STRUCTS_CDEF, capture_library,
@@ -565,7 +565,7 @@ def test_own_models_size_bit_exact_with_onnxruntime(name):
 
 def test_fleet_row_says_size_would_fit():
     """scons board=all: a 'does not fit' row names optimize=size when that build fits."""
-    from codegen import fleet
+    from codegen.driver import fleet
     model, golden = shared_model("ad01")
     r = fleet.verify_on_board(model, golden, "qemu-m55", "tflite", "outputs_tflm")
     assert r["result"] == fleet.NOFIT and r["detail"].endswith("fits with optimize=size"), r

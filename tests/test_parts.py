@@ -18,13 +18,13 @@ import sys
 import numpy as np
 import pytest
 
-from codegen import fleet
+from codegen.driver import fleet
 from codegen.compiler import compile_model
 from codegen.errors import TinyAotError
 from codegen.paths import REPO_ROOT, RUNTIME_INCLUDE, RUNTIME_SRC
 from codegen.targets import parts
 from codegen.targets.qemu import load_board
-from codegen.verify import verify_model
+from codegen.driver.verify import verify_model
 
 from conftest import DEFAULT_GOLDEN, DEFAULT_MODEL, SHARED, require_arm_toolchain, shared_model
 
@@ -147,7 +147,7 @@ def test_fit_verdict():
 
 def _part_images(tmp_path_factory):
     """The default model linked for every part by report_model (no cycles)."""
-    from codegen.tools.report import report_model
+    from codegen.driver.report import report_model
     c = compile_model(DEFAULT_MODEL, numerics="tflite")
     out = {}
     for name in PARTS:
@@ -207,13 +207,13 @@ def test_report_says_does_not_fit_with_the_overshoot(tmp_path):
     model = SHARED / "image_classification_mbnet128" / "mbnet128_0.25_q.onnx"
     if not model.exists():
         pytest.skip("shared model mbnet128 missing")
-    from codegen.tools.report import report_model
+    from codegen.driver.report import report_model
     r = report_model(model, board="nrf52840", numerics="tflite", keep_dir=tmp_path)
     fit = r["totals"]["part_fit"]
     elf = next(tmp_path.glob("*-nrf52840-dbg.elf"))
     assert fit["flash_bytes"] == _flash_sections(elf, 0) > MiB
     assert not fit["fits"] and fit["problems"][0] == f"flash {fit['flash_bytes'] - MiB:,} B over"
-    from codegen.tools.report import report_totals
+    from codegen.driver.report import report_totals
     assert any("does NOT fit" in ln for ln in report_totals(r))
 
 
@@ -230,7 +230,7 @@ def test_report_part_time_at_its_clock():
     (p,) = r["totals"]["cycles"]["parts"]
     assert p["name"] == "nrf52840" and p["clock_hz"] == 64_000_000
     assert p["ms"] == pytest.approx(1000 * p["cycles"] / 64e6, abs=1e-3)
-    from codegen.tools.profile import profile_model
+    from codegen.driver.profile import profile_model
     same = profile_model(DEFAULT_MODEL, board="qemu-m4", numerics="tflite", cycles=True,
                          parts=["nrf52840"])["cycles"]["parts"][0]
     assert same["cycles"] == p["cycles"] > r["totals"]["cycles"]["instructions"]
@@ -244,7 +244,7 @@ def test_m0plus_part_is_priced_with_its_own_table():
     """rp2040: built -mcpu=cortex-m0plus, run on the Cortex-M0 machine, priced
     with cores/cortex-m0plus.toml (taken branches 2, not the M0's 3)."""
     require_arm_toolchain()
-    from codegen.tools.profile import profile_model
+    from codegen.driver.profile import profile_model
     r = profile_model(DEFAULT_MODEL, board="rp2040", numerics="tflite")
     assert r["cycles"]["core"] == "cortex-m0plus" and r["timed_on"] == "qemu-m0"
     (p,) = r["cycles"]["parts"]

@@ -23,7 +23,7 @@ from codegen.compiler import compile_model
 from codegen.ir import Graph, Node, QParams, Tensor
 from codegen.planner import PlanError, check_plan, plan_arena
 from codegen.reference import run_graph
-from codegen.verify import run_model
+from codegen.driver.verify import run_model
 
 from qdq_builders import QdqBuilder, all_int8_inputs, run_ort, save
 

@@ -16,7 +16,7 @@ import pytest
 from codegen.backend import emit_c
 from codegen.compiler import Compiled, compile_model
 from codegen.planner.poison import dead_after
-from codegen.verify import run_model
+from codegen.driver.verify import run_model
 
 from conftest import DEFAULT_MODEL, SHARED_MODELS, shared_model
 

@@ -7,11 +7,11 @@ import sys
 import numpy as np
 import pytest
 
-from codegen.build import board_or_error
+from codegen.targets.boards import board_or_error
 from codegen.compiler import compile_model
 from codegen.targets.qemu import run_firmware
-from codegen.tools.fwbuild import build_firmware, private_dir
-from codegen.verify import load_golden, run_model, verify_model
+from codegen.driver.firmware import Variant, build_compiled, private_dir
+from codegen.driver.verify import load_golden, run_model, verify_model
 
 import run_cache
 from conftest import REPO, SHARED_MODELS, require_arm_toolchain, shared_model
@@ -169,8 +169,9 @@ def _exact_counts_run(model, inputs, numerics, board):
     per = np.asarray(inputs).reshape(len(inputs), -1).view(np.int8)
     out_dir = private_dir(c, f"exact-{board}")
     try:
-        elf, _, _ = build_firmware(c, b, out_dir, per, REPO / "tests" / "c" / "harness_repeat_main.c",
-                                   defines=[f"TINYAOT_REPEAT={REPEAT}u"])
+        elf = build_compiled(c, b, out_dir, per, Variant(
+            "repeat", main=str(REPO / "tests" / "c" / "harness_repeat_main.c"),
+            defines=(f"TINYAOT_REPEAT={REPEAT}u",))).elf
         res = run_firmware(elf, b, timeout=600)
     finally:
         shutil.rmtree(out_dir, ignore_errors=True)

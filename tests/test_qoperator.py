@@ -16,7 +16,7 @@ from codegen.frontend.qoperator import qoperator_to_qdq
 from codegen.reference import run_graph
 from codegen.reference.onnxruntime_oracle import run_onnxruntime
 from codegen.reference.ort_float import dequantize, quantize
-from codegen.verify import run_model
+from codegen.driver.verify import run_model
 
 import qmodels
 
@@ -250,7 +250,7 @@ def test_io_float_wrapper_equals_onnxruntime_float_model(cnn_models, form, act, 
     """--io float: <name>_run_f32 on float inputs == onnxruntime on the float-I/O model."""
     from cffi import FFI
 
-    from codegen.build import build_generated
+    from codegen.driver.firmware import build_generated
     from codegen.compiler import write_outputs
 
     path = cnn_models[(form, act)]

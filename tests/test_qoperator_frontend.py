@@ -11,7 +11,7 @@ from codegen.errors import UnsupportedError
 from codegen.frontend.onnx_loader import read_onnx
 from codegen.frontend.qoperator import qoperator_to_qdq
 from codegen.reference import run_graph
-from codegen.verify import run_model
+from codegen.driver.verify import run_model
 
 from qdq_builders import run_ort, save
 from qop_builders import MS, QopBuilder, all_inputs

@@ -9,7 +9,7 @@ import pytest
 
 from codegen.compiler import compile_model
 from codegen.reference import run_graph
-from codegen.verify import run_model
+from codegen.driver.verify import run_model
 
 from conftest import REPO, require_arm_toolchain
 

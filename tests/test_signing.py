@@ -10,9 +10,9 @@ import sys
 
 import pytest
 
-from codegen.build import build_generated
+from codegen.driver.firmware import build_generated
 from codegen.compiler import compile_model, write_outputs
-from codegen.signing import SignatureInvalid, sign_firmware, verify_signature
+from codegen.driver.signing import SignatureInvalid, sign_firmware, verify_signature
 from conftest import DEFAULT_MODEL, REPO
 
 

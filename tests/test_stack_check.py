@@ -1,5 +1,5 @@
 """Every firmware build bounds its worst-case stack and checks it against the
-board (codegen/tools/stack_check.py, called by codegen/build.py:build_generated):
+board (codegen/driver/stack.py, called by codegen/driver/firmware.py:build_generated):
 the normal boards pass, a board whose stack reservation or RAM is too small
 fails with a one-line "does not fit" error before anything runs."""
 from __future__ import annotations
@@ -8,13 +8,13 @@ import re
 
 import pytest
 
-from codegen import build as tbuild
-from codegen import verify as tverify
 from codegen.compiler import compile_model
+from codegen.driver import firmware as tbuild
+from codegen.driver import verify as tverify
+from codegen.driver.report import measure_stack
 from codegen.errors import TinyAotError
-from codegen.tools.report import measure_stack
-from codegen.tools.stack_check import check_stack
-from codegen.verify import load_golden, run_model
+from codegen.driver.stack import check_stack
+from codegen.driver.verify import load_golden, run_model
 
 from conftest import DEFAULT_GOLDEN, DEFAULT_MODEL, require_arm_toolchain
 

@@ -1,4 +1,4 @@
-"""tinyaot budgets, report, validate, profile, quantize (codegen/tools/)."""
+"""tinyaot budgets, report, validate, profile, quantize (codegen/driver/)."""
 import json
 import subprocess
 import sys
@@ -109,7 +109,7 @@ def test_validate_clean_model_every_layer_exact_on_host(numerics):
 @pytest.mark.parametrize("numerics,layer", [("ort", 8), ("ort", 4), ("tflite", 2)])
 def test_validate_points_at_the_layer_with_a_corrupted_weight(numerics, layer):
     from codegen.compiler import compile_model
-    from codegen.tools.validate import validate_model
+    from codegen.driver.validate import validate_model
     c = compile_model(DEFAULT_MODEL, numerics=numerics)
     _corrupt_weight(c, layer)
     r = validate_model(DEFAULT_MODEL, _golden_inputs(8), board="host", numerics=numerics,
@@ -131,7 +131,7 @@ def test_validate_points_at_the_layer_with_a_corrupted_weight(numerics, layer):
 def test_validate_on_qemu_m4_finds_the_corrupted_layer():
     require_arm_toolchain()
     from codegen.compiler import compile_model
-    from codegen.tools.validate import validate_model
+    from codegen.driver.validate import validate_model
     c = compile_model(DEFAULT_MODEL, numerics="ort")
     r = validate_model(DEFAULT_MODEL, _golden_inputs(2), board="qemu-m4", numerics="ort")
     assert r["first_divergent_layer"] is None and r["compared_layers"] >= 12
@@ -153,7 +153,7 @@ def test_validate_bad_inputs_is_a_clean_error(tmp_path):
 @pytest.mark.qemu
 def test_profile_layers_sum_to_the_whole_inference(tmp_path):
     require_arm_toolchain()
-    from codegen.verify import run_model
+    from codegen.driver.verify import run_model
     png = tmp_path / "p.png"
     p = run_cli("profile", DEFAULT_MODEL, "--board", "qemu-m4", "--json", "--png", png)
     assert p.returncode == 0, p.stderr
@@ -300,7 +300,7 @@ def test_quantize_rejects_an_int8_model(tmp_path):
 def test_verify_defaults_to_the_numerics_golden_array(numerics, key, tmp_path):
     """Without --key, verify compares with the array the numerics reproduces
     (MLPerf Tiny goldens carry `outputs` from LiteRT's reference kernels too)."""
-    from codegen.verify import run_model
+    from codegen.driver.verify import run_model
     g = dict(np.load(DEFAULT_GOLDEN))
     right, _ = run_model(DEFAULT_MODEL, g["inputs"], board="host", numerics=numerics,
                          build_dir=tmp_path / "b")

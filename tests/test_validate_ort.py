@@ -1,7 +1,7 @@
 """validate --numerics ort: every layer against onnxruntime's own tensors.
 
 The taps come from the graph the plain onnxruntime session runs
-(codegen/tools/ort_taps.py). Here: that graph is not changed by the taps,
+(codegen/driver/ort_taps.py). Here: that graph is not changed by the taps,
 the tapped session's final output is the plain session's and the golden
 one, each model's layers are found in it, the generated C equals ORT on
 every exposed layer, and a corrupted weight is pinned on ORT's tensor.
@@ -13,8 +13,8 @@ import pytest
 from conftest import DEFAULT_GOLDEN, DEFAULT_MODEL, shared_model
 
 from codegen.compiler import compile_model
-from codegen.tools.ort_taps import run_taps
-from codegen.tools.validate import validate_model
+from codegen.driver.ort_taps import run_taps
+from codegen.driver.validate import validate_model
 
 # Layers of each model that ORT computes as a tensor of their own (the rest
 # are folded away by ORT and validated against the oracle, listed as such).

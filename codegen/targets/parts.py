@@ -30,7 +30,7 @@ KINDS = ("shared-library", "firmware", "part")
 # The measuring link's memory regions: large enough for any model, so that a
 # model too big for the part still links and the report says by how much.
 MEASURING_LENGTH = "64M"
-_MEASURING_BYTES = 64 << 20
+MEASURING_BYTES = 64 << 20
 _REGION_RE = r"(^\s*{region}\s*\([^)]*\)\s*:\s*ORIGIN\s*=\s*[^,]+,\s*LENGTH\s*=\s*)([^\s/]+)"
 
 
@@ -186,6 +186,12 @@ def link_overflowed(message: str) -> bool:
     return any(s in message for s in ("overflowed", "will not fit in region", "RAM overflow"))
 
 
+def build_overrides(board: dict) -> tuple:
+    """What a build must take from `board` besides its name (driver/firmware.py's
+    Variant.board): a timing board's cflags are the part's, not its QEMU board's."""
+    return (("cflags", tuple(board["cflags"])),) if board.get("timed_part") else ()
+
+
 def measuring_board(board: dict, out_dir) -> dict:
     """Part `board` with a copy of its linker script whose FLASH and RAM are
     MEASURING_LENGTH long: the same layout (only the stack top moves up), so a
@@ -227,7 +233,7 @@ def image_extent(elf, board: dict) -> dict:
     text = subprocess.run([tool, "-h", str(elf)], capture_output=True, text=True,
                           check=True).stdout.splitlines()
     lo_f, lo_r = int(board["flash_origin"]), int(board["ram_origin"])
-    span = _MEASURING_BYTES                       # a region never spans more
+    span = MEASURING_BYTES                        # a region never spans more
     end_f, end_r = lo_f, lo_r
     for line, flags in zip(text, text[1:] + [""]):
         m = _SECTION_RE.match(line)

@@ -1,7 +1,7 @@
 """One model, many boards: verify a model on a list of boards, in parallel.
 
 `scons board=all` (or `board=qemu-m3,qemu-m4`) goes through
-:func:`scons_fleet`: one SCons node per board (so `-j N` runs N boards at
+codegen/commands/scons_job.py: one SCons node per board (so `-j N` runs N boards at
 once; each board's work is independent: its own build directory, its own
 QEMU process) and one final node that prints the table and fails if any
 board failed. :func:`run_fleet` is the same without SCons (thread pool).
@@ -16,17 +16,17 @@ from __future__ import annotations
 
 import os
 import shutil
-import sys
 import tempfile
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from .build import board_or_error
-from .compiler import compile_model
-from .errors import TinyAotError
-from .paths import build_root as default_build_root
+from ..compiler import compile_model
+from ..errors import TinyAotError
+from ..paths import build_root as default_build_root
+from ..targets.boards import board_or_error
+from .verify import load_golden, run_model
 
 # Flash kept free for code when deciding how many golden inputs go into one
 # firmware: kernels + <name>_run (up to ~15 KiB on the shared models),
@@ -46,7 +46,7 @@ PASS, FAIL, NOFIT, ERROR = "PASS", "FAIL", "does not fit", "ERROR"
 def all_boards():
     """The boards a fleet runs on: the host and every QEMU board (a build-only
     part runs nowhere: `tinyaot report --board PART` measures it)."""
-    from .targets.parts import board_names
+    from ..targets.parts import board_names
     return board_names(("shared-library", "firmware"))
 
 
@@ -66,7 +66,7 @@ _cache_lock = threading.Lock()
 _cache: dict = {}
 
 
-def _compiled(model, numerics, optimize="speed"):
+def compiled_once(model, numerics, optimize="speed"):
     """compile_model once per (model, numerics, optimize), shared by every board thread."""
     key = (os.path.abspath(str(model)), numerics, optimize)
     with _cache_lock:
@@ -122,8 +122,6 @@ def _detail(msg):
 def verify_on_board(model, golden, board_name, numerics="ort", key="outputs", max_vectors=None,
                     build_root=None, optimize="speed"):
     """Verify `model` on one board; returns a table row (never raises for a board problem)."""
-    from .verify import load_golden
-
     row = {"board": board_name, "model": os.path.basename(str(model)), "numerics": numerics,
            "result": ERROR, "arena": None, "flash": None, "instructions": None,
            "vectors": 0, "passed": 0, "detail": "", "runs": 0}
@@ -132,14 +130,14 @@ def verify_on_board(model, golden, board_name, numerics="ort", key="outputs", ma
         inputs, expected = load_golden(golden, key)
         if max_vectors:
             inputs, expected = inputs[:max_vectors], expected[:max_vectors]
-        c = _compiled(model, numerics, optimize)
+        c = compiled_once(model, numerics, optimize)
         row["model"] = c.module.name
         row["arena"] = int(c.report["arena_bytes"])
         row["vectors"] = int(len(inputs))
         ok, reason, per_run = fit(c, board)
         if not ok:
             if optimize == "speed" and "flash" in reason and fit(
-                    _compiled(model, numerics, "size"), board)[0]:
+                    compiled_once(model, numerics, "size"), board)[0]:
                 reason += "; fits with optimize=size"  # passes/optimize.py
             row.update(result=NOFIT, detail=reason)
             return row
@@ -182,8 +180,6 @@ def _build_base():
 
 
 def _run_chunks(row, model, inputs, board_name, numerics, c, step, bdir):
-    from .verify import run_model
-
     outs, instr, flash = [], [], None
     i = 0
     while i < len(inputs):
@@ -233,63 +229,3 @@ def format_table(rows):
     lines.append(f"{len(rows) - len(nf)}/{len(rows)} ok" + (f" ({nofit} do not fit)" if nofit else "")
                  + (f"; FAILED: {', '.join(r['board'] + ' ' + r['model'] for r in nf)}" if nf else ""))
     return "\n".join(lines)
-
-
-_print_lock = threading.Lock()
-
-
-def _say(line):
-    with _print_lock:
-        sys.stdout.write(line + "\n")
-        sys.stdout.flush()
-
-
-def scons_fleet(Command, AlwaysBuild, Default, board_arg, args):
-    """`scons board=all|B1,B2 [model= golden= numerics= key=]`: one node per board + table."""
-    from SCons.Script import Action, Exit
-
-    from .paths import DEFAULT_GOLDEN, DEFAULT_MODEL
-
-    model = args.get("model", str(DEFAULT_MODEL))
-    golden = args.get("golden", str(DEFAULT_GOLDEN) if "model" not in args else None)
-    numerics = args.get("numerics", "ort")
-    key = args.get("key", "outputs")
-    optimize = args.get("optimize", "speed")  # scons ... optimize=size
-    try:
-        boards = parse_boards(board_arg)
-        if golden is None:
-            raise TinyAotError("a golden file is needed (golden=PATH)", model=str(model))
-        from .verify import load_golden
-        load_golden(golden, key)          # user mistakes: one line, exit 2, before any build
-        _compiled(model, numerics, optimize)
-    except TinyAotError as e:
-        print(f"tinyaot: error: {e}", file=sys.stderr)
-        Exit(2)
-    rows = {}
-
-    def board_action(name):
-        def action(target, source, env):
-            _say(f"{name}: verifying {os.path.basename(str(model))} ({numerics})")
-            rows[name] = r = verify_on_board(model, golden, name, numerics, key,
-                                             optimize=optimize)
-            _say(f"{name}: {r['result']}" + (f" ({r['detail']})" if r["detail"] else ""))
-            return 0
-        return action
-
-    nodes = []
-    for b in boards:
-        t = Command("fleet-" + b, [], Action(board_action(b), strfunction=lambda *a, **k: None))
-        AlwaysBuild(t)
-        nodes.append(t)
-
-    def table(target, source, env):
-        got = [rows.get(b) or {"board": b, "model": os.path.basename(str(model)),
-                               "numerics": numerics, "result": ERROR, "arena": None,
-                               "flash": None, "instructions": None, "vectors": 0, "passed": 0,
-                               "detail": "not run"} for b in boards]
-        print(format_table(got), flush=True)
-        return 1 if failed(got) else 0
-
-    t = Command("fleet-table", nodes, Action(table, strfunction=lambda *a, **k: None))
-    AlwaysBuild(t)
-    Default(t)

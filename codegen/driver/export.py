@@ -29,10 +29,10 @@ from pathlib import Path
 
 import numpy as np
 
-from .build import board_or_error
-from .compiler import _jsonable, compile_model
-from .errors import TinyAotError
-from .paths import RUNTIME_INCLUDE, RUNTIME_SRC, runtime_sources
+from ..compiler import _jsonable, compile_model
+from ..errors import TinyAotError
+from ..paths import RUNTIME_INCLUDE, RUNTIME_SRC, runtime_sources
+from ..targets.boards import board_or_error
 
 # Flags the library needs whatever the user's own flags are: C99, and no
 # fused multiply-add (the ort numerics repeat MLAS's float order exactly).
@@ -88,7 +88,7 @@ def header_closure(texts, files=()):
 
 
 def measure(model, c, board_name):
-    """Run one inference (zero input) on the board: instructions and model flash."""
+    """Run one inference (zero input) on the board: instructions and the image's flash."""
     from .verify import run_model
     board = board_or_error(board_name)
     if not (shutil.which(board["compiler"]) and shutil.which(board.get("qemu", "qemu-system-arm"))):
@@ -111,17 +111,17 @@ def measure_part(model, c, board_name, timed=True):
     """A build-only part: the model linked with the part's startup and linker script
     (report_model), TinyAotError unless it fits; with `timed`, one inference in the
     cycle model at the part's clock."""
-    from .tools.report import report_model
+    from .report import report_model
     fit = report_model(model, board=board_name, numerics=c.numerics, compiled=c)["totals"][
         "part_fit"]
     if not fit["fits"]:
         raise TinyAotError(f"does not fit part {board_name}: {'; '.join(fit['problems'])} "
                            f"(image flash {fit['flash_bytes']:,} of {fit['flash_size']:,} B, "
                            f"RAM {fit['ram_bytes']:,} of {fit['ram_size']:,} B)", model=str(model))
-    m = {"instructions": None, "flash": {"total": fit["flash_bytes"], "code": None},
-         "part_fit": fit, "cycles": None}
+    m = {"instructions": None, "flash": {"total": fit["flash_bytes"]}, "part_fit": fit,
+         "cycles": None}
     if timed:
-        from .tools.profile import profile_model
+        from .profile import profile_model
         cyc = profile_model(model, board=board_name, numerics=c.numerics, compiled=c,
                             cycles=True)["cycles"]
         m["instructions"] = cyc["instructions"]
@@ -221,7 +221,7 @@ def _copy_part(board, tmp):
     for f in files:
         shutil.copyfile(f, os.path.join(tmp, "board", f.name))
     return {"name": board["name"], "sources": [Path(p).name for p in board["sources"]],
-            "linker_script": Path(board["linker_script"]).name,
+            "linker_script": Path(board["linker_script"]).name, "runs_on": board.get("runs_on"),
             "cflags": list(board["cflags"]), "opt_cflags": list(board.get("opt_cflags", [])),
             "ldflags": list(board.get("ldflags", [])) + [
                 f"-Wl,--defsym=__stack_size={int(board['stack_size'])}"],
@@ -349,6 +349,13 @@ def _fmt(v, unit=""):
     return "not measured" if v is None else f"{v:,}{unit}"
 
 
+def _flash_cell(fl):
+    if not fl:
+        return "not measured"
+    return (f"{fl['total']:,} (code {fl['code']:,}, weights {fl['weights']:,}, "
+            f"tables {fl['tables']:,})")
+
+
 def _readme(compiled, numbers, board, numerics, srcs, headers, libm, part=None):
     rows = []
     for c in compiled:
@@ -359,8 +366,7 @@ def _readme(compiled, numbers, board, numerics, srcs, headers, libm, part=None):
             measured = (f"{fl['total']:,} | " + (f"{cyc['ms']:.3f} ms ({cyc['cycles']:,} cycles)"
                                                  if cyc else "not measured"))
         else:
-            measured = (f"{_fmt(fl['total']) + ' (code ' + _fmt(fl['code']) + ')' if fl else 'not measured'} | "
-                        f"{_fmt(n['instructions'])}")
+            measured = f"{_flash_cell(fl)} | {_fmt(n['instructions'])}"
         rows.append(f"| `{c.module.name}` | {c.report['model']} | {c.report['arena_bytes']:,} | "
                     f"{c.report['weights_bytes']:,} | {measured} | {c.report['macs']:,} |")
     api = []
@@ -387,7 +393,7 @@ I/O buffers `{c.plan.io_buffers}`; arena {up}_ARENA_SIZE bytes, static, inside {
 """)
     flags = " ".join(board.get("cflags", []))
     if part:
-        from .targets.parts import board_info
+        from ..targets.parts import board_info
         clock = board_info(board["name"]).clock_hz
         head = (f"| C name | model | arena B | weights B | image flash B on {board['name']} | "
                 f"time / inference at {clock / 1e6:g} MHz (cycle model) | MACs |")
@@ -397,16 +403,19 @@ libc/libgcc, linked with `board/{part['linker_script']}` and checked against the
 part's {part['flash_size']:,} B of flash and {part['ram_size']:,} B of RAM
 (.data + .bss with the arena, plus a {part['stack_size']:,} B stack). The time is the
 cycle model's (an estimate from Arm's documented timings and the part's flash
-wait states, not a measurement: tinyaot's docs/cycle-model.md) for one inference built
-with `{flags}` and run on `{board.get('runs_on')}`, the QEMU board with this core. The
-arena is a `static`, 16-byte aligned buffer in the model's .c file (RAM); with
-`--io-buffers arena` (the default) it also holds the input and output."""
+wait states, not a measurement: tinyaot's docs/cycle-model.md) for one
+inference built with `{flags}` and run on `{part['runs_on']}`, the QEMU board with
+this core. The arena is a `static`, 16-byte aligned buffer in the model's .c
+file (RAM); with `--io-buffers arena` (the default) it also holds the input and
+output."""
     else:
         head = (f"| C name | model | arena B | weights B | flash B on {board['name']} | "
                 f"instructions / inference on {board['name']} | MACs |")
-        about = f"""Flash is the model's own code (kernels + `<name>_run`) plus its weights;
-instructions were counted in QEMU (`-icount shift=0`) for one inference,
-built with `{flags}`. The arena is a `static`, 16-byte aligned buffer in
+        about = f"""Flash is that of a linked firmware image on {board['name']}: code (the model, its
+kernels, the board's startup and harness, libc/libgcc) + weights + tables, the
+harness's input data left out; your firmware adds its own code and drops the
+harness. Instructions were counted in QEMU (`-icount shift=0`) for one
+inference, built with `{flags}`. The arena is a `static`, 16-byte aligned buffer in
 the model's .c file (RAM); with `--io-buffers arena` (the default) it also holds
 the input and output, so it is all the RAM the model needs besides the stack."""
     return f"""# tinyaot model library

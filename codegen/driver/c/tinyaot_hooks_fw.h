@@ -1,7 +1,7 @@
 /* Debug hooks for a firmware build (tinyaot validate / profile on QEMU).
  * TINYAOT_TRACE prints "TRACE <layer> <hex bytes>" over semihosting;
  * TINYAOT_PROFILE stores the timer after each layer for the profiling main
- * (codegen/tools/c/profile_main.c), which prints them after the run. */
+ * (codegen/driver/c/profile_main.c), which prints them after the run. */
 #ifndef TINYAOT_HOOKS_FW_H
 #define TINYAOT_HOOKS_FW_H
 

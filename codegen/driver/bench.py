@@ -11,11 +11,10 @@ from both ELFs.
 from __future__ import annotations
 
 import json
-import os
 import tempfile
 from pathlib import Path
 
-from .paths import REPO_ROOT, build_root
+from ..paths import REPO_ROOT, build_root
 from .verify import verify_model
 
 SHARED = (REPO_ROOT / ".." / "shared" / "models").resolve()
@@ -50,8 +49,8 @@ def bench_jobs(numerics=("ort", "tflite")):
 
 def _bench_row(key, num, model, golden, gkey, board, optimize, tflm_runs):
     """Verify one model, then price its firmware and TFLM's with the cycle model."""
-    from .build import board_or_error
-    from .cycles import compare
+    from ..cycles import compare
+    from ..targets.boards import board_or_error
     b = board_or_error(board)
     base = build_root()
     base.mkdir(parents=True, exist_ok=True)
@@ -60,6 +59,9 @@ def _bench_row(key, num, model, golden, gkey, board, optimize, tflm_runs):
                          build_dir=bd)
         elves = sorted(Path(bd).glob(f"*-{board}.elf"))
         ours = compare.price_tinyaot(elves[0], b) if elves and b["kind"] == "firmware" else None
+    if ours and r.get("flash"):
+        # the one flash figure (driver/linkmap.py, what verify reports) for tinyaot's side
+        ours["flash"] = r["flash"]["total"]
     if key not in tflm_runs:
         tflm_runs[key] = compare.price_tflm(key, b) if key not in OWN_MODELS else None
     tflm = tflm_runs[key]
@@ -69,8 +71,11 @@ def _bench_row(key, num, model, golden, gkey, board, optimize, tflm_runs):
         "instructions": ins, "macs": r["macs"],
         "mac_per_instruction": round(r["macs"] / ins, 3) if ins else None,
         "arena_bytes": r["arena_bytes"], "arena_lower_bound": r["arena_lower_bound_bytes"],
+        # the linked image's flash (driver/linkmap.py) and its split
+        "flash_bytes": r["flash"]["total"] if r.get("flash") else None,
         "flash_code": r["flash"]["code"] if r.get("flash") else None,
         "flash_weights": r["flash"]["weights"] if r.get("flash") else None,
+        "flash_tables": r["flash"]["tables"] if r.get("flash") else None,
         "vectors": r["vectors"], "mismatches": r["mismatches"],
         # the cycle model (codegen/cycles), tinyaot and TFLite Micro alike
         "cycle_model": ours, "tflm": tflm,

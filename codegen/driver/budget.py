@@ -3,8 +3,10 @@
 Checked at compile time, before any C is written, from numbers the compiler
 knows exactly: the arena (static RAM), the board's reserved stack
 (``stack_size``, what the linker sets aside) and the constant data of the
-model (weights and tables, in flash). Code size is only known after linking,
-so the flash check is a lower bound; the linker script still catches the rest.
+model (weights and tables, in flash): an early error when those alone are
+over. Code size is only known after linking: a command that links
+(verify, run, fleet, bench) then checks the linked image's flash
+(driver/linkmap.py, the figure every command reports) with check_flash.
 
 The limits are the board's ``ram_size`` / ``flash_size`` unless overridden
 (``--ram-limit`` / ``--flash-limit``), e.g. for a smaller part of the same
@@ -78,6 +80,19 @@ def check_budget(compiled, board, ram_limit=None, flash_limit=None, model=None):
         hint = _size_hint(compiled, flash_have) if f["total"] > int(flash_have or f["total"]) else ""
         raise TinyAotError("does not fit: " + "; ".join(problems) + hint, model=model)
     return need
+
+
+def check_flash(image, board, flash_limit=None, model=None):
+    """After the link: the image's flash (linkmap.flash_image) against --flash-limit,
+    else the board's flash_size. TinyAotError (one line) if it is over."""
+    limit = parse_size(flash_limit, "--flash-limit")
+    have = limit if limit is not None else board.get("flash_size")
+    if have is None or image["total"] <= int(have):
+        return
+    src = "--flash-limit" if limit is not None else board.get("name", "board")
+    raise TinyAotError(f"does not fit: flash image {image['total']} B (code {image['code']} B, "
+                       f"weights {image['weights']} B, tables {image['tables']} B), {src} has "
+                       f"{human(int(have))} ({image['total'] - int(have)} B over)", model=model)
 
 
 def _size_hint(compiled, flash_have):

@@ -18,10 +18,10 @@ import shutil
 import numpy as np
 
 from ..backend import emit_c
-from ..build import board_or_error
 from ..compiler import Compiled, compile_model
 from ..errors import TinyAotError
-from .fwbuild import build_firmware, build_host, private_dir
+from ..targets.boards import board_or_error
+from .firmware import DEBUG_C_DIR, Variant, build_compiled, build_host_library, private_dir
 
 
 def load_inputs(path, key="inputs"):
@@ -87,7 +87,7 @@ def reference_tensors(model, numerics, per, tick=_no_tick):
 
 
 def onnxruntime_tensors(model, per, g, tick=_no_tick):
-    """onnxruntime's own layer outputs (codegen/tools/ort_taps.py: taken from
+    """onnxruntime's own layer outputs (codegen/driver/ort_taps.py: taken from
     the graph ORT runs, proven unchanged) and the plain session's output."""
     from .ort_taps import run_taps
     return run_taps(model, g, list(per), tick)
@@ -95,7 +95,9 @@ def onnxruntime_tensors(model, per, g, tick=_no_tick):
 
 def _traces_host(c, per, out_dir, tick):
     from cffi import FFI
-    so = build_host(c, out_dir, defines=['TINYAOT_HOOKS_HEADER="tinyaot_hooks_host.h"'])
+    so = build_host_library(c, out_dir, Variant(
+        "trace", defines=('TINYAOT_HOOKS_HEADER="tinyaot_hooks_host.h"',),
+        include_dirs=(str(DEBUG_C_DIR),)))
     ffi = FFI()
     name = c.module.name
     ffi.cdef(f"""typedef void (*tinyaot_trace_fn_t)(int32_t, const void *, uint32_t);
@@ -128,9 +130,9 @@ _TRACE_RE = re.compile(r"^TRACE (\d+) ([0-9a-f]*)$")
 
 def _traces_qemu(c, b, per, out_dir):
     from ..targets.qemu import QemuError, run_firmware
-    elf, _, _ = build_firmware(c, b, out_dir, per, b["harness_main"],
-                               defines=['TINYAOT_HOOKS_HEADER="tinyaot_hooks_fw.h"',
-                                        "TINYAOT_WANT_TRACE"])
+    elf = build_compiled(c, b, out_dir, per, Variant(
+        "trace", defines=('TINYAOT_HOOKS_HEADER="tinyaot_hooks_fw.h"', "TINYAOT_WANT_TRACE"),
+        include_dirs=(str(DEBUG_C_DIR),))).elf
     try:
         res = run_firmware(elf, b, timeout=120 + 60 * len(per))
     except QemuError as e:

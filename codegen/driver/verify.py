@@ -3,17 +3,18 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
+import sys
 import tempfile
 
 import numpy as np
 
-from .backend import emit_harness_data
-from .backend.fc_float_unrolled import FUNCTION_RE
-from .build import board_or_error, build_generated
-from .compiler import compile_model, write_outputs
-from .errors import TinyAotError
-from .paths import build_root
+from ..compiler import compile_model, write_outputs
+from ..errors import TinyAotError
+from ..paths import build_root
+from ..targets.boards import board_or_error
+from .budget import check_budget, check_flash
+from .firmware import build_generated, firmware_paths, write_harness
+from .linkmap import board_flash_image, describe
 
 
 # The golden arrays each numerics reproduces bit for bit (MLPerf Tiny goldens carry
@@ -53,9 +54,8 @@ def run_model(model, inputs, board="host", numerics="ort", build_dir=None, compi
               ram_limit=None, flash_limit=None, io_buffers="arena", depthwise_inplace=False,
               ort_threads=1, optimize="speed"):
     """Compile, build and run every input; returns (outputs (N, out), info dict)."""
-    from .targets.parts import require_runnable
-    from .tools.budget import check_budget
     b = board_or_error(board)
+    from ..targets.parts import require_runnable
     require_runnable(b, "run/verify")
     c = compiled or compile_model(model, numerics=numerics, io_buffers=io_buffers,
                                   depthwise_inplace=depthwise_inplace, ort_threads=ort_threads,
@@ -82,30 +82,33 @@ def run_model(model, inputs, board="host", numerics="ort", build_dir=None, compi
         tmp_dir = tempfile.mkdtemp(prefix=f"{c.module.name}-{numerics}-{board}-", dir=base)
     out_dir = build_dir or tmp_dir
     try:
-        return _build_and_run(c, b, board, numerics, per, xin, xout, out_dir, ram_limit)
+        return _build_and_run(c, b, board, numerics, per, xin, xout, out_dir, ram_limit,
+                              flash_limit, model)
     finally:
         if tmp_dir and not os.environ.get("TINYAOT_KEEP_BUILD"):
             shutil.rmtree(tmp_dir, ignore_errors=True)
 
 
-def _build_and_run(c, b, board, numerics, per, xin, xout, out_dir, ram_limit=None):
-    write_outputs(c, out_dir)
+def _build_and_run(c, b, board, numerics, per, xin, xout, out_dir, ram_limit=None,
+                   flash_limit=None, model=None):
     info = {"board": board, "name": c.module.name, "report": c.report}
     if b["kind"] == "shared-library":
-        from .targets.host import run_shared_library
+        from ..targets.host import run_shared_library
+        write_outputs(c, out_dir)
         so = build_generated(out_dir, board, harness=False)
         outs, status = run_shared_library(so, c.module.name, per, xin.size, xout.size)
         info["status"] = status
         info["ticks"] = None
     else:
-        from .targets.qemu import QemuError, firmware_size, run_firmware
-        with open(os.path.join(out_dir, "harness_data.c"), "w") as f:
-            f.write(emit_harness_data(c.module.name, per, xin.size, xout.size))
-            if c.report.get("integrity"):  # integrity.py: the firmware checks its weights at boot
-                from .integrity import harness_verify_c
-                f.write(harness_verify_c(c.module.name))
+        from ..targets.qemu import QemuError, firmware_size, run_firmware
+        # --integrity: the firmware checks its weights at boot (integrity.py)
+        write_harness(c, out_dir, per, boot_check=bool(c.report.get("integrity")))
         # also checks the worst-case stack against the board (info["stack"])
         elf = build_generated(out_dir, board, harness=True, ram_limit=ram_limit, info=info)
+        # the linked image's flash (linkmap.py), the one figure every command shows
+        info["flash_split"] = board_flash_image(
+            firmware_paths(os.path.abspath(out_dir), c.module.name, board).map, b, c.module.name)
+        check_flash(info["flash_split"], b, flash_limit, model=str(model or c.report.get("model")))
         timeout = 60 + 60 * len(per)
         try:
             res = run_firmware(elf, b, timeout=timeout)
@@ -117,36 +120,9 @@ def _build_and_run(c, b, board, numerics, per, xin, xout, out_dir, ram_limit=Non
         info["instructions"] = [r.ticks * int(b["instructions_per_tick"]) for r in res.outputs]
         info["elf"] = elf
         info["size"] = firmware_size(elf, b)
-        info["flash_split"] = flash_split(elf, b, c)
     if xout.dtype == "uint8":
         outs = np.asarray(outs).view(np.uint8)
     return outs.reshape((len(per),) + tuple(xout.shape)), info
-
-
-def _api_functions(name):
-    """The generated C's entry points (io_buffers.py): _run, and in arena I/O mode also
-    _invoke (the layers), _input and _output."""
-    return {f"{name}_{f}" for f in ("run", "invoke", "input", "output")}
-
-
-def flash_split(elf, board, c):
-    """Flash bytes of the model alone: code (kernels + the <name>_ API) and weights."""
-    nm = board.get("toolchain_prefix", "") + "nm"
-    out = subprocess.run([nm, "-S", "--size-sort", str(elf)], capture_output=True, text=True).stdout
-    code = weights = 0
-    for line in out.splitlines():
-        parts = line.split()
-        if len(parts) != 4:
-            continue
-        size, typ, sym = int(parts[1], 16), parts[2], parts[3]
-        if typ in "tT" and (sym.startswith("tinyaot_") and not sym.startswith("tinyaot_harness")
-                            and not sym.startswith("tinyaot_sh_") and not sym.startswith("tinyaot_timer")
-                            or sym in _api_functions(c.module.name)
-                            or FUNCTION_RE.search(sym)):
-            code += size
-        elif typ in "rR" and sym[:1] == "l" and "_" in sym and sym[1:sym.index("_")].isdigit():
-            weights += size
-    return {"code": code, "weights": weights, "total": code + weights}
 
 
 def verify_model(model, golden, board="host", numerics="ort", key="outputs", build_dir=None,
@@ -191,9 +167,43 @@ def verify_model(model, golden, board="host", numerics="ort", key="outputs", bui
     else:
         rep["instructions_per_inference"] = None
         rep["flash_bytes"] = None
+        rep["flash"] = None
+        rep["flash_note"] = f"{board} builds a shared library: no flash"
     if rep["mismatches"]:
         idx = np.argwhere(diff.reshape(len(outs), -1))
         rep["first_mismatches"] = [
             {"vector": int(v), "index": int(i), "got": int(outs.reshape(len(outs), -1)[v, i]),
              "expected": int(exp.reshape(len(outs), -1)[v, i])} for v, i in idx[:10]]
     return rep
+
+
+def print_verify(r, file=None):
+    """The text report of `tinyaot verify` and of `scons board=B`."""
+    file = file or sys.stdout
+    p = lambda s: print(s, file=file)  # noqa: E731
+    opt = "" if r.get("optimize", "speed") == "speed" else f", optimize {r['optimize']}"
+    p(f"model        {r['model']}  ({r['name']}, numerics {r['numerics']}{opt})")
+    p(f"board        {r['board']}")
+    io = ("input and output inside" if r.get("io_buffers") == "arena"
+          else "input and output in the caller's buffers")
+    p(f"arena        {r['arena_bytes']} B  (lower bound {r['arena_lower_bound_bytes']} B; {io})")
+    if r.get("flash"):
+        p(f"flash        {describe(r['flash'])}")
+    else:
+        p(f"flash        none ({r.get('flash_note', 'not measured')}; weights "
+          f"{r['weights_bytes']} B)")
+    if r.get("stack"):
+        st = r["stack"]
+        p(f"stack        {st['worst_case_bytes']} B worst case (board reserves {st['reserved_bytes']} B); "
+          f"RAM {st['ram_needed_bytes']} B of {st['ram_limit_bytes']} B")
+    if r.get("instructions_per_inference"):
+        same = "same for every input" if r.get("instructions_same_for_all_inputs") else \
+            f"min {r['instructions_min']}"
+        p(f"instructions {r['instructions_per_inference']} per inference ({same}; "
+          f"{r['macs']} MACs)")
+    ok = r["vectors_passed"]
+    p(f"golden       {ok}/{r['vectors']} vectors bit-exact ({r['key']}), "
+      f"{r['mismatches']} mismatching elements, max |diff| {r['max_abs_diff']}")
+    for m in r.get("first_mismatches", [])[:5]:
+        p(f"  vector {m['vector']} element {m['index']}: got {m['got']}, expected {m['expected']}")
+    p("PASS" if r["mismatches"] == 0 else "FAIL")

@@ -22,8 +22,9 @@ import json
 import os
 import subprocess
 
-from . import __version__
-from .errors import TinyAotError
+from .. import __version__
+from ..errors import TinyAotError
+from ..targets.boards import board_or_error
 
 MANIFEST_FORMAT = "tinyaot-manifest-1"
 DOMAIN = b"tinyaot firmware signature v1\x00"
@@ -126,7 +127,6 @@ def _flash_bytes(firmware, board_name):
         return len(data)
     tool = "size"
     try:
-        from .build import board_or_error
         tool = board_or_error(board_name).get("toolchain_prefix", "") + "size"
     except TinyAotError:
         raise
@@ -228,81 +228,3 @@ def verify_signature(firmware, manifest_path, pub_path) -> dict:
         raise SignatureInvalid(f"firmware image sha256 {digest} differs from the signed "
                                f"{manifest['firmware_sha256']} (image modified)")
     return manifest
-
-
-# -------------------------------------------------------------------- CLI
-
-def _say(a, text, obj):
-    import json
-    print(json.dumps(obj, indent=2, default=str) if a.json else text)
-
-
-def cmd_keygen(a):
-    priv, pub = generate_keypair(a.output, a.name, a.force)
-    _say(a, f"wrote {priv} (private, keep secret) and {pub} (public)",
-         {"private_key": priv, "public_key": pub})
-    return 0
-
-
-def cmd_sign(a):
-    report = a.report
-    if report is None:
-        guess = os.path.join(os.path.dirname(os.path.abspath(a.firmware)), "report.json")
-        report = guess if os.path.exists(guess) else None
-    out = sign_firmware(a.firmware, a.key, a.model, a.board, report, a.numerics, a.output)
-    _say(a, f"signed {a.firmware}: manifest and signature in {out}",
-         {"firmware": a.firmware, "manifest": out})
-    return 0
-
-
-def cmd_verify_signature(a):
-    import sys
-    manifest = a.manifest or str(a.firmware) + ".manifest.json"
-    try:
-        m = verify_signature(a.firmware, manifest, a.pubkey)
-    except SignatureInvalid as e:
-        if a.json:
-            _say(a, "", {"firmware": a.firmware, "valid": False, "error": str(e)})
-        print(f"tinyaot: signature INVALID: {a.firmware}: {e}", file=sys.stderr)
-        return 1
-    _say(a, f"signature OK: {a.firmware} ({m['model']}, board {m['board']}, numerics "
-         f"{m['numerics']}, tinyaot {m['tinyaot_version']})",
-         {"firmware": a.firmware, "valid": True, "manifest": m})
-    return 0
-
-
-def add_signing_commands(sub):
-    from .tools.cli_tools import RAW, examples
-    p = sub.add_parser("keygen", help="create an Ed25519 key pair for signing firmware",
-                       formatter_class=RAW, epilog=examples(
-                           "tinyaot keygen -o keys/", "tinyaot keygen -o keys/ --name release --json"))
-    p.add_argument("-o", "--output", default=".", help="directory for the key files (default .)")
-    p.add_argument("--name", default=DEFAULT_KEY_NAME, help="file stem (default %(default)s)")
-    p.add_argument("--force", action="store_true", help="overwrite existing key files")
-    p.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
-    p.set_defaults(fn=cmd_keygen)
-
-    p = sub.add_parser("sign", help="sign a firmware image and its manifest (Ed25519)",
-                       formatter_class=RAW, epilog=examples(
-                           "tinyaot sign build/fw.elf --key keys/tinyaot_ed25519.pem "
-                           "--model M.onnx --board qemu-m4"))
-    p.add_argument("firmware", help="firmware image (ELF or binary)")
-    p.add_argument("--key", required=True, help="private key (PEM, from tinyaot keygen)")
-    p.add_argument("--model", required=True, help="the ONNX model the firmware was built from")
-    p.add_argument("--board", required=True, help="board the image is for")
-    p.add_argument("--report", help="report.json of the compile (default: next to the image)")
-    p.add_argument("--numerics", choices=["ort", "tflite"], help="if there is no report.json")
-    p.add_argument("-o", "--output", help="manifest file (default <firmware>.manifest.json)")
-    p.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
-    p.set_defaults(fn=cmd_sign)
-
-    p = sub.add_parser("verify-signature", help="check a firmware image against its signed manifest",
-                       formatter_class=RAW, epilog=examples(
-                           "tinyaot verify-signature build/fw.elf --pubkey keys/tinyaot_ed25519.pub",
-                           note="Exit 1 when the image or its manifest was modified or signed "
-                                "with another key."))
-    p.add_argument("firmware", help="firmware image")
-    p.add_argument("--pubkey", required=True, help="public key (PEM)")
-    p.add_argument("--manifest", help="manifest file (default <firmware>.manifest.json)")
-    p.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
-    p.set_defaults(fn=cmd_verify_signature)

@@ -1,7 +1,7 @@
 """Per-layer instruction counts on a QEMU board (`tinyaot profile`).
 
 The model is emitted with TINYAOT_PROFILE(i) after every layer; the hook
-stores the board timer (tinyaot_timer_read) and codegen/tools/c/profile_main.c
+stores the board timer (tinyaot_timer_read) and codegen/driver/c/profile_main.c
 prints the stamps after one inference. Under QEMU with -icount shift=0 the
 timer counts virtual nanoseconds = instructions, so the counts are
 deterministic; the resolution is one timer tick (board.toml
@@ -16,10 +16,10 @@ import shutil
 
 import numpy as np
 
-from ..build import board_or_error
 from ..compiler import compile_model
 from ..errors import TinyAotError
-from .fwbuild import C_DIR, build_firmware, private_dir
+from ..targets.boards import board_or_error
+from .firmware import DEBUG_C_DIR, Variant, build_compiled, private_dir
 from .validate import with_hooks
 
 _PROF_RE = re.compile(r"^PROF (\d+) (\d+) (\d+)$")
@@ -57,9 +57,12 @@ def profile_model(model, board="qemu-m4", numerics="ort", inputs=None, compiled=
     out_dir = private_dir(c, f"profile-{board}")
     try:
         from ..targets.qemu import QemuError, run_firmware
-        elf, _, _ = build_firmware(c, b, out_dir, x, C_DIR / "profile_main.c",
-                                   defines=['TINYAOT_HOOKS_HEADER="tinyaot_hooks_fw.h"',
-                                            "TINYAOT_WANT_PROFILE", f"TINYAOT_PROFILE_LAYERS={n}"])
+        from ..targets.parts import build_overrides
+        elf = build_compiled(c, b, out_dir, x, Variant(
+            "profile", main=str(DEBUG_C_DIR / "profile_main.c"),
+            defines=('TINYAOT_HOOKS_HEADER="tinyaot_hooks_fw.h"', "TINYAOT_WANT_PROFILE",
+                     f"TINYAOT_PROFILE_LAYERS={n}"),
+            include_dirs=(str(DEBUG_C_DIR),), board=build_overrides(b))).elf
         if cycles:
             from ..cycles import run_cycles
             crun = run_cycles(elf, b, selected, call="tinyaot_harness_run",

@@ -8,6 +8,7 @@ models/make_digits_cnn.py calls quantize_qdq() for the default model.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 
@@ -157,42 +158,42 @@ def accuracy(model_path, inputs, labels):
     return float(np.mean(np.asarray(pred) == np.asarray(labels).reshape(-1)))
 
 
-def cli_quantize(a):
-    name, dims = _model_input(a.model)
+def quantize_files(model, calib, output, method="minmax", eval_data=None, progress=None):
+    """`tinyaot quantize`: the float model at `model` calibrated on the samples at
+    `calib` -> the QDQ model at `output`; with eval_data (an .npz with 'inputs'
+    and 'labels') also float and int8 top-1 accuracy. progress(description,
+    total) -> context yielding advance() (console.progress on a terminal)."""
+    name, dims = _model_input(model)
     rank = len(dims)
-    calib = load_samples(a.calib, rank)
+    calib_x = load_samples(calib, rank)
     ev = None
-    if a.eval:
-        if not os.path.isfile(a.eval):
-            raise TinyAotError("no such evaluation file", model=a.eval)
-        data = np.load(a.eval, allow_pickle=False)
+    if eval_data:
+        if not os.path.isfile(eval_data):
+            raise TinyAotError("no such evaluation file", model=eval_data)
+        data = np.load(eval_data, allow_pickle=False)
         if "labels" not in data.files:
-            raise TinyAotError("evaluation .npz needs 'inputs' and 'labels'", model=a.eval)
-        ev = (load_samples(a.eval, rank), np.asarray(data["labels"]))
+            raise TinyAotError("evaluation .npz needs 'inputs' and 'labels'", model=eval_data)
+        ev = (load_samples(eval_data, rank), np.asarray(data["labels"]))
         if len(ev[0]) != len(ev[1].reshape(-1)):
-            raise TinyAotError(f"{len(ev[0])} inputs but {ev[1].size} labels", model=a.eval)
-    from .console import progress
+            raise TinyAotError(f"{len(ev[0])} inputs but {ev[1].size} labels", model=eval_data)
     info = {}
     try:
-        with progress(f"calibrating ({a.method})", len(calib)) as tick:
-            quantize_qdq(a.model, calib, a.output, method=a.method, tick=tick, info=info)
+        with (progress or _no_progress)(f"calibrating ({method})", len(calib_x)) as tick:
+            quantize_qdq(model, calib_x, output, method=method, tick=tick, info=info)
     except TinyAotError:
         raise
     except Exception as e:
         raise TinyAotError(f"onnxruntime quantization failed: {type(e).__name__}: "
-                           f"{str(e).splitlines()[0] if str(e) else ''}", model=a.model) from None
-    r = {"model": a.model, "output": a.output, "method": a.method, "calibration_samples": len(calib),
+                           f"{str(e).splitlines()[0] if str(e) else ''}", model=model) from None
+    r = {"model": model, "output": output, "method": method, "calibration_samples": len(calib_x),
          "batchnorm_folded": info.get("batchnorm_folded", 0)}
     if ev is not None:
-        r["float_accuracy"] = accuracy(a.model, *ev)
-        r["int8_accuracy"] = accuracy(a.output, *ev)
+        r["float_accuracy"] = accuracy(model, *ev)
+        r["int8_accuracy"] = accuracy(output, *ev)
         r["eval_samples"] = len(ev[0])
-    if not a.json:
-        print(f"folded {r['batchnorm_folded']} BatchNormalization into the Conv/Gemm/MatMul "
-              "before it")
-        print(f"wrote {a.output} (QDQ int8, per-channel weights, {a.method} calibration on "
-              f"{len(calib)} samples)")
-        if ev is not None:
-            print(f"accuracy on {len(ev[0])} samples: float {100 * r['float_accuracy']:.2f} %, "
-                  f"int8 {100 * r['int8_accuracy']:.2f} %")
     return r
+
+
+@contextlib.contextmanager
+def _no_progress(description, total):
+    yield lambda n=1: None

@@ -1,0 +1,44 @@
+"""`tinyaot bench`: every shared and own model on a board, both numerics."""
+from __future__ import annotations
+
+import json
+import sys
+
+from .options import add_optimize, examples
+
+HELP = "instructions, arena and flash of every model on a board"
+EPILOG = examples(
+    "tinyaot bench", "tinyaot bench --board qemu-m4 -o /tmp/bench --json",
+    note="Runs every shared and own model in both numerics; writes "
+         "results.json and results.md.")
+
+
+def add_arguments(p):
+    p.add_argument("--board", default="qemu-m4")
+    p.add_argument("-o", "--output", help="output directory (default bench/)")
+    add_optimize(p)
+    p.add_argument("--json", action="store_true", help="print the rows as JSON on stdout")
+
+
+def run(a):
+    from ..driver.bench import BENCH_TERM_HEADER, bench_jobs, bench_term_cells, run_bench
+    from ..driver.console import print_table, progress, use_color
+
+    rich = use_color() and not a.json
+    # Plain: one line per run as it finishes (stderr under --json); on a
+    # terminal a progress bar, then the table.
+    log = (lambda s: None) if rich else \
+        (lambda s: print(s, file=sys.stderr)) if a.json else print
+    with progress(f"bench on {a.board}", len(bench_jobs())) as tick:
+        rows = run_bench(board=a.board, out_dir=a.output, log=log, tick=tick, optimize=a.optimize)
+    default = "bench/size" if a.optimize == "size" else "bench"
+    wrote = f"wrote {a.output or default}/results.json and results.md ({len(rows)} rows)"
+    if a.json:
+        print(json.dumps(rows, indent=2))
+    elif rich:
+        print_table(wrote, f"bench on {a.board}", BENCH_TERM_HEADER,
+                    [bench_term_cells(r) for r in rows],
+                    right=tuple(range(2, len(BENCH_TERM_HEADER))), footer=[wrote])
+    else:
+        print(wrote)
+    return 0 if all(r["mismatches"] == 0 for r in rows) else 1

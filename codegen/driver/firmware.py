@@ -1,0 +1,253 @@
+"""The one firmware / host-library builder: SCons, flags from boards/<b>/board.toml.
+
+`scons_targets` is called from the SConstruct; `build_generated` is what the
+CLI calls: it runs `scons` on a generated directory and returns the artifact.
+`build_compiled` writes a compiled model and its embedded inputs first. A
+`Variant` builds the same directory another way (another main(), defines,
+include directories, no stack check): validate, profile, report and the
+stack-painting run use it, so every firmware, the verification one included,
+comes out of the same SCons rules.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+import sys
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import TinyAotError
+from ..paths import REPO_ROOT, RUNTIME_INCLUDE, SCONSTRUCT, build_root, runtime_sources
+from ..targets.boards import board_or_error
+from ..targets.qemu import (board_sources, firmware_compile_flags, firmware_libs,
+                           firmware_link_flags)
+
+HOST_CFLAGS_EXTRA = ["-std=c99"]
+# Debug mains and hook headers of the variant builds (validate, profile, stack painting).
+DEBUG_C_DIR = Path(__file__).resolve().parent / "c"
+
+
+@dataclass(frozen=True)
+class Variant:
+    """A build of a generated directory besides the verification firmware.
+
+    tag names its objects and artifact apart (obj-<board>-<tag>/,
+    <name>-<board>-<tag>.elf, lib<name>-<tag>.so); main replaces the board's
+    harness main(); defines and include_dirs go to every object. board:
+    (key, value) pairs that replace board.toml's for this build, e.g. a part's
+    cflags on the QEMU board that times it, or a roomier copy of a part's
+    linker script (codegen/targets/parts.py)."""
+    tag: str
+    main: str | None = None
+    defines: tuple = ()
+    include_dirs: tuple = ()
+    board: tuple = ()
+
+    def apply(self, board: dict) -> dict:
+        """`board` with this variant's replacements."""
+        out = dict(board)
+        for key, value in self.board:
+            out[key] = Path(value) if key == "linker_script" else (
+                list(value) if isinstance(value, (list, tuple)) else value)
+        return out
+
+    def save(self, gen_dir):
+        """Written next to the sources; the SConstruct reads it back (variant=PATH)."""
+        path = os.path.join(gen_dir, f"variant-{self.tag}.json")
+        with open(path, "w") as f:
+            json.dump(asdict(self), f, indent=1)
+        return path
+
+    @classmethod
+    def load(cls, path):
+        with open(path) as f:
+            d = json.load(f)
+        return cls(d["tag"], d.get("main"), tuple(d.get("defines", ())),
+                   tuple(d.get("include_dirs", ())),
+                   tuple((k, tuple(v) if isinstance(v, list) else v) for k, v in d.get("board", ())))
+
+
+@dataclass(frozen=True)
+class Firmware:
+    """What a firmware build leaves: the ELF, its map file, the object directory
+    (a .su file next to each object, for driver/stack.py)."""
+    elf: str
+    map: str
+    obj_dir: str
+
+
+def _gen_info(gen_dir):
+    with open(os.path.join(gen_dir, "report.json")) as f:
+        rep = json.load(f)
+    return rep["name"], rep.get("kernels", [])
+
+
+def _suffix(variant):
+    return f"-{variant.tag}" if variant else ""
+
+
+def firmware_paths(gen_dir, name, board_name, variant=None):
+    """Firmware(elf, map, obj_dir) a build of gen_dir leaves (the verification
+    firmware's map keeps its historic name <name>.map)."""
+    sfx = _suffix(variant)
+    return Firmware(os.path.join(gen_dir, f"{name}-{board_name}{sfx}.elf"),
+                    os.path.join(gen_dir, f"{name}-{board_name}{sfx}.map" if variant
+                                 else f"{name}.map"),
+                    os.path.join(gen_dir, f"obj-{board_name}{sfx}"))
+
+
+def scons_targets(Environment, root, board_name, gen_dir, harness=True, stack_check=True,
+                  variant=None):
+    board = board_or_error(board_name)
+    if variant is not None:
+        board = variant.apply(board)
+    gen_dir = os.path.abspath(gen_dir)
+    name, _ = _gen_info(gen_dir)
+    kernels = [str(p) for p in runtime_sources()]
+    sfx = _suffix(variant)
+    # SCons runs its commands through the shell: quote a define such as
+    # HOOKS_HEADER="x.h" so that the compiler sees the quotes.
+    defines = [shlex.quote(d) for d in variant.defines] if variant else []
+    extra_inc = [str(d) for d in variant.include_dirs] if variant else []
+    if board["kind"] == "shared-library":
+        env = Environment(CC=board["compiler"], ENV=os.environ,
+                          CCFLAGS=board["cflags"] + board.get("warn_cflags", []) + HOST_CFLAGS_EXTRA
+                          + [f for f in os.environ.get("TINYAOT_HOST_CFLAGS", "").split() if f],
+                          CPPPATH=[str(RUNTIME_INCLUDE), gen_dir] + extra_inc,
+                          LINKFLAGS=[f for f in os.environ.get("TINYAOT_HOST_LDFLAGS", "").split() if f],
+                          LIBS=["m"], SHLIBPREFIX="lib")
+        kenv = env.Clone(CPPPATH=[str(RUNTIME_INCLUDE)])
+        kdir = _host_kernel_dir(kenv)
+        objs = [kenv.SharedObject(os.path.join(kdir, Path(k).stem + ".os"), k) for k in kernels]
+        objs.append(env.SharedObject(os.path.join(gen_dir, "obj", name + sfx + ".os"),
+                                     os.path.join(gen_dir, name + ".c"),
+                                     CCFLAGS=env["CCFLAGS"] + [f"-D{d}" for d in defines]))
+        return env.SharedLibrary(os.path.join(gen_dir, name + sfx), objs)
+    out = firmware_paths(gen_dir, name, board_name, variant)
+    # -fstack-usage: .su next to each object, for the stack check after the
+    # link (codegen/driver/stack.py); no code change.
+    env = Environment(CC=board["compiler"], AR=board["toolchain_prefix"] + "ar",
+                      RANLIB=board["toolchain_prefix"] + "ranlib", ENV=os.environ,
+                      CCFLAGS=firmware_compile_flags(board, defines) + ["-std=c99", "-fstack-usage"],
+                      CPPPATH=[str(RUNTIME_INCLUDE), gen_dir] + extra_inc,
+                      LINKFLAGS=firmware_link_flags(board) + [f"-Wl,-Map={out.map}"],
+                      LIBS=[], PROGSUFFIX=".elf")
+    objdir = out.obj_dir
+    # The kernels form a static library, so only the ones the model calls link in.
+    kobjs = [env.Object(os.path.join(objdir, Path(k).stem + ".o"), k) for k in kernels]
+    lib = env.StaticLibrary(os.path.join(objdir, "tinyaot"), kobjs)
+    srcs = [os.path.join(gen_dir, name + ".c")]
+    if harness:
+        srcs.append(os.path.join(gen_dir, "harness_data.c"))
+        srcs += [str(s) for s in board_sources(board)]
+        srcs.append(str(variant.main) if variant and variant.main else str(board["harness_main"]))
+    objs = [env.Object(os.path.join(objdir, Path(s).stem + ".o"), s) for s in srcs]
+    libs = [lib[0], "m"] + [x[2:] if x.startswith("-l") else x for x in firmware_libs(board)]
+    prog = env.Program(out.elf[:-len(".elf")], objs, LIBS=libs)
+    env.Depends(prog, str(board["linker_script"]))
+    if harness and stack_check and not variant:  # build_generated passes stack_check=0 and checks itself
+        env.AddPostAction(prog, _scons_stack_check(board, gen_dir, objdir))
+    return prog
+
+
+def _host_kernel_dir(kenv):
+    """Host builds: the runtime kernels do not depend on the model, so their
+    objects live in one folder per compiler command line (build/host-kernels/
+    <hash>) and SCons rebuilds them only when a kernel source, header or flag
+    changes: a model build then compiles its own C file only."""
+    import hashlib
+    line = kenv.subst("$SHCC $SHCFLAGS $SHCCFLAGS $_CCCOMCOM")
+    return str(build_root() / "host-kernels" / hashlib.sha1(line.encode()).hexdigest()[:16])
+
+
+def _scons_stack_check(board, gen_dir, objdir):
+    """SCons post-link action: the worst-case stack check of driver/stack.py."""
+    def action(target, source, env):
+        from .stack import check_generated
+        try:
+            st = check_generated(gen_dir, str(target[0]), objdir, board)
+        except TinyAotError as e:
+            print(f"tinyaot: error: {e}", file=sys.stderr)
+            return 1
+        print(f"stack {st['worst_case_bytes']} B worst case, {board['name']} reserves "
+              f"{st['reserved_bytes']} B; RAM {st['ram_needed_bytes']} of {st['ram_limit_bytes']} B")
+        return 0
+
+    from SCons.Script import Action
+    return Action(action, strfunction=lambda *a, **k: None)
+
+
+def build_generated(gen_dir, board_name, harness=True, quiet=True, ram_limit=None, info=None,
+                    variant=None):
+    """Run SCons on a generated directory; returns the artifact path.
+
+    The verification firmware (no variant) is then checked for its
+    worst-case stack (driver/stack.py): TinyAotError if the board's stack
+    reservation or RAM is too small; the numbers go to info["stack"] when a
+    dict is passed. A variant's firmware is not checked (its caller
+    analyses it, or it is a debug build)."""
+    board = board_or_error(board_name)
+    gen_dir = os.path.abspath(gen_dir)
+    name, _ = _gen_info(gen_dir)
+    cmd = [sys.executable, "-m", "SCons", "-f", str(SCONSTRUCT), "-Q", "-j2",
+           f"board={board_name}", f"gen={gen_dir}", f"harness={'1' if harness else '0'}",
+           "stack_check=0"]
+    if variant is not None:
+        cmd.append(f"variant={variant.save(gen_dir)}")
+    proc = subprocess.run(cmd, cwd=str(REPO_ROOT), capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise TinyAotError(f"build failed for board {board_name}:\n{proc.stdout[-4000:]}"
+                           f"{proc.stderr[-4000:]}")
+    if board["kind"] == "shared-library":
+        return os.path.join(gen_dir, f"lib{name}{_suffix(variant)}.so")
+    fw = firmware_paths(gen_dir, name, board_name, variant)
+    if harness and variant is None:
+        from .stack import check_generated
+        st = check_generated(gen_dir, fw.elf, fw.obj_dir, board, ram_limit=ram_limit)
+        if info is not None:
+            info["stack"] = st
+    return fw.elf
+
+
+def write_harness(c, out_dir, inputs, boot_check=False):
+    """<name>.c/.h, report.json and harness_data.c (every input in flash) in out_dir.
+    boot_check: the firmware also checks the weights' digest at boot (--integrity)."""
+    from ..backend import emit_harness_data
+    from ..compiler import write_outputs
+    write_outputs(c, out_dir)
+    g = c.graph
+    xin, xout = g.tensors[g.inputs[0]], g.tensors[g.outputs[0]]
+    per = np.asarray(inputs, dtype=np.int8).reshape(len(inputs), -1)
+    with open(os.path.join(out_dir, "harness_data.c"), "w") as f:
+        f.write(emit_harness_data(c.module.name, per, xin.size, xout.size))
+        if boot_check:  # integrity.py: the firmware checks its weights at boot
+            from ..integrity import harness_verify_c
+            f.write(harness_verify_c(c.module.name))
+
+
+def build_compiled(c, board, out_dir, inputs, variant=None, **kw):
+    """A compiled model's firmware running `inputs` (N, in): Firmware(elf, map, obj_dir).
+    board: a board dict or name; kw as for build_generated."""
+    bname = board if isinstance(board, str) else board["name"]
+    write_harness(c, out_dir, inputs)
+    build_generated(out_dir, bname, harness=True, variant=variant, **kw)
+    return firmware_paths(os.path.abspath(out_dir), c.module.name, bname, variant)
+
+
+def build_host_library(c, out_dir, variant):
+    """A compiled model as a host shared library built as `variant`; returns its path."""
+    from ..compiler import write_outputs
+    write_outputs(c, out_dir)
+    return build_generated(out_dir, "host", harness=False, variant=variant)
+
+
+def private_dir(c, what):
+    """A fresh directory under build/ (removed by the caller)."""
+    import tempfile
+    base = str(build_root())
+    os.makedirs(base, exist_ok=True)
+    return tempfile.mkdtemp(prefix=f"{c.module.name}-{what}-", dir=base)

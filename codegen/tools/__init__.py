@@ -1,1 +1,0 @@
-"""Tools around the compiler: budgets, report, validate, profile, quantize."""
