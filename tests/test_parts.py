@@ -55,17 +55,19 @@ def _cli(*args, timeout=900):
 
 
 def _flash_sections(elf, origin, span=64 * MiB):
-    """Bytes from `origin` to the last flash byte, from `size -A` (address, size)."""
-    out = subprocess.run(["arm-none-eabi-size", "-A", str(elf)], capture_output=True, text=True,
-                         check=True).stdout
-    end = origin
-    for line in out.splitlines():
-        f = line.split()
-        if len(f) == 3 and f[0].startswith(".") and f[1].isdigit():
-            size, addr = int(f[1]), int(f[2])
-            if origin <= addr < origin + span and f[0] not in (".bss",):
-                end = max(end, addr + size)
-    return end - origin
+    """The image's flash from the ELF's section headers (`objdump -h`): every
+    allocated section placed in flash (a reserved block such as the RP2040's boot2
+    included) plus the load image of those that only load from there (.data)."""
+    lines = subprocess.run(["arm-none-eabi-objdump", "-h", str(elf)], capture_output=True,
+                           text=True, check=True).stdout.splitlines()
+    total = 0
+    for head, flags in zip(lines, lines[1:]):
+        f = head.split()
+        if len(f) == 7 and f[0].isdigit() and "ALLOC" in flags:
+            size, vma, lma = int(f[2], 16), int(f[3], 16), int(f[4], 16)
+            if origin <= vma < origin + span or ("LOAD" in flags and origin <= lma < origin + span):
+                total += size
+    return total
 
 
 # ------------------------------------------------------------------ catalogue
@@ -153,7 +155,7 @@ def _part_images(tmp_path_factory):
     for name in PARTS:
         keep = tmp_path_factory.mktemp(name)
         r = report_model(DEFAULT_MODEL, board=name, numerics="tflite", compiled=c, keep_dir=keep)
-        out[name] = (r, keep / f"{c.module.name}-{name}-dbg.elf")
+        out[name] = (r, keep / f"{c.module.name}-{name}-part.elf")
     return out
 
 
@@ -184,12 +186,13 @@ def test_report_on_each_part_fits_against_its_real_memory(part_images):
 
 
 @pytest.mark.qemu
-def test_part_images_boot_blocks(part_images):
+def test_part_images_boot_blocks(part_images, tmp_path):
     """RP2350: the IMAGE_DEF block in the first 4 KiB (datasheet: 0xffffded3 ...
     0xab123579); RP2040: 256 bytes reserved for boot2 before the vectors."""
     _, elf = part_images["rp2350"]
-    raw = subprocess.run(["arm-none-eabi-objcopy", "-O", "binary", "-j", ".isr_vector", "-j",
-                          ".embedded_block", str(elf), "/dev/stdout"], capture_output=True).stdout
+    subprocess.run(["arm-none-eabi-objcopy", "-O", "binary", "-j", ".isr_vector", "-j",
+                    ".embedded_block", str(elf), str(tmp_path / "head.bin")], check=True)
+    raw = (tmp_path / "head.bin").read_bytes()
     words = np.frombuffer(raw[:4096], dtype="<u4")
     start = int(np.flatnonzero(words == 0xFFFFDED3)[0])
     assert list(words[start:start + 5]) == [0xFFFFDED3, 0x10210142, 0x000001FF, 0, 0xAB123579]
@@ -210,7 +213,7 @@ def test_report_says_does_not_fit_with_the_overshoot(tmp_path):
     from codegen.driver.report import report_model
     r = report_model(model, board="nrf52840", numerics="tflite", keep_dir=tmp_path)
     fit = r["totals"]["part_fit"]
-    elf = next(tmp_path.glob("*-nrf52840-dbg.elf"))
+    elf = next(tmp_path.glob("*-nrf52840-part.elf"))
     assert fit["flash_bytes"] == _flash_sections(elf, 0) > MiB
     assert not fit["fits"] and fit["problems"][0] == f"flash {fit['flash_bytes'] - MiB:,} B over"
     from codegen.driver.report import report_totals
