@@ -140,9 +140,10 @@ def format_boards(infos):
     rows = [BOARDS_HEADER] + boards_rows(infos)
     widths = [max(len(r[k]) for r in rows) for k in range(len(BOARDS_HEADER))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
-    lines.append("clock: the part's (codegen/cycles/parts.toml); the qemu-m* boards are "
-                 "FPGA images without one. A part that does not run in QEMU is timed by the "
-                 "cycle model on the board named.")
+    lines.append("clock: the part's (codegen/cycles/parts.toml); the qemu-m* boards are FPGA "
+                 "images or emulators without one.")
+    lines.append("A part QEMU does not run is linked for its own memory (report --board) and "
+                 "timed by the cycle model on the board named.")
     return "\n".join(lines)
 
 
