@@ -83,8 +83,8 @@ def report_model(model, board="qemu-m4", numerics="ort", compiled=None, keep_dir
         fw_stack, fw_path, fw_notes = worst_stack("main", funcs, su)
         size = firmware_size(elf, b)
         if part:
-            from ..targets.parts import fit_verdict, image_extent
-            fit = fit_verdict(b, flash["total"], image_extent(elf, b)["ram"], fw_stack)
+            from ..targets.parts import fit_verdict, static_ram
+            fit = fit_verdict(b, flash["total"], static_ram(elf, b), fw_stack)
     finally:
         if not keep_dir:
             shutil.rmtree(out_dir, ignore_errors=True)

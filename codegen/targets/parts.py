@@ -223,31 +223,22 @@ def part_main_defines(model_name: str) -> list:
 _SECTION_RE = re.compile(r"^\s*\d+\s+(\S+)\s+([0-9a-f]+)\s+([0-9a-f]+)\s+([0-9a-f]+)\s+[0-9a-f]+\s+\S+\s*$")
 
 
-def image_extent(elf, board: dict) -> dict:
-    """{"flash": bytes from flash_origin to the image's last byte in flash (the
-    vector table, code, constants, the .data load image, any reserved block such
-    as the RP2040's boot2, and the padding between them), "ram": bytes from
-    ram_origin to the end of .data + .bss (the arena included)}, from the ELF's
-    section headers."""
+def static_ram(elf, board: dict) -> int:
+    """Bytes from ram_origin to the end of .data + .bss (the arena included) in the
+    linked `elf`, from its section headers (`objdump -h`)."""
     import subprocess
     tool = board.get("toolchain_prefix", "arm-none-eabi-") + "objdump"
     text = subprocess.run([tool, "-h", str(elf)], capture_output=True, text=True,
                           check=True).stdout.splitlines()
-    lo_f, lo_r = int(board["flash_origin"]), int(board["ram_origin"])
-    span = MEASURING_BYTES                        # a region never spans more
-    end_f, end_r = lo_f, lo_r
+    lo = int(board["ram_origin"])
+    end = lo
     for line, flags in zip(text, text[1:] + [""]):
         m = _SECTION_RE.match(line)
-        if not m or "ALLOC" not in flags:
-            continue
-        size, vma, lma = int(m.group(2), 16), int(m.group(3), 16), int(m.group(4), 16)
-        if lo_f <= vma < lo_f + span:
-            end_f = max(end_f, vma + size)
-        elif "LOAD" in flags and lo_f <= lma < lo_f + span:
-            end_f = max(end_f, lma + size)        # .data's image, copied to RAM at reset
-        if lo_r <= vma < lo_r + span:
-            end_r = max(end_r, vma + size)
-    return {"flash": end_f - lo_f, "ram": end_r - lo_r}
+        if m and "ALLOC" in flags:
+            size, vma = int(m.group(2), 16), int(m.group(3), 16)
+            if lo <= vma < lo + MEASURING_BYTES:      # a region never spans more
+                end = max(end, vma + size)
+    return end - lo
 
 
 def fit_verdict(board: dict, flash_image: int, static_ram: int, stack_worst: int) -> dict:
