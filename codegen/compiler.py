@@ -7,14 +7,25 @@ import shutil
 import tempfile
 from dataclasses import dataclass, field
 
-from . import __version__
+from . import __version__, ops
 from .backend import emit_c
-from .backend.c_format import c_ident
+from .backend.float_io import IO_MODES, add_float_io
+from .backend.io_types import io_report
 from .errors import TinyAotError
 from .frontend import load_model
-from .passes import run_passes
+from .frontend.limits import check_graph_limits, check_plan_limits, ort_rejects, out_of_range_params
+from .frontend.ort_facts import gather_ort_facts
+from .integrity import add_integrity
+from .kernels.c_format import c_ident
+from .numerics import NUMERICS
+from .passes.dce import eliminate_dead_code
+from .passes.kernel_select import check_optimize, select_kernels
+from .passes.layout import assign_layouts
+from .passes.uint8 import uint8_to_int8
 from .planner import check_plan, plan_arena
-from .prepare import NUMERICS, prepare_node
+from .planner.depthwise_inplace import plan_with_depthwise_inplace
+from .planner.float_conv_scratch import plan_float_conv_scratch
+from .planner.order import choose_order
 
 
 @dataclass
@@ -25,7 +36,7 @@ class Compiled:
     module: object
     numerics: str
     report: dict
-    # compile_model's arguments (tools/budget.py recompiles with --optimize size for its hint)
+    # compile_model's arguments (driver/budget.py recompiles with --optimize size for its hint)
     options: dict = field(default_factory=dict)
 
 
@@ -39,72 +50,112 @@ def _ort_threads(v):
     return v
 
 
-def compile_model(path, numerics="ort", name=None, input_shapes=None, dump=None,
-                  hooks=False, io_buffers="arena", search_order=True, integrity=None,
-                  io="int8", depthwise_inplace=False, ort_threads=1,
-                  optimize="speed") -> Compiled:
-    if numerics not in NUMERICS:
-        raise TinyAotError(f"unknown numerics '{numerics}' (choose from {', '.join(NUMERICS)})")
-    ort_threads = _ort_threads(ort_threads)
-    from .passes.optimize import check_optimize, optimize_for_size
-    check_optimize(optimize)
-    g = load_model(path, input_shapes)
-    from .frontend.limits import check_graph_limits, check_plan_limits, ort_rejects
-    check_graph_limits(g, path)  # one input/output, 32-bit tensor sizes
-    if numerics == "ort":
-        with ort_rejects(path):  # onnxruntime refusing the model is a user error
-            from .passes.ort_paths import mark_ort_float_nodes
-            mark_ort_float_nodes(g, path)
-            for n in g.nodes:  # MLAS's float Conv order depends on ORT's intra-op threads
-                if n.attrs.get("ort_float") and n.op == "conv2d":
-                    n.attrs["ort_threads"] = ort_threads
-            from .passes.ort_qlinear import mark_ort_qlinear_pools
-            mark_ort_qlinear_pools(g, path)  # QLinearAveragePool rounds after adding zp
-            from .passes.ort_paths import mark_ort_int8_resizes
-            mark_ort_int8_resizes(g, path)  # Resize on int8 or in float (DQ -> Resize -> Q)
-    run_passes(g, dump=dump)
-    if optimize == "size":  # passes/optimize.py: int8 weights, portable kernels
-        optimize_for_size(g)
-        if dump:
-            dump("optimize size (int8 weights in flash)", g)
-    if io_buffers not in ("user", "arena"):
-        raise TinyAotError(f"unknown --io-buffers '{io_buffers}' (choose from user, arena)")
-    order_info = None
-    if search_order:  # planner/order.py: the topological order with the lowest peak
-        from .planner.order import choose_order
-        g.nodes, order_info = choose_order(g, io_buffers)
+@dataclass
+class Options:
+    """What compile_model was asked for (compile_model's keyword arguments)."""
+    numerics: str = "ort"
+    name: str | None = None
+    input_shapes: dict | None = None
+    dump: object = None  # dump(title, graph) after each IR stage (--dump-ir)
+    hooks: bool = False
+    io_buffers: str = "arena"
+    search_order: bool = True
+    integrity: str | None = None
+    io: str = "int8"
+    depthwise_inplace: bool = False
+    ort_threads: int = 1
+    optimize: str = "speed"
+
+
+@dataclass
+class _Build:
+    """What the stages hand each other."""
+    path: object
+    opt: Options
+    g: object = None
+    order_info: object = None
+    plan: object = None
+    params: dict = None
+    module: object = None
+    report: dict = None
+
+
+def _check_options(b):
+    o = b.opt
+    if o.numerics not in NUMERICS:
+        raise TinyAotError(f"unknown numerics '{o.numerics}' (choose from {', '.join(NUMERICS)})")
+    o.ort_threads = _ort_threads(o.ort_threads)
+    check_optimize(o.optimize)
+    if o.io_buffers not in ("user", "arena"):
+        raise TinyAotError(f"unknown --io-buffers '{o.io_buffers}' (choose from user, arena)")
+    if o.io not in IO_MODES:
+        raise TinyAotError(f"unknown --io '{o.io}' (choose from {', '.join(IO_MODES)})")
+
+
+def _front_end(b):
+    """The model file -> integer IR; under ort, onnxruntime's decisions recorded on it."""
+    b.g = load_model(b.path, b.opt.input_shapes)
+    check_graph_limits(b.g, b.path)  # one input/output, 32-bit tensor sizes
+    if b.opt.numerics == "ort":
+        with ort_rejects(b.path):  # onnxruntime refusing the model is a user error
+            gather_ort_facts(b.g, b.path, b.opt.ort_threads)
+
+
+def _ir(fn):
+    def stage(b):
+        fn(b.g)
+    return stage
+
+
+def _select_kernels(b):
+    select_kernels(b.g, b.opt.optimize)  # each operator's Op.select, for --optimize speed|size
+
+
+def _order(b):
+    if b.opt.search_order:  # planner/order.py: the topological order with the lowest peak
+        b.g.nodes, b.order_info = choose_order(b.g, b.opt.io_buffers)
+
+
+def _plan(b):
+    g, o = b.g, b.opt
 
     def plain(gr):
-        return plan_arena(gr, io_buffers=io_buffers)
+        return plan_arena(gr, io_buffers=o.io_buffers)
 
     plan = plain(g)
-    if numerics == "ort" and optimize == "speed":  # float convs: a float input copy only where it costs no arena
-        from .planner.float_conv_scratch import plan_float_conv_scratch
+    if o.numerics == "ort" and o.optimize == "speed":  # float convs: a float input copy only where it costs no arena
         plan = plan_float_conv_scratch(g, plan, plain)
-    if depthwise_inplace:  # planner/depthwise_inplace.py: a planner option, off by default
-        from .planner.depthwise_inplace import plan_with_depthwise_inplace
-        plan = plan_with_depthwise_inplace(g, io_buffers, plain)
+    if o.depthwise_inplace:  # planner/depthwise_inplace.py: a planner option, off by default
+        plan = plan_with_depthwise_inplace(g, o.io_buffers, plain)
     check_plan(g, plan)
-    check_plan_limits(plan, path)
-    from .frontend.limits import out_of_range_params
-    with out_of_range_params(path) as guard:  # fixed-point parameters TFLite cannot represent
-        params = {}
-        for n in g.nodes:
+    check_plan_limits(plan, b.path)
+    b.plan = plan
+
+
+def _prepare(b):
+    with out_of_range_params(b.path) as guard:  # fixed-point parameters TFLite cannot represent
+        b.params = {}
+        for n in b.g.nodes:
             guard.node = n.name
-            params[n.name] = prepare_node(g, n, numerics)
-    module = emit_c(g, plan, params, numerics, name or model_name(path), hooks=hooks,
-                    optimize=optimize, unroll_fc=not integrity)
-    from .backend.float_io import IO_MODES, add_float_io
-    if io not in IO_MODES:
-        raise TinyAotError(f"unknown --io '{io}' (choose from {', '.join(IO_MODES)})")
-    if io == "float":  # <name>_run_f32 around <name>_run (backend/float_io.py)
-        add_float_io(module, g)
-    report = {
+            b.params[n.name] = ops.prepare(b.g, n, b.opt.numerics)
+
+
+def _emit(b):
+    o = b.opt
+    b.module = emit_c(b.g, b.plan, b.params, o.numerics, o.name or model_name(b.path),
+                      hooks=o.hooks, optimize=o.optimize, unroll_fc=not o.integrity)
+    if o.io == "float":  # <name>_run_f32 around <name>_run (backend/float_io.py)
+        add_float_io(b.module, b.g)
+
+
+def _report(b):
+    g, plan, module, o = b.g, b.plan, b.module, b.opt
+    b.report = {
         "tinyaot_version": __version__,
-        "model": os.path.basename(str(path)),
+        "model": os.path.basename(str(b.path)),
         "name": module.name,
-        "numerics": numerics,
-        "optimize": optimize,
+        "numerics": o.numerics,
+        "optimize": o.optimize,
         "arena_bytes": plan.size,
         "arena_lower_bound_bytes": plan.lower_bound,
         "weights_bytes": module.weights_bytes,
@@ -112,20 +163,49 @@ def compile_model(path, numerics="ort", name=None, input_shapes=None, dump=None,
         "layers": module.layers,
         "kernels": sorted(module.kernels),
         "plan": plan.to_json(),
-        "io_buffers": io_buffers,
-        "execution_order": order_info,
+        "io_buffers": o.io_buffers,
+        "execution_order": b.order_info,
         "input": {"name": g.inputs[0], "shape": list(g.tensors[g.inputs[0]].shape)},
         "output": {"name": g.outputs[0], "shape": list(g.tensors[g.outputs[0]].shape)},
     }
-    from .backend.io_types import io_report
-    report["io"] = io_report(g)  # dtype, scale/zp, float or integer model boundary
-    report["io"]["api"] = io  # float: <name>_run_f32 as well
-    if integrity:  # integrity.py: <name>_verify() recomputes a digest of the weights
-        from .integrity import add_integrity
-        report["integrity"] = add_integrity(module, integrity)
-    options = {"path": path, "numerics": numerics, "input_shapes": input_shapes,
-               "io_buffers": io_buffers, "ort_threads": ort_threads, "optimize": optimize}
-    return Compiled(g, plan, params, module, numerics, report, options)
+    b.report["io"] = io_report(g)  # dtype, scale/zp, float or integer model boundary
+    b.report["io"]["api"] = o.io  # float: <name>_run_f32 as well
+    if o.integrity:  # integrity.py: <name>_verify() recomputes a digest of the weights
+        b.report["integrity"] = add_integrity(module, o.integrity)
+
+
+# The compiler, stage by stage: model -> IR -> passes -> plan -> parameters -> C.
+# (title, stage, dump title): --dump-ir prints the IR after each stage that has a dump title.
+PIPELINE = [
+    ("check options", _check_options, None),
+    ("front end: model -> IR (frontend/), onnxruntime's decisions", _front_end, "frontend"),
+    ("uint8 -> int8", _ir(uint8_to_int8), "uint8 -> int8 (zero points - 128, exact)"),
+    ("dead-code elimination", _ir(eliminate_dead_code), "dead-code elimination"),
+    ("layouts", _ir(assign_layouts), "layout (NHWC, zero-copy reshapes)"),
+    ("kernel selection (ops/*.select, --optimize speed|size)", _select_kernels,
+     "kernel selection (fast conv / depthwise / FC, scratch)"),
+    ("execution order", _order, None),
+    ("arena plan", _plan, None),
+    ("layer parameters (ops/*.prepare)", _prepare, None),
+    ("C emission (ops/*.emit, backend/)", _emit, None),
+    ("report", _report, None),
+]
+
+
+def compile_model(path, numerics="ort", name=None, input_shapes=None, dump=None,
+                  hooks=False, io_buffers="arena", search_order=True, integrity=None,
+                  io="int8", depthwise_inplace=False, ort_threads=1,
+                  optimize="speed") -> Compiled:
+    opt = Options(numerics, name, input_shapes, dump, hooks, io_buffers, search_order, integrity,
+                  io, depthwise_inplace, ort_threads, optimize)
+    b = _Build(path, opt)
+    for title, stage, dump_title in PIPELINE:
+        stage(b)
+        if dump and dump_title:
+            dump(dump_title, b.g)
+    options = {"path": path, "numerics": opt.numerics, "input_shapes": input_shapes,
+               "io_buffers": io_buffers, "ort_threads": opt.ort_threads, "optimize": optimize}
+    return Compiled(b.g, b.plan, b.params, b.module, opt.numerics, b.report, options)
 
 
 def write_outputs(c: Compiled, out_dir):

@@ -10,9 +10,15 @@ or the exit code and last stderr line of a compile that is refused.
   python3 scripts/codegen_identity.py --write hashes.json      # this tree
   python3 scripts/codegen_identity.py --check hashes.json      # this tree against a record
   python3 scripts/codegen_identity.py --against REV            # this tree against commit REV
+  python3 scripts/codegen_identity.py --against REV --rev HEAD # commit HEAD against commit REV
 
 --against checks REV out into a temporary git worktree and runs the same cases
 there with that tree's own code, so the comparison needs no stored record.
+
+--objects records, instead of the C text, the machine code and data of each generated .c
+compiled for the Cortex-M4 board (arm-none-eabi-gcc with qemu-m4's flags, `objdump -d -s` of the
+object): the proof for a change that means to alter the C's text but not what it compiles to
+(comments, initializer syntax).
 Exit status 0 when every case matches, 1 when one differs (each is listed).
 """
 from __future__ import annotations
@@ -58,6 +64,22 @@ def cases():
                     yield key, path, ["--numerics", numerics, "--optimize", optimize] + extra
 
 
+M4_FLAGS = ["-mcpu=cortex-m4", "-mthumb", "-mfloat-abi=hard", "-mfpu=fpv4-sp-d16", "-O2",
+            "-ffp-contract=off", "-ffunction-sections", "-fdata-sections", "-std=c99"]
+OBJECTS = False  # --objects
+
+
+def object_digest(tree: Path, c_file: Path):
+    """SHA-256 of the machine code and data the generated C compiles to on the M4."""
+    obj = c_file.with_suffix(".o")
+    subprocess.run(["arm-none-eabi-gcc", *M4_FLAGS, "-I", str(tree / "runtime_c" / "include"),
+                    "-I", str(c_file.parent), "-c", str(c_file), "-o", str(obj)], check=True)
+    dump = subprocess.run(["arm-none-eabi-objdump", "-d", "-s", str(obj)], check=True,
+                          capture_output=True, text=True).stdout
+    body = dump.split("\n", 2)[2]  # past the line naming the object file
+    return hashlib.sha256(body.encode()).hexdigest()
+
+
 def run_case(tree: Path, out_root: Path, key, path, args):
     out = out_root / hashlib.sha1(key.encode()).hexdigest()[:12]
     env = dict(os.environ, PYTHONPATH=str(tree), TINYAOT_BUILD_DIR=str(out_root / "build"))
@@ -70,7 +92,9 @@ def run_case(tree: Path, out_root: Path, key, path, args):
                      "error_sha256": hashlib.sha256(last.encode()).hexdigest()}
     rec = {}
     for f in sorted(out.iterdir()):
-        if f.suffix in (".c", ".h"):
+        if OBJECTS and f.suffix == ".c":
+            rec[f.name + ":m4-object"] = object_digest(tree, f)
+        elif not OBJECTS and f.suffix in (".c", ".h"):
             rec[f.name] = hashlib.sha256(f.read_bytes()).hexdigest()
     return key, rec
 
@@ -97,23 +121,35 @@ def main(argv=None):
     g.add_argument("--write", metavar="JSON")
     g.add_argument("--check", metavar="JSON")
     g.add_argument("--against", metavar="REV")
+    ap.add_argument("--rev", metavar="REV",
+                    help="with --against: measure commit REV instead of the working tree "
+                         "(so the tree can change while it runs)")
+    ap.add_argument("--objects", action="store_true",
+                    help="compare the M4 machine code of the generated C, not its text")
     ap.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 2)
     a = ap.parse_args(argv)
+    global OBJECTS
+    OBJECTS = a.objects
     if a.write:
         Path(a.write).write_text(json.dumps(measure(REPO, a.jobs), indent=1) + "\n")
         return 0
     if a.check:
         return compare(json.loads(Path(a.check).read_text()), measure(REPO, a.jobs))
+    before = measure_rev(a.against, a.jobs)
+    return compare(before, measure_rev(a.rev, a.jobs) if a.rev else measure(REPO, a.jobs))
+
+
+def measure_rev(rev, jobs):
+    """measure() on a temporary git worktree of commit `rev`."""
     with tempfile.TemporaryDirectory(prefix="tinyaot-rev-") as tmp:
         wt = Path(tmp) / "tree"
-        subprocess.run(["git", "-C", str(REPO), "worktree", "add", "--detach", "-q", str(wt), a.against],
+        subprocess.run(["git", "-C", str(REPO), "worktree", "add", "--detach", "-q", str(wt), rev],
                        check=True)
         try:
-            before = measure(wt, a.jobs)
+            return measure(wt, jobs)
         finally:
             subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(wt)],
                            check=False)
-    return compare(before, measure(REPO, a.jobs))
 
 
 if __name__ == "__main__":

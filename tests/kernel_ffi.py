@@ -344,7 +344,7 @@ def depthwise_conv_s8(dims, q, x, filt, rng=None):
 
 def convolve_f32_s8(dims, fp, plan, x, rng=None):
     """fp: tinyaot_float_conv_t fields (output quantization, bias_f); plan:
-    tinyaot_conv_f32_plan_t fields (backend/conv_f32_pack.py). The scratch is
+    tinyaot_conv_f32_plan_t fields (kernels/conv_f32_pack.py). The scratch is
     NaN-filled: the kernel must write before it reads."""
     keep = []
     d = new_struct("tinyaot_conv_dims_t", dims, keep)
@@ -367,7 +367,7 @@ def fully_connected_s8(rows, k, n, q, x, w, rng=None):
 
 
 def fully_connected_f32_s8(rows, k, n, fp, x, rng=None):
-    """fp: tinyaot_float_fc_t fields (weights packed by backend/fc_float_pack.py)."""
+    """fp: tinyaot_float_fc_t fields (weights packed by kernels/fc_float_pack.py)."""
     keep = []
     p = new_struct("tinyaot_float_fc_t", fp, keep)
     out = OutBuf(rows * n, rng)
@@ -460,6 +460,22 @@ def requantize_s8(n, params, x, rng=None):
     return out.result("tinyaot_requantize_s8")
 
 
+def prelu_s8(outer, channels, inner, params, alpha, slope, x, inplace=False, rng=None):
+    """alpha (int8) or slope (float32): one per channel, the other None (NULL). inplace:
+    the output buffer holds x and is passed as the input too."""
+    keep = []
+    p = new_struct("tinyaot_prelu_params_t", params, keep)
+    n = outer * channels * inner
+    out = OutBuf(n, rng)
+    if inplace:
+        out.raw[GUARD:GUARD + n] = np.asarray(x, np.int8).reshape(-1)
+    _call("tinyaot_prelu_s8", outer, channels, inner, p,
+          ffi.NULL if alpha is None else cbuf(alpha, np.int8, keep),
+          ffi.NULL if slope is None else cbuf(slope, np.float32, keep),
+          out.ptr if inplace else cbuf(x, np.int8, keep), out.ptr)
+    return out.result("tinyaot_prelu_s8")
+
+
 def transpose_s8(in_dims, perm, x, rng=None):
     keep = []
     out = OutBuf(int(np.prod(in_dims)), rng)
@@ -521,6 +537,8 @@ EXPECTED_FUNCTIONS = {
                                    "int8_t *", "int8_t *")),
     "tinyaot_requantize_s8": ("int", ("int32_t", "tinyaot_requantize_params_t *", "int8_t *",
                                       "int8_t *")),
+    "tinyaot_prelu_s8": ("int", ("int32_t", "int32_t", "int32_t", "tinyaot_prelu_params_t *",
+                                 "int8_t *", "float *", "int8_t *", "int8_t *")),
     "tinyaot_transpose_s8": ("int", ("int32_t *", "int32_t *", "int8_t *", "int8_t *")),
     "tinyaot_slice_s8": ("int", ("int32_t *", "int8_t *", "int8_t *")),
     "tinyaot_resize_nearest_s8": ("int", ("int32_t *", "int32_t *", "int32_t *", "int8_t *",

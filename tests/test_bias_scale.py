@@ -1,4 +1,4 @@
-"""The int32 bias's scale must be input scale x weight scale (codegen/bias_scale.py).
+"""The int32 bias's scale must be input scale x weight scale (codegen/ops/bias_scale.py).
 
 tflite: TFLite adds the int32 bias unscaled, so a model whose bias scale is
 not s_x * s_w[c] (beyond the float32 rounding of that product) is rejected,

@@ -9,7 +9,7 @@ every rounding difference, so the order is checked on the float itself:
 
 * onnxruntime's float output of DQ(x), DQ(w), DQ(b) -> Conv [-> Relu] with
   intra_op_num_threads = 1 and 2 (the independent oracle), against
-* the numpy reference (codegen/reference/ops.conv2d_ort_f32 with the same
+* the numpy reference (codegen/ops/conv2d.conv2d_f32 with the same
   thread count), and
 * the C kernel runtime_c/src/conv/tinyaot_convolve_f32_s8.c with the compile-time
   data the backend emits, compiled with TINYAOT_F32_CAPTURE recording the
@@ -23,9 +23,10 @@ import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from codegen.backend.conv_f32_pack import plan_fields, scratch_bytes
-from codegen.reference import ops
-from codegen.reference.mlas_conv_order import node_segments
+from codegen.kernels.conv_f32_pack import plan_fields, scratch_bytes
+from codegen.numerics.ort_float import float_bias
+from codegen.ops.conv2d import conv2d_f32
+from codegen.numerics.mlas_conv_order import node_segments
 
 from kernel_ffi import CONV_F32_STRUCTS_CDEF, INCLUDE, SRC, capture_library, conv_dims_fields
 
@@ -110,8 +111,7 @@ def c_float(capture_lib, x, wt, bf, sx, zx, attrs, out_shape):
     ffi, lib = capture_lib
     _, cout, oh, ow = out_shape
     dims = ffi.new("tinyaot_conv_dims_t *", conv_dims_fields(x.shape, out_shape, attrs))
-    p = {"in_scale": sx, "in_zp": zx}
-    f = plan_fields(x.shape, out_shape, wt, attrs, p)
+    f = plan_fields(x.shape, out_shape, wt, attrs, sx, zx)
     keep = [np.ascontiguousarray(a) for a in (f["table"], f["weights"], f["segments"], bf,
                                               f["taps"])]
     fp = ffi.new("tinyaot_float_conv_t *", [sx, zx, 1.0, 0, -128, 127, ffi.NULL, ffi.NULL,
@@ -222,7 +222,7 @@ def test_float_value_bit_exact_with_onnxruntime(capture_lib, threads):
         y, x, wt, bt, sx, zx = ort_case(rng, cin, cout, group, hw, k, s, pads, d, threads, relu)
         attrs = {"group": group, "kernel": k, "strides": s, "pads": pads, "dilations": d,
                  "ort_threads": threads}
-        ref = ops.conv2d_ort_f32(x, wt, bt, attrs, {"in_scale": sx, "in_zp": zx})
+        ref = conv2d_f32(x, wt, float_bias(bt, cout), attrs, sx, zx)
         bf = (bt.data.astype(np.float32) * bt.q.scale).astype(np.float32)
         yc, q = c_float(capture_lib, x, wt, bf, sx, zx, attrs, y.shape)
         if not relu:  # the int8 at its place: QuantizeLinear(y, 1, 0) of onnxruntime's y
@@ -297,7 +297,7 @@ def test_asm_float_value_bit_exact_on_qemu_m4(tmp_path):
         attrs = {"group": group, "kernel": k, "strides": s, "pads": pads, "dilations": d,
                  "ort_threads": threads}
         bf = (bt.data.astype(np.float32) * bt.q.scale).astype(np.float32)
-        f = plan_fields(x.shape, y.shape, wt, attrs, {"in_scale": sx, "in_zp": zx})
+        f = plan_fields(x.shape, y.shape, wt, attrs, sx, zx)
         # QuantizeLinear after the conv: a scale that saturates the largest values, a
         # zero point, and with Relu the clamp at the zero point (lo > -128)
         osc = np.float32(np.abs(y).max() / 150 + 1e-6)

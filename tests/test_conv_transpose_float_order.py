@@ -8,7 +8,7 @@ is checked here on the float itself:
 
 * onnxruntime's float output of DQ(x), DQ(w), DQ(b) -> ConvTranspose (the
   independent oracle), against
-* the numpy reference (codegen/reference/conv_transpose.py), and
+* the numpy reference (codegen/ops/conv_transpose.py), and
 * the C kernel runtime_c/src/conv/tinyaot_transpose_conv_f32_s8.c, compiled here
   with its QuantizeLinear replaced by a function that records the float.
 """
@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from codegen.backend.c_emit_more import conv_transpose_filter, transpose_conv_scratch_bytes
-from codegen.reference.conv_transpose import conv_transpose_f32
+from codegen.ops.conv_transpose import (conv_transpose_f32, conv_transpose_filter,
+                                        transpose_conv_scratch_bytes)
 
 from kernel_ffi import (CAPTURE_QUANTIZE_C, CONV_F32_STRUCTS_CDEF, INCLUDE, SRC, capture_library,
                         conv_dims_fields)
@@ -121,7 +121,8 @@ def test_float_value_bit_exact_with_onnxruntime(capture_lib, hw, group):
         pads = (int(rng.integers(0, k[0])), int(rng.integers(0, k[1])), 0, 0)
         y, x, wq, p = ort_float_case(rng, cg * group, og, group, hw, k, s, pads, d)
         attrs = {"group": group, "strides": s, "dilations": d, "pads": pads}
-        ref = conv_transpose_f32(x, wq, attrs, p, y.shape[2:])
+        ref = conv_transpose_f32(x, wq, attrs, p["in_scale"], p["in_zp"], p["filter_scale"],
+                                 p["bias_f"], y.shape[2:])
         cy = c_float(capture_lib, x, wq, p, attrs, y.shape[2:])
         diffs.append((cg, int((ref.view(np.uint32) != y.view(np.uint32)).sum()),
                       int((cy.view(np.uint32) != y.view(np.uint32)).sum()), y.size))

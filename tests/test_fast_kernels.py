@@ -23,7 +23,7 @@ import cffi
 import numpy as np
 import pytest
 
-from codegen.backend.fast_pack import (add_tables, conv_gemm_weights, conv_scratch_bytes,
+from codegen.kernels.fast_pack import (add_tables, conv_gemm_weights, conv_scratch_bytes,
                                        fc_scratch_bytes, float_requant, pack_depthwise, pack_gemm,
                                        smlal_requant)
 
@@ -524,7 +524,7 @@ def _fc_case(rows, k, n, numerics, clamp, seed, scale_mul=1.0, out_zp=None):
     then MLAS's float requantization (ort) or TFLite's double rounding.
     scale_mul (ort) pushes float(acc) * scale past int32 (saturations);
     out_zp replaces the random output zero point."""
-    from codegen.reference.ort_float import requantize_acc
+    from codegen.numerics.ort_float import requantize_acc
 
     rng = np.random.default_rng(seed)
     c = {"rows": rows, "k": k, "n": n, "numerics": numerics,
@@ -648,7 +648,7 @@ def _c_words(name, ctype, arr):
 
 def _requant_c(i, c):
     """C of case i's tinyaot_requant_t `q<i>` (and its arrays) for a qemu case file."""
-    from codegen.backend.c_format import c_float
+    from codegen.kernels.c_format import c_float
     src = [_c_words(f"b{i}", "int32_t", c["bias"])]
     fields = {"scale": "NULL", "mult": "NULL", "shift": "NULL", "rq": "NULL"}
     if c.get("scale") is not None:
@@ -751,18 +751,16 @@ def _fc_fixed_case(rows, k, n, seed, out_zp=None):
     """_fc_case (ort, int8 bounds) with one scale for the layer (as the MLPerf
     models), whose every channel has the exact SMMLAR form (another seed until
     it does), its packed weights and records."""
-    from codegen.backend.fast_pack import pack_gemm_fixed
-    from codegen.backend.ort_requant_fixed import fc_fixed_requant
-    from codegen.reference.ort_float import requantize_acc
+    from codegen.kernels.fast_pack import pack_gemm_fixed
+    from codegen.kernels.ort_requant_fixed import fc_fixed_requant
+    from codegen.numerics.ort_float import requantize_acc
 
     for s in range(seed, seed + 40):
         c = _fc_case(rows, k, n, "ort", False, s, scale_mul=4.0, out_zp=out_zp)
         c["scale"] = np.full(n, c["scale"][0], np.float32)
         acc = (c["x"].astype(np.int64) - c["in_zp"]) @ c["w"].astype(np.int64).T + c["bias"]
         c["expected"] = requantize_acc(acc, c["scale"], c["out_zp"], -128, 127).astype(np.int8)
-        p = {"scale": c["scale"], "bias": c["bias"], "in_zp": c["in_zp"], "out_zp": c["out_zp"],
-             "act_min": -128, "act_max": 127}
-        fixed = fc_fixed_requant(p, c["w"])
+        fixed = fc_fixed_requant(c["w"], c["bias"], c["scale"], c["in_zp"], c["out_zp"], -128, 127)
         if fixed is not None:
             c["wp"] = pack_gemm_fixed(c["w"], fixed)
             return c
@@ -773,7 +771,7 @@ def _fc_records_case(rows, k, n, seed):
     """Arbitrary records (B, M, R different in every channel, unlike a layer's
     shared scale and zero point), the expected output from Arm's SMMLAR
     definition: clamp(((sum + B) * M + 2^31) >> 32 + R, 0, 255) - 128."""
-    from codegen.backend.fast_pack import pack_gemm_fixed
+    from codegen.kernels.fast_pack import pack_gemm_fixed
 
     rng = np.random.default_rng(seed)
     c = {"rows": rows, "k": k, "n": n, "in_zp": int(rng.integers(-128, 128)), "out_zp": 0}
@@ -838,7 +836,7 @@ def test_fast_fully_connected_fixed_point_asm_on_qemu_m4(tmp_path):
 
 def test_fast_add_matches_reference_kernel(lib):
     ffi, L = lib
-    from codegen.reference import tflite_fixedpoint as tfp
+    from codegen.numerics import tflite_fixedpoint as tfp
     rng = np.random.default_rng(11)
     for trial in range(40):
         sa, sb = (float(v) for v in rng.uniform(0.005, 0.2, 2))
@@ -910,7 +908,7 @@ def _conv_case(case, numerics, seed):
     from the numpy oracle (np_conv + bias, then MLAS's float requantization or
     TFLite's double rounding); ort_records / tflite_smlal: with the records the
     code generator gives the kernel (its inline-asm paths on qemu-m4)."""
-    from codegen.reference.ort_float import requantize_acc
+    from codegen.numerics.ort_float import requantize_acc
 
     h, wd, cin, cout, kh, kw, stride, dil, pads = case
     rng = np.random.default_rng(seed)

@@ -6,7 +6,7 @@ MLAS summation order `--numerics ort` must repeat is checked on the float:
 
 * onnxruntime's float output of DQ(x), DQ(w), DQ(b) -> Gemm / MatMul (the
   independent oracle: ORT 1.32 on this x86-64 host), against
-* the numpy reference (codegen/reference/fc_float_order.py, order picked by
+* the numpy reference (codegen/numerics/mlas_fc_order.py, order picked by
   mlas_order from M, N, K, transB), and
 * the C kernel runtime_c/src/fully_connected/tinyaot_fully_connected_f32_s8.c, compiled with
   its QuantizeLinear replaced by a function that records the float: the
@@ -22,9 +22,9 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from codegen.backend.fc_float_pack import fc_float_scratch_bytes, input_table, pack_fc_float
-from codegen.reference.fc_float_order import GEMV4, KBLOCK, LANES8, ORDER_CODE, fc_float, mlas_order
-from codegen.reference.ops import _fma_f32
+from codegen.kernels.fc_float_pack import fc_float_scratch_bytes, input_table, pack_fc_float
+from codegen.numerics.mlas_fc_order import GEMV4, KBLOCK, LANES8, ORDER_CODE, fc_float, mlas_order
+from codegen.numerics.ort_float import fma_f32
 
 from conftest import require_arm_toolchain
 from kernel_ffi import CAPTURE_QUANTIZE_C, INCLUDE, SRC, capture_library
@@ -191,7 +191,7 @@ def test_old_single_fma_chain_was_wrong_on_ad01_shapes():
         xf, wf = float_inputs(xq, wq, p)
         acc = np.zeros(n, F32)
         for kk in range(k):
-            acc = _fma_f32(acc, xf[0, kk], wf[:, kk])
+            acc = fma_f32(acc, xf[0, kk], wf[:, kk])
         old = (acc + p["bias_f"]).astype(F32)
         assert bits_differ(old, y[0]) > n // 2
         assert bits_differ(reference(xq, wq, p, tb, False)[0], y) == 0
@@ -374,7 +374,7 @@ def test_ad01_float_layers_compiled_equal_onnxruntime(tmp_path, rows):
     floats = [nd for nd in c.graph.nodes if nd.op == "fully_connected" and nd.attrs["ort_float"]]
     assert len(floats) == 2 and all(nd.attrs.get("ort_trans_b", 0) == 0 for nd in floats)
     want = [GEMV4, GEMV4] if rows == 1 else [KBLOCK, KBLOCK]
-    assert [c.params[nd.name]["fc_order"] for nd in floats] == want
+    assert [c.params[nd.name].fc_order for nd in floats] == want
     so = ort.SessionOptions()
     so.log_severity_level = 3
     so.intra_op_num_threads = 1
@@ -423,7 +423,7 @@ def test_asm_quantize_row_on_qemu_m4(tmp_path):
     that take the blocks of 8 (quantized in the block loop: an odd k group, pairs)
     followed by a block of 4 and leftover outputs."""
     require_arm_toolchain()
-    from codegen.reference import ort_float as of
+    from codegen.numerics import ort_float as of
     from codegen.targets.qemu import build_firmware, load_board, run_firmware
 
     board = load_board("qemu-m4")

@@ -1,4 +1,4 @@
-"""The weight-specialized float FC (backend/fc_float_unrolled.py) on qemu-m4.
+"""The weight-specialized float FC (kernels/fc_float_unrolled.py) on qemu-m4.
 
 onnxruntime keeps DQ -> MatMul -> Add -> Relu / Clip -> Q in float (a fused
 Gemm, MLAS's GEMV4 order for one row). tinyaot emits such a layer as
@@ -22,7 +22,7 @@ import subprocess
 import numpy as np
 import pytest
 
-from codegen.backend.fc_float_unrolled import MIN_ZERO_FRACTION
+from codegen.kernels.fc_float_unrolled import MIN_ZERO_FRACTION
 from codegen.targets.boards import board_or_error
 from codegen.compiler import compile_model
 
@@ -119,7 +119,7 @@ def test_unrolled_fc_equals_onnxruntime_on_qemu_m4(tmp_path, case):
     path = fc_model(tmp_path, f"fcu{case}", wq, bq, act, zp, sy)
     c = compile_model(path, numerics="ort")
     (node,) = c.graph.nodes
-    assert node.attrs["ort_float"] and c.params[node.name]["fc_order"] == "gemv4"
+    assert node.attrs["ort_float"] and c.params[node.name].fc_order == "gemv4"
     src = c.module.source
     assert "static __attribute__((noinline)) void l0_fc_unrolled" in src
     for m in marks:

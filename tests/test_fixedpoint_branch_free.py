@@ -6,7 +6,7 @@ no data-dependent control flow, so an inference costs the same for every input
   the boards' cores, contains no conditional branch (IT-predicated instructions
   are fine: QEMU counts them whether or not they execute);
 - on the target: the helpers run in QEMU on edge and random operands, agree
-  with the numpy oracle (codegen/reference/tflite_fixedpoint.py) and take the
+  with the numpy oracle (codegen/numerics/tflite_fixedpoint.py) and take the
   same number of instructions for every input.
 """
 from __future__ import annotations
@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from codegen.backend import emit_harness_data
-from codegen.reference import tflite_fixedpoint as tf
+from codegen.numerics import tflite_fixedpoint as tf
 from codegen.targets import qemu
 
 from conftest import REPO, require_arm_toolchain

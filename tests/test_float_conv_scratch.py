@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from codegen.backend.conv_f32_pack import input_mode, scratch_bytes
+from codegen.kernels.conv_f32_pack import input_mode, scratch_bytes
 from codegen.compiler import compile_model
 from codegen.planner import plan_arena
 from codegen.driver.verify import load_golden, run_model

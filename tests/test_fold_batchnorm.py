@@ -204,7 +204,7 @@ def test_matmul_bn_on_a_3d_product_is_not_folded():
 def test_quantize_cli_folds_bn_and_the_result_is_bit_exact_on_host(tmp_path):
     from codegen.compiler import compile_model
     from codegen.reference.onnxruntime_oracle import run_onnxruntime
-    from codegen.reference.ort_float import dequantize, quantize
+    from codegen.numerics.ort_float import dequantize, quantize
     from codegen.driver.verify import run_model
 
     rng = np.random.default_rng(7)

@@ -9,7 +9,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from codegen.compiler import compile_model
 from codegen.errors import TinyAotError, UnsupportedError
-from codegen.passes.ort_qlinear import optimized_graph
+from codegen.frontend.ort_facts import optimized_graph
 from codegen.driver.verify import run_model
 
 from qdq_builders import run_ort, save
@@ -95,7 +95,7 @@ def test_integer_op_bit_exact_with_onnxruntime(kind, dtype, bias, w_dtype, per_c
     lo, hi = np.iinfo(dtype).min, np.iinfo(dtype).max
     assert ((want > lo) & (want < hi)).mean() > 0.5  # mostly not saturated: a real check
     if ties:  # rounding ties really occur (half to even decides them)
-        from codegen.reference.ops import conv2d_acc
+        from codegen.ops.conv2d import conv2d_acc
         g = c.graph
         wt = g.tensors[next(n for n in g.nodes if n.op in ("conv2d", "fully_connected")).inputs[1]]
         xi = x.astype(np.int64) - (3 + (128 if dtype == np.uint8 else 0))
@@ -108,7 +108,7 @@ def test_integer_op_bit_exact_with_onnxruntime(kind, dtype, bias, w_dtype, per_c
 def test_folding_the_epilogue_into_one_scale_would_differ():
     """Why the epilogue is kept as written: round((float(acc) * S + B) / s_y) is not
     round(float(acc) * (S / s_y)) + round(B / s_y) for every accumulator."""
-    from codegen.reference.ort_float import quantize, requantize_acc
+    from codegen.numerics.ort_float import quantize, requantize_acc
     acc = np.arange(-20000, 20000, dtype=np.int32)
     s, b, sy = np.float32(1.7e-4), np.float32(0.123), np.float32(0.05)
     exact = quantize(((acc.astype(np.float32) * s).astype(np.float32) + b).astype(np.float32), sy, 0)

@@ -122,10 +122,10 @@ def test_qemu_harness_times_the_inference_alone_in_both_modes():
 
 @pytest.mark.shared
 def test_memory_plan_table_is_current():
-    """docs/memory-plan.md's arena table is what `python -m codegen.planner.benchmark`
+    """docs/memory-plan.md's arena table is what `python -m codegen.driver.arena_table`
     prints (both I/O modes, lower bounds, TFLite Micro's arena_used_bytes)."""
     from codegen.paths import REPO_ROOT
-    from codegen.planner import benchmark
+    from codegen.driver import arena_table as benchmark
 
     rows = benchmark.rows()
     assert {k for k, _, _ in rows} >= set(benchmark.SHARED) | {"digits"}

@@ -6,10 +6,10 @@ pads, groups / depthwise multipliers, int8 inputs and weights, scales
 (log-uniform 1e-4..1, or exact powers of two, which make rounding ties
 happen) and zero points, fused clamps (Relu, Relu6, Clip), per-channel and
 per-tensor weights. Each case is a one-node IR graph; its parameters come
-from codegen.prepare.prepare_node, the expected output from
-codegen.reference.ops (logical NCHW), and the C kernel gets the same
+from codegen.ops.prepare (each operator's Op.prepare), the expected output from the operator's
+numpy oracle (codegen/ops/; logical NCHW), and the C kernel gets the same
 parameters through cffi (tests/kernel_ffi.py), mapped onto the structs and
-weight layouts exactly as codegen/backend/c_emitter.py does. Outputs must
+weight layouts exactly as each operator's emit (codegen/ops/) does. Outputs must
 be equal as integers.
 
 Budget: TINYAOT_HYPOTHESIS_EXAMPLES examples per test (default 100);
@@ -20,20 +20,24 @@ from __future__ import annotations
 
 import os
 
+import dataclasses
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 
 import kernel_ffi as K
-from codegen.backend import c_emitter
-from codegen.backend import fast_pack
-from codegen.backend.fc_float_pack import input_table, pack_fc_float
-from codegen.backend.ort_requant_fixed import fc_fixed_requant
+from codegen.kernels import fast_pack
+from codegen.kernels.fc_float_pack import input_table, pack_fc_float
+from codegen.kernels.ort_requant_fixed import fc_fixed_requant
 from codegen.ir import Graph, Node, QParams, Tensor
-from codegen.prepare import prepare_node
-from codegen.reference import ops
-from codegen.reference.fc_float_order import ORDER_CODE
+from codegen.ops.conv2d import conv2d_acc, conv2d_float, conv2d_int
+from codegen.ops.conv_params import EPILOGUE, ORT, TFLITE
+from codegen.ops.fully_connected import fully_connected_float, fully_connected_int
+from codegen import ops as codegen_ops
+from codegen.numerics import ort_float
+from codegen.numerics.mlas_fc_order import ORDER_CODE
 
 F32 = np.float32
 EXAMPLES = int(os.environ.get("TINYAOT_HYPOTHESIS_EXAMPLES", "100"))
@@ -175,7 +179,7 @@ def conv_case(draw, kind):
     xv = draw(int8_array((1, cin, h, w), zx, tie))
     g, n = one_node("conv2d", [x, wt, bt], [y], attrs)
     if kind == "float" and not tie and draw(st.booleans()):
-        acc = ops.conv2d_acc(xv, wt.data, zx, (sh, sw), (t, l, b, r), (dh, dw), groups)
+        acc = conv2d_acc(xv, wt.data, zx, (sh, sw), (t, l, b, r), (dh, dw), groups)
         cancel_outputs(draw, g, n, xv, acc[0, :, 0, 0])
     return (g, n), xv
 
@@ -216,7 +220,7 @@ def seek_boundary(draw, g, n, oracle):
 
     def run(bits):
         y.q = QParams(np.array([bits], np.uint32).view(F32), y.q.zero_point.copy())
-        return np.asarray(oracle(prepare_node(g, n, "ort"))).reshape(-1)
+        return np.asarray(oracle(codegen_ops.prepare(g, n, "ort"))).reshape(-1)
 
     lo, hi = int(F32(1e-7).view(np.uint32)), int(F32(1e3).view(np.uint32))
     out_lo, out_hi = run(lo), run(hi)
@@ -246,7 +250,8 @@ def assert_bit_exact(expected, got, what, g, n, p):
     bad = np.argwhere(expected != got)
     lines = [f"{what}: {len(bad)} of {expected.size} output integers differ from the oracle",
              describe(g, n),
-             "  prepared: " + ", ".join(f"{k}={_short(v)}" for k, v in sorted(p.items())),
+             "  prepared: " + ", ".join(f"{k}={_short(v)}" for k, v in sorted(
+                 (p if isinstance(p, dict) else vars(p)).items())),
              "  first mismatches (logical index: oracle vs C):"]
     for idx in bad[:8]:
         i = tuple(int(v) for v in idx)
@@ -265,7 +270,7 @@ def _short(v):
 
 
 # ---------------------------------------------------------- param mapping
-# As c_emitter.py: conv_dims, requant, float_layer, emit_add, emit_pool, ...
+# As the emitters: conv_dims, requant, float layer (ops/conv_records.py), emit_add, ...
 
 def conv_dims(g, n):
     x, y = g.tensors[n.inputs[0]], g.tensors[n.outputs[0]]
@@ -280,15 +285,16 @@ def conv_dims(g, n):
 
 
 def requant_fields(p):
-    f = {"in_zp": p["in_zp"], "out_zp": p["out_zp"], "act_min": p["act_min"],
-         "act_max": p["act_max"], "bias": np.asarray(p["bias"], np.int32)}
-    if "scale" in p:
-        f.update(scale=np.asarray(p["scale"], F32), mult=None, shift=None)
+    """tinyaot_requant_t of a prepared ConvParams (ops/conv_records.py:emit_requant)."""
+    f = {"in_zp": p.in_zp, "out_zp": p.out_zp, "act_min": p.act_min,
+         "act_max": p.act_max, "bias": np.asarray(p.bias, np.int32)}
+    if p.mode in (ORT, EPILOGUE):
+        f.update(scale=np.asarray(p.scale, F32), mult=None, shift=None)
     else:
-        f.update(scale=None, mult=np.asarray(p["mult"], np.int32),
-                 shift=np.asarray(p["shift"], np.int32))
-    if "post_bias" in p:  # ConvInteger / MatMulInteger epilogue (prepare._integer_epilogue)
-        f.update(post_bias=np.asarray(p["post_bias"], F32), out_scale=F32(p["out_scale"]))
+        f.update(scale=None, mult=np.asarray(p.mult, np.int32),
+                 shift=np.asarray(p.shift, np.int32))
+    if p.mode == EPILOGUE:  # ConvInteger / MatMulInteger epilogue
+        f.update(post_bias=np.asarray(p.post_bias, F32), out_scale=F32(p.out_scale))
     else:
         f.update(post_bias=None, out_scale=0.0)
     f["rq"] = None  # the fast kernels' one-SMLAL records (fast_requant_fields)
@@ -297,23 +303,22 @@ def requant_fields(p):
 
 def fast_requant_fields(p):
     """requant_fields plus the one-SMLAL records, as the code generator emits
-    them for a fast kernel (c_emitter.requant)."""
+    them for a fast kernel (conv_records.emit_requant)."""
     f = requant_fields(p)
-    if "mult" in p:
-        rq = fast_pack.smlal_requant(p["mult"], p["shift"], p["bias"])
+    if p.mode == TFLITE:
+        rq = fast_pack.smlal_requant(p.mult, p.shift, p.bias)
         if rq is not None:
             f.update(rq=rq, mult=None, shift=None)
     return f
 
 
-def float_fields(g, n, p, filt):
-    w = g.tensors[n.inputs[1]]
-    return {"in_scale": p["in_scale"], "in_zp": p["in_zp"], "out_scale": p["out_scale"],
-            "out_zp": p["out_zp"], "act_min": p["act_min"], "act_max": p["act_max"],
+def float_fields(p, filt):
+    """tinyaot_float_conv_t of a prepared FLOAT layer (conv_records.emit_float_layer)."""
+    return {"in_scale": p.in_scale, "in_zp": p.in_zp, "out_scale": p.out_scale,
+            "out_zp": p.out_zp, "act_min": p.act_min, "act_max": p.act_max,
             "filter": np.ascontiguousarray(filt, np.int8),
-            "filter_scale": np.ascontiguousarray(
-                np.broadcast_to(w.q.scale.astype(F32), (w.shape[0],))),
-            "bias_f": np.asarray(c_emitter._float_bias(g, n), F32)}
+            "filter_scale": np.ascontiguousarray(p.filter_scale, F32),
+            "bias_f": np.asarray(p.bias_f, F32)}
 
 
 def nhwc(x):
@@ -343,9 +348,9 @@ def test_conv_s8(numerics, kind, case):
     (g, n), xv = case.draw(conv_case(kind))
     x, wt = g.tensors[n.inputs[0]], g.tensors[n.inputs[1]]
     y = g.tensors[n.outputs[0]]
-    p = prepare_node(g, n, numerics)
+    p = codegen_ops.prepare(g, n, numerics)
     note(describe(g, n))
-    expected = ops.conv2d(xv, wt.data, n.attrs, p, numerics)
+    expected = conv2d_int(xv, wt.data, n.attrs, p)
     dims = conv_dims(g, n)
     if kind == "depthwise":
         got = K.depthwise_conv_s8(dims, requant_fields(p), nhwc(xv),
@@ -378,14 +383,13 @@ def test_conv_s8(numerics, kind, case):
 def test_convolve_f32_s8_ort(case):
     (g, n), xv = case.draw(conv_case("float"))
     wt = g.tensors[n.inputs[1]]
-    bt = g.tensors[n.inputs[2]] if n.inputs[2] else None
     y = g.tensors[n.outputs[0]]
-    p = prepare_node(g, n, "ort")
+    p = codegen_ops.prepare(g, n, "ort")
     note(describe(g, n))
-    expected = ops.conv2d_ort_float(xv, wt, bt, n.attrs, p)
-    from codegen.backend import conv_f32_pack as cp  # what the emitter passes
-    plan = cp.plan_fields(g.tensors[n.inputs[0]].shape, y.shape, wt, n.attrs, p)
-    fp = float_fields(g, n, p, wt.data.transpose(0, 2, 3, 1))
+    expected = conv2d_float(xv, wt, n.attrs, p)
+    from codegen.kernels import conv_f32_pack as cp  # what the emitter passes
+    plan = cp.plan_fields(g.tensors[n.inputs[0]].shape, y.shape, wt, n.attrs, p.in_scale, p.in_zp)
+    fp = float_fields(p, wt.data.transpose(0, 2, 3, 1))
     fp.update(filter=None, filter_scale=None)  # not read by this kernel
     got = K.convolve_f32_s8(conv_dims(g, n), fp, plan, nhwc(xv))
     assert_bit_exact(expected, from_nhwc(got, y.shape), "tinyaot_convolve_f32_s8 [ort]", g, n, p)
@@ -424,9 +428,9 @@ def test_fully_connected_s8(numerics, case):
     wt = g.tensors[n.inputs[1]]
     rows, k = xv.shape
     nout = wt.shape[0]
-    p = prepare_node(g, n, numerics)
+    p = codegen_ops.prepare(g, n, numerics)
     note(describe(g, n))
-    expected = ops.fully_connected(xv, wt.data, p, numerics)
+    expected = fully_connected_int(xv, wt.data, p)
     got = K.fully_connected_s8(rows, k, nout, requant_fields(p), xv, wt.data)
     assert_bit_exact(expected, got.reshape(rows, nout),
                      f"tinyaot_fully_connected_s8 [{numerics}]", g, n, p)
@@ -434,10 +438,11 @@ def test_fully_connected_s8(numerics, case):
                                     fast_pack.pack_gemm(wt.data, 4), fast_pack.fc_scratch_bytes(k))
     assert_bit_exact(expected, got.reshape(rows, nout),
                      f"tinyaot_fully_connected_fast_s8 [{numerics}]", g, n, p)
-    fixed = fc_fixed_requant(p, wt.data)  # ort: the exact SMMLAR form, when there is one
+    fixed = (fc_fixed_requant(wt.data, p.bias, p.scale, p.in_zp, p.out_zp, p.act_min, p.act_max)
+             if p.mode == ORT else None)  # ort: the exact SMMLAR form, when there is one
     if fixed is not None:
-        q = {"in_zp": p["in_zp"], "out_zp": p["out_zp"], "act_min": p["act_min"],
-             "act_max": p["act_max"], "bias": None, "scale": None, "mult": None, "shift": None,
+        q = {"in_zp": p.in_zp, "out_zp": p.out_zp, "act_min": p.act_min,
+             "act_max": p.act_max, "bias": None, "scale": None, "mult": None, "shift": None,
              "post_bias": None, "out_scale": 0.0, "rq": None}
         got = K.fully_connected_fast_s8(rows, k, nout, q, xv, fast_pack.pack_gemm_fixed(wt.data, fixed),
                                         fast_pack.fc_scratch_bytes(k))
@@ -450,17 +455,16 @@ def test_fully_connected_s8(numerics, case):
 def test_fully_connected_f32_s8_ort(case):
     (g, n), xv = case.draw(fc_case(ort_float=True))
     wt = g.tensors[n.inputs[1]]
-    bt = g.tensors[n.inputs[2]] if n.inputs[2] else None
     rows, k = xv.shape
     nout = wt.shape[0]
-    p = prepare_node(g, n, "ort")
+    p = codegen_ops.prepare(g, n, "ort")
     note(describe(g, n))
-    expected = ops.fully_connected_ort_float(xv, wt, bt, p)
-    fp = {"order": ORDER_CODE[p["fc_order"]], "k_block": p["k_block"],
-          "out_scale": p["out_scale"], "out_zp": p["out_zp"], "act_min": p["act_min"],
-          "act_max": p["act_max"], "in_table": input_table(p["in_scale"], p["in_zp"]),
-          "weights": pack_fc_float(ops.float_weights(wt), p["fc_order"]),
-          "bias": np.asarray(c_emitter._float_bias(g, n), F32)}
+    expected = fully_connected_float(xv, wt, p)
+    fp = {"order": ORDER_CODE[p.fc_order], "k_block": p.k_block,
+          "out_scale": p.out_scale, "out_zp": p.out_zp, "act_min": p.act_min,
+          "act_max": p.act_max, "in_table": input_table(p.in_scale, p.in_zp),
+          "weights": pack_fc_float(ort_float.float_weights(wt), p.fc_order),
+          "bias": np.asarray(p.bias_f, F32)}
     got = K.fully_connected_f32_s8(rows, k, nout, fp, xv)
     assert_bit_exact(expected, got.reshape(rows, nout),
                      "tinyaot_fully_connected_f32_s8 [ort]", g, n, p)
@@ -493,34 +497,28 @@ def test_add_s8(numerics, case):
     lo, hi = d(st.sampled_from(ACTS))
     g, n = one_node("add", [a, b], [y], {"act_lo": lo, "act_hi": hi})
     av, bv = d(int8_array(shape)), d(int8_array(bshape))
+    oracle = codegen_ops.get("add").reference
     if numerics == "ort" and not tie and d(st.booleans()):
-        seek_boundary(d, g, n, lambda p: ops.add(av, bv, p, "ort"))
-    p = prepare_node(g, n, numerics)
+        seek_boundary(d, g, n, lambda p: oracle(g, n, [av, bv], p, "ort"))
+    p = codegen_ops.prepare(g, n, numerics)
     qlinear = numerics == "ort" and d(st.booleans())
-    if qlinear:  # onnxruntime's fused QLinearAdd (reference/ort_qlinear_add.py), s8 or u8
-        from codegen.reference.ort_qlinear_add import qlinear_add_params
-        p = dict(p, **qlinear_add_params(a.q.scalar(), b.q.scalar(), y.q.scalar(),
-                                         d(st.booleans()), False,
-                                         int(bv.reshape(-1)[0]) if scalar_b else None))
+    if qlinear:  # onnxruntime's fused QLinearAdd (numerics/ort_qlinear_add.py), s8 or u8
+        from codegen.numerics.ort_qlinear_add import qlinear_add_params
+        q = qlinear_add_params(a.q.scalar(), b.q.scalar(), y.q.scalar(), d(st.booleans()), False,
+                               int(bv.reshape(-1)[0]) if scalar_b else None)
+        p = dataclasses.replace(p, use_float=q["mode"], a_scale=q["a_scale"],
+                                b_scale=q["b_scale"], qlinear_fixed=q["qlinear_fixed"],
+                                u8_shift=q["u8_shift"])
     note(describe(g, n))
-    expected = ops.add(av, bv, p, numerics)
-    fields = {k: p[k] for k in ("a_zp", "b_zp", "out_zp", "act_min", "act_max")}
-    if numerics == "ort":
-        fields.update(a_scale=p["a_scale"], b_scale=p["b_scale"], out_scale=p.get("out_scale", 0.0),
-                      use_float=2 if qlinear else 1, left_shift=0, a_mult=0, a_shift=0, b_mult=0,
-                      b_shift=0, out_mult=0, out_shift=0,
-                      qlinear_fixed=p.get("qlinear_fixed", 0.0), u8_shift=p.get("u8_shift", 0))
-    else:
-        fields.update(a_scale=0.0, b_scale=0.0, out_scale=0.0, use_float=0, qlinear_fixed=0.0,
-                      u8_shift=0, **{k: p[k] for k in ("left_shift", "a_mult", "a_shift",
-                                                       "b_mult", "b_shift", "out_mult",
-                                                       "out_shift")})
+    expected = oracle(g, n, [av, bv], p, numerics)
+    assert p.use_float == {"tflite": 0, "ort": 2 if qlinear else 1}[numerics]
+    fields = dataclasses.asdict(p)  # ops/add.py: the record is the C struct
     fields.update(a_lut=None, b_lut=None, out_rq=None)  # tinyaot_add_fast_s8's tables
     size = int(np.prod(shape))
     got = K.add_s8(size, fields, av.reshape(-1), bv.reshape(-1), 0 if scalar_b else 1)
     assert_bit_exact(expected, got.reshape(shape), f"tinyaot_add_s8 [{numerics}]", g, n, p)
     if numerics == "tflite":  # tinyaot_add_fast_s8 with the emitter's tables
-        a_lut, b_lut, out_rq = fast_pack.add_tables(p)
+        a_lut, b_lut, out_rq = fast_pack.add_tables(vars(p))
         fields.update(a_lut=a_lut, b_lut=b_lut, out_rq=out_rq)
         got = K.add_fast_s8(size, fields, av.reshape(-1), bv.reshape(-1), 0 if scalar_b else 1)
         assert_bit_exact(expected, got.reshape(shape), "tinyaot_add_fast_s8 [tflite]", g, n, p)
@@ -563,24 +561,20 @@ def pool_case(draw, op, numerics):
 
 
 def pool_fields(g, n, p):
+    """The record is the C struct (ops/pooling.py); its geometry must be the IR node's."""
     x, y = g.tensors[n.inputs[0]], g.tensors[n.outputs[0]]
     a = n.attrs
     _, c, h, w = x.shape
     _, _, oh, ow = y.shape
-    use_float = 1 if "in_scale" in p else (2 if "mean_mult" in p else 0)
-    return {"in_h": h, "in_w": w, "c": c, "out_h": oh, "out_w": ow,
-            "k_h": a["kernel"][0], "k_w": a["kernel"][1],
-            "stride_h": a["strides"][0], "stride_w": a["strides"][1],
-            "pad_top": a["pads"][0], "pad_left": a["pads"][1],
-            "count_include_pad": a.get("count_include_pad", 0),
-            "act_min": p["act_min"], "act_max": p["act_max"], "use_float": use_float,
-            "in_scale": p.get("in_scale", 0.0), "out_scale": p.get("out_scale", 0.0),
-            "in_zp": p.get("in_zp", 0), "out_zp": p.get("out_zp", 0),
-            "mean_mult": p.get("mean_mult", 0), "mean_shift": p.get("mean_shift", 0),
-            "mean_bias": p.get("mean_bias", 0),
-            # the compile-time dequantization table, as the C emitter gives it
-            "dq_lut": (fast_pack.dequant_table(p["in_scale"], p["in_zp"])
-                       if n.op == "avgpool" and use_float == 1 else None)}
+    f = dataclasses.asdict(p)
+    assert (f["in_h"], f["in_w"], f["c"], f["out_h"], f["out_w"]) == (h, w, c, oh, ow)
+    assert (f["k_h"], f["k_w"], f["stride_h"], f["stride_w"], f["pad_top"], f["pad_left"]) == \
+        tuple(a["kernel"]) + tuple(a["strides"]) + tuple(a["pads"][:2])
+    assert f["count_include_pad"] == a.get("count_include_pad", 0)
+    # the compile-time dequantization table, as the C emitter gives it
+    f["dq_lut"] = (fast_pack.dequant_table(p.in_scale, p.in_zp)
+                   if n.op == "avgpool" and p.use_float == 1 else None)
+    return f
 
 
 @pytest.mark.parametrize("numerics", NUMERICS)
@@ -591,12 +585,12 @@ def test_pool_s8(numerics, op, case):
     (g, n), xv = case.draw(pool_case(op, numerics))
     y = g.tensors[n.outputs[0]]
     x = g.tensors[n.inputs[0]]
+    oracle = codegen_ops.get(op).reference
     if op == "avgpool" and numerics == "ort" and not x.q.same_as(y.q) and case.draw(st.booleans()):
-        seek_boundary(case.draw, g, n, lambda p: ops.avgpool(xv, n.attrs, p, "ort"))
-    p = prepare_node(g, n, numerics)
+        seek_boundary(case.draw, g, n, lambda p: oracle(g, n, [xv], p, "ort"))
+    p = codegen_ops.prepare(g, n, numerics)
     note(describe(g, n))
-    ref = ops.avgpool if op == "avgpool" else ops.maxpool
-    expected = ref(xv, n.attrs, p, numerics)
+    expected = oracle(g, n, [xv], p, numerics)
     kern = K.avgpool_s8 if op == "avgpool" else K.maxpool_s8
     got = kern(pool_fields(g, n, p), nhwc(xv))
     assert_bit_exact(expected, from_nhwc(got, y.shape), f"tinyaot_{op}_s8 [{numerics}]", g, n, p)
@@ -616,19 +610,14 @@ def test_softmax_s8(numerics, case):
     y = qt("y", (rows, nlast), sy, zy)
     g, n = one_node("softmax", [x], [y], {"axis": 1})
     xv = d(int8_array((rows, nlast)))
+    oracle = codegen_ops.get("softmax").reference
     if numerics == "ort" and d(st.booleans()):
-        seek_boundary(d, g, n, lambda p: ops.softmax(xv, p, "ort"))
-    p = prepare_node(g, n, numerics)
+        seek_boundary(d, g, n, lambda p: oracle(g, n, [xv], p, "ort"))
+    p = codegen_ops.prepare(g, n, numerics)
     note(describe(g, n))
-    expected = ops.softmax(xv, p, numerics)
-    if numerics == "ort":
-        fields = {"use_float": 1, "in_scale": p["in_scale"], "out_scale": p["out_scale"],
-                  "in_zp": p["in_zp"], "out_zp": p["out_zp"], "input_multiplier": 0,
-                  "input_left_shift": 0, "diff_min": 0}
-    else:
-        fields = {"use_float": 0, "in_scale": 0.0, "out_scale": 0.0, "in_zp": 0, "out_zp": 0,
-                  "input_multiplier": p["input_multiplier"],
-                  "input_left_shift": p["input_left_shift"], "diff_min": p["diff_min"]}
+    expected = oracle(g, n, [xv], p, numerics)
+    assert p.use_float == (numerics == "ort")
+    fields = dataclasses.asdict(p)  # ops/softmax.py: the record is the C struct
     got = K.softmax_s8(rows, nlast, fields, xv)
     assert_bit_exact(expected, got.reshape(rows, nlast), f"tinyaot_softmax_s8 [{numerics}]",
                      g, n, p)
@@ -653,21 +642,64 @@ def test_requantize_s8(numerics, case):
     x, y = qt("x", shape, sx, zx), qt("y", shape, sy, zy)
     g, n = one_node("clamp" if same else "requantize", [x], [y], {"act_lo": lo, "act_hi": hi})
     xv = d(int8_array(shape))
-    p = prepare_node(g, n, numerics)
+    p = codegen_ops.prepare(g, n, numerics)
     note(describe(g, n))
-    expected = ops.clamp_requant(xv, p, numerics)
-    base = {"in_zp": p["in_zp"], "out_zp": p["out_zp"], "act_min": p["act_min"],
-            "act_max": p["act_max"]}
-    if p["same_q"]:
-        fields = dict(base, mode=0, in_scale=0.0, out_scale=0.0, mult=0, shift=0)
-    elif numerics == "ort":
-        fields = dict(base, mode=1, in_scale=p["in_scale"], out_scale=p["out_scale"], mult=0,
-                      shift=0)
-    else:
-        fields = dict(base, mode=2, in_scale=0.0, out_scale=0.0, mult=p["mult"], shift=p["shift"])
+    expected = codegen_ops.get(n.op).reference(g, n, [xv], p, numerics)
+    fields = dataclasses.asdict(p)  # ops/requantize.py: the record is the C struct
     got = K.requantize_s8(int(np.prod(shape)), fields, xv.reshape(-1))
     assert_bit_exact(expected, got.reshape(shape), f"tinyaot_requantize_s8 [{numerics}]",
                      g, n, p)
+
+
+@pytest.mark.parametrize("numerics", NUMERICS)
+@SETTINGS
+@given(case=st.data())
+def test_prelu_s8(numerics, case):
+    """PRelu with one slope or one per channel ([C, 1, 1] / [C]), on NCHW, NHWC-stored or
+    [N, C] input, in place or not; ort also with per-channel slope scales. The kernel walks
+    the physical input as [outer][channels][inner], as ops/prelu.py emits it."""
+    d = case.draw
+    kind = d(st.sampled_from(["nchw", "nhwc", "rows"]))
+    shape = (act_shape(d) if kind != "rows"
+             else (d(st.integers(1, 4)), d(st.sampled_from(CHANNELS))))
+    c = shape[1]
+    per_channel = d(st.booleans())
+    s_shape = ((c, 1, 1) if kind != "rows" else (c,)) if per_channel else (1,)
+    tie = d(st.integers(0, 2)) == 0  # powers of two, slope zp 0: exact products, ties
+    sx, zx = d(scale(tie)), d(zp)
+    sy = F32(sx * F32(2.0 ** d(st.integers(-3, 3)))) if tie else d(scale())
+    if numerics == "ort" and per_channel and not tie and d(st.booleans()):
+        aq = QParams(np.array([d(scale()) for _ in range(c)], F32),
+                     np.array([d(zp) for _ in range(c)], np.int32), 0)
+    else:
+        aq = QParams(np.array([d(scale(tie))], F32), np.array([0 if tie else d(zp)], np.int32))
+    alpha = d(int8_array((int(np.prod(s_shape)),))).reshape(s_shape)
+    x, y = qt("x", shape, sx, zx), qt("y", shape, sy, d(zp))
+    if kind == "nhwc":
+        x.perm = y.perm = (0, 2, 3, 1)
+    a = Tensor("alpha", s_shape, "int8", aq, alpha)
+    lo, hi = d(st.sampled_from(ACTS))
+    g, n = one_node("prelu", [x, a], [y], {"act_lo": lo, "act_hi": hi})
+    xv = d(int8_array(shape, zero=zx, tie=tie))
+    p = codegen_ops.prepare(g, n, numerics)
+    note(describe(g, n))
+    expected = codegen_ops.get("prelu").reference(g, n, [xv, alpha], p, numerics)
+    phys = nhwc(xv) if kind == "nhwc" else xv
+    if not per_channel:
+        walk = (1, 1, xv.size)
+    elif kind == "nhwc":
+        walk = (shape[0] * shape[2] * shape[3], c, 1)
+    else:
+        walk = (shape[0], c, int(np.prod(shape[2:])))
+    av = alpha.reshape(-1)
+    zps, scales = aq.zero_point, aq.scale
+    slope_f = ((av.astype(np.int32) - zps).astype(F32) * scales).astype(F32)  # DequantizeLinear
+    fields = dataclasses.asdict(p)  # ops/prelu.py: the record is the C struct
+    got = K.prelu_s8(*walk, fields, av if numerics == "tflite" else None,
+                     slope_f if numerics == "ort" else None, phys.reshape(-1),
+                     inplace=d(st.booleans()))
+    got = from_nhwc(got, shape) if kind == "nhwc" else got.reshape(shape)
+    assert_bit_exact(expected, got, f"tinyaot_prelu_s8 [{numerics}]", g, n, p)
 
 
 @SETTINGS
@@ -697,7 +729,7 @@ def test_kernel_library_is_sanitized_or_says_why():
 def test_slice_s8(dims, case):
     """Any window (negative starts / ends, clamping, steps of either sign) of a
     4-D tensor: the kernel's bytes equal numpy's slicing of the input."""
-    from codegen.frontend.slice_split import slice_window
+    from codegen.ops.slice import slice_window
     d = case.draw
     starts = [d(st.integers(-9, 9)) for _ in dims]
     ends = [d(st.integers(-9, 9)) for _ in dims]
@@ -722,22 +754,10 @@ RESIZE_MODES += [("linear", c, "floor") for c in ("half_pixel", "asymmetric", "a
                                                   "pytorch_half_pixel")]
 
 
-def resize_fields(p, x, y):
-    """The bilinear struct, filled as backend/c_emit_data.py fills it."""
-    nb, c, h, w = x.shape
-    _, _, oh, ow = y.shape
-    f = {"batches": nb, "in_h": h, "in_w": w, "c": c, "out_h": oh, "out_w": ow,
-         "act_min": p["act_min"], "act_max": p["act_max"], "table": p["table"],
-         "in_scale": p.get("in_scale", 0.0), "out_scale": p.get("out_scale", 0.0),
-         "in_zp": p.get("in_zp", 0), "out_zp": p.get("out_zp", 0)}
-    if p["kind"] == "bilinear_ort":
-        (y0, y1, fy1, fy0), (x0, x1, fx1, fx0) = p["ax_h"], p["ax_w"]
-        f.update(mode=0, fy0=fy0, fy1=fy1, fx0=fx0, fx1=fx1, wy=None, wx=None)
-    else:
-        (y0, y1, wy), (x0, x1, wx) = p["ax_h"], p["ax_w"]
-        f.update(mode=1, fy0=None, fy1=None, fx0=None, fx1=None, wy=wy, wx=wx)
-    f.update(y0=y0, y1=y1, x0=x0, x1=x1)
-    return f
+def resize_fields(p):
+    """tinyaot_resize_bilinear_params_t from the prepared record, which mirrors it
+    field by field (the emitter writes its arrays' names in their place)."""
+    return {f.name: getattr(p, f.name) for f in dataclasses.fields(p)}
 
 
 @pytest.mark.parametrize("numerics", NUMERICS)
@@ -747,7 +767,7 @@ def test_resize_s8(numerics, case):
     """Nearest (every ctm x nearest_mode) and bilinear: scales up and down,
     channels 1..16, different output quantization, fused clamps."""
     from codegen.errors import TinyAotError
-    from codegen.reference.resize import resize
+    from codegen.ops.resize import ResizeNearestParams
     d = case.draw
     mode, ctm, nm = d(st.sampled_from(RESIZE_MODES))
     nb, c = d(st.integers(1, 2)), d(st.sampled_from(CHANNELS))
@@ -761,16 +781,15 @@ def test_resize_s8(numerics, case):
              "scales": (float(F32(oh) / F32(h)), float(F32(ow) / F32(w))), "ort_int8": False}
     g, n = one_node("resize", [x], [y], attrs)
     try:
-        p = prepare_node(g, n, numerics)
+        p = codegen_ops.prepare(g, n, numerics)
     except TinyAotError:  # an ONNX mode without a TFLite equivalent
         assert numerics == "tflite"
         return
     xv = d(int8_array(shape))
     note(describe(g, n))
-    expected = resize(xv, attrs, p)
-    if p["kind"] == "nearest":
-        got = K.resize_nearest_s8([nb, h, w, c, oh, ow], p["y_idx"], p["x_idx"], p["table"],
-                                  nhwc(xv))
+    expected = codegen_ops.get("resize").reference(g, n, [xv], p, numerics)
+    if isinstance(p, ResizeNearestParams):
+        got = K.resize_nearest_s8([nb, h, w, c, oh, ow], p.y_idx, p.x_idx, p.table, nhwc(xv))
     else:
-        got = K.resize_bilinear_s8(resize_fields(p, x, y), nhwc(xv))
+        got = K.resize_bilinear_s8(resize_fields(p), nhwc(xv))
     assert_bit_exact(expected, from_nhwc(got, oshape), f"resize [{numerics}]", g, n, p)

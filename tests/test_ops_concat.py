@@ -68,7 +68,7 @@ def test_concat_ort_host_bit_exact_with_onnxruntime(chans, qs, conv, tmp_path):
     outs, c = host_run(path, x, "ort", tmp_path)
     np.testing.assert_array_equal(outs, run_ort(path, x).reshape(outs.shape))
     p = [c.params[n.name] for n in c.graph.nodes if n.op == "concat"][0]
-    assert [t is None for t in p["tables"]] == [q == OUT_Q for q in qs]
+    assert [t is None for t in p.tables] == [q == OUT_Q for q in qs]
 
 
 @pytest.mark.parametrize("chans,conv", [((3, 3), False), ((1, 1, 1), False), ((5, 7, 3), True)])
@@ -140,7 +140,7 @@ def test_concat_tflite_requantizes_like_tflite_quantize(qs, tmp_path):
     want = np.concatenate([tflite_requantize(x, s, z, *OUT_Q) for s, z in qs], axis=2)
     np.testing.assert_array_equal(outs, want)
     p = [c.params[n.name] for n in c.graph.nodes if n.op == "concat"][0]
-    assert [t is None for t in p["tables"]] == [q == OUT_Q for q in qs]  # equal params: a copy
+    assert [t is None for t in p.tables] == [q == OUT_Q for q in qs]  # equal params: a copy
 
 
 @pytest.mark.parametrize("qs", REREAD)

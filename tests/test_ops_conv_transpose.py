@@ -128,8 +128,7 @@ def test_conv_transpose_geometry_matches_onnxruntime():
     combination: the integer sums placed with tinyaot's geometry equal onnxruntime's
     float ConvTranspose (small integers: exact in float)."""
     import onnxruntime as ort
-    from codegen.frontend.conv_transpose_attrs import AttrError, conv_transpose_geometry
-    from codegen.reference.conv_transpose import conv_transpose_acc
+    from codegen.ops.conv_transpose import AttrError, conv_transpose_acc, conv_transpose_geometry
     rng = np.random.default_rng(0)
     checked = refused = 0
     for auto in ["NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID", None]:
@@ -252,7 +251,7 @@ def brute_tflite(c, xs):
     cin, cout, kh, kw = w.shape
     sw = np.broadcast_to(wt.q.scale, (cout,))
     mults = [quantize_multiplier(sx * float(sw[o]) / sy) for o in range(cout)]
-    lo, hi = c.params[n.name]["act_min"], c.params[n.name]["act_max"]
+    lo, hi = c.params[n.name].act_min, c.params[n.name].act_max
     (sh, swd), (t, l) = n.attrs["strides"], n.attrs["pads"][:2]
     _, _, oh, ow = yt.shape
     outs = []
@@ -396,8 +395,9 @@ def test_transpose_conv_s8_kernel_random_shapes():
     (output_padding / output_shape), against the numpy reference; the scratch is
     sized by its _get_buffer_size and filled with garbage first."""
     import kernel_ffi as kf
-    from codegen.backend.c_emit_more import conv_transpose_filter, transpose_conv_scratch_bytes
-    from codegen.reference.conv_transpose import conv_transpose_tflite
+    from codegen.ops.conv_params import TFLITE, ConvParams
+    from codegen.ops.conv_transpose import (conv_transpose_filter, conv_transpose_int,
+                                            transpose_conv_scratch_bytes)
     rng = np.random.default_rng(42)
     for case in range(60):
         group = int(rng.choice([1, 1, 2, 3]))
@@ -414,20 +414,20 @@ def test_transpose_conv_s8_kernel_random_shapes():
         cin, cout = cg * group, og * group
         x = rng.integers(-128, 128, size=(1, cin) + hw).astype(np.int8)
         w = rng.integers(-127, 128, size=(cin, og) + k).astype(np.int8)
-        from codegen.reference import tflite_fixedpoint as tfp
+        from codegen.numerics import tflite_fixedpoint as tfp
         mult, shift = tfp.conv_output_multipliers(0.05, rng.uniform(0.001, 0.01, cout), 0.1)
-        p = {"in_zp": int(rng.integers(-128, 128)), "out_zp": int(rng.integers(-20, 20)),
-             "act_min": -120, "act_max": 110, "mult": mult, "shift": shift,
-             "bias": rng.integers(-5000, 5000, cout).astype(np.int32)}
+        p = ConvParams(TFLITE, int(rng.integers(-128, 128)), int(rng.integers(-20, 20)), -120, 110,
+                       bias=rng.integers(-5000, 5000, cout).astype(np.int32),
+                       mult=np.asarray(mult, np.int32), shift=np.asarray(shift, np.int32))
         attrs = {"group": group, "strides": s, "dilations": d, "pads": pads + (0, 0)}
-        ref = conv_transpose_tflite(x, w, attrs, p, out_hw)[0].transpose(1, 2, 0)
+        ref = conv_transpose_int(x, w, attrs, p, out_hw)[0].transpose(1, 2, 0)
         keep = []
         dims = kf.new_struct("tinyaot_conv_dims_t", dict(
             in_h=hw[0], in_w=hw[1], in_c=cin, out_h=out_hw[0], out_w=out_hw[1], out_c=cout,
             k_h=k[0], k_w=k[1], stride_h=s[0], stride_w=s[1], dil_h=d[0], dil_w=d[1],
             pad_top=pads[0], pad_left=pads[1], groups=group), keep)
         q = kf.new_struct("tinyaot_requant_t", dict(
-            in_zp=p["in_zp"], out_zp=p["out_zp"], act_min=-120, act_max=110, bias=p["bias"],
+            in_zp=p.in_zp, out_zp=p.out_zp, act_min=-120, act_max=110, bias=p.bias,
             scale=None, mult=np.asarray(mult, np.int32), shift=np.asarray(shift, np.int32),
             post_bias=None, out_scale=0.0, rq=None), keep)
         nbytes = kf.kernels().call("tinyaot_transpose_conv_s8_get_buffer_size", dims)

@@ -7,7 +7,7 @@ import pytest
 from codegen.compiler import compile_model
 from codegen.errors import TinyAotError
 from codegen.reference import run_graph
-from codegen.reference import lut_tables as lt
+from codegen.numerics import lut_tables as lt
 from codegen.driver.verify import run_model
 
 from qdq_builders import QdqBuilder, all_int8_inputs, run_ort, save

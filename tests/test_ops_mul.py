@@ -69,7 +69,7 @@ def test_mul_ort_host_bit_exact_with_onnxruntime(kind, c, tmp_path):
     outs, comp = host_run(path, x, "ort", tmp_path)
     np.testing.assert_array_equal(outs, run_ort(path, x).reshape(outs.shape))
     if kind in ("per_channel", "scalar") and c != 5:  # ORT fuses these: QLinearMul
-        assert [comp.params[n.name]["mode"] for n in comp.graph.nodes if n.op == "mul"] == [1]
+        assert [comp.params[n.name].mode for n in comp.graph.nodes if n.op == "mul"] == [1]
 
 
 @pytest.mark.parametrize("kind", ["per_channel", "same_shape"])

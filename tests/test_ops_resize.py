@@ -129,10 +129,10 @@ def test_resize_tflite_requantizes_and_nearest_copies(tmp_path):
     x = all_int8_inputs((1, 3, 2, 2), 2)
     outs, c = host_run(path, x, "tflite", tmp_path, "tinyaot_resize_nearest_s8")
     p = [c.params[n.name] for n in c.graph.nodes if n.op == "resize"][0]
-    assert p["table"] is not None
+    assert p.table is not None
     # TFLite QUANTIZE int8 -> int8: multiplier 0.05 / 0.1 = 0.5 = 2^30 / 2^31, shift 0,
     # through MultiplyByQuantizedMultiplier (its own tests: test_tflite_fixedpoint.py)
-    from codegen.reference.tflite_fixedpoint import requantize
+    from codegen.numerics.tflite_fixedpoint import requantize
     v = np.repeat(np.repeat(x, 2, axis=3), 2, axis=4).astype(np.int32) - 3
     np.testing.assert_array_equal(outs, requantize(v, np.int32(1 << 30), np.int32(0), -4, -128, 127))
 
@@ -185,7 +185,7 @@ def test_resize_nearest_index_tables_equal_onnxruntime(ctm, tmp_path):
     row r holds the value r), for geometries whose coordinates land within a
     few float32 ulps of k + 0.5 (ORT takes those as ties) or of an integer, and
     scale 1 (ORT maps the axis one to one)."""
-    from codegen.reference.resize import ort_nearest_axis
+    from codegen.numerics.resize import ort_nearest_axis
     geoms = [(7, 2, None), (7, 4, None), (7, 8, None), (10, 6, None), (7, 1, None), (2, 2, None),
              (3, 3, None), (9, 5, 0.6), (6, 2, float(np.float32(1 / 2.499999))), (5, 12, 2.5),
              (4, 3, None), (8, 20, 2.5), (6, 4, 0.75)]

@@ -1,4 +1,4 @@
-"""--optimize size (codegen/passes/optimize.py): int8 weights in flash, same outputs.
+"""--optimize size (codegen/passes/kernel_select.py): int8 weights in flash, same outputs.
 
 * The float kernels on int8 weights (tinyaot_convolve_f32_w8_s8,
   tinyaot_fully_connected_f32_w8_s8), compiled with their QuantizeLinear
@@ -7,7 +7,8 @@
   (1 and 2 ORT threads) and tests/test_fc_float_order.py (every MLAS order).
 * The integer kernels on int8 weights (tinyaot_convolve_w8_s8,
   tinyaot_depthwise_conv_w8_s8, tinyaot_fully_connected_w8_s8) against the
-  numpy reference (codegen/reference/ops.py), both requantizations.
+  numpy oracles of the operators (codegen/ops/conv2d.py, fully_connected.py),
+  both requantizations.
 * Whole models against the golden vectors: ad01 (two float FC layers) and
   ic01 (six float convs with fma segments) under `ort`, kws01 under `tflite`
   (TFLM's outputs), tinyaot's own models under `ort`, on the host; four of
@@ -29,9 +30,9 @@ from onnx import numpy_helper
 from codegen.cli import main
 from codegen.compiler import compile_model
 from codegen.errors import TinyAotError
-from codegen.reference.fc_float_order import ORDER_CODE
-from codegen.reference.mlas_conv_order import node_segments
-from codegen.backend.conv_f32_pack import segment_words
+from codegen.numerics.mlas_fc_order import ORDER_CODE
+from codegen.numerics.mlas_conv_order import node_segments
+from codegen.kernels.conv_f32_pack import segment_words
 from codegen.driver.verify import default_golden_key, load_golden, run_model, verify_model
 
 from conftest import require_arm_toolchain, shared_model
@@ -341,20 +342,20 @@ def test_size_c_under_asan_ubsan_and_strict_warnings(key, numerics, tmp_path):
 def _requant_fields(rng, cout, in_zp, numerics, records=False):
     """tinyaot_requant_t fields and the reference's p for one layer; `records`:
     with the fast kernels' per-channel records (one-SMLAL for tflite, {bias,
-    scale} for ort), as backend/size_kernels.py emits them."""
+    scale} for ort), as ops/size_kernels.py emits them."""
+    from codegen.ops.conv_params import ConvParams
     bias = rng.integers(-5000, 5000, cout).astype(np.int32)
-    p = {"in_zp": in_zp, "out_zp": int(rng.integers(-10, 10)), "act_min": -128, "act_max": 127,
-         "bias": bias}
-    q = {"in_zp": in_zp, "out_zp": p["out_zp"], "act_min": -128, "act_max": 127, "bias": bias,
+    p = ConvParams(numerics, in_zp, int(rng.integers(-10, 10)), -128, 127, bias=bias)
+    q = {"in_zp": in_zp, "out_zp": p.out_zp, "act_min": -128, "act_max": 127, "bias": bias,
          "scale": None, "mult": None, "shift": None, "post_bias": None, "out_scale": 0.0,
          "rq": None}
-    if numerics == "ort":
-        p["scale"] = q["scale"] = rng.uniform(1e-4, 4e-3, cout).astype(F32)
+    if numerics == "ort":  # ConvParams modes ORT / TFLITE are the numerics' names
+        p.scale = q["scale"] = rng.uniform(1e-4, 4e-3, cout).astype(F32)
     else:
-        p["mult"] = q["mult"] = rng.integers(1 << 30, (1 << 31) - 1, cout).astype(np.int32)
-        p["shift"] = q["shift"] = rng.integers(-11, -6, cout).astype(np.int32)
+        p.mult = q["mult"] = rng.integers(1 << 30, (1 << 31) - 1, cout).astype(np.int32)
+        p.shift = q["shift"] = rng.integers(-11, -6, cout).astype(np.int32)
     if records:
-        from codegen.backend.fast_pack import float_requant, smlal_requant
+        from codegen.kernels.fast_pack import float_requant, smlal_requant
         q["rq"] = (float_requant(q["scale"], bias) if numerics == "ort"
                    else smlal_requant(q["mult"], q["shift"], bias))
         q["bias"] = None  # the records hold it (size_kernels.py emits no bias array then)
@@ -379,19 +380,20 @@ INT_SHAPES = [(1, 64, (49, 10), (10, 4), (2, 2), (4, 1, 5, 1), (1, 1)),
 @pytest.mark.parametrize("numerics", ["ort", "tflite"])
 def test_int_w8_kernels_equal_the_numpy_reference(numerics, records):
     """tinyaot_convolve_w8_s8 / tinyaot_fully_connected_w8_s8 (host: the portable
-    intrinsics) against codegen/reference/ops (numpy int64 sums, both requantizations,
+    intrinsics) against the operators' oracles (numpy int64 sums, both requantizations,
     with and without the per-channel records), weights packed as the compiler
-    stores them (backend/size_kernels.py:w8_pack)."""
+    stores them (ops/size_kernels.py:w8_pack)."""
     import kernel_ffi as kf
-    from codegen.backend.size_kernels import w8_pack
-    from codegen.reference import ops
+    from codegen.ops.conv2d import conv2d_int
+    from codegen.ops.fully_connected import fully_connected_int
+    from codegen.ops.size_kernels import w8_pack
     rng = np.random.default_rng((5 if numerics == "ort" else 6) + 10 * records)
     for cin, cout, hw, k, s, pads, d in INT_SHAPES:
         attrs = {"kernel": k, "strides": s, "pads": pads, "dilations": d, "group": 1}
         x = rng.integers(-128, 128, (1, cin) + hw).astype(np.int8)
         w = rng.integers(-127, 128, (cout, cin) + k).astype(np.int8)
         q, p = _requant_fields(rng, cout, int(rng.integers(-128, 128)), numerics, records)
-        want = ops.conv2d(x, w, attrs, p, numerics)[0]           # [cout, oh, ow]
+        want = conv2d_int(x, w, attrs, p)[0]           # [cout, oh, ow]
         oh, ow = want.shape[1:]
         keep = []
         dims = dict(zip(kf.struct_fields("tinyaot_conv_dims_t"),
@@ -413,7 +415,7 @@ def test_int_w8_kernels_equal_the_numpy_reference(numerics, records):
         for rows in (3, 1):
             xf = rng.integers(-128, 128, (rows, kk)).astype(np.int8)
             wf = w.reshape(cout, kk)
-            want = ops.fully_connected(xf, wf, p, numerics)
+            want = fully_connected_int(xf, wf, p)
             nbytes = kf.kernels().lib.tinyaot_fully_connected_w8_s8_get_buffer_size(kk)
             assert nbytes == 2 * ((kk + 3) // 4 * 4)
             scratch = np.zeros(nbytes // 2, np.int16)
@@ -459,14 +461,14 @@ def test_depthwise_w8_equals_the_numpy_reference(numerics, records):
 def _dw_case(rng, shape, numerics, records):
     """One DW_SHAPES case: conv dims fields, tinyaot_requant_t fields, the input
     [h][w][c], the weights [k_h][k_w][c] and the reference output [h][w][c]."""
-    from codegen.reference import ops
+    from codegen.ops.conv2d import conv2d_int
     cin, mult, hw, k, s, pads, d = shape
     cout = cin * mult
     attrs = {"kernel": k, "strides": s, "pads": pads, "dilations": d, "group": cin}
     x = rng.integers(-128, 128, (1, cin) + hw).astype(np.int8)
     w = rng.integers(-127, 128, (cout, 1) + k).astype(np.int8)
     q, p = _requant_fields(rng, cout, int(rng.integers(-128, 128)), numerics, records)
-    want = ops.conv2d(x, w, attrs, p, numerics)[0]
+    want = conv2d_int(x, w, attrs, p)[0]
     dims = conv_dims_fields(x.shape, (1, cout) + want.shape[1:], attrs)
     return dims, q, x[0].transpose(1, 2, 0), w[:, 0].transpose(1, 2, 0), want.transpose(1, 2, 0)
 
@@ -474,8 +476,9 @@ def _dw_case(rng, shape, numerics, records):
 def _int_w8_cases():
     """Every INT_SHAPES conv / FC and DW_SHAPES depthwise case in both numerics,
     with and without records: (kernel, C call args builder data, expected)."""
-    from codegen.backend.size_kernels import w8_pack
-    from codegen.reference import ops
+    from codegen.ops.conv2d import conv2d_int
+    from codegen.ops.fully_connected import fully_connected_int
+    from codegen.ops.size_kernels import w8_pack
     rng = np.random.default_rng(21)
     cases = []
     for numerics in ("ort", "tflite"):
@@ -485,7 +488,7 @@ def _int_w8_cases():
                 x = rng.integers(-128, 128, (1, cin) + hw).astype(np.int8)
                 w = rng.integers(-127, 128, (cout, cin) + k).astype(np.int8)
                 q, p = _requant_fields(rng, cout, int(rng.integers(-128, 128)), numerics, records)
-                want = ops.conv2d(x, w, attrs, p, numerics)[0]
+                want = conv2d_int(x, w, attrs, p)[0]
                 dims = conv_dims_fields(x.shape, (1, cout) + want.shape[1:], attrs)
                 cases.append(("conv", dims, q, x[0].transpose(1, 2, 0),
                               w8_pack(w.transpose(0, 2, 3, 1).reshape(cout, -1)),
@@ -494,7 +497,7 @@ def _int_w8_cases():
                 xf = rng.integers(-128, 128, (2, kk)).astype(np.int8)
                 wf = w.reshape(cout, kk)
                 cases.append(("fc", (2, kk, cout), q, xf, w8_pack(wf, 4),
-                              ops.fully_connected(xf, wf, p, numerics)))
+                              fully_connected_int(xf, wf, p)))
             for shape in DW_SHAPES:
                 cases.append(("dw",) + _dw_case(rng, shape, numerics, records))
     return cases

@@ -28,9 +28,9 @@ import numpy as np
 import pytest
 
 import kernel_ffi as K
-from codegen.backend.fast_pack import dequant_table, ort_add_tables
-from codegen.reference import ort_float as of
-from codegen.reference.ort_qlinear_add import qlinear_add, qlinear_add_params
+from codegen.kernels.fast_pack import dequant_table, ort_add_tables
+from codegen.numerics import ort_float as of
+from codegen.numerics.ort_qlinear_add import qlinear_add, qlinear_add_params
 from conftest import REPO, require_arm_toolchain
 
 F32 = np.float32

@@ -1,17 +1,17 @@
 """The exact fixed-point (SMMLAR) form of onnxruntime's requantization
-(codegen/backend/ort_requant_fixed.py) against brute force, and the integer
+(codegen/kernels/ort_requant_fixed.py) against brute force, and the integer
 fast FC that uses it against onnxruntime.
 
 Brute force: every acc of the range, onnxruntime's float32 requantization
-(reference/ort_float.py:requantize_acc: float(acc) * scale in float32, round
+(numerics/ort_float.py:requantize_acc: float(acc) * scale in float32, round
 half to even, + zp, clamp) against the fixed formula written here again in
 numpy int64: clamp(((acc - bias + B) * M + 2^31) >> 32 + R, 0, 255) - 128.
 """
 import numpy as np
 import pytest
 
-from codegen.backend import ort_requant_fixed as orf
-from codegen.reference.ort_float import requantize_acc
+from codegen.kernels import ort_requant_fixed as orf
+from codegen.numerics.ort_float import requantize_acc
 
 from qdq_builders import QdqBuilder, all_int8_inputs, host_run_checked, run_ort, save
 

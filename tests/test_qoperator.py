@@ -15,7 +15,7 @@ from codegen.frontend.onnx_loader import read_onnx
 from codegen.frontend.qoperator import qoperator_to_qdq
 from codegen.reference import run_graph
 from codegen.reference.onnxruntime_oracle import run_onnxruntime
-from codegen.reference.ort_float import dequantize, quantize
+from codegen.numerics.ort_float import dequantize, quantize
 from codegen.driver.verify import run_model
 
 import qmodels

@@ -74,7 +74,7 @@ def test_qlinear_concat_bit_exact_with_onnxruntime(dtype, in_q, out_q, axis, tmp
     x = all_inputs((1, 3, 4, 4), 3, dtype)
     c = host_vs_ort(path, x, tmp_path, "tinyaot_concat_s8")
     p = next(c.params[n.name] for n in c.graph.nodes if n.op == "concat")
-    assert [t is None for t in p["tables"]] == [q == out_q for q in in_q]
+    assert [t is None for t in p.tables] == [q == out_q for q in in_q]
 
 
 def test_qlinear_concat_rewrite_is_dq_concat_q():
@@ -158,7 +158,7 @@ def test_qlinear_add_constant_row_every_pair_bit_exact(dtype, qa, qb, qy, tmp_pa
     path = save(qlinear_add_model(dtype, qa, qb, qy, row), tmp_path)
     c = host_vs_ort(path, every_pair_input(dtype), tmp_path, "tinyaot_add_s8")
     p = next(c.params[n.name] for n in c.graph.nodes if n.op == "add")
-    assert p["mode"] == 2 and p["u8_shift"] == (128 if dtype == np.uint8 else 0)
+    assert p.use_float == 2 and p.u8_shift == (128 if dtype == np.uint8 else 0)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -174,8 +174,8 @@ def test_qlinear_add_scalar_constant_bit_exact(dtype, const_first, tmp_path):
 def test_mlas_formula_differs_from_the_float_formula():
     """Why mode 2 exists: over every pair, DequantizeLinear -> float add ->
     QuantizeLinear disagrees with MLAS in some elements for these parameters."""
-    from codegen.reference.ort_float import dequantize, quantize
-    from codegen.reference.ort_qlinear_add import qlinear_add, qlinear_add_params
+    from codegen.numerics.ort_float import dequantize, quantize
+    from codegen.numerics.ort_qlinear_add import qlinear_add, qlinear_add_params
     a, b = np.meshgrid(np.arange(-128, 128), np.arange(-128, 128))
     for (qa, qb, qy), want in zip(ADD_PARAMS[1:3], (6444, 18)):  # the every-pair cases above
         qa, qb, qy = ((np.float32(s), z) for s, z in (qa, qb, qy))
@@ -219,7 +219,7 @@ def float_io_vs_ort(path, c, board, tmp_path, count):
     """A model with float I/O (quantize_static): quantize float inputs, run on the
     board, compare the dequantized outputs with onnxruntime's floats bit for bit."""
     from codegen.reference.onnxruntime_oracle import run_onnxruntime
-    from codegen.reference.ort_float import dequantize, quantize
+    from codegen.numerics.ort_float import dequantize, quantize
     g = c.graph
     xt, yt = g.tensors[g.inputs[0]], g.tensors[g.outputs[0]]
     lo, hi = (0, 255) if xt.dtype == "uint8" else (-128, 127)
@@ -287,4 +287,4 @@ def test_qlinear_add_of_a_one_value_activation_bit_exact(dtype, tmp_path):
     x = all_inputs((1, 1, 16, 16), 64, dtype, seed=3)
     c = host_vs_ort(path, x, tmp_path, "tinyaot_add_s8")
     p = next(c.params[n.name] for n in c.graph.nodes if n.op == "add")
-    assert p["mode"] == 2
+    assert p.use_float == 2

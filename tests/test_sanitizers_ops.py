@@ -1,6 +1,6 @@
 """The new operator kernels (lut, mul, concat, pad, 1-D conv, ConvTranspose, slice, resize,
-avgpool, transpose, matmul, softmax) under ASan/UBSan
-and strict warnings, through the regression models and a Concat model."""
+avgpool, transpose, matmul, softmax, prelu) under ASan/UBSan
+and strict warnings, through the regression models, a Concat and a PRelu model."""
 from pathlib import Path
 
 import numpy as np
@@ -22,6 +22,11 @@ def _model(key, tmp_path):
     if key == "concat":
         m, shape = concat_model((3, 5, 1), ((0.03, 1), (0.08, -4), (0.05, 2)), conv=True)
         return save(m, tmp_path, "concat.onnx"), all_int8_inputs(shape, 4)
+    if key == "prelu":  # after a Conv (NHWC, per-channel slope), in place, fused Relu
+        from test_ops_prelu import prelu_model
+        shape = (1, 5, 4, 6)
+        m, _ = prelu_model(shape, (5, 1, 1), after_conv=True, act="relu")
+        return save(m, tmp_path, "prelu.onnx"), all_int8_inputs(shape, 4)
     if key == "misc_ops_tflite":  # misc_ops without what tflite numerics reject
         from test_regression_models import _tflite_variant
         path, inputs = _model("misc_ops", tmp_path)
@@ -33,7 +38,7 @@ def _model(key, tmp_path):
 CASES = [("mbv2_block", "ort"), ("mbv2_block", "tflite"), ("conv1d", "ort"),
          ("conv1d", "tflite"), ("concat", "ort"), ("decoder", "ort"), ("decoder", "tflite"),
          ("data_ops", "ort"), ("data_ops", "tflite"), ("misc_ops", "ort"),
-         ("misc_ops_tflite", "tflite")]
+         ("misc_ops_tflite", "tflite"), ("prelu", "ort"), ("prelu", "tflite")]
 
 
 @pytest.mark.parametrize("key,numerics", CASES)

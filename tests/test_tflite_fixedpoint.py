@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from codegen.reference import tflite_fixedpoint as tf
+from codegen.numerics import tflite_fixedpoint as tf
 
 ROOT = Path(__file__).resolve().parents[1]
 INCLUDE = ROOT / "runtime_c" / "src" / "internal"  # tinyaot_fixedpoint.h: the kernels' helper

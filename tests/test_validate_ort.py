@@ -27,7 +27,7 @@ NOT_IN_ORT = {
 # ic01 layer 12 is the last residual Add: ORT fuses it into com.microsoft
 # QLinearAdd, whose rounding differs from DequantizeLinear -> Add ->
 # QuantizeLinear; tinyaot's ort numerics repeat QLinearAdd's formula there
-# (reference/ort_qlinear_add.py), so every exposed layer must match ORT.
+# (numerics/ort_qlinear_add.py), so every exposed layer must match ORT.
 IC01_FUSED_ADD = 12
 
 
@@ -86,7 +86,7 @@ def test_ic01_last_add_is_qlinearadd_in_ort():
     from onnx import TensorProto as TP
     from onnx import helper as h
     import onnxruntime as ort
-    from codegen.passes.ort_qlinear import optimized_graph
+    from codegen.frontend.ort_facts import optimized_graph
     model, golden = shared_model("ic01")
     assert any(n.op_type == "QLinearAdd" for n in optimized_graph(model).graph.node)
     g = compile_model(model, numerics="ort").graph
@@ -145,7 +145,7 @@ def test_exposing_original_tensors_would_change_orts_graph():
     import os
     import tempfile
     import onnxruntime as ort
-    from codegen.passes.ort_qlinear import optimized_graph
+    from codegen.frontend.ort_facts import optimized_graph
     model, _ = shared_model("ic01")
     g = compile_model(model, numerics="ort").graph
     m = onnx.load(str(model))

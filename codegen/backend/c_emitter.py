@@ -10,11 +10,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .. import __version__
+from .. import __version__, ops
 from ..ir import Graph
-from . import fc_float_unrolled as fu
-from .c_format import c_array, c_float, c_ident
+from ..kernels.c_format import c_array, c_float, c_ident
 from .io_buffers import header_api, run_functions
+from ..planner.arena import scratch_name
 from ..planner.poison import POISON_DEFAULTS, poison_after, poison_prologue
 
 
@@ -40,9 +40,9 @@ def _dims4(shape):
 class _Emitter:
     def __init__(self, g: Graph, plan, params, numerics, name, optimize="speed", unroll_fc=True):
         self.g = g
-        self.unroll_fc = unroll_fc  # backend/fc_float_unrolled.py on FPU targets
+        self.unroll_fc = unroll_fc  # kernels/fc_float_unrolled.py on FPU targets
         self.unroll_guard = False
-        self.optimize = optimize  # size: tinyaot_add_s8 without tables (passes/optimize.py)
+        self.optimize = optimize  # size: tinyaot_add_s8 without tables (passes/kernel_select.py)
         self.plan = plan
         self.params = params
         self.numerics = numerics
@@ -69,47 +69,15 @@ class _Emitter:
             return "output"
         return f"(ARENA + {b.offset})"
 
+    def scratch(self, n, ctype=None):
+        """C expression of node n's scratch block in the arena (planner: Node.attrs
+        ["scratch_bytes"]), as a `ctype *` when ctype is given."""
+        where = f"(ARENA + {self.plan.where[scratch_name(n)].offset})"
+        return where if ctype is None else f"({ctype} *)(void *){where}"
+
     def call(self, kernel, args):
         self.kernels.add(kernel)
         self.body.append(f"    if ({kernel}({', '.join(args)}) != TINYAOT_OK) return -1;")
-
-    def requant(self, lid, p, fast=False, float_records=False, bias_in_records=False):
-        """The layer's tinyaot_requant_t; `fast` (a fast kernel's): also the
-        one-SMLAL records when every channel allows (fast_pack.smlal_requant);
-        `float_records` (fast conv / depthwise, ort, whole int8 range): the
-        {bias, scale} records (fast_pack.float_requant); `bias_in_records`
-        (kernels that read only the records when there are some: the size
-        kernels): no separate bias array then."""
-        from .fast_pack import float_requant, smlal_requant
-
-        words = None  # the records, emitted where the speed build always had them
-        if "scale" in p:
-            if "post_bias" not in p and float_records and p["act_min"] <= -128 and p["act_max"] >= 127:
-                words = float_requant(p["scale"], p["bias"])
-        elif fast:
-            words = smlal_requant(p["mult"], p["shift"], p["bias"])
-        bias = ("NULL" if words is not None and bias_in_records
-                else self.const("int32_t", f"{lid}_bias", p["bias"]))
-        if "scale" in p:
-            scale = self.const("float", f"{lid}_scale", p["scale"])
-            extra = f"{scale}, NULL, NULL"
-            if "post_bias" in p:  # ConvInteger / MatMulInteger: float(acc) * scale + post_bias, Q
-                pb = self.const("float", f"{lid}_post_bias", p["post_bias"])
-                extra += f", {pb}, {c_float(p['out_scale'])}, NULL"
-            elif words is not None:
-                extra += f", NULL, 0.0f, {self.const('int32_t', f'{lid}_rq', words, align=8)}"
-            else:
-                extra += ", NULL, 0.0f, NULL"
-        elif words is None:
-            mult = self.const("int32_t", f"{lid}_mult", p["mult"])
-            shift = self.const("int32_t", f"{lid}_shift", p["shift"])
-            extra = f"NULL, {mult}, {shift}, NULL, 0.0f, NULL"
-        else:  # the words hold mult and shift too
-            extra = f"NULL, NULL, NULL, NULL, 0.0f, {self.const('int32_t', f'{lid}_rq', words, align=8)}"
-        self.consts.append(
-            f"static const tinyaot_requant_t {lid}_q = {{ {p['in_zp']}, {p['out_zp']}, "
-            f"{p['act_min']}, {p['act_max']}, {bias}, {extra} }};\n")
-        return f"&{lid}_q"
 
     def emit_node(self, idx, n):
         lid = f"l{idx}"
@@ -118,410 +86,9 @@ class _Emitter:
         info = {"index": idx, "op": op, "name": n.name, "kernel": None, "macs": 0,
                 "weight_bytes": 0}
         before = self.weights_bytes
-        g = self.g
-        if op in ("reshape", "transpose", "reinterpret"):
-            info["kernel"] = "alias (zero-copy)"
-        elif op == "conv2d":
-            self.emit_conv(lid, n, p, info)
-        elif op == "fully_connected":
-            self.emit_fc(lid, n, p, info)
-        elif op == "add":
-            self.emit_add(lid, n, p, info)
-        elif op == "avgpool" and n.attrs.get("reduce_mean") and self.numerics == "ort":
-            from .c_emit_more import emit_reduce_mean_ort
-            emit_reduce_mean_ort(self, lid, n, p, info)
-        elif op in ("avgpool", "maxpool"):
-            self.emit_pool(lid, n, p, info)
-        elif op == "softmax" and p.get("qlinear"):  # onnxruntime QLinearSoftmax
-            x = g.tensors[n.inputs[0]]
-            table = self.const("float", f"{lid}_table", p["table"])
-            info["kernel"] = "tinyaot_softmax_qlinear_s8"
-            self.call("tinyaot_softmax_qlinear_s8", [
-                str(x.size // x.shape[-1]), str(x.shape[-1]), table, c_float(p["y_mult"]),
-                str(p["out_zp"]), str(int(p["u8"])), self.ptr(n.inputs[0]), self.ptr(n.outputs[0])])
-        elif op == "softmax":
-            x = g.tensors[n.inputs[0]]
-            nlast = x.shape[-1]
-            rows = x.size // nlast
-            if "in_scale" in p:
-                fields = (f"1, {c_float(p['in_scale'])}, {c_float(p['out_scale'])}, "
-                          f"{p['in_zp']}, {p['out_zp']}, 0, 0, 0")
-            else:
-                fields = (f"0, 0.0f, 0.0f, 0, 0, {p['input_multiplier']}, "
-                          f"{p['input_left_shift']}, {p['diff_min']}")
-            self.consts.append(f"static const tinyaot_softmax_params_t {lid}_p = {{ {fields} }};\n")
-            info["kernel"] = "tinyaot_softmax_s8"
-            self.call("tinyaot_softmax_s8", [str(rows), str(nlast), f"&{lid}_p",
-                                             self.ptr(n.inputs[0]), self.ptr(n.outputs[0])])
-        elif op in ("clamp", "requantize"):
-            t = g.tensors[n.inputs[0]]
-            if p["same_q"]:
-                mode, extra = 0, "0.0f, 0.0f, 0, 0"
-            elif self.numerics == "ort":
-                mode, extra = 1, f"{c_float(p['in_scale'])}, {c_float(p['out_scale'])}, 0, 0"
-            else:
-                mode, extra = 2, f"0.0f, 0.0f, {p['mult']}, {p['shift']}"
-            self.consts.append(
-                f"static const tinyaot_requantize_params_t {lid}_p = {{ {mode}, {p['in_zp']}, "
-                f"{p['out_zp']}, {p['act_min']}, {p['act_max']}, {extra} }};\n")
-            info["kernel"] = "tinyaot_requantize_s8"
-            self.call("tinyaot_requantize_s8", [str(t.size), f"&{lid}_p",
-                                                self.ptr(n.inputs[0]), self.ptr(n.outputs[0])])
-        elif op == "mul":
-            from .c_emit_more import emit_mul
-            emit_mul(self, lid, n, p, info)
-        elif op == "matmul":
-            from .c_emit_more import emit_matmul
-            emit_matmul(self, lid, n, p, info)
-        elif op == "concat":
-            from .c_emit_more import emit_concat
-            emit_concat(self, lid, n, p, info)
-        elif op == "pad":
-            from .c_emit_more import emit_pad
-            emit_pad(self, lid, n, p, info)
-        elif op == "conv_transpose":
-            from .c_emit_more import emit_conv_transpose
-            emit_conv_transpose(self, lid, n, p, info)
-        elif op == "slice":
-            from .c_emit_data import emit_slice
-            emit_slice(self, lid, n, p, info)
-        elif op == "resize":
-            from .c_emit_data import emit_resize
-            emit_resize(self, lid, n, p, info)
-        elif op == "lut":
-            t = g.tensors[n.inputs[0]]
-            table = self.const("int8_t", f"{lid}_table", p["table"])
-            info["kernel"] = "tinyaot_lut_s8"
-            self.call("tinyaot_lut_s8", [str(t.size), table, self.ptr(n.inputs[0]),
-                                         self.ptr(n.outputs[0])])
-        elif op == "sign_flip":  # uint8 <-> int8 at the model boundary (passes/uint8.py)
-            t = g.tensors[n.inputs[0]]
-            info["kernel"] = "inline (x ^ 0x80)"
-            self.body.append(
-                f"    {{ const uint8_t *s_ = (const uint8_t *){self.ptr(n.inputs[0])}; "
-                f"uint8_t *d_ = (uint8_t *){self.ptr(n.outputs[0])}; "
-                f"for (uint32_t i_ = 0; i_ < {t.size}u; ++i_) d_[i_] = (uint8_t)(s_[i_] ^ 0x80u); }}")
-        elif op == "layout":
-            t = g.tensors[n.inputs[0]]
-            src = n.attrs["from_perm"]
-            dst = n.attrs["to_perm"]
-            phys = [t.shape[a] for a in src]
-            r = [list(src).index(a) for a in dst]
-            pad = 4 - len(phys)
-            dims = [1] * pad + phys
-            perm = list(range(pad)) + [x + pad for x in r]
-            self.consts.append(f"static const int32_t {lid}_dims[4] = {{ {', '.join(map(str, dims))} }};\n")
-            self.consts.append(f"static const int32_t {lid}_perm[4] = {{ {', '.join(map(str, perm))} }};\n")
-            info["kernel"] = "tinyaot_transpose_s8"
-            self.call("tinyaot_transpose_s8", [f"{lid}_dims", f"{lid}_perm",
-                                               self.ptr(n.inputs[0]), self.ptr(n.outputs[0])])
-        else:
-            raise NotImplementedError(f"no C emitter for op {op}")
+        ops.get(op).emit(self, lid, n, p, info)  # the operator's module (codegen/ops/)
         info["weight_bytes"] = self.weights_bytes - before
         self.layers.append(info)
-
-    def float_layer(self, lid, g, n, w, p, filt, scales=None, bias_f=None):
-        """Parameters of an onnxruntime float layer (int8 weights + their scales,
-        one per output channel; default: along the weights' axis 0)."""
-        if scales is None:
-            scales = np.broadcast_to(w.q.scale.astype(np.float32), (w.shape[0],))
-        scale = self.const("float", f"{lid}_ws", scales)
-        bias = self.const("float", f"{lid}_bf", _float_bias(g, n) if bias_f is None else bias_f)
-        self.consts.append(
-            f"static const tinyaot_float_conv_t {lid}_fp = {{ {c_float(p['in_scale'])}, "
-            f"{p['in_zp']}, {c_float(p['out_scale'])}, {p['out_zp']}, {p['act_min']}, "
-            f"{p['act_max']}, {filt}, {scale}, {bias} }};\n")
-
-    def in_place(self, n):
-        """Did the plan put a node flagged inplace_depthwise's output on its input?"""
-        bx, by = self.plan.where[n.inputs[0]], self.plan.where[n.outputs[0]]
-        return (bool(n.attrs.get("inplace_depthwise")) and bx.external is None
-                and by.external is None and bx.offset == by.offset)
-
-    def conv_dims(self, lid, n):
-        x = self.g.tensors[n.inputs[0]]
-        y = self.g.tensors[n.outputs[0]]
-        a = n.attrs
-        _, c, h, w = x.shape
-        _, oc, oh, ow = y.shape
-        kh, kw = a["kernel"]
-        vals = [h, w, c, oh, ow, oc, kh, kw, a["strides"][0], a["strides"][1],
-                a["dilations"][0], a["dilations"][1], a["pads"][0], a["pads"][1], a["group"]]
-        self.consts.append(f"static const tinyaot_conv_dims_t {lid}_d = {{ "
-                           f"{', '.join(str(int(v)) for v in vals)} }};\n")
-        return f"&{lid}_d"
-
-    def emit_conv(self, lid, n, p, info):
-        g = self.g
-        w = g.tensors[n.inputs[1]]
-        x = g.tensors[n.inputs[0]]
-        y = g.tensors[n.outputs[0]]
-        group = n.attrs["group"]
-        cin = x.shape[1]
-        depthwise = group == cin and group > 1 and w.shape[1] == 1
-        dims = self.conv_dims(lid, n)
-        kh, kw = n.attrs["kernel"]
-        info["macs"] = int(y.size * kh * kw * (w.shape[1]))
-        if n.attrs.get("f32_w8"):  # --optimize size (passes/optimize.py)
-            from .size_kernels import emit_conv_w8
-            emit_conv_w8(self, lid, n, p, info, dims)
-            return
-        if n.attrs.get("int_w8") and not self.in_place(n):  # --optimize size, integer conv
-            from .size_kernels import emit_conv_int_w8
-            emit_conv_int_w8(self, lid, n, p, info, dims)
-            return
-        if n.attrs.get("ort_float"):
-            from .conv_f32_pack import emit_plan
-            scratch, tiles = emit_plan(self, lid, n, w, p)
-            # plans with no fma tile (depthwise, one pixel: MLAS's M=1 kernels) have their own kernel
-            info["kernel"] = "tinyaot_convolve_f32_s8" if tiles else "tinyaot_convolve_f32_m1_s8"
-            self.call(info["kernel"], [dims, f"&{lid}_fp", f"&{lid}_pl", self.ptr(x.name), scratch,
-                                       self.ptr(y.name)])
-            return
-        if n.attrs.get("fast_kernel") in ("conv", "depthwise"):
-            self.emit_fast(lid, n, p, info, dims, w)
-            return
-        q = self.requant(lid, p)
-        if depthwise and self.in_place(n):  # planner/depthwise_inplace.py
-            from ..planner.arena import scratch_name
-            filt = self.const("int8_t", f"{lid}_w", w.data[:, 0].transpose(1, 2, 0), align=4)
-            plane = f"(ARENA + {self.plan.where[scratch_name(n)].offset})"
-            info["kernel"] = "tinyaot_depthwise_conv_inplace_s8"
-            self.call(info["kernel"], [dims, q, self.ptr(x.name), filt, plane])
-            return
-        if depthwise:
-            filt = self.const("int8_t", f"{lid}_w", w.data[:, 0].transpose(1, 2, 0), align=4)
-            kernel = "tinyaot_depthwise_conv_s8"
-        else:
-            filt = self.const("int8_t", f"{lid}_w", w.data.transpose(0, 2, 3, 1), align=4)
-            kernel = "tinyaot_convolve_s8"
-        info["kernel"] = kernel
-        self.call(kernel, [dims, q, self.ptr(x.name), filt, self.ptr(y.name)])
-
-    def emit_fc(self, lid, n, p, info):
-        g = self.g
-        x = g.tensors[n.inputs[0]]
-        w = g.tensors[n.inputs[1]]
-        y = g.tensors[n.outputs[0]]
-        nout, k = w.shape
-        rows = x.size // k
-        info["macs"] = int(rows * nout * k)
-        if n.attrs.get("f32_w8"):  # --optimize size (passes/optimize.py)
-            from .size_kernels import emit_fc_w8
-            emit_fc_w8(self, lid, n, p, info, rows)
-            return
-        if n.attrs.get("int_w8"):  # --optimize size, integer FC
-            from .size_kernels import emit_fc_int_w8
-            emit_fc_int_w8(self, lid, n, p, info, rows)
-            return
-        if n.attrs.get("ort_float"):
-            self.emit_fc_float(lid, n, p, info, rows)
-            return
-        if n.attrs.get("fast_kernel") == "fc":
-            self.emit_fast(lid, n, p, info, None, w, rows=rows)
-            return
-        q = self.requant(lid, p)
-        filt = self.const("int8_t", f"{lid}_w", w.data, align=4)
-        info["kernel"] = "tinyaot_fully_connected_s8"
-        self.call("tinyaot_fully_connected_s8", [str(rows), str(k), str(nout), q,
-                                                 self.ptr(x.name), filt, self.ptr(y.name)])
-
-    def emit_fc_float(self, lid, n, p, info, rows):
-        """onnxruntime's float Gemm/MatMul: float weights packed for MLAS's order."""
-        from .fc_float_pack import input_table, pack_fc_float
-        from ..planner.arena import scratch_name
-        from ..reference.fc_float_order import ORDER_CODE
-        from ..reference.ops import float_weights
-
-        x, w, y = (self.g.tensors[t] for t in (n.inputs[0], n.inputs[1], n.outputs[0]))
-        nout, k = w.shape
-        wf, bf = float_weights(w), _float_bias(self.g, n)
-        xt = input_table(p["in_scale"], p["in_zp"])
-        table = self.const("float", f"{lid}_xt", xt)
-        unrolled = self.unrolled_fc(lid, p, wf, bf, float(np.abs(xt).max()), rows)
-        wp = self.const("float", f"{lid}_wp", pack_fc_float(wf, p["fc_order"]), align=8)
-        bias = self.const("float", f"{lid}_bf", bf)
-        self.consts.append(
-            f"static const tinyaot_float_fc_t {lid}_fp = {{ {ORDER_CODE[p['fc_order']]}, "
-            f"{p['k_block']}, {c_float(p['out_scale'])}, {p['out_zp']}, {p['act_min']}, "
-            f"{p['act_max']}, {table}, {wp}, {bias} }};\n")
-        scratch = f"(float *)(void *)(ARENA + {self.plan.where[scratch_name(n)].offset})"
-        info["kernel"] = "tinyaot_fully_connected_f32_s8"
-        self.kernels.add("tinyaot_dequantize_row_f32_s8")  # called by both paths
-        if unrolled is None:
-            self.call(info["kernel"], [str(rows), str(k), str(nout), f"&{lid}_fp",
-                                       self.ptr(x.name), scratch, self.ptr(y.name)])
-            return
-        # the FPU build carries only the unrolled layer's arrays, the others only the loop's
-        self.consts.append("#endif\n")
-        self.weights_bytes -= 4 * (wf.size + nout)  # wp, bf: not in the FPU build
-        info["kernel"] = f"{unrolled} (FPU; else tinyaot_fully_connected_f32_s8)"
-        self.kernels.add("tinyaot_fully_connected_f32_s8")
-        self.body += [f"#ifdef {fu.GUARD_MACRO}",
-                      f"    tinyaot_dequantize_row_f32_s8({self.ptr(x.name)}, {k}, {table}, "
-                      f"{scratch});",
-                      f"    {unrolled}({scratch}, {self.ptr(y.name)});", "#else",
-                      f"    if (tinyaot_fully_connected_f32_s8({rows}, {k}, {nout}, &{lid}_fp, "
-                      f"{self.ptr(x.name)}, {scratch}, {self.ptr(y.name)}) != TINYAOT_OK) return -1;",
-                      "#endif"]
-
-    def unrolled_fc(self, lid, p, wf, bf, x_max, rows):
-        """backend/fc_float_unrolled.py under --optimize speed (not with --integrity,
-        whose digest lists one set of arrays): emits the unrolled layer's stream and
-        function inside `#ifdef TINYAOT_FC_UNROLLED ... #else` (the caller closes it
-        after the loop kernel's arrays) and returns the function's name; None when
-        the layer keeps the loop kernel."""
-        if not (self.unroll_fc and self.optimize == "speed"
-                and fu.eligible(p["fc_order"], rows, wf)):
-            return None
-        u = fu.unroll_fc(wf, bf, x_max, p["out_scale"], p["out_zp"],
-                         p["act_min"], p["act_max"])
-        if not self.unroll_guard:
-            self.consts.append(fu.GUARD_C)
-            self.unroll_guard = True
-        self.consts.append(f"#ifdef {fu.GUARD_MACRO}\n")
-        stream = self.const("float", f"{lid}_wu", u.stream, align=8)
-        fname = fu.function_name(lid)
-        self.consts.append(fu.c_function(fname, u, p["out_scale"], stream))
-        self.consts.append("#else\n")
-        return fname
-
-    def emit_fast(self, lid, n, p, info, dims, w, rows=None):
-        """A layer on the fast kernels (passes/kernel_select.py, backend/fast_pack.py)."""
-        from .fast_pack import conv_gemm_weights, pack_depthwise, pack_gemm, pack_gemm_fixed
-        from .ort_requant_fixed import fc_fixed_requant
-        from ..planner.arena import scratch_name
-
-        if "mult" in p and np.any(np.asarray(p["mult"]) < 0):
-            raise NotImplementedError("fast kernels need non-negative multipliers")
-        kind = n.attrs["fast_kernel"]
-        # fc: tinyaot_fully_connected_fast_s8 keeps the float scales (not its records),
-        # or under ort reads an exact fixed-point requantization from its weights
-        fixed = fc_fixed_requant(p, w.data) if kind == "fc" else None
-        q = None if fixed is not None else self.requant(lid, p, fast=True, float_records=kind != "fc")
-        x, y = n.inputs[0], n.outputs[0]
-        if kind == "depthwise":
-            wt = w.data[:, 0].transpose(1, 2, 0)  # [k_h][k_w][c]
-            filt = self.const("int32_t", f"{lid}_wp", pack_depthwise(wt.reshape(-1, wt.shape[-1])),
-                              align=8)
-            kernel = "tinyaot_depthwise_conv_fast_s8"
-            args = [dims, q, self.ptr(x), filt, self.ptr(y)]
-        else:
-            b = self.plan.where[scratch_name(n)]
-            scratch = f"(uint32_t *)(void *)(ARENA + {b.offset})"
-            if kind == "conv":
-                filt = self.const("int32_t", f"{lid}_wp", pack_gemm(conv_gemm_weights(w.data)),
-                                  align=8)
-                kernel = "tinyaot_convolve_fast_s8"
-                args = [dims, q, self.ptr(x), filt, scratch, self.ptr(y)]
-            else:
-                nout, k = w.shape
-                if fixed is None:
-                    filt = self.const("int32_t", f"{lid}_wp", pack_gemm(w.data, 4), align=8)
-                else:  # the requantization inline in the weight stream, q without arrays
-                    filt = self.const("int32_t", f"{lid}_wp", pack_gemm_fixed(w.data, fixed), align=8)
-                    self.consts.append(
-                        f"static const tinyaot_requant_t {lid}_q = {{ {p['in_zp']}, {p['out_zp']}, "
-                        f"{p['act_min']}, {p['act_max']}, NULL, NULL, NULL, NULL, NULL, 0.0f, NULL }};\n")
-                    q = f"&{lid}_q"
-                    info["requant"] = "ort fixed-point (SMMLAR)"
-                kernel = "tinyaot_fully_connected_fast_s8"
-                args = [str(rows), str(k), str(nout), q, self.ptr(x), filt, scratch, self.ptr(y)]
-        info["kernel"] = kernel
-        self.call(kernel, args)
-
-    def emit_add(self, lid, n, p, info):
-        g = self.g
-        a, b = (g.tensors[i] for i in n.inputs)
-        y = g.tensors[n.outputs[0]]
-        rows = 1  # b a row repeated over the leading dims (frontend/const_operand.py)
-        if b.size == 1:
-            stride = 0
-        elif b.size == y.size:
-            stride = 1
-        elif b.is_const and y.size % b.size == 0:
-            stride, rows = 1, y.size // b.size
-        else:
-            raise NotImplementedError("Add broadcasting other than a scalar or a constant row")
-        speed = self.optimize == "speed"  # size: tinyaot_add_s8 computes what the tables hold
-        luts = "NULL, NULL, NULL"
-        if "a_scale" in p:
-            from .fast_pack import ort_add_tables
-
-            mode = p.get("mode", 1)  # 1: DQ -> float add -> Q; 2: MLAS QLinearAdd
-            tables = ort_add_tables(p, stride == 0) if speed else None
-            if tables is not None:
-                luts = (f"{self.const('int32_t', f'{lid}_alut', tables[0])}, "
-                        f"{self.const('int32_t', f'{lid}_blut', tables[1])}, NULL")
-            fields = (f"{p['a_zp']}, {p['b_zp']}, {p['out_zp']}, {p['act_min']}, {p['act_max']}, "
-                      f"{c_float(p['a_scale'])}, {c_float(p['b_scale'])}, "
-                      f"{c_float(p.get('out_scale', 0.0))}, {mode}, 0, 0, 0, 0, 0, 0, 0, "
-                      f"{c_float(p.get('qlinear_fixed', 0.0))}, {p.get('u8_shift', 0)}, {luts}")
-        else:
-            from .fast_pack import add_tables
-
-            if speed:
-                a_lut, b_lut, out_rq = add_tables(p)
-                luts = (f"{self.const('int32_t', f'{lid}_alut', a_lut)}, "
-                        f"{self.const('int32_t', f'{lid}_blut', b_lut)}, "
-                        + ("NULL" if out_rq is None else self.const("int32_t", f"{lid}_orq", out_rq)))
-            fields = (f"{p['a_zp']}, {p['b_zp']}, {p['out_zp']}, {p['act_min']}, {p['act_max']}, "
-                      f"0.0f, 0.0f, 0.0f, 0, {p['left_shift']}, {p['a_mult']}, {p['a_shift']}, "
-                      f"{p['b_mult']}, {p['b_shift']}, {p['out_mult']}, {p['out_shift']}, 0.0f, 0, {luts}")
-        self.consts.append(f"static const tinyaot_add_params_t {lid}_p = {{ {fields} }};\n")
-        kernel = "tinyaot_add_fast_s8" if speed else "tinyaot_add_s8"
-        if "a_scale" in p:  # ort: the fast kernel falls back to it without tables
-            self.kernels.add("tinyaot_add_s8")
-        info["kernel"] = kernel
-        pb = (self.const("int8_t", f"{lid}_b", b.data.reshape(-1).astype(np.int8)) if b.is_const
-              else self.ptr(b.name))
-        if rows == 1:
-            self.call(kernel, [str(y.size), f"&{lid}_p", self.ptr(a.name), pb, str(stride),
-                               self.ptr(y.name)])
-            return
-        m = b.size
-        self.body.append(f"    for (int32_t r = 0; r < {rows}; ++r) {{")
-        self.call(kernel, [str(m), f"&{lid}_p", f"{self.ptr(a.name)} + r * {m}", pb, "1",
-                           f"{self.ptr(y.name)} + r * {m}"])
-        self.body.append("    }")
-
-    def emit_pool(self, lid, n, p, info):
-        g = self.g
-        x = g.tensors[n.inputs[0]]
-        y = g.tensors[n.outputs[0]]
-        a = n.attrs
-        _, c, h, w = x.shape
-        _, _, oh, ow = y.shape
-        use_float = 1 if "in_scale" in p else (2 if "mean_mult" in p else 0)
-        if p.get("qlinear"):
-            use_float = 3  # onnxruntime QLinearAveragePool (passes/ort_qlinear.py)
-        vals = [h, w, c, oh, ow, a["kernel"][0], a["kernel"][1], a["strides"][0], a["strides"][1],
-                a["pads"][0], a["pads"][1], a.get("count_include_pad", 0), p["act_min"], p["act_max"],
-                use_float]
-        fields = ", ".join(str(int(v)) for v in vals)
-        fields += (f", {c_float(p.get('in_scale', 0.0))}, {c_float(p.get('out_scale', 0.0))}, "
-                   f"{p.get('in_zp', 0)}, {p.get('out_zp', 0)}, {p.get('mean_mult', 0)}, "
-                   f"{p.get('mean_shift', 0)}, {p.get('mean_bias', 0)}")
-        if n.op == "avgpool" and use_float in (1, 3):
-            from .fast_pack import dequant_table
-
-            fields += ", " + self.const("float", f"{lid}_dq", dequant_table(p["in_scale"], p["in_zp"]))
-        else:
-            fields += ", NULL"
-        self.consts.append(f"static const tinyaot_pool_params_t {lid}_p = {{ {fields} }};\n")
-        kernel = "tinyaot_avgpool_s8" if n.op == "avgpool" else "tinyaot_maxpool_s8"
-        info["kernel"] = kernel
-        self.call(kernel, [f"&{lid}_p", self.ptr(x.name), self.ptr(y.name)])
-
-
-def _float_bias(g, n):
-    b = n.inputs[2] if len(n.inputs) > 2 else None
-    w = g.tensors[n.inputs[1]]
-    if not b:
-        return np.zeros(w.shape[0], dtype=np.float32)
-    bt = g.tensors[b]
-    scale = np.broadcast_to(bt.q.scale.astype(np.float32), bt.data.shape)
-    return (bt.data.astype(np.float32) * scale).astype(np.float32)
 
 
 _HOOK_DEFAULTS = """/* Debug hooks (tinyaot validate / profile): empty unless a build defines
@@ -543,7 +110,7 @@ def emit_c(g: Graph, plan, params, numerics, name=None, hooks=False, optimize="s
     """hooks: after each layer i, emit TINYAOT_PROFILE(i) and
     TINYAOT_TRACE(i, output pointer, output bytes) (empty macros by default).
     unroll_fc: eligible float FC layers as weight-specialized straight-line code
-    on FPU targets (backend/fc_float_unrolled.py)."""
+    on FPU targets (kernels/fc_float_unrolled.py)."""
     name = c_ident(name or g.name)
     if len(g.inputs) != 1 or len(g.outputs) != 1:
         raise NotImplementedError("exactly one input and one output are supported")

@@ -12,7 +12,7 @@ the wrapper adds two static buffers (input + output bytes) outside the arena.
 """
 from __future__ import annotations
 
-from .c_format import c_float
+from ..kernels.c_format import c_float
 
 IO_MODES = ("int8", "float")
 

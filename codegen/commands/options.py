@@ -24,7 +24,7 @@ def examples(*lines, note=""):
 
 
 def add_optimize(p):
-    """--optimize speed|size (codegen/passes/optimize.py) on a command that compiles."""
+    """--optimize speed|size (codegen/passes/kernel_select.py) on a command that compiles."""
     p.add_argument("--optimize", default="speed", choices=["speed", "size"],
                    help="speed (default): fast kernels, float weights for onnxruntime's float "
                         "layers; size: int8 weights in flash and portable kernels (less flash, "

@@ -97,7 +97,7 @@ def check_flash(image, board, flash_limit=None, model=None):
 
 def _size_hint(compiled, flash_have):
     """' (try --optimize size: ...)' when the speed build is over the flash limit
-    and the size build (passes/optimize.py) would be under it; else ''."""
+    and the size build (passes/kernel_select.py) would be under it; else ''."""
     opts = dict(compiled.options or {})
     if opts.get("optimize", "speed") != "speed" or "path" not in opts:
         return ""

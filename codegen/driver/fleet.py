@@ -138,7 +138,7 @@ def verify_on_board(model, golden, board_name, numerics="ort", key="outputs", ma
         if not ok:
             if optimize == "speed" and "flash" in reason and fit(
                     compiled_once(model, numerics, "size"), board)[0]:
-                reason += "; fits with optimize=size"  # passes/optimize.py
+                reason += "; fits with optimize=size"  # passes/kernel_select.py
             row.update(result=NOFIT, detail=reason)
             return row
         # One build directory for all of this board's firmware runs: SCons

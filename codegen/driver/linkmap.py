@@ -35,7 +35,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..backend.fc_float_unrolled import FUNCTION_RE
+from ..kernels.fc_float_unrolled import FUNCTION_RE
 
 KERNEL_LIBRARY = "libtinyaot.a"  # driver/firmware.py archives the runtime kernels
 HARNESS_INPUTS = "tinyaot_harness_inputs"  # backend's emit_harness_data: the golden inputs
@@ -144,7 +144,7 @@ def flash_sections(lm, origin, length):
 
 def _is_weight(suffix):
     """l<i>_w (int8 weights as in the model), l<i>_wp (packed for the fast kernels)
-    and l<i>_wu (an unrolled float FC's nonzero weights, backend/fc_float_unrolled.py)."""
+    and l<i>_wu (an unrolled float FC's nonzero weights, kernels/fc_float_unrolled.py)."""
     return suffix in ("w", "wp", "wu") or suffix.startswith("w_")
 
 

@@ -36,7 +36,7 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
-from ..passes.ort_qlinear import optimized_graph
+from ..frontend.ort_facts import optimized_graph
 from ..reference.onnxruntime_oracle import with_outputs
 
 # Output quantization (scale, zero point) input positions of ORT's fused ops.

@@ -190,7 +190,7 @@ def check_attributes(proto: onnx.ModelProto, path):
 
 class out_of_range_params:
     """Context manager: the ValueError / OverflowError the fixed-point helpers
-    (reference/tflite_fixedpoint.py) raise for multipliers they cannot represent
+    (numerics/tflite_fixedpoint.py) raise for multipliers they cannot represent
     (e.g. a scale of 3e38) -> TinyAotError naming the node. Errors raised
     anywhere else pass through unchanged."""
 

@@ -10,42 +10,21 @@ through on the integer tensors.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 import numpy as np
 import onnx
 
 from ..errors import TinyAotError
 from ..ir import Graph, Node, QParams, Tensor
-from .onnx_loader_util import attr_dict, conv_pads, np_dtype_name
+from ..ops import ONNX_LOWERINGS
+from ..ops.pending_folds import fold_into_pending
+from ..ops.base import Unsupported as _Unsupported
+from .onnx_loader_util import attr_dict, initializer_arrays, np_dtype_name, tensor_shapes
 
 INT_TYPES = {"int8", "uint8", "int32"}
-MOVE_OPS = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "Identity", "Slice", "Split"}
-FLOAT_OPS = {"Conv", "MatMul", "Gemm", "Add", "Relu", "Clip", "AveragePool",
-             "GlobalAveragePool", "MaxPool", "Softmax"}
-# Elementwise nonlinearities: one `lut` IR node (256-entry table per numerics).
-LUT_OPS = {"Sigmoid", "Tanh", "HardSwish", "HardSigmoid", "LeakyRelu"}
-FLOAT_OPS |= LUT_OPS
-FLOAT_OPS |= {"Mul", "Concat", "Pad", "ReduceMean", "ConvTranspose", "Resize"}
-
-
-@dataclass
-class Pending:
-    """A float op waiting for the QuantizeLinear that gives its output."""
-    op: str
-    node: str  # ONNX node name, for messages and the IR node's name
-    inputs: list
-    attrs: dict = field(default_factory=dict)
-    act_lo: float | None = None  # fused Relu/Clip bounds, in real units
-    act_hi: float | None = None
-    shape: tuple = ()
-    tensors: list = field(default_factory=list)  # ONNX float tensors it computes
 
 
 class Lowering:
     def __init__(self, proto: onnx.ModelProto, path, reported=None):
-        from .onnx_loader import initializer_arrays, tensor_shapes
-
         self.proto = proto
         self.path = str(path)
         self.consts = initializer_arrays(proto, path)
@@ -58,7 +37,7 @@ class Lowering:
         self.defined = set(self.consts)
         self.unsupported = []  # (op_type, node name, why)
         # slice output -> (its input, starts, steps): a slice of a slice reads the first
-        # one's input directly (one copy, not two; an unused middle slice is dead code)
+        # one's input directly (codegen/ops/slice.py), also through Q(DQ(x)) (lower_q)
         self.windows = {}
         # nodes an earlier pass (frontend/qoperator.py) could not rewrite:
         # name -> (op_type, why); they and what depends on them are skipped
@@ -67,6 +46,11 @@ class Lowering:
         self.io_float = {"inputs": [], "outputs": []}
 
     # ---- helpers -------------------------------------------------------
+    @property
+    def opset(self) -> int:
+        """The model's ai.onnx opset."""
+        return _opset(self.proto)
+
     def err(self, msg, node=None, tensor=None):
         return TinyAotError(msg, model=self.path, node=node, tensor=tensor)
 
@@ -199,13 +183,12 @@ class Lowering:
             return self.lower_dq(node, name, attrs)
         if op == "QuantizeLinear":
             return self.lower_q(node, name, attrs)
-        if op in MOVE_OPS:
-            return self.lower_move(node, name, attrs)
-        from .integer_ops import INTEGER_OPS, is_epilogue_node, lower_integer_op
-        if op in INTEGER_OPS or is_epilogue_node(self, node):  # ConvInteger / MatMulInteger
-            return lower_integer_op(self, node, name, attrs, _Unsupported)
-        if op in FLOAT_OPS:
-            return self.lower_float(node, name, attrs)
+        if fold_into_pending(self, node, name, attrs):  # a bias Add, an integer epilogue
+            return
+        lower = ONNX_LOWERINGS.get(op)  # the operator modules (codegen/ops/)
+        if lower is not None:
+            out = node.output[0]
+            return lower(self, node, name, attrs, list(node.input), out, self.shape_of(out, name))
         raise _Unsupported("operator is not supported")
 
     # ---- Q / DQ --------------------------------------------------------
@@ -290,101 +273,6 @@ class Lowering:
             return
         raise _Unsupported(f"QuantizeLinear input '{f}' comes from an unsupported float op")
 
-    # ---- data movement on integer tensors -----------------------------
-    def lower_move(self, node, name, attrs):
-        x = node.input[0]
-        out = node.output[0]
-        if x in self.graph.tensors and not self.graph.tensors[x].is_const:
-            src = self.graph.tensors[x]
-            float_out = False
-        elif x in self.qrepr:
-            src = self.graph.tensors[self.qrepr[x]]
-            float_out = True
-        elif x in self.consts:
-            self.fold_const_move(node, name, attrs)
-            return
-        else:
-            raise _Unsupported(f"input '{x}' is a float tensor that is not quantized")
-        if node.op_type in ("Slice", "Split"):
-            windows = self.slice_windows(node, name, attrs, src.shape)
-            for j, (o, (starts, steps, oshape)) in enumerate(zip(node.output, windows)):
-                if not o:
-                    continue
-                t = self.add_int_tensor(o if not float_out else f"{o}@q", oshape, src.dtype, src.q)
-                root = src.name
-                if root in self.windows:  # compose: index i of this window is
-                    root, s1, t1 = self.windows[root]  # s1 + t1 * (start + step * i)
-                    starts = tuple(a + b * c for a, b, c in zip(s1, t1, starts))
-                    steps = tuple(b * c for b, c in zip(t1, steps))
-                self.windows[t.name] = (root, starts, steps)
-                self.emit("slice", name if len(node.output) == 1 else f"{name}:{j}", [root],
-                          [t.name], {"starts": starts, "steps": steps})
-                if float_out:
-                    self.qrepr[o] = t.name
-            return
-        shape = self.shape_of(out, name)
-        oname = out if not float_out else f"{out}@q"
-        t = self.add_int_tensor(oname, shape, src.dtype, src.q)
-        if node.op_type == "Transpose":
-            perm = attrs.get("perm", list(reversed(range(len(src.shape)))))
-            self.emit("transpose", name, [src.name], [t.name], {"perm": tuple(int(p) for p in perm)})
-        else:
-            self.emit("reshape", name, [src.name], [t.name])
-        if float_out:
-            self.qrepr[out] = t.name
-
-    def slice_windows(self, node, name, attrs, shape):
-        """Slice / Split -> one (starts, steps, out_shape) per output (frontend/slice_split.py)."""
-        from .slice_split import SliceError, slice_window, split_sizes, split_windows
-        ins = list(node.input) + [""] * 5
-        opset = _opset(self.proto)
-        try:
-            if node.op_type == "Slice":
-                def opt(i, what):  # opset 10+ (the oldest tinyaot reads): constant inputs
-                    return self.const(ins[i], name, f"Slice {what}") if ins[i] else None
-                if not ins[1] or not ins[2]:
-                    raise SliceError("starts and ends are required")
-                windows = [slice_window(shape, opt(1, "starts"), opt(2, "ends"), opt(3, "axes"),
-                                        opt(4, "steps"))]
-            else:
-                axis = int(attrs.get("axis", 0))
-                if axis < -len(shape) or axis >= len(shape):
-                    raise SliceError(f"axis {axis} out of range for rank {len(shape)}")
-                axis %= len(shape)
-                split = attrs.get("split")
-                if opset >= 13 and ins[1]:
-                    split = self.const(ins[1], name, "Split split")
-                sizes = split_sizes(int(shape[axis]), len(node.output), split,
-                                    attrs.get("num_outputs"))
-                windows = split_windows(shape, axis, sizes)
-        except (SliceError, KeyError) as e:
-            raise self.err(f"invalid {node.op_type}: {e}", node=name) from None
-        for o, (_, _, oshape) in zip(node.output, windows):
-            if o and o in self.shapes and tuple(self.shapes[o][0]) != tuple(oshape):
-                raise self.err(f"{node.op_type} output shape {list(oshape)} differs from the "
-                               f"model's {list(self.shapes[o][0])}", node=name, tensor=o)
-            if o and 0 in oshape:
-                raise _Unsupported(f"{node.op_type} output '{o}' is empty")
-        if len(shape) > 4:
-            raise _Unsupported(f"{node.op_type} of a rank-{len(shape)} tensor (at most 4)")
-        return windows
-
-    def fold_const_move(self, node, name, attrs):
-        x = np.asarray(self.consts[node.input[0]])
-        op = node.op_type
-        if op in ("Slice", "Split"):
-            from .slice_split import apply_window
-            for o, w in zip(node.output, self.slice_windows(node, name, attrs, x.shape)):
-                if o:
-                    self.consts[o] = apply_window(x, *w)
-            return
-        if op == "Transpose":
-            perm = attrs.get("perm", list(reversed(range(x.ndim))))
-            y = np.transpose(x, perm)
-        else:
-            y = x.reshape(self.shape_of(node.output[0], name))
-        self.consts[node.output[0]] = y
-
     # ---- float ops that become integer kernels -------------------------
     def act_input(self, x, name):
         if x in self.qrepr:
@@ -400,97 +288,6 @@ class Lowering:
         raise _Unsupported(f"input '{x}' is not quantized (float op inside a quantized "
                            "region): quantize this node or enable float fallback")
 
-    def lower_conv1d(self, ins, out, name, attrs, shape):
-        """Conv on [N, C, L]: a conv2d on [N, C, 1, L] between two zero-copy reshapes."""
-        x = self.act_input(ins[0], name)
-        w = self.weight_input(ins[1], name)
-        b = self.weight_input(ins[2], name, "int32") if len(ins) > 2 and ins[2] else None
-        xt, wt = self.graph.tensors[x], self.graph.tensors[w]
-        if len(wt.shape) != 3:
-            raise _Unsupported("1-D Conv weights must be [O, I, K]")
-        self.check_weight_q(wt, 0, name)
-        fresh = f"{x}@2d" not in self.graph.tensors
-        x4 = self.add_int_tensor(f"{x}@2d", xt.shape[:2] + (1, xt.shape[2]), xt.dtype, xt.q)
-        if fresh:
-            self.emit("reshape", f"{name}@2d", [x], [x4.name])
-        w4 = self.add_int_tensor(f"{w}@2d", wt.shape[:2] + (1, wt.shape[2]), wt.dtype, wt.q,
-                                 np.ascontiguousarray(wt.data.reshape(wt.shape[:2] + (1, wt.shape[2]))))
-        k = int(tuple(attrs.get("kernel_shape", wt.shape[2:]))[0])
-        s = int(tuple(attrs.get("strides", (1,)))[0])
-        d = int(tuple(attrs.get("dilations", (1,)))[0])
-        a2 = {"auto_pad": attrs.get("auto_pad", "NOTSET")}
-        if "pads" in attrs:
-            p = list(attrs["pads"])
-            a2["pads"] = (0, p[0], 0, p[1])
-        pads = conv_pads(a2, (1, xt.shape[2]), (1, k), (1, s), (1, d), (1, shape[2]))
-        a = {"kernel": (1, k), "strides": (1, s), "dilations": (1, d), "pads": pads,
-             "group": int(attrs.get("group", 1)), "conv1d_out": True}
-        self.pending[out] = Pending("conv2d", name, [x4.name, w4.name, b], a,
-                                    shape=(shape[0], shape[1], 1, shape[2]))
-
-    def lower_conv_transpose(self, ins, out, name, attrs, shape):
-        """ConvTranspose on [N, C, H, W] (or [N, C, L] as [N, C, 1, L] between two
-        zero-copy reshapes) -> one conv_transpose IR node, weights [C_in, C_out/group, kH, kW]."""
-        from .conv_transpose_attrs import AttrError, conv_transpose_geometry
-
-        x = self.act_input(ins[0], name)
-        w = self.weight_input(ins[1], name)
-        b = self.weight_input(ins[2], name, "int32") if len(ins) > 2 and ins[2] else None
-        xt, wt = self.graph.tensors[x], self.graph.tensors[w]
-        rank = len(xt.shape)
-        if rank not in (3, 4) or len(wt.shape) != rank:
-            raise _Unsupported("only 1-D and 2-D ConvTranspose (3-D or 4-D tensors) is supported")
-        group = int(attrs.get("group", 1))
-        cin = xt.shape[1]
-        if group < 1 or cin % group or wt.shape[0] != cin:
-            raise self.err(f"weights {list(wt.shape)} do not fit {cin} input channels in "
-                           f"{group} group(s)", node=name, tensor=w)
-        try:
-            geo = conv_transpose_geometry(attrs, xt.shape[2:], wt.shape[2:])
-        except AttrError as e:
-            raise self.err(str(e), node=name) from None
-        want = (xt.shape[0], wt.shape[1] * group) + geo["out_hw"]
-        if tuple(shape) != want:
-            raise self.err(f"output shape {list(shape)} from ONNX shape inference differs from "
-                           f"{list(want)} (onnxruntime's ConvTranspose arithmetic)",
-                           node=name, tensor=out)
-        self.check_weight_q(wt, 1, name)
-        if rank == 3:  # 1-D: everything gets a unit H
-            fresh = f"{x}@2d" not in self.graph.tensors
-            x4 = self.add_int_tensor(f"{x}@2d", xt.shape[:2] + (1, xt.shape[2]), xt.dtype, xt.q)
-            if fresh:
-                self.emit("reshape", f"{name}@2d", [x], [x4.name])
-            x = x4.name
-            w4 = wt.shape[:2] + (1, wt.shape[2])
-            w = self.add_int_tensor(f"{w}@2d", w4, wt.dtype, wt.q,
-                                    np.ascontiguousarray(wt.data.reshape(w4))).name
-            p = geo["pads"]
-            geo.update(kernel=(1,) + geo["kernel"], strides=(1,) + geo["strides"],
-                       dilations=(1,) + geo["dilations"], pads=(0, p[0], 0, p[1]),
-                       output_padding=(0,) + geo["output_padding"])
-            shape = (shape[0], shape[1], 1, shape[2])
-        a = {k: geo[k] for k in ("kernel", "strides", "dilations", "pads", "output_padding")}
-        a["group"] = group
-        if rank == 3:
-            a["conv1d_out"] = True
-        self.pending[out] = Pending("conv_transpose", name, [x, w, b], a, shape=tuple(shape))
-
-    def float_scalar(self, x, name):
-        """A constant float scalar, given directly or as DequantizeLinear of a constant."""
-        if x in self.qrepr and self.graph.tensors[self.qrepr[x]].is_const:
-            t = self.graph.tensors[self.qrepr[x]]
-            s, zp = t.q.scalar()
-            return float((np.float32(int(np.asarray(t.data).reshape(-1)[0]) - int(zp))) * s)
-        return float(np.asarray(self.const(x, name, "scalar")).reshape(-1)[0])
-
-    def mul_input(self, x, name):
-        if x in self.qrepr and self.graph.tensors[self.qrepr[x]].is_const:
-            t = self.graph.tensors[self.qrepr[x]]
-            if t.dtype != "int8" or t.q.per_channel:
-                raise _Unsupported(f"constant '{x}' must be int8, quantized per tensor")
-            return t.name
-        return self.act_input(x, name)
-
     def weight_input(self, x, name, dtype="int8"):
         if x in self.qrepr and self.graph.tensors[self.qrepr[x]].is_const:
             t = self.graph.tensors[self.qrepr[x]]
@@ -499,245 +296,6 @@ class Lowering:
             return t.name
         raise _Unsupported(f"'{x}' must be a constant quantized {dtype} tensor "
                            "(DequantizeLinear of an initializer)")
-
-    def lower_float(self, node, name, attrs):
-        op = node.op_type
-        ins = list(node.input)
-        out = node.output[0]
-        shape = self.shape_of(out, name)
-        if op == "Conv" and len(self.graph.tensors[self.act_input(ins[0], name)].shape) == 3:
-            return self.lower_conv1d(ins, out, name, attrs, shape)
-        if op == "ConvTranspose":
-            return self.lower_conv_transpose(ins, out, name, attrs, shape)
-        if op == "Conv":
-            x = self.act_input(ins[0], name)
-            w = self.weight_input(ins[1], name)
-            b = self.weight_input(ins[2], name, "int32") if len(ins) > 2 and ins[2] else None
-            wt = self.graph.tensors[w]
-            xs = self.graph.tensors[x].shape
-            if len(xs) != 4:
-                raise _Unsupported("only 2-D convolution (4-D tensors) is supported")
-            kshape = tuple(attrs.get("kernel_shape", wt.shape[2:]))
-            strides = tuple(attrs.get("strides", (1, 1)))
-            dil = tuple(attrs.get("dilations", (1, 1)))
-            pads = conv_pads(attrs, xs[2:], kshape, strides, dil, shape[2:])
-            self.check_weight_q(wt, 0, name)
-            a = {"kernel": kshape, "strides": strides, "dilations": dil, "pads": pads,
-                 "group": int(attrs.get("group", 1))}
-            self.pending[out] = Pending("conv2d", name, [x, w, b], a, shape=shape)
-            return
-        if (op == "MatMul" and ins[1] in self.qrepr
-                and not self.graph.tensors[self.qrepr[ins[1]]].is_const):
-            # activation x activation: [..., M, K] x [..., K, N], same batch dims
-            a = self.act_input(ins[0], name)
-            b = self.act_input(ins[1], name)
-            sa, sb = self.graph.tensors[a].shape, self.graph.tensors[b].shape
-            if len(sa) < 2 or len(sa) != len(sb) or sa[:-2] != sb[:-2] or sa[-1] != sb[-2]:
-                raise _Unsupported("MatMul of two activations needs [..., M, K] x [..., K, N] "
-                                   "with equal batch dimensions")
-            self.pending[out] = Pending("matmul", name, [a, b], {}, shape=shape)
-            return
-        if op in ("MatMul", "Gemm"):
-            x = self.act_input(ins[0], name)
-            w = self.weight_input(ins[1], name)
-            wt = self.graph.tensors[w]
-            trans_b = int(attrs.get("transB", 0)) if op == "Gemm" else 0
-            if op == "Gemm" and (int(attrs.get("transA", 0)) or attrs.get("alpha", 1.0) != 1.0
-                                 or attrs.get("beta", 1.0) != 1.0):
-                raise _Unsupported("Gemm with transA or alpha/beta != 1")
-            if len(self.graph.tensors[x].shape) != 2 or len(wt.shape) != 2:
-                raise _Unsupported("MatMul supports a 2-D activation times a 2-D constant")
-            w = self.fc_weights(wt, trans_b, name)
-            b = None
-            if op == "Gemm" and len(ins) > 2 and ins[2]:
-                b = self.weight_input(ins[2], name, "int32")
-            self.pending[out] = Pending("fully_connected", name, [x, w, b], {}, shape=shape)
-            return
-        if op == "Add":
-            for i, j in ((0, 1), (1, 0)):
-                p = self.pending.get(ins[i])
-                if (p is not None and p.op in ("fully_connected", "conv2d") and p.inputs[2] is None
-                        and p.act_lo is None and p.act_hi is None and ins[j] in self.qrepr
-                        and self.graph.tensors[self.qrepr[ins[j]]].is_const
-                        and self.graph.tensors[self.qrepr[ins[j]]].dtype == "int32"):
-                    del self.pending[ins[i]]
-                    p.inputs[2] = self.qrepr[ins[j]]
-                    p.tensors.append(ins[i])
-                    self.pending[out] = p
-                    return
-            from .const_operand import add_operands  # an activation + a quantized constant too
-            a, b, attrs_add = add_operands(self, ins, name, shape, _Unsupported)
-            self.pending[out] = Pending("add", name, [a, b], attrs_add, shape=shape)
-            return
-        if op in ("Relu", "Clip"):
-            lo, hi = 0.0, None
-            if op == "Clip":
-                lo, hi = self.clip_bounds(node, attrs, name)
-            x = ins[0]
-            if x in self.pending:
-                p = self.pending.pop(x)
-                p.tensors.append(x)
-            else:
-                p = Pending("clamp", name, [self.act_input(x, name)], {}, shape=shape)
-            if lo is not None:
-                p.act_lo = lo if p.act_lo is None else max(p.act_lo, lo)
-            if hi is not None:
-                p.act_hi = hi if p.act_hi is None else min(p.act_hi, hi)
-            self.pending[out] = p
-            return
-        if op in ("AveragePool", "MaxPool", "GlobalAveragePool"):
-            x = self.act_input(ins[0], name)
-            xs = self.graph.tensors[x].shape
-            if len(xs) != 4:
-                raise _Unsupported("only 2-D pooling is supported")
-            if op == "GlobalAveragePool":
-                k, s, pads = tuple(xs[2:]), (1, 1), (0, 0, 0, 0)
-                cip = 0
-            else:
-                if attrs.get("ceil_mode", 0):
-                    raise _Unsupported("ceil_mode=1 is not supported")
-                k = tuple(attrs["kernel_shape"])
-                s = tuple(attrs.get("strides", (1, 1)))
-                if tuple(attrs.get("dilations", (1, 1))) != (1, 1):
-                    raise _Unsupported("dilated pooling is not supported")
-                pads = conv_pads(attrs, xs[2:], k, s, (1, 1), shape[2:])
-                cip = int(attrs.get("count_include_pad", 0))
-            kind = "maxpool" if op == "MaxPool" else "avgpool"
-            a = {"kernel": k, "strides": s, "pads": pads, "count_include_pad": cip}
-            self.pending[out] = Pending(kind, name, [x], a, shape=shape)
-            return
-        if op == "Softmax":
-            x = self.act_input(ins[0], name)
-            rank = len(shape)
-            opset = _opset(self.proto)
-            axis = int(attrs.get("axis", -1 if opset >= 13 else 1))
-            axis %= rank
-            if opset < 13 and axis != rank - 1:
-                raise _Unsupported("Softmax before opset 13 with axis != last")
-            if axis != rank - 1:
-                raise _Unsupported("Softmax over an axis other than the last")
-            self.pending[out] = Pending("softmax", name, [x], {"axis": axis}, shape=shape)
-            return
-        if op == "Mul":
-            # activation x activation, or x per-tensor int8 constant (broadcasting)
-            xs = [self.mul_input(i, name) for i in ins[:2]]
-            if all(self.graph.tensors[i].is_const for i in xs):
-                raise _Unsupported("Mul of two constants")
-            if len(shape) > 4:
-                raise _Unsupported("Mul of rank > 4")
-            acts = [i for i in xs if not self.graph.tensors[i].is_const]
-            if len(acts) == 1 and self.graph.tensors[acts[0]].shape != tuple(shape):
-                raise _Unsupported("Mul where a constant broadcasts the activation to a larger shape")
-            self.pending[out] = Pending("mul", name, xs, {}, shape=shape)
-            return
-        if op == "Concat":
-            xs = [self.act_input(i, name) for i in ins if i]
-            axis = int(attrs.get("axis", 1)) % len(shape)
-            self.pending[out] = Pending("concat", name, xs, {"axis": axis}, shape=shape)
-            return
-        if op == "ReduceMean":  # over H, W with keepdims: a global average pool
-            x = self.act_input(ins[0], name)
-            xs = self.graph.tensors[x].shape
-            if len(ins) > 1 and ins[1]:
-                axes = [int(v) for v in np.asarray(self.const(ins[1], name, "axes")).reshape(-1)]
-            else:
-                axes = list(attrs.get("axes", []))
-            if len(xs) != 4 or sorted(a % 4 for a in axes) != [2, 3] or not attrs.get("keepdims", 1):
-                raise _Unsupported("ReduceMean is supported over H, W of a 4-D tensor, keepdims=1")
-            a = {"kernel": tuple(xs[2:]), "strides": (1, 1), "pads": (0, 0, 0, 0),
-                 "count_include_pad": 0, "reduce_mean": True}
-            self.pending[out] = Pending("avgpool", name, [x], a, shape=shape)
-            return
-        if op == "Pad":
-            x = self.act_input(ins[0], name)
-            rank = len(self.graph.tensors[x].shape)
-            value = 0.0
-            if _opset(self.proto) < 11:
-                pads = list(attrs["pads"])
-                value = float(attrs.get("value", 0.0))
-            else:
-                pads = [int(v) for v in np.asarray(self.const(ins[1], name, "Pad pads")).reshape(-1)]
-                if len(ins) > 2 and ins[2]:
-                    value = self.float_scalar(ins[2], name)
-                if len(ins) > 3 and ins[3]:
-                    raise _Unsupported("Pad with axes")
-            mode = attrs.get("mode", "constant")
-            if mode not in ("constant", "reflect", "edge"):
-                raise _Unsupported(f"Pad mode {mode}")
-            if len(pads) != 2 * rank or min(pads) < 0 or rank > 4:
-                raise _Unsupported("Pad with negative pads or rank > 4")
-            a = {"mode": mode, "before": tuple(pads[:rank]), "after": tuple(pads[rank:]),
-                 "value": value}
-            self.pending[out] = Pending("pad", name, [x], a, shape=shape)
-            return
-        if op == "Resize":
-            from .resize import ResizeUnsupported, resize_attrs
-            x = self.act_input(ins[0], name)
-            ins += [""] * 4
-
-            def const_or_none(i, what):
-                return np.asarray(self.const(ins[i], name, f"Resize {what}")) if ins[i] else None
-            try:
-                a = resize_attrs(attrs, _opset(self.proto), self.graph.tensors[x].shape, shape,
-                                 const_or_none(2, "scales"), const_or_none(3, "sizes"))
-            except ResizeUnsupported as e:
-                raise _Unsupported(str(e)) from None
-            except ValueError as e:
-                raise self.err(str(e), node=name, tensor=out) from None
-            self.pending[out] = Pending("resize", name, [x], a, shape=shape)
-            return
-        if op in LUT_OPS:
-            x = self.act_input(ins[0], name)
-            fa = tuple(sorted((k, float(v)) for k, v in attrs.items() if k in ("alpha", "beta")))
-            a = {"fn": op, "fn_attrs": fa, "opset": _opset(self.proto)}
-            self.pending[out] = Pending("lut", name, [x], a, shape=shape)
-            return
-        raise _Unsupported("operator is not supported")
-
-    def clip_bounds(self, node, attrs, name):
-        lo = hi = None
-        if _opset(self.proto) < 11:
-            lo = attrs.get("min")
-            hi = attrs.get("max")
-        else:
-            if len(node.input) > 1 and node.input[1]:
-                lo = self.clip_scalar(node.input[1], name, "Clip min")
-            if len(node.input) > 2 and node.input[2]:
-                hi = self.clip_scalar(node.input[2], name, "Clip max")
-        return lo, hi
-
-    def clip_scalar(self, x, name, what):
-        v = np.asarray(self.const(x, name, what))
-        if v.size != 1 or v.dtype.kind not in "fiu":
-            raise self.err(f"{what} must be one number, got shape {list(v.shape)} {v.dtype}",
-                           node=name, tensor=x)
-        return float(v.reshape(-1)[0])
-
-    def check_weight_q(self, wt, channel_axis, name):
-        if wt.q.per_channel and wt.q.axis != channel_axis:
-            raise _Unsupported(f"weights quantized along axis {wt.q.axis}, expected {channel_axis}")
-        if np.any(wt.q.zero_point != 0):
-            raise _Unsupported("weights with a non-zero zero point (asymmetric weights)")
-
-    def fc_weights(self, wt, trans_b, name):
-        """Constant [K, N] (or [N, K] with transB) -> new constant [N, K], axis 0."""
-        data = wt.data if trans_b else wt.data.T
-        axis = None
-        if wt.q.per_channel:
-            want = 0 if trans_b else 1
-            if wt.q.axis != want:
-                raise _Unsupported("weights quantized along the reduction axis")
-            axis = 0
-        q = QParams(wt.q.scale, wt.q.zero_point, axis)
-        if np.any(q.zero_point != 0):
-            raise _Unsupported("weights with a non-zero zero point (asymmetric weights)")
-        t = self.add_int_tensor(f"{wt.name}@NK", data.shape, wt.dtype, q,
-                                np.ascontiguousarray(data))
-        return t.name
-
-
-class _Unsupported(Exception):
-    pass
 
 
 def _opset(proto):

@@ -10,7 +10,7 @@ here into exactly that group, so `qdq_lowering` serves both forms:
 
 The rewritten nodes keep the QOperator node's name (messages name the node
 the user knows). Nodes of other forms pass through unchanged (ConvInteger /
-MatMulInteger of a static graph: frontend/integer_ops.py). Dynamic
+MatMulInteger of a static graph: codegen/ops/integer_forms.py). Dynamic
 quantization (DynamicQuantizeLinear and the integer ops reading it: scales
 computed at run time) and nodes that cannot be rewritten stay in the graph
 and are returned by name, so the lowering reports them together with its own
@@ -18,7 +18,7 @@ unsupported nodes (frontend/unsupported.py).
 
 Numerics note (`--numerics ort`): onnxruntime runs QLinearConv / QGemm /
 QLinearMatMul as integer kernels (int32 accumulation, float requantize), so
-none of these layers is an "ort float" layer; `passes.ort_paths` asks ORT's
+none of these layers is an "ort float" layer; `frontend.ort_facts` asks ORT's
 optimizer about the original QOperator file, which has no float Conv/Gemm,
 and marks none of them.
 """

@@ -1,50 +1,40 @@
-"""Kernel selection: which runtime_c kernel each conv / FC layer uses.
+"""Kernel selection: which runtime_c kernel each layer uses, and its scratch.
 
-Sets ``Node.attrs["fast_kernel"]`` ("conv", "depthwise" or "fc") on the
-integer layers the fast kernels (runtime_c/include/tinyaot_fast_kernels.h)
-handle, and ``Node.attrs["scratch_bytes"]`` (the kernel's
-*_get_buffer_size) so the arena planner reserves a block live only during
-that layer (ConvTranspose: one output pixel's accumulators, both numerics).
-Layers onnxruntime keeps in float (attr ``ort_float``) stay on
-the float kernels: their fma order is what makes them bit-exact.
+Each operator module chooses for its own layers (codegen/ops/: Op.select), once, with the
+--optimize mode: the conv / depthwise / FC kernel variant (Node.attrs "fast_kernel", or under
+--optimize size "int_w8" / "f32_w8") and ``Node.attrs["scratch_bytes"]`` (the kernel's
+*_get_buffer_size) so the arena planner reserves a block live only during that layer. Layers
+onnxruntime keeps in float (attr ``ort_float``) stay on the float kernels: their fma order is
+what makes them bit-exact.
+
+--optimize speed|size: what the compiler trades for flash.
+
+speed (the default) keeps kernel selection as it is: the fast integer kernels
+(int16-packed weights, unrolled asm variants) and, under `--numerics ort`,
+float weights dequantized at compile time (4 bytes each) for the layers ORT
+runs in float.
+
+size keeps every weight as its int8 byte in flash: each conv / FC layer's
+operator chooses its size kernel (Op.select with "size"; the kernels:
+codegen/ops/size_kernels.py), and Add runs tinyaot_add_s8 without the fast
+kernel's 256-entry tables (ops/add.py). Both cost instructions; the
+report and `tinyaot profile` give how many.
 """
 from __future__ import annotations
 
-from ..backend.fast_pack import conv_scratch_bytes, fc_scratch_bytes
+from .. import ops
+from ..errors import TinyAotError
+
+OPTIMIZE = ("speed", "size")
 
 
-def select_kernels(g):
+def check_optimize(value):
+    if value not in OPTIMIZE:
+        raise TinyAotError(f"unknown --optimize '{value}' (choose from {', '.join(OPTIMIZE)})")
+    return value
+
+
+def select_kernels(g, optimize="speed"):
     for n in g.nodes:
-        if n.op == "conv_transpose":  # one output pixel's accumulators (both numerics)
-            from ..backend.c_emit_more import transpose_conv_scratch_bytes
-            n.attrs["scratch_bytes"] = transpose_conv_scratch_bytes(g.tensors[n.outputs[0]].shape[1])
-            continue
-        if n.op == "fully_connected" and n.attrs.get("ort_float"):  # one dequantized input row
-            from ..backend.fc_float_pack import fc_float_scratch_bytes
-            n.attrs["scratch_bytes"] = fc_float_scratch_bytes(g.tensors[n.inputs[1]].shape[1])
-            continue
-        if n.op == "conv2d" and n.attrs.get("ort_float"):  # pixel columns + one tile
-            from ..backend.conv_f32_pack import scratch_bytes
-            n.attrs["scratch_bytes"] = scratch_bytes(g.tensors[n.inputs[0]].shape,
-                                                     g.tensors[n.inputs[1]].shape,
-                                                     g.tensors[n.outputs[0]].shape, n.attrs)
-            continue
-        if n.attrs.get("ort_float") or n.attrs.get("int_epilogue"):  # float math: portable kernels
-            continue
-        if n.op == "conv2d":
-            x = g.tensors[n.inputs[0]]
-            w = g.tensors[n.inputs[1]]
-            y = g.tensors[n.outputs[0]]
-            group = n.attrs["group"]
-            cin, cout = x.shape[1], y.shape[1]
-            kh, kw = n.attrs["kernel"]
-            if group == 1:
-                n.attrs["fast_kernel"] = "conv"
-                n.attrs["scratch_bytes"] = conv_scratch_bytes(kh, kw, cin)
-            elif group == cin and w.shape[1] == 1 and cout == cin and cin % 4 == 0:
-                n.attrs["fast_kernel"] = "depthwise"
-        elif n.op == "fully_connected":
-            w = g.tensors[n.inputs[1]]
-            n.attrs["fast_kernel"] = "fc"
-            n.attrs["scratch_bytes"] = fc_scratch_bytes(w.shape[1])
+        ops.get(n.op).select(g, n, optimize)
     return g

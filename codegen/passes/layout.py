@@ -9,26 +9,11 @@ order the non-unit axes alike.
 """
 from __future__ import annotations
 
+from .. import ops
 from ..ir import Node, Tensor
+from ..ops.physical import identity, same_bytes
 
 NHWC = (0, 2, 3, 1)
-SPATIAL = {"conv2d", "conv_transpose", "avgpool", "maxpool", "resize"}
-ELEMENTWISE = {"add", "clamp", "requantize", "lut", "mul"}
-ALIAS_OPS = {"reshape", "transpose", "reinterpret"}
-# all inputs and the output in the first input's layout (any perm; e.g. Concat)
-SAME_LAYOUT = {"concat", "pad", "slice"}
-# every activation input row-major (e.g. MatMul of two activations)
-ROW_MAJOR_INPUTS = {"matmul"}
-
-
-def identity(rank):
-    return tuple(range(rank))
-
-
-def same_bytes(shape, p1, p2) -> bool:
-    a = [i for i in p1 if shape[i] != 1]
-    b = [i for i in p2 if shape[i] != 1]
-    return a == b
 
 
 def assign_layouts(g):
@@ -55,10 +40,11 @@ def assign_layouts(g):
     for n in g.nodes:
         out = g.tensors[n.outputs[0]]
         rank = len(out.shape)
-        if n.op in SPATIAL:
+        layout = ops.traits(n.op).layout  # ops/base.py: Traits
+        if layout == "spatial":
             n.inputs[0] = need(n.inputs[0], NHWC)
             perm[out.name] = NHWC
-        elif n.op in ELEMENTWISE:
+        elif layout == "elementwise":
             acts = [i for i in n.inputs if i and not g.tensors[i].is_const]
             shapes = {g.tensors[i].shape for i in acts}
             if len(shapes) == 1:
@@ -72,25 +58,17 @@ def assign_layouts(g):
                     if i in acts:
                         n.inputs[k] = need(i, identity(len(g.tensors[i].shape)))
                 perm[out.name] = identity(rank)
-        elif n.op in ROW_MAJOR_INPUTS:
+        elif layout == "row_major":  # e.g. MatMul of two activations
             n.inputs = [need(i, identity(len(g.tensors[i].shape))) if not g.tensors[i].is_const
                         else i for i in n.inputs]
             perm[out.name] = identity(rank)
-        elif n.op in SAME_LAYOUT:
+        elif layout == "same":  # e.g. Concat: any perm, all alike
             p0 = perm[n.inputs[0]]
             n.inputs = [need(i, p0) for i in n.inputs]
             perm[out.name] = p0
-        elif n.op == "transpose":
-            p = n.attrs["perm"]
-            q = perm[n.inputs[0]]
-            inv = sorted(range(len(p)), key=lambda i: p[i])
-            perm[out.name] = tuple(inv[qi] for qi in q)
-        elif n.op == "reinterpret" or (
-                n.op == "reshape" and g.tensors[n.inputs[0]].shape == out.shape
-                and not same_bytes(out.shape, perm[n.inputs[0]], identity(rank))):
-            # a same-shape reshape (Q(DQ(x)) with equal parameters) keeps its input's
-            # bytes in any perm: no transpose there and back
-            perm[out.name] = perm[n.inputs[0]]
+        elif layout == "alias" and (
+                kept := ops.get(n.op).alias_perm(g, n, perm[n.inputs[0]])) is not None:
+            perm[out.name] = kept  # a view of its input's bytes, in the order the op says
         else:  # reshape, fully_connected, softmax: row-major in and out
             n.inputs[0] = need(n.inputs[0], identity(len(g.tensors[n.inputs[0]].shape)))
             perm[out.name] = identity(rank)

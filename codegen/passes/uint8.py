@@ -63,7 +63,3 @@ def uint8_to_int8(g):
     g.nodes = head + g.nodes + tail
     return g
 
-
-def sign_flip(x, out_dtype):
-    """Reference: uint8 <-> int8 by x ^ 0x80 (exactly x -/+ 128)."""
-    return (np.asarray(x).astype(np.int16) + (-128 if out_dtype == "int8" else 128)).astype(out_dtype)

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import ops
+
 MIN_ALIGN = 4
-WIDE_OPS = {"conv2d": 8, "fully_connected": 8}
 
 
 def tensor_align(g, name):
@@ -23,7 +24,7 @@ def tensor_align(g, name):
         a = max(a, np.dtype(t.dtype).itemsize)
     for n in g.nodes:
         if name in n.inputs or name in n.outputs:
-            a = max(a, WIDE_OPS.get(n.op, MIN_ALIGN), int(n.attrs.get("align", MIN_ALIGN)))
+            a = max(a, ops.traits(n.op).align, int(n.attrs.get("align", MIN_ALIGN)))
     return a
 
 

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-ALIAS_OPS = {"reshape", "transpose", "reinterpret"}
+from .. import ops
+
 DEFAULT_ALIGN = 8
 
 
@@ -72,7 +73,7 @@ def _align(x, a):
 def build_blocks(g):
     root = {}
     for n in g.nodes:
-        if n.op in ALIAS_OPS:
+        if ops.traits(n.op).alias:
             root[n.outputs[0]] = root.get(n.inputs[0], n.inputs[0])
     blocks = {}
 

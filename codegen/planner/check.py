@@ -31,12 +31,13 @@ Alignment: every arena tensor at a multiple of max(align, its element size,
 """
 from __future__ import annotations
 
+from .. import ops
+
 
 class PlanError(Exception):
     pass
 
 
-_INPLACE_SLOTS = {"clamp": (0,), "requantize": (0,), "lut": (0,), "add": (0, 1)}
 _WIDE = {"conv2d": 8, "fully_connected": 8}
 
 
@@ -62,7 +63,7 @@ def _inplace_allowed(g, root, dying, born, step, lo_d, hi_d, lo_b, hi_b):
         return _depthwise_inplace_allowed(g, root, dying, born, n, lo_d, hi_d, lo_b, hi_b)
     if lo_d != lo_b or hi_d != hi_b:
         return False
-    slots = _INPLACE_SLOTS.get(n.op)
+    slots = ops.traits(n.op).inplace
     if not slots or len(n.outputs) != 1 or root(n.outputs[0]) != born:
         return False
     out = g.tensors[n.outputs[0]]
@@ -113,7 +114,7 @@ def check_plan(g, plan, align=4, io_buffers=None):
     io_buffers = io_buffers or getattr(plan, "io_buffers", "user")
     alias_src = {}
     for n in g.nodes:
-        if n.op in ("reshape", "transpose", "reinterpret"):
+        if ops.traits(n.op).alias:
             alias_src[n.outputs[0]] = n.inputs[0]
 
     def root(t):

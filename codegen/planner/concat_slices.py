@@ -20,7 +20,7 @@ output block at its slice's byte offset when
 The output block then lives from the earliest first step of its slices: it
 is placed as one block and every sub-block sits at `parent.offset + rel`.
 The emitted C skips the copy of an input whose arena offset already is its
-slice (backend/c_emit_more.py, emit_concat); when every input is in place the
+slice (codegen/ops/concat.py, emit); when every input is in place the
 concat costs nothing. The independent checker (check.py) allows exactly this
 overlap: an input of a concat, at step s, at its exact slice offset.
 """

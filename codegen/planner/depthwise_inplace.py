@@ -25,7 +25,7 @@ allows that overlap for exactly such a node (same offset, output not larger).
 """
 from __future__ import annotations
 
-from .arena import ALIAS_OPS
+from .. import ops
 
 
 def is_inplace_depthwise_candidate(g, n):
@@ -42,7 +42,7 @@ def mark_depthwise_inplace(g, io_buffers):
     """Flag each candidate whose input is last read at it (in g's current order)."""
     root = {}
     for n in g.nodes:
-        if n.op in ALIAS_OPS:
+        if ops.traits(n.op).alias:
             root[n.outputs[0]] = root.get(n.inputs[0], n.inputs[0])
     last = {}
     for step, n in enumerate(g.nodes):

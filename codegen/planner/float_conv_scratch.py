@@ -10,7 +10,7 @@ whenever the arena shrinks (speed is traded only for memory actually saved).
 """
 from __future__ import annotations
 
-from ..backend.conv_f32_pack import input_mode, scratch_bytes
+from ..kernels.conv_f32_pack import input_mode, scratch_bytes
 
 
 def _copying(g):

@@ -27,8 +27,7 @@ operand as above) and nothing more.
 """
 from __future__ import annotations
 
-# op -> the input positions that may be overwritten by the output
-INPLACE_OPS = {"clamp": (0,), "requantize": (0,), "lut": (0,), "add": (0, 1)}
+from .. import ops
 
 
 def inplace_operands(g, n):
@@ -36,7 +35,7 @@ def inplace_operands(g, n):
     if n.attrs.get("inplace_depthwise"):  # depthwise_inplace.py: output no larger than input
         from .depthwise_inplace import is_inplace_depthwise_candidate
         return [n.inputs[0]] if is_inplace_depthwise_candidate(g, n) else []
-    slots = INPLACE_OPS.get(n.op)
+    slots = ops.traits(n.op).inplace  # the input positions the output may overwrite
     if not slots or len(n.outputs) != 1:
         return []
     out = g.tensors[n.outputs[0]]

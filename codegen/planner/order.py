@@ -16,7 +16,8 @@ from __future__ import annotations
 import random
 import time
 
-from .arena import ALIAS_OPS, build_blocks
+from .. import ops
+from .arena import build_blocks
 from .concat_slices import merge_concat_slices
 from .inplace import merge_inplace
 
@@ -83,7 +84,7 @@ class _Dag:
         nodes = g.nodes
         root = {}
         for n in nodes:
-            if n.op in ALIAS_OPS:
+            if ops.traits(n.op).alias:
                 root[n.outputs[0]] = root.get(n.inputs[0], n.inputs[0])
         self.root = lambda t: root.get(t, t)
         producer = {o: i for i, n in enumerate(nodes) for o in n.outputs}
@@ -106,7 +107,7 @@ class _Dag:
         self.alloc = []
         for n in nodes:
             a = 0
-            if n.op not in ALIAS_OPS:
+            if not ops.traits(n.op).alias:
                 a = sum(g.tensors[o].nbytes for o in n.outputs if self.root(o) not in ext)
             a += int(n.attrs.get("scratch_bytes", 0) or 0)
             self.alloc.append(a)

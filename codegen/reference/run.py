@@ -1,11 +1,16 @@
-"""Execute the integer IR graph in numpy."""
+"""Execute the integer IR graph in numpy: the oracle the generated C must match bit for bit.
+
+Each layer runs its operator's numpy reference (codegen/ops/<op>.py: Op.reference) on the
+parameters its Op.prepare computed; the arithmetic comes from codegen/numerics/, written from
+the operator specifications (ONNX / onnxruntime for `ort`, TFLite's reference kernels for
+`tflite`).
+"""
 from __future__ import annotations
 
 import numpy as np
 
+from .. import ops as ops_registry
 from ..ir import Graph
-from ..prepare import prepare_node
-from . import ops
 
 
 def run_graph(g: Graph, numerics: str, inputs: dict, params=None) -> dict:
@@ -18,72 +23,10 @@ def run_graph(g: Graph, numerics: str, inputs: dict, params=None) -> dict:
         t = g.tensors[name]
         env[name] = np.asarray(inputs[name]).reshape(t.shape)
     for n in g.nodes:
-        p = params[n.name] if params is not None else prepare_node(g, n, numerics)
+        p = params[n.name] if params is not None else ops_registry.prepare(g, n, numerics)
         ins = [env[i] if i in env else (g.tensors[i].data if i else None) for i in n.inputs]
-        y = _run_node(g, n, ins, p, numerics)
+        y = ops_registry.get(n.op).reference(g, n, ins, p, numerics)
         out_t = g.tensors[n.outputs[0]]
         env[n.outputs[0]] = np.asarray(y).astype(out_t.dtype).reshape(out_t.shape)
     return env
 
-
-def _run_node(g, n, ins, p, numerics):
-    op = n.op
-    bias_t = g.tensors[n.inputs[2]] if len(n.inputs) > 2 and n.inputs[2] else None
-    ort_float = numerics == "ort" and n.attrs.get("ort_float")
-    if op == "conv2d":
-        if ort_float:
-            return ops.conv2d_ort_float(ins[0], g.tensors[n.inputs[1]], bias_t, n.attrs, p)
-        return ops.conv2d(ins[0], ins[1], n.attrs, p, numerics)
-    if op == "conv_transpose":
-        from . import conv_transpose as ct
-        out_hw = g.tensors[n.outputs[0]].shape[2:]
-        if numerics == "ort":
-            return ct.conv_transpose_ort_float(ins[0], g.tensors[n.inputs[1]], bias_t, n.attrs, p,
-                                               out_hw)
-        return ct.conv_transpose_tflite(ins[0], ins[1], n.attrs, p, out_hw)
-    if op == "fully_connected":
-        if ort_float:
-            return ops.fully_connected_ort_float(ins[0], g.tensors[n.inputs[1]], bias_t, p)
-        return ops.fully_connected(ins[0], ins[1], p, numerics)
-    if op == "add":
-        return ops.add(ins[0], ins[1], p, numerics)
-    if op == "avgpool" and n.attrs.get("reduce_mean") and numerics == "ort":
-        from . import ops_more
-        return ops_more.reduce_mean_hw_ort(ins[0], p)
-    if op == "avgpool":
-        return ops.avgpool(ins[0], n.attrs, p, numerics)
-    if op == "maxpool":
-        return ops.maxpool(ins[0], n.attrs, p, numerics)
-    if op == "softmax":
-        return ops.softmax(ins[0], p, numerics)
-    if op in ("clamp", "requantize"):
-        return ops.clamp_requant(ins[0], p, numerics)
-    if op == "mul":
-        from . import ops_more
-        return ops_more.mul(ins[0], ins[1], p, numerics)
-    if op == "matmul":
-        from . import ops_more
-        return ops_more.matmul(ins[0], ins[1], p, numerics)
-    if op == "concat":
-        from . import ops_more
-        return ops_more.concat(ins, p)
-    if op == "pad":
-        from . import ops_more
-        return ops_more.pad(ins[0], n.attrs, p)
-    if op == "slice":  # Slice / Split piece: a strided window (frontend/slice_split.py)
-        from ..frontend.slice_split import apply_window
-        return apply_window(ins[0], n.attrs["starts"], n.attrs["steps"],
-                            g.tensors[n.outputs[0]].shape)
-    if op == "resize":
-        from .resize import resize
-        return resize(ins[0], n.attrs, p)
-    if op == "lut":  # elementwise int8 table (codegen/reference/lut_tables.py)
-        return p["table"][ins[0].astype(np.int32) + 128]
-    if op == "sign_flip":  # uint8 <-> int8 (passes/uint8.py)
-        from ..passes.uint8 import sign_flip
-        return sign_flip(ins[0], g.tensors[n.outputs[0]].dtype)
-    if op in ("reshape", "reinterpret", "layout"):
-        return ins[0]
-    if op == "transpose":
-        return np.transpose(ins[0], n.attrs["perm"])
-    raise NotImplementedError(f"reference has no kernel for {op}")

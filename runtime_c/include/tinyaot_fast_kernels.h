@@ -13,7 +13,7 @@
  * host and Cortex-M3 the same kernels compile to C on portable versions of
  * those instructions: the same bits, slower.
  *
- * Weight packing (done at compile time, codegen/backend/fast_pack.py):
+ * Weight packing (done at compile time, codegen/kernels/fast_pack.py):
  *   GEMM weights W[oc][k], k = (ky * k_w + kx) * in_c + ic (FC: k = in
  *   feature), widened to int16, K padded with zeros to Kp = roundup(K, 4),
  *   out channels padded with a zero row to an even count. Stored as int32
@@ -26,7 +26,7 @@
  *   with zero rows to a multiple of 4; pack_gemm(w, 4)): for group G, for
  *   quad j, for row r of the group, the same two words.
  *   ort layers with an exact fixed-point requantization (q's bias, scale,
- *   mult, shift and rq all NULL; codegen/backend/ort_requant_fixed.py) put
+ *   mult, shift and rq all NULL; codegen/kernels/ort_requant_fixed.py) put
  *   each group's records around its weights: [B0..B3] (the accumulators'
  *   start), the weights as above, [M0..M3, R0..R3]; output r of the group
  *   is USAT8(SMMLAR(acc_r, M_r, R_r)) - 128 (fast_pack.pack_gemm_fixed).
@@ -37,7 +37,7 @@
  * point) into `scratch`, planned in the arena by the compiler and live only
  * during the call (FC: one int16 column of roundup(K, 4), each input row in
  * turn); *_get_buffer_size gives its size in bytes (mirrored by
- * codegen/passes/kernel_select.py via backend/fast_pack.py).
+ * codegen/passes/kernel_select.py via kernels/fast_pack.py).
  */
 #ifndef TINYAOT_FAST_KERNELS_H
 #define TINYAOT_FAST_KERNELS_H

@@ -95,7 +95,7 @@ typedef struct {
 } tinyaot_float_conv_t;
 
 /* tinyaot_convolve_f32_s8's compile-time data: MLAS's summation order as
- * segments (codegen/reference/mlas_conv_order.py), each
+ * segments (codegen/numerics/mlas_conv_order.py), each
  * {kind (0 fma, 1 m1, 2 m1tb), m0, m1, n0, n1, nslices, k_end[nslices]}
  * over the group's channels [m0, m1) and output pixels [n0, n1); the float
  * weights float(wq) * scale packed [group][channel / 4][k][channel % 4]
@@ -162,10 +162,10 @@ int tinyaot_fully_connected_s8(int32_t rows, int32_t in_features, int32_t out_fe
                                const int8_t *weights, int8_t *output);
 
 /* onnxruntime's float Gemm / MatMul (+ bias Add): y = sum of x * w in the order
- * MLAS sums them (codegen/reference/fc_float_order.py), + bias, QuantizeLinear.
+ * MLAS sums them (codegen/numerics/mlas_fc_order.py), + bias, QuantizeLinear.
  * Everything float is prepared at compile time: the input's DequantizeLinear
  * as a 256-entry table, the dequantized weights packed in the order the kernel
- * reads them (codegen/backend/fc_float_pack.py). */
+ * reads them (codegen/kernels/fc_float_pack.py). */
 #define TINYAOT_FC_F32_GEMV4 0  /* MLAS M1 kernel: k in groups of 4, 2, 1 onto C = bias */
 #define TINYAOT_FC_F32_LANES8 1 /* MLAS M1 TransposeB kernel: 8 lanes, reduction tree */
 #define TINYAOT_FC_F32_KBLOCK 2 /* MLAS SGEMM: fma chains over k_block, added onto C */
@@ -238,7 +238,7 @@ typedef struct {
     int32_t u8_shift; /* 128 when onnxruntime ran the add on uint8 */
     /* tflite, tinyaot_add_fast_s8 only (NULL: computed): the rescaled
      * inputs MBQM((x - zp) << left_shift) for x = -128..127, and the one-SMLAL
-     * record of the output rescale (codegen/backend/fast_pack.py) */
+     * record of the output rescale (codegen/kernels/fast_pack.py) */
     const int32_t *a_lut, *b_lut;
     const int32_t *out_rq;
 } tinyaot_add_params_t;
@@ -316,6 +316,22 @@ typedef struct {
 int tinyaot_mul_s8(const int32_t dims[4], const int32_t a_strides[4], const int32_t b_strides[4],
                    const tinyaot_mul_params_t *p, const int8_t *a, const int8_t *b,
                    int8_t *output);
+
+typedef struct {
+    int32_t mode; /* 0: TFLite PRELU, 1: ORT float PRelu (DQ, PRelu, Q) */
+    int32_t in_zp, alpha_zp, out_zp, act_min, act_max;
+    float in_scale, out_scale;     /* mode 1 */
+    int32_t pos_mult, pos_shift;   /* mode 0: s_in / s_out */
+    int32_t neg_mult, neg_shift;   /* mode 0: s_in * s_alpha / s_out */
+} tinyaot_prelu_params_t;
+
+/* PRelu: y = x >= 0 ? x : slope * x. The input is walked as [outer][channels][inner]
+ * (its physical order); element (o, c, i) uses channel c's slope: alpha[c] (mode 0,
+ * int8, quantized per tensor) or slope[c] (mode 1, the dequantized float). The
+ * other pointer may be NULL. output may be input. */
+int tinyaot_prelu_s8(int32_t outer, int32_t channels, int32_t inner,
+                     const tinyaot_prelu_params_t *p, const int8_t *alpha, const float *slope,
+                     const int8_t *input, int8_t *output);
 
 /* Concatenation: for each of `outer` rows, input j contributes chunks[j] bytes,
  * copied (tables[j] == NULL) or requantized through the 256-entry tables[j];

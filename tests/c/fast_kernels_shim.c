@@ -67,7 +67,7 @@ void shim_srdhm(int32_t n, const int32_t *a, const int32_t *b, int32_t *ref, int
 }
 
 /* tinyaot_mbqm_smlal + zp, saturated to int8 (rq: the 5-word records of
- * codegen/backend/fast_pack.py:smlal_requant; their bias unused) */
+ * codegen/kernels/fast_pack.py:smlal_requant; their bias unused) */
 void shim_requant_smlal(int32_t n, const int32_t *acc, const int32_t *rq, const int32_t *zp,
                         int8_t *out)
 {

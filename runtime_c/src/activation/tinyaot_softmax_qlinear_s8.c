@@ -1,5 +1,5 @@
 /* int8 Softmax over the last axis as onnxruntime's QLinearSoftmax computes it
- * (com.microsoft QLinearSoftmax, float lookup table; codegen/passes/ort_qlinear.py):
+ * (com.microsoft QLinearSoftmax, float lookup table; codegen/frontend/ort_facts.py):
  *   e_i  = table[255 - (max - x_i)]        table built at compile time
  *   sum  = float32 sum of e_i in order
  *   q_i  = round_half_even((e_i * y_mult) / sum),  y_mult = floor(1 / y_scale)

@@ -3,7 +3,7 @@
 #include "../internal/tinyaot_requant.h"
 
 /* exp(x) for x <= 0 in float32 without FMA: the same operations as
- * codegen/reference/ort_float.py:expf, so host, target and oracle agree. */
+ * codegen/numerics/ort_float.py:expf, so host, target and oracle agree. */
 static float tinyaot_expf(float x)
 {
     /* No branch on x, so the cost is the same for every input: the clamp is a

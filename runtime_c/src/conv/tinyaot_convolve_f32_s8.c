@@ -2,7 +2,7 @@
  *
  * MLAS runs it per group as im2col + SGEMM; which output pixels and channels
  * go together, how K = (channel, ky, kx) is cut into blocks and which kernel
- * sums a block is decided at compile time (codegen/reference/mlas_conv_order.py)
+ * sums a block is decided at compile time (codegen/numerics/mlas_conv_order.py)
  * and passed as segments (see tinyaot_conv_f32_plan_t):
  *  - fma:  per K block one fused multiply-add chain from zero, added to the
  *          previous blocks' sum;
@@ -65,7 +65,7 @@ int32_t tinyaot_convolve_f32_s8_get_buffer_size(const tinyaot_conv_dims_t *d,
 #include "tinyaot_convolve_f32_s8_tile.inc"
 
 /* An M=1 segment among fma tiles: ORT's threads split M and one thread got
- * one channel, its K in one slice (codegen/backend/conv_f32_pack.py checks
+ * one channel, its K in one slice (codegen/kernels/conv_f32_pack.py checks
  * it). The channel's weights, packed with its tile's, are copied after the
  * column into the M=1 layout ([k8], zero padded); then per pixel its column
  * and MLAS's M=1 sum of the segment's kind (m1tb: rows are the pixels). The

@@ -1,6 +1,6 @@
 /* onnxruntime's float Conv for --optimize size: the same sums as
  * tinyaot_convolve_f32_s8 / _m1_s8 -- MLAS's segments
- * (codegen/reference/mlas_conv_order.py), each output (channel m, pixel n)
+ * (codegen/numerics/mlas_conv_order.py), each output (channel m, pixel n)
  * summed over its K slices as the segment's kernel does -- but the weights
  * stay int8 in flash in the integer layout [out_c][k], k = (c, ky, kx)
  * (1 byte each instead of 4, no packing, no tables), dequantized as they are

@@ -1,9 +1,9 @@
 /* onnxruntime's float Gemm / MatMul on dequantized int8, in MLAS's summation
- * order (codegen/reference/fc_float_order.py), then QuantizeLinear.
+ * order (codegen/numerics/mlas_fc_order.py), then QuantizeLinear.
  *
  * GEMV4 (every MLPerf Tiny float FC): outputs in blocks of 8, then one of 4,
  * weights packed per block as [k group of 4][output][4] then the k tail per
- * output, leftover outputs row-major (codegen/backend/fc_float_pack.py). Per output:
+ * output, leftover outputs row-major (codegen/kernels/fc_float_pack.py). Per output:
  * t = bias; t = (((x0*w0 + x1*w1) + x2*w2) + x3*w3) + t per group, every
  * product rounded. On a single-precision FPU (FPv4-SP and later) that is
  * VMUL + 3 VMLA (multiply rounded, then added: not fused) + VADD, with the

@@ -2,7 +2,7 @@
  * zero point) into one int16 column in scratch; then the output features go
  * four at a time with their four accumulators (started at the biases) in
  * registers over the whole K, against weights packed for exactly that read
- * order (codegen/backend/fast_pack.py:pack_gemm(w, 4)): per quad of K one
+ * order (codegen/kernels/fast_pack.py:pack_gemm(w, 4)): per quad of K one
  * LDRD of the column and two LDM of weights feed eight SMLAD, 11 instructions
  * per 16 MACs. The four results are requantized together: ort in VFP
  * (float(acc) * scale, VCVTR rounds half to even), tflite by the one-SMLAL
@@ -10,7 +10,7 @@
  * run the whole group loop in one asm statement (fc_groups_asm); the others,
  * a group left over when N % 4 != 0 and the portable twin go through C.
  * ort layers whose requantization has an exact fixed-point form
- * (codegen/backend/ort_requant_fixed.py; q has no scale, multipliers, records
+ * (codegen/kernels/ort_requant_fixed.py; q has no scale, multipliers, records
  * or bias) carry it inline in the weight stream (fast_pack.pack_gemm_fixed):
  * per group [B0..B3] (the accumulators' start), the weights, [M0..M3,
  * R0..R3]; each output is USAT8(SMMLAR(acc, M, R)) - 128.

@@ -4,7 +4,7 @@
  * kernel prepared in its scratch.
  *
  * Weights stay 1 byte each, reordered at compile time
- * (backend/size_kernels.py:w8_pack): rows padded with zeros to k4 (k rounded
+ * (ops/size_kernels.py:w8_pack): rows padded with zeros to k4 (k rounded
  * up to 4), then per pair of rows, per group of 4, the word of row a and the
  * word of row b (one LDRD), each with its bytes as w0, w2, w1, w3 so that
  * __SXTB16 gives the halfword pair {w0, w1} and __SXTB16_ROR8 {w2, w3}; an

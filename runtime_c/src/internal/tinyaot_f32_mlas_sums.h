@@ -58,7 +58,7 @@ MLAS_INLINE float mlas_m1_sum(const float *x, const void *w, float ws, int32_t k
 
 /* The 8 lanes reduced as MLAS's M=1 transpose-B kernel does for row `pos` of
  * `count`: the tree depends on whether it falls in a block of 4, the pair or
- * the single remainder (reference/fc_float_order.py reduce_lanes). A plain
+ * the single remainder (numerics/mlas_fc_order.py reduce_lanes). A plain
  * static function, as the speed FC kernel had it (called from two places,
  * GCC keeps it out of line); unused where a kernel does not call it. */
 MLAS_MAYBE_UNUSED static float mlas_m1tb_reduce8(const float *l, int32_t pos, int32_t count)

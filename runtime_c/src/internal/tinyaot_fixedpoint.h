@@ -4,7 +4,7 @@
  *
  * Bit-exact with TFLM's reference kernels in the default double-rounding
  * build (TFLITE_SINGLE_ROUNDING unset), and with the numpy model in
- * codegen/reference/tflite_fixedpoint.py:
+ * codegen/numerics/tflite_fixedpoint.py:
  *   - gemmlowp fixedpoint.h: SaturatingRoundingDoublingHighMul,
  *     RoundingDivideByPOT, SaturatingRoundingMultiplyByPOT, exp_on_negative_values,
  *     one_over_one_plus_x_for_x_in_0_1;
@@ -205,7 +205,7 @@ static inline int32_t tinyaot_avgpool_round_tflite(int32_t sum, int32_t count) {
 
 /* reference_integer_ops::AddFunc (int8), with the ArithmeticParams of TFLM's
  * CalculateOpDataAdd: left_shift = 20 and the three multiplier/shift pairs of
- * codegen/reference/tflite_fixedpoint.py:add_params.  Takes zero points (the
+ * codegen/numerics/tflite_fixedpoint.py:add_params.  Takes zero points (the
  * TFLite input offsets are -a_zp, -b_zp); x and y are int8 values. */
 static inline int8_t tinyaot_add_tflite_s8(int32_t x, int32_t y, int32_t a_zp, int32_t b_zp,
                                            int32_t out_zp, int32_t left_shift, int32_t a_mult,

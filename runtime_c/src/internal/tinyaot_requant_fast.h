@@ -9,7 +9,7 @@
  *   = floor((a*b + 2^30) / 2^31), the same formula as for a*b >= 0; so
  *   SRDHM(a, b) = (a*b + 2^30) >> 31 (arithmetic), except a = b = INT32_MIN
  *   (saturates), which cannot happen here: mult >= 0 (TFLite multipliers are
- *   in [2^30, 2^31) or 0, codegen/prepare.py).  Tested against
+ *   in [2^30, 2^31) or 0, codegen/ops/conv_params.py).  Tested against
  *   tinyaot_requant_tflite in tests/test_fast_kernels.py.
  */
 #ifndef TINYAOT_REQUANT_FAST_H

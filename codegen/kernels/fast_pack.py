@@ -1,0 +1,191 @@
+"""Compile-time weight packing for the fast kernels (runtime_c/include/tinyaot_fast_kernels.h).
+
+Weights are widened to int16 and stored two per int32 word (low half first)
+in the order the kernels' inner loops read them.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+QUAD_ORDER = [0, 2, 1, 3]  # {k0, k2}, {k1, k3}: what SXTAB16 / SXTAB16 ror 8 widen
+
+
+def _words(pairs_i16):
+    """(..., 2) int16 -> (...,) int32 words, element 0 in the low half."""
+    a = np.asarray(pairs_i16, dtype=np.int64)
+    lo = a[..., 0] & 0xFFFF
+    hi = a[..., 1] & 0xFFFF
+    u = (hi << 16) | lo
+    return np.where(u >= 1 << 31, u - (1 << 32), u).astype(np.int32)
+
+
+def pack_gemm(w2d, group=2):
+    """W[oc][k] int8 -> int32 words [group of rows][quad][row of the group][2];
+    the row count is padded with zero rows to a multiple of `group` (2: the
+    conv GEMM's channel pairs; 4: tinyaot_fully_connected_fast_s8's groups)."""
+    w = np.asarray(w2d, dtype=np.int16)
+    oc, k = w.shape
+    kp = (k + 3) // 4 * 4
+    ocp = (oc + group - 1) // group * group
+    p = np.zeros((ocp, kp), dtype=np.int16)
+    p[:oc, :k] = w
+    p = p.reshape(ocp // group, group, kp // 4, 4)[..., QUAD_ORDER]  # group, r, j, (k0 k2 k1 k3)
+    p = p.transpose(0, 2, 1, 3).reshape(ocp // group, kp // 4, group, 2, 2)
+    return _words(p).reshape(-1)
+
+
+def pack_depthwise(w_tap_c):
+    """W[tap][c] int8 (c % 4 == 0) -> int32 words [quad][tap][2]: one channel
+    quad's taps are contiguous, so the kernel reaches them by immediate offsets."""
+    w = np.asarray(w_tap_c, dtype=np.int16)
+    taps, c = w.shape
+    p = w.reshape(taps, c // 4, 4)[..., QUAD_ORDER].reshape(taps, c // 4, 2, 2)
+    return _words(p.transpose(1, 0, 2, 3)).reshape(-1)
+
+
+def conv_gemm_weights(w_oihw):
+    """Conv weights [oc][ic][kh][kw] -> W[oc][k], k = (ky, kx, ic) with each
+    ky row of k_w * in_c padded with zeros to a multiple of 4 (the layout
+    tinyaot_convolve_fast_s8's im2col writes)."""
+    w = np.asarray(w_oihw).transpose(0, 2, 3, 1)  # oc, kh, kw, ic
+    oc, kh, kw, ic = w.shape
+    row = kw * ic
+    prow = (row + 3) // 4 * 4
+    out = np.zeros((oc, kh, prow), dtype=np.int16)
+    out[:, :, :row] = w.reshape(oc, kh, row)
+    return out.reshape(oc, kh * prow)
+
+
+def conv_scratch_bytes(kh, kw, cin):
+    """tinyaot_convolve_fast_s8_get_buffer_size."""
+    return 2 * kh * ((kw * cin + 3) // 4 * 4) * 2
+
+
+def fc_scratch_bytes(k):
+    """tinyaot_fully_connected_fast_s8_get_buffer_size: one int16 column of K."""
+    return (k + 3) // 4 * 4 * 2
+
+
+def smlal_requant(mult, shift, bias):
+    """Per-channel records {mult, e - 1, R low, R high, bias} for the one-SMLAL
+    requantization (tinyaot_mbqm_smlal, tinyaot_requant_fast.h), e = -shift in
+    [1, 31], R = 2^30 + 2^(30+e). A channel with multiplier 0 (any shift) gets
+    mult 0, e 1: MBQM is 0 either way. None when a channel fits neither, or a
+    multiplier is outside [0, 2^31): the kernels then use the general form."""
+    m = np.asarray(mult, dtype=np.int64).reshape(-1)
+    e = -np.asarray(shift, dtype=np.int64).reshape(-1)
+    b = np.broadcast_to(np.asarray(bias, dtype=np.int64), m.shape)
+    e = np.where(m == 0, 1, e)
+    if m.size == 0 or np.any(e < 1) or np.any(e > 31) or np.any(m < 0) or np.any(m >= 1 << 31):
+        return None
+    r = (np.int64(1) << 30) + (np.int64(1) << (30 + e))
+    lo = r & 0xFFFFFFFF
+    words = np.stack([m, e - 1, lo, r >> 32, b], axis=1)
+    words = np.where(words >= 1 << 31, words - (1 << 32), words)
+    return words.astype(np.int32).reshape(-1)
+
+
+def float_requant(scale, bias):
+    """Per-channel records {bias, float32 bits of scale} for onnxruntime's
+    requantization in the fast conv / depthwise kernels (TINYAOT_RQ_FLOAT_SAT,
+    tinyaot_requant_fast.h): the kernels start each accumulator at the bias
+    and read the scale next to it."""
+    s = np.ascontiguousarray(np.asarray(scale, dtype=np.float32).reshape(-1))
+    b = np.broadcast_to(np.asarray(bias, dtype=np.int32), s.shape)
+    return np.stack([b, s.view(np.int32)], axis=1).reshape(-1)
+
+
+def add_tables(p):
+    """tinyaot_add_fast_s8's compile-time tables for tflite Add parameters p
+    (numerics/tflite_fixedpoint.py:add_params): for each input, TFLite's
+    rescaled value MBQM((x - zp) << left_shift) of every int8 x (they depend on
+    x alone), and the output rescale's one-SMLAL record (None if its shift is
+    not negative)."""
+    from ..numerics import tflite_fixedpoint as tfp
+
+    x = np.arange(-128, 128, dtype=np.int64)
+    luts = []
+    for zp, m, s in ((p["a_zp"], p["a_mult"], p["a_shift"]), (p["b_zp"], p["b_mult"], p["b_shift"])):
+        v = (x - int(zp)) * (1 << int(p["left_shift"]))
+        luts.append(np.asarray(tfp.multiply_by_quantized_multiplier_smaller_than_one_exp(
+            v, int(m), int(s)), dtype=np.int64).astype(np.int32))
+    return luts[0], luts[1], smlal_requant([p["out_mult"]], [p["out_shift"]], [0])
+
+
+def dequant_table(scale, zp):
+    """float(x - zp) * scale for x = -128..127 (numerics/ort_float.py:dequantize,
+    the same float32 operations): onnxruntime's DequantizeLinear of every int8."""
+    from ..numerics import ort_float as of
+
+    return of.dequantize(np.arange(-128, 128), scale, zp)
+
+
+def _fma_f32_exact(x, y, z):
+    """float32 fma(x, y, z) of float32 operands: the exact value, rounded once
+    to nearest even (no double rounding), for normal results."""
+    from fractions import Fraction
+
+    v = Fraction(float(x)) * Fraction(float(y)) + Fraction(float(z))
+    if v == 0:
+        return np.float32(0.0)
+    a = abs(v)
+    e = a.numerator.bit_length() - a.denominator.bit_length() - 24
+    while a / Fraction(2) ** e >= 2 ** 24:
+        e += 1
+    while a / Fraction(2) ** e < 2 ** 23:
+        e -= 1
+    q = a / Fraction(2) ** e
+    m = q.numerator // q.denominator
+    rem = q - m
+    if rem > Fraction(1, 2) or (rem == Fraction(1, 2) and m % 2 == 1):
+        m += 1
+    r = np.float32(m * 2.0 ** e)  # m <= 2^24: exact
+    return -r if v < 0 else r
+
+
+def ort_add_tables(p, b_broadcast):
+    """tinyaot_add_fast_s8's tables (float32 bits, int32 words) for an ort
+    Add with parameters p (ops/add.py, as a dict), or None when the kernel must
+    keep the reference path. use_float 1 (DequantizeLinear -> Add ->
+    QuantizeLinear): each input's dequantized value float(x - zp) * scale
+    (numerics/ort_float.py:dequantize, the same float32 operations).
+    use_float 2 (MLAS QLinearAdd, numerics/ort_qlinear_add.py): a's value as
+    ORT holds it, float(x + u8_shift), and b's inner fma(float(b + u8_shift),
+    r_b, fixed), or for a broadcast b MLAS's unfused fold fixed + b * r_b."""
+    x = np.arange(-128, 128)
+    if p.get("mode", 1) == 1:
+        la = dequant_table(p["a_scale"], p["a_zp"])
+        lb = dequant_table(p["b_scale"], p["b_zp"])
+    else:
+        sh = int(p["u8_shift"])
+        fx = (x + sh).astype(np.float32)
+        fixed, rb, ra = np.float32(p["qlinear_fixed"]), np.float32(p["b_scale"]), np.float32(p["a_scale"])
+        la = fx
+        if b_broadcast:
+            lb = (fixed + (fx * rb).astype(np.float32)).astype(np.float32)
+        else:
+            lb = np.array([_fma_f32_exact(v, rb, fixed) for v in fx], dtype=np.float32)
+        # MLAS turns t >= 2^31 into the low bound; VCVTR would saturate high: keep t small
+        if not np.all(np.isfinite(lb)) or \
+                np.abs(la).max() * abs(float(ra)) + np.abs(lb.astype(np.float64)).max() >= 2.0 ** 30:
+            return None
+    return (np.ascontiguousarray(la, dtype=np.float32).view(np.int32),
+            np.ascontiguousarray(lb, dtype=np.float32).view(np.int32))
+
+
+
+def pack_gemm_fixed(w2d, params):
+    """pack_gemm(w, 4) with each group's requantization inline, in the order
+    tinyaot_fully_connected_fast_s8 reads it (TINYAOT_FC_FIXED): per group of
+    four rows [B0..B3] (its accumulators' start), the group's weights, then
+    [M0..M3, R0..R3] (SMMLAR multiplier and addend; ort_requant_fixed.py).
+    params: (N, 3) int (B, M, R); the padding rows get zeros."""
+    w = np.asarray(w2d)
+    n = w.shape[0]
+    groups = (n + 3) // 4
+    p = np.zeros((groups * 4, 3), dtype=np.int64)
+    p[:n] = np.asarray(params, dtype=np.int64)
+    p = p.reshape(groups, 4, 3)
+    body = pack_gemm(w, 4).reshape(groups, -1)
+    out = np.concatenate([p[:, :, 0], body, p[:, :, 1], p[:, :, 2]], axis=1)
+    return out.astype(np.int32).reshape(-1)

@@ -1,0 +1,194 @@
+"""add: elementwise int8 a + b (ONNX Add).
+
+Operands: two activations of one shape, or an activation and a quantized constant
+(DequantizeLinear of an int8 / uint8 initializer: one value, or a row [N] onto [M, N]), e.g.
+the bias onnxruntime's quantize_static adds after a MatMul as its own QLinearAdd (QOperator)
+or DQ -> Add -> Q (QDQ). The constant becomes operand b; when the ONNX node had it first,
+`swapped` records it (onnxruntime's QLinearAdd folds its operands in ONNX order). An int32
+constant added to a pending conv / FC without a bias becomes that layer's bias instead
+(ops/pending_folds.py, asked before this lowering).
+
+Per numerics (the record's use_float):
+  0  TFLite ADD: both inputs rescaled to a common fixed point (left_shift 20), summed,
+     rescaled to the output;
+  1  DequantizeLinear -> onnxruntime's float Add -> QuantizeLinear;
+  2  onnxruntime's QLinearAdd where ORT fuses the group (frontend/ort_facts.py: ort_fused),
+     MLAS's fixed form (numerics/ort_qlinear_add.py).
+Under --optimize speed the layer runs tinyaot_add_fast_s8 with compile-time tables of each
+input's rescaled value (kernels/fast_pack.py); under size, tinyaot_add_s8 computes them.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import ClassVar
+
+import numpy as np
+
+from ..kernels.c_format import c_struct
+from ..kernels.fast_pack import add_tables, ort_add_tables
+from ..numerics import ort_float as of
+from ..numerics import tflite_fixedpoint as tfp
+from ..numerics.ort_qlinear_add import qlinear_add, qlinear_add_params
+from ..numerics.quant import act_bounds
+from .base import Op, Pending, Traits, Unsupported
+
+F32 = np.float32
+TFLITE, ORT_FLOAT, ORT_QLINEAR = 0, 1, 2
+
+
+@dataclass
+class AddParams:  # tinyaot_add_params_t
+    CTYPE: ClassVar[str] = "tinyaot_add_params_t"
+    a_zp: int
+    b_zp: int
+    out_zp: int
+    act_min: int
+    act_max: int
+    a_scale: float = 0.0  # ORT_FLOAT; ORT_QLINEAR: s_a / s_y
+    b_scale: float = 0.0  # ORT_FLOAT; ORT_QLINEAR: s_b / s_y (0 for a folded scalar)
+    out_scale: float = 0.0  # ORT_FLOAT
+    use_float: int = TFLITE  # TFLITE, ORT_FLOAT or ORT_QLINEAR
+    left_shift: int = 0  # TFLITE
+    a_mult: int = 0
+    a_shift: int = 0
+    b_mult: int = 0
+    b_shift: int = 0
+    out_mult: int = 0
+    out_shift: int = 0
+    qlinear_fixed: float = 0.0  # ORT_QLINEAR: the zero points folded in
+    u8_shift: int = 0  # ORT_QLINEAR: 128 when onnxruntime ran the add on uint8
+    a_lut: str = "NULL"  # C: tinyaot_add_fast_s8's tables (emit), NULL: computed
+    b_lut: str = "NULL"
+    out_rq: str = "NULL"
+
+
+# ---- ONNX ------------------------------------------------------------------------------
+
+def _const_or_act(lw, x, name):
+    if x in lw.qrepr and lw.graph.tensors[lw.qrepr[x]].is_const:
+        return lw.qrepr[x], True
+    return lw.act_input(x, name), False
+
+
+def add_operands(lw, ins, name, shape):
+    """-> (activation-or-a, constant-or-b, IR attrs) of an IR `add` node."""
+    (a, ca), (b, cb) = (_const_or_act(lw, x, name) for x in ins[:2])
+    if not (ca or cb):
+        return a, b, {}
+    if ca and cb:
+        raise Unsupported("Add of two constants")
+    act, const = (b, a) if ca else (a, b)
+    ct, at = lw.graph.tensors[const], lw.graph.tensors[act]
+    if ct.dtype not in ("int8", "uint8") or ct.q.per_channel:
+        raise Unsupported(f"constant '{const}' must be int8 / uint8 quantized per tensor")
+    if ca and ct.size != 1:
+        raise Unsupported("Add with a constant first operand that is not a scalar")
+    if tuple(at.shape) != tuple(shape):
+        raise Unsupported("Add where the constant broadcasts the activation to a larger shape")
+    dims = list(ct.shape)
+    while dims and dims[0] == 1:
+        dims.pop(0)
+    if ct.size != 1:
+        tail = list(at.shape[len(at.shape) - len(dims):]) if dims else []
+        if len(at.shape) > 2 or tail != dims:
+            raise Unsupported("Add of a constant: only a scalar, or a row [N] onto [M, N]")
+    return act, const, {"swapped": bool(ca)}
+
+
+def lower_onnx(lw, node, name, attrs, ins, out, shape):
+    a, b, a_attrs = add_operands(lw, ins, name, shape)
+    lw.pending[out] = Pending("add", name, [a, b], a_attrs, shape=shape)
+
+
+# ---- numerics --------------------------------------------------------------------------
+
+def _as_mapping(p):
+    """The record as the numerics / kernels helpers read it (a dict of its fields, `mode`
+    for use_float)."""
+    return dict(vars(p), mode=p.use_float)
+
+
+def add(a, b, p):
+    """a + b (b broadcast), as p.use_float says."""
+    if p.use_float == ORT_QLINEAR:  # onnxruntime QLinearAdd (MLAS)
+        return qlinear_add(a, b, _as_mapping(p))
+    if p.use_float == ORT_FLOAT:
+        fa = of.dequantize(a, p.a_scale, p.a_zp)
+        fb = of.dequantize(b, p.b_scale, p.b_zp)
+        return of.quantize((fa + fb).astype(F32), p.out_scale, p.out_zp, p.act_min, p.act_max)
+    return tfp.add_int8(a, b, _as_mapping(p), p.act_min, p.act_max)
+
+
+class Add(Op):
+    name = "add"
+    traits = Traits(layout="elementwise", inplace=(0, 1))
+    onnx = {"Add": lower_onnx}
+
+    def prepare(self, g, n, numerics):
+        a, b = (g.tensors[i] for i in n.inputs)
+        y = g.tensors[n.outputs[0]]
+        sa, za = a.q.scalar()
+        sb, zb = b.q.scalar()
+        sy, zy = y.q.scalar()
+        lo, hi = act_bounds(numerics, y, n.attrs.get("act_lo"), n.attrs.get("act_hi"))
+        if numerics != "ort":
+            f = tfp.add_params(float(sa), za, float(sb), zb, float(sy), zy)
+            return AddParams(act_min=lo, act_max=hi, use_float=TFLITE, **f)
+        if not n.attrs.get("ort_fused", False):
+            return AddParams(za, zb, zy, lo, hi, a_scale=sa, b_scale=sb, out_scale=sy,
+                             use_float=ORT_FLOAT)
+        # MLAS QLinearAdd, not the float formula (numerics/ort_qlinear_add.py)
+        u8 = n.attrs.get("ort_fused_u8", False) or bool(getattr(y, "zp_shift", 0))
+        scalar = int(b.data.reshape(-1)[0]) if b.is_const and b.size == 1 else None
+        f = qlinear_add_params((sa, za), (sb, zb), (sy, zy), u8, bool(n.attrs.get("swapped")),
+                               scalar)
+        return AddParams(za, zb, zy, lo, hi, a_scale=f["a_scale"], b_scale=f["b_scale"],
+                         use_float=f["mode"], qlinear_fixed=f["qlinear_fixed"],
+                         u8_shift=f["u8_shift"])
+
+    def reference(self, g, n, ins, p, numerics):
+        return add(ins[0], ins[1], p)
+
+    def emit(self, em, lid, n, p, info):
+        a, b = (em.g.tensors[i] for i in n.inputs)
+        y = em.g.tensors[n.outputs[0]]
+        rows = 1  # b a row repeated over the leading dims (add_operands)
+        if b.size == 1:
+            stride = 0
+        elif b.size == y.size:
+            stride = 1
+        elif b.is_const and y.size % b.size == 0:
+            stride, rows = 1, y.size // b.size
+        else:
+            raise NotImplementedError("Add broadcasting other than a scalar or a constant row")
+        speed = em.optimize == "speed"  # size: tinyaot_add_s8 computes what the tables hold
+        if speed and p.use_float != TFLITE:
+            tables = ort_add_tables(_as_mapping(p), stride == 0)
+            if tables is not None:
+                p = replace(p, a_lut=em.const("int32_t", f"{lid}_alut", tables[0]),
+                            b_lut=em.const("int32_t", f"{lid}_blut", tables[1]))
+        elif speed:
+            a_lut, b_lut, out_rq = add_tables(_as_mapping(p))
+            p = replace(p, a_lut=em.const("int32_t", f"{lid}_alut", a_lut),
+                        b_lut=em.const("int32_t", f"{lid}_blut", b_lut),
+                        out_rq=("NULL" if out_rq is None
+                                else em.const("int32_t", f"{lid}_orq", out_rq)))
+        em.consts.append(c_struct(f"{lid}_p", p))
+        kernel = "tinyaot_add_fast_s8" if speed else "tinyaot_add_s8"
+        if p.use_float != TFLITE:  # ort: the fast kernel falls back to it without tables
+            em.kernels.add("tinyaot_add_s8")
+        info["kernel"] = kernel
+        pb = (em.const("int8_t", f"{lid}_b", b.data.reshape(-1).astype(np.int8)) if b.is_const
+              else em.ptr(b.name))
+        if rows == 1:
+            em.call(kernel, [str(y.size), f"&{lid}_p", em.ptr(a.name), pb, str(stride),
+                             em.ptr(y.name)])
+            return
+        m = b.size
+        em.body.append(f"    for (int32_t r = 0; r < {rows}; ++r) {{")
+        em.call(kernel, [str(m), f"&{lid}_p", f"{em.ptr(a.name)} + r * {m}", pb, "1",
+                         f"{em.ptr(y.name)} + r * {m}"])
+        em.body.append("    }")
+
+
+OP = Add()

@@ -1,0 +1,285 @@
+"""conv2d: ONNX Conv on NHWC (1-D as [N, C, 1, L]), grouped and depthwise too; weights
+[C_out, C_in/group, kH, kW], symmetric, per tensor or per output channel.
+
+The layer's kernel is chosen here (`select`), in one place:
+  ort_float (frontend/ort_facts.py: onnxruntime keeps the layer in float):
+      speed: tinyaot_convolve_f32_s8 (MLAS's summation order, kernels/conv_f32_pack.py;
+             tinyaot_convolve_f32_m1_s8 when the order has no fma tile);
+      size:  tinyaot_convolve_f32_w8_s8 (int8 weights in flash, size_kernels.py);
+  ConvInteger's epilogue (integer_forms.py): the portable integer kernels;
+  otherwise, integer: groups 1 -> the fast conv (int16-packed weights, im2col scratch),
+      depthwise with channels % 4 == 0 -> the fast depthwise; under --optimize size both
+      run on int8 weights read in place (size_kernels.py); any other layer, or one the
+      planner runs in place (planner/depthwise_inplace.py), the portable kernels.
+The requantization is the record's mode (conv_params.py).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+
+from ..kernels.c_format import c_struct
+from ..kernels.conv_f32_pack import plan_fields, scratch_bytes
+from ..kernels.fast_pack import conv_gemm_weights, conv_scratch_bytes, pack_depthwise, pack_gemm
+from ..numerics import ort_float as of
+from ..numerics.mlas_conv_order import node_segments, run_segments
+from ..numerics.ort_float import float_weights
+from . import integer_forms
+from .base import Op, Pending, Traits, Unsupported
+from .conv_lowering import check_weight_q, reshape_to_2d
+from .conv_pads import conv_pads
+from .conv_params import FLOAT, TFLITE, ConvParams, prepare_conv_like, requantize_sums
+from .conv_records import emit_conv_dims, emit_float_layer, emit_requant
+from .size_kernels import emit_conv_int_w8, emit_conv_w8, select_size
+
+F32 = np.float32
+
+
+@dataclass
+class ConvF32Plan:  # tinyaot_conv_f32_plan_t
+    CTYPE: ClassVar[str] = "tinyaot_conv_f32_plan_t"
+    table: str
+    weights: str
+    segments: str
+    taps: str
+    nseg: int
+    k: int
+    tiles: int
+    padded: int
+
+
+# ---- ONNX ----------------------------------------------------------------------------------
+
+def lower_onnx(lw, node, name, attrs, ins, out, shape):
+    x = lw.act_input(ins[0], name)
+    if len(lw.graph.tensors[x].shape) == 3:
+        return _lower_conv1d(lw, ins, out, name, attrs, shape)
+    w = lw.weight_input(ins[1], name)
+    b = lw.weight_input(ins[2], name, "int32") if len(ins) > 2 and ins[2] else None
+    wt = lw.graph.tensors[w]
+    xs = lw.graph.tensors[x].shape
+    if len(xs) != 4:
+        raise Unsupported("only 2-D convolution (4-D tensors) is supported")
+    kshape = tuple(attrs.get("kernel_shape", wt.shape[2:]))
+    strides = tuple(attrs.get("strides", (1, 1)))
+    dil = tuple(attrs.get("dilations", (1, 1)))
+    pads = conv_pads(attrs, xs[2:], kshape, strides, dil, shape[2:])
+    check_weight_q(wt, 0)
+    a = {"kernel": kshape, "strides": strides, "dilations": dil, "pads": pads,
+         "group": int(attrs.get("group", 1))}
+    lw.pending[out] = Pending("conv2d", name, [x, w, b], a, shape=shape)
+
+
+def _lower_conv1d(lw, ins, out, name, attrs, shape):
+    """Conv on [N, C, L]: a conv2d on [N, C, 1, L] between two zero-copy reshapes."""
+    x = lw.act_input(ins[0], name)
+    w = lw.weight_input(ins[1], name)
+    b = lw.weight_input(ins[2], name, "int32") if len(ins) > 2 and ins[2] else None
+    xt, wt = lw.graph.tensors[x], lw.graph.tensors[w]
+    if len(wt.shape) != 3:
+        raise Unsupported("1-D Conv weights must be [O, I, K]")
+    check_weight_q(wt, 0)
+    x4 = reshape_to_2d(lw, x, name)
+    w4 = lw.add_int_tensor(f"{w}@2d", wt.shape[:2] + (1, wt.shape[2]), wt.dtype, wt.q,
+                           np.ascontiguousarray(wt.data.reshape(wt.shape[:2] + (1, wt.shape[2]))))
+    k = int(tuple(attrs.get("kernel_shape", wt.shape[2:]))[0])
+    s = int(tuple(attrs.get("strides", (1,)))[0])
+    d = int(tuple(attrs.get("dilations", (1,)))[0])
+    a2 = {"auto_pad": attrs.get("auto_pad", "NOTSET")}
+    if "pads" in attrs:
+        p = list(attrs["pads"])
+        a2["pads"] = (0, p[0], 0, p[1])
+    pads = conv_pads(a2, (1, xt.shape[2]), (1, k), (1, s), (1, d), (1, shape[2]))
+    a = {"kernel": (1, k), "strides": (1, s), "dilations": (1, d), "pads": pads,
+         "group": int(attrs.get("group", 1)), "conv1d_out": True}
+    lw.pending[out] = Pending("conv2d", name, [x4, w4.name, b], a,
+                              shape=(shape[0], shape[1], 1, shape[2]))
+
+
+# ---- the numpy oracle ------------------------------------------------------------------------
+
+def conv2d_acc(x, w, in_zp, strides, pads, dil, group):
+    """int64 sums of (x - zp_x) * w for NCHW x, OIHW w (weight zp 0)."""
+    n, c, h, wd = x.shape
+    o, cg, kh, kw = w.shape
+    t, l, b, r = pads
+    xp = np.full((n, c, h + t + b, wd + l + r), in_zp, dtype=np.int64)
+    xp[:, :, t:t + h, l:l + wd] = x
+    xp -= in_zp
+    sh, sw = strides
+    dh, dw = dil
+    oh = (h + t + b - (dh * (kh - 1) + 1)) // sh + 1
+    ow = (wd + l + r - (dw * (kw - 1) + 1)) // sw + 1
+    og = o // group
+    acc = np.zeros((n, o, oh, ow), dtype=np.int64)
+    w64 = w.astype(np.int64)
+    for i in range(kh):
+        for j in range(kw):
+            patch = xp[:, :, i * dh: i * dh + sh * (oh - 1) + 1: sh, j * dw: j * dw + sw * (ow - 1) + 1: sw]
+            for gi in range(group):
+                pg = patch[:, gi * cg:(gi + 1) * cg]
+                wg = w64[gi * og:(gi + 1) * og, :, i, j]
+                acc[:, gi * og:(gi + 1) * og] += np.einsum("nchw,oc->nohw", pg, wg)
+    return acc
+
+
+def conv2d_int(x, w, attrs, p: ConvParams):
+    """The integer kernels: exact sums, then p's requantization (ORT, TFLITE, EPILOGUE)."""
+    acc = conv2d_acc(x, w, p.in_zp, attrs["strides"], attrs["pads"], attrs["dilations"],
+                     attrs["group"])
+    return requantize_sums(acc, p, 1)
+
+
+def conv2d_f32(x, wt, bias_f, attrs, in_scale, in_zp):
+    """The float32 output of onnxruntime's Conv (bias included, before QuantizeLinear),
+    NCHW: per group im2col in (c, ky, kx) order and MLAS's summation order
+    (numerics/mlas_conv_order.py; it depends on ORT's intra-op thread count,
+    attrs["ort_threads"], default 1). wt: the int8 weight tensor (its scales)."""
+    xf = of.dequantize(x, in_scale, in_zp)
+    wf = float_weights(wt)
+    n, c, h, w = xf.shape
+    o, cg, kh, kw = wf.shape
+    t, l, b, r = attrs["pads"]
+    sh, sw = attrs["strides"]
+    dh, dw = attrs["dilations"]
+    group = attrs["group"]
+    xp = np.zeros((n, c, h + t + b, w + l + r), dtype=F32)
+    xp[:, :, t:t + h, l:l + w] = xf
+    oh = (h + t + b - (dh * (kh - 1) + 1)) // sh + 1
+    ow = (w + l + r - (dw * (kw - 1) + 1)) // sw + 1
+    og = o // group
+    segs = node_segments(x.shape, (n, o, oh, ow), attrs, attrs.get("ort_threads", 1))
+    y = np.zeros((n, o, oh, ow), dtype=F32)
+    for bi in range(n):
+        for gi in range(group):
+            cols = np.zeros((cg * kh * kw, oh * ow), dtype=F32)
+            for ci in range(cg):
+                for i in range(kh):
+                    for j in range(kw):
+                        cols[(ci * kh + i) * kw + j] = xp[bi, gi * cg + ci,
+                                                          i * dh: i * dh + sh * (oh - 1) + 1: sh,
+                                                          j * dw: j * dw + sw * (ow - 1) + 1: sw].reshape(-1)
+            wm = wf[gi * og:(gi + 1) * og].reshape(og, -1)
+            y[bi, gi * og:(gi + 1) * og] = run_segments(cols, wm, segs).reshape(og, oh, ow)
+    return (y + np.asarray(bias_f, F32).reshape(1, -1, 1, 1)).astype(F32)
+
+
+def conv2d_float(x, wt, attrs, p: ConvParams):
+    """onnxruntime's float Conv (DQ -> Conv -> Q), bit for bit (FLOAT mode)."""
+    y = conv2d_f32(x, wt, p.bias_f, attrs, p.in_scale, p.in_zp)
+    return of.quantize(y, p.out_scale, p.out_zp, p.act_min, p.act_max)
+
+
+# ---- C -------------------------------------------------------------------------------------
+
+def _depthwise(g, n):
+    x, w = g.tensors[n.inputs[0]], g.tensors[n.inputs[1]]
+    group = n.attrs["group"]
+    return group == x.shape[1] and group > 1 and w.shape[1] == 1
+
+
+def _in_place(em, n):
+    """Did the plan put a node flagged inplace_depthwise's output on its input?"""
+    bx, by = em.plan.where[n.inputs[0]], em.plan.where[n.outputs[0]]
+    return (bool(n.attrs.get("inplace_depthwise")) and bx.external is None
+            and by.external is None and bx.offset == by.offset)
+
+
+def _emit_float(em, lid, n, p, info, dims, w):
+    """tinyaot_convolve_f32_s8 and its plan (kernels/conv_f32_pack.py)."""
+    x, y = em.g.tensors[n.inputs[0]], em.g.tensors[n.outputs[0]]
+    f = plan_fields(x.shape, y.shape, w, n.attrs, p.in_scale, p.in_zp)
+    fp = emit_float_layer(em, lid, p, "0")  # output quantization and bias; weights in the plan
+    weights = em.const("float", f"{lid}_wp", f["weights"], align=8)  # report: weights
+    segments = em.const("int32_t", f"{lid}_seg", f["segments"])
+    table = em.const("float", f"{lid}_xt", f["table"])
+    taps = em.const("int32_t", f"{lid}_taps", f["taps"])
+    plan = ConvF32Plan(table, weights, segments, taps, f["nseg"], f["k"], f["tiles"], f["padded"])
+    em.consts.append(c_struct(f"{lid}_pl", plan))
+    # plans with no fma tile (depthwise, one pixel: MLAS's M=1 kernels) have their own kernel
+    info["kernel"] = "tinyaot_convolve_f32_s8" if f["tiles"] else "tinyaot_convolve_f32_m1_s8"
+    em.call(info["kernel"], [dims, fp, f"&{lid}_pl", em.ptr(x.name), em.scratch(n, "float"),
+                             em.ptr(y.name)])
+
+
+def _emit_fast(em, lid, n, p, info, dims, w):
+    """The fast conv / depthwise kernels (runtime_c/include/tinyaot_fast_kernels.h)."""
+    if p.mode == TFLITE and np.any(np.asarray(p.mult) < 0):
+        raise NotImplementedError("fast kernels need non-negative multipliers")
+    q = emit_requant(em, lid, p, fast=True, float_records=True)
+    x, y = n.inputs[0], n.outputs[0]
+    if n.attrs["fast_kernel"] == "depthwise":
+        wt = w.data[:, 0].transpose(1, 2, 0)  # [k_h][k_w][c]
+        filt = em.const("int32_t", f"{lid}_wp", pack_depthwise(wt.reshape(-1, wt.shape[-1])),
+                        align=8)
+        info["kernel"] = "tinyaot_depthwise_conv_fast_s8"
+        em.call(info["kernel"], [dims, q, em.ptr(x), filt, em.ptr(y)])
+        return
+    scratch = em.scratch(n, "uint32_t")
+    filt = em.const("int32_t", f"{lid}_wp", pack_gemm(conv_gemm_weights(w.data)), align=8)
+    info["kernel"] = "tinyaot_convolve_fast_s8"
+    em.call(info["kernel"], [dims, q, em.ptr(x), filt, scratch, em.ptr(y)])
+
+
+class Conv2d(Op):
+    name = "conv2d"
+    traits = Traits(layout="spatial", align=8)
+    onnx = {"Conv": lower_onnx, "ConvInteger": integer_forms.lower_onnx}
+
+    def select(self, g, n, optimize):
+        for k in ("fast_kernel", "int_w8", "f32_w8", "scratch_bytes"):
+            n.attrs.pop(k, None)  # chosen afresh
+        x, w, y = (g.tensors[t] for t in (n.inputs[0], n.inputs[1], n.outputs[0]))
+        if n.attrs.get("ort_float"):  # pixel columns + one tile
+            n.attrs["scratch_bytes"] = scratch_bytes(x.shape, w.shape, y.shape, n.attrs)
+        elif not n.attrs.get("int_epilogue"):  # ConvInteger (float epilogue): portable kernels
+            cin, cout = x.shape[1], y.shape[1]
+            kh, kw = n.attrs["kernel"]
+            if n.attrs["group"] == 1:
+                n.attrs["fast_kernel"] = "conv"
+                n.attrs["scratch_bytes"] = conv_scratch_bytes(kh, kw, cin)
+            elif _depthwise(g, n) and cout == cin and cin % 4 == 0:
+                n.attrs["fast_kernel"] = "depthwise"
+        if optimize == "size":
+            select_size(g, n)
+
+    def prepare(self, g, n, numerics):
+        return prepare_conv_like(g, n, numerics)
+
+    def reference(self, g, n, ins, p, numerics):
+        if p.mode == FLOAT:
+            return conv2d_float(ins[0], g.tensors[n.inputs[1]], n.attrs, p)
+        return conv2d_int(ins[0], ins[1], n.attrs, p)
+
+    def emit(self, em, lid, n, p, info):
+        w = em.g.tensors[n.inputs[1]]
+        x = em.g.tensors[n.inputs[0]]
+        y = em.g.tensors[n.outputs[0]]
+        dims = emit_conv_dims(em, lid, n)
+        kh, kw = n.attrs["kernel"]
+        info["macs"] = int(y.size * kh * kw * (w.shape[1]))
+        if n.attrs.get("f32_w8"):  # --optimize size
+            return emit_conv_w8(em, lid, n, p, info, dims)
+        if n.attrs.get("int_w8") and not _in_place(em, n):  # --optimize size, integer conv
+            return emit_conv_int_w8(em, lid, n, p, info, dims)
+        if n.attrs.get("ort_float"):
+            return _emit_float(em, lid, n, p, info, dims, w)
+        if n.attrs.get("fast_kernel") in ("conv", "depthwise"):
+            return _emit_fast(em, lid, n, p, info, dims, w)
+        q = emit_requant(em, lid, p)
+        if _depthwise(em.g, n):
+            filt = em.const("int8_t", f"{lid}_w", w.data[:, 0].transpose(1, 2, 0), align=4)
+            if _in_place(em, n):  # planner/depthwise_inplace.py
+                info["kernel"] = "tinyaot_depthwise_conv_inplace_s8"
+                em.call(info["kernel"], [dims, q, em.ptr(x.name), filt, em.scratch(n)])
+                return
+            info["kernel"] = "tinyaot_depthwise_conv_s8"
+        else:
+            filt = em.const("int8_t", f"{lid}_w", w.data.transpose(0, 2, 3, 1), align=4)
+            info["kernel"] = "tinyaot_convolve_s8"
+        em.call(info["kernel"], [dims, q, em.ptr(x.name), filt, em.ptr(y.name)])
+
+
+OP = Conv2d()

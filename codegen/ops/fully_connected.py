@@ -1,0 +1,235 @@
+"""fully_connected: ONNX MatMul by a constant and Gemm (+ a constant int32 bias Add folded
+into it), rows x [N, K] weights, symmetric, per tensor or per output.
+
+The layer's kernel is chosen here (`select`), in one place:
+  ort_float (frontend/ort_facts.py: onnxruntime keeps the layer in float):
+      speed: tinyaot_fully_connected_f32_s8, float weights packed in MLAS's order
+             (numerics/mlas_fc_order.py, kernels/fc_float_pack.py), or on FPU targets the
+             weight-specialised straight-line code of kernels/fc_float_unrolled.py;
+      size:  tinyaot_fully_connected_f32_w8_s8 (int8 weights in flash, size_kernels.py);
+  MatMulInteger's epilogue (integer_forms.py): the portable tinyaot_fully_connected_s8;
+  otherwise the fast FC (int16-packed weights; under ort with the requantization as one
+      exact SMMLAR in its weight stream when kernels/ort_requant_fixed.py finds one), or
+      under --optimize size tinyaot_fully_connected_w8_s8 (size_kernels.py).
+The requantization is the record's mode (conv_params.py).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+
+from ..ir import QParams
+from ..kernels import fc_float_unrolled as fu
+from ..kernels.c_format import c_struct
+from ..kernels.fast_pack import fc_scratch_bytes, pack_gemm, pack_gemm_fixed
+from ..kernels.fc_float_pack import fc_float_scratch_bytes, input_table, pack_fc_float
+from ..kernels.ort_requant_fixed import fc_fixed_requant
+from ..numerics import ort_float as of
+from ..numerics.mlas_fc_order import ORDER_CODE, fc_float
+from ..numerics.ort_float import float_weights
+from . import integer_forms
+from .base import Op, Pending, Traits, Unsupported
+from .conv_params import FLOAT, ORT, TFLITE, ConvParams, prepare_conv_like, requantize_sums
+from .conv_records import RequantRecord, emit_requant
+from .matmul import lower_onnx as lower_activation_matmul
+from .size_kernels import emit_fc_int_w8, emit_fc_w8, select_size
+
+
+@dataclass
+class FloatFcRecord:  # tinyaot_float_fc_t
+    CTYPE: ClassVar[str] = "tinyaot_float_fc_t"
+    order: int
+    k_block: int
+    out_scale: float
+    out_zp: int
+    act_min: int
+    act_max: int
+    in_table: str
+    weights: str
+    bias: str
+
+
+# ---- ONNX ----------------------------------------------------------------------------------
+
+def lower_matmul_gemm(lw, node, name, attrs, ins, out, shape):
+    op = node.op_type
+    if (op == "MatMul" and ins[1] in lw.qrepr
+            and not lw.graph.tensors[lw.qrepr[ins[1]]].is_const):
+        return lower_activation_matmul(lw, node, name, attrs, ins, out, shape)
+    x = lw.act_input(ins[0], name)
+    w = lw.weight_input(ins[1], name)
+    wt = lw.graph.tensors[w]
+    trans_b = int(attrs.get("transB", 0)) if op == "Gemm" else 0
+    if op == "Gemm" and (int(attrs.get("transA", 0)) or attrs.get("alpha", 1.0) != 1.0
+                         or attrs.get("beta", 1.0) != 1.0):
+        raise Unsupported("Gemm with transA or alpha/beta != 1")
+    if len(lw.graph.tensors[x].shape) != 2 or len(wt.shape) != 2:
+        raise Unsupported("MatMul supports a 2-D activation times a 2-D constant")
+    w = _nk_weights(lw, wt, trans_b)
+    b = None
+    if op == "Gemm" and len(ins) > 2 and ins[2]:
+        b = lw.weight_input(ins[2], name, "int32")
+    lw.pending[out] = Pending("fully_connected", name, [x, w, b], {}, shape=shape)
+
+
+def _nk_weights(lw, wt, trans_b):
+    """Constant [K, N] (or [N, K] with transB) -> new constant [N, K], axis 0."""
+    data = wt.data if trans_b else wt.data.T
+    axis = None
+    if wt.q.per_channel:
+        want = 0 if trans_b else 1
+        if wt.q.axis != want:
+            raise Unsupported("weights quantized along the reduction axis")
+        axis = 0
+    q = QParams(wt.q.scale, wt.q.zero_point, axis)
+    if np.any(q.zero_point != 0):
+        raise Unsupported("weights with a non-zero zero point (asymmetric weights)")
+    t = lw.add_int_tensor(f"{wt.name}@NK", data.shape, wt.dtype, q, np.ascontiguousarray(data))
+    return t.name
+
+
+# ---- the numpy oracle ------------------------------------------------------------------------
+
+def fully_connected_int(x, w, p: ConvParams):
+    """x [M, K], w [N, K]: exact sums, then p's requantization (ORT, TFLITE, EPILOGUE)."""
+    acc = (x.astype(np.int64) - p.in_zp) @ w.astype(np.int64).T
+    return requantize_sums(acc, p, 1)
+
+
+def fully_connected_float(x, wt, p: ConvParams):
+    """onnxruntime's float Gemm/MatMul in MLAS's order (numerics/mlas_fc_order.py)."""
+    xf = of.dequantize(x, p.in_scale, p.in_zp)
+    y = fc_float(xf, float_weights(wt), p.bias_f, p.fc_order, p.k_block)
+    return of.quantize(y, p.out_scale, p.out_zp, p.act_min, p.act_max)
+
+
+# ---- C -------------------------------------------------------------------------------------
+
+def _emit_float(em, lid, n, p, info, rows):
+    """onnxruntime's float Gemm/MatMul: float weights packed for MLAS's order."""
+    x, w, y = (em.g.tensors[t] for t in (n.inputs[0], n.inputs[1], n.outputs[0]))
+    nout, k = w.shape
+    wf, bf = float_weights(w), p.bias_f
+    xt = input_table(p.in_scale, p.in_zp)
+    table = em.const("float", f"{lid}_xt", xt)
+    unrolled = _emit_unrolled(em, lid, p, wf, bf, float(np.abs(xt).max()), rows)
+    wp = em.const("float", f"{lid}_wp", pack_fc_float(wf, p.fc_order), align=8)
+    bias = em.const("float", f"{lid}_bf", bf)
+    em.consts.append(c_struct(f"{lid}_fp", FloatFcRecord(
+        ORDER_CODE[p.fc_order], p.k_block, p.out_scale, p.out_zp, p.act_min, p.act_max,
+        table, wp, bias)))
+    scratch = em.scratch(n, "float")
+    info["kernel"] = "tinyaot_fully_connected_f32_s8"
+    em.kernels.add("tinyaot_dequantize_row_f32_s8")  # called by both paths
+    if unrolled is None:
+        em.call(info["kernel"], [str(rows), str(k), str(nout), f"&{lid}_fp",
+                                 em.ptr(x.name), scratch, em.ptr(y.name)])
+        return
+    # the FPU build carries only the unrolled layer's arrays, the others only the loop's
+    em.consts.append("#endif\n")
+    em.weights_bytes -= 4 * (wf.size + nout)  # wp, bf: not in the FPU build
+    info["kernel"] = f"{unrolled} (FPU; else tinyaot_fully_connected_f32_s8)"
+    em.kernels.add("tinyaot_fully_connected_f32_s8")
+    em.body += [f"#ifdef {fu.GUARD_MACRO}",
+                f"    tinyaot_dequantize_row_f32_s8({em.ptr(x.name)}, {k}, {table}, {scratch});",
+                f"    {unrolled}({scratch}, {em.ptr(y.name)});", "#else",
+                f"    if (tinyaot_fully_connected_f32_s8({rows}, {k}, {nout}, &{lid}_fp, "
+                f"{em.ptr(x.name)}, {scratch}, {em.ptr(y.name)}) != TINYAOT_OK) return -1;",
+                "#endif"]
+
+
+def _emit_unrolled(em, lid, p, wf, bf, x_max, rows):
+    """kernels/fc_float_unrolled.py under --optimize speed (not with --integrity, whose
+    digest lists one set of arrays): emits the unrolled layer's stream and function inside
+    `#ifdef TINYAOT_FC_UNROLLED ... #else` (the caller closes it after the loop kernel's
+    arrays) and returns the function's name; None when the layer keeps the loop kernel."""
+    if not (em.unroll_fc and em.optimize == "speed" and fu.eligible(p.fc_order, rows, wf)):
+        return None
+    u = fu.unroll_fc(wf, bf, x_max, p.out_scale, p.out_zp, p.act_min, p.act_max)
+    if not em.unroll_guard:
+        em.consts.append(fu.GUARD_C)
+        em.unroll_guard = True
+    em.consts.append(f"#ifdef {fu.GUARD_MACRO}\n")
+    stream = em.const("float", f"{lid}_wu", u.stream, align=8)
+    fname = fu.function_name(lid)
+    em.consts.append(fu.c_function(fname, u, p.out_scale, stream))
+    em.consts.append("#else\n")
+    return fname
+
+
+def _emit_fast(em, lid, n, p, info, rows):
+    """tinyaot_fully_connected_fast_s8 (runtime_c/include/tinyaot_fast_kernels.h): it keeps
+    the float scales (not the records), or under ort reads an exact fixed-point
+    requantization from its weight stream."""
+    w = em.g.tensors[n.inputs[1]]
+    if p.mode == TFLITE and np.any(np.asarray(p.mult) < 0):
+        raise NotImplementedError("fast kernels need non-negative multipliers")
+    fixed = (fc_fixed_requant(w.data, p.bias, p.scale, p.in_zp, p.out_zp, p.act_min, p.act_max)
+             if p.mode == ORT else None)
+    q = None if fixed is not None else emit_requant(em, lid, p, fast=True)
+    scratch = em.scratch(n, "uint32_t")
+    nout, k = w.shape
+    if fixed is None:
+        filt = em.const("int32_t", f"{lid}_wp", pack_gemm(w.data, 4), align=8)
+    else:  # the requantization inline in the weight stream, q without arrays
+        filt = em.const("int32_t", f"{lid}_wp", pack_gemm_fixed(w.data, fixed), align=8)
+        em.consts.append(c_struct(f"{lid}_q",
+                                  RequantRecord(p.in_zp, p.out_zp, p.act_min, p.act_max)))
+        q = f"&{lid}_q"
+        info["requant"] = "ort fixed-point (SMMLAR)"
+    info["kernel"] = "tinyaot_fully_connected_fast_s8"
+    em.call(info["kernel"], [str(rows), str(k), str(nout), q, em.ptr(n.inputs[0]), filt, scratch,
+                             em.ptr(n.outputs[0])])
+
+
+class FullyConnected(Op):
+    name = "fully_connected"
+    traits = Traits(align=8)
+    onnx = {"MatMul": lower_matmul_gemm, "Gemm": lower_matmul_gemm,
+            "MatMulInteger": integer_forms.lower_onnx}
+
+    def select(self, g, n, optimize):
+        for k in ("fast_kernel", "int_w8", "f32_w8", "scratch_bytes"):
+            n.attrs.pop(k, None)  # chosen afresh
+        k = g.tensors[n.inputs[1]].shape[1]
+        if n.attrs.get("ort_float"):  # one dequantized input row
+            n.attrs["scratch_bytes"] = fc_float_scratch_bytes(k)
+        elif not n.attrs.get("int_epilogue"):  # MatMulInteger (float epilogue): portable kernel
+            n.attrs["fast_kernel"] = "fc"
+            n.attrs["scratch_bytes"] = fc_scratch_bytes(k)
+        if optimize == "size":
+            select_size(g, n)
+
+    def prepare(self, g, n, numerics):
+        return prepare_conv_like(g, n, numerics)
+
+    def reference(self, g, n, ins, p, numerics):
+        if p.mode == FLOAT:
+            return fully_connected_float(ins[0], g.tensors[n.inputs[1]], p)
+        return fully_connected_int(ins[0], ins[1], p)
+
+    def emit(self, em, lid, n, p, info):
+        x = em.g.tensors[n.inputs[0]]
+        w = em.g.tensors[n.inputs[1]]
+        y = em.g.tensors[n.outputs[0]]
+        nout, k = w.shape
+        rows = x.size // k
+        info["macs"] = int(rows * nout * k)
+        if n.attrs.get("f32_w8"):  # --optimize size
+            return emit_fc_w8(em, lid, n, p, info, rows)
+        if n.attrs.get("int_w8"):  # --optimize size, integer FC
+            return emit_fc_int_w8(em, lid, n, p, info, rows)
+        if n.attrs.get("ort_float"):
+            return _emit_float(em, lid, n, p, info, rows)
+        if n.attrs.get("fast_kernel") == "fc":
+            return _emit_fast(em, lid, n, p, info, rows)
+        q = emit_requant(em, lid, p)
+        filt = em.const("int8_t", f"{lid}_w", w.data, align=4)
+        info["kernel"] = "tinyaot_fully_connected_s8"
+        em.call(info["kernel"], [str(rows), str(k), str(nout), q, em.ptr(x.name), filt,
+                                 em.ptr(y.name)])
+
+
+OP = FullyConnected()

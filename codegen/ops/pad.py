@@ -1,0 +1,112 @@
+"""pad: ONNX Pad (constant, reflect or edge) of an int8 tensor of rank <= 4.
+
+The constant is the pad value quantized with the output's parameters (0.0 -> the zero
+point). Elements are copied, or requantized through a table when the output's quantization
+differs (ort only: DequantizeLinear -> Pad -> QuantizeLinear; TFLite PAD keeps the
+quantization). tinyaot_pad_s8 pads on the physical axes: the output keeps the input's perm
+(traits "same").
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import TinyAotError
+from ..numerics import ort_float as of
+from ..numerics.quant import act_bounds, qrange, requant_values, round_half_away
+from .base import Op, Pending, Traits, Unsupported
+from .physical import dims4, int32_array, physical
+
+F32 = np.float32
+MODES = {"constant": 0, "reflect": 1, "edge": 2}  # tinyaot_pad_s8's mode
+
+
+@dataclass
+class PadParams:
+    table: np.ndarray | None  # int8[256] requantizing copied elements (q + 128), or None
+    pad_value: int  # the constant, in the output's integers
+
+
+def _float_scalar(lw, x, name):
+    """A constant float scalar, given directly or as DequantizeLinear of a constant."""
+    if x in lw.qrepr and lw.graph.tensors[lw.qrepr[x]].is_const:
+        t = lw.graph.tensors[lw.qrepr[x]]
+        s, zp = t.q.scalar()
+        return float((np.float32(int(np.asarray(t.data).reshape(-1)[0]) - int(zp))) * s)
+    return float(np.asarray(lw.const(x, name, "scalar")).reshape(-1)[0])
+
+
+def lower_onnx(lw, node, name, attrs, ins, out, shape):
+    x = lw.act_input(ins[0], name)
+    rank = len(lw.graph.tensors[x].shape)
+    value = 0.0
+    if lw.opset < 11:
+        pads = list(attrs["pads"])
+        value = float(attrs.get("value", 0.0))
+    else:
+        pads = [int(v) for v in np.asarray(lw.const(ins[1], name, "Pad pads")).reshape(-1)]
+        if len(ins) > 2 and ins[2]:
+            value = _float_scalar(lw, ins[2], name)
+        if len(ins) > 3 and ins[3]:
+            raise Unsupported("Pad with axes")
+    mode = attrs.get("mode", "constant")
+    if mode not in MODES:
+        raise Unsupported(f"Pad mode {mode}")
+    if len(pads) != 2 * rank or min(pads) < 0 or rank > 4:
+        raise Unsupported("Pad with negative pads or rank > 4")
+    a = {"mode": mode, "before": tuple(pads[:rank]), "after": tuple(pads[rank:]),
+         "value": value}
+    lw.pending[out] = Pending("pad", name, [x], a, shape=shape)
+
+
+class Pad(Op):
+    name = "pad"
+    traits = Traits(layout="same")
+    onnx = {"Pad": lower_onnx}
+
+    def prepare(self, g, n, numerics):
+        x = g.tensors[n.inputs[0]]
+        y = g.tensors[n.outputs[0]]
+        sy, zy = y.q.scalar()
+        lo, hi = act_bounds(numerics, y, n.attrs.get("act_lo"), n.attrs.get("act_hi"))
+        if (lo, hi) != qrange(y.dtype) or y.dtype != "int8" or x.dtype != "int8":
+            raise TinyAotError("Pad with a fused activation or non-int8 tensors",
+                               model=g.source, node=n.name)
+        table = None
+        if not x.q.same_as(y.q):
+            if numerics != "ort":
+                raise TinyAotError("tflite numerics: TFLite PAD needs the input's and output's "
+                                   "quantization to be equal", model=g.source, node=n.name)
+            table = requant_values(x, y, numerics).astype(np.int8)
+        val = float(n.attrs["value"])
+        if numerics == "ort":
+            pad_value = int(of.quantize(np.float32(val), sy, zy))
+        else:  # TFLM PAD int8: the constant is the output zero point (value 0) or a quantized scalar
+            pad_value = int(np.clip(zy + round_half_away(F32(F32(val) / sy)), -128, 127))
+        return PadParams(table, pad_value)
+
+    def reference(self, g, n, ins, p, numerics):
+        x = np.asarray(ins[0], dtype=np.int32)
+        if p.table is not None:
+            x = p.table[x + 128].astype(np.int32)
+        widths = list(zip(n.attrs["before"], n.attrs["after"]))
+        mode = n.attrs["mode"]
+        if mode == "constant":
+            return np.pad(x, widths, mode="constant", constant_values=p.pad_value)
+        return np.pad(x, widths, mode=mode)  # numpy's "reflect" and "edge" are ONNX's
+
+    def emit(self, em, lid, n, p, info):
+        x = em.g.tensors[n.inputs[0]]
+        y = em.g.tensors[n.outputs[0]]
+        idims, _ = physical(x)
+        odims, operm = physical(y)
+        before = [n.attrs["before"][a] for a in operm]
+        d = int32_array(em, f"{lid}_d", dims4(idims, 1) + dims4(odims, 1) + dims4(before, 0))
+        table = "NULL" if p.table is None else em.const("int8_t", f"{lid}_table", p.table)
+        info["kernel"] = "tinyaot_pad_s8"
+        em.call("tinyaot_pad_s8", [d, str(MODES[n.attrs["mode"]]), str(p.pad_value), table,
+                                   em.ptr(x.name), em.ptr(y.name)])
+
+
+OP = Pad()

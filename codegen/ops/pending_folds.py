@@ -1,0 +1,30 @@
+"""ONNX nodes that fold into the conv2d / fully_connected layer pending before them (no
+operator here): the front end (frontend/qdq_lowering.py) asks `fold_into_pending` before it
+lowers a node on its own.
+"""
+from __future__ import annotations
+
+from .integer_forms import fold_epilogue
+
+
+def fold_into_pending(lw, node, name, attrs) -> bool:
+    """Fold `node` into the layer pending before it; True when folded: the Cast / Mul / Add
+    of a ConvInteger / MatMulInteger epilogue (integer_forms.py), or the constant int32
+    bias Add of a MatMul / Conv that has none (and no clamp yet)."""
+    if fold_epilogue(lw, node, name, attrs):
+        return True
+    if node.op_type != "Add":
+        return False
+    ins, out = list(node.input), node.output[0]
+    for i, j in ((0, 1), (1, 0)):
+        p = lw.pending.get(ins[i])
+        if (p is not None and p.op in ("fully_connected", "conv2d") and p.inputs[2] is None
+                and p.act_lo is None and p.act_hi is None and ins[j] in lw.qrepr
+                and lw.graph.tensors[lw.qrepr[ins[j]]].is_const
+                and lw.graph.tensors[lw.qrepr[ins[j]]].dtype == "int32"):
+            del lw.pending[ins[i]]
+            p.inputs[2] = lw.qrepr[ins[j]]
+            p.tensors.append(ins[i])
+            lw.pending[out] = p
+            return True
+    return False

@@ -1,0 +1,111 @@
+"""What avgpool and maxpool share (no operator here): the ONNX pooling window, the
+kernels' tinyaot_pool_params_t and its C emission.
+
+ONNX AveragePool / MaxPool give a 2-D window (kernel_shape, strides, pads or auto_pad,
+count_include_pad); GlobalAveragePool and ReduceMean over H, W are one window over the
+whole plane. Both kernels take one record whose mode field (use_float) says which
+arithmetic the average runs; maxpool leaves it 0.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import ClassVar
+
+from ..kernels.c_format import c_struct
+from .base import Pending, Unsupported
+from .conv_pads import conv_pads
+
+# tinyaot_pool_params_t.use_float
+TFLITE_ROUNDED = 0  # TFLite AveragePool: the rounded integer mean (also maxpool: unused)
+ORT_FLOAT = 1  # onnxruntime's float AveragePool, then QuantizeLinear
+TFLITE_MEAN = 2  # TFLite MEAN: sum * multiplier >> shift + bias
+ORT_QLINEAR = 3  # onnxruntime's QLinearAveragePool: round(mean / s + zp)
+
+
+@dataclass
+class PoolParams:  # tinyaot_pool_params_t
+    CTYPE: ClassVar[str] = "tinyaot_pool_params_t"
+    in_h: int
+    in_w: int
+    c: int
+    out_h: int
+    out_w: int
+    k_h: int
+    k_w: int
+    stride_h: int
+    stride_w: int
+    pad_top: int
+    pad_left: int
+    count_include_pad: int
+    act_min: int
+    act_max: int
+    use_float: int  # TFLITE_ROUNDED, ORT_FLOAT, TFLITE_MEAN or ORT_QLINEAR
+    in_scale: float = 0.0  # ORT_FLOAT, ORT_QLINEAR
+    out_scale: float = 0.0
+    in_zp: int = 0
+    out_zp: int = 0
+    mean_mult: int = 0  # TFLITE_MEAN
+    mean_shift: int = 0
+    mean_bias: int = 0  # TFLITE_MEAN; ORT_QLINEAR: the uint8 shift of ORT's zero point
+    dq_lut: str = "NULL"  # C: the dequantization table (emit), ORT_FLOAT and ORT_QLINEAR
+
+
+def pool_params(g, n, act_min, act_max, use_float, **quant) -> PoolParams:
+    """The record of node n: its geometry from the IR, the rest as given."""
+    x = g.tensors[n.inputs[0]]
+    y = g.tensors[n.outputs[0]]
+    a = n.attrs
+    _, c, h, w = x.shape
+    _, _, oh, ow = y.shape
+    return PoolParams(h, w, c, oh, ow, a["kernel"][0], a["kernel"][1], a["strides"][0],
+                      a["strides"][1], a["pads"][0], a["pads"][1],
+                      int(a.get("count_include_pad", 0)), act_min, act_max, use_float, **quant)
+
+
+def lower_window(lw, node, name, attrs, ins, out, shape):
+    """AveragePool / MaxPool / GlobalAveragePool -> (input, IR attrs) of one 2-D window."""
+    x = lw.act_input(ins[0], name)
+    xs = lw.graph.tensors[x].shape
+    if len(xs) != 4:
+        raise Unsupported("only 2-D pooling is supported")
+    if node.op_type == "GlobalAveragePool":
+        k, s, pads = tuple(xs[2:]), (1, 1), (0, 0, 0, 0)
+        cip = 0
+    else:
+        if attrs.get("ceil_mode", 0):
+            raise Unsupported("ceil_mode=1 is not supported")
+        k = tuple(attrs["kernel_shape"])
+        s = tuple(attrs.get("strides", (1, 1)))
+        if tuple(attrs.get("dilations", (1, 1))) != (1, 1):
+            raise Unsupported("dilated pooling is not supported")
+        pads = conv_pads(attrs, xs[2:], k, s, (1, 1), shape[2:])
+        cip = int(attrs.get("count_include_pad", 0))
+    return x, {"kernel": k, "strides": s, "pads": pads, "count_include_pad": cip}
+
+
+def lower_pool(kind):
+    """The ONNX lowering function of IR op `kind` (avgpool or maxpool)."""
+    def lower(lw, node, name, attrs, ins, out, shape):
+        x, a = lower_window(lw, node, name, attrs, ins, out, shape)
+        lw.pending[out] = Pending(kind, name, [x], a, shape=shape)
+    return lower
+
+
+def windows(x, attrs):
+    """Geometry of the pooling windows over NCHW x."""
+    n, c, h, w = x.shape
+    kh, kw = attrs["kernel"]
+    sh, sw = attrs["strides"]
+    t, l, b, r = attrs["pads"]
+    oh = (h + t + b - kh) // sh + 1
+    ow = (w + l + r - kw) // sw + 1
+    return n, c, h, w, kh, kw, sh, sw, t, l, oh, ow
+
+
+def emit_pool(em, lid, n, p, info, kernel, dq_lut=None):
+    """`<lid>_p` and the kernel call; dq_lut: the dequantization table's values, if any."""
+    if dq_lut is not None:
+        p = replace(p, dq_lut=em.const("float", f"{lid}_dq", dq_lut))
+    em.consts.append(c_struct(f"{lid}_p", p))
+    info["kernel"] = kernel
+    em.call(kernel, [f"&{lid}_p", em.ptr(n.inputs[0]), em.ptr(n.outputs[0])])

@@ -1,0 +1,119 @@
+"""requantize / clamp: int8 -> int8 with a change of quantization and/or a clamp.
+
+`requantize` is QuantizeLinear(DequantizeLinear(x)) with other parameters; `clamp` is a Relu or
+Clip that could not be fused into the op before it (its input is a graph input, a data-movement
+op's output, ...). Both run tinyaot_requantize_s8, elementwise and in place:
+  mode 0: the clamp alone (same quantization),
+  mode 1: onnxruntime's DequantizeLinear -> QuantizeLinear in float32,
+  mode 2: TFLite's fixed-point requantization (QuantizeMultiplier of s_in / s_out).
+ONNX Relu and Clip are recognised here: after a pending op they become its output clamp.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+
+from ..kernels.c_format import c_struct
+from ..numerics import ort_float as of
+from ..numerics import tflite_fixedpoint as tfp
+from ..numerics.quant import act_bounds
+from .base import Op, Pending, Traits
+
+
+@dataclass
+class RequantizeParams:  # tinyaot_requantize_params_t
+    CTYPE: ClassVar[str] = "tinyaot_requantize_params_t"
+    mode: int  # 0: clamp only, 1: float requantize (ort), 2: fixed point (tflite)
+    in_zp: int
+    out_zp: int
+    act_min: int
+    act_max: int
+    in_scale: float = 0.0  # mode 1
+    out_scale: float = 0.0
+    mult: int = 0  # mode 2
+    shift: int = 0
+
+
+def clip_bounds(lw, node, attrs, name):
+    """Clip's (min, max) in real units; None where absent."""
+    lo = hi = None
+    if lw.opset < 11:
+        lo = attrs.get("min")
+        hi = attrs.get("max")
+    else:
+        if len(node.input) > 1 and node.input[1]:
+            lo = _clip_scalar(lw, node.input[1], name, "Clip min")
+        if len(node.input) > 2 and node.input[2]:
+            hi = _clip_scalar(lw, node.input[2], name, "Clip max")
+    return lo, hi
+
+
+def _clip_scalar(lw, x, name, what):
+    v = np.asarray(lw.const(x, name, what))
+    if v.size != 1 or v.dtype.kind not in "fiu":
+        raise lw.err(f"{what} must be one number, got shape {list(v.shape)} {v.dtype}",
+                     node=name, tensor=x)
+    return float(v.reshape(-1)[0])
+
+
+def lower_relu_clip(lw, node, name, attrs, ins, out, shape):
+    """Relu / Clip: the clamp of the pending op it follows, or a clamp of its own."""
+    lo, hi = 0.0, None
+    if node.op_type == "Clip":
+        lo, hi = clip_bounds(lw, node, attrs, name)
+    x = ins[0]
+    if x in lw.pending:
+        p = lw.pending.pop(x)
+        p.tensors.append(x)
+    else:
+        p = Pending("clamp", name, [lw.act_input(x, name)], {}, shape=shape)
+    if lo is not None:
+        p.act_lo = lo if p.act_lo is None else max(p.act_lo, lo)
+    if hi is not None:
+        p.act_hi = hi if p.act_hi is None else min(p.act_hi, hi)
+    lw.pending[out] = p
+
+
+class Requantize(Op):
+    traits = Traits(layout="elementwise", inplace=(0,))
+
+    def __init__(self, name, onnx=None):
+        self.name = name
+        self.onnx = onnx or {}
+
+    def prepare(self, g, n, numerics):
+        x = g.tensors[n.inputs[0]]
+        y = g.tensors[n.outputs[0]]
+        sx, zx = x.q.scalar()
+        sy, zy = y.q.scalar()
+        lo, hi = act_bounds(numerics, y, n.attrs.get("act_lo"), n.attrs.get("act_hi"))
+        if x.q.same_as(y.q):
+            return RequantizeParams(0, zx, zy, lo, hi)
+        if numerics == "ort":
+            return RequantizeParams(1, zx, zy, lo, hi, in_scale=sx, out_scale=sy)
+        m, s = tfp.quantize_multiplier(float(np.float64(sx) / np.float64(sy)))
+        return RequantizeParams(2, zx, zy, lo, hi, mult=m, shift=s)
+
+    def reference(self, g, n, ins, p, numerics):
+        x = ins[0]
+        if p.mode == 0:
+            return np.clip(x.astype(np.int32), p.act_min, p.act_max)
+        if p.mode == 1:
+            xf = of.dequantize(x, p.in_scale, p.in_zp)
+            return of.quantize(xf, p.out_scale, p.out_zp, p.act_min, p.act_max)
+        acc = x.astype(np.int32) - p.in_zp
+        return tfp.requantize(acc, np.int32(p.mult), np.int32(p.shift), p.out_zp,
+                              p.act_min, p.act_max)
+
+    def emit(self, em, lid, n, p, info):
+        t = em.g.tensors[n.inputs[0]]
+        em.consts.append(c_struct(f"{lid}_p", p))
+        info["kernel"] = "tinyaot_requantize_s8"
+        em.call("tinyaot_requantize_s8", [str(t.size), f"&{lid}_p", em.ptr(n.inputs[0]),
+                                          em.ptr(n.outputs[0])])
+
+
+OPS = (Requantize("requantize"),
+       Requantize("clamp", {"Relu": lower_relu_clip, "Clip": lower_relu_clip}))
