@@ -8,7 +8,7 @@
  * QEMU 7.2's STM32F405 clocks its timers at 1 GHz whatever the RCC says
  * (measured: 6 instructions per count with PSC = 5); with PSC = 124 the
  * counter runs at 8 MHz, one tick every 125 instructions under -icount
- * shift=0 (tests/test_boards_family.py calibrates it). On silicon TIM2 runs
+ * shift=0 (tests/firmware/test_qemu_boards.py calibrates it). On silicon TIM2 runs
  * from APB1's timer clock (84 MHz at 168 MHz HCLK), so this PSC gives
  * 672 kHz there: the tick rate is a property of the QEMU board.
  *
