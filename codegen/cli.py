@@ -25,6 +25,8 @@ EXAMPLES = """examples:
   tinyaot compile models/digits_cnn_int8.onnx --board qemu-m4 --ram-limit 64K
   tinyaot verify M.onnx --golden M_golden.npz --board qemu-m55 --optimize size
   tinyaot report models/digits_cnn_int8.onnx --board qemu-m4
+  tinyaot report models/digits_cnn_int8.onnx --board nrf52840
+  tinyaot boards
   tinyaot validate models/digits_cnn_int8.onnx --inputs models/digits_cnn_int8_golden.npz
   tinyaot profile models/digits_cnn_int8.onnx --board qemu-m4 --png profile.png
   tinyaot quantize models/digits_cnn_f32.onnx --calib calib.npz -o model_int8.onnx

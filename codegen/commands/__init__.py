@@ -8,7 +8,7 @@ so `tinyaot --help` stays fast.
 """
 from __future__ import annotations
 
-from . import bench, export, golden, keygen, profile, quantize, report, run, sign, validate, verify
+from . import bench, boards, export, golden, keygen, profile, quantize, report, run, sign, validate, verify
 from . import compile as compile_  # the module; the builtin compile() stays unshadowed
 from . import verify_signature
 
@@ -23,6 +23,7 @@ COMMANDS = {
     "profile": profile,
     "quantize": quantize,
     "export": export,
+    "boards": boards,
     "keygen": keygen,
     "sign": sign,
     "verify-signature": verify_signature,

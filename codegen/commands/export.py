@@ -8,6 +8,7 @@ from .options import add_numerics, examples
 HELP = "a self-contained C library folder (model + kernels, Make/CMake)"
 EPILOG = examples(
     "tinyaot export models/digits_cnn_int8.onnx --board qemu-m4 -o out/digits",
+    "tinyaot export models/digits_cnn_int8.onnx --board nrf52840 -o out/nrf52840",
     "tinyaot export a.onnx b.onnx --board qemu-m4 -o out/two --no-measure --json",
     "tinyaot export my.onnx --board qemu-m4 -o out/my --inputs my_golden.npz --io float",
     note="The folder has example/: `make -C out/digits/example run` runs the model in QEMU.\n"
@@ -16,11 +17,14 @@ EPILOG = examples(
 
 def add_arguments(p):
     p.add_argument("model", nargs="+", help="quantized ONNX model(s); several share the kernels")
-    p.add_argument("--board", required=True, help="board the numbers in the README are measured on")
+    p.add_argument("--board", required=True,
+                   help="board the numbers in the README are measured on; a build-only part "
+                        "(tinyaot boards) also gives its flags, startup and linker script")
     add_numerics(p)
     p.add_argument("-o", "--output", required=True, help="output folder")
     p.add_argument("--no-measure", action="store_true",
-                   help="do not run one inference in QEMU for flash and instruction counts")
+                   help="do not run one inference in QEMU for flash and instruction counts "
+                        "(on a part: no cycle-model time; the fit is still checked)")
     p.add_argument("--io-buffers", choices=["arena", "user"], default="arena",
                    help="where the model's input/output live (default %(default)s, see compile)")
     p.add_argument("--io", default="int8", choices=["int8", "float"],
@@ -45,6 +49,10 @@ def run(a):
         n = r["numbers"][name]
         extra = "" if n["instructions"] is None else \
             f", flash {n['flash']['total']} B, {n['instructions']} instructions on {a.board}"
+        if n.get("part_fit"):  # a build-only part: its image, and the cycle model's time
+            c = n.get("cycles")
+            extra = f", image flash {n['flash']['total']} B on {a.board}" + (
+                f", {c['ms']:.3f} ms at {c['clock_hz'] / 1e6:g} MHz (cycle model)" if c else "")
         print(f"{name}: arena {r['arena'][name]} B{extra}")
     print(f"wrote {r['dir']}: {len(r['sources'])} sources, {len(r['headers'])} runtime headers, "
           "README.md, tinyaot.mk, CMakeLists.txt, tinyaot.cmake"

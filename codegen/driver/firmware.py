@@ -37,11 +37,23 @@ class Variant:
 
     tag names its objects and artifact apart (obj-<board>-<tag>/,
     <name>-<board>-<tag>.elf, lib<name>-<tag>.so); main replaces the board's
-    harness main(); defines and include_dirs go to every object."""
+    harness main(); defines and include_dirs go to every object. board:
+    (key, value) pairs that replace board.toml's for this build, e.g. a part's
+    cflags on the QEMU board that times it, or a roomier copy of a part's
+    linker script (codegen/targets/parts.py)."""
     tag: str
     main: str | None = None
     defines: tuple = ()
     include_dirs: tuple = ()
+    board: tuple = ()
+
+    def apply(self, board: dict) -> dict:
+        """`board` with this variant's replacements."""
+        out = dict(board)
+        for key, value in self.board:
+            out[key] = Path(value) if key == "linker_script" else (
+                list(value) if isinstance(value, (list, tuple)) else value)
+        return out
 
     def save(self, gen_dir):
         """Written next to the sources; the SConstruct reads it back (variant=PATH)."""
@@ -55,7 +67,8 @@ class Variant:
         with open(path) as f:
             d = json.load(f)
         return cls(d["tag"], d.get("main"), tuple(d.get("defines", ())),
-                   tuple(d.get("include_dirs", ())))
+                   tuple(d.get("include_dirs", ())),
+                   tuple((k, tuple(v) if isinstance(v, list) else v) for k, v in d.get("board", ())))
 
 
 @dataclass(frozen=True)
@@ -90,6 +103,8 @@ def firmware_paths(gen_dir, name, board_name, variant=None):
 def scons_targets(Environment, root, board_name, gen_dir, harness=True, stack_check=True,
                   variant=None):
     board = board_or_error(board_name)
+    if variant is not None:
+        board = variant.apply(board)
     gen_dir = os.path.abspath(gen_dir)
     name, _ = _gen_info(gen_dir)
     kernels = [str(p) for p in runtime_sources()]

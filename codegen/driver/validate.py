@@ -184,6 +184,8 @@ def validate_model(model, inputs, board="host", numerics="ort", compiled=None, p
     the plain onnxruntime session. progress(description, total) -> context
     yielding advance() (console.progress on a terminal)."""
     b = board_or_error(board)
+    from ..targets.parts import require_runnable
+    require_runnable(b, "validate")
     from .toolchain import require_tools
     require_tools(b)
     c = compiled or compile_model(model, numerics=numerics)

@@ -58,6 +58,8 @@ def run_model(model, inputs, board="host", numerics="ort", build_dir=None, compi
     """Compile, build and run every input; returns (outputs (N, out), info dict).
     inputs_file: where the inputs came from (the file an error names)."""
     b = board_or_error(board)
+    from ..targets.parts import require_runnable
+    require_runnable(b, "run/verify")
     require_tools(b)  # before the compile: a missing toolchain is one line, exit 2
     c = compiled or compile_model(model, numerics=numerics, io_buffers=io_buffers,
                                   depthwise_inplace=depthwise_inplace, ort_threads=ort_threads,
