@@ -24,6 +24,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from ..errors import TinyAotError
 from ..kernels.c_format import c_struct
 from ..kernels.fast_pack import add_tables, ort_add_tables
 from ..numerics import ort_float as of
@@ -133,7 +134,11 @@ class Add(Op):
         lo, hi = act_bounds(numerics, y, n.attrs.get("act_lo"), n.attrs.get("act_hi"))
         if numerics != "ort":
             f = tfp.add_params(float(sa), za, float(sb), zb, float(sy), zy)
+            if n.attrs.get("subtract"):  # TFLite SUB: AddFunc with input 2 scaled negatively
+                f["b_mult"] = -f["b_mult"]
             return AddParams(act_min=lo, act_max=hi, use_float=TFLITE, **f)
+        if n.attrs.get("subtract"):
+            raise TinyAotError("TFLite SUB: only --numerics tflite", model=g.source, node=n.name)
         if not n.attrs.get("ort_fused", False):
             return AddParams(za, zb, zy, lo, hi, a_scale=sa, b_scale=sb, out_scale=sy,
                              use_float=ORT_FLOAT)

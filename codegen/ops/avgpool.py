@@ -8,8 +8,10 @@ DequantizeLinear and QuantizeLinear. What is averaged how, per numerics:
           a ReduceMean is ORT's float ReduceMean (Eigen's summation order) on its own
           kernel, tinyaot_reduce_mean_hw_f32_s8;
   tflite  TFLite's AveragePool (integer sum, rounded division) when the input and output
-          quantization are equal, else TFLite MEAN over H, W (the converter's rescaling
-          reduction: sum * multiplier >> shift + bias).
+          quantization are equal and the node is not a ReduceMean, else TFLite Micro's MEAN
+          over H, W (reference_ops::QuantizedMeanOrSum, what the converter writes for a
+          global average): MBQM(sum - in_zp * count, multiplier, shift) + out_zp, with
+          1 / count folded into the multiplier (numerics/tflite_fixedpoint.mean_multiplier).
 """
 from __future__ import annotations
 
@@ -109,8 +111,9 @@ def avgpool(x, attrs, p):
                 out[:, :, i, j] = of.quantize(mean, p.out_scale, p.out_zp, p.act_min, p.act_max)
             else:
                 s = x[:, :, ha:hb, wa:wb].astype(np.int32).sum(axis=(2, 3))
-                if p.use_float == pl.TFLITE_MEAN:  # TFLite MEAN: rescale the raw sum
-                    v = tfp.multiply_by_quantized_multiplier(s, p.mean_mult, p.mean_shift)
+                if p.use_float == pl.TFLITE_MEAN:  # TFLite MEAN: rescale the sum less the zps
+                    v = tfp.multiply_by_quantized_multiplier(s - p.in_zp * count, p.mean_mult,
+                                                             p.mean_shift)
                     v = v + p.mean_bias
                 else:
                     v = tfp.avgpool_round(s, count)
@@ -141,18 +144,18 @@ class AvgPool(Op):
             return pl.pool_params(g, n, lo, hi, pl.ORT_FLOAT, in_scale=sx, out_scale=sy,
                                   in_zp=zx, out_zp=zy)
         p = pl.pool_params(g, n, lo, hi, pl.TFLITE_ROUNDED, in_zp=zx, out_zp=zy)
-        if not x.q.same_as(y.q):
-            # TFLite has no rescaling AveragePool; the converter emits MEAN over
-            # H, W, whose int8 kernel (reference_integer_ops::Mean) rescales.
+        if not x.q.same_as(y.q) or n.attrs.get("reduce_mean"):
+            # TFLite has no rescaling AveragePool; the converter emits MEAN over H, W, whose
+            # int8 kernel (reference_ops::QuantizedMeanOrSum) rescales, also when the
+            # quantization is the same
             a = n.attrs
             if tuple(a["kernel"]) != tuple(x.shape[2:]) or any(a["pads"]):
                 raise TinyAotError("tflite numerics: AveragePool with different input and "
                                    "output quantization must be global (TFLite MEAN)",
                                    model=g.source, node=n.name)
-            count = F32(x.shape[2] * x.shape[3])
             p.use_float = pl.TFLITE_MEAN
-            p.mean_bias = int(zy - int(F32(F32(zx) * sx) / sy))
-            p.mean_mult, p.mean_shift = tfp.quantize_multiplier(float(F32(sx / F32(count * sy))))
+            p.mean_bias = int(zy)  # the kernel subtracts in_zp * count from the sum first
+            p.mean_mult, p.mean_shift = tfp.mean_multiplier(sx, sy, x.shape[2] * x.shape[3])
         if n.attrs.get("count_include_pad"):
             raise TinyAotError("tflite numerics: AveragePool with count_include_pad=1",
                                model=g.source, node=n.name)

@@ -18,7 +18,7 @@ from .conv_pads import conv_pads
 # tinyaot_pool_params_t.use_float
 TFLITE_ROUNDED = 0  # TFLite AveragePool: the rounded integer mean (also maxpool: unused)
 ORT_FLOAT = 1  # onnxruntime's float AveragePool, then QuantizeLinear
-TFLITE_MEAN = 2  # TFLite MEAN: sum * multiplier >> shift + bias
+TFLITE_MEAN = 2  # TFLite MEAN: (sum - in_zp * count) * multiplier >> shift + bias
 ORT_QLINEAR = 3  # onnxruntime's QLinearAveragePool: round(mean / s + zp)
 
 

@@ -120,7 +120,8 @@ class Softmax(Op):
         if zy != -128 or sy != F32(1.0 / 256):
             raise TinyAotError("tflite numerics: int8 Softmax output must have scale 1/256 and "
                                "zero point -128", model=g.source, node=n.name)
-        return SoftmaxParams(0, **tfp.softmax_params(float(sx), beta=1.0))
+        beta = float(n.attrs.get("beta", 1.0))  # TFLite SOFTMAX's option; ONNX has none
+        return SoftmaxParams(0, **tfp.softmax_params(float(sx), beta=beta))
 
     def reference(self, g, n, ins, p, numerics):
         return softmax(ins[0], p)
