@@ -12,7 +12,7 @@ import sys
 
 from . import __version__
 from .commands import COMMANDS
-from .commands.options import EXIT_CODES, RAW
+from .commands.options import EXIT_CODES, RAW, resolve_numerics
 from .errors import TinyAotError
 
 EXAMPLES = """examples:
@@ -31,7 +31,7 @@ EXAMPLES = """examples:
 
 def build_parser():
     ap = argparse.ArgumentParser(
-        prog="tinyaot", description="Ahead-of-time compiler: quantized ONNX -> static-arena C.",
+        prog="tinyaot", description="Ahead-of-time compiler: quantized ONNX or int8 TFLite -> static-arena C.",
         epilog=EXAMPLES + "\n" + EXIT_CODES, formatter_class=RAW)
     ap.add_argument("--version", action="version", version=f"tinyaot {__version__}")
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -46,6 +46,7 @@ def build_parser():
 def main(argv=None):
     ap = build_parser()
     a = ap.parse_args(argv)
+    resolve_numerics(a)  # --numerics left out: by the model's file type
     try:
         return a.fn(a)
     except TinyAotError as e:

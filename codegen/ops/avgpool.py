@@ -12,6 +12,7 @@ DequantizeLinear and QuantizeLinear. What is averaged how, per numerics:
           over H, W (reference_ops::QuantizedMeanOrSum, what the converter writes for a
           global average): MBQM(sum - in_zp * count, multiplier, shift) + out_zp, with
           1 / count folded into the multiplier (numerics/tflite_fixedpoint.mean_multiplier).
+TFLite AVERAGE_POOL_2D and MEAN over H, W are lowered here too.
 """
 from __future__ import annotations
 
@@ -43,6 +44,30 @@ def lower_reduce_mean(lw, node, name, attrs, ins, out, shape):
     a = {"kernel": tuple(xs[2:]), "strides": (1, 1), "pads": (0, 0, 0, 0),
          "count_include_pad": 0, "reduce_mean": True}
     lw.pending[out] = Pending("avgpool", name, [x], a, shape=shape)
+
+
+def lower_tflite_mean(tl, op):
+    """MEAN over H, W of a 4-D NHWC tensor (keep_dims or not): one window over the plane."""
+    x_idx, ax_idx, y_idx = tl.inp(op, 0), tl.inp(op, 1), op.outputs[0]
+    tl.check_int8(op, x_idx, y_idx)
+    xt, yt = tl.tensor(x_idx), tl.tensor(y_idx)
+    axes = sorted(int(a) % max(len(xt.shape), 1)
+                  for a in np.asarray(tl.const(ax_idx, "the axis")).reshape(-1))
+    if len(xt.shape) != 4 or axes != [1, 2]:
+        raise Unsupported(f"MEAN is supported over H, W of a 4-D tensor (axes {axes})")
+    n, h, w, c = xt.shape
+    a = {"kernel": (h, w), "strides": (1, 1), "pads": (0, 0, 0, 0), "count_include_pad": 0,
+         "reduce_mean": True, "act_lo": None, "act_hi": None}
+    if tuple(yt.shape) not in ((n, 1, 1, c), (n, c)):
+        raise Unsupported(f"MEAN output shape {list(yt.shape)} is not [N, C] or [N, 1, 1, C]")
+    x = tl.act(x_idx, "nchw")
+    if len(yt.shape) == 4:
+        tl.emit("avgpool", tl.node_name(op), [x], [tl.new_act(y_idx, "nchw")], a)
+        return
+    y = tl.new_act(y_idx)
+    y4 = tl.like(y, (n, c, 1, 1), f"{y}@nchw")
+    tl.emit("avgpool", tl.node_name(op), [x], [y4], a)
+    tl.emit("reshape", f"{tl.node_name(op)}@squeeze", [y4], [y])
 
 
 def eigen_sum_f32(v):
@@ -126,6 +151,7 @@ class AvgPool(Op):
     traits = Traits(layout="spatial")
     onnx = {"AveragePool": pl.lower_pool("avgpool"), "GlobalAveragePool": pl.lower_pool("avgpool"),
             "ReduceMean": lower_reduce_mean}
+    tflite = {"AVERAGE_POOL_2D": pl.lower_tflite_pool("avgpool"), "MEAN": lower_tflite_mean}
 
     def prepare(self, g, n, numerics):
         x = g.tensors[n.inputs[0]]
