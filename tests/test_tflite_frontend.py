@@ -328,6 +328,28 @@ def test_softmax_with_beta(tmp_path):
     _check_against_tflm(p, _i8(_rng(6), (2, 10)))
 
 
+@pytest.mark.parametrize("alpha_shape", [(1, 1, 5), (5,), (1,)])
+def test_prelu(tmp_path, alpha_shape):
+    """PRELU after a conv (an NCHW IR tensor: alpha moves with it) and on the model input."""
+    rng = _rng(11)
+    b = TflBuilder()
+    x = b.input("x", [1, 4, 6, 5], 0.05, -3)
+    w = b.const("w", _i8(rng, (5, 1, 1, 5)), 0.01, 0)
+    c = b.tensor("c", [1, 4, 6, 5], 0.04, 2)
+    b.op("CONV_2D", [x, w, -1], [c], "Conv2DOptions", padding=1, strideW=1, strideH=1)
+    alpha = b.const("alpha", _i8(rng, alpha_shape), 0.011, 2)
+    p1 = b.tensor("p1", [1, 4, 6, 5], 0.03, -7)
+    b.op("PRELU", [c, alpha], [p1])
+    p0 = b.tensor("p0", [1, 4, 6, 5], 0.06, 1)
+    b.op("PRELU", [x, alpha], [p0])
+    y = b.tensor("y", [1, 4, 6, 5], 0.07, -2)
+    b.op("ADD", [p0, p1], [y], "AddOptions")
+    p = b.save(tmp_path / "prelu.tflite", [y])
+    g = _check_against_tflm(p, _i8(rng, (1, 4, 6, 5)), host_build=len(alpha_shape) == 3,
+                            tmp_path=tmp_path)
+    assert sum(n.op == "prelu" for n in g.nodes) == 2
+
+
 def test_add_sub_mul_with_fused_relu(tmp_path):
     rng = _rng(7)
     b = TflBuilder()
