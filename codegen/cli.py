@@ -14,7 +14,7 @@ import sys
 
 from . import __version__
 from .commands import COMMANDS
-from .commands.options import EXIT_CODES, RAW
+from .commands.options import EXIT_CODES, RAW, resolve_numerics
 from .errors import TinyAotError
 
 EXAMPLES = """examples:
@@ -89,7 +89,7 @@ def _closest(word, candidates):
 
 def build_parser():
     ap = Parser(
-        prog="tinyaot", description="Ahead-of-time compiler: quantized ONNX -> static-arena C.",
+        prog="tinyaot", description="Ahead-of-time compiler: quantized ONNX or int8 TFLite -> static-arena C.",
         epilog=EXAMPLES + "\n" + EXIT_CODES, formatter_class=RAW)
     ap.add_argument("--version", action="version", version=f"tinyaot {__version__}")
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -108,6 +108,7 @@ def main(argv=None):
     a, extra = ap.parse_known_args(argv)
     if extra:  # reported by the subcommand, which knows its options
         ap.subcommands[a.cmd].error(f"unrecognized arguments: {' '.join(extra)}")
+    resolve_numerics(a)  # --numerics left out: by the model's file type
     try:
         return a.fn(a)
     except TinyAotError as e:

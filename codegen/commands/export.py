@@ -16,7 +16,8 @@ EPILOG = examples(
 
 
 def add_arguments(p):
-    p.add_argument("model", nargs="+", help="quantized ONNX model(s); several share the kernels")
+    p.add_argument("model", nargs="+", help="quantized ONNX or int8 .tflite model(s); several share "
+                                          "the kernels")
     p.add_argument("--board", required=True,
                    help="board the numbers in the README are measured on; a build-only part "
                         "(tinyaot boards) also gives its flags, startup and linker script")

@@ -8,6 +8,9 @@ or DQ -> Add -> Q (QDQ). The constant becomes operand b; when the ONNX node had 
 constant added to a pending conv / FC without a bias becomes that layer's bias instead
 (ops/pending_folds.py, asked before this lowering).
 
+TFLite ADD and SUB (a `subtract` node: TFLM's SUB is ADD's AddFunc with input 2's multiplier
+negated) are lowered here too.
+
 Per numerics (the record's use_float):
   0  TFLite ADD: both inputs rescaled to a common fixed point (left_shift 20), summed,
      rescaled to the output;
@@ -24,6 +27,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from ..errors import TinyAotError
 from ..kernels.c_format import c_struct
 from ..kernels.fast_pack import add_tables, ort_add_tables
 from ..numerics import ort_float as of
@@ -100,6 +104,39 @@ def lower_onnx(lw, node, name, attrs, ins, out, shape):
     lw.pending[out] = Pending("add", name, [a, b], a_attrs, shape=shape)
 
 
+# ---- TFLite -------------------------------------------------------------------------------
+
+def lower_tflite(tl, op):
+    """ADD / SUB of two activations of one shape, or of an activation and an int8 constant
+    (a scalar, or a row [N] onto [M, N]); SUB is TFLite's ADD with input 2's multiplier
+    negated (`subtract`)."""
+    a_idx, b_idx, y_idx = tl.inp(op, 0), tl.inp(op, 1), op.outputs[0]
+    tl.check_int8(op, a_idx, b_idx, y_idx)
+    attrs = tl.act_attrs(op)
+    ca, cb = tl.is_const(a_idx), tl.is_const(b_idx)
+    if ca and cb:
+        raise Unsupported(f"{op.builtin} of two constants")
+    if op.builtin == "SUB":
+        if ca:
+            raise Unsupported("SUB of a constant minus an activation is not supported")
+        attrs["subtract"] = True
+    if ca or cb:
+        act_idx, c_idx = (b_idx, a_idx) if ca else (a_idx, b_idx)
+        c, at = tl.tensor(c_idx), tl.tensor(act_idx)
+        dims = list(c.shape)
+        while dims and dims[0] == 1:
+            dims.pop(0)
+        if c.data.size != 1 and (ca or len(at.shape) != 2 or dims != [at.shape[1]]):
+            raise Unsupported(f"{op.builtin} of a constant: only a scalar, or a row [N] onto "
+                              "[M, N]")
+        lay = tl.layout_of(act_idx) if c.data.size == 1 else "plain"
+        ins = [tl.act(act_idx, lay), tl.int8_const(c_idx)]
+        attrs["swapped"] = bool(ca)
+    else:
+        ins, lay = tl.act_pair(op)
+    tl.emit("add", tl.node_name(op), ins, [tl.new_act(y_idx, lay)], attrs)
+
+
 # ---- numerics --------------------------------------------------------------------------
 
 def _as_mapping(p):
@@ -123,6 +160,7 @@ class Add(Op):
     name = "add"
     traits = Traits(layout="elementwise", inplace=(0, 1))
     onnx = {"Add": lower_onnx}
+    tflite = {"ADD": lower_tflite, "SUB": lower_tflite}
 
     def prepare(self, g, n, numerics):
         a, b = (g.tensors[i] for i in n.inputs)
@@ -133,7 +171,11 @@ class Add(Op):
         lo, hi = act_bounds(numerics, y, n.attrs.get("act_lo"), n.attrs.get("act_hi"))
         if numerics != "ort":
             f = tfp.add_params(float(sa), za, float(sb), zb, float(sy), zy)
+            if n.attrs.get("subtract"):  # TFLite SUB: AddFunc with input 2 scaled negatively
+                f["b_mult"] = -f["b_mult"]
             return AddParams(act_min=lo, act_max=hi, use_float=TFLITE, **f)
+        if n.attrs.get("subtract"):
+            raise TinyAotError("TFLite SUB: only --numerics tflite", model=g.source, node=n.name)
         if not n.attrs.get("ort_fused", False):
             return AddParams(za, zb, zy, lo, hi, a_scale=sa, b_scale=sb, out_scale=sy,
                              use_float=ORT_FLOAT)

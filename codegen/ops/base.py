@@ -1,14 +1,15 @@
 """What an operator module provides, and the records the front end builds with it.
 
 Every IR operator is one module under codegen/ops/ holding one `Op` subclass instance `OP`:
-how the front end recognises it (`onnx`: ONNX op type -> lowering function), its traits (layout,
+how the front ends recognise it (`onnx`: ONNX op type -> lowering function; `tflite`: TFLite
+builtin name -> lowering function), its traits (layout,
 in-place, alias, alignment), its kernel choice and scratch (`select`), its compile-time parameters
 per numerics (`prepare`), its numpy oracle (`reference`) and its C emission (`emit`).
 codegen/ops/__init__.py registers them; nothing else dispatches on an operator's name.
 
 This module imports nothing from the compiler's stages: the front end, passes, planner and
-backend call into operators, never the reverse (an operator talks to the front end through the
-`lw` lowering context and to the backend through the `em` emitter it is handed).
+backend call into operators, never the reverse (an operator talks to the front ends through the
+`lw` / `tl` lowering contexts and to the backend through the `em` emitter it is handed).
 """
 from __future__ import annotations
 
@@ -61,6 +62,10 @@ class Op:
     # ONNX op type -> lowering function f(lw, node, name, attrs, ins, out, shape), which records
     # a Pending (or emits IR nodes) through the lowering context `lw` (frontend/qdq_lowering.py)
     onnx: dict = {}
+    # TFLite builtin name -> lowering function f(tl, op) over the TFLite lowering context `tl`
+    # (frontend/tflite/lower.py) and one operator (frontend/tflite/reader.TflOperator); it
+    # emits IR nodes with the attributes the ONNX lowering gives the same layer
+    tflite: dict = {}
 
     def select(self, g, n, optimize) -> None:
         """Choose the layer's kernel variant and scratch (passes/kernel_select.py): set

@@ -7,6 +7,8 @@ bytes, so an input whose quantization differs gets what the converter's int8 QUA
 front of it would compute (reference Requantize), tabulated. All inputs share the output's
 perm (traits "same"); the kernel copies `outer` rows of each input's chunk. An input the
 planner placed in its slice of the output (planner/concat_slices.py) is not copied at all.
+TFLite CONCATENATION and PACK are lowered here too; TFLM's CONCATENATION refuses inputs
+quantized unlike the output in its Prepare, so their lowering does.
 """
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ import numpy as np
 
 from ..errors import TinyAotError
 from ..numerics.quant import act_bounds, qrange, requant_values
-from .base import Op, Pending, Traits
+from .base import Op, Pending, Traits, Unsupported
 from .physical import physical
 
 
@@ -32,10 +34,51 @@ def lower_onnx(lw, node, name, attrs, ins, out, shape):
     lw.pending[out] = Pending("concat", name, xs, {"axis": axis}, shape=shape)
 
 
+def _tflite_same_q(tl, ins, y_idx, builtin):
+    for i in ins:
+        if tl.is_const(i):
+            raise Unsupported(f"{builtin} of a constant is not supported")
+        if not tl.same_q(i, y_idx):  # TFLM copies bytes: its Prepare refuses other scales
+            raise Unsupported("every input must be quantized like the output")
+
+
+def lower_tflite_concatenation(tl, op):
+    ins = [i for i in op.inputs if i >= 0]
+    y_idx = op.outputs[0]
+    tl.check_int8(op, y_idx, *ins)
+    if tl.act_attrs(op) != {"act_lo": None, "act_hi": None}:
+        raise Unsupported("CONCATENATION with a fused activation is not supported")
+    _tflite_same_q(tl, ins, y_idx, op.builtin)
+    rank = len(tl.tensor(y_idx).shape)
+    lay = "nchw" if rank == 4 and all(tl.layout_of(i) == "nchw" for i in ins) else "plain"
+    axis = tl.ir_axis(int(op.options.get("axis", 0)), lay, rank)
+    xs = [tl.act(i, lay) for i in ins]
+    tl.emit("concat", tl.node_name(op), xs, [tl.new_act(y_idx, lay)],
+            {"axis": axis, "act_lo": None, "act_hi": None})
+
+
+def lower_tflite_pack(tl, op):
+    """PACK: each input reshaped with a unit axis (zero copy), then one concat."""
+    ins = [i for i in op.inputs if i >= 0]
+    y_idx = op.outputs[0]
+    tl.check_int8(op, y_idx, *ins)
+    _tflite_same_q(tl, ins, y_idx, op.builtin)
+    axis = int(op.options.get("axis", 0)) % len(tl.tensor(y_idx).shape)
+    xs = []
+    for i in ins:
+        x = tl.act(i, "plain")
+        shape = list(tl.graph.tensors[x].shape)
+        shape.insert(axis, 1)
+        xs.append(tl.reshape_to(x, shape, f"{x}@pack#{op.index}"))
+    tl.emit("concat", tl.node_name(op), xs, [tl.new_act(y_idx)],
+            {"axis": axis, "act_lo": None, "act_hi": None})
+
+
 class Concat(Op):
     name = "concat"
     traits = Traits(layout="same")
     onnx = {"Concat": lower_onnx}
+    tflite = {"CONCATENATION": lower_tflite_concatenation, "PACK": lower_tflite_pack}
 
     def prepare(self, g, n, numerics):
         y = g.tensors[n.outputs[0]]

@@ -29,10 +29,11 @@ from ..numerics.ort_float import float_weights
 from . import integer_forms
 from .base import Op, Pending, Traits, Unsupported
 from .conv_lowering import check_weight_q, reshape_to_2d
-from .conv_pads import conv_pads
+from .conv_pads import conv_pads, tflite_pads
 from .conv_params import FLOAT, TFLITE, ConvParams, prepare_conv_like, requantize_sums
 from .conv_records import emit_conv_dims, emit_float_layer, emit_requant
 from .size_kernels import emit_conv_int_w8, emit_conv_w8, select_size
+from .tflite_filters import tflite_bias, tflite_weights, tflite_window
 
 F32 = np.float32
 
@@ -96,6 +97,51 @@ def _lower_conv1d(lw, ins, out, name, attrs, shape):
          "group": int(attrs.get("group", 1)), "conv1d_out": True}
     lw.pending[out] = Pending("conv2d", name, [x4, w4.name, b], a,
                               shape=(shape[0], shape[1], 1, shape[2]))
+
+
+# ---- TFLite -------------------------------------------------------------------------------
+
+def lower_tflite_conv(tl, op):
+    """CONV_2D(input, filter [O, KH, KW, I/group], bias): grouped when the input has more
+    channels than the filter."""
+    x_idx, w_idx, b_idx, y_idx = tl.inp(op, 0), tl.inp(op, 1), tl.inp(op, 2), op.outputs[0]
+    tl.check_int8(op, x_idx, y_idx)
+    xt, wt = tl.tensor(x_idx), tl.tensor(w_idx)
+    if len(xt.shape) != 4 or len(wt.shape) != 4:
+        raise Unsupported("CONV_2D needs 4-D input and filter")
+    cin, fin = xt.shape[3], wt.shape[3]
+    if fin <= 0 or cin % fin:
+        raise Unsupported(f"input channels {cin} are not a multiple of the filter's {fin}")
+    w = tflite_weights(tl, op, w_idx, 0, lambda d: d.transpose(0, 3, 1, 2), 0)
+    _emit_tflite(tl, op, x_idx, w, b_idx, y_idx, cin // fin, wt.shape[0])
+
+
+def lower_tflite_depthwise(tl, op):
+    """DEPTHWISE_CONV_2D(input, filter [1, KH, KW, C*M], bias): any depth multiplier M."""
+    x_idx, w_idx, b_idx, y_idx = tl.inp(op, 0), tl.inp(op, 1), tl.inp(op, 2), op.outputs[0]
+    tl.check_int8(op, x_idx, y_idx)
+    xt, wt, yt = tl.tensor(x_idx), tl.tensor(w_idx), tl.tensor(y_idx)
+    if len(xt.shape) != 4 or len(wt.shape) != 4 or wt.shape[0] != 1:
+        raise Unsupported("DEPTHWISE_CONV_2D needs a 4-D input and a [1, H, W, C] filter")
+    cin, cout = xt.shape[3], wt.shape[3]
+    if cout % cin or yt.shape[3] != cout:
+        raise Unsupported(f"{cout} output channels are not a multiple of {cin} input channels")
+    # [1, KH, KW, C*M] -> [C*M, 1, KH, KW]: output channel c*M + m reads input channel c
+    w = tflite_weights(tl, op, w_idx, 3, lambda d: d[0].transpose(2, 0, 1)[:, None], 0)
+    _emit_tflite(tl, op, x_idx, w, b_idx, y_idx, cin, cout)
+
+
+def _emit_tflite(tl, op, x_idx, w, b_idx, y_idx, group, cout):
+    xt, yt = tl.tensor(x_idx), tl.tensor(y_idx)
+    kernel = tuple(tl.graph.tensors[w].shape[2:])
+    strides, dil = tflite_window(op)
+    pads = tflite_pads(op.options.get("padding", 0), xt.shape[1:3], kernel, strides, dil,
+                       yt.shape[1:3])
+    a = {"kernel": kernel, "strides": strides, "dilations": dil, "pads": pads, "group": group,
+         **tl.act_attrs(op)}
+    x = tl.act(x_idx, "nchw")
+    b = tflite_bias(tl, op, b_idx, x, w, cout)
+    tl.emit("conv2d", tl.node_name(op), [x, w, b], [tl.new_act(y_idx, "nchw")], a)
 
 
 # ---- the numpy oracle ------------------------------------------------------------------------
@@ -227,6 +273,7 @@ class Conv2d(Op):
     name = "conv2d"
     traits = Traits(layout="spatial", align=8)
     onnx = {"Conv": lower_onnx, "ConvInteger": integer_forms.lower_onnx}
+    tflite = {"CONV_2D": lower_tflite_conv, "DEPTHWISE_CONV_2D": lower_tflite_depthwise}
 
     def select(self, g, n, optimize):
         for k in ("fast_kernel", "int_w8", "f32_w8", "scratch_bytes"):

@@ -35,6 +35,7 @@ from .conv_params import FLOAT, ORT, TFLITE, ConvParams, prepare_conv_like, requ
 from .conv_records import RequantRecord, emit_requant
 from .matmul import lower_onnx as lower_activation_matmul
 from .size_kernels import emit_fc_int_w8, emit_fc_w8, select_size
+from .tflite_filters import tflite_bias, tflite_weights
 
 
 @dataclass
@@ -88,6 +89,39 @@ def _nk_weights(lw, wt, trans_b):
         raise Unsupported("weights with a non-zero zero point (asymmetric weights)")
     t = lw.add_int_tensor(f"{wt.name}@NK", data.shape, wt.dtype, q, np.ascontiguousarray(data))
     return t.name
+
+
+# ---- TFLite ----------------------------------------------------------------------------------
+
+def lower_tflite(tl, op):
+    """FULLY_CONNECTED(input, filter [N, K], bias): the input flattened to [size / K, K] as
+    TFLite does (a zero-copy reshape), the output reshaped to its shape when it keeps dims."""
+    x_idx, w_idx, b_idx, y_idx = tl.inp(op, 0), tl.inp(op, 1), tl.inp(op, 2), op.outputs[0]
+    tl.check_int8(op, x_idx, y_idx)
+    if int(op.options.get("weights_format", 0)) != 0:
+        raise Unsupported("shuffled weights format is not supported")
+    xt, wt, yt = tl.tensor(x_idx), tl.tensor(w_idx), tl.tensor(y_idx)
+    if len(wt.shape) != 2:
+        raise Unsupported("FULLY_CONNECTED needs a 2-D filter")
+    n, k = wt.shape
+    size = int(np.prod(xt.shape))
+    if k <= 0 or size % k:
+        raise Unsupported(f"input of {size} values is not a whole number of rows of {k}")
+    rows = size // k
+    if int(np.prod(yt.shape)) != rows * n:
+        raise Unsupported(f"output shape {list(yt.shape)} does not hold {rows}x{n} values")
+    w = tflite_weights(tl, op, w_idx, 0, lambda d: d, 0)
+    x = tl.act(x_idx, "plain")
+    if tuple(tl.graph.tensors[x].shape) != (rows, k):
+        x = tl.reshape_to(x, (rows, k), f"{tl.names[x_idx]}@rows#{op.index}")
+    b = tflite_bias(tl, op, b_idx, x, w, n)
+    y = tl.new_act(y_idx)
+    if tuple(yt.shape) == (rows, n):
+        tl.emit("fully_connected", tl.node_name(op), [x, w, b], [y], tl.act_attrs(op))
+        return
+    y2 = tl.like(y, (rows, n), f"{y}@rows")
+    tl.emit("fully_connected", tl.node_name(op), [x, w, b], [y2], tl.act_attrs(op))
+    tl.emit("reshape", f"{tl.node_name(op)}@shape", [y2], [y])
 
 
 # ---- the numpy oracle ------------------------------------------------------------------------
@@ -189,6 +223,7 @@ class FullyConnected(Op):
     traits = Traits(align=8)
     onnx = {"MatMul": lower_matmul_gemm, "Gemm": lower_matmul_gemm,
             "MatMulInteger": integer_forms.lower_onnx}
+    tflite = {"FULLY_CONNECTED": lower_tflite}
 
     def select(self, g, n, optimize):
         for k in ("fast_kernel", "int_w8", "f32_w8", "scratch_bytes"):

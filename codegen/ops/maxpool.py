@@ -1,4 +1,5 @@
-"""maxpool: the maximum over 2-D windows of an int8 NCHW tensor (ONNX MaxPool).
+"""maxpool: the maximum over 2-D windows of an int8 NCHW tensor (ONNX MaxPool, TFLite
+MAX_POOL_2D).
 
 Exact in both numerics: the input's and output's quantization must be equal, so the
 maximum of the integers is the integer of the maximum; a fused Relu / Clip clamps it.
@@ -28,6 +29,7 @@ class MaxPool(Op):
     name = "maxpool"
     traits = Traits(layout="spatial")
     onnx = {"MaxPool": pl.lower_pool("maxpool")}
+    tflite = {"MAX_POOL_2D": pl.lower_tflite_pool("maxpool")}
 
     def prepare(self, g, n, numerics):
         x = g.tensors[n.inputs[0]]

@@ -66,6 +66,25 @@ def lower_onnx(lw, node, name, attrs, ins, out, shape):
     lw.pending[out] = Pending("mul", name, xs, {}, shape=shape)
 
 
+def lower_tflite(tl, op):
+    """MUL of two activations of one shape, or of an activation and a scalar int8 constant."""
+    a_idx, b_idx, y_idx = tl.inp(op, 0), tl.inp(op, 1), op.outputs[0]
+    tl.check_int8(op, a_idx, b_idx, y_idx)
+    ca, cb = tl.is_const(a_idx), tl.is_const(b_idx)
+    if ca and cb:
+        raise Unsupported("MUL of two constants")
+    if ca or cb:
+        act_idx, c_idx = (b_idx, a_idx) if ca else (a_idx, b_idx)
+        if tl.consts[c_idx].size != 1:
+            raise Unsupported("MUL by a constant: only a scalar constant is supported")
+        lay = tl.layout_of(act_idx)
+        a, c = tl.act(act_idx, lay), tl.int8_const(c_idx)
+        ins = [c, a] if ca else [a, c]
+    else:
+        ins, lay = tl.act_pair(op)
+    tl.emit("mul", tl.node_name(op), ins, [tl.new_act(y_idx, lay)], tl.act_attrs(op))
+
+
 def broadcast_strides(x, out):
     """Element strides of x for each *physical* axis of out (0 where x broadcasts)."""
     dims, perm = physical(x) if not x.is_const else (list(x.shape), tuple(range(len(x.shape))))
@@ -102,6 +121,7 @@ class Mul(Op):
     name = "mul"
     traits = Traits(layout="elementwise")
     onnx = {"Mul": lower_onnx}
+    tflite = {"MUL": lower_tflite}
 
     def prepare(self, g, n, numerics):
         a, b = (g.tensors[i] for i in n.inputs)

@@ -4,7 +4,7 @@ The constant is the pad value quantized with the output's parameters (0.0 -> the
 point). Elements are copied, or requantized through a table when the output's quantization
 differs (ort only: DequantizeLinear -> Pad -> QuantizeLinear; TFLite PAD keeps the
 quantization). tinyaot_pad_s8 pads on the physical axes: the output keeps the input's perm
-(traits "same").
+(traits "same"). TFLite PAD and PADV2 (constant mode) are lowered here too.
 """
 from __future__ import annotations
 
@@ -60,10 +60,40 @@ def lower_onnx(lw, node, name, attrs, ins, out, shape):
     lw.pending[out] = Pending("pad", name, [x], a, shape=shape)
 
 
+def lower_tflite(tl, op):
+    """PAD / PADV2(input, paddings [rank, 2][, value]): constant padding; PADV2's value is
+    one int8 constant, given in real units to the node as ONNX's is."""
+    x_idx, p_idx, y_idx = tl.inp(op, 0), tl.inp(op, 1), op.outputs[0]
+    tl.check_int8(op, x_idx, y_idx)
+    rank = len(tl.tensor(x_idx).shape)
+    pads = np.asarray(tl.const(p_idx, "the paddings")).reshape(-1, 2).astype(np.int64)
+    if pads.shape[0] != rank or pads.min() < 0 or rank > 4:
+        raise Unsupported("PAD with negative paddings or rank > 4")
+    value = 0.0
+    v_idx = tl.inp(op, 2)
+    if op.builtin == "PADV2" and v_idx >= 0:
+        vt = tl.tensor(v_idx)
+        v = np.asarray(tl.const(v_idx, "the pad value")).reshape(-1)
+        vq = tl.qparams(vt, "pad value")
+        if v.size != 1 or vq is None or vt.dtype != "int8":
+            raise Unsupported("PADV2 value must be one int8 quantized constant")
+        value = float((int(v[0]) - int(vq.zero_point[0])) * np.float64(vq.scale[0]))
+    lay = tl.layout_of(x_idx) if rank == 4 else "plain"
+    before, after = [0] * rank, [0] * rank
+    for a in range(rank):
+        b = tl.ir_axis(a, lay, rank)
+        before[b], after[b] = int(pads[a, 0]), int(pads[a, 1])
+    x = tl.act(x_idx, lay)
+    tl.emit("pad", tl.node_name(op), [x], [tl.new_act(y_idx, lay)],
+            {"mode": "constant", "before": tuple(before), "after": tuple(after), "value": value,
+             "act_lo": None, "act_hi": None})
+
+
 class Pad(Op):
     name = "pad"
     traits = Traits(layout="same")
     onnx = {"Pad": lower_onnx}
+    tflite = {"PAD": lower_tflite, "PADV2": lower_tflite}
 
     def prepare(self, g, n, numerics):
         x = g.tensors[n.inputs[0]]

@@ -13,12 +13,12 @@ from typing import ClassVar
 
 from ..kernels.c_format import c_struct
 from .base import Pending, Unsupported
-from .conv_pads import conv_pads
+from .conv_pads import conv_pads, tflite_pads
 
 # tinyaot_pool_params_t.use_float
 TFLITE_ROUNDED = 0  # TFLite AveragePool: the rounded integer mean (also maxpool: unused)
 ORT_FLOAT = 1  # onnxruntime's float AveragePool, then QuantizeLinear
-TFLITE_MEAN = 2  # TFLite MEAN: sum * multiplier >> shift + bias
+TFLITE_MEAN = 2  # TFLite MEAN: (sum - in_zp * count) * multiplier >> shift + bias
 ORT_QLINEAR = 3  # onnxruntime's QLinearAveragePool: round(mean / s + zp)
 
 
@@ -88,6 +88,26 @@ def lower_pool(kind):
     def lower(lw, node, name, attrs, ins, out, shape):
         x, a = lower_window(lw, node, name, attrs, ins, out, shape)
         lw.pending[out] = Pending(kind, name, [x], a, shape=shape)
+    return lower
+
+
+def lower_tflite_pool(kind):
+    """The TFLite lowering of AVERAGE_POOL_2D / MAX_POOL_2D as IR op `kind`."""
+    def lower(tl, op):
+        x_idx, y_idx = tl.inp(op, 0), op.outputs[0]
+        tl.check_int8(op, x_idx, y_idx)
+        xt, yt = tl.tensor(x_idx), tl.tensor(y_idx)
+        if len(xt.shape) != 4:
+            raise Unsupported("pooling needs a 4-D input")
+        o = op.options
+        kernel = (int(o.get("filter_height", 1)), int(o.get("filter_width", 1)))
+        strides = (int(o.get("stride_h", 1)), int(o.get("stride_w", 1)))
+        pads = tflite_pads(o.get("padding", 0), xt.shape[1:3], kernel, strides, (1, 1),
+                           yt.shape[1:3])
+        a = {"kernel": kernel, "strides": strides, "pads": pads, "count_include_pad": 0,
+             **tl.act_attrs(op)}
+        x = tl.act(x_idx, "nchw")
+        tl.emit(kind, tl.node_name(op), [x], [tl.new_act(y_idx, "nchw")], a)
     return lower
 
 

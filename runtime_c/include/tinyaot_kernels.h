@@ -256,7 +256,8 @@ typedef struct {
     int32_t count_include_pad;
     int32_t act_min, act_max;
     /* 0: TFLite rounded integer mean; 1: onnxruntime float mean;
-     * 2: TFLite MEAN (sum * multiplier >> shift + bias) */
+     * 2: TFLite MEAN ((sum - in_zp * count) * multiplier >> shift + bias);
+     * 3: onnxruntime QLinearAveragePool */
     int32_t use_float;
     float in_scale, out_scale;
     int32_t in_zp, out_zp;
