@@ -423,12 +423,14 @@ class Lowering:
                            "region): quantize this node or enable float fallback")
 
     def weight_input(self, x, name, dtype="int8"):
+        """The integer constant behind float x; dtype: its type, or a tuple of allowed ones."""
+        allowed = (dtype,) if isinstance(dtype, str) else tuple(dtype)
         if x in self.qrepr and self.graph.tensors[self.qrepr[x]].is_const:
             t = self.graph.tensors[self.qrepr[x]]
-            if t.dtype != dtype:
-                raise _Unsupported(f"constant '{x}' must be {dtype}, is {t.dtype}")
+            if t.dtype not in allowed:
+                raise _Unsupported(f"constant '{x}' must be {' or '.join(allowed)}, is {t.dtype}")
             return t.name
-        raise _Unsupported(f"'{x}' must be a constant quantized {dtype} tensor "
+        raise _Unsupported(f"'{x}' must be a constant quantized {' or '.join(allowed)} tensor "
                            "(DequantizeLinear of an initializer)")
 
 
