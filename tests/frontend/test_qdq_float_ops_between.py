@@ -10,7 +10,7 @@ tensors themselves (`Q -> Concat -> DQ`). Each form is compiled and run on the h
   DequantizeLinear (with the final parameters) after the computing op, the form TFLite's
   converter writes (quantization commutes with moving elements, with the maximum and with a
   clamp, so both forms are the same integers);
-* both: the C equals the numpy oracle (qdq_builders.host_run_checked).
+* both: the C equals the numpy oracle (tests.helpers.qdq_builder.host_run_checked).
 
 Forms that are not exact in integers (a LeakyRelu or Sigmoid of a float Conv result with no
 QuantizeLinear between) are refused in one line that says so.
@@ -23,7 +23,7 @@ import pytest
 from codegen.compiler import compile_model
 from codegen.errors import TinyAotError
 
-from qdq_builders import QdqBuilder, all_int8_inputs, host_run_checked, run_ort, save
+from tests.helpers.qdq_builder import QdqBuilder, all_int8_inputs, host_run_checked, run_ort, save
 
 RNG = np.random.default_rng(7)
 X_Q = (0.05, 3)

@@ -9,14 +9,14 @@ Conv's QuantizeLinear, which runs as a per-channel Add.
 
 Oracles: onnxruntime on the same file (ort); TFLite Micro's interpreter on the same layer
 written as a .tflite ADD / MUL with a [C] constant on NHWC (tflite); the numpy oracle equals
-the C (both, qdq_builders.host_run_checked).
+the C (both, tests.helpers.qdq_builder.host_run_checked).
 """
 import numpy as np
 import pytest
 
 from codegen.frontend.ort_facts import optimized_graph
 
-from qdq_builders import QdqBuilder, all_int8_inputs, host_run_checked, run_ort, save
+from tests.helpers.qdq_builder import QdqBuilder, all_int8_inputs, host_run_checked, run_ort, save
 
 X_Q = (0.043, -7)
 C_Q = (0.0125, 3)

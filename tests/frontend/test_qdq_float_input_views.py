@@ -13,7 +13,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper
 
-from qdq_builders import QdqBuilder, host_run_checked, save
+from tests.helpers.qdq_builder import QdqBuilder, host_run_checked, save
 
 IN_Q = (0.0625, -3)
 Y_Q = (0.09, 2)
