@@ -28,7 +28,7 @@ from ..numerics.mlas_conv_order import node_segments, run_segments
 from ..numerics.ort_float import float_weights
 from . import integer_forms
 from .base import Op, Pending, Traits, Unsupported
-from .conv_lowering import WEIGHT_TYPES, layer_weights, reshape_to_2d, weight_values
+from .conv_lowering import WEIGHT_TYPES, layer_weights, reshape_to_2d
 from .conv_pads import conv_pads
 from .conv_params import FLOAT, TFLITE, ConvParams, prepare_conv_like, requantize_sums
 from .conv_records import emit_conv_dims, emit_float_layer, emit_requant

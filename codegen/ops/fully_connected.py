@@ -32,7 +32,7 @@ from ..numerics.ort_float import float_weights
 from . import integer_forms
 from .base import Op, Pending, Traits, Unsupported
 from .conv_params import FLOAT, ORT, TFLITE, ConvParams, prepare_conv_like, requantize_sums
-from .conv_lowering import WEIGHT_TYPES, layer_weights, weight_values
+from .conv_lowering import WEIGHT_TYPES, layer_weights
 from .conv_records import RequantRecord, emit_requant
 from .matmul import lower_onnx as lower_activation_matmul
 from .size_kernels import emit_fc_int_w8, emit_fc_w8, select_size
@@ -76,18 +76,19 @@ def lower_matmul_gemm(lw, node, name, attrs, ins, out, shape):
 
 
 def _nk_weights(lw, wt, trans_b, name):
-    """Constant [K, N] (or [N, K] with transB) -> new constant [N, K], axis 0 (a zero point
-    subtracted where w - zp fits int8: conv_lowering.layer_weights)."""
-    data = wt.data if trans_b else wt.data.T
+    """Constant [K, N] (or [N, K] with transB) -> new constant [N, K], axis 0; a zero point
+    is subtracted first (conv_lowering.layer_weights)."""
     axis = None
     if wt.q.per_channel:
         want = 0 if trans_b else 1
         if wt.q.axis != want:
             raise Unsupported("weights quantized along the reduction axis")
         axis = 0
+    wt = lw.graph.tensors[layer_weights(lw, wt.name, wt.q.axis, name)]
+    data = wt.data if trans_b else wt.data.T
     q = QParams(wt.q.scale, wt.q.zero_point, axis)
     t = lw.add_int_tensor(f"{wt.name}@NK", data.shape, wt.dtype, q, np.ascontiguousarray(data))
-    return layer_weights(lw, t.name, 0, name)
+    return t.name
 
 
 # ---- the numpy oracle ------------------------------------------------------------------------
