@@ -16,6 +16,7 @@ import pytest
 
 from codegen.frontend.ort_facts import optimized_graph
 
+from tests.helpers import quantize_static_models as qmodels
 from tests.helpers.qdq_builder import QdqBuilder, all_int8_inputs, host_run_checked, run_ort, save
 
 X_Q = (0.043, -7)
@@ -267,3 +268,67 @@ def test_per_channel_qlinear_add_every_pair(optimize, tmp_path):
     add = next(n for n in c.graph.nodes if n.op == "add")
     assert c.params[add.name].use_float == 3
     np.testing.assert_array_equal(outs.reshape(xs.shape), run_ort(path, xs).reshape(xs.shape))
+
+
+def test_per_channel_qlinear_mul_every_pair(tmp_path):
+    """Every (x, constant) int8 pair through onnxruntime's QLinearMul with a per-channel
+    constant [C, 1, 1] on an NCHW graph input; power-of-two scales, so products land on
+    halves (round half to even) and the odd output zero point moves the ties."""
+    b = QdqBuilder("mul_pairs")
+    x = b.dq("x", 0.0625, 18)
+    cd = b.dq(b.const_int(np.arange(-128, 128).astype(np.int8).reshape(256, 1, 1), np.int8),
+              0.125, -14)
+    b.q(b.op("Mul", [x, cd]), 1.0, 7, out="y")  # ratio 1/128: a tie at every 64 mod 128
+    shape = (1, 256, 1, 256)
+    path = save(b.model("x", shape, "y", shape), tmp_path)
+    assert "QLinearMul" in [n.op_type for n in optimized_graph(path).graph.node]
+    xs = np.broadcast_to(np.arange(-128, 128, dtype=np.int8), (256, 256)).reshape((1,) + shape)
+    outs, c = host_run_checked(path, xs, "ort", tmp_path, "tinyaot_mul_s8")
+    np.testing.assert_array_equal(outs.reshape(xs.shape), run_ort(path, xs).reshape(xs.shape))
+    assert len(np.unique(outs)) > 200  # not saturated: the ties are exercised
+
+
+def unfolded_bn_float(c=6, seed=0):
+    """A float Conv -> Mul(gamma [C, 1, 1]) -> Add(beta [C, 1, 1]) -> Relu (a BatchNorm
+    exported unfolded), for quantize_static."""
+    from onnx import helper, numpy_helper
+    r = np.random.default_rng(seed)
+    inits = [numpy_helper.from_array((r.standard_normal((c, 3, 3, 3)) * 0.3).astype(np.float32),
+                                     "w1"),
+             numpy_helper.from_array((r.standard_normal(c) * 0.1).astype(np.float32), "b1"),
+             numpy_helper.from_array(r.uniform(0.5, 1.5, (c, 1, 1)).astype(np.float32), "g"),
+             numpy_helper.from_array((r.standard_normal((c, 1, 1)) * 0.3).astype(np.float32),
+                                     "be")]
+    h = helper.make_node
+    nodes = [h("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1], name="conv"),
+             h("Mul", ["c1", "g"], ["m"], name="bn_mul"),
+             h("Add", ["m", "be"], ["a"], name="bn_add"), h("Relu", ["a"], ["y"], name="relu")]
+    return qmodels._model(nodes, inits, (1, c, 8, 8), "unfolded_bn")
+
+
+@pytest.mark.parametrize("act", ["QInt8", "QUInt8"])
+@pytest.mark.parametrize("form", ["QDQ", "QOperator"])
+def test_unfolded_batchnorm_quantize_static(form, act, tmp_path):
+    """onnxruntime's quantize_static of an unfolded BatchNorm (QLinearMul / QLinearAdd of
+    per-channel constants in QOperator form; int8 or uint8 constants): tinyaot's integers
+    equal onnxruntime's."""
+    from codegen.compiler import compile_model
+    from codegen.driver.verify import run_model
+    from codegen.numerics.ort_float import dequantize, quantize
+    from codegen.reference.onnxruntime_oracle import run_onnxruntime
+    path = qmodels.quantize(unfolded_bn_float(), tmp_path / "m.onnx", form, act)
+    c = compile_model(path, numerics="ort")
+    g = c.graph
+    assert [n.op for n in g.nodes if n.op in ("mul", "add")] == ["mul", "add"]
+    xt = g.tensors[g.inputs[0]]
+    s, zp = xt.q.scalar()
+    lo, hi = (0, 255) if xt.dtype == "uint8" else (-128, 127)
+    xs = qmodels.sample_inputs()
+    qx = np.stack([quantize(x, s, zp, lo, hi).astype(xt.dtype) for x in xs])
+    outs, info = run_model(path, qx, board="host", numerics="ort", compiled=c,
+                           build_dir=tmp_path / "gen")
+    assert info["status"] == [0] * len(xs)
+    ys, yzp = g.tensors[g.outputs[0]].q.scalar()
+    want = np.stack([run_onnxruntime(path, {"x": x})["y"] for x in xs])
+    got = dequantize(outs, ys, yzp).reshape(want.shape)
+    np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
