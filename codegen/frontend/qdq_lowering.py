@@ -207,6 +207,8 @@ class Lowering:
 
     # ---- Q / DQ --------------------------------------------------------
     def lower_dq(self, node, name, attrs):
+        if attrs.get("output_dtype", 0) not in (0, onnx.TensorProto.FLOAT):  # opset 23
+            raise _Unsupported("DequantizeLinear to a type other than float32 (output_dtype)")
         x = node.input[0]
         s = node.input[1]
         zp = node.input[2] if len(node.input) > 2 and node.input[2] else None
@@ -236,6 +238,9 @@ class Lowering:
         self.qrepr[out] = x
 
     def lower_q(self, node, name, attrs):
+        if attrs.get("precision", 0) not in (0, onnx.TensorProto.FLOAT):  # opset 23
+            raise _Unsupported("QuantizeLinear computing in a precision other than float32 "
+                               "(precision attribute)")
         f = node.input[0]
         s = node.input[1]
         zp = node.input[2] if len(node.input) > 2 and node.input[2] else None
