@@ -10,14 +10,6 @@ from .base import Unsupported
 WEIGHT_TYPES = ("int8", "uint8")
 
 
-def check_weight_q(wt, channel_axis):
-    """Symmetric weights, quantized per tensor or along the output channels' axis."""
-    if wt.q.per_channel and wt.q.axis != channel_axis:
-        raise Unsupported(f"weights quantized along axis {wt.q.axis}, expected {channel_axis}")
-    if np.any(wt.q.zero_point != 0):
-        raise Unsupported("weights with a non-zero zero point (asymmetric weights)")
-
-
 def layer_weights(lw, w, channel_axis, name):
     """The weights of a conv / fully-connected layer, int8 or uint8 (quantize_static's
     QUInt8 weights), quantized per tensor or along `channel_axis`, any zero point. Every

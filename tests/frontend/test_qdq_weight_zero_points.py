@@ -114,6 +114,8 @@ def _asym_model(kind, per_channel, seed=0):
     x = b.dq("x", *X_Q)
     if kind == "conv":
         in_shape, out_shape, wshape, axis = (1, 4, 6, 6), (1, 6, 6, 6), (6, 4, 3, 3), 0
+    elif kind == "convtranspose":  # [Cin, Cout, kh, kw]: the channels along axis 1
+        in_shape, out_shape, wshape, axis = (1, 4, 6, 6), (1, 6, 13, 13), (4, 6, 3, 3), 1
     elif kind == "gemm":
         in_shape, out_shape, wshape, axis = (1, 32), (1, 10), (10, 32), 0
     else:  # MatMul: [K, N], the channels along axis 1
@@ -124,6 +126,8 @@ def _asym_model(kind, per_channel, seed=0):
                   (X_Q[0] * np.broadcast_to(ws, (wshape[axis],))).astype(np.float32))
     if kind == "conv":
         f = b.op("Conv", [x, w, bias], pads=[1, 1, 1, 1])
+    elif kind == "convtranspose":
+        f = b.op("ConvTranspose", [x, w, bias], strides=[2, 2])
     elif kind == "gemm":
         f = b.op("Gemm", [x, w, bias], transB=1)
     else:
@@ -133,14 +137,15 @@ def _asym_model(kind, per_channel, seed=0):
 
 
 @pytest.mark.parametrize("per_channel", [True, False])
-@pytest.mark.parametrize("kind", ["conv", "gemm", "matmul"])
+@pytest.mark.parametrize("kind", ["conv", "convtranspose", "gemm", "matmul"])
 def test_asymmetric_int8_weights_exact(kind, per_channel, tmp_path):
     model, in_shape = _asym_model(kind, per_channel)
     path = save(model, tmp_path)
     x = all_int8_inputs(in_shape, 6)
     got, c = host_run_checked(path, x, "ort", tmp_path, None)
     np.testing.assert_array_equal(got, run_ort(path, x).reshape(got.shape))
-    layer = next(n for n in c.graph.nodes if n.op in ("conv2d", "fully_connected"))
+    layer = next(n for n in c.graph.nodes
+                 if n.op in ("conv2d", "conv_transpose", "fully_connected"))
     w = c.graph.tensors[layer.inputs[1]]
     assert w.dtype == "int8" and not np.any(w.q.zero_point)
     assert w.data.min() == -128 or w.data.max() == 127  # the whole room is used
