@@ -36,6 +36,9 @@ def run(a):
     if a.json:
         print_json(r)
         return 0
+    if "upgraded_from_opset" in r:
+        print(f"upgraded opset {r['upgraded_from_opset']} to 13 (onnx version converter) for "
+              "per-channel weights")
     print(f"folded {r['batchnorm_folded']} BatchNormalization into the Conv/Gemm/MatMul "
           "before it")
     print(f"wrote {a.output} (QDQ int8, per-channel weights, {a.method} calibration on "

@@ -13,7 +13,10 @@ from onnx import shape_inference
 from ..errors import TinyAotError
 from .qdq_lowering import lower_to_ir
 
-SUPPORTED_OPSETS = range(10, 22)
+# Opsets 22-25 change the operators tinyaot lowers only by types it does not take (bfloat16,
+# 4-bit, float4 / float8) and two attributes checked at their nodes (QuantizeLinear's
+# `precision`, DequantizeLinear's `output_dtype`, opset 23).
+SUPPORTED_OPSETS = range(10, 26)
 
 
 def load_model(path, input_shapes=None):

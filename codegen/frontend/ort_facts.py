@@ -62,6 +62,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import tempfile
 
 import onnx
@@ -175,6 +176,12 @@ FLOAT_COMPUTE = {"Conv", "FusedConv", "Gemm", "FusedGemm", "MatMul", "FusedMatMu
 PASS_THROUGH = {"ReorderOutput", "Relu", "Clip"}
 
 
+def _model_name(t):
+    """The model's name of tensor t of ORT's optimized graph: its QDQ propagation moves a
+    float result `x` that a QuantizeLinear gets through MaxPool / Reshape / ... to `x_pre_q`."""
+    return re.sub(r"_pre_q(_token_\d+)?$", "", t)
+
+
 def float_tensors_in_ort(model_path):
     m = optimized_graph(model_path)
     out = set()
@@ -194,7 +201,7 @@ def float_tensors_in_ort(model_path):
         for c in consumers.get(t, []):
             if c.op_type in PASS_THROUGH or c.domain == "com.microsoft.nchwc":
                 frontier.extend(c.output)
-    return out
+    return out | {_model_name(t) for t in out}
 
 
 def mark_ort_float_nodes(g, model_path):

@@ -1,9 +1,12 @@
 """add: elementwise int8 a + b (ONNX Add).
 
 Operands: two activations of one shape, or an activation and a quantized constant
-(DequantizeLinear of an int8 / uint8 initializer: one value, or a row [N] onto [M, N]), e.g.
-the bias onnxruntime's quantize_static adds after a MatMul as its own QLinearAdd (QOperator)
-or DQ -> Add -> Q (QDQ). The constant becomes operand b; when the ONNX node had it first,
+(DequantizeLinear of an int8 / uint8 initializer, quantized per tensor) that broadcasts onto
+it: one value, a row [N] onto [M, N] (the bias onnxruntime's quantize_static adds after a
+MatMul as its own QLinearAdd, or DQ -> Add -> Q), one value per channel ([C, 1, 1] on NCHW,
+[C] on NHWC: an unfolded BatchNorm, a conv bias added on its own), any broadcast up to rank 4.
+A broadcast constant is stored in the output's physical order and the kernel runs once per
+innermost run of it (_const_runs). The constant becomes operand b; when the ONNX node had it first,
 `swapped` records it (onnxruntime's QLinearAdd folds its operands in ONNX order). An int32
 constant added to a pending conv / FC without a bias becomes that layer's bias instead
 (ops/pending_folds.py, asked before this lowering).
@@ -16,7 +19,9 @@ Per numerics (the record's use_float):
      rescaled to the output;
   1  DequantizeLinear -> onnxruntime's float Add -> QuantizeLinear;
   2  onnxruntime's QLinearAdd where ORT fuses the group (frontend/ort_facts.py: ort_fused),
-     MLAS's fixed form (numerics/ort_qlinear_add.py).
+     MLAS's fixed form (numerics/ort_qlinear_add.py); a one-value b is folded first;
+  3  the same for a per-channel constant whose value a kernel call repeats (b_stride 0 over
+     an NCHW plane): MLAS folds only a one-value operand, so the kernel must not.
 Under --optimize speed the layer runs tinyaot_add_fast_s8 with compile-time tables of each
 input's rescaled value (kernels/fast_pack.py); under size, tinyaot_add_s8 computes them.
 """
@@ -35,9 +40,11 @@ from ..numerics import tflite_fixedpoint as tfp
 from ..numerics.ort_qlinear_add import qlinear_add, qlinear_add_params
 from ..numerics.quant import act_bounds
 from .base import Op, Pending, Traits, Unsupported
+from .physical import physical
 
 F32 = np.float32
 TFLITE, ORT_FLOAT, ORT_QLINEAR = 0, 1, 2
+ORT_QLINEAR_EACH = 3  # ORT_QLINEAR with a constant b that a kernel call repeats (stride 0)
 
 
 @dataclass
@@ -89,13 +96,13 @@ def add_operands(lw, ins, name, shape):
         raise Unsupported("Add with a constant first operand that is not a scalar")
     if tuple(at.shape) != tuple(shape):
         raise Unsupported("Add where the constant broadcasts the activation to a larger shape")
-    dims = list(ct.shape)
-    while dims and dims[0] == 1:
-        dims.pop(0)
     if ct.size != 1:
-        tail = list(at.shape[len(at.shape) - len(dims):]) if dims else []
-        if len(at.shape) > 2 or tail != dims:
-            raise Unsupported("Add of a constant: only a scalar, or a row [N] onto [M, N]")
+        dims = [1] * (len(at.shape) - len(ct.shape)) + list(ct.shape)
+        if len(ct.shape) > len(at.shape) or any(d not in (1, x) for d, x in zip(dims, at.shape)):
+            raise Unsupported(f"Add of a constant of shape {list(ct.shape)} that does not "
+                              f"broadcast onto the activation's {list(at.shape)}")
+        if len(at.shape) > 4:
+            raise Unsupported("Add of a constant onto a tensor of rank > 4")
     return act, const, {"swapped": bool(ca)}
 
 
@@ -147,7 +154,7 @@ def _as_mapping(p):
 
 def add(a, b, p):
     """a + b (b broadcast), as p.use_float says."""
-    if p.use_float == ORT_QLINEAR:  # onnxruntime QLinearAdd (MLAS)
+    if p.use_float in (ORT_QLINEAR, ORT_QLINEAR_EACH):  # onnxruntime QLinearAdd (MLAS)
         return qlinear_add(a, b, _as_mapping(p))
     if p.use_float == ORT_FLOAT:
         fa = of.dequantize(a, p.a_scale, p.a_zp)
@@ -184,8 +191,13 @@ class Add(Op):
         scalar = int(b.data.reshape(-1)[0]) if b.is_const and b.size == 1 else None
         f = qlinear_add_params((sa, za), (sb, zb), (sy, zy), u8, bool(n.attrs.get("swapped")),
                                scalar)
+        mode = f["mode"]
+        if scalar is None and b.is_const and _const_runs(g, n)[-1][1] == 0:
+            # a per-channel constant whose value a kernel call repeats: MLAS folds only a
+            # one-value operand, so the kernel must not fold the repeated one (mode 3)
+            mode = ORT_QLINEAR_EACH
         return AddParams(za, zb, zy, lo, hi, a_scale=f["a_scale"], b_scale=f["b_scale"],
-                         use_float=f["mode"], qlinear_fixed=f["qlinear_fixed"],
+                         use_float=mode, qlinear_fixed=f["qlinear_fixed"],
                          u8_shift=f["u8_shift"])
 
     def reference(self, g, n, ins, p, numerics):
@@ -195,17 +207,19 @@ class Add(Op):
         a, b = (em.g.tensors[i] for i in n.inputs)
         y = em.g.tensors[n.outputs[0]]
         rows = 1  # b a row repeated over the leading dims (add_operands)
+        runs = None  # a constant broadcast otherwise: (count, b stride) loops (_const_runs)
         if b.size == 1:
             stride = 0
-        elif b.size == y.size:
+        elif b.size == y.size and (not b.is_const or len(y.shape) <= 2):
             stride = 1
-        elif b.is_const and y.size % b.size == 0:
+        elif b.is_const and len(y.shape) <= 2 and y.size % b.size == 0:
             stride, rows = 1, y.size // b.size
         else:
-            raise NotImplementedError("Add broadcasting other than a scalar or a constant row")
+            runs = _const_runs(em.g, n)
+            stride = runs[-1][1]
         speed = em.optimize == "speed"  # size: tinyaot_add_s8 computes what the tables hold
         if speed and p.use_float != TFLITE:
-            tables = ort_add_tables(_as_mapping(p), stride == 0)
+            tables = ort_add_tables(_as_mapping(p), stride == 0 and p.use_float != ORT_QLINEAR_EACH)
             if tables is not None:
                 p = replace(p, a_lut=em.const("int32_t", f"{lid}_alut", tables[0]),
                             b_lut=em.const("int32_t", f"{lid}_blut", tables[1]))
@@ -220,6 +234,8 @@ class Add(Op):
         if p.use_float != TFLITE:  # ort: the fast kernel falls back to it without tables
             em.kernels.add("tinyaot_add_s8")
         info["kernel"] = kernel
+        if runs is not None:
+            return _emit_runs(em, lid, kernel, n, runs)
         pb = (em.const("int8_t", f"{lid}_b", b.data.reshape(-1).astype(np.int8)) if b.is_const
               else em.ptr(b.name))
         if rows == 1:
@@ -231,6 +247,57 @@ class Add(Op):
         em.call(kernel, [str(m), f"&{lid}_p", f"{em.ptr(a.name)} + r * {m}", pb, "1",
                          f"{em.ptr(y.name)} + r * {m}"])
         em.body.append("    }")
+
+
+def _b_physical(g, n):
+    """The constant b broadcast onto the output: (its values in the output's physical order of
+    the axes it varies along, its element stride along each physical axis of the output)."""
+    b, y = g.tensors[n.inputs[1]], g.tensors[n.outputs[0]]
+    r = len(y.shape)
+    full = np.asarray(b.data).reshape([1] * (r - len(b.shape)) + list(b.shape))
+    _, perm = physical(y)
+    full = np.transpose(full, perm)  # physical axis order, b's own sizes
+    strides, step = [0] * r, 1
+    for k in range(r - 1, -1, -1):
+        if full.shape[k] != 1:
+            strides[k] = step
+            step *= full.shape[k]
+    return np.ascontiguousarray(full).reshape(-1), strides
+
+
+def _const_runs(g, n):
+    """The output's physical axes merged where b's stride allows, outermost first:
+    [(count, b stride)]; the last one is a kernel call's n and b_stride (0 or 1)."""
+    y = g.tensors[n.outputs[0]]
+    dims, _ = physical(y)
+    _, strides = _b_physical(g, n)
+    runs = []
+    for d, st in zip(dims, strides):
+        if d == 1:
+            continue
+        if runs and ((runs[-1][1] == 0 and st == 0) or (st and runs[-1][1] == st * d)):
+            runs[-1] = (runs[-1][0] * d, st)
+        else:
+            runs.append((d, st))
+    return runs or [(1, 0)]  # b's innermost varying axis has stride 1: the last is 0 or 1
+
+
+def _emit_runs(em, lid, kernel, n, runs):
+    """One kernel call per innermost run of a constant broadcast, in a loop nest over the
+    outer runs (indices i0, i1, ...): a and y advance by the run's elements, b by its stride."""
+    a, y = em.g.tensors[n.inputs[0]], em.g.tensors[n.outputs[0]]
+    values, _ = _b_physical(em.g, n)
+    pb = em.const("int8_t", f"{lid}_b", values.astype(np.int8))
+    count, stride = runs[-1]
+    outer = runs[:-1]
+    spans = [int(np.prod([c for c, _ in runs[k + 1:]], dtype=np.int64)) for k in range(len(outer))]
+    y_off = " + ".join(f"i{k} * {sp}" for k, sp in enumerate(spans)) or "0"
+    b_off = " + ".join(f"i{k} * {st}" for k, (_, st) in enumerate(outer) if st) or "0"
+    for k, (c, _) in enumerate(outer):
+        em.body.append(f"    for (int32_t i{k} = 0; i{k} < {c}; ++i{k}) {{")
+    em.call(kernel, [str(count), f"&{lid}_p", f"{em.ptr(a.name)} + ({y_off})",
+                     f"{pb} + ({b_off})", str(stride), f"{em.ptr(y.name)} + ({y_off})"])
+    em.body.extend(["    }"] * len(outer))
 
 
 OP = Add()

@@ -10,22 +10,35 @@ in the physical order their output's bytes have (`alias_perm`, read by passes/la
   transpose    ONNX Transpose: the input's bytes, read through the composed perm.
   reinterpret  the same integers read with other quantization parameters (a second
                DequantizeLinear of a tensor, frontend/qdq_lowering.py): any order.
-On a constant, the ONNX ops are folded at compile time. TFLite RESHAPE, SQUEEZE, EXPAND_DIMS
-(reshape) and TRANSPOSE (transpose) are lowered here too (frontend/tflite/fold.py folds them
-on constants).
+On a constant, the ONNX ops are folded at compile time. Moving elements commutes with
+quantization, so on a float result still pending (a Conv's) they wait for the QuantizeLinear
+after them, and on a float graph input they apply to its quantized integers.
+TFLite RESHAPE, SQUEEZE, EXPAND_DIMS (reshape) and TRANSPOSE (transpose) are lowered here
+too (frontend/tflite/fold.py folds them on constants).
 """
 from __future__ import annotations
 
 import numpy as np
 
-from .base import Op, Traits, Unsupported
+from .base import SAME, Deferred, Op, Pending, Traits, Unsupported
 from .onnx_move import move_source
 from .physical import identity, same_bytes
 
 
 def _lower(lw, node, name, attrs, ins, out, shape):
-    src = move_source(lw, ins[0])
     transpose = node.op_type == "Transpose"
+    op = "transpose" if transpose else "reshape"
+    a = {}
+    if transpose:
+        rank = len(lw.shape_of(ins[0], name))
+        a["perm"] = tuple(int(p) for p in attrs.get("perm", list(reversed(range(rank)))))
+    if lw.float_input_view(ins[0], out, (op, name, a, tuple(shape))):
+        return  # on a float graph input: applied to it once it is quantized
+    if ins[0] in lw.pending or ins[0] in lw.materialized:  # a float result still pending
+        lw.pending[out] = Pending(op, name, [Deferred(ins[0])], a, shape=shape, commutes=SAME,
+                                  fuses_clamp=False)
+        return
+    src = move_source(lw, ins[0])
     if src is None:  # a constant: folded
         x = np.asarray(lw.consts[ins[0]])
         if transpose:

@@ -20,17 +20,36 @@ class Unsupported(Exception):
     """A node the front end cannot lower: collected and reported together with the others."""
 
 
+@dataclass(frozen=True)
+class Deferred:
+    """An input of an op that commutes with quantization (data movement, maximum, clamp) which
+    is itself a float result still pending: it is quantized with the parameters the op's own
+    result gets (frontend/qdq_lowering.py), so `Q(concat(conv(x), y))` is
+    `concat(Q(conv(x)), Q(y))`, exactly."""
+    name: str  # the ONNX float tensor
+
+
+# Pending.commutes: how an op that commutes with quantization takes its output's parameters
+SAME = "same"  # its kernel copies integers: the output keeps its input's quantization
+ANY = "any"  # its kernel requantizes: the output may have any quantization
+
+
 @dataclass
 class Pending:
     """A float op waiting for the QuantizeLinear that gives its output (frontend/qdq_lowering.py)."""
     op: str
     node: str  # ONNX node name, for messages and the IR node's name
-    inputs: list
+    inputs: list  # integer IR tensor names, None (absent), or Deferred float results
     attrs: dict = field(default_factory=dict)
     act_lo: float | None = None  # fused Relu/Clip bounds, in real units
     act_hi: float | None = None
     shape: tuple = ()
     tensors: list = field(default_factory=list)  # ONNX float tensors it computes
+    # None: a computing op (its result exists only in float until quantized); SAME / ANY:
+    # an op that commutes with quantization (Q(op(x)) == op(Q(x))), whose inputs may be
+    # Deferred and which can be settled on its inputs' quantization when a float op reads it
+    commutes: str | None = None
+    fuses_clamp: bool = True  # a following Relu / Clip becomes its act_lo / act_hi
 
 
 @dataclass(frozen=True)

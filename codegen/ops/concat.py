@@ -1,4 +1,4 @@
-"""concat: ONNX Concat between DequantizeLinear and QuantizeLinear.
+"""concat: ONNX Concat between DequantizeLinear and QuantizeLinear, or of integer tensors.
 
 An input with the output's quantization is copied; another is requantized through a
 256-entry table. ort: DequantizeLinear -> float Concat -> QuantizeLinear per element (MLAS
@@ -7,6 +7,10 @@ bytes, so an input whose quantization differs gets what the converter's int8 QUA
 front of it would compute (reference Requantize), tabulated. All inputs share the output's
 perm (traits "same"); the kernel copies `outer` rows of each input's chunk. An input the
 planner placed in its slice of the output (planner/concat_slices.py) is not copied at all.
+An input may be a float result still pending (a Conv's, say): it is quantized with the
+output's parameters, which is exact (frontend/qdq_lowering.py). A Concat of the integer
+tensors themselves (tf2onnx writes Q -> Concat -> DQ) copies them: inputs read with other
+parameters become views with the first one's.
 TFLite CONCATENATION and PACK are lowered here too; TFLM's CONCATENATION refuses inputs
 quantized unlike the output in its Prepare, so their lowering does.
 """
@@ -18,7 +22,8 @@ import numpy as np
 
 from ..errors import TinyAotError
 from ..numerics.quant import act_bounds, qrange, requant_values
-from .base import Op, Pending, Traits, Unsupported
+from .base import ANY, Op, Pending, Traits, Unsupported
+from .onnx_move import integer_sources, reinterpret
 from .physical import physical
 
 
@@ -29,9 +34,17 @@ class ConcatParams:
 
 
 def lower_onnx(lw, node, name, attrs, ins, out, shape):
-    xs = [lw.act_input(i, name) for i in ins if i]
     axis = int(attrs.get("axis", 1)) % len(shape)
-    lw.pending[out] = Pending("concat", name, xs, {"axis": axis}, shape=shape)
+    ints = integer_sources(lw, [i for i in ins if i], name)
+    if ints is not None:  # a Concat of the integers themselves: a copy, no quantization
+        q = ints[0].q
+        xs = [t.name if t.q.same_as(q) else reinterpret(lw, t, q, name).name for t in ints]
+        lw.add_int_tensor(out, shape, ints[0].dtype, q)
+        lw.emit("concat", name, xs, [out], {"axis": axis})
+        return
+    xs = [lw.exact_input(i, name) for i in ins if i]
+    lw.pending[out] = Pending("concat", name, xs, {"axis": axis}, shape=shape, commutes=ANY,
+                              fuses_clamp=False)
 
 
 def _tflite_same_q(tl, ins, y_idx, builtin):

@@ -28,7 +28,7 @@ from ..numerics.mlas_conv_order import node_segments, run_segments
 from ..numerics.ort_float import float_weights
 from . import integer_forms
 from .base import Op, Pending, Traits, Unsupported
-from .conv_lowering import check_weight_q, reshape_to_2d
+from .conv_lowering import WEIGHT_TYPES, layer_weights, reshape_to_2d
 from .conv_pads import conv_pads, tflite_pads
 from .conv_params import FLOAT, TFLITE, ConvParams, prepare_conv_like, requantize_sums
 from .conv_records import emit_conv_dims, emit_float_layer, emit_requant
@@ -57,7 +57,7 @@ def lower_onnx(lw, node, name, attrs, ins, out, shape):
     x = lw.act_input(ins[0], name)
     if len(lw.graph.tensors[x].shape) == 3:
         return _lower_conv1d(lw, ins, out, name, attrs, shape)
-    w = lw.weight_input(ins[1], name)
+    w = layer_weights(lw, lw.weight_input(ins[1], name, WEIGHT_TYPES), 0, name)
     b = lw.weight_input(ins[2], name, "int32") if len(ins) > 2 and ins[2] else None
     wt = lw.graph.tensors[w]
     xs = lw.graph.tensors[x].shape
@@ -67,7 +67,6 @@ def lower_onnx(lw, node, name, attrs, ins, out, shape):
     strides = tuple(attrs.get("strides", (1, 1)))
     dil = tuple(attrs.get("dilations", (1, 1)))
     pads = conv_pads(attrs, xs[2:], kshape, strides, dil, shape[2:])
-    check_weight_q(wt, 0)
     a = {"kernel": kshape, "strides": strides, "dilations": dil, "pads": pads,
          "group": int(attrs.get("group", 1))}
     lw.pending[out] = Pending("conv2d", name, [x, w, b], a, shape=shape)
@@ -76,12 +75,11 @@ def lower_onnx(lw, node, name, attrs, ins, out, shape):
 def _lower_conv1d(lw, ins, out, name, attrs, shape):
     """Conv on [N, C, L]: a conv2d on [N, C, 1, L] between two zero-copy reshapes."""
     x = lw.act_input(ins[0], name)
-    w = lw.weight_input(ins[1], name)
+    w = layer_weights(lw, lw.weight_input(ins[1], name, WEIGHT_TYPES), 0, name)
     b = lw.weight_input(ins[2], name, "int32") if len(ins) > 2 and ins[2] else None
     xt, wt = lw.graph.tensors[x], lw.graph.tensors[w]
     if len(wt.shape) != 3:
         raise Unsupported("1-D Conv weights must be [O, I, K]")
-    check_weight_q(wt, 0)
     x4 = reshape_to_2d(lw, x, name)
     w4 = lw.add_int_tensor(f"{w}@2d", wt.shape[:2] + (1, wt.shape[2]), wt.dtype, wt.q,
                            np.ascontiguousarray(wt.data.reshape(wt.shape[:2] + (1, wt.shape[2]))))

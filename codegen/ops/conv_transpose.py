@@ -20,7 +20,7 @@ import numpy as np
 from ..numerics import ort_float as of
 from ..numerics.ort_float import fma_f32
 from .base import Op, Pending, Traits, Unsupported
-from .conv_lowering import check_weight_q, reshape_to_2d
+from .conv_lowering import WEIGHT_TYPES, layer_weights, reshape_to_2d
 from .conv_params import FLOAT, ConvParams, prepare_conv_like, requantize_sums
 from .conv_records import emit_conv_dims, emit_float_layer, emit_requant
 from .tflite_filters import tflite_bias, tflite_weights, tflite_window
@@ -110,7 +110,7 @@ def lower_onnx(lw, node, name, attrs, ins, out, shape):
     """ConvTranspose on [N, C, H, W] (or [N, C, L] as [N, C, 1, L] between two zero-copy
     reshapes) -> one conv_transpose IR node."""
     x = lw.act_input(ins[0], name)
-    w = lw.weight_input(ins[1], name)
+    w = layer_weights(lw, lw.weight_input(ins[1], name, WEIGHT_TYPES), 1, name)
     b = lw.weight_input(ins[2], name, "int32") if len(ins) > 2 and ins[2] else None
     xt, wt = lw.graph.tensors[x], lw.graph.tensors[w]
     rank = len(xt.shape)
@@ -130,7 +130,6 @@ def lower_onnx(lw, node, name, attrs, ins, out, shape):
         raise lw.err(f"output shape {list(shape)} from ONNX shape inference differs from "
                      f"{list(want)} (onnxruntime's ConvTranspose arithmetic)",
                      node=name, tensor=out)
-    check_weight_q(wt, 1)
     if rank == 3:  # 1-D: everything gets a unit H
         x = reshape_to_2d(lw, x, name)
         w4 = wt.shape[:2] + (1, wt.shape[2])

@@ -32,6 +32,7 @@ from ..numerics.ort_float import float_weights
 from . import integer_forms
 from .base import Op, Pending, Traits, Unsupported
 from .conv_params import FLOAT, ORT, TFLITE, ConvParams, prepare_conv_like, requantize_sums
+from .conv_lowering import WEIGHT_TYPES, layer_weights
 from .conv_records import RequantRecord, emit_requant
 from .matmul import lower_onnx as lower_activation_matmul
 from .size_kernels import emit_fc_int_w8, emit_fc_w8, select_size
@@ -60,7 +61,7 @@ def lower_matmul_gemm(lw, node, name, attrs, ins, out, shape):
             and not lw.graph.tensors[lw.qrepr[ins[1]]].is_const):
         return lower_activation_matmul(lw, node, name, attrs, ins, out, shape)
     x = lw.act_input(ins[0], name)
-    w = lw.weight_input(ins[1], name)
+    w = lw.weight_input(ins[1], name, WEIGHT_TYPES)
     wt = lw.graph.tensors[w]
     trans_b = int(attrs.get("transB", 0)) if op == "Gemm" else 0
     if op == "Gemm" and (int(attrs.get("transA", 0)) or attrs.get("alpha", 1.0) != 1.0
@@ -68,25 +69,25 @@ def lower_matmul_gemm(lw, node, name, attrs, ins, out, shape):
         raise Unsupported("Gemm with transA or alpha/beta != 1")
     if len(lw.graph.tensors[x].shape) != 2 or len(wt.shape) != 2:
         raise Unsupported("MatMul supports a 2-D activation times a 2-D constant")
-    w = _nk_weights(lw, wt, trans_b)
+    w = _nk_weights(lw, wt, trans_b, name)
     b = None
     if op == "Gemm" and len(ins) > 2 and ins[2]:
         b = lw.weight_input(ins[2], name, "int32")
     lw.pending[out] = Pending("fully_connected", name, [x, w, b], {}, shape=shape)
 
 
-def _nk_weights(lw, wt, trans_b):
-    """Constant [K, N] (or [N, K] with transB) -> new constant [N, K], axis 0."""
-    data = wt.data if trans_b else wt.data.T
+def _nk_weights(lw, wt, trans_b, name):
+    """Constant [K, N] (or [N, K] with transB) -> new constant [N, K], axis 0; a zero point
+    is subtracted first (conv_lowering.layer_weights)."""
     axis = None
     if wt.q.per_channel:
         want = 0 if trans_b else 1
         if wt.q.axis != want:
             raise Unsupported("weights quantized along the reduction axis")
         axis = 0
+    wt = lw.graph.tensors[layer_weights(lw, wt.name, wt.q.axis, name)]
+    data = wt.data if trans_b else wt.data.T
     q = QParams(wt.q.scale, wt.q.zero_point, axis)
-    if np.any(q.zero_point != 0):
-        raise Unsupported("weights with a non-zero zero point (asymmetric weights)")
     t = lw.add_int_tensor(f"{wt.name}@NK", data.shape, wt.dtype, q, np.ascontiguousarray(data))
     return t.name
 

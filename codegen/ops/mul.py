@@ -1,6 +1,6 @@
 """mul: elementwise int8 a * b with broadcasting (ONNX Mul).
 
-Operands: two activations, or an activation and a per-tensor int8 constant (DequantizeLinear
+Operands: two activations, or an activation and a per-tensor int8 / uint8 constant (DequantizeLinear
 of an initializer) that broadcasts onto it. The kernel (tinyaot_mul_s8) walks the output's
 4 physical dims and reads each operand at its own strides (0 on a broadcast axis), so
 layouts and broadcasting cost no copy. Per numerics (the record's mode):
@@ -45,11 +45,12 @@ class MulParams:  # tinyaot_mul_params_t
 
 
 def _operand(lw, x, name):
-    """An activation, or a per-tensor int8 constant (DequantizeLinear of an initializer)."""
+    """An activation, or a per-tensor int8 / uint8 constant (DequantizeLinear of an
+    initializer; a uint8 one becomes int8 with its zero point - 128, passes/uint8.py)."""
     if x in lw.qrepr and lw.graph.tensors[lw.qrepr[x]].is_const:
         t = lw.graph.tensors[lw.qrepr[x]]
-        if t.dtype != "int8" or t.q.per_channel:
-            raise Unsupported(f"constant '{x}' must be int8, quantized per tensor")
+        if t.dtype not in ("int8", "uint8") or t.q.per_channel:
+            raise Unsupported(f"constant '{x}' must be int8 / uint8, quantized per tensor")
         return t.name
     return lw.act_input(x, name)
 

@@ -2,8 +2,8 @@
 kernels' tinyaot_pool_params_t and its C emission.
 
 ONNX AveragePool / MaxPool give a 2-D window (kernel_shape, strides, pads or auto_pad,
-count_include_pad); GlobalAveragePool and ReduceMean over H, W are one window over the
-whole plane. Both kernels take one record whose mode field (use_float) says which
+count_include_pad); GlobalAveragePool, GlobalMaxPool and ReduceMean over H, W are one window
+over the whole plane. Both kernels take one record whose mode field (use_float) says which
 arithmetic the average runs; maxpool leaves it 0.
 """
 from __future__ import annotations
@@ -12,8 +12,9 @@ from dataclasses import dataclass, replace
 from typing import ClassVar
 
 from ..kernels.c_format import c_struct
-from .base import Pending, Unsupported
+from .base import SAME, Deferred, Pending, Unsupported
 from .conv_pads import conv_pads, tflite_pads
+from .onnx_move import integer_sources
 
 # tinyaot_pool_params_t.use_float
 TFLITE_ROUNDED = 0  # TFLite AveragePool: the rounded integer mean (also maxpool: unused)
@@ -62,13 +63,14 @@ def pool_params(g, n, act_min, act_max, use_float, **quant) -> PoolParams:
                       int(a.get("count_include_pad", 0)), act_min, act_max, use_float, **quant)
 
 
-def lower_window(lw, node, name, attrs, ins, out, shape):
-    """AveragePool / MaxPool / GlobalAveragePool -> (input, IR attrs) of one 2-D window."""
-    x = lw.act_input(ins[0], name)
-    xs = lw.graph.tensors[x].shape
+def lower_window(lw, node, name, attrs, ins, out, shape, x=None):
+    """AveragePool / MaxPool / GlobalAveragePool / GlobalMaxPool -> (input, IR attrs) of one
+    2-D window; x: the input already resolved (default: the activation behind ins[0])."""
+    x = lw.act_input(ins[0], name) if x is None else x
+    xs = lw.shape_of(ins[0], name) if isinstance(x, Deferred) else lw.graph.tensors[x].shape
     if len(xs) != 4:
         raise Unsupported("only 2-D pooling is supported")
-    if node.op_type == "GlobalAveragePool":
+    if node.op_type in ("GlobalAveragePool", "GlobalMaxPool"):
         k, s, pads = tuple(xs[2:]), (1, 1), (0, 0, 0, 0)
         cip = 0
     else:
@@ -84,7 +86,7 @@ def lower_window(lw, node, name, attrs, ins, out, shape):
 
 
 def lower_pool(kind):
-    """The ONNX lowering function of IR op `kind` (avgpool or maxpool)."""
+    """The ONNX lowering function of IR op `kind` (avgpool)."""
     def lower(lw, node, name, attrs, ins, out, shape):
         x, a = lower_window(lw, node, name, attrs, ins, out, shape)
         lw.pending[out] = Pending(kind, name, [x], a, shape=shape)
@@ -109,6 +111,20 @@ def lower_tflite_pool(kind):
         x = tl.act(x_idx, "nchw")
         tl.emit(kind, tl.node_name(op), [x], [tl.new_act(y_idx, "nchw")], a)
     return lower
+
+
+def lower_max(lw, node, name, attrs, ins, out, shape):
+    """MaxPool / GlobalMaxPool: the maximum commutes with quantization (it is monotonic), so
+    its input may be a float result still pending, or the integers themselves (ONNX
+    MaxPool of an int8 tensor: the output keeps the input's quantization)."""
+    ints = integer_sources(lw, ins[:1], name)
+    if ints is not None:
+        x, a = lower_window(lw, node, name, attrs, ins, out, shape, ints[0].name)
+        lw.add_int_tensor(out, shape, ints[0].dtype, ints[0].q)
+        lw.emit("maxpool", name, [x], [out], a)
+        return
+    x, a = lower_window(lw, node, name, attrs, ins, out, shape, lw.exact_input(ins[0], name))
+    lw.pending[out] = Pending("maxpool", name, [x], a, shape=shape, commutes=SAME)
 
 
 def windows(x, attrs):

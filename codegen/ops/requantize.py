@@ -22,7 +22,7 @@ from ..kernels.c_format import c_struct
 from ..numerics import ort_float as of
 from ..numerics import tflite_fixedpoint as tfp
 from ..numerics.quant import act_bounds
-from .base import Op, Pending, Traits, Unsupported
+from .base import ANY, Op, Pending, Traits, Unsupported
 
 
 @dataclass
@@ -67,11 +67,11 @@ def lower_relu_clip(lw, node, name, attrs, ins, out, shape):
     if node.op_type == "Clip":
         lo, hi = clip_bounds(lw, node, attrs, name)
     x = ins[0]
-    if x in lw.pending:
+    if x in lw.pending and lw.pending[x].fuses_clamp:
         p = lw.pending.pop(x)
         p.tensors.append(x)
-    else:
-        p = Pending("clamp", name, [lw.act_input(x, name)], {}, shape=shape)
+    else:  # its own clamp, on the integers behind x or on x quantized later (Deferred)
+        p = Pending("clamp", name, [lw.exact_input(x, name)], {}, shape=shape, commutes=ANY)
     if lo is not None:
         p.act_lo = lo if p.act_lo is None else max(p.act_lo, lo)
     if hi is not None:

@@ -20,7 +20,7 @@ from ..errors import TinyAotError
 from ..kernels.c_format import c_struct
 from ..numerics import resize as rr
 from ..numerics.quant import act_bounds, requant_table
-from .base import Op, Pending, Traits, Unsupported
+from .base import ANY, Op, Pending, Traits, Unsupported
 from .physical import int32_array
 
 F32 = np.float32
@@ -83,19 +83,23 @@ def resize_attrs(attrs, opset, in_shape, out_shape, scales, sizes):
 
 
 def lower_onnx(lw, node, name, attrs, ins, out, shape):
-    x = lw.act_input(ins[0], name)
+    nearest = attrs.get("mode", "nearest") == "nearest"
+    # nearest copies elements: it commutes with quantization, its input may be a float
+    # result still pending (quantized with the output's parameters)
+    x = lw.exact_input(ins[0], name) if nearest else lw.act_input(ins[0], name)
     ins = list(ins) + [""] * 4
 
     def const_or_none(i, what):
         return np.asarray(lw.const(ins[i], name, f"Resize {what}")) if ins[i] else None
     try:
-        a = resize_attrs(attrs, lw.opset, lw.graph.tensors[x].shape, shape,
+        a = resize_attrs(attrs, lw.opset, lw.shape_of(ins[0], name), shape,
                          const_or_none(2, "scales"), const_or_none(3, "sizes"))
     except ResizeUnsupported as e:
         raise Unsupported(str(e)) from None
     except ValueError as e:
         raise lw.err(str(e), node=name, tensor=out) from None
-    lw.pending[out] = Pending("resize", name, [x], a, shape=shape)
+    lw.pending[out] = Pending("resize", name, [x], a, shape=shape,
+                              commutes=ANY if nearest else None)
 
 
 @dataclass

@@ -4,7 +4,9 @@ Both only move bytes, so the lowering turns each into `slice` IR nodes (one per 
 output) that copy a strided window of their input; everything about the window is shape
 arithmetic on constants, done once here, as the ONNX spec defines it. A slice of a slice
 (as torch exports x[a:b, ::c]) reads the first one's input directly: one copy, not two
-(the unused middle slice is dead code). Slice / Split of a constant is folded.
+(the unused middle slice is dead code). Slice / Split of a constant is folded; of a float
+result still pending (a Conv's), each piece waits for its QuantizeLinear (a copy commutes
+with quantization).
 tinyaot_slice_s8 walks the window on the physical axes, so the output keeps the input's
 perm (traits "same"); the copy is exact in both numerics. TFLite STRIDED_SLICE, SLICE,
 SPLIT, SPLIT_V and UNPACK are lowered here too (a window each, reshaped where the builtin
@@ -16,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import TinyAotError
-from .base import Op, Traits, Unsupported
+from .base import SAME, Deferred, Op, Pending, Traits, Unsupported
 from .onnx_move import move_source
 from .physical import dims4, int32_array, physical
 
@@ -159,6 +161,14 @@ def onnx_windows(lw, node, name, attrs, shape):
 
 
 def lower_onnx(lw, node, name, attrs, ins, out, shape):
+    if ins[0] in lw.pending or ins[0] in lw.materialized:  # a float result still pending
+        windows = onnx_windows(lw, node, name, attrs, lw.shape_of(ins[0], name))
+        for j, (o, (starts, steps, oshape)) in enumerate(zip(node.output, windows)):
+            if o:
+                lw.pending[o] = Pending("slice", name if len(node.output) == 1 else f"{name}:{j}",
+                                        [Deferred(ins[0])], {"starts": starts, "steps": steps},
+                                        shape=oshape, commutes=SAME, fuses_clamp=False)
+        return
     src = move_source(lw, ins[0])
     if src is None:  # a constant: folded
         x = np.asarray(lw.consts[ins[0]])
