@@ -153,8 +153,13 @@ class SignedGraph:
             w, s, z = QLINEAR_WEIGHTS[n.op_type]
             if n.input[w] not in self.consts:
                 return None
+            axis = 0  # QLinearConv: per output channel
+            if n.op_type == "QGemm":  # B [K, N] (or [N, K] with transB): per output column
+                axis = 0 if any(a.name == "transB" and a.i for a in n.attribute) else 1
+            elif n.op_type == "QLinearMatMul":
+                axis = -1
             return _dequantize(self, n.input[w], n.input[s],
-                               n.input[z] if len(n.input) > z else "", 0)
+                               n.input[z] if len(n.input) > z else "", axis)
         pos = 1
         if n.op_type in ("ConvInteger", "MatMulInteger") and n.input[1] in self.consts:
             return np.asarray(self.consts[n.input[1]], dtype=np.float32)
