@@ -58,9 +58,10 @@ INTEGER_KERNELS = {"QLinearConv": (2, 3), "QGemm": (2, 3), "QLinearMatMul": (2, 
 FLOAT_COMPUTE = {"Conv", "FusedConv", "Gemm", "FusedGemm", "MatMul", "FusedMatMul", "ConvTranspose"}
 
 
-def gather_ort_facts(g, model_path, ort_threads=1):
-    """Record onnxruntime's decisions on the IR nodes of g (loaded from model_path)."""
-    match = ort_match(model_path)
+def gather_ort_facts(g, model_path, ort_threads=1, match=None):
+    """Record onnxruntime's decisions on the IR nodes of g (loaded from model_path).
+    `match`: the model matched with onnxruntime's graph (default: ort_match(model_path))."""
+    match = ort_match(model_path) if match is None else match
     mark_ort_float_nodes(g, match)
     for n in g.nodes:  # MLAS's float Conv order depends on ORT's intra-op threads
         if n.attrs.get("ort_float") and n.op == "conv2d":
