@@ -49,6 +49,8 @@ DATA_INPUTS = {"QLinearConv": (0, 3), "QGemm": (0, 3), "QLinearMatMul": (0, 3),
                "QLinearReduceMean": (0,), "Resize": (0,), "Upsample": (0,),
                "Slice": (0,), "Split": (0,), "ReduceMean": (0,)}
 COMMUTATIVE = {"Add", "Mul", "Sum", "Max", "Min"}
+# QLinear ops whose data operands each come with their scale and zero point after them
+QLINEAR_OPERANDS = {"QLinearAdd", "QLinearMul", "QLinearMatMul", "QLinearConcat"}
 WEIGHTED = {"Conv", "MatMul", "ConvTranspose"}  # kinds a following constant Add is the bias of
 # QLinear ops: (weight, its scale, its zero point) input positions, to dequantize weights
 QLINEAR_WEIGHTS = {"QLinearConv": (3, 4, 5), "QGemm": (3, 4, 5), "QLinearMatMul": (3, 4, 5)}
@@ -139,6 +141,9 @@ class SignedGraph:
         if n.op_type in TRANSPARENT or self._is_bias_add(n):
             return self._sig[deps[0]]
         parts = [self._sig[d] for d in deps]
+        if n.op_type in QLINEAR_OPERANDS:  # a constant operand stands for its float value
+            parts = [self._qlinear_const_sig(n, i) or self._sig[n.input[i]]
+                     for i in self._data_positions(n) if n.input[i]]
         k = "HardSwish" if self._hardswish_input(n) is not None else kind(n)
         if k in COMMUTATIVE:
             parts.sort()
@@ -164,6 +169,15 @@ class SignedGraph:
         if n.op_type in ("ConvInteger", "MatMulInteger") and n.input[1] in self.consts:
             return np.asarray(self.consts[n.input[1]], dtype=np.float32)
         return self.const_value(n.input[pos])
+
+    def _qlinear_const_sig(self, n, i):
+        """The signature of QLinear node n's constant operand i, dequantized with the
+        scale and zero point after it (as the original DequantizeLinear of it), else None."""
+        x = n.input[i]
+        if x not in self.consts or len(n.input) <= i + 1 or n.input[i + 1] not in self.consts:
+            return None
+        z = n.input[i + 2] if len(n.input) > i + 2 else ""
+        return _h(("const", _fingerprint(_dequantize(self, x, n.input[i + 1], z, -1))))
 
     def _hardswish_input(self, n):
         """x if n is Mul(x, HardSigmoid(x)) (onnxruntime inlines HardSwish so), else None."""
