@@ -24,6 +24,7 @@ from ..kernels.c_format import c_struct
 from ..kernels.conv_f32_pack import plan_fields, scratch_bytes
 from ..kernels.fast_pack import conv_gemm_weights, conv_scratch_bytes, pack_depthwise, pack_gemm
 from ..numerics import ort_float as of
+from ..numerics import u8s8_pairs as u8s8
 from ..numerics.mlas_conv_order import node_segments, run_segments
 from ..numerics.ort_float import float_weights
 from . import integer_forms
@@ -174,6 +175,39 @@ def conv2d_int(x, w, attrs, p: ConvParams):
     acc = conv2d_acc(x, w, p.in_zp, attrs["strides"], attrs["pads"], attrs["dilations"],
                      attrs["group"])
     return requantize_sums(acc, p, 1)
+
+
+def conv2d_u8s8_delta(x, w, attrs, in_zp):
+    """What onnxruntime's QLinearConv adds to the exact sums on x86-64 without VNNI
+    (numerics/u8s8_pairs.py): (delta [N, O, OH, OW], saturated pairs). x NCHW int8 (the
+    uint8 values onnxruntime runs on are x + 128), w OIHW. Depthwise layers: exact."""
+    n, c, h, wd = x.shape
+    o, cg, kh, kw = w.shape
+    group = attrs["group"]
+    t, l, b, r = attrs["pads"]
+    sh, sw = attrs["strides"]
+    dh, dw = attrs["dilations"]
+    oh = (h + t + b - (dh * (kh - 1) + 1)) // sh + 1
+    ow = (wd + l + r - (dw * (kw - 1) + 1)) // sw + 1
+    delta = np.zeros((n, o, oh, ow), dtype=np.int64)
+    og = o // group
+    wk = np.asarray(w).transpose(0, 2, 3, 1).reshape(o, -1)  # K = (ky, kx, c)
+    if cg == 1 and og == 1 or not any(u8s8.can_saturate(wk[gi * og:(gi + 1) * og])
+                                      for gi in range(group)):
+        return delta, 0
+    xp = np.full((n, c, h + t + b, wd + l + r), in_zp + 128, dtype=np.int64)
+    xp[:, :, t:t + h, l:l + wd] = np.asarray(x, dtype=np.int64) + 128
+    count = 0
+    for gi in range(group):
+        # im2col of the group, channels last: K = (ky, kx, c), c fastest
+        taps = [xp[:, gi * cg:(gi + 1) * cg, i * dh: i * dh + sh * (oh - 1) + 1: sh,
+                   j * dw: j * dw + sw * (ow - 1) + 1: sw]
+                for i in range(kh) for j in range(kw)]
+        cols = np.stack(taps, axis=1).transpose(0, 3, 4, 1, 2).reshape(n * oh * ow, -1)
+        d, k = u8s8.pair_delta(cols, wk[gi * og:(gi + 1) * og])
+        delta[:, gi * og:(gi + 1) * og] = d.reshape(n, oh, ow, og).transpose(0, 3, 1, 2)
+        count += k
+    return delta, count
 
 
 def conv2d_f32(x, wt, bias_f, attrs, in_scale, in_zp):

@@ -27,6 +27,7 @@ from ..kernels.fast_pack import fc_scratch_bytes, pack_gemm, pack_gemm_fixed
 from ..kernels.fc_float_pack import fc_float_scratch_bytes, input_table, pack_fc_float
 from ..kernels.ort_requant_fixed import fc_fixed_requant
 from ..numerics import ort_float as of
+from ..numerics import u8s8_pairs as u8s8
 from ..numerics.mlas_fc_order import ORDER_CODE, fc_float
 from ..numerics.ort_float import float_weights
 from . import integer_forms
@@ -131,6 +132,13 @@ def fully_connected_int(x, w, p: ConvParams):
     """x [M, K], w [N, K]: exact sums, then p's requantization (ORT, TFLITE, EPILOGUE)."""
     acc = (x.astype(np.int64) - p.in_zp) @ w.astype(np.int64).T
     return requantize_sums(acc, p, 1)
+
+
+def fully_connected_u8s8_delta(x, w):
+    """What onnxruntime's QGemm / QLinearMatMul adds to the exact sums on x86-64
+    without VNNI (numerics/u8s8_pairs.py): (delta [M, N], saturated pairs); x [M, K]
+    int8 (onnxruntime runs on x + 128), w [N, K]."""
+    return u8s8.pair_delta(np.asarray(x, dtype=np.int64) + 128, w)
 
 
 def fully_connected_float(x, wt, p: ConvParams):
