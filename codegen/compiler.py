@@ -65,6 +65,7 @@ class Options:
     depthwise_inplace: bool = False
     ort_threads: int = 1
     optimize: str = "speed"
+    float_fallback: bool = True  # nodes no integer kernel takes run in float32
 
 
 @dataclass
@@ -94,7 +95,7 @@ def _check_options(b):
 
 def _front_end(b):
     """The model file -> integer IR; under ort, onnxruntime's decisions recorded on it."""
-    b.g = load_model(b.path, b.opt.input_shapes)
+    b.g = load_model(b.path, b.opt.input_shapes, b.opt.float_fallback)
     check_graph_limits(b.g, b.path)  # one input/output, 32-bit tensor sizes
     if b.opt.numerics == "ort":
         with ort_rejects(b.path):  # onnxruntime refusing the model is a user error
@@ -195,16 +196,17 @@ PIPELINE = [
 def compile_model(path, numerics="ort", name=None, input_shapes=None, dump=None,
                   hooks=False, io_buffers="arena", search_order=True, integrity=None,
                   io="int8", depthwise_inplace=False, ort_threads=1,
-                  optimize="speed") -> Compiled:
+                  optimize="speed", float_fallback=True) -> Compiled:
     opt = Options(numerics, name, input_shapes, dump, hooks, io_buffers, search_order, integrity,
-                  io, depthwise_inplace, ort_threads, optimize)
+                  io, depthwise_inplace, ort_threads, optimize, float_fallback)
     b = _Build(path, opt)
     for title, stage, dump_title in PIPELINE:
         stage(b)
         if dump and dump_title:
             dump(dump_title, b.g)
     options = {"path": path, "numerics": opt.numerics, "input_shapes": input_shapes,
-               "io_buffers": io_buffers, "ort_threads": opt.ort_threads, "optimize": optimize}
+               "io_buffers": io_buffers, "ort_threads": opt.ort_threads, "optimize": optimize,
+               "float_fallback": float_fallback}
     return Compiled(b.g, b.plan, b.params, b.module, opt.numerics, b.report, options)
 
 

@@ -94,7 +94,7 @@ def _build_and_run(c, b, board, numerics, per, xin, xout, out_dir, ram_limit=Non
         from ..targets.host import run_shared_library
         write_outputs(c, out_dir)
         so = build_generated(out_dir, board, harness=False)
-        outs, status = run_shared_library(so, c.module.name, per, xin.size, xout.size)
+        outs, status = run_shared_library(so, c.module.name, per, xin.size, xout.nbytes)
         info["status"] = status
         info["ticks"] = None
     else:
@@ -118,8 +118,8 @@ def _build_and_run(c, b, board, numerics, per, xin, xout, out_dir, ram_limit=Non
         info["instructions"] = [r.ticks * int(b["instructions_per_tick"]) for r in res.outputs]
         info["elf"] = elf
         info["size"] = firmware_size(elf, b)
-    if xout.dtype == "uint8":
-        outs = np.asarray(outs).view(np.uint8)
+    if xout.dtype in ("uint8", "float32"):  # the output's bytes, read as its type
+        outs = np.ascontiguousarray(outs).view(np.dtype(xout.dtype))
     return outs.reshape((len(per),) + tuple(xout.shape)), info
 
 
@@ -138,7 +138,7 @@ def verify_model(model, golden, board="host", numerics="ort", key="outputs", bui
     if exp is None:
         raise TinyAotError(f"golden '{key}' has {expected.size} values, the model gives {outs.size}",
                            model=str(golden))
-    diff = outs.astype(np.int32) != exp.astype(np.int32)
+    diff, max_diff, val = output_diff(outs, exp)
     per_vec = diff.reshape(len(outs), -1).any(axis=1)
     rep = dict(c.report)
     rep.update({
@@ -148,7 +148,7 @@ def verify_model(model, golden, board="host", numerics="ort", key="outputs", bui
         "vectors": int(len(outs)),
         "vectors_passed": int((~per_vec).sum()),
         "mismatches": int(diff.sum()),
-        "max_abs_diff": int(np.abs(outs.astype(np.int32) - exp.astype(np.int32)).max()) if outs.size else 0,
+        "max_abs_diff": max_diff,
         "elements": int(outs.size),
         "status": info["status"],
     })
@@ -170,9 +170,24 @@ def verify_model(model, golden, board="host", numerics="ort", key="outputs", bui
     if rep["mismatches"]:
         idx = np.argwhere(diff.reshape(len(outs), -1))
         rep["first_mismatches"] = [
-            {"vector": int(v), "index": int(i), "got": int(outs.reshape(len(outs), -1)[v, i]),
-             "expected": int(exp.reshape(len(outs), -1)[v, i])} for v, i in idx[:10]]
+            {"vector": int(v), "index": int(i), "got": val(outs.reshape(len(outs), -1)[v, i]),
+             "expected": val(exp.reshape(len(outs), -1)[v, i])} for v, i in idx[:10]]
     return rep
+
+
+def output_diff(outs, exp):
+    """(mismatch mask, max |diff|, element -> JSON value). Integers compare as integers; a
+    float32 output (the float fallback) bit for bit, every NaN equal to every NaN."""
+    if outs.dtype != np.float32:
+        diff = outs.astype(np.int32) != exp.astype(np.int32)
+        big = int(np.abs(outs.astype(np.int32) - exp.astype(np.int32)).max()) if outs.size else 0
+        return diff, big, int
+    e = np.asarray(exp, np.float32)
+    nan = np.isnan(outs) & np.isnan(e)
+    diff = (outs.view(np.uint32) != e.view(np.uint32)) & ~nan
+    with np.errstate(invalid="ignore", over="ignore"):
+        d = np.abs(outs.astype(np.float64) - e.astype(np.float64))[diff]
+    return diff, float(d.max()) if d.size else 0.0, float
 
 
 def print_verify(r, file=None):

@@ -16,8 +16,9 @@ from .qdq_lowering import lower_to_ir
 SUPPORTED_OPSETS = range(10, 22)
 
 
-def load_model(path, input_shapes=None):
-    """Read an ONNX file and return the integer IR graph."""
+def load_model(path, input_shapes=None, float_fallback=True):
+    """Read an ONNX file and return the integer IR graph (float_fallback: nodes no integer
+    lowering takes run in float32, frontend/float_fallback.py)."""
     proto = read_onnx(path)
     from .limits import check_proto_limits, check_value_limits
     check_proto_limits(proto, path)  # 32-bit limits from the headers, before data is read
@@ -36,7 +37,7 @@ def load_model(path, input_shapes=None):
             raise unsupported_error([(op, n, why) for n, (op, why) in reported.items()],
                                     path) from None
         raise
-    return lower_to_ir(proto, path, reported)
+    return lower_to_ir(proto, path, reported, float_fallback)
 
 
 def read_onnx(path) -> onnx.ModelProto:

@@ -6,7 +6,8 @@ inputs are all represented that way waits in `self.pending` until the
 QuantizeLinear that consumes its result names the integer output; then it
 becomes one integer IR node (with Relu/Clip folded into its output clamp and
 a constant bias Add folded into MatMul). Data-movement ops pass straight
-through on the integer tensors.
+through on the integer tensors. A node no integer lowering takes runs in float32 instead
+(frontend/float_fallback.py), unless the fallback is disabled.
 """
 from __future__ import annotations
 
@@ -18,13 +19,14 @@ from ..ir import Graph, Node, QParams, Tensor
 from ..ops import ONNX_LOWERINGS
 from ..ops.pending_folds import fold_into_pending
 from ..ops.base import Unsupported as _Unsupported
+from .float_fallback import FloatRegion
 from .onnx_loader_util import attr_dict, initializer_arrays, np_dtype_name, tensor_shapes
 
 INT_TYPES = {"int8", "uint8", "int32"}
 
 
 class Lowering:
-    def __init__(self, proto: onnx.ModelProto, path, reported=None):
+    def __init__(self, proto: onnx.ModelProto, path, reported=None, float_fallback=True):
         self.proto = proto
         self.path = str(path)
         self.consts = initializer_arrays(proto, path)
@@ -44,6 +46,7 @@ class Lowering:
         self.reported = dict(reported or {})
         self.skipped = set()  # tensors computed by a skipped node
         self.io_float = {"inputs": [], "outputs": []}
+        self.floats = FloatRegion(self, float_fallback)  # nodes run in float32
 
     # ---- helpers -------------------------------------------------------
     @property
@@ -139,10 +142,11 @@ class Lowering:
                     raise self.err(
                         f"input '{x}' is not defined before this node (missing initializer, "
                         "or the graph is not topologically sorted / has a cycle)", node=name)
+            self.floats.record(node, name)
             try:
                 self.lower_node(node, name)
             except _Unsupported as u:
-                self.unsupported.append((node.op_type, name, str(u)))
+                self.lower_float_or_report(node, name, u)
             for o in node.output:
                 if o:
                     if o in self.defined and o not in self.consts:
@@ -154,6 +158,23 @@ class Lowering:
             raise unsupported_error(self.unsupported, self.path)
         return self.graph
 
+    def lower_float_or_report(self, node, name, why):
+        """No integer form: run the node in float32 when the fallback can, else report it."""
+        if self.floats.takes(node.op_type):
+            try:
+                return self.floats.lower(node, name)
+            except _Unsupported as u:
+                why = f"{why}; float fallback: {u}"
+        self.floats.failed.update(o for o in node.output if o)
+        self.unsupported.append((node.op_type, name, str(why)))
+
+    # the float region's entry points for the operator modules (ops/float_*.py)
+    def float_input(self, x, name):
+        return self.floats.input(x, name)
+
+    def float_emit(self, op, name, inputs, out, shape, attrs=None, onnx_op=None):
+        return self.floats.emit(op, name, inputs, out, shape, attrs, onnx_op)
+
     def finish_outputs(self):
         for out in self.proto.graph.output:
             n = out.name
@@ -164,11 +185,17 @@ class Lowering:
             elif n in self.qrepr:
                 self.graph.outputs.append(self.qrepr[n])
                 self.io_float["outputs"].append(n)
+            elif self.floats.enabled and n in self.floats.producer and n not in self.floats.failed:
+                try:
+                    self.graph.outputs.append(self.floats.output(n))  # a float32 output
+                except _Unsupported as u:
+                    node, name = self.floats.producer[n]
+                    self.unsupported.append((node.op_type, name, f"float output: {u}"))
             elif n in self.pending:
                 p = self.pending[n]
                 self.unsupported.append((p.op, p.node, "float result reaches the graph output "
-                                         "without QuantizeLinear: quantize this node or enable "
-                                         "float fallback"))
+                                         "without QuantizeLinear: quantize this node or drop "
+                                         "--no-float-fallback"))
             else:
                 self.unsupported.append(("output", n, "graph output is not an integer tensor"))
 
@@ -271,6 +298,8 @@ class Lowering:
             self.consts[out] = qa
             self.add_int_tensor(out, qa.shape, odt, q, qa)
             return
+        if self.floats.enabled and f in self.floats.producer and f not in self.floats.failed:
+            return self.floats.quantize(f, out, shape, odt, q, name)  # leaves the float region
         raise _Unsupported(f"QuantizeLinear input '{f}' comes from an unsupported float op")
 
     # ---- float ops that become integer kernels -------------------------
@@ -284,9 +313,9 @@ class Lowering:
             return t.name
         if x in self.pending:
             raise _Unsupported(f"input '{x}' is a float result without QuantizeLinear: "
-                               "quantize this node or enable float fallback")
+                               "quantize this node or drop --no-float-fallback")
         raise _Unsupported(f"input '{x}' is not quantized (float op inside a quantized "
-                           "region): quantize this node or enable float fallback")
+                           "region): quantize this node or drop --no-float-fallback")
 
     def weight_input(self, x, name, dtype="int8"):
         if x in self.qrepr and self.graph.tensors[self.qrepr[x]].is_const:
@@ -319,8 +348,9 @@ def quantize_like_onnx(x, q: QParams, dtype):
     return np.clip(v, lo, hi).astype(dtype)
 
 
-def lower_to_ir(proto, path, reported=None) -> Graph:
-    low = Lowering(proto, path, reported)
+def lower_to_ir(proto, path, reported=None, float_fallback=True) -> Graph:
+    low = Lowering(proto, path, reported, float_fallback)
     g = low.run()
     g.io_float = low.io_float
+    g.float_fallback = list(low.floats.lowered)  # (ONNX op, node, IR op) run in float32
     return g

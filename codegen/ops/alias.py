@@ -42,12 +42,20 @@ def _lower(lw, node, name, attrs, ins, out, shape):
         lw.qrepr[out] = t.name
 
 
+def _lower_float(lw, node, name, attrs, ins, out, shape):
+    """The float fallback (frontend/float_fallback.py): a zero-copy reshape of a float32
+    tensor."""
+    x = lw.float_input(ins[0], name)
+    lw.float_emit("reshape", name, [x], out, shape, onnx_op=node.op_type)
+
+
 class Alias(Op):
     traits = Traits(layout="alias")
 
-    def __init__(self, name, onnx_types=()):
+    def __init__(self, name, onnx_types=(), float_types=()):
         self.name = name
         self.onnx = {t: _lower for t in onnx_types}
+        self.onnx_float = {t: _lower_float for t in float_types}
 
     def reference(self, g, n, ins, p, numerics):
         return ins[0]
@@ -81,6 +89,7 @@ class Reinterpret(Alias):
         return in_perm
 
 
-OPS = (Reshape("reshape", ("Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity")),
+_RESHAPES = ("Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity")
+OPS = (Reshape("reshape", _RESHAPES, float_types=_RESHAPES),
        Transpose("transpose", ("Transpose",)),
        Reinterpret("reinterpret"))

@@ -61,6 +61,9 @@ class Op:
     # ONNX op type -> lowering function f(lw, node, name, attrs, ins, out, shape), which records
     # a Pending (or emits IR nodes) through the lowering context `lw` (frontend/qdq_lowering.py)
     onnx: dict = {}
+    # ONNX op type -> float lowering, same signature: the node run in float32 when no integer
+    # lowering takes it (frontend/float_fallback.py; ops/float_*.py)
+    onnx_float: dict = {}
 
     def select(self, g, n, optimize) -> None:
         """Choose the layer's kernel variant and scratch (passes/kernel_select.py): set

@@ -1,0 +1,40 @@
+/* Elementwise float32 functions (the float fallback): one read, then one write, per element. */
+#include <math.h>
+
+#include "tinyaot_kernels.h"
+#include "../internal/tinyaot_f32_math.h"
+
+static float unary(int32_t fn, float x)
+{
+    switch (fn) {
+    case TINYAOT_F32_EXP:
+        return tinyaot_mlas_exp(x);
+    case TINYAOT_F32_SIGMOID:
+        return tinyaot_mlas_logistic(x);
+    case TINYAOT_F32_TANH:
+        return tinyaot_mlas_tanh(x);
+    case TINYAOT_F32_SQRT:
+        return sqrtf(x);
+    case TINYAOT_F32_NEG:
+        return tinyaot_u32_as_f32(tinyaot_f32_as_u32(x) ^ 0x80000000u);
+    case TINYAOT_F32_ABS:
+        return tinyaot_u32_as_f32(tinyaot_f32_as_u32(x) & 0x7fffffffu);
+    case TINYAOT_F32_RELU:
+        return x > 0.0f ? x : 0.0f;
+    case TINYAOT_F32_RECIPROCAL:
+        return 1.0f / x;
+    default:
+        return x;
+    }
+}
+
+int tinyaot_unary_f32(int32_t fn, int32_t n, const float *input, float *output)
+{
+    if (fn < 0 || fn > TINYAOT_F32_RECIPROCAL) {
+        return TINYAOT_ERR_ARG;
+    }
+    for (int32_t i = 0; i < n; ++i) {
+        output[i] = unary(fn, input[i]);
+    }
+    return TINYAOT_OK;
+}
