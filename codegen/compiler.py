@@ -173,6 +173,36 @@ def _report(b):
     b.report["io"]["api"] = o.io  # float: <name>_run_f32 as well
     if o.integrity:  # integrity.py: <name>_verify() recomputes a digest of the weights
         b.report["integrity"] = add_integrity(module, o.integrity)
+    fallback = float_fallback_layers(g, module)
+    if fallback:  # frontend/float_fallback.py: layers run in float32
+        b.report["float_fallback"] = fallback
+        _warn_float_fallback(b.path, o.numerics, fallback)
+
+
+def float_fallback_layers(g, module):
+    """The float fallback's layers (frontend/float_fallback.py), as the report lists them."""
+    wanted = {name for _, name, _ in getattr(g, "float_fallback", ())}
+    onnx_op = {name: op for op, name, _ in getattr(g, "float_fallback", ())}
+    return [{"index": li["index"], "node": li["name"], "onnx_op": onnx_op[li["name"]],
+             "op": li["op"], "kernel": li["kernel"]}
+            for li in module.layers if li["name"] in wanted]
+
+
+_WARNED = set()
+
+
+def _warn_float_fallback(path, numerics, layers):
+    """One warning line on stderr per model and numerics (a process compiles a model more
+    than once, e.g. the memory budget's --optimize size figure)."""
+    import sys
+    key = (str(path), numerics, tuple(x["node"] for x in layers))
+    if key in _WARNED:
+        return
+    _WARNED.add(key)
+    who = {"ort": "onnxruntime's", "tflite": "TFLite Micro's"}.get(numerics, numerics)
+    nodes = ", ".join(f"{x['onnx_op']} '{x['node']}'" for x in layers)
+    print(f"tinyaot: warning: {path}: {len(layers)} node(s) run in float32 (float fallback, "
+          f"{who} float kernels): {nodes}; --no-float-fallback refuses them", file=sys.stderr)
 
 
 # The compiler, stage by stage: model -> IR -> passes -> plan -> parameters -> C.

@@ -27,7 +27,8 @@ def run(a):
     from ..driver.export import export
 
     r = export(a.model, a.board, a.output, numerics=a.numerics, measure_on_board=not a.no_measure,
-               io_buffers=a.io_buffers, ort_threads=a.ort_threads, optimize=a.optimize)
+               io_buffers=a.io_buffers, ort_threads=a.ort_threads, optimize=a.optimize,
+               float_fallback=a.float_fallback)
     if a.json:
         print(json.dumps(r, indent=2, default=str))
         return 0

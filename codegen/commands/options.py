@@ -32,10 +32,14 @@ def add_optimize(p):
 
 
 def add_numerics(p):
-    """--numerics, --ort-threads and --optimize."""
+    """--numerics, --ort-threads, --optimize and --no-float-fallback."""
     p.add_argument("--numerics", default="ort", choices=["ort", "tflite"], help=NUMERICS_HELP)
     p.add_argument("--ort-threads", type=int, default=1, metavar="N", help=ORT_THREADS_HELP)
     add_optimize(p)
+    p.add_argument("--no-float-fallback", dest="float_fallback", action="store_false",
+                   help="refuse a node no integer kernel covers instead of running it in float32 "
+                        "between its DequantizeLinear and QuantizeLinear (the float fallback: "
+                        "one warning line lists those nodes, `report` shows them)")
 
 
 def add_build_options(p, board_default="host"):

@@ -108,7 +108,7 @@ def measure(model, c, board_name):
 
 
 def export(models, board_name, out_dir, numerics="ort", measure_on_board=True, io_buffers="arena",
-           ort_threads=1, optimize="speed"):
+           ort_threads=1, optimize="speed", float_fallback=True):
     """Compile `models` for `board_name` into the folder `out_dir`; returns a summary dict."""
     board = board_or_error(board_name)
     models = [str(m) for m in models]
@@ -120,7 +120,7 @@ def export(models, board_name, out_dir, numerics="ort", measure_on_board=True, i
         raise TinyAotError(f"{out_dir} exists and is not an earlier tinyaot export "
                            "(refusing to overwrite it)")
     compiled = [compile_model(m, numerics=numerics, io_buffers=io_buffers, ort_threads=ort_threads,
-                              optimize=optimize)
+                              optimize=optimize, float_fallback=float_fallback)
                 for m in models]
     names = [c.module.name for c in compiled]
     dup = sorted({n for n in names if names.count(n) > 1})

@@ -52,12 +52,12 @@ def load_golden(path, key="outputs"):
 
 def run_model(model, inputs, board="host", numerics="ort", build_dir=None, compiled=None,
               ram_limit=None, flash_limit=None, io_buffers="arena", depthwise_inplace=False,
-              ort_threads=1, optimize="speed"):
+              ort_threads=1, optimize="speed", float_fallback=True):
     """Compile, build and run every input; returns (outputs (N, out), info dict)."""
     b = board_or_error(board)
     c = compiled or compile_model(model, numerics=numerics, io_buffers=io_buffers,
                                   depthwise_inplace=depthwise_inplace, ort_threads=ort_threads,
-                                  optimize=optimize)
+                                  optimize=optimize, float_fallback=float_fallback)
     check_budget(c, b, ram_limit, flash_limit, model=str(model))
     g = c.graph
     xin = g.tensors[g.inputs[0]]
@@ -125,13 +125,13 @@ def _build_and_run(c, b, board, numerics, per, xin, xout, out_dir, ram_limit=Non
 
 def verify_model(model, golden, board="host", numerics="ort", key="outputs", build_dir=None,
                  ram_limit=None, flash_limit=None, io_buffers="arena", depthwise_inplace=False,
-                 ort_threads=1, optimize="speed"):
+                 ort_threads=1, optimize="speed", float_fallback=True):
     if golden is None:
         raise TinyAotError("a golden file is needed (golden=PATH)", model=str(model))
     inputs, expected = load_golden(golden, key)
     c = compile_model(model, numerics=numerics, io_buffers=io_buffers,
                       depthwise_inplace=depthwise_inplace, ort_threads=ort_threads,
-                      optimize=optimize)
+                      optimize=optimize, float_fallback=float_fallback)
     outs, info = run_model(model, inputs, board=board, numerics=numerics, compiled=c,
                            build_dir=build_dir, ram_limit=ram_limit, flash_limit=flash_limit)
     exp = expected.reshape(outs.shape) if expected.size == outs.size else None

@@ -24,6 +24,10 @@ from ..ops.base import Unsupported
 from .onnx_loader_util import attr_dict
 
 
+class UpstreamFailed(Unsupported):
+    """An input comes from a node already reported: only that is said."""
+
+
 class FloatRegion:
     def __init__(self, lw, enabled=True):
         self.lw = lw
@@ -87,7 +91,7 @@ class FloatRegion:
         if x in lw.float_inputs:
             raise Unsupported(f"float graph input '{x}' is used without QuantizeLinear")
         if x in self.failed or x in lw.skipped:
-            raise Unsupported(f"input '{x}' comes from a node that could not be compiled")
+            raise UpstreamFailed(f"input '{x}' comes from a node that could not be compiled")
         if x in self.producer:
             node, pname = self.producer[x]
             if node.op_type in ("DequantizeLinear", "QuantizeLinear"):

@@ -81,6 +81,38 @@ def gather_ort_facts(g, model_path, ort_threads=1):
     mark_ort_qlinear_pools(g, model_path)  # QLinearAveragePool rounds after adding zp
     mark_ort_int8_resizes(g, model_path)  # Resize on int8 or in float (DQ -> Resize -> Q)
     mark_ort_fused(g, model_path)
+    check_ort_float_region(g, model_path)  # the float fallback runs what ORT runs
+    return g
+
+
+# float fallback ops whose ONNX node must still be in onnxruntime's optimized graph (a reshape
+# moves no value, dequantize / quantize are the region's ends)
+_REGION_ENDS = {"reshape", "dequantize", "quantize"}
+
+
+def check_ort_float_region(g, model_path):
+    """Each float fallback node (frontend/float_fallback.py) reproduces one onnxruntime float
+    kernel, so ORT's optimized graph must still run that node as itself: a fusion
+    (QLinearSoftmax, a Gelu from its Erf pattern, ...) is refused here rather than computed
+    differently."""
+    mine = [n for n in g.nodes if n.attrs.get("onnx_op") and n.op not in _REGION_ENDS]
+    if not mine:
+        return g
+    runs = {}
+    kinds = []
+    for o in optimized_graph(model_path).graph.node:
+        kind = o.op_type if o.domain in ("", "ai.onnx") else f"{o.domain}.{o.op_type}"
+        kinds.append(kind)
+        for t in o.output:
+            runs[t] = kind
+    for n in mine:
+        op, out = n.attrs["onnx_op"], n.attrs["onnx_tensors"][0]
+        if runs.get(out) != op:
+            instead = runs.get(out) or next((k for k in kinds if op in k and k != op), None)
+            how = f"runs {instead}" if instead else "fuses it with other nodes"
+            raise TinyAotError(f"float fallback: onnxruntime's optimizer {how} instead of this "
+                               f"{op}, and tinyaot reproduces only onnxruntime's plain float "
+                               f"{op}", model=g.source, node=n.name)
     return g
 
 

@@ -19,7 +19,7 @@ from ..ir import Graph, Node, QParams, Tensor
 from ..ops import ONNX_LOWERINGS
 from ..ops.pending_folds import fold_into_pending
 from ..ops.base import Unsupported as _Unsupported
-from .float_fallback import FloatRegion
+from .float_fallback import FloatRegion, UpstreamFailed
 from .onnx_loader_util import attr_dict, initializer_arrays, np_dtype_name, tensor_shapes
 
 INT_TYPES = {"int8", "uint8", "int32"}
@@ -163,6 +163,8 @@ class Lowering:
         if self.floats.takes(node.op_type):
             try:
                 return self.floats.lower(node, name)
+            except UpstreamFailed as u:
+                why = u
             except _Unsupported as u:
                 why = f"{why}; float fallback: {u}"
         self.floats.failed.update(o for o in node.output if o)

@@ -211,6 +211,67 @@ def tanh(x):
     return (p / q).astype(F32)
 
 
+# MlasErfConstants (erf.cpp), ErfKernelFma3: an odd polynomial below 0.921875, else
+# 1 - exp(-q(|x|)) with an exp of its own; |x| clamped to 3.925, the sign put back.
+ERF_UPPER = F32(3.925)
+ERF_SPLIT = F32(0.921875)
+ERF_SMALL = tuple(F32(v) for v in (-5.99104969e-4, 4.99339588e-3, -2.67667342e-2,
+                                   1.12818025e-1, -3.76124859e-1, 1.28379151e-1))
+ERF_BIG = tuple(F32(v) for v in (1.72948930e-5, -3.83208680e-4, 3.88393435e-3, -2.42545605e-2,
+                                 1.06777847e-1, 6.34846687e-1, 1.28717512e-1))
+ERF_EXP_LOWER = F32(-88.3762626647949)
+ERF_EXP_C = F32(1.25829120e+7)
+ERF_EXP_POLY = tuple(F32(v) for v in (1.38319808e-3, 8.37550033e-3, 4.16689515e-2,
+                                      1.66664466e-1, 4.99999851e-1, 1.00000000e+0,
+                                      1.00000000e+0))
+
+
+def erf(x):
+    """MlasErfKernelFma3 (onnxruntime's Erf)."""
+    x = np.asarray(x, F32)
+    bits = x.view(np.uint32)
+    sign = bits & np.uint32(0x80000000)
+    a = x86_min(ERF_UPPER, (bits & np.uint32(0x7FFFFFFF)).view(F32))  # a NaN passes
+    s = (a * a).astype(F32)
+    small = np.full(a.shape, ERF_SMALL[0], F32)
+    for c in ERF_SMALL[1:]:
+        small = fma_f32(small, s, c)
+    small = fma_f32(small, a, a)
+    big_lane = ERF_SPLIT <= a
+    small = np.where(big_lane, F32(0), small).astype(F32)
+    ab = np.where(big_lane, a, F32(0)).astype(F32)
+    big = np.full(a.shape, ERF_BIG[0], F32)
+    for c in ERF_BIG[1:]:
+        big = fma_f32(big, ab, c)
+    big = fma_f32(big, ab, ab)
+    big = (big.view(np.uint32) ^ np.uint32(0x80000000)).view(F32)
+    big = x86_max(big, ERF_EXP_LOWER)
+    r = (fma_f32(EXP_LOG2_RECIP, big, ERF_EXP_C) - ERF_EXP_C).astype(F32)
+    f = fma_f32(EXP_LOG2_HIGH, r, big)
+    f = fma_f32(r, EXP_LOG2_LOW, f)
+    y = np.full(a.shape, ERF_EXP_POLY[0], F32)
+    for c in ERF_EXP_POLY[1:]:
+        y = fma_f32(y, f, c)
+    i = np.trunc(r).astype(np.int64)
+    pow2 = ((i + 127).astype(np.uint32) << np.uint32(23)).view(F32)
+    y = (F32(1.0) - (y * pow2).astype(F32)).astype(F32)
+    out = y.view(np.uint32) | small.view(np.uint32) | sign
+    return out.view(F32)
+
+
+def gelu(x, approximate="none"):
+    """onnxruntime's Gelu (opset 20, gelu.cc): none: x * float(1/sqrt 2) -> MLAS erf ->
+    0.5f * x * (erf + 1); tanh: x * (C x x + B) -> MLAS tanh -> 0.5f * x * (tanh + 1)."""
+    x = np.asarray(x, F32)
+    if approximate == "tanh":
+        t = (x * ((F32(0.035677408136300125) * x).astype(F32) * x + F32(0.7978845608028654))
+             .astype(F32)).astype(F32)
+        e = tanh(t)
+    else:
+        e = erf((x * F32(0.70710678118654752440)).astype(F32))
+    return ((F32(0.5) * x).astype(F32) * (e + F32(1.0)).astype(F32)).astype(F32)
+
+
 # glibc's logf (sysdeps/ieee754/flt-32/e_logf.c, table e_logf_data.c): 16 subintervals of
 # [0x3f330000, 2 * 0x3f330000), log(x) = k ln2 + log(c) + log1p(z / c - 1) in double.
 LOGF_INVC = tuple(float.fromhex(h) for h in (

@@ -1,11 +1,13 @@
 """unary_f32: an elementwise function of a float32 tensor (the float fallback).
 
-ONNX Exp, Sigmoid, Tanh, Sqrt, Neg, Abs, Relu, Reciprocal on float tensors no integer operator
-takes (a DequantizeLinear -> Sigmoid -> QuantizeLinear group is a `lut` table instead):
-  ort     onnxruntime's kernels: Exp, Sigmoid, Tanh are MLAS's vector kernels as x86-64 with
-          AVX-512F dispatches them (numerics/mlas_float.py); Sqrt, Neg, Abs, Relu, Reciprocal
-          are single IEEE operations;
-  tflite  the IEEE ones; Exp, Sigmoid, Tanh are refused (not reproduced yet).
+ONNX Exp, Sigmoid, Tanh, Erf, Gelu, Sqrt, Neg, Abs, Relu, Reciprocal on float tensors no
+integer operator takes (a DequantizeLinear -> Sigmoid -> QuantizeLinear group is a `lut` table
+instead):
+  ort     onnxruntime's kernels: Exp, Sigmoid, Tanh, Erf are MLAS's vector kernels as x86-64
+          with AVX-512F dispatches them, Gelu onnxruntime's loop around MLAS's erf / tanh
+          (numerics/mlas_float.py); Sqrt, Neg, Abs, Relu, Reciprocal are single IEEE
+          operations;
+  tflite  the IEEE ones; the others are refused (not reproduced yet).
 Kernel: tinyaot_unary_f32 (one read, then one write, per element).
 """
 from __future__ import annotations
@@ -16,7 +18,7 @@ import numpy as np
 
 from ..errors import TinyAotError
 from ..numerics import mlas_float as mf
-from .base import Op, Traits
+from .base import Op, Traits, Unsupported
 from .float_io import ORT, fptr, mode_of
 
 F32 = np.float32
@@ -26,13 +28,16 @@ EXACT = {
     "Sqrt": (3, lambda x: np.sqrt(x)),
     "Neg": (4, lambda x: (-x)),
     "Abs": (5, lambda x: np.abs(x)),
-    "Relu": (6, lambda x: np.where(x > F32(0), x, F32(0))),
+    "Relu": (6, lambda x: np.where(x < F32(0), F32(0), x)),  # -0 and NaN stay
     "Reciprocal": (7, lambda x: F32(1) / x),
 }
 ORT_ONLY = {
     "Exp": (0, mf.exp),
     "Sigmoid": (1, mf.logistic),
     "Tanh": (2, mf.tanh),
+    "Erf": (8, mf.erf),
+    "Gelu": (9, mf.gelu),
+    "Gelu:tanh": (10, lambda x: mf.gelu(x, "tanh")),
 }
 
 
@@ -44,7 +49,14 @@ class UnaryF32Params:
 
 def lower_float(lw, node, name, attrs, ins, out, shape):
     x = lw.float_input(ins[0], name)
-    lw.float_emit("unary_f32", name, [x], out, shape, {}, onnx_op=node.op_type)
+    fn = node.op_type
+    if fn == "Gelu":
+        form = attrs.get("approximate", b"none")
+        form = form.decode() if isinstance(form, bytes) else str(form)
+        if form not in ("none", "tanh"):
+            raise Unsupported(f"Gelu approximate '{form}'")
+        fn = "Gelu" if form == "none" else "Gelu:tanh"
+    lw.float_emit("unary_f32", name, [x], out, shape, {"fn": fn}, onnx_op=node.op_type)
 
 
 def unary_f32(x, p):
@@ -56,13 +68,14 @@ def unary_f32(x, p):
 class UnaryF32(Op):
     name = "unary_f32"
     traits = Traits(layout="elementwise", inplace=(0,))
-    onnx_float = {op: lower_float for op in list(EXACT) + list(ORT_ONLY)}
+    onnx_float = {op: lower_float for op in list(EXACT) + list(ORT_ONLY) if ":" not in op}
 
     def prepare(self, g, n, numerics):
-        op = n.attrs["onnx_op"]
+        op = n.attrs["fn"]
         if op in EXACT:
             return UnaryF32Params(EXACT[op][0], op)
         if mode_of(numerics) != ORT:
+            op = n.attrs["onnx_op"]
             raise TinyAotError(f"{op} in float: tflite numerics do not reproduce TFLite Micro's "
                                f"float {op} yet; use --numerics ort", model=g.source, node=n.name)
         return UnaryF32Params(ORT_ONLY[op][0], op)

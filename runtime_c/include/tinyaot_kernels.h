@@ -417,8 +417,9 @@ int tinyaot_softmax_f32(const tinyaot_softmax_f32_params_t *p, const float *inpu
 #define TINYAOT_F32_ABS 5
 #define TINYAOT_F32_RELU 6
 #define TINYAOT_F32_RECIPROCAL 7 /* 1 / x */
-#define TINYAOT_F32_TFLM_EXP 8   /* TFLite Micro: std::exp (glibc's expf) */
-#define TINYAOT_F32_TFLM_LOGISTIC 9
+#define TINYAOT_F32_ERF 8        /* onnxruntime: MLAS's erf */
+#define TINYAOT_F32_GELU 9       /* onnxruntime's Gelu (erf form) */
+#define TINYAOT_F32_GELU_TANH 10 /* onnxruntime's Gelu, approximate "tanh" */
 
 int tinyaot_unary_f32(int32_t fn, int32_t n, const float *input, float *output);
 

@@ -19,10 +19,16 @@ static float unary(int32_t fn, float x)
         return tinyaot_u32_as_f32(tinyaot_f32_as_u32(x) ^ 0x80000000u);
     case TINYAOT_F32_ABS:
         return tinyaot_u32_as_f32(tinyaot_f32_as_u32(x) & 0x7fffffffu);
-    case TINYAOT_F32_RELU:
-        return x > 0.0f ? x : 0.0f;
+    case TINYAOT_F32_RELU: /* onnxruntime: -0 and a NaN stay */
+        return x < 0.0f ? 0.0f : x;
     case TINYAOT_F32_RECIPROCAL:
         return 1.0f / x;
+    case TINYAOT_F32_ERF:
+        return tinyaot_mlas_erf(x);
+    case TINYAOT_F32_GELU:
+        return tinyaot_ort_gelu(x, 0);
+    case TINYAOT_F32_GELU_TANH:
+        return tinyaot_ort_gelu(x, 1);
     default:
         return x;
     }
@@ -30,7 +36,7 @@ static float unary(int32_t fn, float x)
 
 int tinyaot_unary_f32(int32_t fn, int32_t n, const float *input, float *output)
 {
-    if (fn < 0 || fn > TINYAOT_F32_RECIPROCAL) {
+    if (fn < 0 || fn > TINYAOT_F32_GELU_TANH) {
         return TINYAOT_ERR_ARG;
     }
     for (int32_t i = 0; i < n; ++i) {

@@ -6,7 +6,8 @@
  *                         in double with a round-to-odd step: no libm, no double rounding)
  *   tinyaot_mlas_exp      MLAS MlasComputeExpF32KernelAvx512F (onnxruntime's Exp)
  *   tinyaot_mlas_expsum   one element of MlasComputeSumExpF32KernelAvx512F (Softmax)
- *   tinyaot_mlas_logistic / _tanh   MLAS's FMA3 Sigmoid / Tanh kernels
+ *   tinyaot_mlas_logistic / _tanh / _erf   MLAS's FMA3 Sigmoid / Tanh / Erf kernels
+ *   tinyaot_ort_gelu      onnxruntime's Gelu around them
  *   tinyaot_glibc_logf    glibc's logf (MLAS's LogSoftmax calls std::log)
  *   tinyaot_glibc_expf    glibc's expf (TFLite Micro's float kernels call std::exp)
  *
@@ -176,6 +177,59 @@ static inline float tinyaot_mlas_tanh(float x)
     q = tinyaot_fmaf(q, x2, 2.26843463243900e-03f);
     q = tinyaot_fmaf(q, x2, 4.89352518554385e-03f);
     return p / q;
+}
+
+/* MlasErfKernelFma3 (onnxruntime's Erf): an odd polynomial below 0.921875, else
+ * 1 - exp(-q(|x|)) with its own exp; |x| clamped to 3.925 (a NaN passes), the lanes merged
+ * with OR as the vector kernel does, the sign put back. */
+static inline float tinyaot_mlas_erf(float x)
+{
+    const uint32_t sign = tinyaot_f32_as_u32(x) & 0x80000000u;
+    const float a = tinyaot_x86_min(3.925f, tinyaot_u32_as_f32(tinyaot_f32_as_u32(x) & 0x7fffffffu));
+    const float s = a * a;
+    float small = tinyaot_fmaf(-5.99104969e-4f, s, 4.99339588e-3f);
+    small = tinyaot_fmaf(small, s, -2.67667342e-2f);
+    small = tinyaot_fmaf(small, s, 1.12818025e-1f);
+    small = tinyaot_fmaf(small, s, -3.76124859e-1f);
+    small = tinyaot_fmaf(small, s, 1.28379151e-1f);
+    small = tinyaot_fmaf(small, a, a);
+    const int big_lane = 0.921875f <= a;
+    const float ab = big_lane ? a : 0.0f;
+    float big = tinyaot_fmaf(1.72948930e-5f, ab, -3.83208680e-4f);
+    big = tinyaot_fmaf(big, ab, 3.88393435e-3f);
+    big = tinyaot_fmaf(big, ab, -2.42545605e-2f);
+    big = tinyaot_fmaf(big, ab, 1.06777847e-1f);
+    big = tinyaot_fmaf(big, ab, 6.34846687e-1f);
+    big = tinyaot_fmaf(big, ab, 1.28717512e-1f);
+    big = tinyaot_fmaf(big, ab, ab);
+    big = tinyaot_u32_as_f32(tinyaot_f32_as_u32(big) ^ 0x80000000u);
+    big = tinyaot_x86_max(big, -88.3762626647949f);
+    const float r = tinyaot_fmaf(1.44269504088896341f, big, 1.25829120e+7f) - 1.25829120e+7f;
+    float f = tinyaot_fmaf(-6.93145752e-1f, r, big);
+    f = tinyaot_fmaf(r, -1.42860677e-6f, f);
+    float y = tinyaot_fmaf(1.38319808e-3f, f, 8.37550033e-3f);
+    y = tinyaot_fmaf(y, f, 4.16689515e-2f);
+    y = tinyaot_fmaf(y, f, 1.66664466e-1f);
+    y = tinyaot_fmaf(y, f, 4.99999851e-1f);
+    y = tinyaot_fmaf(y, f, 1.0f);
+    y = tinyaot_fmaf(y, f, 1.0f);
+    y = y * tinyaot_u32_as_f32((uint32_t)((int32_t)r + 127) << 23);
+    y = 1.0f - y;
+    return tinyaot_u32_as_f32(tinyaot_f32_as_u32(y) | (big_lane ? 0u : tinyaot_f32_as_u32(small)) |
+                              sign);
+}
+
+/* onnxruntime's Gelu (opset 20): 0.5f * x * (erf(x * float(1 / sqrt 2)) + 1), or with
+ * approximate "tanh" 0.5f * x * (tanh(x * (C x x + B)) + 1), one rounding per operation. */
+static inline float tinyaot_ort_gelu(float x, int tanh_form)
+{
+    float e;
+    if (tanh_form) {
+        e = tinyaot_mlas_tanh(x * ((0.035677408136300125f * x) * x + 0.7978845608028654f));
+    } else {
+        e = tinyaot_mlas_erf(x * 0.70710678118654752440f);
+    }
+    return (0.5f * x) * (e + 1.0f);
 }
 
 /* glibc's logf (e_logf.c, table e_logf_data.c): x = 2^k z, z in 16 subintervals around
