@@ -8,7 +8,9 @@ row runs in float32 over any axis (n elements at stride `inner`):
           (x - max) - logf(sum) with glibc's logf. Opset < 13 flattens from the axis on, as
           onnxruntime does; opset >= 13 takes one axis (onnxruntime transposes it last,
           which does not change a row's arithmetic).
-  tflite  not reproduced yet: refused at compile time.
+  tflite  TFLite Micro's reference_ops::Softmax (beta 1) / LogSoftmax (numerics/tflm_float.py):
+          the row's max, exp(x - max) with glibc's expf summed in order, then e / sum, or
+          (x - max) - logf(sum).
 Kernel: tinyaot_softmax_f32.
 """
 from __future__ import annotations
@@ -18,9 +20,9 @@ from typing import ClassVar
 
 import numpy as np
 
-from ..errors import TinyAotError
 from ..kernels.c_format import c_struct
 from ..numerics import mlas_float as mf
+from ..numerics import tflm_float as tf
 from .base import Op, Traits
 from .float_io import ORT, fptr, mode_of
 
@@ -52,7 +54,11 @@ def lower_float(lw, node, name, attrs, ins, out, shape):
 
 def softmax_f32(x, p):
     rows = np.moveaxis(np.asarray(x, np.float32).reshape(p.outer, p.n, p.inner), 1, 2)
-    y = mf.softmax_rows(rows.reshape(-1, p.n), log=bool(p.log))
+    rows = rows.reshape(-1, p.n)
+    if p.mode == ORT:
+        y = mf.softmax_rows(rows, log=bool(p.log))
+    else:
+        y = tf.log_softmax_rows(rows) if p.log else tf.softmax_rows(rows)
     return np.moveaxis(y.reshape(p.outer, p.inner, p.n), 2, 1)
 
 
@@ -63,11 +69,7 @@ class SoftmaxF32(Op):
 
     def prepare(self, g, n, numerics):
         a = n.attrs
-        if mode_of(numerics) != ORT:
-            raise TinyAotError(f"{n.attrs.get('onnx_op')} in float: tflite numerics do not "
-                               "reproduce TFLite Micro's float softmax yet; use --numerics ort",
-                               model=g.source, node=n.name)
-        return SoftmaxF32Params(a["outer"], a["n"], a["inner"], a["log"], ORT)
+        return SoftmaxF32Params(a["outer"], a["n"], a["inner"], a["log"], mode_of(numerics))
 
     def reference(self, g, n, ins, p, numerics):
         return softmax_f32(ins[0], p).reshape(g.tensors[n.outputs[0]].shape)

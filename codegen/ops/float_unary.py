@@ -7,7 +7,9 @@ instead):
           with AVX-512F dispatches them, Gelu onnxruntime's loop around MLAS's erf / tanh
           (numerics/mlas_float.py); Sqrt, Neg, Abs, Relu, Reciprocal are single IEEE
           operations;
-  tflite  the IEEE ones; the others are refused (not reproduced yet).
+  tflite  the IEEE ones, and Exp as TFLite Micro's reference_ops::Exp calls std::exp
+          (glibc's expf, numerics/tflm_float.py); the others are refused (not reproduced
+          yet: TFLite Micro's float LOGISTIC / TANH / GELU).
 Kernel: tinyaot_unary_f32 (one read, then one write, per element).
 """
 from __future__ import annotations
@@ -18,6 +20,7 @@ import numpy as np
 
 from ..errors import TinyAotError
 from ..numerics import mlas_float as mf
+from ..numerics import tflm_float as tf
 from .base import Op, Traits, Unsupported
 from .float_io import ORT, fptr, mode_of
 
@@ -38,6 +41,9 @@ ORT_ONLY = {
     "Erf": (8, mf.erf),
     "Gelu": (9, mf.gelu),
     "Gelu:tanh": (10, lambda x: mf.gelu(x, "tanh")),
+}
+TFLITE_ONLY = {
+    "Exp": (11, tf.glibc_expf),
 }
 
 
@@ -60,7 +66,7 @@ def lower_float(lw, node, name, attrs, ins, out, shape):
 
 
 def unary_f32(x, p):
-    fn = dict((code, f) for code, f in list(EXACT.values()) + list(ORT_ONLY.values()))[p.fn]
+    fn = dict(list(EXACT.values()) + list(ORT_ONLY.values()) + list(TFLITE_ONLY.values()))[p.fn]
     with np.errstate(all="ignore"):
         return np.asarray(fn(np.asarray(x, F32)), F32)
 
@@ -74,6 +80,8 @@ class UnaryF32(Op):
         op = n.attrs["fn"]
         if op in EXACT:
             return UnaryF32Params(EXACT[op][0], op)
+        if mode_of(numerics) != ORT and op in TFLITE_ONLY:
+            return UnaryF32Params(TFLITE_ONLY[op][0], op)
         if mode_of(numerics) != ORT:
             op = n.attrs["onnx_op"]
             raise TinyAotError(f"{op} in float: tflite numerics do not reproduce TFLite Micro's "

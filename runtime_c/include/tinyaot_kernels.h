@@ -420,6 +420,7 @@ int tinyaot_softmax_f32(const tinyaot_softmax_f32_params_t *p, const float *inpu
 #define TINYAOT_F32_ERF 8        /* onnxruntime: MLAS's erf */
 #define TINYAOT_F32_GELU 9       /* onnxruntime's Gelu (erf form) */
 #define TINYAOT_F32_GELU_TANH 10 /* onnxruntime's Gelu, approximate "tanh" */
+#define TINYAOT_F32_EXP_GLIBC 11 /* TFLite Micro: std::exp, glibc's expf */
 
 int tinyaot_unary_f32(int32_t fn, int32_t n, const float *input, float *output);
 

@@ -80,15 +80,47 @@ static void mlas_softmax_row(const float *x, float *y, int32_t n, int32_t st, in
     }
 }
 
+/* TFLite Micro: reference_ops::Softmax (beta 1) or LogSoftmax, one row: std::max from
+ * FLT_LOWEST, exp(x - max) summed in order, then e / sum, or (x - max) - logf(sum). */
+static void tflm_softmax_row(const float *x, float *y, int32_t n, int32_t st, int32_t log)
+{
+    float max = -3.402823466e+38f;
+    for (int32_t k = 0; k < n; ++k) {
+        max = (max < x[k * st]) ? x[k * st] : max;
+    }
+    float sum = 0.0f;
+    for (int32_t k = 0; k < n; ++k) {
+        const float e = tinyaot_glibc_expf(x[k * st] - max);
+        if (!log) {
+            y[k * st] = e;
+        }
+        sum += e;
+    }
+    if (log) {
+        const float lg = tinyaot_glibc_logf(sum);
+        for (int32_t k = 0; k < n; ++k) {
+            y[k * st] = (x[k * st] - max) - lg;
+        }
+        return;
+    }
+    for (int32_t k = 0; k < n; ++k) {
+        y[k * st] = y[k * st] / sum;
+    }
+}
+
 int tinyaot_softmax_f32(const tinyaot_softmax_f32_params_t *p, const float *input, float *output)
 {
-    if (p->mode != 0) {
+    if (p->mode != 0 && p->mode != 1) {
         return TINYAOT_ERR_ARG;
     }
     for (int32_t o = 0; o < p->outer; ++o) {
         for (int32_t i = 0; i < p->inner; ++i) {
             const int32_t base = o * p->n * p->inner + i;
-            mlas_softmax_row(input + base, output + base, p->n, p->inner, p->log);
+            if (p->mode == 0) {
+                mlas_softmax_row(input + base, output + base, p->n, p->inner, p->log);
+            } else {
+                tflm_softmax_row(input + base, output + base, p->n, p->inner, p->log);
+            }
         }
     }
     return TINYAOT_OK;

@@ -29,6 +29,8 @@ static float unary(int32_t fn, float x)
         return tinyaot_ort_gelu(x, 0);
     case TINYAOT_F32_GELU_TANH:
         return tinyaot_ort_gelu(x, 1);
+    case TINYAOT_F32_EXP_GLIBC:
+        return tinyaot_glibc_expf(x);
     default:
         return x;
     }
@@ -36,7 +38,7 @@ static float unary(int32_t fn, float x)
 
 int tinyaot_unary_f32(int32_t fn, int32_t n, const float *input, float *output)
 {
-    if (fn < 0 || fn > TINYAOT_F32_GELU_TANH) {
+    if (fn < 0 || fn > TINYAOT_F32_EXP_GLIBC) {
         return TINYAOT_ERR_ARG;
     }
     for (int32_t i = 0; i < n; ++i) {

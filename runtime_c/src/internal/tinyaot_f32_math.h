@@ -279,4 +279,53 @@ static inline float tinyaot_glibc_logf(float x)
     return (float)y;
 }
 
+/* glibc's expf (e_expf.c, table e_exp2f_data.c) as x86-64 glibc runs it on an FMA machine:
+ * x * 32 / ln2 = k + r, k rounded to nearest by adding 1.5 * 2^52, r = x * 32/ln2 - k rounded
+ * once (the FMA build fuses it; here 32/ln2 = hi + lo, both products exact);
+ * exp(x) = 2^(k/32) * (cubic in r), in double, rounded once to float. TFLite Micro's float
+ * kernels call std::exp. */
+static inline float tinyaot_glibc_expf(float x)
+{
+    static const uint64_t tab[32] = {
+        0x3ff0000000000000, 0x3fefd9b0d3158574, 0x3fefb5586cf9890f, 0x3fef9301d0125b51,
+        0x3fef72b83c7d517b, 0x3fef54873168b9aa, 0x3fef387a6e756238, 0x3fef1e9df51fdee1,
+        0x3fef06fe0a31b715, 0x3feef1a7373aa9cb, 0x3feedea64c123422, 0x3feece086061892d,
+        0x3feebfdad5362a27, 0x3feeb42b569d4f82, 0x3feeab07dd485429, 0x3feea47eb03a5585,
+        0x3feea09e667f3bcd, 0x3fee9f75e8ec5f74, 0x3feea11473eb0187, 0x3feea589994cce13,
+        0x3feeace5422aa0db, 0x3feeb737b0cdc5e5, 0x3feec49182a3f090, 0x3feed503b23e255d,
+        0x3feee89f995ad3ad, 0x3feeff76f2fb5e47, 0x3fef199bdd85529c, 0x3fef3720dcef9069,
+        0x3fef5818dcfba487, 0x3fef7c97337b9b5f, 0x3fefa4afa2a490da, 0x3fefd0765b6e4540};
+    const uint32_t ix = tinyaot_f32_as_u32(x);
+    if (((ix >> 20) & 0x7ffu) >= 0x42bu) { /* |x| >= 88, inf or NaN */
+        if (ix == 0xff800000u) {
+            return 0.0f;
+        }
+        if (((ix >> 20) & 0x7ffu) >= 0x7f8u) {
+            return x + x;
+        }
+        if (x > 0x1.62e42ep6f) {
+            return tinyaot_u32_as_f32(0x7f800000u); /* overflow: +inf */
+        }
+        if (x < -0x1.9fe368p6f) {
+            return 0.0f; /* underflow */
+        }
+    }
+    const double xd = (double)x;
+    tinyaot_f64_bits kb;
+    kb.d = 0x1.71547652b82fep+5 * xd + 0x1.8p+52;
+    const uint64_t ki = kb.u;
+    const double r = (0x1.715476p+5 * xd - (kb.d - 0x1.8p+52)) + 0x1.4ae0bf8p-21 * xd;
+    tinyaot_f64_bits sb;
+    sb.u = tab[ki % 32u] + (ki << 47);
+    const double c0 = 0x1.c6af84b912394p-20; /* the cubic's coefficients over 32^3, 32^2, 32 */
+    const double c1 = 0x1.ebfce50fac4f3p-13;
+    const double c2 = 0x1.62e42ff0c52d6p-6;
+    const double p = c0 * r + c1;
+    const double r2 = r * r;
+    double y = c2 * r + 1.0;
+    y = p * r2 + y;
+    y = y * sb.d;
+    return (float)y;
+}
+
 #endif
