@@ -128,3 +128,18 @@ def run_tflite_micro(data, x):
         interp.invoke()
         out.append(np.array(interp.get_output(0)))
     return np.stack(out)
+
+
+def scaled_unary(op, shape=(2, 64), opset=OPSET, y_q=(0.05, 0), **attrs):
+    """int8 x -> DQ -> Mul(float32 constant) -> `op` -> Q: a float operator behind another
+    float one, so no integer form (a table) can take it."""
+    from onnx import numpy_helper
+    rng = np.random.default_rng(len(op))
+    b = QdqBuilder(op.lower())
+    d = b.dq("x", 0.04, -3)
+    b.inits.append(numpy_helper.from_array(rng.uniform(-1.5, 1.5, shape[-1:]).astype(np.float32),
+                                           "k"))
+    m = b.op("Mul", [d, "k"])
+    u = b.op(op, [m], **attrs)
+    y = b.q(u, *y_q, out="y")
+    return _model(b, shape, y, shape, TensorProto.INT8, opset)
