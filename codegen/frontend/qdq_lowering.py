@@ -16,7 +16,7 @@ import onnx
 
 from ..errors import TinyAotError
 from ..ir import Graph, Node, QParams, Tensor
-from ..ops import ONNX_LOWERINGS
+from ..ops import ONNX_FLOAT_LOWERINGS, ONNX_LOWERINGS
 from ..ops.pending_folds import fold_into_pending
 from ..ops.base import Unsupported as _Unsupported
 from .float_fallback import FloatRegion, UpstreamFailed
@@ -167,6 +167,8 @@ class Lowering:
                 why = u
             except _Unsupported as u:
                 why = f"{why}; float fallback: {u}"
+        elif not self.floats.enabled and node.op_type in ONNX_FLOAT_LOWERINGS:
+            why = f"{why} (the float fallback runs it in float32: drop --no-float-fallback)"
         self.floats.failed.update(o for o in node.output if o)
         self.unsupported.append((node.op_type, name, str(why)))
 
