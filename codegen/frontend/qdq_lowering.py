@@ -198,8 +198,8 @@ class Lowering:
             elif n in self.pending:
                 p = self.pending[n]
                 self.unsupported.append((p.op, p.node, "float result reaches the graph output "
-                                         "without QuantizeLinear: quantize this node or drop "
-                                         "--no-float-fallback"))
+                                         f"without QuantizeLinear: quantize this node"
+                                         f"{self._fallback_hint}"))
             else:
                 self.unsupported.append(("output", n, "graph output is not an integer tensor"))
 
@@ -317,9 +317,15 @@ class Lowering:
             return t.name
         if x in self.pending:
             raise _Unsupported(f"input '{x}' is a float result without QuantizeLinear: "
-                               "quantize this node or drop --no-float-fallback")
+                               f"quantize this node{self._fallback_hint}")
         raise _Unsupported(f"input '{x}' is not quantized (float op inside a quantized "
-                           "region): quantize this node or drop --no-float-fallback")
+                           f"region): quantize this node{self._fallback_hint}")
+
+    @property
+    def _fallback_hint(self):
+        """Only with --no-float-fallback may dropping it help (the fallback then says for
+        itself why it could not take the node)."""
+        return "" if self.floats.enabled else " or drop --no-float-fallback"
 
     def weight_input(self, x, name, dtype="int8"):
         if x in self.qrepr and self.graph.tensors[self.qrepr[x]].is_const:

@@ -14,7 +14,8 @@ from tests.helpers.qdq_builder import OPSET, QdqBuilder
 X_Q = (0.05, 3)  # the int8 input's scale and zero point
 
 
-def _model(b, x_shape, y, y_shape, y_type, opset=OPSET):
+def model_of(b, x_shape, y, y_shape, y_type, opset=OPSET):
+    """The graph of builder b: int8 input "x", output y of y_type (checked by onnx)."""
     g = helper.make_graph(
         b.nodes, b.name, [helper.make_tensor_value_info("x", TensorProto.INT8, list(x_shape))],
         [helper.make_tensor_value_info(y, y_type, list(y_shape))], b.inits)
@@ -24,13 +25,20 @@ def _model(b, x_shape, y, y_shape, y_type, opset=OPSET):
     return m
 
 
+def softmax_float_out(op="Softmax", shape=(2, 10), x_q=X_Q):
+    """int8 x -> DQ -> Softmax / LogSoftmax -> float32 y (the result leaves in float)."""
+    b = QdqBuilder(op.lower())
+    s = b.op(op, [b.dq("x", *x_q)], axis=-1)
+    return model_of(b, shape, s, shape, TensorProto.FLOAT)
+
+
 def softmax_qdq(op="LogSoftmax", shape=(2, 10), axis=-1, x_q=X_Q, y_q=(0.1, 127), opset=OPSET):
     """int8 x -> DQ -> Softmax / LogSoftmax -> Q -> int8 y (tf2onnx / quantize_static form)."""
     b = QdqBuilder(op.lower())
     d = b.dq("x", *x_q)
     s = b.op(op, [d], axis=axis)
     y = b.q(s, *y_q, out="y")
-    return _model(b, shape, y, shape, TensorProto.INT8, opset)
+    return model_of(b, shape, y, shape, TensorProto.INT8, opset)
 
 
 def gemm_softmax_float_out(shape=(1, 16), classes=10, seed=0, op="Softmax"):
@@ -46,7 +54,7 @@ def gemm_softmax_float_out(shape=(1, 16), classes=10, seed=0, op="Softmax"):
     q = b.q(a, 0.08, -5)
     d2 = b.dq(q, 0.08, -5)
     y = b.op(op, [d2], axis=-1)
-    return _model(b, shape, y, (shape[0], classes), TensorProto.FLOAT)
+    return model_of(b, shape, y, (shape[0], classes), TensorProto.FLOAT)
 
 
 def float_chain(shape=(1, 3, 4, 5), out_float=False):
@@ -64,9 +72,9 @@ def float_chain(shape=(1, 3, 4, 5), out_float=False):
     a = b.op("Add", [m, c])
     v = b.op("Div", [a, d])
     if out_float:
-        return _model(b, shape, v, shape, TensorProto.FLOAT)
+        return model_of(b, shape, v, shape, TensorProto.FLOAT)
     y = b.q(v, 0.25, 0, out="y")
-    return _model(b, shape, y, shape, TensorProto.INT8)
+    return model_of(b, shape, y, shape, TensorProto.INT8)
 
 
 def softmax_tflite_file(op="SOFTMAX", shape=(2, 10), x_q=X_Q, y_q=None):
@@ -96,8 +104,9 @@ def softmax_tflite_file(op="SOFTMAX", shape=(2, 10), x_q=X_Q, y_q=None):
     m.buffers = [S.BufferT() for _ in range(5)]
     m.operatorCodes = [opcode(B.DEQUANTIZE), opcode(getattr(B, op)), opcode(B.QUANTIZE)]
     g = S.SubGraphT()
-    g.tensors = [tensor("x", S.TensorType.INT8, x_q, 1), tensor("xf", S.TensorType.FLOAT32, None, 2),
-                 tensor("yf", S.TensorType.FLOAT32, None, 3)]
+    f32 = S.TensorType.FLOAT32
+    g.tensors = [tensor("x", S.TensorType.INT8, x_q, 1), tensor("xf", f32, None, 2),
+                 tensor("yf", f32, None, 3)]
     ops = [S.OperatorT() for _ in range(2 if y_q is None else 3)]
     ops[0].opcodeIndex, ops[0].inputs, ops[0].outputs = 0, [0], [1]
     ops[1].opcodeIndex, ops[1].inputs, ops[1].outputs = 1, [1], [2]
@@ -142,4 +151,4 @@ def scaled_unary(op, shape=(2, 64), opset=OPSET, y_q=(0.05, 0), **attrs):
     m = b.op("Mul", [d, "k"])
     u = b.op(op, [m], **attrs)
     y = b.q(u, *y_q, out="y")
-    return _model(b, shape, y, shape, TensorProto.INT8, opset)
+    return model_of(b, shape, y, shape, TensorProto.INT8, opset)

@@ -16,8 +16,8 @@ import pytest
 from codegen.errors import TinyAotError
 from codegen.compiler import compile_model
 
-from tests.helpers.float_models import (gemm_softmax_float_out, run_tflite_micro, softmax_qdq,
-                                        softmax_tflite_file)
+from tests.helpers.float_models import (gemm_softmax_float_out, run_tflite_micro,
+                                        softmax_float_out, softmax_qdq, softmax_tflite_file)
 from tests.helpers.qdq_builder import all_int8_inputs, host_run_checked, run_ort, save
 
 KERNEL = "tinyaot_softmax_f32"
@@ -69,15 +69,7 @@ TFLM_CASES = [("SOFTMAX", "Softmax", None), ("LOG_SOFTMAX", "LogSoftmax", None),
 @pytest.mark.parametrize("shape", [(3, 10), (2, 100)])
 def test_softmax_f32_tflite_equals_tflite_micro_interpreter(tfl_op, op, y_q, shape, tmp_path):
     pytest.importorskip("tflite_micro", reason="pip install tflite-micro")
-    if y_q is None:
-        from onnx import TensorProto
-        from tests.helpers.float_models import X_Q, _model
-        from tests.helpers.qdq_builder import QdqBuilder
-        b = QdqBuilder("f32out")
-        s = b.op(op, [b.dq("x", *X_Q)], axis=-1)
-        m = _model(b, shape, s, shape, TensorProto.FLOAT)
-    else:
-        m = softmax_qdq(op, shape, y_q=y_q)
+    m = softmax_float_out(op, shape) if y_q is None else softmax_qdq(op, shape, y_q=y_q)
     path = save(m, tmp_path)
     x = all_int8_inputs(shape, 8, seed=shape[1])
     want = run_tflite_micro(softmax_tflite_file(tfl_op, shape, y_q=y_q), x)
