@@ -2,7 +2,7 @@
 
 Inside an otherwise quantized model, an operator the integer path does not cover (LogSoftmax,
 a Softmax whose result leaves the model in float, a chain of float Mul / Add / Exp between a
-DequantizeLinear and a QuantizeLinear, ...) becomes float IR operators (ops/float_*.py) on
+DequantizeLinear and a QuantizeLinear, ...) becomes float IR operators (ops/*_f32.py) on
 float32 tensors in the arena: a `dequantize` node where an integer tensor enters the region,
 the float operators in ONNX order, a `quantize` node where a QuantizeLinear leaves it (or a
 float32 graph output). The integer forms always win: a node is lowered here only when its

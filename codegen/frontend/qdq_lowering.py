@@ -172,7 +172,7 @@ class Lowering:
         self.floats.failed.update(o for o in node.output if o)
         self.unsupported.append((node.op_type, name, str(why)))
 
-    # the float region's entry points for the operator modules (ops/float_*.py)
+    # the float region's entry points for the operator modules (ops/*_f32.py)
     def float_input(self, x, name):
         return self.floats.input(x, name)
 

@@ -1,6 +1,6 @@
 """onnxruntime's float32 kernels for the float fallback, operation by operation.
 
-A float operator the integer path does not take (ops/float_*.py) runs as onnxruntime runs it:
+A float operator the integer path does not take (ops/*_f32.py) runs as onnxruntime runs it:
 MLAS's vector kernels as x86-64 dispatches them on a processor with AVX-512F (the platform
 table in MLAS's platform.cpp): Softmax / LogSoftmax through MlasComputeSumExpF32KernelAvx512F
 (16 lanes, 48 elements a pass, vscalefps), Exp through MlasComputeExpF32KernelAvx512F,

@@ -62,7 +62,7 @@ class Op:
     # a Pending (or emits IR nodes) through the lowering context `lw` (frontend/qdq_lowering.py)
     onnx: dict = {}
     # ONNX op type -> float lowering, same signature: the node run in float32 when no integer
-    # lowering takes it (frontend/float_fallback.py; ops/float_*.py)
+    # lowering takes it (frontend/float_fallback.py; ops/*_f32.py)
     onnx_float: dict = {}
 
     def select(self, g, n, optimize) -> None:
