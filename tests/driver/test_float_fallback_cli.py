@@ -70,3 +70,22 @@ def test_integer_model_prints_no_float_fallback(tmp_path):
     assert p.returncode == 0, p.stderr
     assert "float fallback" not in p.stderr
     assert "float_fallback" not in json.loads((out / "report.json").read_text())
+
+
+@pytest.mark.parametrize("numerics", ["ort", "tflite"])
+def test_validate_and_verify_a_float_output(numerics, tmp_path):
+    """A Softmax after the last DQ (float32 output): `validate` compares the float layers as
+    bit patterns and the final output with the onnxruntime session; `verify` takes a golden
+    with float32 outputs (onnxruntime's)."""
+    from tests.helpers.qdq_builder import all_int8_inputs, run_ort
+    path = save(gemm_softmax_float_out(), tmp_path, "head.onnx")
+    x = all_int8_inputs((1, 16), 3, seed=9)[:, None]
+    golden = tmp_path / "golden.npz"
+    np.savez(golden, inputs=x, outputs=run_ort(path, x[:, 0])[:, None])
+    p = run_cli("validate", path, "--inputs", golden, "--numerics", numerics)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "all 3 compared layers bit-exact" in p.stdout, p.stdout
+    if numerics == "ort":
+        assert "final output vs the onnxruntime session: 0 mismatching elements" in p.stdout
+        p = run_cli("verify", path, "--golden", golden)
+        assert p.returncode == 0 and "3/3 vectors bit-exact" in p.stdout, p.stdout + p.stderr
