@@ -269,12 +269,12 @@ def run_taps(model_path, g, inputs, tick=lambda n=1: None):
     out_name = plain.get_outputs()[0].name
     values, finals, final_diff = [], [], 0
     for x in inputs:
-        feeds = {plain.get_inputs()[0].name: _ort_input(g.tensors[g.inputs[0]], x,
+        feeds = {plain.get_inputs()[0].name: ort_input(g.tensors[g.inputs[0]], x,
                                                          plain.get_inputs()[0].type)}
         final = plain.run([out_name], feeds)[0]
         got = dict(zip([o.name for o in sess.get_outputs()], sess.run(None, feeds)))
         final_diff += int(np.count_nonzero(got[out_name] != final))
-        finals.append(_ir_output(g.tensors[g.outputs[0]], final))
+        finals.append(ir_output(g.tensors[g.outputs[0]], final))
         values.append({name: _to_ir(g.tensors[name], tap, got[tap.ort_name])
                        for name, tap in taps.items()})
         tick()
@@ -294,7 +294,7 @@ def run_taps(model_path, g, inputs, tick=lambda n=1: None):
     return TapRun(values, finals, missing, proof)
 
 
-def _ort_input(t, x, ort_type):
+def ort_input(t, x, ort_type):
     """The IR's integer input as the ONNX model takes it: float models get
     the dequantized value (their QuantizeLinear gives x back exactly), uint8
     ones x + 128 (the IR computes uint8 tensors as int8, passes/uint8.py)."""
@@ -307,8 +307,8 @@ def _ort_input(t, x, ort_type):
     return x
 
 
-def _ir_output(t, y):
-    """ORT's final output as the IR's integer output (inverse of _ort_input)."""
+def ir_output(t, y):
+    """ORT's final output as the IR's integer output (inverse of ort_input)."""
     y = np.asarray(y)
     if t.dtype == "float32":  # a float fallback output: ORT's float32 as it is
         return y.astype(np.float32)

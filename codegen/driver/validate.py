@@ -55,16 +55,9 @@ def _no_progress(description, total):
 
 
 def _per_input(c, inputs, model):
-    g = c.graph
-    xin = g.tensors[g.inputs[0]]
-    if inputs.dtype != np.dtype(xin.dtype):
-        raise TinyAotError(f"the model's input is {xin.dtype}, the inputs are {inputs.dtype}",
-                           model=str(model), tensor=g.inputs[0])
-    per = inputs.reshape(len(inputs), -1) if inputs.ndim > 1 else inputs.reshape(1, -1)
-    if per.shape[1] != xin.size:
-        raise TinyAotError(f"each input must have {xin.size} values {list(xin.shape)}, "
-                           f"got {per.shape[1]}", model=str(model), tensor=g.inputs[0])
-    return per
+    from .golden_check import check_inputs, model_io
+    check_inputs(inputs, model_io(c)[0], model)  # dtype, shape and layout (NHWC for NCHW)
+    return inputs.reshape(len(inputs), -1) if inputs.ndim > 1 else inputs.reshape(1, -1)
 
 
 def _no_tick(n=1):
@@ -195,6 +188,10 @@ def validate_model(model, inputs, board="host", numerics="ort", compiled=None, p
     the plain onnxruntime session. progress(description, total) -> context
     yielding advance() (console.progress on a terminal)."""
     b = board_or_error(board)
+    from ..targets.parts import require_runnable
+    require_runnable(b, "validate")
+    from .toolchain import require_tools
+    require_tools(b)
     c = compiled or compile_model(model, numerics=numerics)
     if c.numerics != numerics:
         raise TinyAotError(f"compiled for numerics {c.numerics}, validating {numerics}")
@@ -235,9 +232,14 @@ def validate_model(model, inputs, board="host", numerics="ort", compiled=None, p
         if ref is not None and all(i in run for run in runs):
             row["compared"] = True
             row.update(_compare(t, ref, runs, i))
-            if row["mismatches"] and first_bad is None:
-                first_bad = i
         layers.append(row)
+    saturation = None
+    if taps is not None:  # onnxruntime itself inexact (x86 without VNNI): driver/saturation.py
+        from .saturation import explain_layers
+        saturation = explain_layers(model, per, layers, taps, runs, _as_logical, g)
+    for row in layers:
+        if row["compared"] and row["mismatches"] and first_bad is None:
+            first_bad = row["index"]
     for row in layers:
         row["first_divergent"] = row["index"] == first_bad
     final_vs_ort = None
@@ -247,7 +249,12 @@ def validate_model(model, inputs, board="host", numerics="ort", compiled=None, p
         final_vs_ort = int(sum(np.count_nonzero(
             _as_logical(yt, run[last]).astype(np.int64).reshape(-1)
             != np.asarray(f).astype(np.int64).reshape(-1)) for f, run in zip(taps.finals, runs)))
-    return {"final_output_vs_onnxruntime": final_vs_ort,
+    if saturation is not None and final_vs_ort:  # the final output too, as verify does
+        saturation["final_output_vs_onnxruntime"] = final_vs_ort
+        last_row = layers[-1]
+        if last_row["index"] in saturation["layers"]:
+            final_vs_ort = 0
+    return {"final_output_vs_onnxruntime": final_vs_ort, "onnxruntime_saturates": saturation,
             "model": str(model), "name": c.module.name, "board": board, "numerics": numerics,
             "reference": ("onnxruntime's own tensors (the graph the plain session runs, re-run "
                           "unoptimized with them as outputs); the numpy oracle where ORT has "
@@ -294,6 +301,13 @@ def validate_footer(r):
                       f"(ORT's graph unchanged: {'yes' if taps['graph_unchanged'] else 'NO'}); "
                       f"{len(r['layers']) - n_ort} against the oracle (ORT has no tensor of its own)",
                       None))
+    sat = r.get("onnxruntime_saturates")
+    if sat:
+        idx = next((row["index"] for row in r["layers"] if row["name"] == sat["node"]), "?")
+        lines.append((f"onnxruntime saturates int16 pair sums (x86 without VNNI) from layer {idx} "
+                      f"({sat['op']} '{sat['node'][:40]}') on {sat['inputs']} of {r['vectors']} "
+                      f"input(s): {len(sat['layers'])} layer(s) compared with the exact integer "
+                      f"computation instead (docs/numerics.md)", "yellow"))
     final = r.get("final_output_vs_onnxruntime")
     if final is not None:
         lines.append((f"final output vs the onnxruntime session: {final} mismatching elements",

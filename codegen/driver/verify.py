@@ -14,7 +14,9 @@ from ..paths import build_root
 from ..targets.boards import board_or_error
 from .budget import check_budget, check_flash
 from .firmware import build_generated, firmware_paths, write_harness
+from .golden_check import check_golden, check_inputs, model_io
 from .linkmap import board_flash_image, describe
+from .toolchain import require_tools
 
 
 # The golden arrays each numerics reproduces bit for bit (MLPerf Tiny goldens carry
@@ -52,9 +54,13 @@ def load_golden(path, key="outputs"):
 
 def run_model(model, inputs, board="host", numerics="ort", build_dir=None, compiled=None,
               ram_limit=None, flash_limit=None, io_buffers="arena", depthwise_inplace=False,
-              ort_threads=1, optimize="speed", float_fallback=True):
-    """Compile, build and run every input; returns (outputs (N, out), info dict)."""
+              ort_threads=1, optimize="speed", inputs_file=None, float_fallback=True):
+    """Compile, build and run every input; returns (outputs (N, out), info dict).
+    inputs_file: where the inputs came from (the file an error names)."""
     b = board_or_error(board)
+    from ..targets.parts import require_runnable
+    require_runnable(b, "run/verify")
+    require_tools(b)  # before the compile: a missing toolchain is one line, exit 2
     c = compiled or compile_model(model, numerics=numerics, io_buffers=io_buffers,
                                   depthwise_inplace=depthwise_inplace, ort_threads=ort_threads,
                                   optimize=optimize, float_fallback=float_fallback)
@@ -63,14 +69,10 @@ def run_model(model, inputs, board="host", numerics="ort", build_dir=None, compi
     xin = g.tensors[g.inputs[0]]
     xout = g.tensors[g.outputs[0]]
     inputs = np.asarray(inputs)
-    want = np.dtype(xin.dtype) if xin.dtype in ("int8", "uint8") else np.dtype(np.int8)
-    if inputs.dtype != want:
-        raise TinyAotError(f"inputs must be {want} (quantized), got {inputs.dtype}", model=str(model))
+    # dtype, shape and layout against the model, before any build
+    check_inputs(inputs, model_io(c)[0], inputs_file or model)
     inputs = inputs.view(np.int8)  # the same bytes (uint8 models: passes/uint8.py)
     per = inputs.reshape(len(inputs), -1) if inputs.ndim > 1 else inputs.reshape(1, -1)
-    if per.shape[1] != xin.size:
-        raise TinyAotError(f"each input must have {xin.size} values {list(xin.shape)}, "
-                           f"got {per.shape[1]}", model=str(model), tensor=g.inputs[0])
     tmp_dir = None
     if build_dir is None:
         # A private directory per run: concurrent runs (CI, -j, several
@@ -125,21 +127,32 @@ def _build_and_run(c, b, board, numerics, per, xin, xout, out_dir, ram_limit=Non
 
 def verify_model(model, golden, board="host", numerics="ort", key="outputs", build_dir=None,
                  ram_limit=None, flash_limit=None, io_buffers="arena", depthwise_inplace=False,
-                 ort_threads=1, optimize="speed", float_fallback=True):
+                 ort_threads=1, optimize="speed", compiled=None, float_fallback=True):
     if golden is None:
         raise TinyAotError("a golden file is needed (golden=PATH)", model=str(model))
     inputs, expected = load_golden(golden, key)
-    c = compile_model(model, numerics=numerics, io_buffers=io_buffers,
-                      depthwise_inplace=depthwise_inplace, ort_threads=ort_threads,
-                      optimize=optimize, float_fallback=float_fallback)
+    require_tools(board_or_error(board))
+    c = compiled or compile_model(model, numerics=numerics, io_buffers=io_buffers,
+                                  depthwise_inplace=depthwise_inplace, ort_threads=ort_threads,
+                                  optimize=optimize, float_fallback=float_fallback)
+    check_golden(c, inputs, expected, golden, key)  # before any build: one clear line
     outs, info = run_model(model, inputs, board=board, numerics=numerics, compiled=c,
-                           build_dir=build_dir, ram_limit=ram_limit, flash_limit=flash_limit)
-    exp = expected.reshape(outs.shape) if expected.size == outs.size else None
-    if exp is None:
-        raise TinyAotError(f"golden '{key}' has {expected.size} values, the model gives {outs.size}",
-                           model=str(golden))
-    diff, max_diff, val = output_diff(outs, exp)
+                           build_dir=build_dir, ram_limit=ram_limit, flash_limit=flash_limit,
+                           inputs_file=golden)
+    exp = expected.reshape(outs.shape)
+    diff, val = output_diff(outs, exp)
     per_vec = diff.reshape(len(outs), -1).any(axis=1)
+    golden_mismatches = int(diff.sum())
+    saturation = None
+    # onnxruntime itself inexact on integer outputs: driver/saturation.py
+    if numerics == "ort" and outs.dtype != np.float32 and per_vec.any():
+        from .saturation import explain_vectors
+        per = np.asarray(inputs).reshape(len(outs), -1)
+        saturation = explain_vectors(c, per, outs, exp, np.flatnonzero(per_vec))
+        if saturation is not None:  # checked against the exact integer computation instead
+            diff = diff.copy()
+            diff.reshape(len(outs), -1)[saturation["vectors"]] = False
+            per_vec = diff.reshape(len(outs), -1).any(axis=1)
     rep = dict(c.report)
     rep.update({
         "board": board,
@@ -148,7 +161,9 @@ def verify_model(model, golden, board="host", numerics="ort", key="outputs", bui
         "vectors": int(len(outs)),
         "vectors_passed": int((~per_vec).sum()),
         "mismatches": int(diff.sum()),
-        "max_abs_diff": max_diff,
+        "max_abs_diff": max_abs_diff(outs, exp, diff),
+        "golden_mismatches": golden_mismatches,
+        "reference_saturates": saturation,
         "elements": int(outs.size),
         "status": info["status"],
     })
@@ -176,18 +191,24 @@ def verify_model(model, golden, board="host", numerics="ort", key="outputs", bui
 
 
 def output_diff(outs, exp):
-    """(mismatch mask, max |diff|, element -> JSON value). Integers compare as integers; a
-    float32 output (the float fallback) bit for bit, every NaN equal to every NaN."""
+    """(mismatch mask, element -> JSON value). Integers compare as integers; a float32
+    output (the float fallback) bit for bit, every NaN equal to every NaN."""
     if outs.dtype != np.float32:
-        diff = outs.astype(np.int32) != exp.astype(np.int32)
-        big = int(np.abs(outs.astype(np.int32) - exp.astype(np.int32)).max()) if outs.size else 0
-        return diff, big, int
+        return outs.astype(np.int32) != exp.astype(np.int32), int
     e = np.asarray(exp, np.float32)
     nan = np.isnan(outs) & np.isnan(e)
-    diff = (outs.view(np.uint32) != e.view(np.uint32)) & ~nan
+    return (outs.view(np.uint32) != e.view(np.uint32)) & ~nan, float
+
+
+def max_abs_diff(outs, exp, diff):
+    """The largest |got - expected| over the elements `diff` marks (0 when none)."""
+    if not diff.any():
+        return 0.0 if outs.dtype == np.float32 else 0
+    if outs.dtype != np.float32:
+        return int(np.abs(outs.astype(np.int32) - exp.astype(np.int32))[diff].max())
     with np.errstate(invalid="ignore", over="ignore"):
-        d = np.abs(outs.astype(np.float64) - e.astype(np.float64))[diff]
-    return diff, float(d.max()) if d.size else 0.0, float
+        d = np.abs(outs.astype(np.float64) - np.asarray(exp, np.float64))[diff]
+    return float(d.max())
 
 
 def print_verify(r, file=None):
@@ -215,8 +236,13 @@ def print_verify(r, file=None):
         p(f"instructions {r['instructions_per_inference']} per inference ({same}; "
           f"{r['macs']} MACs)")
     ok = r["vectors_passed"]
-    p(f"golden       {ok}/{r['vectors']} vectors bit-exact ({r['key']}), "
+    sat = r.get("reference_saturates")
+    how = f"; {len(sat['vectors'])} against the exact integer computation" if sat else ""
+    p(f"golden       {ok}/{r['vectors']} vectors bit-exact ({r['key']}{how}), "
       f"{r['mismatches']} mismatching elements, max |diff| {r['max_abs_diff']}")
+    if r.get("reference_saturates"):
+        from .saturation import saturation_line
+        p(saturation_line(r["reference_saturates"], f"'{r['key']}'"))
     for m in r.get("first_mismatches", [])[:5]:
         p(f"  vector {m['vector']} element {m['index']}: got {m['got']}, expected {m['expected']}")
     p("PASS" if r["mismatches"] == 0 else "FAIL")

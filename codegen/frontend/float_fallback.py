@@ -70,6 +70,8 @@ class FloatRegion:
         lw = self.lw
         if x in self.value:
             return self.value[x]
+        if x in lw.pending:  # an op commuting with quantization: settled, x is DQ of it
+            lw.settle(x)
         if x in lw.qrepr:
             t = lw.graph.tensors[lw.qrepr[x]]
             if t.is_const:  # DequantizeLinear of an initializer: folded, MLAS's formula
@@ -88,7 +90,7 @@ class FloatRegion:
                 raise Unsupported(f"constant '{x}' is {arr.dtype}; the float fallback takes "
                                   "float32 constants")
             return self._const(x, arr)
-        if x in lw.float_inputs:
+        if x in lw.float_inputs or x in lw.input_views:
             raise Unsupported(f"float graph input '{x}' is used without QuantizeLinear")
         if x in self.failed or x in lw.skipped:
             raise UpstreamFailed(f"input '{x}' comes from a node that could not be compiled")

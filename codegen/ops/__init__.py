@@ -31,6 +31,13 @@ for _op in OPS.values():
         assert _onnx_type not in ONNX_LOWERINGS, f"ONNX {_onnx_type} lowered by two operators"
         ONNX_LOWERINGS[_onnx_type] = _fn
 
+# TFLite builtin name -> lowering function, for the TFLite front end (frontend/tflite/)
+TFLITE_LOWERINGS = {}
+for _op in OPS.values():
+    for _builtin, _fn in _op.tflite.items():
+        assert _builtin not in TFLITE_LOWERINGS, f"TFLite {_builtin} lowered by two operators"
+        TFLITE_LOWERINGS[_builtin] = _fn
+
 
 # ONNX op type -> float32 lowering, for the float fallback (frontend/float_fallback.py)
 ONNX_FLOAT_LOWERINGS = {}
@@ -58,5 +65,5 @@ def prepare(g, n, numerics):
     return get(n.op).prepare(g, n, numerics)
 
 
-__all__ = ["OPS", "ONNX_FLOAT_LOWERINGS", "ONNX_LOWERINGS", "Op", "Pending", "Traits",
-           "Unsupported", "get", "prepare", "traits"]
+__all__ = ["OPS", "ONNX_FLOAT_LOWERINGS", "ONNX_LOWERINGS", "TFLITE_LOWERINGS", "Op", "Pending",
+           "Traits", "Unsupported", "get", "prepare", "traits"]
