@@ -145,7 +145,7 @@ extern "C" {{
 #define {up}_ARENA_SIZE {plan.size}u
 #define {up}_INPUT_SIZE {xin.size}u
 #define {up}_OUTPUT_SIZE {xout.size}u
-#define {up}_INPUT_SCALE {c_float(s_in)}
+{_output_bytes(up, xout)}#define {up}_INPUT_SCALE {c_float(s_in)}
 #define {up}_INPUT_ZERO_POINT ({zp_in})
 #define {up}_OUTPUT_SCALE {c_float(s_out)}
 #define {up}_OUTPUT_ZERO_POINT ({zp_out})
@@ -180,13 +180,23 @@ extern "C" {{
                    em.layers, em.kernels, em.blobs)
 
 
+def _output_bytes(up, xout):
+    """A float32 output (float fallback) also gives its size in bytes."""
+    if xout.dtype != "float32":
+        return ""
+    return f"#define {up}_OUTPUT_BYTES {xout.nbytes}u\n"
+
+
 def _basename(path):
     import os
     return os.path.basename(str(path)) if path else "model"
 
 
-def emit_harness_data(name, inputs: np.ndarray, input_size, output_size) -> str:
-    """harness_data.c for boards/common/harness_main.c: all inputs in flash."""
+def emit_harness_data(name, inputs: np.ndarray, input_size, output_size,
+                      output_bytes_macro="OUTPUT_SIZE") -> str:
+    """harness_data.c for boards/common/harness_main.c: all inputs in flash. output_size is
+    in bytes; output_bytes_macro names the header's macro of that size (OUTPUT_BYTES for a
+    float32 output)."""
     flat = np.asarray(inputs, dtype=np.int8).reshape(len(inputs), -1)
     up = name.upper()
     return "\n".join([
@@ -214,7 +224,7 @@ def emit_harness_data(name, inputs: np.ndarray, input_size, output_size) -> str:
         "",
         "void tinyaot_harness_store(int8_t *output)",
         "{",
-        f"    memcpy(output, (const void *){name}_output(), {up}_OUTPUT_SIZE);",
+        f"    memcpy(output, (const void *){name}_output(), {up}_{output_bytes_macro});",
         "}",
         "",
         "int tinyaot_harness_run(const int8_t *input, int8_t *output)",

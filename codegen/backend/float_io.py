@@ -25,6 +25,8 @@ def float_wrapper(g, name):
     """(header declaration, C source) of <name>_run_f32."""
     xin = g.tensors[g.inputs[0]]
     xout = g.tensors[g.outputs[0]]
+    if xout.dtype == "float32":  # the float fallback already gives floats
+        return _float_out_wrapper(xin, name)
     si, zi = xin.q.scalar()
     so, zo = xout.q.scalar()
     lo, hi = _range(xin.dtype)
@@ -54,6 +56,35 @@ int {name}_run_f32(const float *input, float *output)
         output[i] = (float)((int32_t){name}_qout[i] - ({zo})) * {c_float(so)};
     }}
     return 0;
+}}
+"""
+    return decl, src
+
+
+def _float_out_wrapper(xin, name):
+    """<name>_run_f32 of a model whose output is float32 already: only the input is
+    quantized."""
+    si, zi = xin.q.scalar()
+    lo, hi = _range(xin.dtype)
+    ict = "uint8_t" if xin.dtype == "uint8" else "int8_t"
+    decl = (f"/* --io float: quantizes input like QuantizeLinear (scale {float(si):.9g}, zero point\n"
+            f" * {zi}), runs {name}_run (its output is float32 already). Returns 0 on\n"
+            f" * success. */\n"
+            f"int {name}_run_f32(const float *input, float *output);\n")
+    src = f"""
+/* --io float (codegen/backend/float_io.py) */
+static {ict} {name}_qin[{xin.size}];
+
+int {name}_run_f32(const float *input, float *output)
+{{
+    for (uint32_t i = 0; i < {xin.size}u; ++i) {{
+        float v = input[i] / {c_float(si)};
+        if (v < {c_float(float(lo - zi))}) v = {c_float(float(lo - zi))};
+        if (v > {c_float(float(hi - zi))}) v = {c_float(float(hi - zi))};
+        v = (v + 12582912.0f) - 12582912.0f; /* round half to even */
+        {name}_qin[i] = ({ict})((int32_t)v + ({zi}));
+    }}
+    return {name}_run({name}_qin, output);
 }}
 """
     return decl, src

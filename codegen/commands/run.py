@@ -31,7 +31,8 @@ def run(a):
     outs, info = run_model(a.model, inputs, board=a.board, numerics=a.numerics,
                            ram_limit=a.ram_limit, flash_limit=a.flash_limit,
                            io_buffers=a.io_buffers, depthwise_inplace=a.depthwise_inplace,
-                           ort_threads=a.ort_threads, optimize=a.optimize, inputs_file=a.inputs)
+                           ort_threads=a.ort_threads, optimize=a.optimize, inputs_file=a.inputs,
+                           float_fallback=a.float_fallback)
     out = a.output
     tmp = out + ".tmp.npz"
     extra = {}

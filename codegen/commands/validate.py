@@ -34,7 +34,7 @@ def run(a):
     if a.limit:
         x = x[:a.limit]
     c = compile_model(a.model, numerics=a.numerics, ort_threads=a.ort_threads,
-                      optimize=a.optimize)
+                      optimize=a.optimize, float_fallback=a.float_fallback)
     r = validate_model(a.model, x, board=a.board, numerics=a.numerics, compiled=c,
                        progress=progress)
     if a.json:

@@ -285,7 +285,10 @@ def write_harness(c, out_dir, inputs, boot_check=False):
     xin, xout = g.tensors[g.inputs[0]], g.tensors[g.outputs[0]]
     per = np.asarray(inputs, dtype=np.int8).reshape(len(inputs), -1)
     with open(os.path.join(out_dir, "harness_data.c"), "w") as f:
-        f.write(emit_harness_data(c.module.name, per, xin.size, xout.size))
+        if xout.dtype == "float32":  # a float fallback output: its bytes
+            f.write(emit_harness_data(c.module.name, per, xin.size, xout.nbytes, "OUTPUT_BYTES"))
+        else:
+            f.write(emit_harness_data(c.module.name, per, xin.size, xout.size))
         if boot_check:  # integrity.py: the firmware checks its weights at boot
             from ..integrity import harness_verify_c
             f.write(harness_verify_c(c.module.name))

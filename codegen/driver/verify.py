@@ -54,7 +54,7 @@ def load_golden(path, key="outputs"):
 
 def run_model(model, inputs, board="host", numerics="ort", build_dir=None, compiled=None,
               ram_limit=None, flash_limit=None, io_buffers="arena", depthwise_inplace=False,
-              ort_threads=1, optimize="speed", inputs_file=None):
+              ort_threads=1, optimize="speed", inputs_file=None, float_fallback=True):
     """Compile, build and run every input; returns (outputs (N, out), info dict).
     inputs_file: where the inputs came from (the file an error names)."""
     b = board_or_error(board)
@@ -63,7 +63,7 @@ def run_model(model, inputs, board="host", numerics="ort", build_dir=None, compi
     require_tools(b)  # before the compile: a missing toolchain is one line, exit 2
     c = compiled or compile_model(model, numerics=numerics, io_buffers=io_buffers,
                                   depthwise_inplace=depthwise_inplace, ort_threads=ort_threads,
-                                  optimize=optimize)
+                                  optimize=optimize, float_fallback=float_fallback)
     check_budget(c, b, ram_limit, flash_limit, model=str(model))
     g = c.graph
     xin = g.tensors[g.inputs[0]]
@@ -96,7 +96,7 @@ def _build_and_run(c, b, board, numerics, per, xin, xout, out_dir, ram_limit=Non
         from ..targets.host import run_shared_library
         write_outputs(c, out_dir)
         so = build_generated(out_dir, board, harness=False)
-        outs, status = run_shared_library(so, c.module.name, per, xin.size, xout.size)
+        outs, status = run_shared_library(so, c.module.name, per, xin.size, xout.nbytes)
         info["status"] = status
         info["ticks"] = None
     else:
@@ -120,31 +120,32 @@ def _build_and_run(c, b, board, numerics, per, xin, xout, out_dir, ram_limit=Non
         info["instructions"] = [r.ticks * int(b["instructions_per_tick"]) for r in res.outputs]
         info["elf"] = elf
         info["size"] = firmware_size(elf, b)
-    if xout.dtype == "uint8":
-        outs = np.asarray(outs).view(np.uint8)
+    if xout.dtype in ("uint8", "float32"):  # the output's bytes, read as its type
+        outs = np.ascontiguousarray(outs).view(np.dtype(xout.dtype))
     return outs.reshape((len(per),) + tuple(xout.shape)), info
 
 
 def verify_model(model, golden, board="host", numerics="ort", key="outputs", build_dir=None,
                  ram_limit=None, flash_limit=None, io_buffers="arena", depthwise_inplace=False,
-                 ort_threads=1, optimize="speed", compiled=None):
+                 ort_threads=1, optimize="speed", compiled=None, float_fallback=True):
     if golden is None:
         raise TinyAotError("a golden file is needed (golden=PATH)", model=str(model))
     inputs, expected = load_golden(golden, key)
     require_tools(board_or_error(board))
     c = compiled or compile_model(model, numerics=numerics, io_buffers=io_buffers,
                                   depthwise_inplace=depthwise_inplace, ort_threads=ort_threads,
-                                  optimize=optimize)
+                                  optimize=optimize, float_fallback=float_fallback)
     check_golden(c, inputs, expected, golden, key)  # before any build: one clear line
     outs, info = run_model(model, inputs, board=board, numerics=numerics, compiled=c,
                            build_dir=build_dir, ram_limit=ram_limit, flash_limit=flash_limit,
                            inputs_file=golden)
     exp = expected.reshape(outs.shape)
-    diff = outs.astype(np.int32) != exp.astype(np.int32)
+    diff, val = output_diff(outs, exp)
     per_vec = diff.reshape(len(outs), -1).any(axis=1)
     golden_mismatches = int(diff.sum())
     saturation = None
-    if numerics == "ort" and per_vec.any():  # onnxruntime itself inexact: driver/saturation.py
+    # onnxruntime itself inexact on integer outputs: driver/saturation.py
+    if numerics == "ort" and outs.dtype != np.float32 and per_vec.any():
         from .saturation import explain_vectors
         per = np.asarray(inputs).reshape(len(outs), -1)
         saturation = explain_vectors(c, per, outs, exp, np.flatnonzero(per_vec))
@@ -152,7 +153,6 @@ def verify_model(model, golden, board="host", numerics="ort", key="outputs", bui
             diff = diff.copy()
             diff.reshape(len(outs), -1)[saturation["vectors"]] = False
             per_vec = diff.reshape(len(outs), -1).any(axis=1)
-    absdiff = np.abs(outs.astype(np.int32) - exp.astype(np.int32)) * diff
     rep = dict(c.report)
     rep.update({
         "board": board,
@@ -161,7 +161,7 @@ def verify_model(model, golden, board="host", numerics="ort", key="outputs", bui
         "vectors": int(len(outs)),
         "vectors_passed": int((~per_vec).sum()),
         "mismatches": int(diff.sum()),
-        "max_abs_diff": int(absdiff.max()) if outs.size else 0,
+        "max_abs_diff": max_abs_diff(outs, exp, diff),
         "golden_mismatches": golden_mismatches,
         "reference_saturates": saturation,
         "elements": int(outs.size),
@@ -185,9 +185,30 @@ def verify_model(model, golden, board="host", numerics="ort", key="outputs", bui
     if rep["mismatches"]:
         idx = np.argwhere(diff.reshape(len(outs), -1))
         rep["first_mismatches"] = [
-            {"vector": int(v), "index": int(i), "got": int(outs.reshape(len(outs), -1)[v, i]),
-             "expected": int(exp.reshape(len(outs), -1)[v, i])} for v, i in idx[:10]]
+            {"vector": int(v), "index": int(i), "got": val(outs.reshape(len(outs), -1)[v, i]),
+             "expected": val(exp.reshape(len(outs), -1)[v, i])} for v, i in idx[:10]]
     return rep
+
+
+def output_diff(outs, exp):
+    """(mismatch mask, element -> JSON value). Integers compare as integers; a float32
+    output (the float fallback) bit for bit, every NaN equal to every NaN."""
+    if outs.dtype != np.float32:
+        return outs.astype(np.int32) != exp.astype(np.int32), int
+    e = np.asarray(exp, np.float32)
+    nan = np.isnan(outs) & np.isnan(e)
+    return (outs.view(np.uint32) != e.view(np.uint32)) & ~nan, float
+
+
+def max_abs_diff(outs, exp, diff):
+    """The largest |got - expected| over the elements `diff` marks (0 when none)."""
+    if not diff.any():
+        return 0.0 if outs.dtype == np.float32 else 0
+    if outs.dtype != np.float32:
+        return int(np.abs(outs.astype(np.int32) - exp.astype(np.int32))[diff].max())
+    with np.errstate(invalid="ignore", over="ignore"):
+        d = np.abs(outs.astype(np.float64) - np.asarray(exp, np.float64))[diff]
+    return float(d.max())
 
 
 def print_verify(r, file=None):
