@@ -69,7 +69,10 @@ static inline float tinyaot_fmaf(float a, float b, float c)
         const double bb = s.d - ab;
         const double err = (ab - (s.d - bb)) + (dc - bb);
         if (err != 0.0) {
-            s.u = ((err > 0.0) == (s.d > 0.0)) ? s.u + 1u : s.u - 1u;
+            /* read before the write: no union member is read and written in one expression */
+            const int away = (err > 0.0) == (s.d > 0.0);
+            const uint64_t u = s.u;
+            s.u = away ? u + 1u : u - 1u;
         }
     }
     return (float)s.d;
