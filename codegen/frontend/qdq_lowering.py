@@ -14,7 +14,7 @@ import numpy as np
 import onnx
 
 from ..errors import TinyAotError
-from ..ir import Graph, Node, QParams, Tensor
+from ..ir import Declared, Graph, Node, QParams, Tensor
 from ..ops import ONNX_LOWERINGS
 from ..ops.pending_folds import fold_into_pending
 from ..ops.base import Unsupported as _Unsupported
@@ -33,7 +33,9 @@ class Lowering:
         self.graph = Graph(name=name, source=self.path)
         self.qrepr = {}  # float tensor name -> integer IR tensor name
         self.pending = {}  # float tensor name -> Pending
-        self.float_inputs = {}  # float graph input name -> None (boundary)
+        self.float_inputs = {}  # float graph input name -> its shape (a float end)
+        self.input_order = []  # the model's graph inputs (not initializers), in order
+        self.input_ends = {}  # model input name -> (IR tensor, Declared)
         self.defined = set(self.consts)
         self.unsupported = []  # (op_type, node name, why)
         # slice output -> (its input, starts, steps): a slice of a slice reads the first
@@ -43,7 +45,6 @@ class Lowering:
         # name -> (op_type, why); they and what depends on them are skipped
         self.reported = dict(reported or {})
         self.skipped = set()  # tensors computed by a skipped node
-        self.io_float = {"inputs": [], "outputs": []}
 
     # ---- helpers -------------------------------------------------------
     @property
@@ -119,9 +120,10 @@ class Lowering:
             shape, dtype = self.shapes[inp.name]
             dname = np_dtype_name(dtype)
             self.defined.add(inp.name)
+            self.input_order.append(inp.name)
             if dname in ("int8", "uint8"):
                 self.add_int_tensor(inp.name, shape, dname)
-                self.graph.inputs.append(inp.name)
+                self.input_ends[inp.name] = (inp.name, Declared(inp.name, dname))
             elif dname == "float32":
                 self.float_inputs[inp.name] = shape
             else:
@@ -148,11 +150,25 @@ class Lowering:
                     if o in self.defined and o not in self.consts:
                         raise self.err("tensor is produced twice (duplicate name)", node=name, tensor=o)
                     self.defined.add(o)
+        self.finish_inputs()
         self.finish_outputs()
         if self.unsupported:  # all of them in one message (frontend/unsupported.py)
             from .unsupported import unsupported_error
             raise unsupported_error(self.unsupported, self.path)
         return self.graph
+
+    def finish_inputs(self):
+        """The graph inputs in the model's order; a float input is the integer tensor
+        its QuantizeLinear makes (lower_q)."""
+        for n in self.input_order:
+            if n in self.input_ends:
+                t, declared = self.input_ends[n]
+                self.graph.inputs.append(t)
+                self.graph.declared_inputs.append(declared)
+            elif not self.unsupported:  # else one of those nodes is why
+                self.unsupported.append(("input", n, "float input without a QuantizeLinear "
+                                         "after it: tinyaot takes a float input only where the "
+                                         "model quantizes it at once"))
 
     def finish_outputs(self):
         for out in self.proto.graph.output:
@@ -161,9 +177,18 @@ class Lowering:
                 continue
             if n in self.graph.tensors and not self.graph.tensors[n].is_const:
                 self.graph.outputs.append(n)
+                self.graph.declared_outputs.append(Declared(n, self.graph.tensors[n].dtype))
             elif n in self.qrepr:
-                self.graph.outputs.append(self.qrepr[n])
-                self.io_float["outputs"].append(n)
+                t = self.graph.tensors[self.qrepr[n]]
+                if t.is_const:
+                    self.unsupported.append(("output", n, "graph output is a constant"))
+                elif t.q is None or t.q.per_channel:
+                    self.unsupported.append((
+                        "output", n, "float output dequantized per axis: the generated API "
+                        "dequantizes each output with one scale and zero point"))
+                else:  # a float end: the API dequantizes the integer tensor behind it
+                    self.graph.outputs.append(t.name)
+                    self.graph.declared_outputs.append(Declared(n, "float32"))
             elif n in self.pending:
                 p = self.pending[n]
                 self.unsupported.append((p.op, p.node, "float result reaches the graph output "
@@ -260,10 +285,21 @@ class Lowering:
                 self.emit("requantize", name, [src.name], [t.name], {"act_lo": None, "act_hi": None})
             return
         if f in self.float_inputs:
-            # Model boundary: the user passes already-quantized integers.
-            self.add_int_tensor(out, shape, odt, q)
-            self.graph.inputs.append(out)
-            self.io_float["inputs"].append(f)
+            # A float end: the integer tensor is the graph input, the generated API
+            # quantizes the caller's floats into it (backend/io_api.py).
+            if q.per_channel:
+                raise _Unsupported(f"QuantizeLinear of the float input '{f}' is per axis: the "
+                                   "generated API quantizes each input with one scale and "
+                                   "zero point")
+            t = self.add_int_tensor(out, shape, odt, q)
+            if f not in self.input_ends:
+                self.input_ends[f] = (out, Declared(f, "float32"))
+                return
+            first = self.graph.tensors[self.input_ends[f][0]]
+            if not (first.q.same_as(q) and first.dtype == odt):
+                raise _Unsupported(f"the float input '{f}' is quantized twice with different "
+                                   "parameters: quantize it once")
+            self.emit("reshape", name, [first.name], [t.name])  # the same integers again
             return
         if f in self.consts:
             arr = np.asarray(self.consts[f], dtype=np.float32)
@@ -320,7 +356,4 @@ def quantize_like_onnx(x, q: QParams, dtype):
 
 
 def lower_to_ir(proto, path, reported=None) -> Graph:
-    low = Lowering(proto, path, reported)
-    g = low.run()
-    g.io_float = low.io_float
-    return g
+    return Lowering(proto, path, reported).run()
