@@ -7,7 +7,7 @@
 Reads bench/results.json (`tinyaot bench`) and, when it exists,
 bench/size/results.json (`tinyaot bench --optimize size`). Standalone on
 purpose: the standard library only, no import of the compiler, so the page
-depends on the measured rows alone (tests/test_docs.py checks that the
+depends on the measured rows alone (tests/driver/test_docs.py checks that the
 committed page is what this script makes of them).
 """
 from __future__ import annotations
@@ -21,7 +21,8 @@ REPO = Path(__file__).resolve().parents[1]
 SPEED_JSON = REPO / "bench" / "results.json"
 SIZE_JSON = REPO / "bench" / "size" / "results.json"
 PAGE = REPO / "docs" / "results.md"
-TARGET = 0.5  # at most half of TFLite Micro + CMSIS-NN's instructions (tests/test_instruction_counts.py)
+# at most half of TFLite Micro + CMSIS-NN's instructions (tests/firmware/test_instruction_counts.py)
+TARGET = 0.5
 
 
 def n(v):
@@ -189,7 +190,7 @@ Columns:
   `-icount shift=0` through the board timer, so the resolution is one timer
   tick (`instructions_per_tick` in the board's `board.toml`, 40 on qemu-m4);
   the largest over the vectors. The exact counts, to one instruction, are
-  pinned in `tests/test_instruction_counts.py`.
+  pinned in `tests/firmware/test_instruction_counts.py`.
 * **MACs**: multiply-accumulates of the conv and fully connected layers.
 * **TFLM+CMSIS-NN instr**, **TFLM arena B**: TFLite Micro with CMSIS-NN
   kernels on the same QEMU board (`arm-none-eabi-gcc -O2`, mps2-an386,

@@ -14,6 +14,11 @@ or the exit code and last stderr line of a compile that is refused.
 
 --against checks REV out into a temporary git worktree and runs the same cases
 there with that tree's own code, so the comparison needs no stored record.
+
+--objects records, instead of the C text, the machine code and data of each generated .c
+compiled for the Cortex-M4 board (arm-none-eabi-gcc with qemu-m4's flags, `objdump -d -s` of the
+object): the proof for a change that means to alter the C's text but not what it compiles to
+(comments, initializer syntax).
 Exit status 0 when every case matches, 1 when one differs (each is listed).
 """
 from __future__ import annotations
@@ -59,6 +64,22 @@ def cases():
                     yield key, path, ["--numerics", numerics, "--optimize", optimize] + extra
 
 
+M4_FLAGS = ["-mcpu=cortex-m4", "-mthumb", "-mfloat-abi=hard", "-mfpu=fpv4-sp-d16", "-O2",
+            "-ffp-contract=off", "-ffunction-sections", "-fdata-sections", "-std=c99"]
+OBJECTS = False  # --objects
+
+
+def object_digest(tree: Path, c_file: Path):
+    """SHA-256 of the machine code and data the generated C compiles to on the M4."""
+    obj = c_file.with_suffix(".o")
+    subprocess.run(["arm-none-eabi-gcc", *M4_FLAGS, "-I", str(tree / "runtime_c" / "include"),
+                    "-I", str(c_file.parent), "-c", str(c_file), "-o", str(obj)], check=True)
+    dump = subprocess.run(["arm-none-eabi-objdump", "-d", "-s", str(obj)], check=True,
+                          capture_output=True, text=True).stdout
+    body = dump.split("\n", 2)[2]  # past the line naming the object file
+    return hashlib.sha256(body.encode()).hexdigest()
+
+
 def run_case(tree: Path, out_root: Path, key, path, args):
     out = out_root / hashlib.sha1(key.encode()).hexdigest()[:12]
     env = dict(os.environ, PYTHONPATH=str(tree), TINYAOT_BUILD_DIR=str(out_root / "build"))
@@ -71,7 +92,9 @@ def run_case(tree: Path, out_root: Path, key, path, args):
                      "error_sha256": hashlib.sha256(last.encode()).hexdigest()}
     rec = {}
     for f in sorted(out.iterdir()):
-        if f.suffix in (".c", ".h"):
+        if OBJECTS and f.suffix == ".c":
+            rec[f.name + ":m4-object"] = object_digest(tree, f)
+        elif not OBJECTS and f.suffix in (".c", ".h"):
             rec[f.name] = hashlib.sha256(f.read_bytes()).hexdigest()
     return key, rec
 
@@ -101,8 +124,12 @@ def main(argv=None):
     ap.add_argument("--rev", metavar="REV",
                     help="with --against: measure commit REV instead of the working tree "
                          "(so the tree can change while it runs)")
+    ap.add_argument("--objects", action="store_true",
+                    help="compare the M4 machine code of the generated C, not its text")
     ap.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 2)
     a = ap.parse_args(argv)
+    global OBJECTS
+    OBJECTS = a.objects
     if a.write:
         Path(a.write).write_text(json.dumps(measure(REPO, a.jobs), indent=1) + "\n")
         return 0

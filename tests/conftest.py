@@ -1,50 +1,20 @@
-"""Shared fixtures: the repo's models, ../shared/models, toolchains.
+"""Fixtures and hooks of the whole suite; the helpers themselves are in tests/helpers/.
 
-When CI is set, a test that needs the shared models or the Arm toolchain
-fails instead of skipping: CI must never pass by running nothing.
+pytest-xdist: each worker builds in its own tree; the fuzz statistics of the
+workers are summed into one line of the terminal summary.
 """
 from __future__ import annotations
 
 import os
-import shutil
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
-SHARED = (REPO / ".." / "shared" / "models").resolve()
-DEFAULT_MODEL = REPO / "models" / "digits_cnn_int8.onnx"
-DEFAULT_GOLDEN = REPO / "models" / "digits_cnn_int8_golden.npz"
+# assertions inside the helpers get pytest's detailed messages too
+pytest.register_assert_rewrite("tests.helpers")
 
-SHARED_MODELS = {
-    "ad01": "anomaly_detection_ad01/ad01_int8",
-    "kws01": "keyword_spotting_kws01/kws_ref_model",
-    "ic01": "image_classification_ic01/pretrainedResnet_quant",
-    "vww01": "visual_wake_words_vww01/vww_96_int8",
-    "sww01": "streaming_wakeword_sww01/str_ww_ref_model",
-}
-
-
-def _missing(what):
-    if os.environ.get("CI"):
-        pytest.fail(f"{what} is missing (CI is set: this must not be skipped)")
-    pytest.skip(f"{what} is missing")
-
-
-def shared_model(key):
-    stem = SHARED / SHARED_MODELS[key]
-    onnx_path = Path(str(stem) + ".onnx")
-    golden = Path(str(stem) + "_golden.npz")
-    if not onnx_path.exists() or not golden.exists():
-        _missing(f"shared model {onnx_path}")
-    return onnx_path, golden
-
-
-def require_arm_toolchain():
-    for tool in ("arm-none-eabi-gcc", "qemu-system-arm"):
-        if shutil.which(tool) is None:
-            _missing(tool)
+from tests.helpers import fuzz_stats, run_cache  # noqa: E402
+from tests.helpers.env import DEFAULT_GOLDEN, DEFAULT_MODEL, REPO  # noqa: E402
 
 
 @pytest.fixture(scope="session")
@@ -61,14 +31,13 @@ def default_golden():
 @pytest.fixture(scope="session")
 def asan_runtime_objs(tmp_path_factory):
     """The runtime kernels compiled once with ASan/UBSan, for every sanitizer test."""
-    from test_sanitizers import asan_runtime_objects
+    from tests.helpers.sanitizers import asan_runtime_objects
     return asan_runtime_objects(tmp_path_factory.mktemp("asan_rt"))
 
 
 @pytest.fixture(scope="session", autouse=True)
 def _run_cache_dir(tmp_path_factory):
-    """tests/run_cache.py: one folder per session, shared by the xdist workers."""
-    import run_cache
+    """tests/helpers/run_cache.py: one folder per session, shared by the xdist workers."""
     base = tmp_path_factory.getbasetemp()
     if os.environ.get("PYTEST_XDIST_WORKER"):
         base = base.parent  # <basetemp>/popen-gwN: the parent is the session's
@@ -87,11 +56,7 @@ _FUZZ_FROM_WORKERS = {"stats": {}, "findings": []}
 
 
 def _fuzz_results():
-    import sys
-    fuzz = sys.modules.get("test_fuzz_frontend")
-    if fuzz is None:
-        return {}, []
-    return dict(fuzz.STATS), list(fuzz.FINDINGS)
+    return dict(fuzz_stats.STATS), list(fuzz_stats.FINDINGS)
 
 
 def pytest_sessionfinish(session):
@@ -111,7 +76,7 @@ def pytest_testnodedown(node, error):
 
 
 def pytest_terminal_summary(terminalreporter):
-    """test_fuzz_frontend.py: how many hostile models were tried, and what they gave
+    """frontend/test_fuzz_hostile_models.py: how many hostile models were tried, and what they gave
     (in this process, or summed over the xdist workers)."""
     import collections
     stats, findings = _fuzz_results()

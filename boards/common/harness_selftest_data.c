@@ -6,7 +6,7 @@
  *   -DTINYAOT_SELFTEST_SPIN=n  busy-loop iterations per run (default 1000)
  *   -DTINYAOT_SELFTEST_FAULT   the second run executes UDF -> HardFault
  *
- * tests/test_board_qemu_m4.py mirrors these inputs and rules. */
+ * tests/firmware/test_board_qemu_m4.py mirrors these inputs and rules. */
 #include <stdint.h>
 
 #include "harness.h"

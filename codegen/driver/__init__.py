@@ -1,6 +1,6 @@
 """What the commands do, on top of the compiler (codegen/compiler.py).
 
-Arrows point down only (tests/test_import_graph.py checks it, imports inside
+Arrows point down only (tests/architecture/test_import_graph.py checks it, imports inside
 functions included):
 
     codegen/cli.py                 argument parsing, exit codes

@@ -26,7 +26,7 @@ libtinyaot.a(<kernel>.o). The figure is split into
            unrolled nonzeros)
   tables   every other constant of the model and the kernels' constant data
 
-so code + weights + tables == total. tests/test_flash_image.py checks the
+so code + weights + tables == total. tests/firmware/test_flash_image.py checks the
 total against `arm-none-eabi-size -A` and the weights against `nm`.
 """
 from __future__ import annotations

@@ -6,8 +6,8 @@ prints the stamps after one inference. Under QEMU with -icount shift=0 the
 timer counts virtual nanoseconds = instructions, so the counts are
 deterministic; the resolution is one timer tick (board.toml
 instructions_per_tick). Each hook (one timer read and a store) costs a few
-instructions, charged to the next layer; tests/test_tools.py checks the
-per-layer sum against the hook-free firmware's whole-inference count.
+instructions, charged to the next layer; tests/driver/test_budgets_and_tool_commands.py
+checks the per-layer sum against the hook-free firmware's whole-inference count.
 """
 from __future__ import annotations
 

@@ -36,11 +36,6 @@ def c_array(ctype: str, name: str, values, per_line=24, align=None) -> str:
     return f"static const {ctype} {name}[{max(len(items), 1)}]{attr} = {{\n{body}\n}};\n"
 
 
-# Records are written as positional initializers in the C struct's field order; the record
-# dataclass mirrors the struct field by field (runtime_c/include/tinyaot_kernels.h).
-DESIGNATED = False
-
-
 def c_value(ftype: str, v) -> str:
     """One field's C text by its declared Python type: float -> exact float literal,
     int -> decimal, str -> a C expression as given (a const array's name, NULL)."""
@@ -52,11 +47,9 @@ def c_value(ftype: str, v) -> str:
 
 
 def c_struct(cname: str, record) -> str:
-    """`static const <CTYPE> <cname> = { ... };` from a record dataclass whose fields are the
-    fields of its C struct, in order (the record's class names the struct: CTYPE)."""
+    """`static const <CTYPE> <cname> = { .field = value, ... };` from a record dataclass whose
+    fields are the fields of its C struct, in order (the record's class names the struct: CTYPE).
+    Designated initializers: a field added to the struct cannot shift the others' values."""
     ctype = type(record).CTYPE
-    items = []
-    for f in fields(record):
-        v = c_value(f.type, getattr(record, f.name))
-        items.append(f".{f.name} = {v}" if DESIGNATED else v)
+    items = [f".{f.name} = {c_value(f.type, getattr(record, f.name))}" for f in fields(record)]
     return f"static const {ctype} {cname} = {{ {', '.join(items)} }};\n"

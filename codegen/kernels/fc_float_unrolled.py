@@ -301,7 +301,7 @@ def c_function(fname, u: Unrolled, out_scale, stream_name):
     body = "\n".join(f'        "{ins}\\n\\t"' for ins in u.asm)
     clob = ", ".join(f'"s{i}"' for i in range(32))
     return (
-        f"/* {len(u.asm)} instructions straight-line (backend/fc_float_unrolled.py) */\n"
+        f"/* {len(u.asm)} instructions straight-line (codegen/kernels/fc_float_unrolled.py) */\n"
         f"static __attribute__((noinline)) void {fname}(const float *x, int8_t *out)\n{{\n"
         f"    const float *wp = {stream_name};\n"
         f"    const float *xp;\n"

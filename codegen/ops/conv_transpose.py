@@ -41,7 +41,7 @@ def conv_transpose_geometry(attrs, in_hw, w_hw):
       * else auto_pad SAME_UPPER / SAME_LOWER: total = max(0, the same with out = in*s);
       * in both cases SAME_UPPER puts the larger half of an odd total at the tail,
         anything else (NOTSET, SAME_LOWER, VALID) at the head (the ONNX spec's rule;
-        checked against onnxruntime's outputs, tests/test_ops_conv_transpose.py);
+        checked against onnxruntime's outputs, tests/ops/test_conv_transpose.py);
       * VALID: no padding; NOTSET: the `pads` attribute.
     The output size is (in-1)*s + output_padding + (k-1)*d + 1 - head - tail, or
     output_shape when given. Only the head pads reach the kernels."""

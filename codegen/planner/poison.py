@@ -7,7 +7,7 @@ was that step. The macro is empty unless the build defines it, either
 directly (`-D'TINYAOT_POISON(p,n)=...'`) or with `-DTINYAOT_POISON_BYTE=0xA5`,
 which makes it a memset with that byte. A host build with poison that still
 gives bit-exact outputs shows that every read hits a live buffer
-(tests/test_poison.py).
+(tests/planner/test_poison.py).
 """
 from __future__ import annotations
 

@@ -24,8 +24,8 @@
  * Data-independent control flow: nothing here branches or loops on a data
  * value (signs, saturation, remainders, the row maximum), so one inference
  * executes the same instructions for every input (issue #8; tested exactly on
- * QEMU by tests/test_qemu_m4.py and at the instruction level by
- * tests/test_fixedpoint_branch_free.py). Selections are arithmetic masks or,
+ * QEMU by tests/firmware/test_models_on_qemu_m4.py and at the instruction level by
+ * tests/kernels/test_fixedpoint_branch_free.py). Selections are arithmetic masks or,
  * on Thumb-2, IT-predicated instructions; branches that remain depend only on
  * compile-time parameters (shifts, exponents). TINYAOT_PORTABLE_INTRINSICS
  * forces the portable C forms (the host tests build both).

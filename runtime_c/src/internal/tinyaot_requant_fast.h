@@ -10,7 +10,7 @@
  *   SRDHM(a, b) = (a*b + 2^30) >> 31 (arithmetic), except a = b = INT32_MIN
  *   (saturates), which cannot happen here: mult >= 0 (TFLite multipliers are
  *   in [2^30, 2^31) or 0, codegen/ops/conv_params.py).  Tested against
- *   tinyaot_requant_tflite in tests/test_fast_kernels.py.
+ *   tinyaot_requant_tflite in tests/kernels/test_fast_kernels.py.
  */
 #ifndef TINYAOT_REQUANT_FAST_H
 #define TINYAOT_REQUANT_FAST_H

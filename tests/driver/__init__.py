@@ -1,0 +1,1 @@
+"""The user-facing commands: cli, console, export, signing, budgets, tools, validate, docs."""

@@ -1,0 +1,1 @@
+"""Whole models through the whole compiler: goldens, determinism, regression models, options."""

@@ -1,0 +1,56 @@
+"""Pinned qemu-m4 instruction counts of the shared models, both numerics, and
+the speed target: at most half of TFLite Micro + CMSIS-NN's count.
+
+QEMU runs with -icount shift=0, so the count is deterministic: any change
+fails this test, a slowdown as well as a speedup. The count is exact to one
+instruction (the first golden input run 40 times between two reads of the
+40-instruction timer, tests/helpers/c/harness_repeat_main.c); that it is the same for
+every input is firmware/test_models_on_qemu_m4.py's. Update the numbers on purpose (and
+bench/results.md with `tinyaot bench`) when a kernel changes.
+"""
+from __future__ import annotations
+
+import pytest
+
+from codegen.driver.verify import load_golden
+
+from tests.helpers.env import require_arm_toolchain, shared_model
+from tests.helpers.exact_counts import EXACT_SHARED, exact_counts, with_adversarial
+
+# instructions of one inference (<name>_invoke, input and output in the arena)
+PINNED = {
+    ("ad01", "tflite"): 198231,
+    ("kws01", "tflite"): 3601280,
+    ("ic01", "tflite"): 11694834,
+    ("vww01", "tflite"): 10981963,
+    ("sww01", "tflite"): 949063,
+    ("ad01", "ort"): 289585,
+    ("kws01", "ort"): 3529749,
+    ("ic01", "ort"): 13348593,
+    ("vww01", "ort"): 10454713,
+    ("sww01", "ort"): 964808,
+}
+# TFLite Micro + CMSIS-NN, arm-none-eabi-gcc 12.2 -O2, mps2-an386, -icount shift=0
+TFLM_CMSIS_NN = {"ad01": 582880, "kws01": 7697360, "ic01": 29863240, "vww01": 24101880,
+                 "sww01": 2227520}
+
+
+@pytest.mark.shared
+@pytest.mark.qemu
+@pytest.mark.parametrize("key,numerics", sorted(PINNED))
+def test_qemu_m4_instruction_count_is_pinned(key, numerics):
+    require_arm_toolchain()
+    model, golden = shared_model(key)
+    gkey = {"ort": "outputs_onnxruntime", "tflite": "outputs_tflm"}[numerics]
+    inputs, expected = load_golden(golden, gkey)
+    # the first input's count; test_models_on_qemu_m4 runs all inputs of some models the
+    # same way: their firmware run is shared (tests/helpers/run_cache.py), input 0 is the same
+    runs = with_adversarial(inputs) if key in EXACT_SHARED else inputs[:1]
+    counts, outs = exact_counts(model, runs, numerics)
+    assert (outs[0] == expected[:1].reshape(-1)).all()
+    ins = counts[0]
+    ratio = ins / TFLM_CMSIS_NN[key]
+    assert ins == PINNED[(key, numerics)], (
+        f"{key} {numerics}: {ins} instructions per inference, pinned {PINNED[(key, numerics)]} "
+        f"({ratio:.3f}x TFLM+CMSIS-NN); update PINNED if intended")
+    assert ratio <= 0.5, f"{key} {numerics}: {ratio:.3f}x TFLM+CMSIS-NN, target <= 0.5x"

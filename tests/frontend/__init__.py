@@ -1,0 +1,1 @@
+"""Loading models: opsets, shapes, QOperator / integer ops, front-end passes, limits, fuzzing."""

@@ -1,0 +1,63 @@
+"""Small QEMU firmwares that call runtime_c kernels directly, one call per case: the C of
+the cases' constant arrays and requantization records, and the firmware built from them."""
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import numpy as np
+
+from tests.helpers.env import REPO
+
+# TINYAOT_RUNTIME_C: test another copy of runtime_c/ (how the kernel tests were shown to fail)
+RUNTIME = Path(os.environ.get("TINYAOT_RUNTIME_C", REPO / "runtime_c"))
+INC = RUNTIME / "include"
+SRC = RUNTIME / "src"
+
+
+def c_words(name, ctype, arr):
+    vals = ",".join(str(int(v)) for v in np.asarray(arr).reshape(-1))
+    return f"static const {ctype} {name}[] __attribute__((aligned(8))) = {{{vals}}};\n"
+
+
+def requant_c(i, c):
+    """C of case i's tinyaot_requant_t `q<i>` (and its arrays) for a qemu case file."""
+    from codegen.kernels.c_format import c_float
+    src = [c_words(f"b{i}", "int32_t", c["bias"])]
+    fields = {"scale": "NULL", "mult": "NULL", "shift": "NULL", "rq": "NULL"}
+    if c.get("scale") is not None:
+        src.append(f"static const float s{i}[] = {{{','.join(c_float(v) for v in c['scale'])}}};\n")
+        fields["scale"] = f"s{i}"
+    for f in ("mult", "shift", "rq"):
+        if c.get(f) is not None:
+            src.append(c_words(f"{f}{i}", "int32_t", c[f]))
+            fields[f] = f"{f}{i}"
+    src.append(f"static const tinyaot_requant_t q{i} = {{ {c['in_zp']}, {c['out_zp']}, {c['lo']}, "
+               f"{c['hi']}, b{i}, {fields['scale']}, {fields['mult']}, {fields['shift']}, NULL, "
+               f"0.0f, {fields['rq']} }};\n")
+    return src
+
+
+def cases_firmware(tmp_path, board, name, src, calls, scratch, out_size, kernel_c):
+    """A firmware whose input i runs `calls[i]` (one kernel call per case), built
+    with `kernel_c` (a runtime_c/src file name, or a list of them); returns
+    (elf, its disassembly)."""
+    from codegen.targets.qemu import build_firmware
+    n = len(calls)
+    src = src + [f"static uint32_t scratch[{scratch // 4}];",
+                 f"const uint32_t tinyaot_harness_num_inputs = {n}u;",
+                 "const uint32_t tinyaot_harness_input_size = 1u;",
+                 f"const uint32_t tinyaot_harness_output_size = {out_size}u;",
+                 f"const int8_t tinyaot_harness_inputs[] = {{{','.join(str(i) for i in range(n))}}};",
+                 "int tinyaot_harness_run(const int8_t *input, int8_t *output)", "{",
+                 f"    memset(output, 0, {out_size});", "    switch (input[0]) {", *calls,
+                 "    default: return -1;", "    }", "}", ""]
+    (tmp_path / f"{name}_cases.c").write_text("\n".join(src))
+    kernels = [kernel_c] if isinstance(kernel_c, str) else list(kernel_c)
+    elf = build_firmware([board["harness_main"], tmp_path / f"{name}_cases.c",
+                          *(next(SRC.rglob(k)) for k in kernels)],
+                         [INC], board, tmp_path / f"{name}.elf")
+    asm = subprocess.run([board["toolchain_prefix"] + "objdump", "-d", str(elf)],
+                         capture_output=True, text=True, check=True).stdout
+    return elf, asm

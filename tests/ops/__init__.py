@@ -1,0 +1,1 @@
+"""One file per operator: ONNX recognition, numerics against onnxruntime / TFLite Micro, host C."""
