@@ -149,6 +149,7 @@ def _head(name, inputs, input_size, output_size, align=None):
             "static const", "const", 1),
         "/* The output record (harness.h): the model's size, whatever it is. */",
         f"int8_t tinyaot_harness_output[{max(int(output_size), 1)}] __attribute__((aligned(8)));",
+        f"const uint32_t tinyaot_harness_output_capacity = {max(int(output_size), 1)}u;",
         "",
     ]
 
