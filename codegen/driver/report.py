@@ -58,6 +58,7 @@ def report_model(model, board="qemu-m4", numerics="ort", compiled=None, keep_dir
         raise TinyAotError(f"report needs a firmware board for flash and stack (e.g. qemu-m4), "
                            f"not '{board}'")
     c = compiled or compile_model(model, numerics=numerics)
+    g = c.graph
     out_dir = keep_dir or private_dir(c, f"report-{board}")
     try:
         # the verification firmware (one zero input), without its stack check:
