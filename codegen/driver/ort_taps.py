@@ -273,6 +273,8 @@ def run_taps(model_path, g, inputs, tick=lambda n=1: None):
     out_names = [d.name for d in dout]  # the model's outputs, in g's order
     values, finals, final_diff = [], [], 0
     for xs in inputs:
+        if isinstance(xs, np.ndarray):  # a one-input graph's vector on its own
+            xs = (xs,)
         feeds = {d.name: _ort_input(g.tensors[t], x, ort_in[d.name])
                  for t, d, x in zip(g.inputs, din, xs)}
         final = plain.run(out_names, feeds)
