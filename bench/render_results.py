@@ -256,7 +256,7 @@ def load(path):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0], allow_abbrev=False)
     ap.add_argument("--check", action="store_true", help="exit 1 if the page is not up to date")
     ap.add_argument("-o", "--output", default=str(PAGE))
     a = ap.parse_args(argv)

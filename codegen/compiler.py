@@ -1,4 +1,4 @@
-"""The compile pipeline: ONNX -> IR -> passes -> plan -> C, plus the report."""
+"""The compile pipeline: ONNX or TFLite -> IR -> passes -> plan -> C, plus the report."""
 from __future__ import annotations
 
 import json
@@ -13,7 +13,7 @@ from .backend.io_api import API_MODES, api_ends
 from .backend.io_api import io_report as ends_report
 from .backend.io_types import io_report
 from .errors import TinyAotError
-from .frontend import load_model
+from .frontend import is_tflite, load_model
 from .frontend.limits import check_graph_limits, check_plan_limits, ort_rejects, out_of_range_params
 from .frontend.ort_facts import gather_ort_facts
 from .integrity import add_integrity
@@ -54,7 +54,7 @@ def _ort_threads(v):
 @dataclass
 class Options:
     """What compile_model was asked for (compile_model's keyword arguments)."""
-    numerics: str = "ort"
+    numerics: str | None = None  # None: tflite for a .tflite model, else ort
     name: str | None = None
     input_shapes: dict | None = None
     dump: object = None  # dump(title, graph) after each IR stage (--dump-ir)
@@ -83,6 +83,11 @@ class _Build:
 
 def _check_options(b):
     o = b.opt
+    if o.numerics is None:  # a .tflite file is computed as TFLite Micro computes it
+        o.numerics = "tflite" if is_tflite(b.path) else "ort"
+    if o.numerics == "ort" and is_tflite(b.path):
+        raise TinyAotError("--numerics ort needs an ONNX model (onnxruntime does not run "
+                           ".tflite files); use --numerics tflite", model=str(b.path))
     if o.numerics not in NUMERICS:
         raise TinyAotError(f"unknown numerics '{o.numerics}' (choose from {', '.join(NUMERICS)})")
     o.ort_threads = _ort_threads(o.ort_threads)
@@ -198,7 +203,7 @@ PIPELINE = [
 ]
 
 
-def compile_model(path, numerics="ort", name=None, input_shapes=None, dump=None,
+def compile_model(path, numerics=None, name=None, input_shapes=None, dump=None,
                   hooks=False, io_buffers="arena", search_order=True, integrity=None,
                   io="model", depthwise_inplace=False, ort_threads=1,
                   optimize="speed") -> Compiled:

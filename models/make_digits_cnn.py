@@ -446,7 +446,7 @@ sha256 `{INT8_NAME}`: `{sha256(os.path.join(out_dir, INT8_NAME))}`
 # --------------------------------------------------------------------------
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0], allow_abbrev=False)
     ap.add_argument("--out-dir", default=os.path.dirname(os.path.abspath(__file__)))
     ap.add_argument("--epochs", type=int, default=EPOCHS)
     ap.add_argument("--keep-removable-activations", action=argparse.BooleanOptionalAction,

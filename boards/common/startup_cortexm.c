@@ -78,12 +78,28 @@ void Reset_Handler(void)
  * moves the stack: pass the active stack pointer to the reporter. */
 __attribute__((naked)) void HardFault_Handler(void)
 {
+#if defined(__thumb2__)
     __asm__ volatile(
         "tst lr, #4\n\t"
         "ite eq\n\t"
         "mrseq r0, msp\n\t"
         "mrsne r0, psp\n\t"
         "b tinyaot_hardfault_report\n\t");
+#else
+    /* Armv6-M (Cortex-M0/M0+): no IT, no TST with an immediate, and B reaches
+     * only +-2 KiB, so the reporter is called through a register. */
+    __asm__ volatile(
+        "movs r0, #4\n\t"
+        "mov r1, lr\n\t"
+        "tst r0, r1\n\t"
+        "mrs r0, msp\n\t"
+        "beq 1f\n\t"
+        "mrs r0, psp\n"
+        "1:\n\t"
+        "ldr r1, =tinyaot_hardfault_report\n\t"
+        "bx r1\n\t"
+        ".ltorg\n\t");
+#endif
 }
 
 /* Frame: r0 r1 r2 r3 r12 lr pc xpsr. The line starts with "HARDFAULT",
@@ -93,10 +109,16 @@ __attribute__((used, noreturn)) void tinyaot_hardfault_report(const uint32_t *fr
     tinyaot_sh_flush();                      /* finish any partial line */
     tinyaot_sh_puts("HARDFAULT pc=");
     tinyaot_sh_put_x32(frame[6]);
+#if defined(__thumb2__)
     tinyaot_sh_puts(" cfsr=");
     tinyaot_sh_put_x32(*(volatile uint32_t *)0xE000ED28u);
     tinyaot_sh_puts(" hfsr=");
     tinyaot_sh_put_x32(*(volatile uint32_t *)0xE000ED2Cu);
+#else
+    /* Armv6-M has no fault status registers (CFSR, HFSR): an unaligned
+     * access, an undefined instruction and a bus error all land here. */
+    tinyaot_sh_puts(" (armv6-m: no fault status registers)");
+#endif
     tinyaot_sh_putc('\n');
     tinyaot_sh_exit(3);
 }

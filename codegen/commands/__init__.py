@@ -8,7 +8,7 @@ so `tinyaot --help` stays fast.
 """
 from __future__ import annotations
 
-from . import bench, export, keygen, profile, quantize, report, run, sign, validate, verify
+from . import bench, boards, export, golden, keygen, profile, quantize, report, run, sign, validate, verify
 from . import compile as compile_  # the module; the builtin compile() stays unshadowed
 from . import verify_signature
 
@@ -16,12 +16,14 @@ COMMANDS = {
     "compile": compile_,
     "run": run,
     "verify": verify,
+    "golden": golden,
     "bench": bench,
     "report": report,
     "validate": validate,
     "profile": profile,
     "quantize": quantize,
     "export": export,
+    "boards": boards,
     "keygen": keygen,
     "sign": sign,
     "verify-signature": verify_signature,

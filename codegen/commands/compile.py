@@ -65,9 +65,9 @@ def run(a):
     c.report["budget"] = check_budget(c, board_or_error(a.board), a.ram_limit, a.flash_limit,
                                       model=a.model)
     write_outputs(c, out)
-    if a.plot_memory:  # planner/plot.py: one rectangle per arena block over the steps
-        from ..planner.plot import plot_memory
-        plot_memory(c.plan, c.graph, a.plot_memory)
+    if a.plot_memory:  # driver/plots.py: one rectangle per arena block over the steps
+        from ..driver.plots import memory_title, plot_memory
+        plot_memory(c.plan, c.graph, a.plot_memory, title=memory_title(c))
     if a.dump_ir:
         print("\n".join(dumps))
     if a.json:

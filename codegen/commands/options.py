@@ -14,7 +14,8 @@ interrupted."""
 ORT_THREADS_HELP = ("--numerics ort: the intra-op thread count of the onnxruntime session to "
                     "match (MLAS sums float convs in an order that depends on it; default "
                     "%(default)s)")
-NUMERICS_HELP = "bit-exact reference: onnxruntime or TFLite Micro (default %(default)s)"
+NUMERICS_HELP = ("bit-exact reference: onnxruntime or TFLite Micro (default: tflite for a "
+                 ".tflite model, else ort)")
 
 
 def examples(*lines, note=""):
@@ -32,15 +33,26 @@ def add_optimize(p):
 
 
 def add_numerics(p):
-    """--numerics, --ort-threads and --optimize."""
-    p.add_argument("--numerics", default="ort", choices=["ort", "tflite"], help=NUMERICS_HELP)
+    """--numerics (by the model's file type when left out: resolve_numerics), --ort-threads
+    and --optimize."""
+    p.add_argument("--numerics", default=None, choices=["ort", "tflite"], help=NUMERICS_HELP)
+    p.set_defaults(numerics_by_model=True)
     p.add_argument("--ort-threads", type=int, default=1, metavar="N", help=ORT_THREADS_HELP)
     add_optimize(p)
 
 
+def resolve_numerics(a):
+    """--numerics left out: tflite when a model is a .tflite file (TFLite Micro is what
+    computes it; onnxruntime cannot run it), else ort."""
+    if getattr(a, "numerics_by_model", False) and a.numerics is None:
+        from ..frontend import is_tflite
+        models = a.model if isinstance(a.model, list) else [a.model]
+        a.numerics = "tflite" if any(is_tflite(m) for m in models) else "ort"
+
+
 def add_build_options(p, board_default="host"):
     """compile, run, verify: the model, the board, numerics and memory limits."""
-    p.add_argument("model", help="quantized ONNX model (QDQ)")
+    p.add_argument("model", help="quantized ONNX model (QDQ) or int8 .tflite")
     p.add_argument("--board", default=board_default, help="host, qemu-m4, ... (default %(default)s)")
     add_numerics(p)
     p.add_argument("--ram-limit", metavar="SIZE", help="RAM for arena + stack, e.g. 64K "
@@ -61,7 +73,7 @@ def add_depthwise_inplace(p):
 
 def add_analysis_options(p, board_default):
     """report, validate, profile: the model, the board, numerics and --json."""
-    p.add_argument("model", help="quantized ONNX model (QDQ)")
+    p.add_argument("model", help="quantized ONNX model (QDQ) or int8 .tflite")
     p.add_argument("--board", default=board_default, help="(default %(default)s)")
     add_numerics(p)
     p.add_argument("--json", action="store_true", help="print the result as JSON on stdout")

@@ -24,7 +24,8 @@ def add_arguments(p):
 
 def run(a):
     from ..compiler import compile_model
-    from ..driver.profile import plot_profile, print_profile, profile_model
+    from ..driver.plots import plot_profile
+    from ..driver.profile import print_profile, profile_model
     x = None
     if a.inputs:
         from ..driver.validate import load_inputs

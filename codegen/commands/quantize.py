@@ -28,13 +28,17 @@ def add_arguments(p):
 
 
 def run(a):
-    from ..driver.console import progress
+    from ..driver.console import progress, stdout_to_stderr
     from ..driver.quantize import quantize_files
-    r = quantize_files(a.model, a.calib, a.output, method=a.method, eval_data=a.eval,
-                       progress=progress)
+    with stdout_to_stderr():  # onnxruntime's calibration prints: stdout is the result's
+        r = quantize_files(a.model, a.calib, a.output, method=a.method, eval_data=a.eval,
+                           progress=progress)
     if a.json:
         print_json(r)
         return 0
+    if "upgraded_from_opset" in r:
+        print(f"upgraded opset {r['upgraded_from_opset']} to 13 (onnx version converter) for "
+              "per-channel weights")
     print(f"folded {r['batchnorm_folded']} BatchNormalization into the Conv/Gemm/MatMul "
           "before it")
     print(f"wrote {a.output} (QDQ int8, per-channel weights, {a.method} calibration on "

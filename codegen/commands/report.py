@@ -8,17 +8,21 @@ DESCRIPTION = ("Per layer: op, kernel, shapes, MACs, weight bytes, arena offset 
                "totals from a real firmware build.")
 EPILOG = """examples:
   tinyaot report models/digits_cnn_int8.onnx --board qemu-m4
+  tinyaot report models/digits_cnn_int8.onnx --board nrf52840
   tinyaot report models/digits_cnn_int8.onnx --board qemu-m4 --json > report.json
   tinyaot report models/digits_cnn_int8.onnx --board qemu-m4 --plot arena.png
 
 Builds the firmware once (with -fstack-usage and a map file) to measure flash
-(code / weights / tables) and the worst-case stack of <name>_run.
+(code / weights / tables) and the worst-case stack of <name>_run. On a
+build-only part (`tinyaot boards`) the image is linked with the part's startup
+and linker script and checked against its real flash and RAM, and the time per
+inference comes from the cycle model at the part's clock.
 """ + EXIT_CODES
 
 
 def add_arguments(p):
     add_analysis_options(p, "qemu-m4")
-    p.add_argument("--plot", metavar="PNG", help="also draw the arena plan (codegen/planner/plot.py)")
+    p.add_argument("--plot", metavar="PNG", help="also draw the arena plan (codegen/driver/plots.py)")
     p.add_argument("--measure-stack", action="store_true",
                    help="also run the model once in QEMU with a painted stack and report the use")
     add_cycles(p)
@@ -31,14 +35,15 @@ def run(a):
                       optimize=a.optimize)
     r = report_model(a.model, board=a.board, numerics=a.numerics, compiled=c,
                      measure=a.measure_stack)
-    if a.cycles or a.part:
+    if r["totals"].get("part_fit") is not None or a.cycles or a.part:
+        # a build-only part is always timed: the cycle model at its clock (profile_model)
         from ..cycles.layers import merge_into_report
         from ..driver.profile import profile_model
         merge_into_report(r, profile_model(a.model, board=a.board, numerics=a.numerics, compiled=c,
                                            cycles=True, parts=a.part))
     if a.plot:
-        from ..planner.plot import plot_memory  # the arena picture of compile --plot-memory
-        plot_memory(c.plan, c.graph, a.plot)
+        from ..driver.plots import memory_title, plot_memory  # compile --plot-memory's chart
+        plot_memory(c.plan, c.graph, a.plot, title=memory_title(c))
         r["plot"] = a.plot
     if a.json:
         print_json(r)

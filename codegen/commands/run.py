@@ -37,14 +37,21 @@ def run(a):
     from ..driver.golden_keys import golden_inputs, open_golden, suffixed
     from ..driver.verify import run_ends
 
+    from ..driver.toolchain import require_tools
+    from ..targets.boards import board_or_error
+    from ..targets.parts import require_runnable
+
     data = open_golden(a.inputs)
+    b = board_or_error(a.board)
+    require_runnable(b, "run/verify")
+    require_tools(b)  # before the compile: a missing toolchain is one line, exit 2
     c = compile_model(a.model, numerics=a.numerics, io_buffers=a.io_buffers,
                       depthwise_inplace=a.depthwise_inplace, ort_threads=a.ort_threads,
                       optimize=a.optimize)
     inputs = golden_inputs(data, a.inputs, len(c.graph.inputs))
     outs, info = run_ends(a.model, inputs, board=a.board, numerics=a.numerics, compiled=c,
                           ram_limit=a.ram_limit, flash_limit=a.flash_limit,
-                          entry="quantized" if a.io == "int8" else "model")
+                          entry="quantized" if a.io == "int8" else "model", inputs_file=a.inputs)
     out = a.output
     tmp = out + ".tmp.npz"
     extra = {suffixed("outputs", k): o for k, o in enumerate(outs)}

@@ -15,6 +15,26 @@ import threading
 from ..errors import TinyAotError
 from ..paths import DEFAULT_GOLDEN, DEFAULT_MODEL
 
+# The variables `scons` understands: the verify job's, and the build of a
+# generated folder's (gen=DIR, what the driver runs; driver/firmware.py).
+VERIFY_VARIABLES = ("board", "model", "golden", "numerics", "key", "io_buffers", "optimize")
+BUILD_VARIABLES = ("board", "gen", "variant", "harness", "stack_check", "kernels")
+
+
+def check_variables(args):
+    """A variable scons does not know is a typo (`modle=`), never silently the
+    default: one line naming it and the closest known one; exit 2."""
+    import difflib
+    known = BUILD_VARIABLES if "gen" in args or "kernels" in args else VERIFY_VARIABLES
+    for name in args:
+        if name not in known:
+            near = difflib.get_close_matches(name, known, n=1, cutoff=0.5)
+            hint = f" (did you mean {near[0]}=?)" if near else ""
+            print(f"tinyaot: error: unknown scons variable {name}={args[name]}{hint}; "
+                  f"known: {', '.join(known)}", file=sys.stderr)
+            from SCons.Script import Exit
+            Exit(2)
+
 
 def _args(args):
     model = args.get("model", str(DEFAULT_MODEL))
@@ -26,16 +46,30 @@ def scons_verify(Environment, Command, AlwaysBuild, Default, root, board_name, a
     """`scons board=B`: one node that verifies the model on B and prints the report."""
     if board_name == "all" or "," in board_name:
         return scons_fleet(Command, AlwaysBuild, Default, board_name, args)
-    from ..driver.verify import print_verify, verify_model
+    from SCons.Script import Exit
+
+    from ..compiler import compile_model
+    from ..driver.toolchain import require_tools
+    from ..driver.verify import check_golden_file, print_verify, verify_model
+    from ..targets.boards import board_or_error
 
     model, golden, numerics, key = _args(args)
     io_buffers = args.get("io_buffers", "arena")  # scons ... io_buffers=user
     optimize = args.get("optimize", "speed")  # scons ... optimize=size
+    try:  # user mistakes: one line, exit 2, before any build
+        require_tools(board_or_error(board_name))
+        if golden is None:
+            raise TinyAotError("a golden file is needed (golden=PATH)", model=str(model))
+        c = compile_model(model, numerics=numerics, io_buffers=io_buffers, optimize=optimize)
+        check_golden_file(c, golden, key)
+    except TinyAotError as e:
+        print(f"tinyaot: error: {e}", file=sys.stderr)
+        Exit(2)
 
     def action(target, source, env):
         try:
             rep = verify_model(model, golden, board=board_name, numerics=numerics, key=key,
-                               io_buffers=io_buffers, optimize=optimize)
+                               io_buffers=io_buffers, optimize=optimize, compiled=c)
         except TinyAotError as e:
             print(f"tinyaot: error: {e}", file=sys.stderr)
             return 2
@@ -64,7 +98,9 @@ def scons_fleet(Command, AlwaysBuild, Default, board_arg, args):
 
     from ..driver.fleet import (ERROR, compiled_once, failed, format_table, parse_boards,
                                 verify_on_board)
-    from ..driver.verify import load_golden
+    from ..driver.toolchain import require_tools
+    from ..driver.verify import check_golden_file
+    from ..targets.boards import board_or_error
 
     model, golden, numerics, key = _args(args)
     optimize = args.get("optimize", "speed")  # scons ... optimize=size
@@ -72,8 +108,10 @@ def scons_fleet(Command, AlwaysBuild, Default, board_arg, args):
         boards = parse_boards(board_arg)
         if golden is None:
             raise TinyAotError("a golden file is needed (golden=PATH)", model=str(model))
-        load_golden(golden, key)          # user mistakes: one line, exit 2, before any build
-        compiled_once(model, numerics, optimize)
+        for b in boards:
+            require_tools(board_or_error(b))
+        c = compiled_once(model, numerics, optimize)  # user mistakes: one line, exit 2,
+        check_golden_file(c, golden, key)  # before any build
     except TinyAotError as e:
         print(f"tinyaot: error: {e}", file=sys.stderr)
         Exit(2)

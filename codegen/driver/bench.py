@@ -121,6 +121,37 @@ def run_bench(board="qemu-m4", out_dir=None, numerics=("ort", "tflite"), log=pri
     return rows
 
 
+def bench_models(models, board="qemu-m4", goldens=None, numerics="ort", out_dir=None,
+                 log=print, tick=lambda n=1: None, optimize="speed"):
+    """`tinyaot bench MODEL ...`: the bench's row for each of the user's own models
+    (verified against its golden file: goldens[i], else <stem>_golden.npz beside
+    it), without TFLite Micro's side (it exists for the shared models only).
+    Writes results.json and results.md only into out_dir, when given."""
+    from ..errors import TinyAotError
+    from .verify import default_golden_key
+    rows = []
+    for k, model in enumerate(models):
+        model = Path(model)
+        golden = Path(goldens[k]) if goldens and k < len(goldens) else \
+            model.with_name(model.stem + "_golden.npz")
+        if not golden.exists():
+            raise TinyAotError(f"no golden file {golden} (give one with --golden, or make it: "
+                               f"tinyaot golden {model} --inputs IN.npz -o {golden})",
+                               model=str(model))
+        key = default_golden_key(golden, numerics)
+        row = _bench_row(model.stem, numerics, model, golden, key, board, optimize,
+                         {model.stem: None})
+        rows.append(row)
+        log(bench_line(row))
+        tick()
+    if out_dir:
+        out = Path(out_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "results.json").write_text(json.dumps(rows, indent=2) + "\n")
+        (out / "results.md").write_text(markdown_table(rows))
+    return rows
+
+
 BENCH_HEADER = ["model", "numerics", "vectors exact", "MACs", "instructions", "TFLM instr", "ratio",
                 "cycles ideal", "TFLM", "ratio", "cycles STM32L4R5", "ms @120 MHz", "TFLM", "ratio",
                 "flash image B", "TFLM", "ratio", "static RAM B", "TFLM", "ratio",

@@ -75,3 +75,21 @@ def progress(description, total):
                   TimeElapsedColumn(), console=con, transient=True) as p:
         task = p.add_task(description, total=total)
         yield lambda n=1: p.advance(task, n)
+
+
+@contextmanager
+def stdout_to_stderr():
+    """Whatever a library prints while this runs goes to stderr, from Python
+    (onnxruntime's calibrators print their progress) or from C, so that
+    stdout stays ours (pure JSON under --json)."""
+    import contextlib
+    sys.stdout.flush()
+    saved = os.dup(1)
+    try:
+        os.dup2(2, 1)
+        with contextlib.redirect_stdout(sys.stderr):
+            yield
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)

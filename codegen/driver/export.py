@@ -6,17 +6,21 @@
       CMakeLists.txt   add_subdirectory(DIR) -> target `tinyaot`
       tinyaot.cmake    include(DIR/tinyaot.cmake) -> the same target
       report.json      the compiler's report per model
+      tinyaot-files.json  every file written here, with its SHA-256 (export_folder.py)
       include/         <name>.h per model + exactly the public runtime headers used
       src/             <name>.c per model + exactly the runtime kernels used, in
                        their runtime_c/src folders (conv/, ..., internal/ for the
                        helpers they include as "../internal/x.h")
+      example/         a complete program for the board: `make run` runs it
+                       (export_example.py)
 
 Several models can go into one folder (`tinyaot export A.onnx B.onnx ...`):
 they share the kernel sources and each keeps its own static arena; every
 non-static symbol is `<name>_...` (`_run`, and with the input and output in
 the arena, the default, `_input`, `_output`, `_invoke`) or a `tinyaot_`
 kernel, so nothing clashes.
-The folder needs neither Python nor SCons to build.
+The folder needs neither Python nor SCons to build. Exporting again into it
+keeps the files the user added (export_folder.py).
 """
 from __future__ import annotations
 
@@ -37,7 +41,6 @@ from ..targets.boards import board_or_error
 # Flags the library needs whatever the user's own flags are: C99, and no
 # fused multiply-add (the ort numerics repeat MLAS's float order exactly).
 REQUIRED_CFLAGS = ["-std=c99", "-ffp-contract=off"]
-_MARKER = "tinyaot.mk"
 _INCLUDE_RE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 _CALL_RE = re.compile(r"\b(tinyaot_[A-Za-z0-9_]+)\s*\(")
 
@@ -90,9 +93,6 @@ def header_closure(texts, files=()):
 def measure(model, c, board_name):
     """Run one inference (zero input) on the board: instructions and the image's flash."""
     from .verify import run_ends
-    board = board_or_error(board_name)
-    if not (shutil.which(board["compiler"]) and shutil.which(board.get("qemu", "qemu-system-arm"))):
-        return {"instructions": None, "flash": None}      # no toolchain/QEMU: numbers unknown
     g = c.graph
     x = [np.zeros((1,) + tuple(g.tensors[t].shape), dtype=g.tensors[t].dtype) for t in g.inputs]
     try:  # the quantized tensors (<name>_invoke in the arena mode): the inference alone
@@ -108,40 +108,77 @@ def measure(model, c, board_name):
             "flash": info["flash_split"] if info.get("flash_split") else None}
 
 
+def measure_part(model, c, board_name, timed=True):
+    """A build-only part: the model linked with the part's startup and linker script
+    (report_model), TinyAotError unless it fits; with `timed`, one inference in the
+    cycle model at the part's clock."""
+    from .report import report_model
+    fit = report_model(model, board=board_name, numerics=c.numerics, compiled=c)["totals"][
+        "part_fit"]
+    if not fit["fits"]:
+        raise TinyAotError(f"does not fit part {board_name}: {'; '.join(fit['problems'])} "
+                           f"(image flash {fit['flash_bytes']:,} of {fit['flash_size']:,} B, "
+                           f"RAM {fit['ram_bytes']:,} of {fit['ram_size']:,} B)", model=str(model))
+    m = {"instructions": None, "flash": {"total": fit["flash_bytes"]}, "part_fit": fit,
+         "cycles": None}
+    if timed:
+        from .profile import profile_model
+        cyc = profile_model(model, board=board_name, numerics=c.numerics, compiled=c,
+                            cycles=True)["cycles"]
+        m["instructions"] = cyc["instructions"]
+        m["cycles"] = cyc["parts"][0]
+    return m
+
+
 def export(models, board_name, out_dir, numerics="ort", measure_on_board=True, io_buffers="arena",
-           ort_threads=1, optimize="speed"):
-    """Compile `models` for `board_name` into the folder `out_dir`; returns a summary dict."""
+           ort_threads=1, optimize="speed", io="int8", inputs=None):
+    """Compile `models` for `board_name` into the folder `out_dir`; returns a summary dict.
+    inputs: per model, an .npz of inputs for the example to embed (None: one
+    input at the zero point)."""
+    from .export_example import example_files, example_inputs, header_note, with_header_note
+    from .export_folder import check_destination, install, write_manifest
     board = board_or_error(board_name)
     models = [str(m) for m in models]
     if not models:
         raise TinyAotError("export needs at least one model")
+    inputs = list(inputs or [])
+    if len(inputs) > len(models):
+        raise TinyAotError(f"{len(inputs)} --inputs files for {len(models)} model(s) (one per "
+                           "model, in the same order)")
+    measuring = measure_on_board and board["kind"] != "shared-library"
+    if measuring:
+        from .toolchain import require_tools
+        require_tools(board, hint=" (or --no-measure to export without measuring)")
     out_dir = os.path.abspath(str(out_dir))
-    if os.path.exists(out_dir) and (not os.path.isdir(out_dir) or (
-            os.listdir(out_dir) and not os.path.exists(os.path.join(out_dir, _MARKER)))):
-        raise TinyAotError(f"{out_dir} exists and is not an earlier tinyaot export "
-                           "(refusing to overwrite it)")
+    previous = check_destination(out_dir)  # refuses before any work; nothing touched
     compiled = [compile_model(m, numerics=numerics, io_buffers=io_buffers, ort_threads=ort_threads,
-                              optimize=optimize)
+                              optimize=optimize, io=io)
                 for m in models]
     names = [c.module.name for c in compiled]
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:
         raise TinyAotError(f"two models compile to the same C name '{dup[0]}' "
                            "(rename one of the .onnx files)")
+    embedded = [example_inputs(c, _example_inputs(c, inputs[k]) if k < len(inputs) else None)
+                for k, c in enumerate(compiled)]
     kernels = set().union(*(c.module.kernels for c in compiled))
     ksrcs = kernel_closure(kernels)
     headers, internal = include_closure([c.module.source for c in compiled], ksrcs)
     numbers = {}
-    from .fleet import fit
-    for model, c in zip(models, compiled):
-        ok, reason, _ = fit(c, board)
-        if not ok:
-            raise TinyAotError(f"does not fit board {board_name}: {reason}", model=model)
-    for model, c in zip(models, compiled):
-        m = {"instructions": None, "flash": None}
-        if measure_on_board and board["kind"] != "shared-library":
-            m = measure(model, c, board_name)
-        numbers[c.module.name] = m
+    if board["kind"] == "part":  # linked for the part itself: its fit, and its time if measured
+        for model, c in zip(models, compiled):
+            numbers[c.module.name] = measure_part(model, c, board_name, timed=measure_on_board)
+    else:
+        from .fleet import fit
+        for model, c in zip(models, compiled):
+            ok, reason, _ = fit(c, board)
+            if not ok:
+                raise TinyAotError(f"does not fit board {board_name}: {reason}", model=model)
+        for model, c in zip(models, compiled):
+            m = {"instructions": None, "flash": None}
+            if measuring:
+                m = measure(model, c, board_name)
+            numbers[c.module.name] = m
 
     parent = os.path.dirname(out_dir)
     os.makedirs(parent, exist_ok=True)
@@ -153,7 +190,8 @@ def export(models, board_name, out_dir, numerics="ort", measure_on_board=True, i
             with open(os.path.join(tmp, "src", c.module.name + ".c"), "w") as f:
                 f.write(c.module.source)
             with open(os.path.join(tmp, "include", c.module.name + ".h"), "w") as f:
-                f.write(c.module.header)
+                # the board's FPU and alignment requirements, in the export's copy only
+                f.write(with_header_note(c.module.header, header_note(c, board)))
         kernel_files = [p.relative_to(RUNTIME_SRC).as_posix() for p in ksrcs]
         for rel in kernel_files + internal:   # same folders as runtime_c/src
             os.makedirs(os.path.join(tmp, "src", os.path.dirname(rel)), exist_ok=True)
@@ -162,13 +200,19 @@ def export(models, board_name, out_dir, numerics="ort", measure_on_board=True, i
             shutil.copyfile(RUNTIME_INCLUDE / h, os.path.join(tmp, "include", h))
         srcs = [c.module.name + ".c" for c in compiled] + kernel_files
         libm = any("<math.h>" in p.read_text() for p in ksrcs)
+        # a build-only part runs nowhere here: its board/ files are the platform code
+        example = example_files(compiled, board, embedded) if board["kind"] != "part" else {}
+        part = _copy_part(board, tmp) if board["kind"] == "part" else None
         files = {
-            "tinyaot.mk": _makefile(srcs, libm),
-            "tinyaot.cmake": _cmake(srcs, libm),
+            "tinyaot.mk": _makefile(srcs, libm, part),
+            "tinyaot.cmake": _cmake(srcs, libm, part),
             "CMakeLists.txt": _cmakelists(),
-            "README.md": _readme(compiled, numbers, board, numerics, srcs, headers, libm),
+            "README.md": _readme(compiled, numbers, board, numerics, srcs, headers, libm,
+                                 example, embedded, part),
         }
+        files.update({f"example/{k}": v for k, v in example.items()})
         for fn, text in files.items():
+            os.makedirs(os.path.dirname(os.path.join(tmp, fn)), exist_ok=True)
             with open(os.path.join(tmp, fn), "w") as f:
                 f.write(text)
         with open(os.path.join(tmp, "report.json"), "w") as f:
@@ -176,18 +220,42 @@ def export(models, board_name, out_dir, numerics="ort", measure_on_board=True, i
                    for c in compiled}
             json.dump(rep, f, indent=2, sort_keys=True, default=_jsonable)
             f.write("\n")
-        if os.path.isdir(out_dir):
-            shutil.rmtree(out_dir)
-        os.replace(tmp, out_dir)
+        write_manifest(tmp)
+        kept = install(tmp, out_dir, previous)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return {"dir": out_dir, "models": names, "sources": srcs, "headers": headers,
-            "numbers": numbers,
+            "numbers": numbers, "example": sorted(example), "kept": kept,
             "arena": {c.module.name: c.report["arena_bytes"] for c in compiled}}
 
 
-def _makefile(srcs, libm):
+def _example_inputs(c, path):
+    """The inputs in `path` (an .npz, 'inputs') for model c, checked against it."""
+    from .golden import load_array
+    from .golden_check import check_inputs, model_io
+    x = load_array(path)
+    check_inputs(x, model_io(c)[0], path)
+    return x
+
+
+def _copy_part(board, tmp):
+    """A build-only part's startup and linker script into board/: what a firmware for
+    that part links besides the model. Returns what the Make / CMake / README need."""
+    os.makedirs(os.path.join(tmp, "board"))
+    files = [Path(p) for p in board["sources"]] + [Path(board["linker_script"])]
+    for f in files:
+        shutil.copyfile(f, os.path.join(tmp, "board", f.name))
+    return {"name": board["name"], "sources": [Path(p).name for p in board["sources"]],
+            "linker_script": Path(board["linker_script"]).name, "runs_on": board.get("runs_on"),
+            "cflags": list(board["cflags"]), "opt_cflags": list(board.get("opt_cflags", [])),
+            "ldflags": list(board.get("ldflags", [])) + [
+                f"-Wl,--defsym=__stack_size={int(board['stack_size'])}"],
+            "flash_size": int(board["flash_size"]), "ram_size": int(board["ram_size"]),
+            "stack_size": int(board["stack_size"])}
+
+
+def _makefile(srcs, libm, part=None):
     src_list = " \\\n    ".join(f"$(TINYAOT_DIR)src/{s}" for s in srcs)
     return f"""# Generated by tinyaot export: Makefile fragment for the model library.
 #
@@ -211,7 +279,7 @@ TINYAOT_LDLIBS := {'-lm' if libm else ''}
 TINYAOT_OBJDIR ?= build/tinyaot
 TINYAOT_OBJS := $(patsubst $(TINYAOT_DIR)src/%.c,$(TINYAOT_OBJDIR)/%.o,$(TINYAOT_SRCS))
 TINYAOT_LIB := $(TINYAOT_OBJDIR)/libtinyaot.a
-
+{_make_part(part)}
 _tinyaot_saved_goal := $(.DEFAULT_GOAL)
 
 $(TINYAOT_OBJDIR)/%.o: $(TINYAOT_DIR)src/%.c
@@ -225,7 +293,21 @@ $(TINYAOT_LIB): $(TINYAOT_OBJS)
 """
 
 
-def _cmake(srcs, libm):
+def _make_part(part):
+    if not part:
+        return ""
+    return f"""
+# The part this folder was exported for ({part['name']}): its CPU and build
+# flags, its startup and linker script (board/). A bare-metal firmware:
+#   $(CC) $(TINYAOT_PART_CFLAGS) ... main.c $(TINYAOT_PART_SRCS) $(TINYAOT_LIB) \\
+#       $(TINYAOT_PART_LDFLAGS) -o app.elf $(TINYAOT_LDLIBS) -lc -lgcc
+TINYAOT_PART_CFLAGS := {' '.join(part['cflags'] + part['opt_cflags'])}
+TINYAOT_PART_SRCS := {' '.join('$(TINYAOT_DIR)board/' + s for s in part['sources'])}
+TINYAOT_PART_LDFLAGS := {' '.join(part['cflags'] + part['ldflags'])} -T$(TINYAOT_DIR)board/{part['linker_script']}
+"""
+
+
+def _cmake(srcs, libm, part=None):
     src_list = "\n".join(f"    ${{TINYAOT_DIR}}/src/{s}" for s in srcs)
     return f"""# Generated by tinyaot export: include(path/to/this/folder/tinyaot.cmake)
 # defines the static library target `tinyaot` (include directory PUBLIC);
@@ -243,6 +325,18 @@ if(NOT TARGET tinyaot)
   target_compile_options(tinyaot PRIVATE -ffp-contract=off)
 {'  target_link_libraries(tinyaot PUBLIC m)' if libm else ''}
 endif()
+{_cmake_part(part)}"""
+
+
+def _cmake_part(part):
+    if not part:
+        return ""
+    return f"""# The part this folder was exported for ({part['name']}): add
+# ${{TINYAOT_PART_SOURCES}} to the executable, compile with ${{TINYAOT_PART_CFLAGS}},
+# link with ${{TINYAOT_PART_LDFLAGS}} (the linker script and stack size).
+set(TINYAOT_PART_SOURCES {' '.join('${TINYAOT_DIR}/board/' + s for s in part['sources'])})
+set(TINYAOT_PART_CFLAGS {' '.join(part['cflags'] + part['opt_cflags'])})
+set(TINYAOT_PART_LDFLAGS {' '.join(part['cflags'] + part['ldflags'])} -T${{TINYAOT_DIR}}/board/{part['linker_script']})
 """
 
 
@@ -254,6 +348,26 @@ if(NOT CMAKE_PROJECT_NAME)
   project(tinyaot C)
 endif()
 include(${CMAKE_CURRENT_LIST_DIR}/tinyaot.cmake)
+"""
+
+
+def _readme_part(part):
+    if not part:
+        return ""
+    return f"""
+## The part: {part['name']}
+
+`board/` holds its startup ({', '.join('`' + x + '`' for x in part['sources'])}: vector table,
+Reset_Handler, a weak SystemInit for the vendor's clock set-up) and its linker
+script (`{part['linker_script']}`: the real memory map). Build flags:
+
+* compile: `{' '.join(part['cflags'] + part['opt_cflags'])}`
+* link: `{' '.join(part['cflags'] + part['ldflags'])} -Tboard/{part['linker_script']} -lc -lgcc`
+
+`tinyaot.mk` has them as `TINYAOT_PART_CFLAGS`, `TINYAOT_PART_SRCS` and
+`TINYAOT_PART_LDFLAGS`, `tinyaot.cmake` as `TINYAOT_PART_CFLAGS`,
+`TINYAOT_PART_SOURCES` and `TINYAOT_PART_LDFLAGS`. With a vendor SDK, keep its
+startup and take the memory map from the linker script.
 """
 
 
@@ -273,15 +387,21 @@ def _flash_cell(fl):
             f"tables {fl['tables']:,})")
 
 
-def _readme(compiled, numbers, board, numerics, srcs, headers, libm):
+def _readme(compiled, numbers, board, numerics, srcs, headers, libm, example, embedded,
+            part=None):
+    from .export_example import requirements_text
     rows = []
     for c in compiled:
         n = numbers[c.module.name]
         fl = n["flash"]
+        if part:
+            cyc = n.get("cycles")
+            measured = (f"{fl['total']:,} | " + (f"{cyc['ms']:.3f} ms ({cyc['cycles']:,} cycles)"
+                                                 if cyc else "not measured"))
+        else:
+            measured = f"{_flash_cell(fl)} | {_fmt(n['instructions'])}"
         rows.append(f"| `{c.module.name}` | {c.report['model']} | {c.report['arena_bytes']:,} | "
-                    f"{c.report['weights_bytes']:,} | "
-                    f"{_flash_cell(fl)} | "
-                    f"{_fmt(n['instructions'])} | {c.report['macs']:,} |")
+                    f"{c.report['weights_bytes']:,} | {measured} | {c.report['macs']:,} |")
     api = []
     for c in compiled:
         nm, up = c.module.name, c.module.name.upper()
@@ -303,6 +423,11 @@ const int8_t *out = {nm}_output();  /* {up}_OUTPUT_SIZE bytes, valid until the n
             call = f"""int8_t in[{up}_INPUT_SIZE], out[{up}_OUTPUT_SIZE];
 /* quantize: in[i] = round(x / {up}_INPUT_SCALE) + {up}_INPUT_ZERO_POINT */
 int status = {nm}_run(in, out);   /* 0 = ok */"""
+        if c.report["io"].get("api") == "float":  # --io float: <name>_run_f32
+            call += f"""
+/* --io float: float in, float out; quantizes and dequantizes like onnxruntime */
+float xf[{up}_INPUT_SIZE], yf[{up}_OUTPUT_SIZE];
+int status_f = {nm}_run_f32(xf, yf);   /* 0 = ok */"""
         api.append(f"""```c
 #include "{nm}.h"
 {call}
@@ -313,29 +438,80 @@ input `{c.report['input']['name']}` int8 {c.report['input']['shape']}, output
 I/O buffers `{c.plan.io_buffers}`; arena {up}_ARENA_SIZE bytes, static, inside {nm}.c.
 """)
     flags = " ".join(board.get("cflags", []))
+    fpu, align = requirements_text(board)
+    counts = ", ".join(f"{len(x)} for `{c.module.name}`" for c, x in zip(compiled, embedded))
+    if part:
+        ex = (f"No example: {board['name']} is a build-only part (no QEMU machine); `board/` "
+              "holds its startup code and linker script.")
+    elif not example:
+        ex = (f"No example: the {board['name']} board files have no startup and console code "
+              "to copy.")
+    elif board["kind"] == "shared-library":
+        ex = f"""`example/` is a program for the host: `make -C example run` builds it (the
+library through `tinyaot.mk`) and runs every model on the inputs embedded in
+`example/example_data.c` ({counts}), printing one line per input:
+`output <model> <input> <status>: <values>`."""
+    else:
+        ex = f"""`example/` is a complete firmware for {board['name']}: `make -C example run`
+builds it with the board's flags (the library through `tinyaot.mk`) and runs it in
+QEMU. `main.c` runs every model on the inputs embedded in `example_data.c`
+({counts}) and prints one line per input, `output <model> <input> <status>:
+<values>`, over semihosting. The platform code is the board's: the startup code
+(vector table, `.data`/`.bss`{', the FPU switched on' if 'hard-float' in ' '.join(fpu) else ''}),
+the semihosting console and `linker.ld`; on your hardware these are your own."""
+    if part:
+        from ..targets.parts import board_info
+        clock = board_info(board["name"]).clock_hz
+        head = (f"| C name | model | arena B | weights B | image flash B on {board['name']} | "
+                f"time / inference at {clock / 1e6:g} MHz (cycle model) | MACs |")
+        about = f"""The image is what a firmware for the {board['name']} holds: the model, the
+kernels it calls, `board/` (startup and linker script) and what they take from
+libc/libgcc, linked with `board/{part['linker_script']}` and checked against the
+part's {part['flash_size']:,} B of flash and {part['ram_size']:,} B of RAM
+(.data + .bss with the arena, plus a {part['stack_size']:,} B stack). The time is the
+cycle model's (an estimate from Arm's documented timings and the part's flash
+wait states, not a measurement: tinyaot's docs/cycle-model.md) for one
+inference built with `{flags}` and run on `{part['runs_on']}`, the QEMU board with
+this core. The arena is a `static`, 16-byte aligned buffer in the model's .c
+file (RAM); with `--io-buffers arena` (the default) it also holds the input and
+output."""
+    else:
+        head = (f"| C name | model | arena B | weights B | flash B on {board['name']} | "
+                f"instructions / inference on {board['name']} | MACs |")
+        about = f"""Flash is that of a linked firmware image on {board['name']}: code (the model, its
+kernels, the board's startup and harness, libc/libgcc) + weights + tables, the
+harness's input data left out; your firmware adds its own code and drops the
+harness. Instructions were counted in QEMU (`-icount shift=0`) for one
+inference, built with `{flags}`. The arena is a `static`, 16-byte aligned buffer in
+the model's .c file (RAM); with `--io-buffers arena` (the default) it also holds
+the input and output, so it is all the RAM the model needs besides the stack."""
     return f"""# tinyaot model library
 
 Generated by `tinyaot export` for board `{board['name']}` (numerics `{numerics}`:
 bit-exact with {'onnxruntime' if numerics == 'ort' else 'TFLite Micro'}). Plain C99, no malloc, no
 stdio, no Python or SCons needed to build it.
 
-| C name | model | arena B | weights B | flash B on {board['name']} | instructions / inference on {board['name']} | MACs |
+{head}
 |---|---|---|---|---|---|---|
 {chr(10).join(rows)}
 
-Flash is that of a linked firmware image on {board['name']}: code (the model, its
-kernels, the board's startup and harness, libc/libgcc) + weights + tables, the
-harness's input data left out; your firmware adds its own code and drops the
-harness. Instructions were counted in QEMU (`-icount shift=0`) for one
-inference, built with `{flags}`. The arena is a `static`, 16-byte aligned buffer in
-the model's .c file (RAM); with `--io-buffers arena` (the default) it also holds
-the input and output, so it is all the RAM the model needs besides the stack.
-
+{about}
+{_readme_part(part)}
 ## API
 
 {chr(10).join(api)}
 `<name>_run` / `<name>_invoke` are not reentrant (one static arena per model). Several models
 in one firmware each have their own arena and share the kernels.
+
+## Requirements
+
+{chr(10).join(fpu)}
+
+{chr(10).join(align)}
+
+## Example
+
+{ex}
 
 ## Files
 
@@ -360,4 +536,11 @@ app.elf: main.o $(TINYAOT_LIB)
 add_subdirectory(path/to/this/folder tinyaot)   # or include(path/to/this/folder/tinyaot.cmake)
 target_link_libraries(app PRIVATE tinyaot)
 ```
+
+## Exporting again
+
+`tinyaot export ... -o` this folder again replaces the files listed in
+`tinyaot-files.json` and keeps every file you added (it says which); it refuses,
+and changes nothing, if you edited one of the listed files. `example/build/` is
+rebuilt, not kept.
 """

@@ -37,11 +37,23 @@ class Variant:
 
     tag names its objects and artifact apart (obj-<board>-<tag>/,
     <name>-<board>-<tag>.elf, lib<name>-<tag>.so); main replaces the board's
-    harness main(); defines and include_dirs go to every object."""
+    harness main(); defines and include_dirs go to every object. board:
+    (key, value) pairs that replace board.toml's for this build, e.g. a part's
+    cflags on the QEMU board that times it, or a roomier copy of a part's
+    linker script (codegen/targets/parts.py)."""
     tag: str
     main: str | None = None
     defines: tuple = ()
     include_dirs: tuple = ()
+    board: tuple = ()
+
+    def apply(self, board: dict) -> dict:
+        """`board` with this variant's replacements."""
+        out = dict(board)
+        for key, value in self.board:
+            out[key] = Path(value) if key == "linker_script" else (
+                list(value) if isinstance(value, (list, tuple)) else value)
+        return out
 
     def save(self, gen_dir):
         """Written next to the sources; the SConstruct reads it back (variant=PATH)."""
@@ -55,7 +67,8 @@ class Variant:
         with open(path) as f:
             d = json.load(f)
         return cls(d["tag"], d.get("main"), tuple(d.get("defines", ())),
-                   tuple(d.get("include_dirs", ())))
+                   tuple(d.get("include_dirs", ())),
+                   tuple((k, tuple(v) if isinstance(v, list) else v) for k, v in d.get("board", ())))
 
 
 @dataclass(frozen=True)
@@ -90,6 +103,8 @@ def firmware_paths(gen_dir, name, board_name, variant=None):
 def scons_targets(Environment, root, board_name, gen_dir, harness=True, stack_check=True,
                   variant=None):
     board = board_or_error(board_name)
+    if variant is not None:
+        board = variant.apply(board)
     gen_dir = os.path.abspath(gen_dir)
     name, _ = _gen_info(gen_dir)
     kernels = [str(p) for p in runtime_sources()]
@@ -99,15 +114,16 @@ def scons_targets(Environment, root, board_name, gen_dir, harness=True, stack_ch
     defines = [shlex.quote(d) for d in variant.defines] if variant else []
     extra_inc = [str(d) for d in variant.include_dirs] if variant else []
     if board["kind"] == "shared-library":
-        env = Environment(CC=board["compiler"], ENV=os.environ,
-                          CCFLAGS=board["cflags"] + board.get("warn_cflags", []) + HOST_CFLAGS_EXTRA
-                          + [f for f in os.environ.get("TINYAOT_HOST_CFLAGS", "").split() if f],
+        env = Environment(CC=board["compiler"], ENV=os.environ, CCFLAGS=host_ccflags(board),
                           CPPPATH=[str(RUNTIME_INCLUDE), gen_dir] + extra_inc,
                           LINKFLAGS=[f for f in os.environ.get("TINYAOT_HOST_LDFLAGS", "").split() if f],
                           LIBS=["m"], SHLIBPREFIX="lib")
-        kenv = env.Clone(CPPPATH=[str(RUNTIME_INCLUDE)])
-        kdir = _host_kernel_dir(kenv)
-        objs = [kenv.SharedObject(os.path.join(kdir, Path(k).stem + ".os"), k) for k in kernels]
+        # the kernels' objects: a finished folder of the cache (built once, under
+        # a lock, by whichever build needs it first), plain inputs to this build
+        kdir = host_kernel_cache(board)
+        objs = [env.File(os.path.join(kdir, Path(k).stem + ".os")) for k in kernels]
+        for o in objs:
+            o.attributes.shared = 1  # position-independent objects (SharedObject built them)
         objs.append(env.SharedObject(os.path.join(gen_dir, "obj", name + sfx + ".os"),
                                      os.path.join(gen_dir, name + ".c"),
                                      CCFLAGS=env["CCFLAGS"] + [f"-D{d}" for d in defines]))
@@ -139,14 +155,73 @@ def scons_targets(Environment, root, board_name, gen_dir, harness=True, stack_ch
     return prog
 
 
-def _host_kernel_dir(kenv):
-    """Host builds: the runtime kernels do not depend on the model, so their
-    objects live in one folder per compiler command line (build/host-kernels/
-    <hash>) and SCons rebuilds them only when a kernel source, header or flag
-    changes: a model build then compiles its own C file only."""
+def host_ccflags(board):
+    """The compiler flags of every host object (the kernels' and the model's)."""
+    return (board["cflags"] + board.get("warn_cflags", []) + HOST_CFLAGS_EXTRA
+            + [f for f in os.environ.get("TINYAOT_HOST_CFLAGS", "").split() if f])
+
+
+def _host_kernel_key(board):
+    """What the host kernel objects depend on: compiler, flags and every
+    runtime_c source and header (by content)."""
     import hashlib
-    line = kenv.subst("$SHCC $SHCFLAGS $SHCCFLAGS $_CCCOMCOM")
-    return str(build_root() / "host-kernels" / hashlib.sha1(line.encode()).hexdigest()[:16])
+    h = hashlib.sha1()
+    h.update(json.dumps([board["compiler"], host_ccflags(board)]).encode())
+    for p in sorted(RUNTIME_INCLUDE.parent.rglob("*")):
+        if p.is_file() and p.suffix in (".c", ".h", ".inc"):
+            h.update(p.relative_to(RUNTIME_INCLUDE.parent).as_posix().encode() + b"\0")
+            h.update(p.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def host_kernel_cache(board):
+    """build/host-kernels/<key>/: every runtime kernel compiled for the host.
+
+    The kernels do not depend on the model, so a host model build compiles its
+    own C file only and links these. The folder appears complete or not at
+    all: the first build that needs it takes a lock, compiles the kernels into
+    a private folder (its own SCons database) and renames that into place;
+    concurrent builds on one build tree (CI, make -j, several terminals) wait
+    for the lock and then use it. Any change to a kernel, a header, the flags
+    or the compiler gives another key, hence another folder."""
+    import fcntl
+    import tempfile
+    root = build_root() / "host-kernels"
+    final = root / _host_kernel_key(board)
+    if final.is_dir():
+        return str(final)
+    root.mkdir(parents=True, exist_ok=True)
+    with open(str(final) + ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        if final.is_dir():
+            return str(final)
+        tmp = tempfile.mkdtemp(prefix=final.name + ".tmp-", dir=str(root))
+        try:
+            cmd = [sys.executable, "-m", "SCons", "-f", str(SCONSTRUCT), "-Q", "-j2",
+                   f"board={board['name']}", f"kernels={tmp}"]
+            proc = subprocess.run(cmd, cwd=str(REPO_ROOT), capture_output=True, text=True)
+            if proc.returncode != 0:
+                raise TinyAotError(f"build failed for board {board['name']} (runtime kernels):\n"
+                                   f"{proc.stdout[-4000:]}{proc.stderr[-4000:]}")
+            os.chmod(tmp, 0o755)  # mkdtemp's 0700 would hide it from other users of the tree
+            os.rename(tmp, str(final))
+        except BaseException:
+            import shutil
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+    return str(final)
+
+
+def scons_kernel_targets(Environment, board_name, out_dir):
+    """`scons board=host kernels=DIR`: every runtime kernel as a host object in DIR
+    (what host_kernel_cache runs)."""
+    board = board_or_error(board_name)
+    if board["kind"] != "shared-library":
+        raise TinyAotError(f"kernels=DIR builds host kernel objects, not for board {board_name}")
+    env = Environment(CC=board["compiler"], ENV=os.environ, CCFLAGS=host_ccflags(board),
+                      CPPPATH=[str(RUNTIME_INCLUDE)])
+    return [env.SharedObject(os.path.join(out_dir, Path(k).stem + ".os"), str(k))
+            for k in runtime_sources()]
 
 
 def _scons_stack_check(board, gen_dir, objdir):
@@ -176,6 +251,8 @@ def build_generated(gen_dir, board_name, harness=True, quiet=True, ram_limit=Non
     dict is passed. A variant's firmware is not checked (its caller
     analyses it, or it is a debug build)."""
     board = board_or_error(board_name)
+    from .toolchain import require_tools
+    require_tools(board, run=False)
     gen_dir = os.path.abspath(gen_dir)
     name, _ = _gen_info(gen_dir)
     cmd = [sys.executable, "-m", "SCons", "-f", str(SCONSTRUCT), "-Q", "-j2",

@@ -275,12 +275,12 @@ def run_taps(model_path, g, inputs, tick=lambda n=1: None):
     for xs in inputs:
         if isinstance(xs, np.ndarray):  # a one-input graph's vector on its own
             xs = (xs,)
-        feeds = {d.name: _ort_input(g.tensors[t], x, ort_in[d.name])
+        feeds = {d.name: ort_input(g.tensors[t], x, ort_in[d.name])
                  for t, d, x in zip(g.inputs, din, xs)}
         final = plain.run(out_names, feeds)
         got = dict(zip([o.name for o in sess.get_outputs()], sess.run(None, feeds)))
         final_diff += sum(int(np.count_nonzero(got[n] != f)) for n, f in zip(out_names, final))
-        finals.append([_ir_output(g.tensors[t], f) for t, f in zip(g.outputs, final)])
+        finals.append([ir_output(g.tensors[t], f) for t, f in zip(g.outputs, final)])
         values.append({name: _to_ir(g.tensors[name], tap, got[tap.ort_name])
                        for name, tap in taps.items()})
         tick()
@@ -300,7 +300,7 @@ def run_taps(model_path, g, inputs, tick=lambda n=1: None):
     return TapRun(values, finals, missing, proof)
 
 
-def _ort_input(t, x, ort_type):
+def ort_input(t, x, ort_type):
     """The IR's integer input as the ONNX model takes it: float models get
     the dequantized value (their QuantizeLinear gives x back exactly), uint8
     ones x + 128 (the IR computes uint8 tensors as int8, passes/uint8.py)."""
@@ -313,8 +313,8 @@ def _ort_input(t, x, ort_type):
     return x
 
 
-def _ir_output(t, y):
-    """ORT's final output as the IR's integer output (inverse of _ort_input)."""
+def ir_output(t, y):
+    """ORT's final output as the IR's integer output (inverse of ort_input)."""
     y = np.asarray(y)
     if y.dtype == np.float32:
         s, zp = t.q.scalar()

@@ -38,8 +38,13 @@ def profile_model(model, board="qemu-m4", numerics="ort", inputs=None, compiled=
     layer and per inference for the board's parts (codegen/cycles; `parts`:
     names, default all of the board's)."""
     b = board_or_error(board)
-    if b["kind"] != "firmware":
+    if b["kind"] == "part":  # build-only: its flags on the QEMU board with its core, its part's cycles
+        from ..targets.parts import timing_board
+        parts, cycles, b = parts or [b["part"]], True, timing_board(b)
+    elif b["kind"] != "firmware":
         raise TinyAotError(f"profile needs a QEMU board (timer and -icount), not '{board}'")
+    from .toolchain import require_tools
+    require_tools(b)
     c = with_hooks(compiled or compile_model(model, numerics=numerics))
     g = c.graph
     x = _default_input(c) if inputs is None else np.asarray(inputs, dtype=np.int8)[:1].reshape(1, -1)
@@ -54,11 +59,12 @@ def profile_model(model, board="qemu-m4", numerics="ort", inputs=None, compiled=
     out_dir = private_dir(c, f"profile-{board}")
     try:
         from ..targets.qemu import QemuError, run_firmware
+        from ..targets.parts import build_overrides
         elf = build_compiled(c, b, out_dir, x, Variant(
             "profile", main=str(DEBUG_C_DIR / "profile_main.c"),
             defines=('TINYAOT_HOOKS_HEADER="tinyaot_hooks_fw.h"', "TINYAOT_WANT_PROFILE",
                      f"TINYAOT_PROFILE_LAYERS={n}"),
-            include_dirs=(str(DEBUG_C_DIR),))).elf
+            include_dirs=(str(DEBUG_C_DIR),), board=build_overrides(b))).elf
         if cycles:
             from ..cycles import run_cycles
             crun = run_cycles(elf, b, selected, call="tinyaot_harness_run",
@@ -100,6 +106,8 @@ def profile_model(model, board="qemu-m4", numerics="ort", inputs=None, compiled=
            "total_ticks": total_ticks, "total_instructions": total,
            "layers_instructions": sum(r["instructions"] for r in rows),
            "macs": sum(r["macs"] for r in rows), "layers": rows}
+    if b.get("timed_part"):
+        out["timed_on"] = b["name"]
     if cycles:
         from ..cycles.layers import attach_cycles
         attach_cycles(out, crun)
@@ -114,7 +122,8 @@ def profile_header(r):
 
 
 def profile_title(r):
-    return (f"profile {r['name']} on {r['board']} (numerics {r['numerics']}, optimize "
+    on = f"{r['board']}, timed on {r['timed_on']}" if r.get("timed_on") else r["board"]
+    return (f"profile {r['name']} on {on} (numerics {r['numerics']}, optimize "
             f"{r.get('optimize', 'speed')}; resolution "
             f"{r['resolution_instructions']} instructions = 1 timer tick)")
 
@@ -171,25 +180,3 @@ def print_profile(r):
     print_table(format_profile(r), profile_title(r), hdr, profile_rows(r),
                 right=(0, 3, 4, 5, 6) + tuple(range(7, len(hdr))), total_row=True,
                 **({"footer": cycles_footer(r)} if r.get("cycles") else {}))
-
-
-def plot_profile(r, path):
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    rows = r["layers"]
-    labels = [f"{x['index']} {x['op']}" for x in rows]
-    vals = [x["instructions"] for x in rows]
-    fig, ax = plt.subplots(figsize=(8, 0.3 * len(rows) + 1.5))
-    ax.barh(range(len(rows)), vals, color="tab:blue")
-    ax.set_yticks(range(len(rows)))
-    ax.set_yticklabels(labels, fontsize=7)
-    ax.invert_yaxis()
-    ax.set_xlabel("instructions")
-    ax.set_title(f"{r['name']} on {r['board']}: {r['total_instructions']:,} instructions")
-    fig.tight_layout()
-    tmp = str(path) + ".tmp.png"
-    fig.savefig(tmp, dpi=100)
-    plt.close(fig)
-    import os
-    os.replace(tmp, str(path))

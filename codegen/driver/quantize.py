@@ -1,6 +1,9 @@
 """`tinyaot quantize`: float ONNX -> int8 QDQ ONNX with onnxruntime.
 
-BatchNormalization folded into the Conv / Gemm / MatMul before it
+A model below opset 13 is first upgraded to opset 13 with onnx's version converter
+(per-channel DequantizeLinear, the `axis` quantize_static writes, exists from opset 13;
+onnx.checker and onnxruntime reject it below), or refused in one line when the converter
+cannot. BatchNormalization folded into the Conv / Gemm / MatMul before it
 (codegen/passes/fold_batchnorm.py), then onnxruntime's pre-processing (quant_pre_process: shape inference and
 graph clean-up) then quantize_static: QDQ format, per-channel int8 weights,
 int8 activations, calibration by MinMax (default), Entropy or Percentile.
@@ -17,6 +20,29 @@ import numpy as np
 from ..errors import TinyAotError
 
 METHODS = ("minmax", "entropy", "percentile")
+MIN_OPSET = 13  # per-channel DequantizeLinear (axis)
+
+
+def upgrade_opset(model, path):
+    """The float model at opset >= MIN_OPSET: itself, or onnx's version converter's
+    upgrade of it; -> (model, the opset it had, or None when unchanged)."""
+    import onnx
+    from onnx import version_converter
+
+    opset = next((i.version for i in model.opset_import if i.domain in ("", "ai.onnx")), None)
+    if opset is None or opset >= MIN_OPSET:
+        return model, None
+    try:
+        up = version_converter.convert_version(model, MIN_OPSET)
+        onnx.checker.check_model(up)
+    except Exception as e:
+        why = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        why = why.split(" failed: ", 1)[-1]  # the converter's source position, an assertion
+        raise TinyAotError(f"opset {opset} cannot be upgraded to opset {MIN_OPSET} for "
+                           f"per-channel quantization (onnx version converter: {why}); "
+                           f"export the float model at opset {MIN_OPSET} or newer",
+                           model=str(path)) from None
+    return up, opset
 
 
 class CalibReader:
@@ -62,12 +88,13 @@ def quantize_qdq(f32_path, calib_inputs, out_path, method="minmax",
     from ..passes.fold_batchnorm import fold_batchnorm
 
     with tempfile.TemporaryDirectory() as tmp:
-        f32 = onnx.load(str(f32_path))
+        f32, upgraded_from = upgrade_opset(onnx.load(str(f32_path)), f32_path)
         folded = fold_batchnorm(f32)
         if info is not None:
             info["batchnorm_folded"] = folded
+            info["upgraded_from_opset"] = upgraded_from
         src = str(f32_path)
-        if folded:  # else the original file, byte for byte (models/make_digits_cnn.py)
+        if folded or upgraded_from:  # else the original file, byte for byte (make_digits_cnn.py)
             src = os.path.join(tmp, "folded.onnx")
             onnx.save(f32, src)
         pre = os.path.join(tmp, "pre.onnx")
@@ -85,6 +112,11 @@ def quantize_qdq(f32_path, calib_inputs, out_path, method="minmax",
             extra_options=({"QDQKeepRemovableActivations": True}
                            if keep_removable_activations else None),
         )
+        try:  # a model onnxruntime and tinyaot read, or nothing written
+            onnx.checker.check_model(tmp_out)
+        except Exception as e:
+            raise TinyAotError("onnxruntime wrote an invalid quantized model (onnx.checker: "
+                               f"{str(e).strip().splitlines()[0]})", model=str(f32_path)) from None
         os.makedirs(os.path.dirname(os.path.abspath(out_path)), exist_ok=True)
         staged = out_path + ".tmp"
         with open(tmp_out, "rb") as src, open(staged, "wb") as dst:
@@ -187,6 +219,8 @@ def quantize_files(model, calib, output, method="minmax", eval_data=None, progre
                            f"{str(e).splitlines()[0] if str(e) else ''}", model=model) from None
     r = {"model": model, "output": output, "method": method, "calibration_samples": len(calib_x),
          "batchnorm_folded": info.get("batchnorm_folded", 0)}
+    if info.get("upgraded_from_opset"):
+        r["upgraded_from_opset"] = info["upgraded_from_opset"]
     if ev is not None:
         r["float_accuracy"] = accuracy(model, *ev)
         r["int8_accuracy"] = accuracy(output, *ev)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import shutil
+from pathlib import Path
 
 import numpy as np
 
@@ -18,7 +19,8 @@ from ..errors import TinyAotError
 from ..targets.boards import board_or_error
 from .budget import budget_of
 from .firmware import DEBUG_C_DIR, Variant, build_compiled, private_dir, zero_point_records
-from .linkmap import board_flash_image
+from .linkmap import flash_image
+from .toolchain import require_tools
 from .stack import call_graph, model_entry, su_table, worst_stack
 
 
@@ -54,24 +56,39 @@ def measure_stack(c, board, paint=16384):
 def report_model(model, board="qemu-m4", numerics="ort", compiled=None, keep_dir=None,
                  measure=False):
     b = board_or_error(board)
-    if b["kind"] != "firmware":
-        raise TinyAotError(f"report needs a firmware board for flash and stack (e.g. qemu-m4), "
-                           f"not '{board}'")
+    if b["kind"] not in ("firmware", "part"):
+        raise TinyAotError(f"report needs a firmware board or a part for flash and stack (e.g. "
+                           f"qemu-m4, nrf52840), not '{board}'")
+    part = b["kind"] == "part"
+    if part and measure:
+        raise TinyAotError(f"--measure-stack runs the model in QEMU: {board} is a build-only part "
+                           f"(measure on {b.get('runs_on')}, the QEMU board with its core)")
+    require_tools(b, run=measure)
     c = compiled or compile_model(model, numerics=numerics)
     g = c.graph
     out_dir = keep_dir or private_dir(c, f"report-{board}")
+    fit = None
     try:
-        # the verification firmware (one zero input), without its stack check:
-        # the report shows the stack whether it fits or not
-        fw = build_compiled(c, b, out_dir, _zero_records(c), Variant("report"))
+        zeros = _zero_records(c)
+        if part:  # the part's startup, linker script and part_main.c (the model once)
+            fw, flash_span = _part_firmware(c, b, out_dir, zeros)
+        else:
+            # the verification firmware (one zero input), without its stack check:
+            # the report shows the stack whether it fits or not
+            fw = build_compiled(c, b, out_dir, zeros, Variant("report"))
+            flash_span = int(b["flash_size"])
         elf, map_path, obj_dir = fw.elf, fw.map, fw.obj_dir
         from ..targets.qemu import firmware_size
-        flash = board_flash_image(map_path, b, c.module.name)
+        flash = flash_image(Path(map_path).read_text(), c.module.name, int(b["flash_origin"]),
+                            flash_span)
         su = su_table(obj_dir)
         funcs = call_graph(elf, b)
         stack, path, notes = worst_stack(model_entry(c.module.name, funcs), funcs, su)
         fw_stack, fw_path, fw_notes = worst_stack("main", funcs, su)
         size = firmware_size(elf, b)
+        if part:
+            from ..targets.parts import fit_verdict, static_ram
+            fit = fit_verdict(b, flash["total"], static_ram(elf, b), fw_stack)
     finally:
         if not keep_dir:
             shutil.rmtree(out_dir, ignore_errors=True)
@@ -108,8 +125,27 @@ def report_model(model, board="qemu-m4", numerics="ort", compiled=None, keep_dir
             "firmware": size,
             "board_limits": {"flash_size": b.get("flash_size"), "ram_size": b.get("ram_size"),
                              "stack_size": b.get("stack_size")},
+            **({"part_fit": fit} if fit else {}),
         },
     }
+
+
+def _part_firmware(c, b, out_dir, zeros):
+    """A build-only part's image: linked with its own linker script; when the
+    model does not fit, linked again in roomier regions (the same layout) so that
+    the report can say by how much. Returns (Firmware, the flash span to count)."""
+    from ..targets.parts import (MEASURING_BYTES, link_overflowed, measuring_board,
+                                 part_main_defines)
+    defines = tuple(part_main_defines(c.module.name))
+    try:
+        return build_compiled(c, b, out_dir, zeros, Variant("part", defines=defines)), \
+            int(b["flash_size"])
+    except TinyAotError as e:
+        if not link_overflowed(str(e)):
+            raise
+    roomy = measuring_board(b, out_dir)["linker_script"]
+    return build_compiled(c, b, out_dir, zeros, Variant(
+        "part", defines=defines, board=(("linker_script", str(roomy)),))), MEASURING_BYTES
 
 
 REPORT_HEADER = ["#", "op", "kernel", "output", "MACs", "weights", "arena off", "bytes", "life"]
@@ -173,7 +209,9 @@ def report_totals(r):
         f"MACs         {t['macs']:,}",
     ]
     lim = t["board_limits"]
-    if lim.get("flash_size") and lim.get("ram_size"):
+    if t.get("part_fit"):  # a build-only part: the whole linked image against its memory
+        lines += part_fit_lines(r["board"], t["part_fit"])
+    elif lim.get("flash_size") and lim.get("ram_size"):
         ram_need = t["arena_bytes"] + st["reserved_bytes"]
         lines.append(f"board        flash {f['total']:,} of {lim['flash_size']:,} B "
                      f"({100 * f['total'] / lim['flash_size']:.1f} %); RAM "
@@ -185,3 +223,14 @@ def report_totals(r):
     for n in st["notes"]:
         lines.append(f"  note: {n}")
     return lines
+
+
+def part_fit_lines(board, fit):
+    """`report --board PART`: fits or not, against the part's real flash and RAM."""
+    f = fit
+    verdict = "fits" if f["fits"] else "does NOT fit (" + "; ".join(f["problems"]) + ")"
+    return [f"{board:<12} {verdict}: image flash {f['flash_bytes']:,} of {f['flash_size']:,} B "
+            f"({100 * f['flash_bytes'] / f['flash_size']:.1f} %), RAM {f['ram_bytes']:,} of "
+            f"{f['ram_size']:,} B ({100 * f['ram_bytes'] / f['ram_size']:.1f} %: .data + .bss "
+            f"{f['static_ram_bytes']:,} B with the arena, stack {f['stack_reserved_bytes']:,} B "
+            "reserved)"]

@@ -64,6 +64,7 @@ def _per_input(c, inputs, model):
     array at a float end is quantized as the numerics' reference quantizes it
     (numerics/quant.py: quantize_end)."""
     from ..numerics.quant import quantize_end
+    from .golden_check import check_end_inputs
     g = c.graph
     arrays = [inputs] if isinstance(inputs, np.ndarray) else list(inputs)
     if len(arrays) != len(g.inputs):
@@ -74,6 +75,12 @@ def _per_input(c, inputs, model):
     for name, d, x in zip(g.inputs, din, arrays):
         t = g.tensors[name]
         x = np.asarray(x)
+        # dtype, shape and layout (NHWC for NCHW), one line before anything runs
+        s, zp = t.q.scalar() if t.q is not None else (1.0, 0)
+        io = {"name": d.name, "dtype": "float32" if d.is_float else str(t.dtype),
+              "qtype": str(t.dtype), "shape": [int(v) for v in t.shape], "scale": float(s),
+              "zero_point": int(zp)}
+        check_end_inputs(x, io, model, "inputs" if len(per_end) == 0 else f"inputs{len(per_end)}")
         if x.dtype == np.float32 and d.is_float:
             s, zp = t.q.scalar()
             x = quantize_end(c.numerics, x, s, zp, t.dtype)
@@ -224,6 +231,10 @@ def validate_model(model, inputs, board="host", numerics="ort", compiled=None, p
     the plain onnxruntime session. progress(description, total) -> context
     yielding advance() (console.progress on a terminal)."""
     b = board_or_error(board)
+    from ..targets.parts import require_runnable
+    require_runnable(b, "validate")
+    from .toolchain import require_tools
+    require_tools(b)
     c = compiled or compile_model(model, numerics=numerics)
     if c.numerics != numerics:
         raise TinyAotError(f"compiled for numerics {c.numerics}, validating {numerics}")
@@ -264,9 +275,16 @@ def validate_model(model, inputs, board="host", numerics="ort", compiled=None, p
         if ref is not None and all(i in run for run in runs):
             row["compared"] = True
             row.update(_compare(t, ref, runs, i))
-            if row["mismatches"] and first_bad is None:
-                first_bad = i
         layers.append(row)
+    saturation = None
+    if taps is not None:  # onnxruntime itself inexact (x86 without VNNI): driver/saturation.py
+        from .saturation import explain_layers
+        if len(g.inputs) == 1:  # the exact and saturating runs take one input
+            saturation = explain_layers(model, [xs[0] for xs in per], layers, taps, runs,
+                                        _as_logical, g)
+    for row in layers:
+        if row["compared"] and row["mismatches"] and first_bad is None:
+            first_bad = row["index"]
     for row in layers:
         row["first_divergent"] = row["index"] == first_bad
     final_vs_ort = None
@@ -281,7 +299,12 @@ def validate_model(model, inputs, board="host", numerics="ort", compiled=None, p
                 _as_logical(yt, run[last]).astype(np.int64).reshape(-1)
                 != np.asarray(f[k]).astype(np.int64).reshape(-1))
                 for f, run in zip(taps.finals, runs)))
-    return {"final_output_vs_onnxruntime": final_vs_ort,
+    if saturation is not None and final_vs_ort and len(g.outputs) == 1:
+        saturation["final_output_vs_onnxruntime"] = final_vs_ort  # as verify does
+        last_row = layers[-1]
+        if last_row["index"] in saturation["layers"]:
+            final_vs_ort = 0
+    return {"final_output_vs_onnxruntime": final_vs_ort, "onnxruntime_saturates": saturation,
             "model": str(model), "name": c.module.name, "board": board, "numerics": numerics,
             "reference": ("onnxruntime's own tensors (the graph the plain session runs, re-run "
                           "unoptimized with them as outputs); the numpy oracle where ORT has "
@@ -328,6 +351,13 @@ def validate_footer(r):
                       f"(ORT's graph unchanged: {'yes' if taps['graph_unchanged'] else 'NO'}); "
                       f"{len(r['layers']) - n_ort} against the oracle (ORT has no tensor of its own)",
                       None))
+    sat = r.get("onnxruntime_saturates")
+    if sat:
+        idx = next((row["index"] for row in r["layers"] if row["name"] == sat["node"]), "?")
+        lines.append((f"onnxruntime saturates int16 pair sums (x86 without VNNI) from layer {idx} "
+                      f"({sat['op']} '{sat['node'][:40]}') on {sat['inputs']} of {r['vectors']} "
+                      f"input(s): {len(sat['layers'])} layer(s) compared with the exact integer "
+                      f"computation instead (docs/numerics.md)", "yellow"))
     final = r.get("final_output_vs_onnxruntime")
     if final is not None:
         lines.append((f"final output vs the onnxruntime session: {final} mismatching elements",

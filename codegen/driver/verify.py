@@ -15,8 +15,10 @@ from ..targets.boards import board_or_error
 from .budget import check_budget, check_flash
 from .firmware import (as_records, build_generated, firmware_paths, harness_layout_of,
                        write_harness)
+from .golden_check import check_end_inputs, check_end_outputs, check_inputs, end_io, model_io
 from .golden_keys import default_key, golden_inputs, golden_outputs, open_golden
 from .linkmap import board_flash_image, describe
+from .toolchain import require_tools
 
 
 def default_golden_key(path, numerics):
@@ -73,13 +75,17 @@ def _as_end_values(e, slot_dtype, x, model):
 
 def run_ends(model, inputs, board="host", numerics="ort", build_dir=None, compiled=None,
              ram_limit=None, flash_limit=None, io_buffers="arena", depthwise_inplace=False,
-             ort_threads=1, optimize="speed", entry="model"):
+             ort_threads=1, optimize="speed", entry="model", inputs_file=None):
     """Compile, build and run every input vector. inputs: one array (N, ...) per graph
     input. entry "model": through <name>_run, each end as the model declares it (a float
     input may also be given quantized: it is dequantized first, exactly); "quantized": the
-    quantized tensors. Returns ([one array (N, ...) per output], info dict)."""
+    quantized tensors. inputs_file: where the inputs came from (the file an error names).
+    Returns ([one array (N, ...) per output], info dict)."""
     from ..backend.harness_data import unpack_outputs
     b = board_or_error(board)
+    from ..targets.parts import require_runnable
+    require_runnable(b, "run/verify")
+    require_tools(b)  # before the compile: a missing toolchain is one line, exit 2
     c = compiled or compile_model(model, numerics=numerics, io_buffers=io_buffers,
                                   depthwise_inplace=depthwise_inplace, ort_threads=ort_threads,
                                   optimize=optimize)
@@ -88,6 +94,10 @@ def run_ends(model, inputs, board="host", numerics="ort", build_dir=None, compil
     if len(inputs) != len(layout.inputs):
         raise TinyAotError(f"the model has {len(layout.inputs)} input(s), "
                            f"{len(inputs)} given", model=str(model))
+    # dtype, shape and layout against the model, before any build
+    for k, (s, x) in enumerate(zip(layout.inputs, inputs)):
+        io = dict(end_io(s.end), dtype=str(np.dtype(s.dtype)))
+        check_end_inputs(x, io, inputs_file or model, "inputs" if k == 0 else f"inputs{k}")
     arrays = [_as_end_values(s.end, s.dtype, x, model) for s, x in zip(layout.inputs, inputs)]
     if len({len(a) for a in arrays}) > 1:
         raise TinyAotError("every input needs the same number of vectors", model=str(model))
@@ -106,9 +116,14 @@ def run_ends(model, inputs, board="host", numerics="ort", build_dir=None, compil
 
 def run_model(model, inputs, board="host", numerics="ort", build_dir=None, compiled=None,
               ram_limit=None, flash_limit=None, io_buffers="arena", depthwise_inplace=False,
-              ort_threads=1, optimize="speed"):
+              ort_threads=1, optimize="speed", inputs_file=None):
     """run_ends on a model with one input and one output, on its quantized tensors:
-    returns (outputs (N, ...), info dict)."""
+    returns (outputs (N, ...), info dict). inputs_file: where the inputs came from (the
+    file an error names)."""
+    b = board_or_error(board)
+    from ..targets.parts import require_runnable
+    require_runnable(b, "run/verify")
+    require_tools(b)  # before the compile: a missing toolchain is one line, exit 2
     c = compiled or compile_model(model, numerics=numerics, io_buffers=io_buffers,
                                   depthwise_inplace=depthwise_inplace, ort_threads=ort_threads,
                                   optimize=optimize)
@@ -116,13 +131,11 @@ def run_model(model, inputs, board="host", numerics="ort", build_dir=None, compi
     if len(g.inputs) != 1 or len(g.outputs) != 1:
         raise TinyAotError(f"the model has {len(g.inputs)} inputs and {len(g.outputs)} "
                            "outputs: run it with run_ends", model=str(model))
-    want = np.dtype(g.tensors[g.inputs[0]].dtype)
-    if np.asarray(inputs).dtype != want:
-        raise TinyAotError(f"inputs must be {want} (quantized), got {np.asarray(inputs).dtype}",
-                           model=str(model))
+    # dtype, shape and layout against the model, before any build
+    check_inputs(inputs, model_io(c)[0], inputs_file or model)
     outs, info = run_ends(model, [inputs], board=board, numerics=numerics, build_dir=build_dir,
                           compiled=c, ram_limit=ram_limit, flash_limit=flash_limit,
-                          entry="quantized")
+                          entry="quantized", inputs_file=inputs_file)
     return outs[0], info
 
 
@@ -197,34 +210,72 @@ def _compare(e, got, exp):
     return got != exp, np.abs(got - exp), e.qtype
 
 
-def verify_model(model, golden, board="host", numerics="ort", key="outputs", build_dir=None,
-                 ram_limit=None, flash_limit=None, io_buffers="arena", depthwise_inplace=False,
-                 ort_threads=1, optimize="speed"):
-    """Run the golden inputs through <name>_run (each end as the model declares it) and
-    compare every output with its golden array (golden_keys.py)."""
+def check_golden_file(c, golden, key, data=None):
+    """A golden file against compiled model c before any build: each input and expected
+    output array against its end of the API (one line, exit 2, when one does not fit).
+    Returns (input ends, output ends, inputs, [(key, expected)] per output)."""
     from ..backend.io_api import api_ends
-    if golden is None:
-        raise TinyAotError("a golden file is needed (golden=PATH)", model=str(model))
-    data = open_golden(golden)
-    c = compile_model(model, numerics=numerics, io_buffers=io_buffers,
-                      depthwise_inplace=depthwise_inplace, ort_threads=ort_threads,
-                      optimize=optimize)
+    data = open_golden(golden) if data is None else data
     ins, outs_e = api_ends(c.graph, c.options.get("io", "model"))
     inputs = golden_inputs(data, golden, len(ins))
     expected = golden_outputs(data, golden, key, [e.name for e in outs_e])
+    for k, (e, x) in enumerate(zip(ins, inputs)):
+        check_end_inputs(x, end_io(e), golden, "inputs" if k == 0 else f"inputs{k}")
+    n_in = 1 if np.asarray(inputs[0]).ndim <= 1 else len(inputs[0])
+    for e, (gkey, exp) in zip(outs_e, expected):
+        check_end_outputs(exp, n_in, end_io(e), golden, gkey)
+    return ins, outs_e, inputs, expected
+
+
+def verify_model(model, golden, board="host", numerics="ort", key="outputs", build_dir=None,
+                 ram_limit=None, flash_limit=None, io_buffers="arena", depthwise_inplace=False,
+                 ort_threads=1, optimize="speed", compiled=None):
+    """Run the golden inputs through <name>_run (each end as the model declares it) and
+    compare every output with its golden array (golden_keys.py)."""
+    if golden is None:
+        raise TinyAotError("a golden file is needed (golden=PATH)", model=str(model))
+    data = open_golden(golden)
+    require_tools(board_or_error(board))
+    c = compiled or compile_model(model, numerics=numerics, io_buffers=io_buffers,
+                                  depthwise_inplace=depthwise_inplace, ort_threads=ort_threads,
+                                  optimize=optimize)
+    ins, outs_e, inputs, expected = check_golden_file(c, golden, key, data)
     outs, info = run_ends(model, inputs, board=board, numerics=numerics, compiled=c,
-                          build_dir=build_dir, ram_limit=ram_limit, flash_limit=flash_limit)
+                          build_dir=build_dir, ram_limit=ram_limit, flash_limit=flash_limit,
+                          inputs_file=golden)
     n = len(outs[0])
-    per_out, bad_vec, first = [], np.zeros(n, dtype=bool), []
-    total, worst, floats = 0, 0, False
-    for k, (e, got, (gkey, exp)) in enumerate(zip(outs_e, outs, expected)):
+    diffs, mags, hows = [], [], []
+    for e, got, (gkey, exp) in zip(outs_e, outs, expected):
         try:
             diff, mag, how = _compare(e, got, exp)
         except ValueError as err:
             raise TinyAotError(f"golden '{gkey}' {err}", model=str(golden)) from None
+        diffs.append(diff)
+        mags.append(mag)
+        hows.append(how)
+    golden_mismatches = int(sum(int(d.sum()) for d in diffs))
+    bad = np.zeros(n, dtype=bool)
+    for d in diffs:
+        bad |= d.any(axis=1)
+    saturation = None
+    if numerics == "ort" and bad.any() and len(ins) == 1 and len(outs_e) == 1:
+        # onnxruntime itself inexact: driver/saturation.py (one input, one output)
+        from .saturation import explain_vectors
+        per = np.asarray(inputs[0]).reshape(n, -1)
+        exp0 = np.asarray(expected[0][1]).reshape(n, -1)
+        saturation = explain_vectors(c, per, outs[0].reshape(n, -1), exp0, np.flatnonzero(bad))
+        if saturation is not None:  # checked against the exact integer computation instead
+            diffs[0] = diffs[0].copy()
+            diffs[0][saturation["vectors"]] = False
+            mags[0] = mags[0] * diffs[0]
+    per_out, bad_vec, first = [], np.zeros(n, dtype=bool), []
+    total, worst, floats = 0, 0, False
+    for k, (e, got, (gkey, exp), diff, mag, how) in enumerate(
+            zip(outs_e, outs, expected, diffs, mags, hows)):
         floats |= how == "float32"
         bad_vec |= diff.any(axis=1)
         m = int(diff.sum())
+        mag = mag * diff
         mad = (float(mag.max()) if how == "float32" else int(mag.max())) if mag.size else 0
         total += m
         worst = max(worst, mad)
@@ -244,6 +295,8 @@ def verify_model(model, golden, board="host", numerics="ort", key="outputs", bui
         "vectors_passed": int((~bad_vec).sum()),
         "mismatches": int(total),
         "max_abs_diff": float(worst) if floats else int(worst),
+        "golden_mismatches": golden_mismatches,
+        "reference_saturates": saturation,
         "elements": int(sum(o["elements"] for o in per_out)),
         "outputs_compared": per_out,
         "status": info["status"],
@@ -293,8 +346,13 @@ def print_verify(r, file=None):
         p(f"instructions {r['instructions_per_inference']} per inference ({same}; "
           f"{r['macs']} MACs)")
     ok = r["vectors_passed"]
-    p(f"golden       {ok}/{r['vectors']} vectors bit-exact ({r['key']}), "
+    sat = r.get("reference_saturates")
+    how = f"; {len(sat['vectors'])} against the exact integer computation" if sat else ""
+    p(f"golden       {ok}/{r['vectors']} vectors bit-exact ({r['key']}{how}), "
       f"{r['mismatches']} mismatching elements, max |diff| {r['max_abs_diff']}")
+    if r.get("reference_saturates"):
+        from .saturation import saturation_line
+        p(saturation_line(r["reference_saturates"], f"'{r['key']}'"))
     per = r.get("outputs_compared", [])
     if len(per) > 1 or any(o["compared_as"] != "int8" for o in per):
         for o in per:

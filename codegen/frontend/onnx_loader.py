@@ -13,12 +13,16 @@ from onnx import shape_inference
 from ..errors import TinyAotError
 from .qdq_lowering import lower_to_ir
 
-SUPPORTED_OPSETS = range(10, 22)
+# Opsets 22-25 change the operators tinyaot lowers only by types it does not take (bfloat16,
+# 4-bit, float4 / float8) and two attributes checked at their nodes (QuantizeLinear's
+# `precision`, DequantizeLinear's `output_dtype`, opset 23).
+SUPPORTED_OPSETS = range(10, 26)
 
 
 def load_model(path, input_shapes=None):
     """Read an ONNX file and return the integer IR graph."""
     proto = read_onnx(path)
+    reject_float_model(proto, path)
     from .limits import check_proto_limits, check_value_limits
     check_proto_limits(proto, path)  # 32-bit limits from the headers, before data is read
     from .qoperator import qoperator_to_qdq_report
@@ -69,6 +73,23 @@ def read_onnx(path) -> onnx.ModelProto:
         )
     # other domains are checked per node during lowering
     return proto
+
+
+def reject_float_model(proto, path):
+    """A model with no quantization at all gets one line saying so and how to
+    quantize it, not one "not quantized" entry per node."""
+    quantized = any(n.op_type in ("QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear")
+                    or n.op_type.startswith("QLinear") or n.op_type.endswith("Integer")
+                    for n in proto.graph.node)
+    init = {t.name for t in proto.graph.initializer}
+    floats = (onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16, onnx.TensorProto.DOUBLE,
+              onnx.TensorProto.BFLOAT16)
+    inputs = [i for i in proto.graph.input if i.name not in init]
+    if not quantized and inputs and all(i.type.tensor_type.elem_type in floats for i in inputs):
+        stem = os.path.splitext(os.path.basename(str(path)))[0]
+        raise TinyAotError("a float model (no QuantizeLinear / DequantizeLinear): tinyaot "
+                           "compiles int8 models; quantize it first: tinyaot quantize "
+                           f"{path} --calib DATA.npz -o {stem}_int8.onnx", model=path)
 
 
 def default_opset(proto):

@@ -7,6 +7,14 @@ QuantizeLinear that consumes its result names the integer output; then it
 becomes one integer IR node (with Relu/Clip folded into its output clamp and
 a constant bias Add folded into MatMul). Data-movement ops pass straight
 through on the integer tensors.
+
+Ops that commute with quantization (data movement, MaxPool, Relu / Clip: Q(op(f)) ==
+op(Q(f)) element for element) also take a float result still pending as input (`Deferred`):
+`DQ -> Conv -> Relu -> Concat -> Q` quantizes the Conv with the Concat's parameters, exactly.
+When a float op reads the result of such an op on integer inputs, the op is settled on its
+inputs' quantization (`settle`): its float result is then exactly DequantizeLinear of the
+integer one. Float graph inputs may pass through Reshape / Transpose / ... before their
+first QuantizeLinear (`input_views`): quantization commutes with those too.
 """
 from __future__ import annotations
 
@@ -17,6 +25,7 @@ from ..errors import TinyAotError
 from ..ir import Declared, Graph, Node, QParams, Tensor
 from ..ops import ONNX_LOWERINGS
 from ..ops.pending_folds import fold_into_pending
+from ..ops.base import SAME, Deferred
 from ..ops.base import Unsupported as _Unsupported
 from .onnx_loader_util import attr_dict, initializer_arrays, np_dtype_name, tensor_shapes
 
@@ -45,6 +54,11 @@ class Lowering:
         # name -> (op_type, why); they and what depends on them are skipped
         self.reported = dict(reported or {})
         self.skipped = set()  # tensors computed by a skipped node
+        # float result of a pending op -> its integer tensor, once emitted for a Deferred reader
+        self.materialized = {}
+        # float tensor computed from a float graph input by data movement only ->
+        # (graph input, [(IR op, node name, attrs, shape)]): quantized at its QuantizeLinear
+        self.input_views = {}
 
     # ---- helpers -------------------------------------------------------
     @property
@@ -218,6 +232,8 @@ class Lowering:
 
     # ---- Q / DQ --------------------------------------------------------
     def lower_dq(self, node, name, attrs):
+        if attrs.get("output_dtype", 0) not in (0, onnx.TensorProto.FLOAT):  # opset 23
+            raise _Unsupported("DequantizeLinear to a type other than float32 (output_dtype)")
         x = node.input[0]
         s = node.input[1]
         zp = node.input[2] if len(node.input) > 2 and node.input[2] else None
@@ -247,6 +263,9 @@ class Lowering:
         self.qrepr[out] = x
 
     def lower_q(self, node, name, attrs):
+        if attrs.get("precision", 0) not in (0, onnx.TensorProto.FLOAT):  # opset 23
+            raise _Unsupported("QuantizeLinear computing in a precision other than float32 "
+                               "(precision attribute)")
         f = node.input[0]
         s = node.input[1]
         zp = node.input[2] if len(node.input) > 2 and node.input[2] else None
@@ -258,21 +277,10 @@ class Lowering:
         q = self.qparams(s, zp, attrs.get("axis"), name, odt, shape)
         if odt not in ("int8", "uint8"):
             raise _Unsupported(f"QuantizeLinear to {odt} is not supported")
-        if f in self.pending:
-            p = self.pending.pop(f)
+        if f in self.pending or f in self.materialized:
             if q.per_channel:
                 raise _Unsupported("per-channel activation quantization is not supported")
-            t = self.add_int_tensor(out, shape, odt, q)
-            attrs = dict(p.attrs)
-            attrs["act_lo"] = p.act_lo
-            attrs["act_hi"] = p.act_hi
-            attrs["onnx_tensors"] = tuple(p.tensors + [f])
-            if attrs.pop("conv1d_out", False):  # 1-D conv: [N,C,1,L] conv2d, then a reshape
-                t4 = self.add_int_tensor(f"{out}@2d", p.shape, odt, q)
-                self.emit(p.op, p.node, p.inputs, [t4.name], attrs)
-                self.emit("reshape", f"{p.node}@1d", [t4.name], [t.name])
-                return
-            self.emit(p.op, p.node, p.inputs, [t.name], attrs)
+            self.materialize(f, q, odt, out)
             return
         if f in self.qrepr:
             src = self.graph.tensors[self.qrepr[f]]
@@ -301,6 +309,8 @@ class Lowering:
                                    "parameters: quantize it once")
             self.emit("reshape", name, [first.name], [t.name])  # the same integers again
             return
+        if f in self.input_views:
+            return self.quantize_input_view(f, q, odt, out, shape)
         if f in self.consts:
             arr = np.asarray(self.consts[f], dtype=np.float32)
             qa = quantize_like_onnx(arr, q, odt)
@@ -309,7 +319,133 @@ class Lowering:
             return
         raise _Unsupported(f"QuantizeLinear input '{f}' comes from an unsupported float op")
 
+    # ---- pending float results ------------------------------------------
+    def materialize(self, f, q, dtype, out=None):
+        """Emit the pending op computing float tensor f with its result quantized by (q,
+        dtype), into integer tensor `out` (default f"{f}@q"); -> the tensor's name."""
+        done = self.materialized.get(f)
+        if done is not None:  # already emitted for another reader
+            t = self.graph.tensors[done]
+            if not (t.q.same_as(q) and t.dtype == dtype):
+                raise _Unsupported(f"float result '{f}' is quantized with two different "
+                                   "parameters: not exact in integers; quantize it once, or "
+                                   "enable float fallback")
+            if out is None or out == done:
+                return done
+            self.emit("reshape", f"{out}@view", [done], [self.add_int_tensor(
+                out, self.shape_of(out), dtype, q).name])
+            return out
+        if f not in self.pending:
+            raise _Unsupported(f"float result '{f}' is read by several ops before its "
+                               "QuantizeLinear: quantize it once, or enable float fallback")
+        p = self.pending.pop(f)
+        name = out or f"{f}@q"
+        shape = self.shape_of(out if out else f)
+        t = self.add_int_tensor(name, shape, dtype, q)
+        self.materialized[f] = t.name
+        self.emit_pending(p, t, f)
+        return t.name
+
+    def emit_pending(self, p, t, f):
+        """Pending op p (computing float tensor f) as IR node(s) with integer output t."""
+        if any(isinstance(i, Deferred) for i in p.inputs):  # quantized with t's parameters
+            p.inputs = [self.materialize(i.name, t.q, t.dtype) if isinstance(i, Deferred) else i
+                        for i in p.inputs]
+        elif p.commutes == SAME:
+            src = self.graph.tensors[p.inputs[0]]
+            if not (src.q.same_as(t.q) and src.dtype == t.dtype):
+                # the op keeps its input's quantization: run it there, then requantize (with
+                # the clamp: Q is monotonic, so clamping after it is exact)
+                mid = self.add_int_tensor(f"{t.name}@in_q", p.shape, src.dtype, src.q)
+                lo, hi = p.act_lo, p.act_hi
+                p.act_lo = p.act_hi = None
+                self._emit_pending_node(p, mid, f)
+                self.emit("requantize", f"{p.node}@requantize", [mid.name], [t.name],
+                          {"act_lo": lo, "act_hi": hi})
+                return
+        self._emit_pending_node(p, t, f)
+
+    def _emit_pending_node(self, p, t, f):
+        attrs = dict(p.attrs)
+        attrs["act_lo"] = p.act_lo
+        attrs["act_hi"] = p.act_hi
+        attrs["onnx_tensors"] = tuple(p.tensors + [f])
+        if attrs.pop("conv1d_out", False):  # 1-D conv: [N,C,1,L] conv2d, then a reshape
+            t4 = self.add_int_tensor(f"{t.name}@2d", p.shape, t.dtype, t.q)
+            self.emit(p.op, p.node, p.inputs, [t4.name], attrs)
+            self.emit("reshape", f"{p.node}@1d", [t4.name], [t.name])
+            return
+        self.emit(p.op, p.node, p.inputs, [t.name], attrs)
+
+    def settle(self, x):
+        """Pending op on integer inputs that commutes with quantization, read by a float op:
+        emit it with its inputs' quantization, where float x is then exactly the
+        DequantizeLinear of its result; -> the integer tensor, or None when not exact."""
+        p = self.pending.get(x)
+        if p is None or p.commutes is None:
+            return None
+        ins = []
+        for i in p.inputs:  # a Deferred input settles first (Reshape of a MaxPool, ...)
+            if isinstance(i, Deferred):
+                i = self.qrepr.get(i.name) or self.settle(i.name)
+                if i is None:
+                    return None
+            ins.append(i)
+        p.inputs = ins
+        srcs = [self.graph.tensors[i] for i in p.inputs if i]
+        if not srcs or any(s.is_const or s.q is None or s.q.per_channel for s in srcs):
+            return None
+        q, dtype = srcs[0].q, srcs[0].dtype
+        if any(not s.q.same_as(q) or s.dtype != dtype for s in srcs):
+            return None  # a Concat of differently quantized inputs has no such form
+        if not (_representable(p.act_lo, q, dtype, True)
+                and _representable(p.act_hi, q, dtype, False)):
+            return None  # a Clip bound between two integers: the float value is not on the grid
+        del self.pending[x]
+        t = self.add_int_tensor(f"{x}@q", self.shape_of(x), dtype, q)
+        self._emit_pending_node(p, t, x)
+        self.qrepr[x] = t.name
+        return t.name
+
+    # ---- float graph inputs moved before their QuantizeLinear -------------
+    def float_input_view(self, x, out, step) -> bool:
+        """Data movement `step` = (IR op, node name, attrs, shape) on a float graph input (or a
+        view of one): recorded, to be applied to the quantized input. False otherwise."""
+        if x in self.float_inputs:
+            self.input_views[out] = (x, [step])
+            return True
+        if x in self.input_views:
+            base, steps = self.input_views[x]
+            self.input_views[out] = (base, steps + [step])
+            return True
+        return False
+
+    def quantize_input_view(self, f, q, dtype, out, shape):
+        """QuantizeLinear of a view of a float graph input: the integer input has the float
+        input's shape and q (Q commutes with moving elements), then the views."""
+        if q.per_channel:
+            raise _Unsupported("per-channel quantization of a graph input is not supported")
+        base, steps = self.input_views[f]
+        if base in self.input_ends:
+            raise _Unsupported(f"float input '{base}' is quantized twice")
+        cur = self.add_int_tensor(f"{base}@q", self.float_inputs[base], dtype, q)
+        # a float end (finish_inputs): the API quantizes the caller's floats into cur
+        self.input_ends[base] = (cur.name, Declared(base, "float32"))
+        for k, (op, node, attrs, sh) in enumerate(steps):
+            last = k == len(steps) - 1
+            t = self.add_int_tensor(out if last else f"{out}@{k}", shape if last else sh, dtype, q)
+            self.emit(op, node, [cur.name], [t.name], attrs)
+            cur = t
+
     # ---- float ops that become integer kernels -------------------------
+    def exact_input(self, x, name):
+        """An input of an op that commutes with quantization: the integer tensor behind x,
+        or Deferred(x) when x is a float result still pending (quantized later with the
+        op's output parameters)."""
+        if x in self.pending or (x in self.materialized and x not in self.qrepr):
+            return Deferred(x)
+        return self.act_input(x, name)
+
     def act_input(self, x, name):
         if x in self.qrepr:
             t = self.graph.tensors[self.qrepr[x]]
@@ -319,19 +455,38 @@ class Lowering:
                 raise _Unsupported(f"activation '{x}' must be quantized per tensor")
             return t.name
         if x in self.pending:
+            t = self.settle(x)
+            if t is not None:
+                return t
             raise _Unsupported(f"input '{x}' is a float result without QuantizeLinear: "
                                "quantize this node or enable float fallback")
         raise _Unsupported(f"input '{x}' is not quantized (float op inside a quantized "
                            "region): quantize this node or enable float fallback")
 
     def weight_input(self, x, name, dtype="int8"):
+        """The integer constant behind float x; dtype: its type, or a tuple of allowed ones."""
+        allowed = (dtype,) if isinstance(dtype, str) else tuple(dtype)
         if x in self.qrepr and self.graph.tensors[self.qrepr[x]].is_const:
             t = self.graph.tensors[self.qrepr[x]]
-            if t.dtype != dtype:
-                raise _Unsupported(f"constant '{x}' must be {dtype}, is {t.dtype}")
+            if t.dtype not in allowed:
+                raise _Unsupported(f"constant '{x}' must be {' or '.join(allowed)}, is {t.dtype}")
             return t.name
-        raise _Unsupported(f"'{x}' must be a constant quantized {dtype} tensor "
+        raise _Unsupported(f"'{x}' must be a constant quantized {' or '.join(allowed)} tensor "
                            "(DequantizeLinear of an initializer)")
+
+
+def _representable(bound, q, dtype, lower):
+    """A clamp bound (real units, or None) that clamping the integers of (q, dtype) applies
+    exactly: a value of the grid, or one beyond it on the side where it changes nothing."""
+    if bound is None:
+        return True
+    s, zp = q.scalar()
+    lo, hi = (-128, 127) if dtype == "int8" else (0, 255)
+    v = np.float64(bound) / np.float64(s) + zp
+    if (lower and v <= lo) or (not lower and v >= hi):
+        return True
+    r = int(np.rint(v))
+    return lo <= r <= hi and np.float32(np.float32(r - zp) * s) == np.float32(bound)
 
 
 def _opset(proto):

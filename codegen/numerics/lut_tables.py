@@ -185,10 +185,12 @@ def hard_swish_int8_table(in_scale, in_zp, out_scale, out_zp):
 
 
 def leaky_relu_params(in_scale, in_zp, out_scale, out_zp, alpha):
-    """TFLM CalculateOpDataLeakyRelu: float32 products/quotients, QuantizeMultiplier."""
-    s_in, s_out = F32(in_scale), F32(out_scale)
-    ma, sa = tfp.quantize_multiplier(float(F32(F32(s_in * F32(alpha)) / s_out)))
-    mi, si = tfp.quantize_multiplier(float(F32(s_in / s_out)))
+    """TFLM LeakyReluPrepare (leaky_relu_common.cc): double(s_in) * double(alpha) /
+    double(s_out) and double(s_in) / double(s_out), each through QuantizeMultiplier
+    (older TFLM formed them in float32, which can differ by one multiplier step)."""
+    s_in, s_out = float(F32(in_scale)), float(F32(out_scale))
+    ma, sa = tfp.quantize_multiplier(s_in * float(F32(alpha)) / s_out)
+    mi, si = tfp.quantize_multiplier(s_in / s_out)
     return {"in_zp": int(in_zp), "out_zp": int(out_zp), "mult_alpha": ma, "shift_alpha": sa,
             "mult_identity": mi, "shift_identity": si}
 

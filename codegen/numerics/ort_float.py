@@ -73,5 +73,6 @@ def float_weights(w):
 def float_bias(bt, cout):
     if bt is None:
         return np.zeros(cout, dtype=F32)
-    scale = np.broadcast_to(bt.q.scale.astype(F32), bt.data.shape)
-    return (bt.data.astype(F32) * scale).astype(F32)
+    data = bt.data.reshape(-1)  # [C], or a conv's [C, 1, 1] bias added on its own
+    scale = np.broadcast_to(bt.q.scale.astype(F32), data.shape)
+    return (data.astype(F32) * scale).astype(F32)

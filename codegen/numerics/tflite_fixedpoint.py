@@ -80,6 +80,7 @@ __all__ = [
     "add_int8",
     "mul_params",
     "mul_int8",
+    "mean_multiplier",
     "avgpool_round",
     "SOFTMAX_MAX_SAFE_DEPTH",
     "softmax_params",
@@ -684,6 +685,19 @@ def mul_int8(a, b, params: Mapping, act_min: int = -128, act_max: int = 127):
 # --------------------------------------------------------------------------
 # AveragePool
 # --------------------------------------------------------------------------
+
+
+def mean_multiplier(in_scale: float, out_scale: float, count: int) -> tuple[int, int]:
+    """TFLM MEAN of int8 over `count` elements (reduce_common.cc PrepareMeanOrSumHelper and
+    reference_ops::QuantizedMeanOrSum): QuantizeMultiplier of double(s_in) / double(s_out),
+    then 1 / count folded into it as (multiplier << k) / count, k = floor(log2(count))
+    bounded by 32 and 31 + exponent. The kernel computes
+    MultiplyByQuantizedMultiplier(sum - zp_in * count, mult, shift) + zp_out."""
+    if count <= 0:
+        raise ValueError("count must be positive")
+    mult, exp = quantize_multiplier(float(np.float64(_f32(in_scale)) / np.float64(_f32(out_scale))))
+    k = min(int(count).bit_length() - 1, 32, 31 + exp)
+    return int((int(mult) << k) // int(count)), int(exp - k)
 
 
 def avgpool_round(sum_int32, count):

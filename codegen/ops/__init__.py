@@ -31,6 +31,13 @@ for _op in OPS.values():
         assert _onnx_type not in ONNX_LOWERINGS, f"ONNX {_onnx_type} lowered by two operators"
         ONNX_LOWERINGS[_onnx_type] = _fn
 
+# TFLite builtin name -> lowering function, for the TFLite front end (frontend/tflite/)
+TFLITE_LOWERINGS = {}
+for _op in OPS.values():
+    for _builtin, _fn in _op.tflite.items():
+        assert _builtin not in TFLITE_LOWERINGS, f"TFLite {_builtin} lowered by two operators"
+        TFLITE_LOWERINGS[_builtin] = _fn
+
 
 def traits(name: str) -> Traits:
     """The traits of IR op `name` (passes and planner read these, never op names)."""
@@ -50,5 +57,5 @@ def prepare(g, n, numerics):
     return get(n.op).prepare(g, n, numerics)
 
 
-__all__ = ["OPS", "ONNX_LOWERINGS", "Op", "Pending", "Traits", "Unsupported", "get", "prepare",
+__all__ = ["OPS", "ONNX_LOWERINGS", "TFLITE_LOWERINGS", "Op", "Pending", "Traits", "Unsupported", "get", "prepare",
            "traits"]

@@ -10,20 +10,35 @@ in the physical order their output's bytes have (`alias_perm`, read by passes/la
   transpose    ONNX Transpose: the input's bytes, read through the composed perm.
   reinterpret  the same integers read with other quantization parameters (a second
                DequantizeLinear of a tensor, frontend/qdq_lowering.py): any order.
-On a constant, the ONNX ops are folded at compile time.
+On a constant, the ONNX ops are folded at compile time. Moving elements commutes with
+quantization, so on a float result still pending (a Conv's) they wait for the QuantizeLinear
+after them, and on a float graph input they apply to its quantized integers.
+TFLite RESHAPE, SQUEEZE, EXPAND_DIMS (reshape) and TRANSPOSE (transpose) are lowered here
+too (frontend/tflite/fold.py folds them on constants).
 """
 from __future__ import annotations
 
 import numpy as np
 
-from .base import Op, Traits
+from .base import SAME, Deferred, Op, Pending, Traits, Unsupported
 from .onnx_move import move_source
 from .physical import identity, same_bytes
 
 
 def _lower(lw, node, name, attrs, ins, out, shape):
-    src = move_source(lw, ins[0])
     transpose = node.op_type == "Transpose"
+    op = "transpose" if transpose else "reshape"
+    a = {}
+    if transpose:
+        rank = len(lw.shape_of(ins[0], name))
+        a["perm"] = tuple(int(p) for p in attrs.get("perm", list(reversed(range(rank)))))
+    if lw.float_input_view(ins[0], out, (op, name, a, tuple(shape))):
+        return  # on a float graph input: applied to it once it is quantized
+    if ins[0] in lw.pending or ins[0] in lw.materialized:  # a float result still pending
+        lw.pending[out] = Pending(op, name, [Deferred(ins[0])], a, shape=shape, commutes=SAME,
+                                  fuses_clamp=False)
+        return
+    src = move_source(lw, ins[0])
     if src is None:  # a constant: folded
         x = np.asarray(lw.consts[ins[0]])
         if transpose:
@@ -42,12 +57,38 @@ def _lower(lw, node, name, attrs, ins, out, shape):
         lw.qrepr[out] = t.name
 
 
+def lower_tflite_reshape(tl, op):
+    """RESHAPE / SQUEEZE / EXPAND_DIMS: the TFLite output shape, row-major."""
+    x_idx, y_idx = tl.inp(op, 0), op.outputs[0]
+    tl.check_int8(op, x_idx, y_idx)
+    xt, yt = tl.tensor(x_idx), tl.tensor(y_idx)
+    if int(np.prod(xt.shape)) != int(np.prod(yt.shape)):
+        raise Unsupported(f"reshape of {list(xt.shape)} to {list(yt.shape)} changes the size")
+    if tl.qparams(xt) is not None and not tl.same_q(x_idx, y_idx):
+        raise Unsupported("input and output quantization differ")
+    x = tl.act(x_idx, "plain")
+    tl.emit("reshape", tl.node_name(op), [x], [tl.new_act(y_idx)])
+
+
+def lower_tflite_transpose(tl, op):
+    x_idx, p_idx, y_idx = tl.inp(op, 0), tl.inp(op, 1), op.outputs[0]
+    tl.check_int8(op, x_idx, y_idx)
+    perm = tuple(int(v) for v in np.asarray(tl.const(p_idx, "the permutation")).reshape(-1))
+    rank = len(tl.tensor(x_idx).shape)
+    if sorted(p % rank for p in perm) != list(range(rank)):
+        raise Unsupported(f"permutation {list(perm)} is not valid for rank {rank}")
+    x = tl.act(x_idx, "plain")
+    tl.emit("transpose", tl.node_name(op), [x], [tl.new_act(y_idx)],
+            {"perm": tuple(p % rank for p in perm)})
+
+
 class Alias(Op):
     traits = Traits(layout="alias")
 
-    def __init__(self, name, onnx_types=()):
+    def __init__(self, name, onnx_types=(), tflite=None):
         self.name = name
         self.onnx = {t: _lower for t in onnx_types}
+        self.tflite = tflite or {}
 
     def reference(self, g, n, ins, p, numerics):
         return ins[0]
@@ -81,6 +122,7 @@ class Reinterpret(Alias):
         return in_perm
 
 
-OPS = (Reshape("reshape", ("Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity")),
-       Transpose("transpose", ("Transpose",)),
+OPS = (Reshape("reshape", ("Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity"),
+               {b: lower_tflite_reshape for b in ("RESHAPE", "SQUEEZE", "EXPAND_DIMS")}),
+       Transpose("transpose", ("Transpose",), {"TRANSPOSE": lower_tflite_transpose}),
        Reinterpret("reinterpret"))

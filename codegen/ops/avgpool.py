@@ -8,8 +8,11 @@ DequantizeLinear and QuantizeLinear. What is averaged how, per numerics:
           a ReduceMean is ORT's float ReduceMean (Eigen's summation order) on its own
           kernel, tinyaot_reduce_mean_hw_f32_s8;
   tflite  TFLite's AveragePool (integer sum, rounded division) when the input and output
-          quantization are equal, else TFLite MEAN over H, W (the converter's rescaling
-          reduction: sum * multiplier >> shift + bias).
+          quantization are equal and the node is not a ReduceMean, else TFLite Micro's MEAN
+          over H, W (reference_ops::QuantizedMeanOrSum, what the converter writes for a
+          global average): MBQM(sum - in_zp * count, multiplier, shift) + out_zp, with
+          1 / count folded into the multiplier (numerics/tflite_fixedpoint.mean_multiplier).
+TFLite AVERAGE_POOL_2D and MEAN over H, W are lowered here too.
 """
 from __future__ import annotations
 
@@ -41,6 +44,30 @@ def lower_reduce_mean(lw, node, name, attrs, ins, out, shape):
     a = {"kernel": tuple(xs[2:]), "strides": (1, 1), "pads": (0, 0, 0, 0),
          "count_include_pad": 0, "reduce_mean": True}
     lw.pending[out] = Pending("avgpool", name, [x], a, shape=shape)
+
+
+def lower_tflite_mean(tl, op):
+    """MEAN over H, W of a 4-D NHWC tensor (keep_dims or not): one window over the plane."""
+    x_idx, ax_idx, y_idx = tl.inp(op, 0), tl.inp(op, 1), op.outputs[0]
+    tl.check_int8(op, x_idx, y_idx)
+    xt, yt = tl.tensor(x_idx), tl.tensor(y_idx)
+    axes = sorted(int(a) % max(len(xt.shape), 1)
+                  for a in np.asarray(tl.const(ax_idx, "the axis")).reshape(-1))
+    if len(xt.shape) != 4 or axes != [1, 2]:
+        raise Unsupported(f"MEAN is supported over H, W of a 4-D tensor (axes {axes})")
+    n, h, w, c = xt.shape
+    a = {"kernel": (h, w), "strides": (1, 1), "pads": (0, 0, 0, 0), "count_include_pad": 0,
+         "reduce_mean": True, "act_lo": None, "act_hi": None}
+    if tuple(yt.shape) not in ((n, 1, 1, c), (n, c)):
+        raise Unsupported(f"MEAN output shape {list(yt.shape)} is not [N, C] or [N, 1, 1, C]")
+    x = tl.act(x_idx, "nchw")
+    if len(yt.shape) == 4:
+        tl.emit("avgpool", tl.node_name(op), [x], [tl.new_act(y_idx, "nchw")], a)
+        return
+    y = tl.new_act(y_idx)
+    y4 = tl.like(y, (n, c, 1, 1), f"{y}@nchw")
+    tl.emit("avgpool", tl.node_name(op), [x], [y4], a)
+    tl.emit("reshape", f"{tl.node_name(op)}@squeeze", [y4], [y])
 
 
 def eigen_sum_f32(v):
@@ -109,8 +136,9 @@ def avgpool(x, attrs, p):
                 out[:, :, i, j] = of.quantize(mean, p.out_scale, p.out_zp, p.act_min, p.act_max)
             else:
                 s = x[:, :, ha:hb, wa:wb].astype(np.int32).sum(axis=(2, 3))
-                if p.use_float == pl.TFLITE_MEAN:  # TFLite MEAN: rescale the raw sum
-                    v = tfp.multiply_by_quantized_multiplier(s, p.mean_mult, p.mean_shift)
+                if p.use_float == pl.TFLITE_MEAN:  # TFLite MEAN: rescale the sum less the zps
+                    v = tfp.multiply_by_quantized_multiplier(s - p.in_zp * count, p.mean_mult,
+                                                             p.mean_shift)
                     v = v + p.mean_bias
                 else:
                     v = tfp.avgpool_round(s, count)
@@ -123,6 +151,7 @@ class AvgPool(Op):
     traits = Traits(layout="spatial")
     onnx = {"AveragePool": pl.lower_pool("avgpool"), "GlobalAveragePool": pl.lower_pool("avgpool"),
             "ReduceMean": lower_reduce_mean}
+    tflite = {"AVERAGE_POOL_2D": pl.lower_tflite_pool("avgpool"), "MEAN": lower_tflite_mean}
 
     def prepare(self, g, n, numerics):
         x = g.tensors[n.inputs[0]]
@@ -141,18 +170,18 @@ class AvgPool(Op):
             return pl.pool_params(g, n, lo, hi, pl.ORT_FLOAT, in_scale=sx, out_scale=sy,
                                   in_zp=zx, out_zp=zy)
         p = pl.pool_params(g, n, lo, hi, pl.TFLITE_ROUNDED, in_zp=zx, out_zp=zy)
-        if not x.q.same_as(y.q):
-            # TFLite has no rescaling AveragePool; the converter emits MEAN over
-            # H, W, whose int8 kernel (reference_integer_ops::Mean) rescales.
+        if not x.q.same_as(y.q) or n.attrs.get("reduce_mean"):
+            # TFLite has no rescaling AveragePool; the converter emits MEAN over H, W, whose
+            # int8 kernel (reference_ops::QuantizedMeanOrSum) rescales, also when the
+            # quantization is the same
             a = n.attrs
             if tuple(a["kernel"]) != tuple(x.shape[2:]) or any(a["pads"]):
                 raise TinyAotError("tflite numerics: AveragePool with different input and "
                                    "output quantization must be global (TFLite MEAN)",
                                    model=g.source, node=n.name)
-            count = F32(x.shape[2] * x.shape[3])
             p.use_float = pl.TFLITE_MEAN
-            p.mean_bias = int(zy - int(F32(F32(zx) * sx) / sy))
-            p.mean_mult, p.mean_shift = tfp.quantize_multiplier(float(F32(sx / F32(count * sy))))
+            p.mean_bias = int(zy)  # the kernel subtracts in_zp * count from the sum first
+            p.mean_mult, p.mean_shift = tfp.mean_multiplier(sx, sy, x.shape[2] * x.shape[3])
         if n.attrs.get("count_include_pad"):
             raise TinyAotError("tflite numerics: AveragePool with count_include_pad=1",
                                model=g.source, node=n.name)

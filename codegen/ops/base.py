@@ -1,14 +1,15 @@
 """What an operator module provides, and the records the front end builds with it.
 
 Every IR operator is one module under codegen/ops/ holding one `Op` subclass instance `OP`:
-how the front end recognises it (`onnx`: ONNX op type -> lowering function), its traits (layout,
+how the front ends recognise it (`onnx`: ONNX op type -> lowering function; `tflite`: TFLite
+builtin name -> lowering function), its traits (layout,
 in-place, alias, alignment), its kernel choice and scratch (`select`), its compile-time parameters
 per numerics (`prepare`), its numpy oracle (`reference`) and its C emission (`emit`).
 codegen/ops/__init__.py registers them; nothing else dispatches on an operator's name.
 
 This module imports nothing from the compiler's stages: the front end, passes, planner and
-backend call into operators, never the reverse (an operator talks to the front end through the
-`lw` lowering context and to the backend through the `em` emitter it is handed).
+backend call into operators, never the reverse (an operator talks to the front ends through the
+`lw` / `tl` lowering contexts and to the backend through the `em` emitter it is handed).
 """
 from __future__ import annotations
 
@@ -19,17 +20,36 @@ class Unsupported(Exception):
     """A node the front end cannot lower: collected and reported together with the others."""
 
 
+@dataclass(frozen=True)
+class Deferred:
+    """An input of an op that commutes with quantization (data movement, maximum, clamp) which
+    is itself a float result still pending: it is quantized with the parameters the op's own
+    result gets (frontend/qdq_lowering.py), so `Q(concat(conv(x), y))` is
+    `concat(Q(conv(x)), Q(y))`, exactly."""
+    name: str  # the ONNX float tensor
+
+
+# Pending.commutes: how an op that commutes with quantization takes its output's parameters
+SAME = "same"  # its kernel copies integers: the output keeps its input's quantization
+ANY = "any"  # its kernel requantizes: the output may have any quantization
+
+
 @dataclass
 class Pending:
     """A float op waiting for the QuantizeLinear that gives its output (frontend/qdq_lowering.py)."""
     op: str
     node: str  # ONNX node name, for messages and the IR node's name
-    inputs: list
+    inputs: list  # integer IR tensor names, None (absent), or Deferred float results
     attrs: dict = field(default_factory=dict)
     act_lo: float | None = None  # fused Relu/Clip bounds, in real units
     act_hi: float | None = None
     shape: tuple = ()
     tensors: list = field(default_factory=list)  # ONNX float tensors it computes
+    # None: a computing op (its result exists only in float until quantized); SAME / ANY:
+    # an op that commutes with quantization (Q(op(x)) == op(Q(x))), whose inputs may be
+    # Deferred and which can be settled on its inputs' quantization when a float op reads it
+    commutes: str | None = None
+    fuses_clamp: bool = True  # a following Relu / Clip becomes its act_lo / act_hi
 
 
 @dataclass(frozen=True)
@@ -61,6 +81,10 @@ class Op:
     # ONNX op type -> lowering function f(lw, node, name, attrs, ins, out, shape), which records
     # a Pending (or emits IR nodes) through the lowering context `lw` (frontend/qdq_lowering.py)
     onnx: dict = {}
+    # TFLite builtin name -> lowering function f(tl, op) over the TFLite lowering context `tl`
+    # (frontend/tflite/lower.py) and one operator (frontend/tflite/reader.TflOperator); it
+    # emits IR nodes with the attributes the ONNX lowering gives the same layer
+    tflite: dict = {}
 
     def select(self, g, n, optimize) -> None:
         """Choose the layer's kernel variant and scratch (passes/kernel_select.py): set

@@ -1,4 +1,4 @@
-"""concat: ONNX Concat between DequantizeLinear and QuantizeLinear.
+"""concat: ONNX Concat between DequantizeLinear and QuantizeLinear, or of integer tensors.
 
 An input with the output's quantization is copied; another is requantized through a
 256-entry table. ort: DequantizeLinear -> float Concat -> QuantizeLinear per element (MLAS
@@ -7,6 +7,12 @@ bytes, so an input whose quantization differs gets what the converter's int8 QUA
 front of it would compute (reference Requantize), tabulated. All inputs share the output's
 perm (traits "same"); the kernel copies `outer` rows of each input's chunk. An input the
 planner placed in its slice of the output (planner/concat_slices.py) is not copied at all.
+An input may be a float result still pending (a Conv's, say): it is quantized with the
+output's parameters, which is exact (frontend/qdq_lowering.py). A Concat of the integer
+tensors themselves (tf2onnx writes Q -> Concat -> DQ) copies them: inputs read with other
+parameters become views with the first one's.
+TFLite CONCATENATION and PACK are lowered here too; TFLM's CONCATENATION refuses inputs
+quantized unlike the output in its Prepare, so their lowering does.
 """
 from __future__ import annotations
 
@@ -16,7 +22,8 @@ import numpy as np
 
 from ..errors import TinyAotError
 from ..numerics.quant import act_bounds, qrange, requant_values
-from .base import Op, Pending, Traits
+from .base import ANY, Op, Pending, Traits, Unsupported
+from .onnx_move import integer_sources, reinterpret
 from .physical import physical
 
 
@@ -27,15 +34,64 @@ class ConcatParams:
 
 
 def lower_onnx(lw, node, name, attrs, ins, out, shape):
-    xs = [lw.act_input(i, name) for i in ins if i]
     axis = int(attrs.get("axis", 1)) % len(shape)
-    lw.pending[out] = Pending("concat", name, xs, {"axis": axis}, shape=shape)
+    ints = integer_sources(lw, [i for i in ins if i], name)
+    if ints is not None:  # a Concat of the integers themselves: a copy, no quantization
+        q = ints[0].q
+        xs = [t.name if t.q.same_as(q) else reinterpret(lw, t, q, name).name for t in ints]
+        lw.add_int_tensor(out, shape, ints[0].dtype, q)
+        lw.emit("concat", name, xs, [out], {"axis": axis})
+        return
+    xs = [lw.exact_input(i, name) for i in ins if i]
+    lw.pending[out] = Pending("concat", name, xs, {"axis": axis}, shape=shape, commutes=ANY,
+                              fuses_clamp=False)
+
+
+def _tflite_same_q(tl, ins, y_idx, builtin):
+    for i in ins:
+        if tl.is_const(i):
+            raise Unsupported(f"{builtin} of a constant is not supported")
+        if not tl.same_q(i, y_idx):  # TFLM copies bytes: its Prepare refuses other scales
+            raise Unsupported("every input must be quantized like the output")
+
+
+def lower_tflite_concatenation(tl, op):
+    ins = [i for i in op.inputs if i >= 0]
+    y_idx = op.outputs[0]
+    tl.check_int8(op, y_idx, *ins)
+    if tl.act_attrs(op) != {"act_lo": None, "act_hi": None}:
+        raise Unsupported("CONCATENATION with a fused activation is not supported")
+    _tflite_same_q(tl, ins, y_idx, op.builtin)
+    rank = len(tl.tensor(y_idx).shape)
+    lay = "nchw" if rank == 4 and all(tl.layout_of(i) == "nchw" for i in ins) else "plain"
+    axis = tl.ir_axis(int(op.options.get("axis", 0)), lay, rank)
+    xs = [tl.act(i, lay) for i in ins]
+    tl.emit("concat", tl.node_name(op), xs, [tl.new_act(y_idx, lay)],
+            {"axis": axis, "act_lo": None, "act_hi": None})
+
+
+def lower_tflite_pack(tl, op):
+    """PACK: each input reshaped with a unit axis (zero copy), then one concat."""
+    ins = [i for i in op.inputs if i >= 0]
+    y_idx = op.outputs[0]
+    tl.check_int8(op, y_idx, *ins)
+    _tflite_same_q(tl, ins, y_idx, op.builtin)
+    axis = int(op.options.get("axis", 0)) % len(tl.tensor(y_idx).shape)
+    xs = []
+    for i in ins:
+        x = tl.act(i, "plain")
+        shape = list(tl.graph.tensors[x].shape)
+        shape.insert(axis, 1)
+        xs.append(tl.reshape_to(x, shape, f"{x}@pack#{op.index}"))
+    tl.emit("concat", tl.node_name(op), xs, [tl.new_act(y_idx)],
+            {"axis": axis, "act_lo": None, "act_hi": None})
 
 
 class Concat(Op):
     name = "concat"
     traits = Traits(layout="same")
     onnx = {"Concat": lower_onnx}
+    tflite = {"CONCATENATION": lower_tflite_concatenation, "PACK": lower_tflite_pack}
 
     def prepare(self, g, n, numerics):
         y = g.tensors[n.outputs[0]]

@@ -24,15 +24,17 @@ from ..kernels.c_format import c_struct
 from ..kernels.conv_f32_pack import plan_fields, scratch_bytes
 from ..kernels.fast_pack import conv_gemm_weights, conv_scratch_bytes, pack_depthwise, pack_gemm
 from ..numerics import ort_float as of
+from ..numerics import u8s8_pairs as u8s8
 from ..numerics.mlas_conv_order import node_segments, run_segments
 from ..numerics.ort_float import float_weights
 from . import integer_forms
 from .base import Op, Pending, Traits, Unsupported
-from .conv_lowering import check_weight_q, reshape_to_2d
-from .conv_pads import conv_pads
+from .conv_lowering import WEIGHT_TYPES, layer_weights, reshape_to_2d
+from .conv_pads import conv_pads, tflite_pads
 from .conv_params import FLOAT, TFLITE, ConvParams, prepare_conv_like, requantize_sums
 from .conv_records import emit_conv_dims, emit_float_layer, emit_requant
 from .size_kernels import emit_conv_int_w8, emit_conv_w8, select_size
+from .tflite_filters import tflite_bias, tflite_weights, tflite_window
 
 F32 = np.float32
 
@@ -56,7 +58,7 @@ def lower_onnx(lw, node, name, attrs, ins, out, shape):
     x = lw.act_input(ins[0], name)
     if len(lw.graph.tensors[x].shape) == 3:
         return _lower_conv1d(lw, ins, out, name, attrs, shape)
-    w = lw.weight_input(ins[1], name)
+    w = layer_weights(lw, lw.weight_input(ins[1], name, WEIGHT_TYPES), 0, name)
     b = lw.weight_input(ins[2], name, "int32") if len(ins) > 2 and ins[2] else None
     wt = lw.graph.tensors[w]
     xs = lw.graph.tensors[x].shape
@@ -66,7 +68,6 @@ def lower_onnx(lw, node, name, attrs, ins, out, shape):
     strides = tuple(attrs.get("strides", (1, 1)))
     dil = tuple(attrs.get("dilations", (1, 1)))
     pads = conv_pads(attrs, xs[2:], kshape, strides, dil, shape[2:])
-    check_weight_q(wt, 0)
     a = {"kernel": kshape, "strides": strides, "dilations": dil, "pads": pads,
          "group": int(attrs.get("group", 1))}
     lw.pending[out] = Pending("conv2d", name, [x, w, b], a, shape=shape)
@@ -75,12 +76,11 @@ def lower_onnx(lw, node, name, attrs, ins, out, shape):
 def _lower_conv1d(lw, ins, out, name, attrs, shape):
     """Conv on [N, C, L]: a conv2d on [N, C, 1, L] between two zero-copy reshapes."""
     x = lw.act_input(ins[0], name)
-    w = lw.weight_input(ins[1], name)
+    w = layer_weights(lw, lw.weight_input(ins[1], name, WEIGHT_TYPES), 0, name)
     b = lw.weight_input(ins[2], name, "int32") if len(ins) > 2 and ins[2] else None
     xt, wt = lw.graph.tensors[x], lw.graph.tensors[w]
     if len(wt.shape) != 3:
         raise Unsupported("1-D Conv weights must be [O, I, K]")
-    check_weight_q(wt, 0)
     x4 = reshape_to_2d(lw, x, name)
     w4 = lw.add_int_tensor(f"{w}@2d", wt.shape[:2] + (1, wt.shape[2]), wt.dtype, wt.q,
                            np.ascontiguousarray(wt.data.reshape(wt.shape[:2] + (1, wt.shape[2]))))
@@ -96,6 +96,51 @@ def _lower_conv1d(lw, ins, out, name, attrs, shape):
          "group": int(attrs.get("group", 1)), "conv1d_out": True}
     lw.pending[out] = Pending("conv2d", name, [x4, w4.name, b], a,
                               shape=(shape[0], shape[1], 1, shape[2]))
+
+
+# ---- TFLite -------------------------------------------------------------------------------
+
+def lower_tflite_conv(tl, op):
+    """CONV_2D(input, filter [O, KH, KW, I/group], bias): grouped when the input has more
+    channels than the filter."""
+    x_idx, w_idx, b_idx, y_idx = tl.inp(op, 0), tl.inp(op, 1), tl.inp(op, 2), op.outputs[0]
+    tl.check_int8(op, x_idx, y_idx)
+    xt, wt = tl.tensor(x_idx), tl.tensor(w_idx)
+    if len(xt.shape) != 4 or len(wt.shape) != 4:
+        raise Unsupported("CONV_2D needs 4-D input and filter")
+    cin, fin = xt.shape[3], wt.shape[3]
+    if fin <= 0 or cin % fin:
+        raise Unsupported(f"input channels {cin} are not a multiple of the filter's {fin}")
+    w = tflite_weights(tl, op, w_idx, 0, lambda d: d.transpose(0, 3, 1, 2), 0)
+    _emit_tflite(tl, op, x_idx, w, b_idx, y_idx, cin // fin, wt.shape[0])
+
+
+def lower_tflite_depthwise(tl, op):
+    """DEPTHWISE_CONV_2D(input, filter [1, KH, KW, C*M], bias): any depth multiplier M."""
+    x_idx, w_idx, b_idx, y_idx = tl.inp(op, 0), tl.inp(op, 1), tl.inp(op, 2), op.outputs[0]
+    tl.check_int8(op, x_idx, y_idx)
+    xt, wt, yt = tl.tensor(x_idx), tl.tensor(w_idx), tl.tensor(y_idx)
+    if len(xt.shape) != 4 or len(wt.shape) != 4 or wt.shape[0] != 1:
+        raise Unsupported("DEPTHWISE_CONV_2D needs a 4-D input and a [1, H, W, C] filter")
+    cin, cout = xt.shape[3], wt.shape[3]
+    if cout % cin or yt.shape[3] != cout:
+        raise Unsupported(f"{cout} output channels are not a multiple of {cin} input channels")
+    # [1, KH, KW, C*M] -> [C*M, 1, KH, KW]: output channel c*M + m reads input channel c
+    w = tflite_weights(tl, op, w_idx, 3, lambda d: d[0].transpose(2, 0, 1)[:, None], 0)
+    _emit_tflite(tl, op, x_idx, w, b_idx, y_idx, cin, cout)
+
+
+def _emit_tflite(tl, op, x_idx, w, b_idx, y_idx, group, cout):
+    xt, yt = tl.tensor(x_idx), tl.tensor(y_idx)
+    kernel = tuple(tl.graph.tensors[w].shape[2:])
+    strides, dil = tflite_window(op)
+    pads = tflite_pads(op.options.get("padding", 0), xt.shape[1:3], kernel, strides, dil,
+                       yt.shape[1:3])
+    a = {"kernel": kernel, "strides": strides, "dilations": dil, "pads": pads, "group": group,
+         **tl.act_attrs(op)}
+    x = tl.act(x_idx, "nchw")
+    b = tflite_bias(tl, op, b_idx, x, w, cout)
+    tl.emit("conv2d", tl.node_name(op), [x, w, b], [tl.new_act(y_idx, "nchw")], a)
 
 
 # ---- the numpy oracle ------------------------------------------------------------------------
@@ -130,6 +175,39 @@ def conv2d_int(x, w, attrs, p: ConvParams):
     acc = conv2d_acc(x, w, p.in_zp, attrs["strides"], attrs["pads"], attrs["dilations"],
                      attrs["group"])
     return requantize_sums(acc, p, 1)
+
+
+def conv2d_u8s8_delta(x, w, attrs, in_zp):
+    """What onnxruntime's QLinearConv adds to the exact sums on x86-64 without VNNI
+    (numerics/u8s8_pairs.py): (delta [N, O, OH, OW], saturated pairs). x NCHW int8 (the
+    uint8 values onnxruntime runs on are x + 128), w OIHW. Depthwise layers: exact."""
+    n, c, h, wd = x.shape
+    o, cg, kh, kw = w.shape
+    group = attrs["group"]
+    t, l, b, r = attrs["pads"]
+    sh, sw = attrs["strides"]
+    dh, dw = attrs["dilations"]
+    oh = (h + t + b - (dh * (kh - 1) + 1)) // sh + 1
+    ow = (wd + l + r - (dw * (kw - 1) + 1)) // sw + 1
+    delta = np.zeros((n, o, oh, ow), dtype=np.int64)
+    og = o // group
+    wk = np.asarray(w).transpose(0, 2, 3, 1).reshape(o, -1)  # K = (ky, kx, c)
+    if cg == 1 and og == 1 or not any(u8s8.can_saturate(wk[gi * og:(gi + 1) * og])
+                                      for gi in range(group)):
+        return delta, 0
+    xp = np.full((n, c, h + t + b, wd + l + r), in_zp + 128, dtype=np.int64)
+    xp[:, :, t:t + h, l:l + wd] = np.asarray(x, dtype=np.int64) + 128
+    count = 0
+    for gi in range(group):
+        # im2col of the group, channels last: K = (ky, kx, c), c fastest
+        taps = [xp[:, gi * cg:(gi + 1) * cg, i * dh: i * dh + sh * (oh - 1) + 1: sh,
+                   j * dw: j * dw + sw * (ow - 1) + 1: sw]
+                for i in range(kh) for j in range(kw)]
+        cols = np.stack(taps, axis=1).transpose(0, 3, 4, 1, 2).reshape(n * oh * ow, -1)
+        d, k = u8s8.pair_delta(cols, wk[gi * og:(gi + 1) * og])
+        delta[:, gi * og:(gi + 1) * og] = d.reshape(n, oh, ow, og).transpose(0, 3, 1, 2)
+        count += k
+    return delta, count
 
 
 def conv2d_f32(x, wt, bias_f, attrs, in_scale, in_zp):
@@ -227,6 +305,7 @@ class Conv2d(Op):
     name = "conv2d"
     traits = Traits(layout="spatial", align=8)
     onnx = {"Conv": lower_onnx, "ConvInteger": integer_forms.lower_onnx}
+    tflite = {"CONV_2D": lower_tflite_conv, "DEPTHWISE_CONV_2D": lower_tflite_depthwise}
 
     def select(self, g, n, optimize):
         for k in ("fast_kernel", "int_w8", "f32_w8", "scratch_bytes"):

@@ -3,15 +3,39 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..ir import QParams
 from .base import Unsupported
 
 
-def check_weight_q(wt, channel_axis):
-    """Symmetric weights, quantized per tensor or along the output channels' axis."""
+WEIGHT_TYPES = ("int8", "uint8")
+
+
+def layer_weights(lw, w, channel_axis, name):
+    """The weights of a conv / fully-connected layer, int8 or uint8 (quantize_static's
+    QUInt8 weights), quantized per tensor or along `channel_axis`, any zero point. Every
+    kernel multiplies by symmetric int8 weights, so a zero point is subtracted here:
+    w - zp as int8 with zero point 0 has the same real values and the same integer
+    products (exact). Refused when w - zp does not fit int8 (uint8 weights whose zero
+    point is not 128, or int8 weights that use the range away from their zero point).
+    -> the IR tensor's name (w itself when already symmetric int8)."""
+    wt = lw.graph.tensors[w]
     if wt.q.per_channel and wt.q.axis != channel_axis:
         raise Unsupported(f"weights quantized along axis {wt.q.axis}, expected {channel_axis}")
-    if np.any(wt.q.zero_point != 0):
-        raise Unsupported("weights with a non-zero zero point (asymmetric weights)")
+    zp = wt.q.zero_point.astype(np.int32)
+    if wt.dtype == "int8" and not np.any(zp):
+        return w
+    shape = [1] * wt.data.ndim
+    if wt.q.per_channel:
+        shape[channel_axis] = -1
+    d = wt.data.astype(np.int32) - zp.reshape(shape)
+    if d.min() < -128 or d.max() > 127:
+        raise Unsupported(
+            f"{wt.dtype} weights '{wt.name}' minus their zero point span [{d.min()}, {d.max()}], "
+            "more than int8 holds: quantize the weights symmetrically (int8 with zero point 0, "
+            "or uint8 with zero point 128; quantize_static extra_options WeightSymmetric=True)")
+    q = QParams(wt.q.scale, np.zeros_like(wt.q.zero_point, dtype=np.int32), wt.q.axis)
+    return lw.add_int_tensor(f"{w}@{name}", d.shape, "int8", q,
+                             np.ascontiguousarray(d.astype(np.int8))).name
 
 
 def reshape_to_2d(lw, x, name):

@@ -20,9 +20,10 @@ import numpy as np
 from ..numerics import ort_float as of
 from ..numerics.ort_float import fma_f32
 from .base import Op, Pending, Traits, Unsupported
-from .conv_lowering import check_weight_q, reshape_to_2d
+from .conv_lowering import WEIGHT_TYPES, layer_weights, reshape_to_2d
 from .conv_params import FLOAT, ConvParams, prepare_conv_like, requantize_sums
 from .conv_records import emit_conv_dims, emit_float_layer, emit_requant
+from .tflite_filters import tflite_bias, tflite_weights, tflite_window
 
 F32 = np.float32
 
@@ -109,7 +110,7 @@ def lower_onnx(lw, node, name, attrs, ins, out, shape):
     """ConvTranspose on [N, C, H, W] (or [N, C, L] as [N, C, 1, L] between two zero-copy
     reshapes) -> one conv_transpose IR node."""
     x = lw.act_input(ins[0], name)
-    w = lw.weight_input(ins[1], name)
+    w = layer_weights(lw, lw.weight_input(ins[1], name, WEIGHT_TYPES), 1, name)
     b = lw.weight_input(ins[2], name, "int32") if len(ins) > 2 and ins[2] else None
     xt, wt = lw.graph.tensors[x], lw.graph.tensors[w]
     rank = len(xt.shape)
@@ -129,7 +130,6 @@ def lower_onnx(lw, node, name, attrs, ins, out, shape):
         raise lw.err(f"output shape {list(shape)} from ONNX shape inference differs from "
                      f"{list(want)} (onnxruntime's ConvTranspose arithmetic)",
                      node=name, tensor=out)
-    check_weight_q(wt, 1)
     if rank == 3:  # 1-D: everything gets a unit H
         x = reshape_to_2d(lw, x, name)
         w4 = wt.shape[:2] + (1, wt.shape[2])
@@ -145,6 +145,36 @@ def lower_onnx(lw, node, name, attrs, ins, out, shape):
     if rank == 3:
         a["conv1d_out"] = True
     lw.pending[out] = Pending("conv_transpose", name, [x, w, b], a, shape=tuple(shape))
+
+
+# ---- TFLite ---------------------------------------------------------------------------------
+
+def lower_tflite(tl, op):
+    """TRANSPOSE_CONV(output_shape, filter [O, KH, KW, I], input[, bias]) -> conv_transpose,
+    weights [I, O, KH, KW]. TFLM pads as the forward convolution from the output back to the
+    input would (ComputePaddingHeightWidth on the output size): the odd pixel at the tail."""
+    w_idx, x_idx, b_idx, y_idx = tl.inp(op, 1), tl.inp(op, 2), tl.inp(op, 3), op.outputs[0]
+    tl.check_int8(op, x_idx, y_idx)
+    xt, wt, yt = tl.tensor(x_idx), tl.tensor(w_idx), tl.tensor(y_idx)
+    if len(xt.shape) != 4 or len(wt.shape) != 4 or wt.shape[3] != xt.shape[3]:
+        raise Unsupported("TRANSPOSE_CONV needs 4-D tensors and a filter of the input's channels")
+    same = op.options.get("padding", 0) == 0
+    kernel = tuple(wt.shape[1:3])
+    strides, _ = tflite_window(op)
+    pads = []
+    for n_out, n_in, k, s in zip(yt.shape[1:3], xt.shape[1:3], kernel, strides):
+        want = (n_out + s - 1) // s if same else (n_out - k + s) // s
+        if want != n_in:
+            raise Unsupported(f"input size {n_in} does not match the output size {n_out}")
+        total = max((n_in - 1) * s + k - n_out, 0) if same else 0
+        pads.append((total // 2, total - total // 2))
+    w = tflite_weights(tl, op, w_idx, 0, lambda d: d.transpose(3, 0, 1, 2), 1)
+    a = {"kernel": kernel, "strides": strides, "dilations": (1, 1),
+         "pads": (pads[0][0], pads[1][0], pads[0][1], pads[1][1]), "output_padding": (0, 0),
+         "group": 1, **tl.act_attrs(op)}
+    x = tl.act(x_idx, "nchw")
+    b = tflite_bias(tl, op, b_idx, x, w, wt.shape[0])
+    tl.emit("conv_transpose", tl.node_name(op), [x, w, b], [tl.new_act(y_idx, "nchw")], a)
 
 
 # ---- the numpy oracle --------------------------------------------------------------------
@@ -262,6 +292,7 @@ class ConvTranspose(Op):
     name = "conv_transpose"
     traits = Traits(layout="spatial")
     onnx = {"ConvTranspose": lower_onnx}
+    tflite = {"TRANSPOSE_CONV": lower_tflite}
 
     def select(self, g, n, optimize):
         # one output pixel's accumulators (both numerics, both --optimize modes)

@@ -27,14 +27,17 @@ from ..kernels.fast_pack import fc_scratch_bytes, pack_gemm, pack_gemm_fixed
 from ..kernels.fc_float_pack import fc_float_scratch_bytes, input_table, pack_fc_float
 from ..kernels.ort_requant_fixed import fc_fixed_requant
 from ..numerics import ort_float as of
+from ..numerics import u8s8_pairs as u8s8
 from ..numerics.mlas_fc_order import ORDER_CODE, fc_float
 from ..numerics.ort_float import float_weights
 from . import integer_forms
 from .base import Op, Pending, Traits, Unsupported
 from .conv_params import FLOAT, ORT, TFLITE, ConvParams, prepare_conv_like, requantize_sums
+from .conv_lowering import WEIGHT_TYPES, layer_weights
 from .conv_records import RequantRecord, emit_requant
 from .matmul import lower_onnx as lower_activation_matmul
 from .size_kernels import emit_fc_int_w8, emit_fc_w8, select_size
+from .tflite_filters import tflite_bias, tflite_weights
 
 
 @dataclass
@@ -59,7 +62,7 @@ def lower_matmul_gemm(lw, node, name, attrs, ins, out, shape):
             and not lw.graph.tensors[lw.qrepr[ins[1]]].is_const):
         return lower_activation_matmul(lw, node, name, attrs, ins, out, shape)
     x = lw.act_input(ins[0], name)
-    w = lw.weight_input(ins[1], name)
+    w = lw.weight_input(ins[1], name, WEIGHT_TYPES)
     wt = lw.graph.tensors[w]
     trans_b = int(attrs.get("transB", 0)) if op == "Gemm" else 0
     if op == "Gemm" and (int(attrs.get("transA", 0)) or attrs.get("alpha", 1.0) != 1.0
@@ -67,27 +70,60 @@ def lower_matmul_gemm(lw, node, name, attrs, ins, out, shape):
         raise Unsupported("Gemm with transA or alpha/beta != 1")
     if len(lw.graph.tensors[x].shape) != 2 or len(wt.shape) != 2:
         raise Unsupported("MatMul supports a 2-D activation times a 2-D constant")
-    w = _nk_weights(lw, wt, trans_b)
+    w = _nk_weights(lw, wt, trans_b, name)
     b = None
     if op == "Gemm" and len(ins) > 2 and ins[2]:
         b = lw.weight_input(ins[2], name, "int32")
     lw.pending[out] = Pending("fully_connected", name, [x, w, b], {}, shape=shape)
 
 
-def _nk_weights(lw, wt, trans_b):
-    """Constant [K, N] (or [N, K] with transB) -> new constant [N, K], axis 0."""
-    data = wt.data if trans_b else wt.data.T
+def _nk_weights(lw, wt, trans_b, name):
+    """Constant [K, N] (or [N, K] with transB) -> new constant [N, K], axis 0; a zero point
+    is subtracted first (conv_lowering.layer_weights)."""
     axis = None
     if wt.q.per_channel:
         want = 0 if trans_b else 1
         if wt.q.axis != want:
             raise Unsupported("weights quantized along the reduction axis")
         axis = 0
+    wt = lw.graph.tensors[layer_weights(lw, wt.name, wt.q.axis, name)]
+    data = wt.data if trans_b else wt.data.T
     q = QParams(wt.q.scale, wt.q.zero_point, axis)
-    if np.any(q.zero_point != 0):
-        raise Unsupported("weights with a non-zero zero point (asymmetric weights)")
     t = lw.add_int_tensor(f"{wt.name}@NK", data.shape, wt.dtype, q, np.ascontiguousarray(data))
     return t.name
+
+
+# ---- TFLite ----------------------------------------------------------------------------------
+
+def lower_tflite(tl, op):
+    """FULLY_CONNECTED(input, filter [N, K], bias): the input flattened to [size / K, K] as
+    TFLite does (a zero-copy reshape), the output reshaped to its shape when it keeps dims."""
+    x_idx, w_idx, b_idx, y_idx = tl.inp(op, 0), tl.inp(op, 1), tl.inp(op, 2), op.outputs[0]
+    tl.check_int8(op, x_idx, y_idx)
+    if int(op.options.get("weights_format", 0)) != 0:
+        raise Unsupported("shuffled weights format is not supported")
+    xt, wt, yt = tl.tensor(x_idx), tl.tensor(w_idx), tl.tensor(y_idx)
+    if len(wt.shape) != 2:
+        raise Unsupported("FULLY_CONNECTED needs a 2-D filter")
+    n, k = wt.shape
+    size = int(np.prod(xt.shape))
+    if k <= 0 or size % k:
+        raise Unsupported(f"input of {size} values is not a whole number of rows of {k}")
+    rows = size // k
+    if int(np.prod(yt.shape)) != rows * n:
+        raise Unsupported(f"output shape {list(yt.shape)} does not hold {rows}x{n} values")
+    w = tflite_weights(tl, op, w_idx, 0, lambda d: d, 0)
+    x = tl.act(x_idx, "plain")
+    if tuple(tl.graph.tensors[x].shape) != (rows, k):
+        x = tl.reshape_to(x, (rows, k), f"{tl.names[x_idx]}@rows#{op.index}")
+    b = tflite_bias(tl, op, b_idx, x, w, n)
+    y = tl.new_act(y_idx)
+    if tuple(yt.shape) == (rows, n):
+        tl.emit("fully_connected", tl.node_name(op), [x, w, b], [y], tl.act_attrs(op))
+        return
+    y2 = tl.like(y, (rows, n), f"{y}@rows")
+    tl.emit("fully_connected", tl.node_name(op), [x, w, b], [y2], tl.act_attrs(op))
+    tl.emit("reshape", f"{tl.node_name(op)}@shape", [y2], [y])
 
 
 # ---- the numpy oracle ------------------------------------------------------------------------
@@ -96,6 +132,13 @@ def fully_connected_int(x, w, p: ConvParams):
     """x [M, K], w [N, K]: exact sums, then p's requantization (ORT, TFLITE, EPILOGUE)."""
     acc = (x.astype(np.int64) - p.in_zp) @ w.astype(np.int64).T
     return requantize_sums(acc, p, 1)
+
+
+def fully_connected_u8s8_delta(x, w):
+    """What onnxruntime's QGemm / QLinearMatMul adds to the exact sums on x86-64
+    without VNNI (numerics/u8s8_pairs.py): (delta [M, N], saturated pairs); x [M, K]
+    int8 (onnxruntime runs on x + 128), w [N, K]."""
+    return u8s8.pair_delta(np.asarray(x, dtype=np.int64) + 128, w)
 
 
 def fully_connected_float(x, wt, p: ConvParams):
@@ -189,6 +232,7 @@ class FullyConnected(Op):
     traits = Traits(align=8)
     onnx = {"MatMul": lower_matmul_gemm, "Gemm": lower_matmul_gemm,
             "MatMulInteger": integer_forms.lower_onnx}
+    tflite = {"FULLY_CONNECTED": lower_tflite}
 
     def select(self, g, n, optimize):
         for k in ("fast_kernel", "int_w8", "f32_w8", "scratch_bytes"):

@@ -1,7 +1,7 @@
 """lut: an elementwise int8 nonlinearity as one 256-entry table lookup.
 
 ONNX Sigmoid, Tanh, HardSwish, HardSigmoid and LeakyRelu between DequantizeLinear and
-QuantizeLinear. The table holds what the chosen numerics computes for each of the 256 inputs
+QuantizeLinear; TFLite LOGISTIC, TANH, HARD_SWISH and LEAKY_RELU. The table holds what the chosen numerics computes for each of the 256 inputs
 (numerics/lut_tables.py: onnxruntime's float kernel, or TFLite Micro's integer kernel), with a
 fused Relu/Clip applied to its entries, so the kernel is one load per element and exact.
 """
@@ -33,10 +33,27 @@ def lower_onnx(lw, node, name, attrs, ins, out, shape):
     lw.pending[out] = Pending("lut", name, [x], a, shape=shape)
 
 
+# TFLite builtin -> (the ONNX function it computes, its options and their defaults)
+TFLITE_FUNCTIONS = {"LOGISTIC": ("Sigmoid", ()), "TANH": ("Tanh", ()),
+                    "HARD_SWISH": ("HardSwish", ()), "LEAKY_RELU": ("LeakyRelu", (("alpha", 0.2),))}
+
+
+def lower_tflite(tl, op):
+    fn, options = TFLITE_FUNCTIONS[op.builtin]
+    x_idx, y_idx = tl.inp(op, 0), op.outputs[0]
+    tl.check_int8(op, x_idx, y_idx)
+    lay = tl.layout_of(x_idx)
+    x = tl.act(x_idx, lay)
+    fa = tuple((k, float(op.options.get(k, v))) for k, v in options)
+    tl.emit("lut", tl.node_name(op), [x], [tl.new_act(y_idx, lay)],
+            {"fn": fn, "fn_attrs": fa, "opset": 13, "act_lo": None, "act_hi": None})
+
+
 class Lut(Op):
     name = "lut"
     traits = Traits(layout="elementwise", inplace=(0,))  # one read, then one write per element
     onnx = {fn: lower_onnx for fn in FUNCTIONS}
+    tflite = {builtin: lower_tflite for builtin in TFLITE_FUNCTIONS}
 
     def prepare(self, g, n, numerics):
         x = g.tensors[n.inputs[0]]

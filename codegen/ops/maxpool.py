@@ -1,7 +1,11 @@
-"""maxpool: the maximum over 2-D windows of an int8 NCHW tensor (ONNX MaxPool).
+"""maxpool: the maximum over 2-D windows of an int8 NCHW tensor (ONNX MaxPool, GlobalMaxPool,
+TFLite MAX_POOL_2D).
 
 Exact in both numerics: the input's and output's quantization must be equal, so the
-maximum of the integers is the integer of the maximum; a fused Relu / Clip clamps it.
+maximum of the integers is the integer of the maximum; a fused Relu / Clip clamps it. Where
+the ONNX QuantizeLinear after it has other parameters, the front end runs it on the input's
+and requantizes after (frontend/qdq_lowering.py); a float result still pending before it (a
+Conv's) is quantized with the output's parameters (the maximum commutes with quantization).
 """
 from __future__ import annotations
 
@@ -27,7 +31,8 @@ def maxpool(x, attrs, p):
 class MaxPool(Op):
     name = "maxpool"
     traits = Traits(layout="spatial")
-    onnx = {"MaxPool": pl.lower_pool("maxpool")}
+    onnx = {"MaxPool": pl.lower_max, "GlobalMaxPool": pl.lower_max}
+    tflite = {"MAX_POOL_2D": pl.lower_tflite_pool("maxpool")}
 
     def prepare(self, g, n, numerics):
         x = g.tensors[n.inputs[0]]

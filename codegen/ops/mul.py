@@ -1,6 +1,6 @@
 """mul: elementwise int8 a * b with broadcasting (ONNX Mul).
 
-Operands: two activations, or an activation and a per-tensor int8 constant (DequantizeLinear
+Operands: two activations, or an activation and a per-tensor int8 / uint8 constant (DequantizeLinear
 of an initializer) that broadcasts onto it. The kernel (tinyaot_mul_s8) walks the output's
 4 physical dims and reads each operand at its own strides (0 on a broadcast axis), so
 layouts and broadcasting cost no copy. Per numerics (the record's mode):
@@ -45,11 +45,12 @@ class MulParams:  # tinyaot_mul_params_t
 
 
 def _operand(lw, x, name):
-    """An activation, or a per-tensor int8 constant (DequantizeLinear of an initializer)."""
+    """An activation, or a per-tensor int8 / uint8 constant (DequantizeLinear of an
+    initializer; a uint8 one becomes int8 with its zero point - 128, passes/uint8.py)."""
     if x in lw.qrepr and lw.graph.tensors[lw.qrepr[x]].is_const:
         t = lw.graph.tensors[lw.qrepr[x]]
-        if t.dtype != "int8" or t.q.per_channel:
-            raise Unsupported(f"constant '{x}' must be int8, quantized per tensor")
+        if t.dtype not in ("int8", "uint8") or t.q.per_channel:
+            raise Unsupported(f"constant '{x}' must be int8 / uint8, quantized per tensor")
         return t.name
     return lw.act_input(x, name)
 
@@ -64,6 +65,25 @@ def lower_onnx(lw, node, name, attrs, ins, out, shape):
     if len(acts) == 1 and lw.graph.tensors[acts[0]].shape != tuple(shape):
         raise Unsupported("Mul where a constant broadcasts the activation to a larger shape")
     lw.pending[out] = Pending("mul", name, xs, {}, shape=shape)
+
+
+def lower_tflite(tl, op):
+    """MUL of two activations of one shape, or of an activation and a scalar int8 constant."""
+    a_idx, b_idx, y_idx = tl.inp(op, 0), tl.inp(op, 1), op.outputs[0]
+    tl.check_int8(op, a_idx, b_idx, y_idx)
+    ca, cb = tl.is_const(a_idx), tl.is_const(b_idx)
+    if ca and cb:
+        raise Unsupported("MUL of two constants")
+    if ca or cb:
+        act_idx, c_idx = (b_idx, a_idx) if ca else (a_idx, b_idx)
+        if tl.consts[c_idx].size != 1:
+            raise Unsupported("MUL by a constant: only a scalar constant is supported")
+        lay = tl.layout_of(act_idx)
+        a, c = tl.act(act_idx, lay), tl.int8_const(c_idx)
+        ins = [c, a] if ca else [a, c]
+    else:
+        ins, lay = tl.act_pair(op)
+    tl.emit("mul", tl.node_name(op), ins, [tl.new_act(y_idx, lay)], tl.act_attrs(op))
 
 
 def broadcast_strides(x, out):
@@ -102,6 +122,7 @@ class Mul(Op):
     name = "mul"
     traits = Traits(layout="elementwise")
     onnx = {"Mul": lower_onnx}
+    tflite = {"MUL": lower_tflite}
 
     def prepare(self, g, n, numerics):
         a, b = (g.tensors[i] for i in n.inputs)

@@ -22,3 +22,25 @@ def move_source(lw, x):
     if x in lw.consts:
         return None
     raise Unsupported(f"input '{x}' is a float tensor that is not quantized")
+
+
+def integer_sources(lw, ins, name):
+    """The integer IR tensors when every input of an ONNX op is an integer activation
+    itself (a graph input or a QuantizeLinear output: the op runs on the integers, as
+    tf2onnx writes Q -> Concat -> DQ), else None. Their quantization (from the
+    QuantizeLinear) must be known."""
+    ts = [lw.graph.tensors.get(x) for x in ins]
+    if not ts or any(t is None or t.is_const for t in ts):
+        return None
+    for x, t in zip(ins, ts):
+        if t.q is None or t.q.per_channel:
+            raise Unsupported(f"integer input '{x}' has no per-tensor quantization (it must "
+                              "come from a QuantizeLinear)")
+    return ts
+
+
+def reinterpret(lw, t, q, name):
+    """A zero-copy view of integer tensor t read with quantization q."""
+    view = lw.add_int_tensor(f"{t.name}@{name}", t.shape, t.dtype, q)
+    lw.emit("reinterpret", f"{name}@{t.name}", [t.name], [view.name])
+    return view

@@ -4,7 +4,10 @@ The constant is the pad value quantized with the output's parameters (0.0 -> the
 point). Elements are copied, or requantized through a table when the output's quantization
 differs (ort only: DequantizeLinear -> Pad -> QuantizeLinear; TFLite PAD keeps the
 quantization). tinyaot_pad_s8 pads on the physical axes: the output keeps the input's perm
-(traits "same").
+(traits "same"). Padding commutes with quantization, so the input may be a float result still
+pending (quantized with the output's parameters, the constant with them too), or the integer
+tensor itself (ONNX Pad of an int8 tensor: the constant is an integer of its grid). TFLite PAD and PADV2
+(constant mode) are lowered here too.
 """
 from __future__ import annotations
 
@@ -15,7 +18,8 @@ import numpy as np
 from ..errors import TinyAotError
 from ..numerics import ort_float as of
 from ..numerics.quant import act_bounds, qrange, requant_values, round_half_away
-from .base import Op, Pending, Traits, Unsupported
+from .base import ANY, Op, Pending, Traits, Unsupported
+from .onnx_move import integer_sources
 from .physical import dims4, int32_array, physical
 
 F32 = np.float32
@@ -37,17 +41,34 @@ def _float_scalar(lw, x, name):
     return float(np.asarray(lw.const(x, name, "scalar")).reshape(-1)[0])
 
 
+def _integer_scalar(lw, x, t, name):
+    """The constant value of a Pad of integer tensor t, in t's real units."""
+    v = np.asarray(lw.const(x, name, "Pad constant_value")).reshape(-1)
+    s, zp = t.q.scalar()
+    return float((np.float64(int(v[0])) - zp) * np.float64(s)) if v.size else 0.0
+
+
 def lower_onnx(lw, node, name, attrs, ins, out, shape):
-    x = lw.act_input(ins[0], name)
-    rank = len(lw.graph.tensors[x].shape)
+    ints = integer_sources(lw, ins[:1], name)  # a Pad of the integers themselves
+    x = ints[0].name if ints is not None else lw.exact_input(ins[0], name)
+    rank = len(lw.shape_of(ins[0], name))
     value = 0.0
     if lw.opset < 11:
         pads = list(attrs["pads"])
         value = float(attrs.get("value", 0.0))
+        if ints is not None and value != int(value):
+            raise Unsupported("Pad of an integer tensor with a fractional value")
+        if ints is not None:
+            s, zp = ints[0].q.scalar()
+            value = float((np.float64(value) - zp) * np.float64(s))
     else:
         pads = [int(v) for v in np.asarray(lw.const(ins[1], name, "Pad pads")).reshape(-1)]
         if len(ins) > 2 and ins[2]:
-            value = _float_scalar(lw, ins[2], name)
+            value = (_integer_scalar(lw, ins[2], ints[0], name) if ints is not None
+                     else _float_scalar(lw, ins[2], name))
+        elif ints is not None:  # the default 0 of an integer tensor, in real units
+            s, zp = ints[0].q.scalar()
+            value = float(-zp * np.float64(s))
         if len(ins) > 3 and ins[3]:
             raise Unsupported("Pad with axes")
     mode = attrs.get("mode", "constant")
@@ -57,13 +78,47 @@ def lower_onnx(lw, node, name, attrs, ins, out, shape):
         raise Unsupported("Pad with negative pads or rank > 4")
     a = {"mode": mode, "before": tuple(pads[:rank]), "after": tuple(pads[rank:]),
          "value": value}
-    lw.pending[out] = Pending("pad", name, [x], a, shape=shape)
+    if ints is not None:
+        lw.add_int_tensor(out, shape, ints[0].dtype, ints[0].q)
+        lw.emit("pad", name, [x], [out], a)
+        return
+    lw.pending[out] = Pending("pad", name, [x], a, shape=shape, commutes=ANY, fuses_clamp=False)
+
+
+def lower_tflite(tl, op):
+    """PAD / PADV2(input, paddings [rank, 2][, value]): constant padding; PADV2's value is
+    one int8 constant, given in real units to the node as ONNX's is."""
+    x_idx, p_idx, y_idx = tl.inp(op, 0), tl.inp(op, 1), op.outputs[0]
+    tl.check_int8(op, x_idx, y_idx)
+    rank = len(tl.tensor(x_idx).shape)
+    pads = np.asarray(tl.const(p_idx, "the paddings")).reshape(-1, 2).astype(np.int64)
+    if pads.shape[0] != rank or pads.min() < 0 or rank > 4:
+        raise Unsupported("PAD with negative paddings or rank > 4")
+    value = 0.0
+    v_idx = tl.inp(op, 2)
+    if op.builtin == "PADV2" and v_idx >= 0:
+        vt = tl.tensor(v_idx)
+        v = np.asarray(tl.const(v_idx, "the pad value")).reshape(-1)
+        vq = tl.qparams(vt, "pad value")
+        if v.size != 1 or vq is None or vt.dtype != "int8":
+            raise Unsupported("PADV2 value must be one int8 quantized constant")
+        value = float((int(v[0]) - int(vq.zero_point[0])) * np.float64(vq.scale[0]))
+    lay = tl.layout_of(x_idx) if rank == 4 else "plain"
+    before, after = [0] * rank, [0] * rank
+    for a in range(rank):
+        b = tl.ir_axis(a, lay, rank)
+        before[b], after[b] = int(pads[a, 0]), int(pads[a, 1])
+    x = tl.act(x_idx, lay)
+    tl.emit("pad", tl.node_name(op), [x], [tl.new_act(y_idx, lay)],
+            {"mode": "constant", "before": tuple(before), "after": tuple(after), "value": value,
+             "act_lo": None, "act_hi": None})
 
 
 class Pad(Op):
     name = "pad"
     traits = Traits(layout="same")
     onnx = {"Pad": lower_onnx}
+    tflite = {"PAD": lower_tflite, "PADV2": lower_tflite}
 
     def prepare(self, g, n, numerics):
         x = g.tensors[n.inputs[0]]

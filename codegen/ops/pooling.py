@@ -2,8 +2,8 @@
 kernels' tinyaot_pool_params_t and its C emission.
 
 ONNX AveragePool / MaxPool give a 2-D window (kernel_shape, strides, pads or auto_pad,
-count_include_pad); GlobalAveragePool and ReduceMean over H, W are one window over the
-whole plane. Both kernels take one record whose mode field (use_float) says which
+count_include_pad); GlobalAveragePool, GlobalMaxPool and ReduceMean over H, W are one window
+over the whole plane. Both kernels take one record whose mode field (use_float) says which
 arithmetic the average runs; maxpool leaves it 0.
 """
 from __future__ import annotations
@@ -12,13 +12,14 @@ from dataclasses import dataclass, replace
 from typing import ClassVar
 
 from ..kernels.c_format import c_struct
-from .base import Pending, Unsupported
-from .conv_pads import conv_pads
+from .base import SAME, Deferred, Pending, Unsupported
+from .conv_pads import conv_pads, tflite_pads
+from .onnx_move import integer_sources
 
 # tinyaot_pool_params_t.use_float
 TFLITE_ROUNDED = 0  # TFLite AveragePool: the rounded integer mean (also maxpool: unused)
 ORT_FLOAT = 1  # onnxruntime's float AveragePool, then QuantizeLinear
-TFLITE_MEAN = 2  # TFLite MEAN: sum * multiplier >> shift + bias
+TFLITE_MEAN = 2  # TFLite MEAN: (sum - in_zp * count) * multiplier >> shift + bias
 ORT_QLINEAR = 3  # onnxruntime's QLinearAveragePool: round(mean / s + zp)
 
 
@@ -62,13 +63,14 @@ def pool_params(g, n, act_min, act_max, use_float, **quant) -> PoolParams:
                       int(a.get("count_include_pad", 0)), act_min, act_max, use_float, **quant)
 
 
-def lower_window(lw, node, name, attrs, ins, out, shape):
-    """AveragePool / MaxPool / GlobalAveragePool -> (input, IR attrs) of one 2-D window."""
-    x = lw.act_input(ins[0], name)
-    xs = lw.graph.tensors[x].shape
+def lower_window(lw, node, name, attrs, ins, out, shape, x=None):
+    """AveragePool / MaxPool / GlobalAveragePool / GlobalMaxPool -> (input, IR attrs) of one
+    2-D window; x: the input already resolved (default: the activation behind ins[0])."""
+    x = lw.act_input(ins[0], name) if x is None else x
+    xs = lw.shape_of(ins[0], name) if isinstance(x, Deferred) else lw.graph.tensors[x].shape
     if len(xs) != 4:
         raise Unsupported("only 2-D pooling is supported")
-    if node.op_type == "GlobalAveragePool":
+    if node.op_type in ("GlobalAveragePool", "GlobalMaxPool"):
         k, s, pads = tuple(xs[2:]), (1, 1), (0, 0, 0, 0)
         cip = 0
     else:
@@ -84,11 +86,45 @@ def lower_window(lw, node, name, attrs, ins, out, shape):
 
 
 def lower_pool(kind):
-    """The ONNX lowering function of IR op `kind` (avgpool or maxpool)."""
+    """The ONNX lowering function of IR op `kind` (avgpool)."""
     def lower(lw, node, name, attrs, ins, out, shape):
         x, a = lower_window(lw, node, name, attrs, ins, out, shape)
         lw.pending[out] = Pending(kind, name, [x], a, shape=shape)
     return lower
+
+
+def lower_tflite_pool(kind):
+    """The TFLite lowering of AVERAGE_POOL_2D / MAX_POOL_2D as IR op `kind`."""
+    def lower(tl, op):
+        x_idx, y_idx = tl.inp(op, 0), op.outputs[0]
+        tl.check_int8(op, x_idx, y_idx)
+        xt, yt = tl.tensor(x_idx), tl.tensor(y_idx)
+        if len(xt.shape) != 4:
+            raise Unsupported("pooling needs a 4-D input")
+        o = op.options
+        kernel = (int(o.get("filter_height", 1)), int(o.get("filter_width", 1)))
+        strides = (int(o.get("stride_h", 1)), int(o.get("stride_w", 1)))
+        pads = tflite_pads(o.get("padding", 0), xt.shape[1:3], kernel, strides, (1, 1),
+                           yt.shape[1:3])
+        a = {"kernel": kernel, "strides": strides, "pads": pads, "count_include_pad": 0,
+             **tl.act_attrs(op)}
+        x = tl.act(x_idx, "nchw")
+        tl.emit(kind, tl.node_name(op), [x], [tl.new_act(y_idx, "nchw")], a)
+    return lower
+
+
+def lower_max(lw, node, name, attrs, ins, out, shape):
+    """MaxPool / GlobalMaxPool: the maximum commutes with quantization (it is monotonic), so
+    its input may be a float result still pending, or the integers themselves (ONNX
+    MaxPool of an int8 tensor: the output keeps the input's quantization)."""
+    ints = integer_sources(lw, ins[:1], name)
+    if ints is not None:
+        x, a = lower_window(lw, node, name, attrs, ins, out, shape, ints[0].name)
+        lw.add_int_tensor(out, shape, ints[0].dtype, ints[0].q)
+        lw.emit("maxpool", name, [x], [out], a)
+        return
+    x, a = lower_window(lw, node, name, attrs, ins, out, shape, lw.exact_input(ins[0], name))
+    lw.pending[out] = Pending("maxpool", name, [x], a, shape=shape, commutes=SAME)
 
 
 def windows(x, attrs):

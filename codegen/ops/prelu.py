@@ -14,7 +14,8 @@ numerics (the record's mode):
   1  onnxruntime: its optimizer keeps the group in float (there is no QLinear PRelu), so
      QuantizeLinear(x_f > 0 ? x_f : x_f * slope_f) in float32, x_f and slope_f from
      DequantizeLinear (per-channel slope scales allowed).
-A fused Relu / Clip is the output clamp (act_min, act_max).
+A fused Relu / Clip is the output clamp (act_min, act_max). TFLite PRELU (alpha a constant,
+one scale) is lowered here too.
 """
 from __future__ import annotations
 
@@ -85,6 +86,32 @@ def lower_onnx(lw, node, name, attrs, ins, out, shape):
     lw.pending[out] = Pending("prelu", name, [x, st.name], {}, shape=shape)
 
 
+def lower_tflite(tl, op):
+    """PRELU(input, alpha): alpha a constant broadcast onto the input from the right (NHWC,
+    e.g. [1, 1, C]); on an NCHW IR tensor it is moved to [1, C, 1, 1] with it."""
+    x_idx, a_idx, y_idx = tl.inp(op, 0), tl.inp(op, 1), op.outputs[0]
+    tl.check_int8(op, x_idx, a_idx, y_idx)
+    at = tl.tensor(a_idx)
+    alpha = np.asarray(tl.const(a_idx, "alpha"))
+    q = tl.qparams(at, "alpha")
+    if q is None or q.per_channel:
+        raise Unsupported(f"alpha '{at.name}' must be quantized per tensor")
+    rank = len(tl.tensor(x_idx).shape)
+    if alpha.ndim > rank:
+        raise Unsupported(f"alpha of shape {list(alpha.shape)} has more dimensions than the input")
+    lay = tl.layout_of(x_idx) if rank == 4 else "plain"
+    alpha = alpha.reshape((1,) * (rank - alpha.ndim) + alpha.shape)
+    if lay == "nchw":
+        alpha = alpha.transpose(0, 3, 1, 2)
+    x = tl.act(x_idx, lay)
+    why = slope_axis(tl.graph.tensors[x].shape, alpha.shape)
+    if isinstance(why, str):
+        raise Unsupported(why)
+    a = tl.add_const(f"{tl.names[a_idx]}@{tl.node_name(op)}", alpha, "int8", q)
+    tl.emit("prelu", tl.node_name(op), [x, a], [tl.new_act(y_idx, lay)],
+            {"act_lo": None, "act_hi": None})
+
+
 def channel_slopes(t):
     """(int8 slope values, float32 DequantizeLinear of them), one per channel, in order."""
     data = np.asarray(t.data).astype(np.int32)
@@ -118,6 +145,7 @@ class Prelu(Op):
     name = "prelu"
     traits = Traits(layout="elementwise", inplace=(0,))  # one read, then one write per element
     onnx = {"PRelu": lower_onnx}
+    tflite = {"PRELU": lower_tflite}
 
     def prepare(self, g, n, numerics):
         x, a = (g.tensors[i] for i in n.inputs)

@@ -7,6 +7,9 @@ op's output, ...). Both run tinyaot_requantize_s8, elementwise and in place:
   mode 1: onnxruntime's DequantizeLinear -> QuantizeLinear in float32,
   mode 2: TFLite's fixed-point requantization (QuantizeMultiplier of s_in / s_out).
 ONNX Relu and Clip are recognised here: after a pending op they become its output clamp.
+TFLite RELU and RELU6 are clamps (RELU6 in the input's quantization, as TFLM's kernel), a
+QUANTIZE from int8 to int8 a requantize (a QUANTIZE of a float model input is the model's
+boundary, frontend/tflite/lower.py).
 """
 from __future__ import annotations
 
@@ -19,7 +22,7 @@ from ..kernels.c_format import c_struct
 from ..numerics import ort_float as of
 from ..numerics import tflite_fixedpoint as tfp
 from ..numerics.quant import act_bounds
-from .base import Op, Pending, Traits
+from .base import ANY, Op, Pending, Traits, Unsupported
 
 
 @dataclass
@@ -64,11 +67,11 @@ def lower_relu_clip(lw, node, name, attrs, ins, out, shape):
     if node.op_type == "Clip":
         lo, hi = clip_bounds(lw, node, attrs, name)
     x = ins[0]
-    if x in lw.pending:
+    if x in lw.pending and lw.pending[x].fuses_clamp:
         p = lw.pending.pop(x)
         p.tensors.append(x)
-    else:
-        p = Pending("clamp", name, [lw.act_input(x, name)], {}, shape=shape)
+    else:  # its own clamp, on the integers behind x or on x quantized later (Deferred)
+        p = Pending("clamp", name, [lw.exact_input(x, name)], {}, shape=shape, commutes=ANY)
     if lo is not None:
         p.act_lo = lo if p.act_lo is None else max(p.act_lo, lo)
     if hi is not None:
@@ -76,12 +79,42 @@ def lower_relu_clip(lw, node, name, attrs, ins, out, shape):
     lw.pending[out] = p
 
 
+def tflite_relu(lo, hi, same_q):
+    """RELU / RELU6 -> a clamp to [lo, hi] in real units; same_q: TFLM clamps in the
+    input's quantization (its RELU6 has no rescaling)."""
+    def lower(tl, op):
+        x_idx, y_idx = tl.inp(op, 0), op.outputs[0]
+        tl.check_int8(op, x_idx, y_idx)
+        if same_q and not tl.same_q(x_idx, y_idx):
+            raise Unsupported("input and output quantization differ")
+        lay = tl.layout_of(x_idx)
+        x = tl.act(x_idx, lay)
+        tl.emit("clamp", tl.node_name(op), [x], [tl.new_act(y_idx, lay)],
+                {"act_lo": lo, "act_hi": hi})
+    return lower
+
+
+def lower_tflite_quantize(tl, op):
+    """QUANTIZE of an int8 / uint8 activation: a requantization."""
+    x_idx, y_idx = tl.inp(op, 0), op.outputs[0]
+    xt, yt = tl.tensor(x_idx), tl.tensor(y_idx)
+    if yt.dtype not in ("int8", "uint8"):
+        raise Unsupported(f"QUANTIZE to {yt.dtype} is not supported")
+    if xt.dtype not in ("int8", "uint8"):
+        raise Unsupported(f"QUANTIZE of a {xt.dtype} tensor inside the graph is not supported")
+    lay = tl.layout_of(x_idx)
+    x = tl.act(x_idx, lay)
+    tl.emit("requantize", tl.node_name(op), [x], [tl.new_act(y_idx, lay)],
+            {"act_lo": None, "act_hi": None})
+
+
 class Requantize(Op):
     traits = Traits(layout="elementwise", inplace=(0,))
 
-    def __init__(self, name, onnx=None):
+    def __init__(self, name, onnx=None, tflite=None):
         self.name = name
         self.onnx = onnx or {}
+        self.tflite = tflite or {}
 
     def prepare(self, g, n, numerics):
         x = g.tensors[n.inputs[0]]
@@ -115,5 +148,6 @@ class Requantize(Op):
                                           em.ptr(n.outputs[0])])
 
 
-OPS = (Requantize("requantize"),
-       Requantize("clamp", {"Relu": lower_relu_clip, "Clip": lower_relu_clip}))
+OPS = (Requantize("requantize", tflite={"QUANTIZE": lower_tflite_quantize}),
+       Requantize("clamp", {"Relu": lower_relu_clip, "Clip": lower_relu_clip},
+                  {"RELU": tflite_relu(0.0, None, False), "RELU6": tflite_relu(0.0, 6.0, True)}))

@@ -6,7 +6,8 @@ scale is kept exactly as onnxruntime uses it (scales given: that value; sizes gi
 float(out) / float(in)); prepare turns it into index and weight tables from the chosen
 oracle (numerics/resize.py): onnxruntime's float Resize, or TFLite's RESIZE_NEAREST_NEIGHBOR
 / int8 RESIZE_BILINEAR with the ONNX modes they have. The kernels run NHWC (traits
-"spatial") and only read the tables.
+"spatial") and only read the tables. TFLite RESIZE_NEAREST_NEIGHBOR and RESIZE_BILINEAR are
+lowered here too, as the ONNX modes that compute the same coordinates.
 """
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from ..errors import TinyAotError
 from ..kernels.c_format import c_struct
 from ..numerics import resize as rr
 from ..numerics.quant import act_bounds, requant_table
-from .base import Op, Pending, Traits, Unsupported
+from .base import ANY, Op, Pending, Traits, Unsupported
 from .physical import int32_array
 
 F32 = np.float32
@@ -82,19 +83,23 @@ def resize_attrs(attrs, opset, in_shape, out_shape, scales, sizes):
 
 
 def lower_onnx(lw, node, name, attrs, ins, out, shape):
-    x = lw.act_input(ins[0], name)
+    nearest = attrs.get("mode", "nearest") == "nearest"
+    # nearest copies elements: it commutes with quantization, its input may be a float
+    # result still pending (quantized with the output's parameters)
+    x = lw.exact_input(ins[0], name) if nearest else lw.act_input(ins[0], name)
     ins = list(ins) + [""] * 4
 
     def const_or_none(i, what):
         return np.asarray(lw.const(ins[i], name, f"Resize {what}")) if ins[i] else None
     try:
-        a = resize_attrs(attrs, lw.opset, lw.graph.tensors[x].shape, shape,
+        a = resize_attrs(attrs, lw.opset, lw.shape_of(ins[0], name), shape,
                          const_or_none(2, "scales"), const_or_none(3, "sizes"))
     except ResizeUnsupported as e:
         raise Unsupported(str(e)) from None
     except ValueError as e:
         raise lw.err(str(e), node=name, tensor=out) from None
-    lw.pending[out] = Pending("resize", name, [x], a, shape=shape)
+    lw.pending[out] = Pending("resize", name, [x], a, shape=shape,
+                              commutes=ANY if nearest else None)
 
 
 @dataclass
@@ -133,10 +138,43 @@ class ResizeBilinearParams:  # tinyaot_resize_bilinear_params_t
     table: np.ndarray | None  # mode 1: int8[256] requantization after, or None
 
 
+# (align_corners, half_pixel_centers) -> the ONNX coordinate_transformation_mode and
+# nearest_mode that TFLite's kernel computes
+TFLITE_NEAREST = {(False, False): ("asymmetric", "floor"),
+                  (False, True): ("tf_half_pixel_for_nn", "floor"),
+                  (True, False): ("align_corners", "round_prefer_ceil")}
+TFLITE_BILINEAR = {(False, False): "asymmetric", (True, False): "align_corners",
+                   (False, True): "half_pixel"}
+
+
+def lower_tflite(tl, op):
+    """RESIZE_NEAREST_NEIGHBOR / RESIZE_BILINEAR(input, size): the output size from the
+    file, the scales as float32(out) / float32(in)."""
+    x_idx, y_idx = tl.inp(op, 0), op.outputs[0]
+    tl.check_int8(op, x_idx, y_idx)
+    xt, yt = tl.tensor(x_idx), tl.tensor(y_idx)
+    if len(xt.shape) != 4:
+        raise Unsupported("resize needs a 4-D input")
+    key = (bool(op.options.get("align_corners", False)),
+           bool(op.options.get("half_pixel_centers", False)))
+    if all(key):
+        raise Unsupported("align_corners and half_pixel_centers together")
+    if op.builtin == "RESIZE_NEAREST_NEIGHBOR":
+        mode, (ctm, nearest) = "nearest", TFLITE_NEAREST[key]
+    else:
+        mode, ctm, nearest = "linear", TFLITE_BILINEAR[key], "round_prefer_floor"
+    scales = tuple(float(F32(F32(o) / F32(i))) for o, i in zip(yt.shape[1:3], xt.shape[1:3]))
+    x = tl.act(x_idx, "nchw")
+    tl.emit("resize", tl.node_name(op), [x], [tl.new_act(y_idx, "nchw")],
+            {"mode": mode, "ctm": ctm, "nearest_mode": nearest, "scales": scales,
+             "act_lo": None, "act_hi": None})
+
+
 class Resize(Op):
     name = "resize"
     traits = Traits(layout="spatial")
     onnx = {"Resize": lower_onnx}
+    tflite = {"RESIZE_NEAREST_NEIGHBOR": lower_tflite, "RESIZE_BILINEAR": lower_tflite}
 
     def prepare(self, g, n, numerics):
         x = g.tensors[n.inputs[0]]

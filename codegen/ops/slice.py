@@ -4,16 +4,21 @@ Both only move bytes, so the lowering turns each into `slice` IR nodes (one per 
 output) that copy a strided window of their input; everything about the window is shape
 arithmetic on constants, done once here, as the ONNX spec defines it. A slice of a slice
 (as torch exports x[a:b, ::c]) reads the first one's input directly: one copy, not two
-(the unused middle slice is dead code). Slice / Split of a constant is folded.
+(the unused middle slice is dead code). Slice / Split of a constant is folded; of a float
+result still pending (a Conv's), each piece waits for its QuantizeLinear (a copy commutes
+with quantization).
 tinyaot_slice_s8 walks the window on the physical axes, so the output keeps the input's
-perm (traits "same"); the copy is exact in both numerics.
+perm (traits "same"); the copy is exact in both numerics. TFLite STRIDED_SLICE, SLICE,
+SPLIT, SPLIT_V and UNPACK are lowered here too (a window each, reshaped where the builtin
+drops an axis); frontend/tflite/fold.py folds STRIDED_SLICE and SLICE of constants with the
+same window arithmetic.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from ..errors import TinyAotError
-from .base import Op, Traits, Unsupported
+from .base import SAME, Deferred, Op, Pending, Traits, Unsupported
 from .onnx_move import move_source
 from .physical import dims4, int32_array, physical
 
@@ -156,6 +161,14 @@ def onnx_windows(lw, node, name, attrs, shape):
 
 
 def lower_onnx(lw, node, name, attrs, ins, out, shape):
+    if ins[0] in lw.pending or ins[0] in lw.materialized:  # a float result still pending
+        windows = onnx_windows(lw, node, name, attrs, lw.shape_of(ins[0], name))
+        for j, (o, (starts, steps, oshape)) in enumerate(zip(node.output, windows)):
+            if o:
+                lw.pending[o] = Pending("slice", name if len(node.output) == 1 else f"{name}:{j}",
+                                        [Deferred(ins[0])], {"starts": starts, "steps": steps},
+                                        shape=oshape, commutes=SAME, fuses_clamp=False)
+        return
     src = move_source(lw, ins[0])
     if src is None:  # a constant: folded
         x = np.asarray(lw.consts[ins[0]])
@@ -182,10 +195,150 @@ def lower_onnx(lw, node, name, attrs, ins, out, shape):
             lw.qrepr[o] = t.name
 
 
+# ---- TFLite ---------------------------------------------------------------------------
+
+def _bit(mask, i):
+    return bool((int(mask) >> i) & 1)
+
+
+def _tflite_ints(tl, op, k, what):
+    return np.asarray(tl.const(op.inputs[k], what)).reshape(-1)
+
+
+def tflite_strided_slices(tl, op, shape):
+    """STRIDED_SLICE (begin / end / strides constants and masks) on a tensor of `shape` ->
+    one python slice per axis; a shrunk axis becomes a slice of length 1."""
+    o = op.options
+    if int(o.get("ellipsis_mask", 0)) or int(o.get("new_axis_mask", 0)):
+        raise Unsupported("STRIDED_SLICE with an ellipsis or new-axis mask is not supported")
+    begin = _tflite_ints(tl, op, 1, "begin")
+    end = _tflite_ints(tl, op, 2, "end")
+    strides = (_tflite_ints(tl, op, 3, "strides") if len(op.inputs) > 3 and op.inputs[3] >= 0
+               else np.ones_like(begin))
+    if not (len(begin) == len(end) == len(strides)) or len(begin) > len(shape):
+        raise Unsupported("STRIDED_SLICE begin/end/strides do not match the input rank")
+    if bool(o.get("offset", False)):
+        end = begin + end
+    out = []
+    for i, dim in enumerate(shape):
+        if i >= len(begin):
+            out.append(slice(None))
+            continue
+        b, e, st = int(begin[i]), int(end[i]), int(strides[i])
+        if st == 0:
+            raise Unsupported("STRIDED_SLICE stride 0")
+        if _bit(o.get("shrink_axis_mask", 0), i):
+            b = b + dim if b < 0 else b
+            if not 0 <= b < dim:
+                raise Unsupported(f"STRIDED_SLICE index {begin[i]} out of range for axis {i}")
+            out.append(slice(b, b + 1, 1))
+            continue
+        out.append(slice(None if _bit(o.get("begin_mask", 0), i) else b,
+                         None if _bit(o.get("end_mask", 0), i) else e, st))
+    return out
+
+
+def tflite_slice_slices(tl, op, shape):
+    """SLICE (begin, size constants; size -1: to the end) -> one python slice per axis."""
+    begin = _tflite_ints(tl, op, 1, "begin")
+    size = _tflite_ints(tl, op, 2, "size")
+    if len(begin) != len(shape) or len(size) != len(shape):
+        raise Unsupported("SLICE begin/size do not match the input rank")
+    out = []
+    for dim, b, n in zip(shape, begin, size):
+        b, n = int(b), int(n)
+        e = dim if n == -1 else b + n
+        if b < 0 or e > dim or e < b:
+            raise Unsupported(f"SLICE window [{b}, {e}) outside an axis of {dim}")
+        out.append(slice(b, e, 1))
+    return out
+
+
+def _python_window(shape, slices):
+    """Python slices -> (starts, steps, out_shape) of a slice node."""
+    starts, steps, out = [], [], []
+    for dim, sl in zip(shape, slices):
+        pos = np.arange(dim)[sl]
+        starts.append(int(pos[0]) if pos.size else 0)
+        steps.append(int(sl.step or 1))
+        out.append(int(pos.size))
+    return starts, steps, out
+
+
+def _tflite_slice_out(tl, x, window, y_idx, name):
+    """The window (starts, steps, full-rank shape) of IR tensor x into output y_idx,
+    reshaped when the builtin drops axes."""
+    starts, steps, wshape = window
+    if 0 in wshape:
+        raise Unsupported(f"output '{tl.tensor(y_idx).name}' is empty")
+    y = tl.new_act(y_idx)
+    a = {"starts": tuple(starts), "steps": tuple(steps)}
+    if tuple(wshape) == tuple(tl.graph.tensors[y].shape):
+        tl.emit("slice", name, [x], [y], a)
+        return
+    w = tl.like(y, wshape, f"{y}@window")
+    tl.emit("slice", name, [x], [w], a)
+    tl.emit("reshape", f"{name}@shape", [w], [y])
+
+
+def _tflite_input(tl, op, x_idx, outs):
+    tl.check_int8(op, x_idx, *outs)
+    shape = tl.tensor(x_idx).shape
+    if len(shape) > 4:
+        raise Unsupported(f"{op.builtin} of a rank-{len(shape)} tensor (at most 4)")
+    return shape, tl.act(x_idx, "plain")
+
+
+def lower_tflite_slice(tl, op):
+    """STRIDED_SLICE / SLICE: one window."""
+    x_idx, y_idx = tl.inp(op, 0), op.outputs[0]
+    shape, x = _tflite_input(tl, op, x_idx, [y_idx])
+    slices = (tflite_strided_slices if op.builtin == "STRIDED_SLICE" else tflite_slice_slices)(
+        tl, op, shape)
+    _tflite_slice_out(tl, x, _python_window(shape, slices), y_idx, tl.node_name(op))
+
+
+def lower_tflite_split(tl, op):
+    """SPLIT(axis, input) / SPLIT_V(input, size_splits, axis): one window per output."""
+    if op.builtin == "SPLIT":
+        ax_idx, x_idx, sizes = tl.inp(op, 0), tl.inp(op, 1), None
+    else:
+        x_idx, sz_idx, ax_idx = tl.inp(op, 0), tl.inp(op, 1), tl.inp(op, 2)
+        sizes = [int(v) for v in np.asarray(tl.const(sz_idx, "the sizes")).reshape(-1)]
+    outs = list(op.outputs)
+    shape, x = _tflite_input(tl, op, x_idx, outs)
+    axis = int(np.asarray(tl.const(ax_idx, "the axis")).reshape(-1)[0]) % len(shape)
+    dim = shape[axis]
+    if sizes is None:
+        if dim % len(outs):
+            raise Unsupported(f"axis length {dim} does not split into {len(outs)} parts")
+        sizes = [dim // len(outs)] * len(outs)
+    if -1 in sizes:
+        sizes[sizes.index(-1)] = dim - (sum(sizes) + 1)
+    if sum(sizes) != dim or len(sizes) != len(outs):
+        raise Unsupported(f"split sizes {sizes} do not add up to {dim}")
+    for k, (o, w) in enumerate(zip(outs, split_windows(shape, axis, sizes))):
+        _tflite_slice_out(tl, x, w, o, f"{tl.node_name(op)}:{k}")
+
+
+def lower_tflite_unpack(tl, op):
+    """UNPACK along an axis: one window of length 1 per output, the axis dropped."""
+    x_idx, outs = tl.inp(op, 0), list(op.outputs)
+    shape, x = _tflite_input(tl, op, x_idx, outs)
+    axis = int(op.options.get("axis", 0)) % len(shape)
+    if len(outs) != shape[axis]:
+        raise Unsupported(f"{len(outs)} outputs for an axis of length {shape[axis]}")
+    for k, (o, w) in enumerate(zip(outs, split_windows(shape, axis, [1] * shape[axis]))):
+        _tflite_slice_out(tl, x, w, o, f"{tl.node_name(op)}:{k}")
+
+
 class Slice(Op):
     name = "slice"
     traits = Traits(layout="same")
     onnx = {"Slice": lower_onnx, "Split": lower_onnx}
+    tflite = {"STRIDED_SLICE": lower_tflite_slice, "SLICE": lower_tflite_slice,
+              "SPLIT": lower_tflite_split, "SPLIT_V": lower_tflite_split,
+              "UNPACK": lower_tflite_unpack}
 
     def prepare(self, g, n, numerics):
         x = g.tensors[n.inputs[0]]

@@ -1,4 +1,5 @@
-"""softmax: Softmax over the last axis of an int8 tensor (ONNX Softmax, axis = last).
+"""softmax: Softmax over the last axis of an int8 tensor (ONNX Softmax, axis = last; TFLite
+SOFTMAX, whose beta scales the input multiplier).
 
 Three arithmetics, one record each:
   ort, float     DequantizeLinear -> onnxruntime's float Softmax -> QuantizeLinear
@@ -59,6 +60,18 @@ def lower_onnx(lw, node, name, attrs, ins, out, shape):
     lw.pending[out] = Pending("softmax", name, [x], {"axis": axis}, shape=shape)
 
 
+def lower_tflite(tl, op):
+    """SOFTMAX over the last axis; its beta (SoftmaxOptions) goes into the input multiplier."""
+    x_idx, y_idx = tl.inp(op, 0), op.outputs[0]
+    tl.check_int8(op, x_idx, y_idx)
+    x = tl.act(x_idx, "plain")
+    a = {"axis": len(tl.tensor(x_idx).shape) - 1, "act_lo": None, "act_hi": None}
+    beta = float(op.options.get("beta", 1.0))
+    if beta != 1.0:
+        a["beta"] = beta
+    tl.emit("softmax", tl.node_name(op), [x], [tl.new_act(y_idx)], a)
+
+
 def qlinear_softmax_table(x_scale, d):
     """onnxruntime QLinearSoftmax's float table: e[k] = exp((k - 255 + b) * s), indexed by
     k = 255 - (max - x)."""
@@ -105,6 +118,7 @@ class Softmax(Op):
     name = "softmax"
     traits = Traits()
     onnx = {"Softmax": lower_onnx}
+    tflite = {"SOFTMAX": lower_tflite}
 
     def prepare(self, g, n, numerics):
         x = g.tensors[n.inputs[0]]
@@ -120,7 +134,8 @@ class Softmax(Op):
         if zy != -128 or sy != F32(1.0 / 256):
             raise TinyAotError("tflite numerics: int8 Softmax output must have scale 1/256 and "
                                "zero point -128", model=g.source, node=n.name)
-        return SoftmaxParams(0, **tfp.softmax_params(float(sx), beta=1.0))
+        beta = float(n.attrs.get("beta", 1.0))  # TFLite SOFTMAX's option; ONNX has none
+        return SoftmaxParams(0, **tfp.softmax_params(float(sx), beta=beta))
 
     def reference(self, g, n, ins, p, numerics):
         return softmax(ins[0], p)

@@ -229,7 +229,8 @@ typedef struct {
     int32_t act_min, act_max;
     /* ort */
     float a_scale, b_scale, out_scale;
-    int32_t use_float; /* 1: DQ -> float add -> Q; 2: MLAS QLinearAdd */
+    int32_t use_float; /* 1: DQ -> float add -> Q; 2: MLAS QLinearAdd (a one-value b
+                          * folded first); 3: 2 with a per-channel b repeated by b_stride 0 */
     /* tflite */
     int32_t left_shift;
     int32_t a_mult, a_shift, b_mult, b_shift, out_mult, out_shift;
@@ -256,7 +257,8 @@ typedef struct {
     int32_t count_include_pad;
     int32_t act_min, act_max;
     /* 0: TFLite rounded integer mean; 1: onnxruntime float mean;
-     * 2: TFLite MEAN (sum * multiplier >> shift + bias) */
+     * 2: TFLite MEAN ((sum - in_zp * count) * multiplier >> shift + bias);
+     * 3: onnxruntime QLinearAveragePool */
     int32_t use_float;
     float in_scale, out_scale;
     int32_t in_zp, out_zp;

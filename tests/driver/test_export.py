@@ -164,7 +164,7 @@ def _check_files(lib):
         assert (lib / "include" / h).read_bytes() == (RUNTIME_INCLUDE / h).read_bytes()
     top = {p.name for p in lib.iterdir()}
     assert top == {"src", "include", "README.md", "tinyaot.mk", "CMakeLists.txt", "tinyaot.cmake",
-                   "report.json"}
+                   "report.json", "tinyaot-files.json", "example"}
     return rep
 
 

@@ -90,7 +90,7 @@ def test_golden_mistakes_are_one_line(model, tmp_path):
         verify_model(model, g, key="outputs", build_dir=tmp_path / "a")
     np.savez(g, inputs=xs.reshape(4, -1), inputs1=zs.reshape(4, -1), outputs=want[0],
              outputs1=want[1], outputs2=want[2].astype(F32), outputs3=want[3])
-    with pytest.raises(TinyAotError, match="'outputs2' is float32, the model's output"):
+    with pytest.raises(TinyAotError, match="'outputs2' is float32 but the model's output"):
         verify_model(model, g, key="outputs", build_dir=tmp_path / "b")
     np.savez(g, inputs=xs.reshape(4, -1), inputs1=zs.reshape(4, -1), outputs=want[0],
              outputs1=want[1], outputs2=want[2], outputs3=want[3],

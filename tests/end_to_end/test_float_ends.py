@@ -187,7 +187,7 @@ def _bad_float_model(kind):
 
 @pytest.mark.parametrize("kind,words", [
     ("twice", "quantized twice with different parameters"),
-    ("no_q", "is not quantized"),
+    ("no_q", "a float model (no QuantizeLinear / DequantizeLinear)"),  # quantize it first
     ("axis_out", "dequantized per axis"),
 ])
 def test_float_ends_it_cannot_take_are_one_line(kind, words, tmp_path):

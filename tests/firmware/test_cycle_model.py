@@ -302,7 +302,7 @@ def test_decoder_classes_every_instruction_like_the_disassembler(tmp_path):
         (r"ldrd" + cond, {"LDRD"}), (r"strd" + cond, {"STRD"}),
         (r"ldr(b|h|sb|sh|ex)?" + cond, {"LDR"}), (r"str(b|h|ex)?" + cond, {"STR", "STR_REG"}),
         (r"(tbb|tbh)", {"TB"}), (r"(cbz|cbnz)", {"BCOND"}),
-        (r"b" + cond, {"B", "BCOND"}), (r"bl" + cond, {"B"}), (r"(bx|blx)" + cond, {"BX"}),
+        (r"b" + cond, {"B", "BCOND"}), (r"bl" + cond, {"BL"}), (r"(bx|blx)" + cond, {"BX"}),
         (r"it[te]*", {"IT"}), (r"mul" + cond, {"MUL"}), (r"(mla|mls)" + cond, {"MLA"}),
         (r"(smull|umull)" + cond, {"MULL"}), (r"(smlal|umlal|smlalbb|smlald|umaal)" + cond, {"MLAL"}),
         (r"(smla[bt][bt]|smlad|smuad|smul[bt][bt]|smmul|smmla|smmlar|smlaw[bt]|smulw[bt]|smlsd)" + cond,

@@ -4,8 +4,8 @@
   every board PASS with all golden vectors, exit status 0;
 * a wrong golden makes the fleet exit non-zero and name the failing boards;
 * "does not fit" (a model too big for a board) is reported, not a failure;
-* (shared) every MLPerf Tiny model on every board, tflite on qemu-m3 and
-  qemu-m55, ort elsewhere, all golden vectors (about 35 s on 2 cores).
+* (shared) every MLPerf Tiny model on every board, tflite on qemu-m3,
+  qemu-m55, qemu-m0 and nrf51822, ort elsewhere, all golden vectors.
 """
 from __future__ import annotations
 
@@ -149,7 +149,8 @@ def test_shared_models_on_every_board():
     for key in SHARED_MODELS:
         onnx_path, golden = shared_model(key)
         for b in fleet.all_boards():
-            numerics = "tflite" if b in ("qemu-m3", "qemu-m55") else "ort"
+            # no FPU (qemu-m3, the Armv6-M boards) or slow soft float: integer numerics
+            numerics = "tflite" if b in ("qemu-m3", "qemu-m55", "qemu-m0", "nrf51822") else "ort"
             gkey = "outputs_tflm" if numerics == "tflite" else "outputs_onnxruntime"
             jobs.append((onnx_path, golden, b, numerics, gkey))
     rows = fleet.run_fleet(jobs, workers=2)

@@ -1,4 +1,5 @@
-"""The QEMU Cortex-M board family: qemu-m3, qemu-m7, qemu-m33, qemu-m55.
+"""The QEMU Cortex-M board family: qemu-m0, qemu-m3, qemu-m7, qemu-m33, qemu-m55 and
+the real-part boards stm32f405 (netduinoplus2) and nrf51822 (microbit).
 
 For each board: timer calibration (instructions_per_tick), the default model
 verified bit-exact against the onnxruntime golden (--numerics ort), and with
@@ -27,6 +28,9 @@ BOARDS = {
     "qemu-m7": ("mps2-an500", "cortex-m7", True, True, 40),
     "qemu-m33": ("mps2-an505", "cortex-m33", True, True, 50),
     "qemu-m55": ("mps3-an547", "cortex-m55", True, True, 125),
+    "qemu-m0": ("microbit", "cortex-m0", False, False, 125),
+    "stm32f405": ("netduinoplus2", "cortex-m4", True, True, 125),
+    "nrf51822": ("microbit", "cortex-m0", False, False, 125),
 }
 
 
@@ -108,7 +112,15 @@ def test_tflite_matches_host(board):
     # tinyaot_timer_sync), so a count within that of a tick edge can read as
     # either tick; running each input instructions_per_tick times between two
     # reads makes one instruction one tick (tests/helpers/c/harness_repeat_main.c).
-    assert len(set(_exact_counts(board, inputs[:8]))) == 1
+    counts = _exact_counts(board, inputs[:8])
+    if "-mcpu=cortex-m0" in board["cflags"]:
+        # Armv6-M has no divide and no count-leading-zeros instruction: libgcc's
+        # routines for them (e.g. __divsi3, called by the depthwise kernel's
+        # fixed-point path) take data-dependent paths, so the count moves by a few
+        # hundredths of a percent from input to input (measured: 0.02 %).
+        assert max(counts) <= 1.001 * min(counts), counts
+    else:
+        assert len(set(counts)) == 1
 
 
 def _exact_counts(board, inputs):
@@ -123,7 +135,8 @@ def _exact_counts(board, inputs):
     try:
         elf = build_compiled(c, board, out_dir, per, Variant(
             "repeat", main=str(REPO_ROOT / "tests" / "helpers" / "c" / "harness_repeat_main.c"),
-            defines=(f"TINYAOT_REPEAT={rep}u",))).elf
+            defines=(f"TINYAOT_REPEAT={rep}u",
+                     f"TINYAOT_HARNESS_MAX_INPUT={per.shape[1]}"))).elf
         res = qemu.run_firmware(elf, board, timeout=600)
     finally:
         shutil.rmtree(out_dir, ignore_errors=True)

@@ -1,4 +1,4 @@
-"""Frontend bullets of issue #3 checked end to end: opsets 10 to 21, symbolic
+"""Frontend bullets of issue #3 checked end to end: opsets 10 to 25, symbolic
 input dimensions and --input-shape, float weights behind a QuantizeLinear
 (quantized at compile time exactly as onnxruntime does), and the hint for a
 float op left inside a quantized region."""
@@ -66,20 +66,48 @@ def host_equals_ort(path, tmp_path, **kw):
     return c
 
 
-@pytest.mark.parametrize("opset", list(range(10, 22)))
+def _opset_model(opset):
+    """small_qdq at `opset`; from 22 on the same graph (no operator it uses changed but by
+    types it does not use) with the IR version onnx requires."""
+    if opset <= 21:
+        return small_qdq(opset)
+    m = small_qdq(21)
+    m.opset_import[0].version = opset
+    m.ir_version = 10 if opset <= 23 else 11
+    onnx.checker.check_model(m)
+    return m
+
+
+@pytest.mark.parametrize("opset", list(range(10, 26)))
 def test_every_supported_opset_compiles_and_is_exact(opset, tmp_path):
-    path = save(small_qdq(opset), tmp_path)
+    path = save(_opset_model(opset), tmp_path)
     c = host_equals_ort(path, tmp_path)
     assert [n.op for n in c.graph.nodes if n.op in ("conv2d", "maxpool")] == ["conv2d", "maxpool"]
 
 
-@pytest.mark.parametrize("opset", [9, 22])
+@pytest.mark.parametrize("opset", [9, 26])
 def test_opsets_outside_the_range_are_refused(opset, tmp_path):
     m = small_qdq(13)
     m.opset_import[0].version = opset
     path = save(m, tmp_path)
-    with pytest.raises(TinyAotError, match=f"opset {opset} is not supported \\(supported: 10-21\\)"):
+    with pytest.raises(TinyAotError, match=f"opset {opset} is not supported \\(supported: 10-25\\)"):
         compile_model(path)
+
+
+@pytest.mark.parametrize("node,attr,value", [
+    ("qr", "precision", onnx.TensorProto.FLOAT16),
+    ("dqr", "output_dtype", onnx.TensorProto.FLOAT16),
+])
+def test_opset_23_attributes_other_than_float32_are_refused(node, attr, value, tmp_path):
+    """Opset 23's QuantizeLinear `precision` / DequantizeLinear `output_dtype`: float32 (or
+    unset) compiles, any other type is refused naming the node."""
+    m = _opset_model(23)
+    n = next(n for n in m.graph.node if n.name == node)
+    n.attribute.append(helper.make_attribute(attr, onnx.TensorProto.FLOAT))
+    host_equals_ort(save(m, tmp_path, "float32.onnx"), tmp_path)
+    n.attribute[-1].i = value
+    with pytest.raises(UnsupportedError, match=f"{node}'.*other than float32 \\({attr}"):
+        compile_model(save(m, tmp_path, "other.onnx"))
 
 
 # ---- symbolic / missing input dimensions --------------------------------------

@@ -194,5 +194,5 @@ def test_uint8_pass_leaves_int8_graphs_alone():
 def test_uint8_inputs_rejected_for_int8_model(tmp_path):
     from codegen.errors import TinyAotError
     p = _round_trip(tmp_path, 3)
-    with pytest.raises(TinyAotError, match="inputs must be int8"):
+    with pytest.raises(TinyAotError, match="is uint8: the model.s input .x. is int8"):
         run_model(p, np.zeros((1, 16), np.uint8), board="host", build_dir=tmp_path / "g")

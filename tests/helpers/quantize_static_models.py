@@ -89,8 +89,11 @@ class _Reader:
         return next(self._it, None)
 
 
-def quantize(model, path, fmt="QDQ", activations="QInt8"):
-    """quantize_static: fmt QDQ|QOperator, activations QInt8|QUInt8, per-channel int8 weights."""
+def quantize(model, path, fmt="QDQ", activations="QInt8", weights="QInt8", per_channel=True,
+             weight_symmetric=None):
+    """quantize_static: fmt QDQ|QOperator, activations and weights QInt8|QUInt8, weights per
+    channel or per tensor; weight_symmetric None: quantize_static's default (symmetric int8,
+    asymmetric uint8)."""
     import logging
 
     from onnxruntime.quantization import CalibrationMethod, QuantFormat, QuantType, quantize_static
@@ -99,9 +102,12 @@ def quantize(model, path, fmt="QDQ", activations="QInt8"):
     onnx.save(model, fpath)
     logging.getLogger().setLevel(logging.ERROR)  # "consider pre-processing" warnings
     quantize_static(fpath, str(path), _Reader(calibration(shape=_in_shape(model))),
-                    quant_format=getattr(QuantFormat, fmt), per_channel=True,
-                    weight_type=QuantType.QInt8, activation_type=getattr(QuantType, activations),
-                    calibrate_method=CalibrationMethod.MinMax)
+                    quant_format=getattr(QuantFormat, fmt), per_channel=per_channel,
+                    weight_type=getattr(QuantType, weights),
+                    activation_type=getattr(QuantType, activations),
+                    calibrate_method=CalibrationMethod.MinMax,
+                    extra_options={} if weight_symmetric is None
+                    else {"WeightSymmetric": weight_symmetric})
     return path
 
 

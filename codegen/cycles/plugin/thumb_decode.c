@@ -222,8 +222,8 @@ static decoded_t decode32(unsigned h1, unsigned h2)
         if ((o & 0x5) == 0x1) { /* 0x1: B (T4) */
             return mk(C_B, F_PC | F_DIRECT, 0);
         }
-        if ((o & 0x5) == 0x5) { /* 1x1: BL */
-            return mk(C_B, F_PC | F_DIRECT, 0);
+        if ((o & 0x5) == 0x5) { /* 1x1: BL (its own class: Armv6-M cores charge it apart from B) */
+            return mk(C_BL, F_PC | F_DIRECT, 0);
         }
         /* 1x0: Armv8.1-M low-overhead loops and branch future (LE, WLS, DLS, BF) */
         return mk(C_BCOND, F_PC | F_DIRECT, 0);

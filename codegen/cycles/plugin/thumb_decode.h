@@ -10,7 +10,7 @@
 #define CLASS_LIST(X)                                                             \
     X(ALU) X(MUL) X(MLA) X(MULL) X(MLAL) X(DSPMUL) X(DIV)                          \
     X(LDR) X(STR) X(STR_REG) X(LDRD) X(STRD) X(LDM) X(STM)                         \
-    X(B) X(BCOND) X(BX) X(TB) X(IT) X(NOP) X(SYS)                                  \
+    X(B) X(BL) X(BCOND) X(BX) X(TB) X(IT) X(NOP) X(SYS)                                  \
     X(VALU) X(VMUL) X(VMLA) X(VDIV) X(VSQRT) X(VLDR) X(VSTR) X(VLDM) X(VSTM)       \
     X(VMOV) X(VMOV2) X(MVE) X(MVE_LDST) X(UNKNOWN)
 

@@ -44,7 +44,7 @@ static inline __attribute__((always_inline)) void add_ort_dq(int32_t n, const in
     }
 }
 
-/* onnxruntime QLinearAdd (use_float 2): la = float(a + u8_shift), lb = the
+/* onnxruntime QLinearAdd (use_float 2, 3): la = float(a + u8_shift), lb = the
  * inner fma(float(b + u8_shift), r_b, fixed) (for a broadcast b, MLAS's
  * unfused fold); y = round_half_even(fma(a, r_a, lb)) saturated to the type
  * ORT ran, - u8_shift, clamped. The compiler gives these tables only when

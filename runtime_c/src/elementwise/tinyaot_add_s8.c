@@ -34,10 +34,10 @@ static int8_t qlinear_add_one(const tinyaot_add_params_t *p, float fixed, float 
 int tinyaot_add_s8(int32_t n, const tinyaot_add_params_t *p, const int8_t *a,
                    const int8_t *b, int32_t b_stride, int8_t *output)
 {
-    if (p->use_float == 2) { /* decided once: the other modes' loop stays as it was */
+    if (p->use_float >= 2) { /* decided once: the other modes' loop stays as it was */
         float fixed = p->qlinear_fixed;
         float rb = p->b_scale;
-        if (b_stride == 0) {
+        if (b_stride == 0 && p->use_float == 2) { /* 3: a per-channel b, never folded */
             const float fb = (float)((int32_t)b[0] + p->u8_shift) * rb;
             fixed = fixed + fb;
             rb = 0.0f;

@@ -11,14 +11,18 @@
  * (built with -ffp-contract=off). LANES8 and KBLOCK read row-major weights.
  * The FPU's asm blocks of 4 and 8 outputs sit in
  * tinyaot_fully_connected_f32_s8_fpu.inc, included below (one translation
- * unit); TINYAOT_FC_F32_ASM (Thumb-2 with a single-precision FPU) selects them. */
+ * unit); TINYAOT_FC_F32_ASM (Thumb-2 with a single-precision FPU and the DSP
+ * extension) selects them. */
 #include <math.h>
 
 #include "../internal/tinyaot_f32_mlas_sums.h"
 #include "tinyaot_kernels.h"
 #include "../internal/tinyaot_requant.h"
 
-#if defined(__ARM_FP) && (__ARM_FP & 4) && defined(__thumb2__)
+/* The asm also uses DSP-extension instructions (QADD, SSAT, SSUB8, SEL): a
+ * single-precision FPU alone (a Cortex-M4F-like core built without DSP) takes
+ * the C. */
+#if defined(__ARM_FP) && (__ARM_FP & 4) && defined(__thumb2__) && defined(__ARM_FEATURE_DSP)
 #define TINYAOT_FC_F32_ASM 1
 #endif
 

@@ -72,7 +72,10 @@ int tinyaot_avgpool_s8(const tinyaot_pool_params_t *p, const int8_t *input, int8
                         }
                     }
                     if (p->use_float == 2) {
-                        acc = tinyaot_mbqm(acc, p->mean_mult, p->mean_shift) + p->mean_bias;
+                        /* TFLM MEAN (reference_ops::QuantizedMeanOrSum): the sum less
+                         * the input zero points, rescaled with 1 / count folded in. */
+                        acc = tinyaot_mbqm(acc - p->in_zp * count, p->mean_mult, p->mean_shift) +
+                              p->mean_bias;
                     } else {
                         acc = tinyaot_avgpool_round_tflite(acc, count);
                     }

@@ -1,0 +1,149 @@
+"""The runtimes a golden file's outputs can come from (`tinyaot golden
+--reference`): each takes the model's integer inputs and gives its integer
+outputs, as the generated C takes and gives them.
+
+    ort           onnxruntime, the plain session on the ONNX file (numerics ort)
+    tflite-micro  TFLite Micro's own interpreter (the tflite-micro package) on a
+                  .tflite file (numerics tflite)
+    oracle        tinyaot's numpy reference of the chosen numerics
+                  (codegen/reference/), run on the model's integer IR
+
+A new reference is one more Reference in REFERENCES.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from ..errors import TinyAotError
+
+
+@dataclass(frozen=True)
+class ModelIO:
+    """A model's input and output as a reference sees them ({name, dtype,
+    shape, scale, zero_point}, driver/golden_check.py), and what it loaded
+    (the compiled model, the interpreter) to run it."""
+    input: dict
+    output: dict
+    loaded: object
+
+
+@dataclass(frozen=True)
+class Reference:
+    name: str
+    numerics: tuple          # the numerics whose bits it gives
+    key: str | None          # the golden array named after it (verify's default for them)
+    model_io: Callable       # (model, numerics, ort_threads) -> ModelIO
+    run: Callable            # (model, ModelIO, inputs (N, ...), numerics, ort_threads) -> (N, ...)
+    wants: str = ""          # what model file it runs, for the error when it cannot
+    suffixes: tuple = ()     # the model files it runs (none: any)
+
+
+def _compiled_io(model, numerics, ort_threads):
+    """The model's input and output as tinyaot compiles them."""
+    from ..compiler import compile_model
+    from .golden_check import model_io
+    c = compile_model(model, numerics=numerics, ort_threads=ort_threads)
+    return ModelIO(*model_io(c), c)
+
+
+def _ort_run(model, io, x, numerics, ort_threads):
+    import onnxruntime as ort
+
+    from .ort_taps import ir_output, ort_input
+    g = io.loaded.graph
+    so = ort.SessionOptions()
+    so.log_severity_level = 3
+    so.intra_op_num_threads = ort_threads  # MLAS's float order depends on it (--ort-threads)
+    sess = ort.InferenceSession(str(model), so, providers=["CPUExecutionProvider"])
+    i0, o0 = sess.get_inputs()[0], sess.get_outputs()[0]
+    xin, xout = g.tensors[g.inputs[0]], g.tensors[g.outputs[0]]
+    outs = []
+    for row in x:
+        feed = ort_input(xin, row, i0.type)
+        y = sess.run([o0.name], {i0.name: feed})[0]
+        outs.append(np.asarray(ir_output(xout, y)).reshape(-1))
+    return np.stack(outs)
+
+
+def _oracle_run(model, io, x, numerics, ort_threads):
+    from .validate import reference_tensors
+    g = io.loaded.graph
+    per = np.asarray(x).reshape(len(x), -1)
+    envs = reference_tensors(model, numerics, [(row,) for row in per])  # the one input
+    return np.stack([np.asarray(e[g.outputs[0]]).reshape(-1) for e in envs])
+
+
+def _tflm_interpreter(model):
+    try:
+        from tflite_micro import runtime as rt
+    except ImportError:
+        raise TinyAotError("--reference tflite-micro needs the tflite-micro package "
+                           "(pip install tflite-micro; part of tinyaot's [test] extra)") from None
+    try:
+        return rt.Interpreter.from_file(str(model), arena_size=64 << 20)
+    except Exception as e:  # noqa: BLE001 - the interpreter raises RuntimeError / ValueError
+        raise TinyAotError(f"TFLite Micro cannot load it: {str(e).splitlines()[0]}",
+                           model=str(model)) from None
+
+
+def _tflm_io(model, numerics, ort_threads):
+    it = _tflm_interpreter(model)
+    out = []
+    for d, name in ((it.get_input_details(0), "input"), (it.get_output_details(0), "output")):
+        q = d.get("quantization_parameters") or {}
+        scales, zps = q.get("scales"), q.get("zero_points")
+        dtype = np.dtype(d["dtype"]).name
+        if dtype not in ("int8", "uint8") or scales is None or len(scales) != 1:
+            raise TinyAotError(f"the .tflite {name} is {dtype}, not a per-tensor quantized "
+                               "int8/uint8 tensor", model=str(model))
+        out.append({"name": name, "dtype": dtype, "shape": [int(v) for v in d["shape"]],
+                    "scale": float(scales[0]), "zero_point": int(zps[0])})
+    return ModelIO(*out, it)
+
+
+def _tflm_run(model, io, x, numerics, ort_threads):
+    it, xin, xout = io.loaded, io.input, io.output
+    outs = []
+    for row in x:
+        it.reset()
+        it.set_input(np.asarray(row, dtype=xin["dtype"]).reshape(xin["shape"]), 0)
+        it.invoke()
+        outs.append(np.asarray(it.get_output(0)).reshape(-1))
+    return np.stack(outs).astype(xout["dtype"])
+
+
+REFERENCES = {
+    "ort": Reference("ort", ("ort",), "outputs_onnxruntime", _compiled_io, _ort_run,
+                     wants="an ONNX model", suffixes=(".onnx",)),
+    "tflite-micro": Reference("tflite-micro", ("tflite",), "outputs_tflm", _tflm_io, _tflm_run,
+                              wants="a .tflite model (the one your ONNX file was converted "
+                                    "from, or your own)", suffixes=(".tflite",)),
+    "oracle": Reference("oracle", ("ort", "tflite"), None, _compiled_io, _oracle_run),
+}
+
+
+def is_tflite(model):
+    return str(model).lower().endswith(".tflite")
+
+
+def pick_reference(reference, numerics, model):
+    """(Reference, numerics) for the options given; the defaults: numerics
+    tflite for a .tflite file, else ort; the reference of that numerics
+    (tflite-micro on a .tflite, the oracle for tflite numerics on an ONNX file)."""
+    if numerics is None:
+        numerics = (REFERENCES[reference].numerics[0] if reference
+                    else "tflite" if is_tflite(model) else "ort")
+    if reference is None:
+        reference = "ort" if numerics == "ort" else \
+            "tflite-micro" if is_tflite(model) else "oracle"
+    ref = REFERENCES[reference]
+    if numerics not in ref.numerics:
+        raise TinyAotError(f"--reference {reference} gives {' or '.join(ref.numerics)} numerics, "
+                           f"not {numerics} (use --reference oracle for tinyaot's numpy "
+                           f"reference of {numerics})")
+    if ref.suffixes and not str(model).lower().endswith(ref.suffixes):
+        raise TinyAotError(f"--reference {reference} runs {ref.wants}", model=str(model))
+    return ref, numerics
