@@ -42,9 +42,11 @@ def exact(r):
 
 
 def flash(r):
-    if r["flash_code"] is None or r["flash_weights"] is None:
+    """The linked image's flash (the one figure: driver/linkmap.py) and its split."""
+    if r.get("flash_bytes") is None:
         return "-"
-    return f"{r['flash_code'] + r['flash_weights']:,} ({r['flash_code']:,} / {r['flash_weights']:,})"
+    return (f"{r['flash_bytes']:,} ({r['flash_code']:,} / {r['flash_weights']:,} / "
+            f"{r['flash_tables']:,})")
 
 
 def compared(rows):
@@ -108,7 +110,7 @@ def speed_summary(rows):
 def speed_table(rows):
     head = ["model", "numerics", "vectors", "instructions", "MACs", "MAC/instr",
             "TFLM+CMSIS-NN instr", "ratio", "arena B (lower bound)", "TFLM arena B",
-            "flash B (code / weights)"]
+            "flash B (code / weights / tables)"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
         lines.append("| " + " | ".join([
@@ -122,14 +124,14 @@ def speed_table(rows):
 def size_section(speed, size):
     by = {(r["model"], r["numerics"], r["board"]): r for r in speed}
     pairs = [(by.get((r["model"], r["numerics"], r["board"])), r) for r in size]
-    head = ["model", "numerics", "vectors", "speed flash B (code / weights)",
-            "size flash B (code / weights)", "size/speed flash", "speed instructions",
+    head = ["model", "numerics", "vectors", "speed flash B (code / weights / tables)",
+            "size flash B (code / weights / tables)", "size/speed flash", "speed instructions",
             "size instructions", "size/speed instr", "size ratio to TFLM+CMSIS-NN",
             "arena B speed / size"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for sp, sz in pairs:
         def tot(r):
-            return None if r is None or r["flash_code"] is None else r["flash_code"] + r["flash_weights"]
+            return None if r is None else r.get("flash_bytes")
         lines.append("| " + " | ".join([
             sz["model"], sz["numerics"], exact(sz), flash(sp) if sp else "-", flash(sz),
             ratio(tot(sz), tot(sp)), n(sp["instructions"]) if sp else "-", n(sz["instructions"]),
@@ -200,11 +202,12 @@ Columns:
   the mean over the vectors). **ratio**: instructions / TFLM+CMSIS-NN instructions.
 * **arena B (lower bound)**: the static arena, input and output inside, and
   the largest sum of buffers live at one step (see [memory-plan.md](memory-plan.md)).
-* **flash B (code / weights)**: from the linked firmware's symbols: code is
-  the global `tinyaot_*` kernel functions and the model's `<name>_*`
-  functions, weights the per-layer constant arrays (`l<i>_*`). Static helper
-  functions inside kernel files are not counted in code; `tinyaot report`
-  gives the full split from the linker map.
+* **flash B (code / weights / tables)**: the linked image's flash from the
+  linker map, the figure `verify`, `report` and `export` give: every section
+  the image puts in flash (vector table, code of the model, kernels, board
+  support and libc/libgcc, constants, the .data load image), the harness's
+  embedded golden inputs left out; weights are the model's `l<i>_w*` arrays,
+  tables every other constant.
 """
 
 

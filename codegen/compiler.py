@@ -66,6 +66,7 @@ class Options:
     depthwise_inplace: bool = False
     ort_threads: int = 1
     optimize: str = "speed"
+    float_fallback: bool = True  # nodes no integer kernel takes run in float32
 
 
 @dataclass
@@ -100,7 +101,7 @@ def _check_options(b):
 
 def _front_end(b):
     """The model file -> integer IR; under ort, onnxruntime's decisions recorded on it."""
-    b.g = load_model(b.path, b.opt.input_shapes)
+    b.g = load_model(b.path, b.opt.input_shapes, b.opt.float_fallback)
     check_graph_limits(b.g, b.path)  # inputs/outputs the API can take, 32-bit tensor sizes
     if b.opt.numerics == "ort":
         with ort_rejects(b.path):  # onnxruntime refusing the model is a user error
@@ -183,6 +184,36 @@ def _report(b):
     b.report["io"]["api"] = o.io  # model / int8 / float (<name>_run_f32 as well)
     if o.integrity:  # integrity.py: <name>_verify() recomputes a digest of the weights
         b.report["integrity"] = add_integrity(module, o.integrity)
+    fallback = float_fallback_layers(g, module)
+    if fallback:  # frontend/float_fallback.py: layers run in float32
+        b.report["float_fallback"] = fallback
+        _warn_float_fallback(b.path, o.numerics, fallback)
+
+
+def float_fallback_layers(g, module):
+    """The float fallback's layers (frontend/float_fallback.py), as the report lists them."""
+    wanted = {name for _, name, _ in getattr(g, "float_fallback", ())}
+    onnx_op = {name: op for op, name, _ in getattr(g, "float_fallback", ())}
+    return [{"index": li["index"], "node": li["name"], "onnx_op": onnx_op[li["name"]],
+             "op": li["op"], "kernel": li["kernel"]}
+            for li in module.layers if li["name"] in wanted]
+
+
+_WARNED = set()
+
+
+def _warn_float_fallback(path, numerics, layers):
+    """One warning line on stderr per model and numerics (a process compiles a model more
+    than once, e.g. the memory budget's --optimize size figure)."""
+    import sys
+    key = (str(path), numerics, tuple(x["node"] for x in layers))
+    if key in _WARNED:
+        return
+    _WARNED.add(key)
+    who = {"ort": "onnxruntime's", "tflite": "TFLite Micro's"}.get(numerics, numerics)
+    nodes = ", ".join(f"{x['onnx_op']} '{x['node']}'" for x in layers)
+    print(f"tinyaot: warning: {path}: {len(layers)} node(s) run in float32 (float fallback, "
+          f"{who} float kernels): {nodes}; --no-float-fallback refuses them", file=sys.stderr)
 
 
 # The compiler, stage by stage: model -> IR -> passes -> plan -> parameters -> C.
@@ -206,9 +237,9 @@ PIPELINE = [
 def compile_model(path, numerics=None, name=None, input_shapes=None, dump=None,
                   hooks=False, io_buffers="arena", search_order=True, integrity=None,
                   io="model", depthwise_inplace=False, ort_threads=1,
-                  optimize="speed") -> Compiled:
+                  optimize="speed", float_fallback=True) -> Compiled:
     opt = Options(numerics, name, input_shapes, dump, hooks, io_buffers, search_order, integrity,
-                  io, depthwise_inplace, ort_threads, optimize)
+                  io, depthwise_inplace, ort_threads, optimize, float_fallback)
     b = _Build(path, opt)
     for title, stage, dump_title in PIPELINE:
         stage(b)
@@ -216,7 +247,7 @@ def compile_model(path, numerics=None, name=None, input_shapes=None, dump=None,
             dump(dump_title, b.g)
     options = {"path": path, "numerics": opt.numerics, "input_shapes": input_shapes,
                "io_buffers": io_buffers, "ort_threads": opt.ort_threads, "optimize": optimize,
-               "io": io}
+               "io": io, "float_fallback": float_fallback}
     return Compiled(b.g, b.plan, b.params, b.module, opt.numerics, b.report, options)
 
 

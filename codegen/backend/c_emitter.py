@@ -198,7 +198,7 @@ extern "C" {{
 #define {up}_ARENA_SIZE {plan.size}u
 #define {up}_INPUT_SIZE {xin.size}u
 #define {up}_OUTPUT_SIZE {xout.size}u
-#define {up}_INPUT_SCALE {c_float(s_in)}
+{_output_bytes(up, xout)}#define {up}_INPUT_SCALE {c_float(s_in)}
 #define {up}_INPUT_ZERO_POINT ({zp_in})
 #define {up}_OUTPUT_SCALE {c_float(s_out)}
 #define {up}_OUTPUT_ZERO_POINT ({zp_out})
@@ -220,6 +220,13 @@ extern "C" {{
     header = boundary_comment(g, apply_io_types(g, name, header))
     return CModule(name, apply_io_types(g, name, "\n".join(src)), header, em.weights_bytes,
                    em.layers, em.kernels, em.blobs)
+
+
+def _output_bytes(up, xout):
+    """A float32 output (float fallback) also gives its size in bytes."""
+    if xout.dtype != "float32":
+        return ""
+    return f"#define {up}_OUTPUT_BYTES {xout.nbytes}u\n"
 
 
 def _basename(path):

@@ -26,6 +26,8 @@ def float_wrapper(g, name):
     """(header declaration, C source) of <name>_run_f32."""
     xin = g.tensors[g.inputs[0]]
     xout = g.tensors[g.outputs[0]]
+    if xout.dtype == "float32":  # the float fallback already gives floats
+        return _float_out_wrapper(xin, name)
     si, zi = xin.q.scalar()
     so, zo = xout.q.scalar()
     lo, hi = _range(xin.dtype)
@@ -60,6 +62,35 @@ int {name}_run_f32(const float *input, float *output)
     return decl, src
 
 
+def _float_out_wrapper(xin, name):
+    """<name>_run_f32 of a model whose output is float32 already: only the input is
+    quantized."""
+    si, zi = xin.q.scalar()
+    lo, hi = _range(xin.dtype)
+    ict = "uint8_t" if xin.dtype == "uint8" else "int8_t"
+    decl = (f"/* --io float: quantizes input like QuantizeLinear (scale {float(si):.9g}, zero point\n"
+            f" * {zi}), runs {name}_run (its output is float32 already). Returns 0 on\n"
+            f" * success. */\n"
+            f"int {name}_run_f32(const float *input, float *output);\n")
+    src = f"""
+/* --io float (codegen/backend/float_io.py) */
+static {ict} {name}_qin[{xin.size}];
+
+int {name}_run_f32(const float *input, float *output)
+{{
+    for (uint32_t i = 0; i < {xin.size}u; ++i) {{
+        float v = input[i] / {c_float(si)};
+        if (v < {c_float(float(lo - zi))}) v = {c_float(float(lo - zi))};
+        if (v > {c_float(float(hi - zi))}) v = {c_float(float(hi - zi))};
+        v = (v + 12582912.0f) - 12582912.0f; /* round half to even */
+        {name}_qin[i] = ({ict})((int32_t)v + ({zi}));
+    }}
+    return {name}_run({name}_qin, output);
+}}
+"""
+    return decl, src
+
+
 def add_float_io(module, g):
     decl, src = float_wrapper(g, module.name)
     marker = "#ifdef __cplusplus\n}\n#endif"
@@ -82,12 +113,15 @@ def add_run_f32(module, g, plan, numerics, ins, outs):
     fins, fouts = f32[:len(ins)], f32[len(ins):]
     proto = prototype(f"{name}_run_f32", fins, fouts)
     args = ", ".join(e.arg for e in f32)
-    if all(e.is_float for e in ins + outs):  # <name>_run already takes floats
+    if all(e.declared == "float32" for e in ins + outs):  # <name>_run already takes floats
         src = f"\n/* --io float (codegen/backend/float_io.py) */\n{proto}\n{{\n" \
               f"    return {name}_run({args});\n}}\n"
     else:
         src = ["", "/* --io float (codegen/backend/float_io.py) */"]
+        conv = [e for e in f32 if not e.native_float]  # a float fallback output: as it is
         for e, d in zip(f32, ins + outs):
+            if e.native_float:
+                continue
             p = e.quantize_params(ROUNDING[numerics] if d.is_float else ROUNDING["ort"])
             src.append(c_struct(f"{name}_{e.arg}_f32q", p).rstrip())
             src.append(f"static {e.c_qtype} {name}_f32_{e.arg}[{e.size}];")
@@ -96,9 +130,10 @@ def add_run_f32(module, g, plan, numerics, ins, outs):
             src.append(f"    if (tinyaot_quantize_s8({e.size}, &{name}_{e.arg}_f32q, {e.arg}, "
                        f"(int8_t *)(void *){name}_f32_{e.arg}) != TINYAOT_OK) return -1;")
         core = core_name(name, ins, outs)
-        src.append(f"    if ({core}({', '.join(f'{name}_f32_{e.arg}' for e in f32)}) != 0) "
+        core_args = ", ".join(e.arg if e.native_float else f"{name}_f32_{e.arg}" for e in f32)
+        src.append(f"    if ({core}({core_args}) != 0) "
                    "return -1;")
-        for e in fouts:
+        for e in (e for e in fouts if e in conv):
             src.append(f"    if (tinyaot_dequantize_s8({e.size}, &{name}_{e.arg}_f32q, "
                        f"(const int8_t *)(const void *){name}_f32_{e.arg}, {e.arg}) != "
                        "TINYAOT_OK) return -1;")

@@ -106,8 +106,9 @@ def harness_source(name, layout: Layout, records) -> str:
     and tinyaot_harness_run calling the API form layout.entry (harness.h)."""
     ins = [s.end for s in layout.inputs]
     outs = [s.end for s in layout.outputs]
-    if layout.plain:
-        return emit_harness_data(name, records, layout.input_size, layout.output_size)
+    if layout.plain:  # a float32 output of the float fallback: its header's OUTPUT_BYTES
+        return emit_harness_data(name, records, layout.input_size, layout.output_size,
+                                 "OUTPUT_BYTES" if outs[0].native_float else "OUTPUT_SIZE")
     up = name.upper()
     head = _head(name, records, layout.input_size, layout.output_size, align=8)
     args = ", ".join([_ptr("input", s, True) for s in layout.inputs]
@@ -119,9 +120,9 @@ def harness_source(name, layout: Layout, records) -> str:
             "int tinyaot_harness_run(const int8_t *input, int8_t *output)", "{",
             f"    return {name}_run({args});", "}", ""])
     load = [f"    memcpy((void *){name}_{s.end.arg}(), {_ptr('input', s, True)}, "
-            f"{s.end.macro(up)}_SIZE);" for s in layout.inputs]
+            f"{s.end.bytes_expr(up)});" for s in layout.inputs]
     store = [f"    memcpy({_ptr('output', s, False)}, (const void *){name}_{s.end.arg}(), "
-             f"{s.end.macro(up)}_SIZE);" for s in layout.outputs]
+             f"{s.end.bytes_expr(up)});" for s in layout.outputs]
     return "\n".join(head + [
         f"#if defined({up}_IO_BUFFERS_IN_ARENA) && {up}_IO_BUFFERS_IN_ARENA",
         "/* The inputs and outputs live in the model's arena: copy them in and out",
@@ -158,8 +159,11 @@ def _head(name, inputs, input_size, output_size, align=None):
     ]
 
 
-def emit_harness_data(name, inputs: np.ndarray, input_size, output_size) -> str:
-    """harness_data.c of a plain model (one quantized input and output; io_api.is_plain)."""
+def emit_harness_data(name, inputs: np.ndarray, input_size, output_size,
+                      output_bytes_macro="OUTPUT_SIZE") -> str:
+    """harness_data.c of a plain model (one quantized input and output; io_api.is_plain).
+    output_size is in bytes; output_bytes_macro names the header's macro of that size
+    (OUTPUT_BYTES for a float32 output)."""
     flat = np.asarray(inputs, dtype=np.int8).reshape(len(inputs), -1)
     up = name.upper()
     return "\n".join(_head(name, flat, input_size, output_size) + [
@@ -175,7 +179,7 @@ def emit_harness_data(name, inputs: np.ndarray, input_size, output_size) -> str:
         "",
         "void tinyaot_harness_store(int8_t *output)",
         "{",
-        f"    memcpy(output, (const void *){name}_output(), {up}_OUTPUT_SIZE);",
+        f"    memcpy(output, (const void *){name}_output(), {up}_{output_bytes_macro});",
         "}",
         "",
         "int tinyaot_harness_run(const int8_t *input, int8_t *output)",

@@ -64,7 +64,7 @@ class End:
     tensor: str  # the IR (quantized) tensor
     name: str  # the model's name for it
     declared: str  # what <name>_run takes or returns: "float32", "int8", "uint8"
-    qtype: str  # the quantized tensor: "int8" or "uint8"
+    qtype: str  # the IR tensor: "int8" or "uint8", or "float32" (float fallback output)
     shape: tuple
     size: int
     scale: np.float32
@@ -72,7 +72,13 @@ class End:
 
     @property
     def is_float(self) -> bool:
-        return self.declared == "float32"
+        """A float end the API converts (quantizes / dequantizes the integer tensor)."""
+        return self.declared == "float32" and not self.native_float
+
+    @property
+    def native_float(self) -> bool:
+        """The IR tensor is float32 itself (a float fallback output): passed as it is."""
+        return self.qtype == "float32"
 
     @property
     def arg(self) -> str:
@@ -81,9 +87,13 @@ class End:
     def macro(self, up) -> str:
         return f"{up}_{self.side.upper()}{self.suffix}"
 
+    def bytes_expr(self, up) -> str:
+        """C expression of the IR tensor's size in bytes (<X>_SIZE counts elements)."""
+        return f"{self.macro(up)}_SIZE * 4u" if self.native_float else f"{self.macro(up)}_SIZE"
+
     @property
     def c_qtype(self) -> str:
-        return "uint8_t" if self.qtype == "uint8" else "int8_t"
+        return {"uint8": "uint8_t", "float32": "float"}.get(self.qtype, "int8_t")
 
     @property
     def c_type(self) -> str:
@@ -91,7 +101,7 @@ class End:
 
     @property
     def declared_bytes(self) -> int:
-        return self.size * (4 if self.is_float else 1)
+        return self.size * (4 if self.declared == "float32" else 1)
 
     def quantize_params(self, rounding) -> QuantizeParams:
         lo, hi = (0, 255) if self.qtype == "uint8" else (-128, 127)
@@ -108,7 +118,7 @@ def api_ends(g, io="model"):
         out = []
         for k, (t_name, d) in enumerate(zip(names, declared)):
             t = g.tensors[t_name]
-            qtype = "uint8" if t.dtype == "uint8" else "int8"
+            qtype = t.dtype if t.dtype in ("uint8", "float32") else "int8"
             s, zp = (t.q.scalar() if t.q is not None else (np.float32(1.0), 0))
             typ = d.dtype if (d.is_float and io != "int8") else qtype
             out.append(End(side, k, "" if len(names) == 1 else str(k), t_name, d.name, typ,
@@ -291,9 +301,9 @@ def source_functions(g, plan, name, up, body, prologue, ins, outs):
         """Copy (or, at a float end of <name>_run, quantize / dequantize) one end."""
         if e.is_float and not quantized:
             return _checked(_convert(name, up, e, f"(ARENA + {off[e.arg]})"), f"{e.arg} != NULL")
-        copy = (f"__builtin_memcpy(ARENA + {off[e.arg]}, {e.arg}, {e.macro(up)}_SIZE);"
+        copy = (f"__builtin_memcpy(ARENA + {off[e.arg]}, {e.arg}, {e.bytes_expr(up)});"
                 if e.side == "input" else
-                f"__builtin_memcpy({e.arg}, ARENA + {off[e.arg]}, {e.macro(up)}_SIZE);")
+                f"__builtin_memcpy({e.arg}, ARENA + {off[e.arg]}, {e.bytes_expr(up)});")
         return f"    if ({e.arg} != NULL) {copy}"
 
     def run(fn, quantized):
@@ -317,12 +327,12 @@ def _user_functions(plan, name, up, body, prologue, ins, outs):
     for e in ins:  # an input the model hands on unchanged: its bytes are the output's
         h = home[id(plan.where[e.tensor])]
         if h != e.arg:
-            lines.append(f"    __builtin_memmove({h}, {e.arg}, {e.macro(up)}_SIZE);")
+            lines.append(f"    __builtin_memmove({h}, {e.arg}, {e.bytes_expr(up)});")
     lines += prologue + body
     for e in outs:  # the same tensor given as several outputs
         h = home[id(plan.where[e.tensor])]
         if h != e.arg:
-            lines.append(f"    __builtin_memcpy({e.arg}, {h}, {e.macro(up)}_SIZE);")
+            lines.append(f"    __builtin_memcpy({e.arg}, {h}, {e.bytes_expr(up)});")
     fns = ["\n".join(lines + ["    return 0;\n}\n"])]
     if core == f"{name}_run":
         return fns

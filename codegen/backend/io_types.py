@@ -1,4 +1,5 @@
-"""The user's I/O element type in the generated API (int8 or uint8).
+"""The user's I/O element type in the generated API (int8 or uint8; float for a float32
+output the float fallback computes).
 
 A uint8 model (quantize_static with QUInt8 activations) is computed in int8
 inside (passes/uint8.py); its `<name>_run` keeps uint8 pointers, so the
@@ -11,14 +12,18 @@ def io_ctypes(g):
     """(input C type, output C type) of the generated API."""
     xin = g.tensors[g.inputs[0]]
     xout = g.tensors[g.outputs[0]]
-    return tuple("uint8_t" if t.dtype == "uint8" else "int8_t" for t in (xin, xout))
+    return tuple({"uint8": "uint8_t", "float32": "float"}.get(t.dtype, "int8_t")
+                 for t in (xin, xout))
 
 
 def apply_io_types(g, name, text):
     """Rewrite the `<name>_run` prototype / definition for uint8 I/O."""
     in_ct, out_ct = io_ctypes(g)
-    if (in_ct, out_ct) == ("int8_t", "int8_t"):
+    if in_ct == "int8_t" and out_ct in ("int8_t", "float"):
         return text
+    if out_ct == "float":  # a float32 output is written with its type (io_buffers.py)
+        return text.replace(f"int {name}_run(const int8_t *input, float *output)",
+                            f"int {name}_run(const {in_ct} *input, float *output)")
     return text.replace(f"int {name}_run(const int8_t *input, int8_t *output)",
                         f"int {name}_run(const {in_ct} *input, {out_ct} *output)")
 
@@ -48,6 +53,11 @@ def boundary_comment(g, header):
     """Add one header comment line per side saying how the model's boundary maps."""
     lines = []
     for key, r in io_report(g).items():
+        if r["dtype"] == "float32":
+            how = (f"the model's float32 {key}, computed by the float fallback (float values, "
+                   "no scale or zero point)")
+            lines.append(f" * {key} boundary: {how}.")
+            continue
         if r["model_boundary"] == "float":
             how = ("the model's float input '%s' is quantized by the caller: "
                    "q = round(x / scale) + zero_point" % r["onnx_name"] if key == "input" else

@@ -33,12 +33,16 @@ def add_optimize(p):
 
 
 def add_numerics(p):
-    """--numerics (by the model's file type when left out: resolve_numerics), --ort-threads
-    and --optimize."""
+    """--numerics (by the model's file type when left out: resolve_numerics), --ort-threads,
+    --optimize and --no-float-fallback."""
     p.add_argument("--numerics", default=None, choices=["ort", "tflite"], help=NUMERICS_HELP)
     p.set_defaults(numerics_by_model=True)
     p.add_argument("--ort-threads", type=int, default=1, metavar="N", help=ORT_THREADS_HELP)
     add_optimize(p)
+    p.add_argument("--no-float-fallback", dest="float_fallback", action="store_false",
+                   help="refuse a node no integer kernel covers instead of running it in float32 "
+                        "between its DequantizeLinear and QuantizeLinear (the float fallback: "
+                        "one warning line lists those nodes, `report` shows them)")
 
 
 def resolve_numerics(a):

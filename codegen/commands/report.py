@@ -32,7 +32,7 @@ def run(a):
     from ..compiler import compile_model
     from ..driver.report import print_report_table, report_model
     c = compile_model(a.model, numerics=a.numerics, ort_threads=a.ort_threads,
-                      optimize=a.optimize)
+                      optimize=a.optimize, float_fallback=a.float_fallback)
     r = report_model(a.model, board=a.board, numerics=a.numerics, compiled=c,
                      measure=a.measure_stack)
     if r["totals"].get("part_fit") is not None or a.cycles or a.part:

@@ -47,7 +47,7 @@ def run(a):
     require_tools(b)  # before the compile: a missing toolchain is one line, exit 2
     c = compile_model(a.model, numerics=a.numerics, io_buffers=a.io_buffers,
                       depthwise_inplace=a.depthwise_inplace, ort_threads=a.ort_threads,
-                      optimize=a.optimize)
+                      optimize=a.optimize, float_fallback=a.float_fallback)
     inputs = golden_inputs(data, a.inputs, len(c.graph.inputs))
     outs, info = run_ends(a.model, inputs, board=a.board, numerics=a.numerics, compiled=c,
                           ram_limit=a.ram_limit, flash_limit=a.flash_limit,

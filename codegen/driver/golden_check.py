@@ -59,7 +59,8 @@ def model_io(c):
     for name, io in ((g.inputs[0], c.report["io"]["input"]),
                      (g.outputs[0], c.report["io"]["output"])):
         t = g.tensors[name]
-        dtype = str(t.dtype) if str(t.dtype) in ("int8", "uint8") else "int8"
+        # float32: an output the float fallback computes (frontend/float_fallback.py)
+        dtype = str(t.dtype) if str(t.dtype) in ("int8", "uint8", "float32") else "int8"
         out.append({"name": io.get("onnx_name") or name, "dtype": dtype,
                     "shape": [int(d) for d in t.shape], "scale": io.get("scale"),
                     "zero_point": io.get("zero_point")})
@@ -99,13 +100,18 @@ def check_outputs(y, n, io, where, key="outputs"):
     """y: the expected outputs for n input vectors, for the model's output `io`."""
     y = np.asarray(y)
     want = np.dtype(io["dtype"])
-    if y.dtype.kind not in "iu":
+    if want == np.float32:  # the float fallback's output: onnxruntime's float32 values
+        if y.dtype != np.float32:
+            raise TinyAotError(f"'{key}' is {y.dtype} but the model's output '{io['name']}' is "
+                               "float32 (computed by the float fallback): store onnxruntime's "
+                               "float32 outputs", model=str(where))
+    elif y.dtype.kind not in "iu":
         raise TinyAotError(
             f"'{key}' is {y.dtype} but the model's output '{io['name']}' is {want}: a golden "
             f"file holds the stored integers (round(y / {io['scale']:.9g}) + "
             f"{io['zero_point']}); `tinyaot golden` writes them", model=str(where))
-    info = np.iinfo(want)
-    if y.size and (int(y.min()) < info.min or int(y.max()) > info.max):
+    info = np.iinfo(want) if want != np.float32 else None
+    if info and y.size and (int(y.min()) < info.min or int(y.max()) > info.max):
         raise TinyAotError(f"'{key}' has values outside {want} ({int(y.min())} .. "
                            f"{int(y.max())}) for the model's {want} output '{io['name']}'",
                            model=str(where))

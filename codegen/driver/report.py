@@ -114,6 +114,7 @@ def report_model(model, board="qemu-m4", numerics="ort", compiled=None, keep_dir
     return {
         "model": str(model), "name": c.module.name, "board": board, "numerics": c.numerics,
         "optimize": c.report.get("optimize", "speed"), "layers": layers,
+        "float_fallback": c.report.get("float_fallback", []),
         "totals": {
             "macs": sum(x["macs"] for x in layers),
             "arena_bytes": c.plan.size, "arena_lower_bound_bytes": c.plan.lower_bound,
@@ -220,6 +221,10 @@ def report_totals(r):
     for p in (t.get("cycles") or {}).get("parts", []):  # report --cycles (codegen/cycles)
         lines.append(f"cycles       {p['cycles']:,} on {p['name']} ({p['ms']:.3f} ms at "
                      f"{p['clock_hz'] / 1e6:g} MHz; modelled from documented timings)")
+    ff = r.get("float_fallback") or []
+    if ff:  # frontend/float_fallback.py
+        lines.append(f"float        {len(ff)} layer(s) run in float32 (float fallback): "
+                     + ", ".join(f"#{x['index']} {x['onnx_op']} '{x['node']}'" for x in ff))
     for n in st["notes"]:
         lines.append(f"  note: {n}")
     return lines

@@ -75,7 +75,8 @@ def _as_end_values(e, slot_dtype, x, model):
 
 def run_ends(model, inputs, board="host", numerics="ort", build_dir=None, compiled=None,
              ram_limit=None, flash_limit=None, io_buffers="arena", depthwise_inplace=False,
-             ort_threads=1, optimize="speed", entry="model", inputs_file=None):
+             ort_threads=1, optimize="speed", entry="model", inputs_file=None,
+             float_fallback=True):
     """Compile, build and run every input vector. inputs: one array (N, ...) per graph
     input. entry "model": through <name>_run, each end as the model declares it (a float
     input may also be given quantized: it is dequantized first, exactly); "quantized": the
@@ -88,7 +89,7 @@ def run_ends(model, inputs, board="host", numerics="ort", build_dir=None, compil
     require_tools(b)  # before the compile: a missing toolchain is one line, exit 2
     c = compiled or compile_model(model, numerics=numerics, io_buffers=io_buffers,
                                   depthwise_inplace=depthwise_inplace, ort_threads=ort_threads,
-                                  optimize=optimize)
+                                  optimize=optimize, float_fallback=float_fallback)
     check_budget(c, b, ram_limit, flash_limit, model=str(model))
     layout = harness_layout_of(c, entry)
     if len(inputs) != len(layout.inputs):
@@ -116,7 +117,7 @@ def run_ends(model, inputs, board="host", numerics="ort", build_dir=None, compil
 
 def run_model(model, inputs, board="host", numerics="ort", build_dir=None, compiled=None,
               ram_limit=None, flash_limit=None, io_buffers="arena", depthwise_inplace=False,
-              ort_threads=1, optimize="speed", inputs_file=None):
+              ort_threads=1, optimize="speed", inputs_file=None, float_fallback=True):
     """run_ends on a model with one input and one output, on its quantized tensors:
     returns (outputs (N, ...), info dict). inputs_file: where the inputs came from (the
     file an error names)."""
@@ -126,7 +127,7 @@ def run_model(model, inputs, board="host", numerics="ort", build_dir=None, compi
     require_tools(b)  # before the compile: a missing toolchain is one line, exit 2
     c = compiled or compile_model(model, numerics=numerics, io_buffers=io_buffers,
                                   depthwise_inplace=depthwise_inplace, ort_threads=ort_threads,
-                                  optimize=optimize)
+                                  optimize=optimize, float_fallback=float_fallback)
     g = c.graph
     if len(g.inputs) != 1 or len(g.outputs) != 1:
         raise TinyAotError(f"the model has {len(g.inputs)} inputs and {len(g.outputs)} "
@@ -229,7 +230,7 @@ def check_golden_file(c, golden, key, data=None):
 
 def verify_model(model, golden, board="host", numerics="ort", key="outputs", build_dir=None,
                  ram_limit=None, flash_limit=None, io_buffers="arena", depthwise_inplace=False,
-                 ort_threads=1, optimize="speed", compiled=None):
+                 ort_threads=1, optimize="speed", compiled=None, float_fallback=True):
     """Run the golden inputs through <name>_run (each end as the model declares it) and
     compare every output with its golden array (golden_keys.py)."""
     if golden is None:
@@ -238,7 +239,7 @@ def verify_model(model, golden, board="host", numerics="ort", key="outputs", bui
     require_tools(board_or_error(board))
     c = compiled or compile_model(model, numerics=numerics, io_buffers=io_buffers,
                                   depthwise_inplace=depthwise_inplace, ort_threads=ort_threads,
-                                  optimize=optimize)
+                                  optimize=optimize, float_fallback=float_fallback)
     ins, outs_e, inputs, expected = check_golden_file(c, golden, key, data)
     outs, info = run_ends(model, inputs, board=board, numerics=numerics, compiled=c,
                           build_dir=build_dir, ram_limit=ram_limit, flash_limit=flash_limit,
@@ -258,8 +259,10 @@ def verify_model(model, golden, board="host", numerics="ort", key="outputs", bui
     for d in diffs:
         bad |= d.any(axis=1)
     saturation = None
-    if numerics == "ort" and bad.any() and len(ins) == 1 and len(outs_e) == 1:
-        # onnxruntime itself inexact: driver/saturation.py (one input, one output)
+    if numerics == "ort" and bad.any() and len(ins) == 1 and len(outs_e) == 1 \
+            and not outs_e[0].native_float:
+        # onnxruntime itself inexact: driver/saturation.py (one input, one output, not a
+        # float32 result of the float fallback)
         from .saturation import explain_vectors
         per = np.asarray(inputs[0]).reshape(n, -1)
         exp0 = np.asarray(expected[0][1]).reshape(n, -1)
@@ -319,6 +322,27 @@ def verify_model(model, golden, board="host", numerics="ort", key="outputs", bui
     if total:
         rep["first_mismatches"] = first[:10]
     return rep
+
+
+def output_diff(outs, exp):
+    """(mismatch mask, element -> JSON value). Integers compare as integers; a float32
+    output (the float fallback) bit for bit, every NaN equal to every NaN."""
+    if outs.dtype != np.float32:
+        return outs.astype(np.int32) != exp.astype(np.int32), int
+    e = np.asarray(exp, np.float32)
+    nan = np.isnan(outs) & np.isnan(e)
+    return (outs.view(np.uint32) != e.view(np.uint32)) & ~nan, float
+
+
+def max_abs_diff(outs, exp, diff):
+    """The largest |got - expected| over the elements `diff` marks (0 when none)."""
+    if not diff.any():
+        return 0.0 if outs.dtype == np.float32 else 0
+    if outs.dtype != np.float32:
+        return int(np.abs(outs.astype(np.int32) - exp.astype(np.int32))[diff].max())
+    with np.errstate(invalid="ignore", over="ignore"):
+        d = np.abs(outs.astype(np.float64) - np.asarray(exp, np.float64))[diff]
+    return float(d.max())
 
 
 def print_verify(r, file=None):

@@ -19,8 +19,9 @@ from .qdq_lowering import lower_to_ir
 SUPPORTED_OPSETS = range(10, 26)
 
 
-def load_model(path, input_shapes=None):
-    """Read an ONNX file and return the integer IR graph."""
+def load_model(path, input_shapes=None, float_fallback=True):
+    """Read an ONNX file and return the integer IR graph (float_fallback: nodes no integer
+    lowering takes run in float32, frontend/float_fallback.py)."""
     proto = read_onnx(path)
     reject_float_model(proto, path)
     from .limits import check_proto_limits, check_value_limits
@@ -40,7 +41,7 @@ def load_model(path, input_shapes=None):
             raise unsupported_error([(op, n, why) for n, (op, why) in reported.items()],
                                     path) from None
         raise
-    return lower_to_ir(proto, path, reported)
+    return lower_to_ir(proto, path, reported, float_fallback)
 
 
 def read_onnx(path) -> onnx.ModelProto:

@@ -69,6 +69,34 @@ def gather_ort_facts(g, model_path, ort_threads=1, match=None):
     mark_ort_qlinear_pools(g, match)  # QLinearAveragePool rounds after adding zp
     mark_ort_int8_resizes(g, match)  # Resize on int8 or in float (DQ -> Resize -> Q)
     mark_ort_fused(g, match)
+    check_ort_float_region(g, match)  # the float fallback runs what ORT runs
+    return g
+
+
+# float fallback ops whose ONNX node must still be in onnxruntime's optimized graph (a reshape
+# moves no value, dequantize / quantize are the region's ends)
+_REGION_ENDS = {"reshape", "dequantize", "quantize"}
+
+
+def check_ort_float_region(g, match):
+    """Each float fallback node (frontend/float_fallback.py) reproduces one onnxruntime float
+    kernel, so ORT's optimized graph must still run that node as itself: a fusion
+    (QLinearSoftmax, a Gelu from its Erf pattern, ...) is refused here rather than computed
+    differently. The node is found structurally (frontend/ort_match.py), as every fact."""
+    for n in g.nodes:
+        op = n.attrs.get("onnx_op")
+        if not op or n.op in _REGION_ENDS:
+            continue
+        found = match.nodes([n.attrs["onnx_tensors"][0]], {op})
+        if any(o.op_type == op and o.domain in ("", "ai.onnx") for o in found):
+            continue
+        instead = [o.op_type if o.domain in ("", "ai.onnx") else f"{o.domain}.{o.op_type}"
+                   for o in found]
+        how = f"runs {instead[0]}" if instead else "fuses it with other nodes"
+        raise TinyAotError(f"float fallback: onnxruntime's optimizer {how} instead of this "
+                           f"{op}, and tinyaot reproduces only onnxruntime's plain float "
+                           f"{op}", model=g.source, node=n.name)
+    return g
     return g
 
 

@@ -15,6 +15,9 @@ When a float op reads the result of such an op on integer inputs, the op is sett
 inputs' quantization (`settle`): its float result is then exactly DequantizeLinear of the
 integer one. Float graph inputs may pass through Reshape / Transpose / ... before their
 first QuantizeLinear (`input_views`): quantization commutes with those too.
+
+Only a node none of this covers runs in float32 (frontend/float_fallback.py), unless the
+fallback is disabled: the integer forms, exact, always win.
 """
 from __future__ import annotations
 
@@ -23,17 +26,18 @@ import onnx
 
 from ..errors import TinyAotError
 from ..ir import Declared, Graph, Node, QParams, Tensor
-from ..ops import ONNX_LOWERINGS
+from ..ops import ONNX_FLOAT_LOWERINGS, ONNX_LOWERINGS
 from ..ops.pending_folds import fold_into_pending
 from ..ops.base import SAME, Deferred
 from ..ops.base import Unsupported as _Unsupported
+from .float_fallback import FloatRegion, UpstreamFailed
 from .onnx_loader_util import attr_dict, initializer_arrays, np_dtype_name, tensor_shapes
 
 INT_TYPES = {"int8", "uint8", "int32"}
 
 
 class Lowering:
-    def __init__(self, proto: onnx.ModelProto, path, reported=None):
+    def __init__(self, proto: onnx.ModelProto, path, reported=None, float_fallback=True):
         self.proto = proto
         self.path = str(path)
         self.consts = initializer_arrays(proto, path)
@@ -59,6 +63,7 @@ class Lowering:
         # float tensor computed from a float graph input by data movement only ->
         # (graph input, [(IR op, node name, attrs, shape)]): quantized at its QuantizeLinear
         self.input_views = {}
+        self.floats = FloatRegion(self, float_fallback)  # nodes run in float32
 
     # ---- helpers -------------------------------------------------------
     @property
@@ -155,10 +160,11 @@ class Lowering:
                     raise self.err(
                         f"input '{x}' is not defined before this node (missing initializer, "
                         "or the graph is not topologically sorted / has a cycle)", node=name)
+            self.floats.record(node, name)
             try:
                 self.lower_node(node, name)
             except _Unsupported as u:
-                self.unsupported.append((node.op_type, name, str(u)))
+                self.lower_float_or_report(node, name, u)
             for o in node.output:
                 if o:
                     if o in self.defined and o not in self.consts:
@@ -183,6 +189,26 @@ class Lowering:
                 self.unsupported.append(("input", n, "float input without a QuantizeLinear "
                                          "after it: tinyaot takes a float input only where the "
                                          "model quantizes it at once"))
+    def lower_float_or_report(self, node, name, why):
+        """No integer form: run the node in float32 when the fallback can, else report it."""
+        if self.floats.takes(node.op_type):
+            try:
+                return self.floats.lower(node, name)
+            except UpstreamFailed as u:
+                why = u
+            except _Unsupported as u:
+                why = f"{why}; float fallback: {u}"
+        elif not self.floats.enabled and node.op_type in ONNX_FLOAT_LOWERINGS:
+            why = f"{why} (the float fallback runs it in float32: drop --no-float-fallback)"
+        self.floats.failed.update(o for o in node.output if o)
+        self.unsupported.append((node.op_type, name, str(why)))
+
+    # the float region's entry points for the operator modules (ops/*_f32.py)
+    def float_input(self, x, name):
+        return self.floats.input(x, name)
+
+    def float_emit(self, op, name, inputs, out, shape, attrs=None, onnx_op=None):
+        return self.floats.emit(op, name, inputs, out, shape, attrs, onnx_op)
 
     def finish_outputs(self):
         for out in self.proto.graph.output:
@@ -203,11 +229,18 @@ class Lowering:
                 else:  # a float end: the API dequantizes the integer tensor behind it
                     self.graph.outputs.append(t.name)
                     self.graph.declared_outputs.append(Declared(n, "float32"))
+            elif self.floats.enabled and n in self.floats.producer and n not in self.floats.failed:
+                try:  # a float end computed in float32 (float fallback): returned as it is
+                    self.graph.outputs.append(self.floats.output(n))
+                    self.graph.declared_outputs.append(Declared(n, "float32"))
+                except _Unsupported as u:
+                    node, name = self.floats.producer[n]
+                    self.unsupported.append((node.op_type, name, f"float output: {u}"))
             elif n in self.pending:
                 p = self.pending[n]
                 self.unsupported.append((p.op, p.node, "float result reaches the graph output "
-                                         "without QuantizeLinear: quantize this node or enable "
-                                         "float fallback"))
+                                         f"without QuantizeLinear: quantize this node"
+                                         f"{self._fallback_hint}"))
             else:
                 self.unsupported.append(("output", n, "graph output is not an integer tensor"))
 
@@ -317,6 +350,8 @@ class Lowering:
             self.consts[out] = qa
             self.add_int_tensor(out, qa.shape, odt, q, qa)
             return
+        if self.floats.enabled and f in self.floats.producer and f not in self.floats.failed:
+            return self.floats.quantize(f, out, shape, odt, q, name)  # leaves the float region
         raise _Unsupported(f"QuantizeLinear input '{f}' comes from an unsupported float op")
 
     # ---- pending float results ------------------------------------------
@@ -328,8 +363,8 @@ class Lowering:
             t = self.graph.tensors[done]
             if not (t.q.same_as(q) and t.dtype == dtype):
                 raise _Unsupported(f"float result '{f}' is quantized with two different "
-                                   "parameters: not exact in integers; quantize it once, or "
-                                   "enable float fallback")
+                                   "parameters: not exact in integers; quantize it once"
+                                   f"{self._fallback_hint}")
             if out is None or out == done:
                 return done
             self.emit("reshape", f"{out}@view", [done], [self.add_int_tensor(
@@ -337,7 +372,7 @@ class Lowering:
             return out
         if f not in self.pending:
             raise _Unsupported(f"float result '{f}' is read by several ops before its "
-                               "QuantizeLinear: quantize it once, or enable float fallback")
+                               f"QuantizeLinear: quantize it once{self._fallback_hint}")
         p = self.pending.pop(f)
         name = out or f"{f}@q"
         shape = self.shape_of(out if out else f)
@@ -459,9 +494,15 @@ class Lowering:
             if t is not None:
                 return t
             raise _Unsupported(f"input '{x}' is a float result without QuantizeLinear: "
-                               "quantize this node or enable float fallback")
+                               f"quantize this node{self._fallback_hint}")
         raise _Unsupported(f"input '{x}' is not quantized (float op inside a quantized "
-                           "region): quantize this node or enable float fallback")
+                           f"region): quantize this node{self._fallback_hint}")
+
+    @property
+    def _fallback_hint(self):
+        """Only with --no-float-fallback may dropping it help (the fallback then says for
+        itself why it could not take the node)."""
+        return "" if self.floats.enabled else " or drop --no-float-fallback"
 
     def weight_input(self, x, name, dtype="int8"):
         """The integer constant behind float x; dtype: its type, or a tuple of allowed ones."""
@@ -510,5 +551,8 @@ def quantize_like_onnx(x, q: QParams, dtype):
     return np.clip(v, lo, hi).astype(dtype)
 
 
-def lower_to_ir(proto, path, reported=None) -> Graph:
-    return Lowering(proto, path, reported).run()
+def lower_to_ir(proto, path, reported=None, float_fallback=True) -> Graph:
+    low = Lowering(proto, path, reported, float_fallback)
+    g = low.run()
+    g.float_fallback = list(low.floats.lowered)  # (ONNX op, node, IR op) run in float32
+    return g

@@ -39,6 +39,14 @@ for _op in OPS.values():
         TFLITE_LOWERINGS[_builtin] = _fn
 
 
+# ONNX op type -> float32 lowering, for the float fallback (frontend/float_fallback.py)
+ONNX_FLOAT_LOWERINGS = {}
+for _op in OPS.values():
+    for _onnx_type, _fn in _op.onnx_float.items():
+        assert _onnx_type not in ONNX_FLOAT_LOWERINGS, f"ONNX {_onnx_type} run in float twice"
+        ONNX_FLOAT_LOWERINGS[_onnx_type] = _fn
+
+
 def traits(name: str) -> Traits:
     """The traits of IR op `name` (passes and planner read these, never op names)."""
     return get(name).traits
@@ -57,5 +65,5 @@ def prepare(g, n, numerics):
     return get(n.op).prepare(g, n, numerics)
 
 
-__all__ = ["OPS", "ONNX_LOWERINGS", "TFLITE_LOWERINGS", "Op", "Pending", "Traits", "Unsupported", "get", "prepare",
-           "traits"]
+__all__ = ["OPS", "ONNX_FLOAT_LOWERINGS", "ONNX_LOWERINGS", "TFLITE_LOWERINGS", "Op", "Pending",
+           "Traits", "Unsupported", "get", "prepare", "traits"]

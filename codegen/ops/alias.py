@@ -57,6 +57,13 @@ def _lower(lw, node, name, attrs, ins, out, shape):
         lw.qrepr[out] = t.name
 
 
+def _lower_float(lw, node, name, attrs, ins, out, shape):
+    """The float fallback (frontend/float_fallback.py): a zero-copy reshape of a float32
+    tensor."""
+    x = lw.float_input(ins[0], name)
+    lw.float_emit("reshape", name, [x], out, shape, onnx_op=node.op_type)
+
+
 def lower_tflite_reshape(tl, op):
     """RESHAPE / SQUEEZE / EXPAND_DIMS: the TFLite output shape, row-major."""
     x_idx, y_idx = tl.inp(op, 0), op.outputs[0]
@@ -85,10 +92,11 @@ def lower_tflite_transpose(tl, op):
 class Alias(Op):
     traits = Traits(layout="alias")
 
-    def __init__(self, name, onnx_types=(), tflite=None):
+    def __init__(self, name, onnx_types=(), tflite=None, float_types=()):
         self.name = name
         self.onnx = {t: _lower for t in onnx_types}
         self.tflite = tflite or {}
+        self.onnx_float = {t: _lower_float for t in float_types}
 
     def reference(self, g, n, ins, p, numerics):
         return ins[0]
@@ -122,7 +130,9 @@ class Reinterpret(Alias):
         return in_perm
 
 
-OPS = (Reshape("reshape", ("Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity"),
-               {b: lower_tflite_reshape for b in ("RESHAPE", "SQUEEZE", "EXPAND_DIMS")}),
+_RESHAPES = ("Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity")
+OPS = (Reshape("reshape", _RESHAPES,
+               {b: lower_tflite_reshape for b in ("RESHAPE", "SQUEEZE", "EXPAND_DIMS")},
+               float_types=_RESHAPES),
        Transpose("transpose", ("Transpose",), {"TRANSPOSE": lower_tflite_transpose}),
        Reinterpret("reinterpret"))

@@ -81,6 +81,9 @@ class Op:
     # ONNX op type -> lowering function f(lw, node, name, attrs, ins, out, shape), which records
     # a Pending (or emits IR nodes) through the lowering context `lw` (frontend/qdq_lowering.py)
     onnx: dict = {}
+    # ONNX op type -> float lowering, same signature: the node run in float32 when no integer
+    # lowering takes it (frontend/float_fallback.py; ops/*_f32.py)
+    onnx_float: dict = {}
     # TFLite builtin name -> lowering function f(tl, op) over the TFLite lowering context `tl`
     # (frontend/tflite/lower.py) and one operator (frontend/tflite/reader.TflOperator); it
     # emits IR nodes with the attributes the ONNX lowering gives the same layer

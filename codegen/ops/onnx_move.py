@@ -15,7 +15,7 @@ def move_source(lw, x):
     """(integer IR tensor under ONNX input x, whether x is a float tensor), or None when x
     is a constant (the caller folds it)."""
     t = lw.graph.tensors.get(x)
-    if t is not None and not t.is_const:
+    if t is not None and not t.is_const and t.dtype != "float32":  # float32: the fallback's
         return t, False
     if x in lw.qrepr:
         return lw.graph.tensors[lw.qrepr[x]], True
@@ -30,8 +30,8 @@ def integer_sources(lw, ins, name):
     tf2onnx writes Q -> Concat -> DQ), else None. Their quantization (from the
     QuantizeLinear) must be known."""
     ts = [lw.graph.tensors.get(x) for x in ins]
-    if not ts or any(t is None or t.is_const for t in ts):
-        return None
+    if not ts or any(t is None or t.is_const or t.dtype == "float32" for t in ts):
+        return None  # float32: a tensor of the float fallback, not an integer activation
     for x, t in zip(ins, ts):
         if t.q is None or t.q.per_channel:
             raise Unsupported(f"integer input '{x}' has no per-tensor quantization (it must "

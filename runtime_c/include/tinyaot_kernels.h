@@ -409,6 +409,55 @@ typedef struct {
 int tinyaot_resize_bilinear_s8(const tinyaot_resize_bilinear_params_t *p, const int8_t *input,
                                int8_t *output);
 
+/* ---- Float fallback (runtime_c/src/float/): float32 operators between a DequantizeLinear
+ * and a QuantizeLinear that no integer kernel covers, each repeating the float kernel of the
+ * numerics it follows operation by operation (mode 0: onnxruntime's MLAS on x86-64 with
+ * AVX-512F; mode 1: TFLite Micro's reference kernels). Built with -ffp-contract=off. */
+
+/* QuantizeLinear of float32 into int8: mode 0 onnxruntime (x / scale clamped to
+ * [-128 - zp, 127 - zp], a NaN to the low end, rounded half to even, + zp); mode 1 TFLite
+ * Micro (round half away from zero of x / scale, + zp, clamped). */
+int tinyaot_quantize_s8_f32(int32_t n, float scale, int32_t zp, int32_t mode,
+                            const float *input, int8_t *output);
+
+typedef struct {
+    int32_t outer, n, inner; /* over n elements at stride inner, for outer * inner rows */
+    int32_t log;             /* 1: LogSoftmax */
+    int32_t mode;            /* 0: onnxruntime, 1: TFLite Micro */
+} tinyaot_softmax_f32_params_t;
+
+/* Softmax / LogSoftmax of float32 (input may be output). */
+int tinyaot_softmax_f32(const tinyaot_softmax_f32_params_t *p, const float *input, float *output);
+
+/* Elementwise float32 functions of tinyaot_unary_f32 (input may be output). */
+#define TINYAOT_F32_EXP 0        /* onnxruntime: MLAS's exp */
+#define TINYAOT_F32_SIGMOID 1    /* onnxruntime: MLAS's logistic */
+#define TINYAOT_F32_TANH 2       /* onnxruntime: MLAS's tanh */
+#define TINYAOT_F32_SQRT 3       /* IEEE square root */
+#define TINYAOT_F32_NEG 4
+#define TINYAOT_F32_ABS 5
+#define TINYAOT_F32_RELU 6
+#define TINYAOT_F32_RECIPROCAL 7 /* 1 / x */
+#define TINYAOT_F32_ERF 8        /* onnxruntime: MLAS's erf */
+#define TINYAOT_F32_GELU 9       /* onnxruntime's Gelu (erf form) */
+#define TINYAOT_F32_GELU_TANH 10 /* onnxruntime's Gelu, approximate "tanh" */
+#define TINYAOT_F32_EXP_GLIBC 11 /* TFLite Micro: std::exp, glibc's expf */
+
+int tinyaot_unary_f32(int32_t fn, int32_t n, const float *input, float *output);
+
+/* Elementwise float32 operations of tinyaot_binary_f32. */
+#define TINYAOT_F32_ADD 0
+#define TINYAOT_F32_SUB 1
+#define TINYAOT_F32_MUL 2
+#define TINYAOT_F32_DIV 3
+
+/* out = a op b with broadcasting, op TINYAOT_F32_ADD ...; mode 1 (TFLite Micro) clamps the
+ * result to [-FLT_MAX, FLT_MAX] as its float kernels' activation does; d = { dims[6], a_stride[6],
+ * b_stride[6] }: the output's dims (row-major, leading 1s) and the element strides of a and
+ * b per output axis (0 where broadcast). The output may be a or b when it has their shape. */
+int tinyaot_binary_f32(int32_t op, int32_t mode, const int32_t d[18], const float *a,
+                       const float *b, float *output);
+
 #ifdef __cplusplus
 }
 #endif

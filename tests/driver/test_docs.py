@@ -172,11 +172,12 @@ def test_results_page_is_generated_from_bench_json():
 
 
 def _row(model, numerics, ins, tflm=None, arena=1000, bound=1000, tflm_arena=None,
-         mismatches=0, code=100, weights=900):
+         mismatches=0, code=100, weights=900, tables=20):
     return {"model": model, "numerics": numerics, "board": "qemu-m4", "optimize": "speed",
             "instructions": ins, "macs": 5000, "mac_per_instruction": round(5000 / ins, 3),
-            "arena_bytes": arena, "arena_lower_bound": bound, "flash_code": code,
-            "flash_weights": weights, "vectors": 8, "mismatches": mismatches,
+            "arena_bytes": arena, "arena_lower_bound": bound,
+            "flash_bytes": code + weights + tables, "flash_code": code,
+            "flash_weights": weights, "flash_tables": tables, "vectors": 8, "mismatches": mismatches,
             "tflm_cmsis_nn_instructions": tflm,
             "ratio_to_tflm": round(ins / tflm, 3) if tflm else None,
             "tflm_arena_bytes": tflm_arena}
@@ -188,18 +189,19 @@ def test_render_results_on_hand_made_rows():
     speed = [_row("m1", "ort", 40000, tflm=100000, tflm_arena=900),
              _row("m1", "tflite", 60000, tflm=100000, arena=800, tflm_arena=900),
              _row("own", "ort", 12345, arena=1200, bound=1100, mismatches=3)]
-    size = [dict(_row("m1", "ort", 80000, tflm=100000, code=50, weights=250), optimize="size")]
+    size = [dict(_row("m1", "ort", 80000, tflm=100000, code=50, weights=250, tables=6),
+                 optimize="size")]
     page = rr.render(speed, size)
     assert "| m1 | ort | 8 (all bit-exact) | 40,000 | 5,000 | 0.125 | 100,000 | 0.4 | " \
-           "1,000 (1,000) | 900 | 1,000 (100 / 900) |" in page
+           "1,000 (1,000) | 900 | 1,020 (100 / 900 / 20) |" in page
     assert "| own | ort | 8 (3 elements differ) | 12,345 |" in page
     assert "1 of 3 runs differ: own `ort` (3 elements)" in page
     assert "`ort` 0.400x (m1) to 0.400x (m1); `tflite` 0.600x (m1) to 0.600x (m1); " \
            "above the 0.5x target: m1 `tflite`." in page
     assert "larger in m1 `ort` (1,000 B against 900 B)" in page
     assert "above it in own `ort` (1,200 B, bound 1,100 B)" in page
-    # size against speed: flash 300 / 1000, instructions 80000 / 40000
-    assert "| m1 | ort | 8 (all bit-exact) | 1,000 (100 / 900) | 300 (50 / 250) | 0.30 | " \
+    # size against speed: flash 306 / 1020, instructions 80000 / 40000
+    assert "| m1 | ort | 8 (all bit-exact) | 1,020 (100 / 900 / 20) | 306 (50 / 250 / 6) | 0.30 | " \
            "40,000 | 80,000 | 2.0 | 0.8 | 1,000 / 1,000 |" in page
     assert "## Size" not in rr.render(speed, None)
 

@@ -201,7 +201,8 @@ def test_float_weights_per_channel_like_onnxruntime():
 # ---- a float op left inside the quantized region -------------------------------
 
 def test_float_op_inside_quantized_region_names_node_and_hint(tmp_path):
-    """DQ -> Sigmoid -> Tanh -> Q: Sigmoid's float result is never quantized."""
+    """DQ -> Sigmoid -> Tanh -> Q: Sigmoid's float result is never quantized; with
+    --no-float-fallback that stays an error (the fallback runs Tanh in float32)."""
     c = numpy_helper.from_array
     h = helper.make_node
     g = helper.make_graph(
@@ -214,13 +215,15 @@ def test_float_op_inside_quantized_region_names_node_and_hint(tmp_path):
         [c(np.float32(0.05), "s"), c(np.int8(0), "z")])
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
     with pytest.raises(UnsupportedError) as e:
-        compile_model(save(m, tmp_path))
+        compile_model(save(m, tmp_path), float_fallback=False)
     msg = str(e.value)
     assert "Tanh 'tanh': input 'sg' is a float result without QuantizeLinear: quantize this " \
-           "node or enable float fallback" in msg
+           "node or drop --no-float-fallback" in msg
 
 
 def test_float_result_at_the_output_names_node_and_hint(tmp_path):
+    """With --no-float-fallback, a float graph output no DequantizeLinear makes stays an
+    error (the fallback runs the Sigmoid in float32)."""
     c = numpy_helper.from_array
     h = helper.make_node
     g = helper.make_graph(
@@ -232,5 +235,5 @@ def test_float_result_at_the_output_names_node_and_hint(tmp_path):
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
     with pytest.raises(UnsupportedError, match="lut 'sigmoid': float result reaches the graph "
                                                "output without QuantizeLinear: quantize this node "
-                                               "or enable float fallback"):
-        compile_model(save(m, tmp_path))
+                                               "or drop --no-float-fallback"):
+        compile_model(save(m, tmp_path), float_fallback=False)

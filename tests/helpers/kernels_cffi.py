@@ -534,7 +534,44 @@ def resize_bilinear_s8(params, x, rng=None):
 # Prototypes the wrappers above call, as (return type, parameter types). A
 # test compares them with the header's so a changed signature is one clear
 # failure.
+class FloatOutBuf:
+    """A float32 output buffer with random canaries on both sides (the float fallback's
+    kernels)."""
+
+    def __init__(self, n, rng=None):
+        rng = rng or np.random.default_rng(n)
+        self.n = n
+        self.raw = rng.normal(size=n + 2 * GUARD).astype(np.float32)
+        self.canary = self.raw.copy()
+        self.ptr = ffi.from_buffer("float[]", self.raw[GUARD:GUARD + max(n, 1)],
+                                   require_writable=True)
+
+    def result(self, what):
+        u, c = self.raw.view(np.uint32), self.canary.view(np.uint32)
+        if not (np.array_equal(u[:GUARD], c[:GUARD]) and
+                np.array_equal(u[GUARD + self.n:], c[GUARD + self.n:])):
+            raise AssertionError(f"{what} wrote outside its output buffer of {self.n} floats")
+        return self.raw[GUARD:GUARD + self.n].copy()
+
+
+def softmax_f32(params, x, rng=None):
+    keep = []
+    p = new_struct("tinyaot_softmax_f32_params_t", params, keep)
+    out = FloatOutBuf(x.size, rng)
+    _call("tinyaot_softmax_f32", p, cbuf(x, np.float32, keep), out.ptr)
+    return out.result("tinyaot_softmax_f32")
+
+
+def unary_f32(fn, x, rng=None):
+    keep = []
+    out = FloatOutBuf(x.size, rng)
+    _call("tinyaot_unary_f32", fn, x.size, cbuf(x, np.float32, keep), out.ptr)
+    return out.result("tinyaot_unary_f32")
+
+
 EXPECTED_FUNCTIONS = {
+    "tinyaot_softmax_f32": ("int", ("tinyaot_softmax_f32_params_t *", "float *", "float *")),
+    "tinyaot_unary_f32": ("int", ("int32_t", "int32_t", "float *", "float *")),
     "tinyaot_convolve_s8": ("int", ("tinyaot_conv_dims_t *", "tinyaot_requant_t *",
                                     "int8_t *", "int8_t *", "int8_t *")),
     "tinyaot_depthwise_conv_s8": ("int", ("tinyaot_conv_dims_t *", "tinyaot_requant_t *",

@@ -793,3 +793,54 @@ def test_resize_s8(numerics, case):
     else:
         got = K.resize_bilinear_s8(resize_fields(p), nhwc(xv))
     assert_bit_exact(expected, from_nhwc(got, oshape), f"resize [{numerics}]", g, n, p)
+
+
+# ------------------------------------------------------------------ the float fallback
+
+def _floats(d, n, wide):
+    """n float32s: dequantized-looking values, or (wide) any finite float of either sign
+    across many binades, with ties and repeats."""
+    if wide:
+        return np.asarray(d(st.lists(st.floats(-1e4, 1e4, width=32), min_size=n, max_size=n)),
+                          F32)
+    q = np.asarray(d(st.lists(st.integers(-128, 127), min_size=n, max_size=n)), np.int32)
+    return (q.astype(F32) * d(scale())).astype(F32)
+
+
+@pytest.mark.parametrize("numerics", NUMERICS)
+@SETTINGS
+@given(case=st.data())
+def test_softmax_f32(numerics, case):
+    """Softmax / LogSoftmax over any axis (n at stride inner) against ops/softmax_f32.py's
+    reference (MLAS's 16-lane sum and 32-blocks of max under ort; TFLite Micro's in-order
+    sum under tflite)."""
+    from codegen.ops.softmax_f32 import SoftmaxF32Params, softmax_f32
+    from codegen.ops.float_io import mode_of
+    d = case.draw
+    outer, n, inner = d(st.integers(1, 3)), d(st.integers(1, 80)), d(st.integers(1, 3))
+    p = SoftmaxF32Params(outer, n, inner, int(d(st.booleans())), mode_of(numerics))
+    x = _floats(d, outer * n * inner, d(st.booleans()))
+    expected = softmax_f32(x, p).reshape(-1)
+    got = K.softmax_f32(dataclasses.asdict(p), x)
+    note(f"{p}")
+    np.testing.assert_array_equal(got.view(np.uint32), expected.view(np.uint32))
+
+
+@SETTINGS
+@given(case=st.data())
+def test_unary_f32(case):
+    """Every function code of tinyaot_unary_f32 against ops/unary_f32.py's reference, on
+    floats over the functions' whole ranges (NaN and infinities included)."""
+    from codegen.ops.unary_f32 import EXACT, ORT_ONLY, TFLITE_ONLY, UnaryF32Params, unary_f32
+    d = case.draw
+    table = {**EXACT, **ORT_ONLY, **{k + ":tflite": v for k, v in TFLITE_ONLY.items()}}
+    op = d(st.sampled_from(sorted(table)))
+    n = d(st.integers(1, 64))
+    x = np.asarray(d(st.lists(st.floats(width=32, allow_nan=True), min_size=n, max_size=n)),
+                   F32)
+    p = UnaryF32Params(table[op][0], op)
+    expected = unary_f32(x, p)
+    got = K.unary_f32(p.fn, x)
+    note(op)
+    same = (got.view(np.uint32) == expected.view(np.uint32)) | (np.isnan(got) & np.isnan(expected))
+    assert same.all(), (op, x[~same], got[~same], expected[~same])

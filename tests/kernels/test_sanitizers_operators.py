@@ -1,6 +1,7 @@
 """The new operator kernels (lut, mul, concat, pad, 1-D conv, ConvTranspose, slice, resize,
-avgpool, transpose, matmul, softmax, prelu) under ASan/UBSan
-and strict warnings, through the regression models, a Concat and a PRelu model."""
+avgpool, transpose, matmul, softmax, prelu, the float fallback's float32 kernels) under
+ASan/UBSan and strict warnings, through the regression models, a Concat, a PRelu, a
+LogSoftmax and a float-chain model."""
 from pathlib import Path
 
 import numpy as np
@@ -11,6 +12,7 @@ from codegen.reference import run_graph
 
 from tests.helpers import sanitizers as ts
 from tests.helpers.env import REPO
+from tests.helpers.float_models import float_chain, softmax_qdq
 from tests.helpers.op_models import concat_model, prelu_model
 from tests.helpers.qdq_builder import all_int8_inputs, save
 from tests.helpers.regression_models import tflite_variant
@@ -27,6 +29,10 @@ def _model(key, tmp_path):
         shape = (1, 5, 4, 6)
         m, _ = prelu_model(shape, (5, 1, 1), after_conv=True, act="relu")
         return save(m, tmp_path, "prelu.onnx"), all_int8_inputs(shape, 4)
+    if key == "logsoftmax":  # the float fallback: dequantize, softmax_f32, quantize
+        return save(softmax_qdq("LogSoftmax", (3, 40)), tmp_path), all_int8_inputs((3, 40), 4)
+    if key == "float_chain":  # dequantize, unary_f32, binary_f32 (broadcast), quantize
+        return save(float_chain(), tmp_path), all_int8_inputs((1, 3, 4, 5), 4)
     if key == "misc_ops_tflite":  # misc_ops without what tflite numerics reject
         path, inputs = _model("misc_ops", tmp_path)
         return tflite_variant(path, tmp_path), inputs
@@ -37,7 +43,9 @@ def _model(key, tmp_path):
 CASES = [("mbv2_block", "ort"), ("mbv2_block", "tflite"), ("conv1d", "ort"),
          ("conv1d", "tflite"), ("concat", "ort"), ("decoder", "ort"), ("decoder", "tflite"),
          ("data_ops", "ort"), ("data_ops", "tflite"), ("misc_ops", "ort"),
-         ("misc_ops_tflite", "tflite"), ("prelu", "ort"), ("prelu", "tflite")]
+         ("misc_ops_tflite", "tflite"), ("prelu", "ort"), ("prelu", "tflite"),
+         ("logsoftmax", "ort"), ("logsoftmax", "tflite"), ("float_chain", "ort"),
+         ("float_chain", "tflite")]
 
 
 @pytest.mark.parametrize("key,numerics", CASES)

@@ -1,0 +1,55 @@
+"""Pinned modelled cycles of the shared models on qemu-m4, both numerics.
+
+What a kernel change optimizes is cycles on a part, not QEMU instructions
+(issue 19): the cycle model (codegen/cycles, priced from the cores' manuals and
+the parts' memory systems; its tables are checked against hand counts in
+test_cycle_model.py) turns one inference of the verification firmware into
+cycles on the ideal zero-wait part and on the STM32L4R5 (120 MHz, flash wait
+states behind the ART accelerator). The counts are deterministic (-icount
+shift=0, a table lookup per executed instruction), so any change fails here,
+a slowdown as well as a speedup: update the numbers on purpose, with
+`tinyaot bench` for docs/results.md. The instruction pins stay in
+test_instruction_counts.py (exact to one instruction).
+"""
+from __future__ import annotations
+
+import pytest
+
+from codegen.cycles import compare
+from codegen.driver.verify import load_golden, run_model
+from codegen.targets.boards import board_or_error
+
+from tests.helpers.env import require_arm_toolchain, shared_model
+
+# cycles of one inference (tinyaot_harness_run: input and output in the arena)
+PINNED = {
+    ("ad01", "tflite"): {"ideal": 378594, "stm32l4r5": 966702},
+    ("kws01", "tflite"): {"ideal": 5531365, "stm32l4r5": 8719041},
+    ("ic01", "tflite"): {"ideal": 19520235, "stm32l4r5": 30883904},
+    ("vww01", "tflite"): {"ideal": 16775790, "stm32l4r5": 26004020},
+    ("sww01", "tflite"): {"ideal": 1550204, "stm32l4r5": 2476012},
+    ("ad01", "ort"): {"ideal": 779045, "stm32l4r5": 2840111},
+    ("kws01", "ort"): {"ideal": 6004690, "stm32l4r5": 8791973},
+    ("ic01", "ort"): {"ideal": 33057370, "stm32l4r5": 48102022},
+    ("vww01", "ort"): {"ideal": 16652210, "stm32l4r5": 21291667},
+    ("sww01", "ort"): {"ideal": 1578919, "stm32l4r5": 1922922},
+}
+
+
+@pytest.mark.shared
+@pytest.mark.qemu
+@pytest.mark.parametrize("key,numerics", sorted(PINNED))
+def test_qemu_m4_modelled_cycles_are_pinned(key, numerics, tmp_path):
+    require_arm_toolchain()
+    model, golden = shared_model(key)
+    gkey = {"ort": "outputs_onnxruntime", "tflite": "outputs_tflm"}[numerics]
+    inputs, expected = load_golden(golden, gkey)
+    out, _ = run_model(model, inputs[:1], board="qemu-m4", numerics=numerics, build_dir=tmp_path)
+    assert (out.reshape(-1) == expected[:1].reshape(-1)).all()
+    elves = sorted(tmp_path.glob("*-qemu-m4.elf"))
+    assert len(elves) == 1, elves
+    priced = compare.price_tinyaot(elves[0], board_or_error("qemu-m4"))
+    got = {part: priced["cycles"][part] for part in compare.BENCH_PARTS}
+    assert got == PINNED[(key, numerics)], (
+        f"{key} {numerics}: modelled cycles {got}, pinned {PINNED[(key, numerics)]}; "
+        "update PINNED if intended")
