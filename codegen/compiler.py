@@ -9,7 +9,8 @@ from dataclasses import dataclass, field
 
 from . import __version__, ops
 from .backend import emit_c
-from .backend.float_io import IO_MODES, add_float_io
+from .backend.io_api import API_MODES, api_ends
+from .backend.io_api import io_report as ends_report
 from .backend.io_types import io_report
 from .errors import TinyAotError
 from .frontend import is_tflite, load_model
@@ -61,7 +62,7 @@ class Options:
     io_buffers: str = "arena"
     search_order: bool = True
     integrity: str | None = None
-    io: str = "int8"
+    io: str = "model"  # the API's ends (backend/io_api.py): model, int8, float
     depthwise_inplace: bool = False
     ort_threads: int = 1
     optimize: str = "speed"
@@ -94,14 +95,14 @@ def _check_options(b):
     check_optimize(o.optimize)
     if o.io_buffers not in ("user", "arena"):
         raise TinyAotError(f"unknown --io-buffers '{o.io_buffers}' (choose from user, arena)")
-    if o.io not in IO_MODES:
-        raise TinyAotError(f"unknown --io '{o.io}' (choose from {', '.join(IO_MODES)})")
+    if o.io not in API_MODES:
+        raise TinyAotError(f"unknown --io '{o.io}' (choose from {', '.join(API_MODES)})")
 
 
 def _front_end(b):
     """The model file -> integer IR; under ort, onnxruntime's decisions recorded on it."""
     b.g = load_model(b.path, b.opt.input_shapes, b.opt.float_fallback)
-    check_graph_limits(b.g, b.path)  # one input/output, 32-bit tensor sizes
+    check_graph_limits(b.g, b.path)  # inputs/outputs the API can take, 32-bit tensor sizes
     if b.opt.numerics == "ort":
         with ort_rejects(b.path):  # onnxruntime refusing the model is a user error
             gather_ort_facts(b.g, b.path, b.opt.ort_threads)
@@ -148,10 +149,10 @@ def _prepare(b):
 
 def _emit(b):
     o = b.opt
+    # o.io: the API's ends as the model declares them, all quantized, or also all float
+    # (<name>_run_f32): backend/io_api.py, backend/float_io.py
     b.module = emit_c(b.g, b.plan, b.params, o.numerics, o.name or model_name(b.path),
-                      hooks=o.hooks, optimize=o.optimize, unroll_fc=not o.integrity)
-    if o.io == "float":  # <name>_run_f32 around <name>_run (backend/float_io.py)
-        add_float_io(b.module, b.g)
+                      hooks=o.hooks, optimize=o.optimize, unroll_fc=not o.integrity, io=o.io)
 
 
 def _report(b):
@@ -174,8 +175,13 @@ def _report(b):
         "input": {"name": g.inputs[0], "shape": list(g.tensors[g.inputs[0]].shape)},
         "output": {"name": g.outputs[0], "shape": list(g.tensors[g.outputs[0]].shape)},
     }
-    b.report["io"] = io_report(g)  # dtype, scale/zp, float or integer model boundary
-    b.report["io"]["api"] = o.io  # float: <name>_run_f32 as well
+    b.report["io"] = io_report(g)  # the first input / output: dtype, scale/zp, model boundary
+    # every input and output: the IR tensor, the model's name and type, what the API takes
+    b.report["io"]["inputs"], b.report["io"]["outputs"] = ends_report(*api_ends(g, o.io))
+    b.report["inputs"] = [{"name": e["name"], "shape": e["shape"]} for e in b.report["io"]["inputs"]]
+    b.report["outputs"] = [{"name": e["name"], "shape": e["shape"]}
+                           for e in b.report["io"]["outputs"]]
+    b.report["io"]["api"] = o.io  # model / int8 / float (<name>_run_f32 as well)
     if o.integrity:  # integrity.py: <name>_verify() recomputes a digest of the weights
         b.report["integrity"] = add_integrity(module, o.integrity)
     fallback = float_fallback_layers(g, module)
@@ -230,7 +236,7 @@ PIPELINE = [
 
 def compile_model(path, numerics=None, name=None, input_shapes=None, dump=None,
                   hooks=False, io_buffers="arena", search_order=True, integrity=None,
-                  io="int8", depthwise_inplace=False, ort_threads=1,
+                  io="model", depthwise_inplace=False, ort_threads=1,
                   optimize="speed", float_fallback=True) -> Compiled:
     opt = Options(numerics, name, input_shapes, dump, hooks, io_buffers, search_order, integrity,
                   io, depthwise_inplace, ort_threads, optimize, float_fallback)
@@ -241,7 +247,7 @@ def compile_model(path, numerics=None, name=None, input_shapes=None, dump=None,
             dump(dump_title, b.g)
     options = {"path": path, "numerics": opt.numerics, "input_shapes": input_shapes,
                "io_buffers": io_buffers, "ort_threads": opt.ort_threads, "optimize": optimize,
-               "float_fallback": float_fallback}
+               "io": io, "float_fallback": float_fallback}
     return Compiled(b.g, b.plan, b.params, b.module, opt.numerics, b.report, options)
 
 

@@ -4,8 +4,8 @@
  * then "DONE <n>\n". BOOT is printed first so the host can tell a
  * firmware that never started from one that died in the model.
  * Exit status: 0 = all inputs ran (whatever their status), 2 = the model's
- * output does not fit the static buffer, 3 = the weight integrity check
- * (tinyaot_harness_verify, only with --integrity) failed. */
+ * output does not fit the output buffer (harness.h), 3 = the weight
+ * integrity check (tinyaot_harness_verify, only with --integrity) failed. */
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -18,21 +18,26 @@
 #define TINYAOT_HARNESS_MAX_OUTPUT 4096
 #endif
 
-/* Static (in .bss), 8-byte aligned in case a model stores wide words. */
-static int8_t output[TINYAOT_HARNESS_MAX_OUTPUT] __attribute__((aligned(8)));
+/* harness.h: the output buffer of harness data that defines none (weak: the
+ * model's harness_data.c replaces it, and --gc-sections drops this one). */
+int8_t tinyaot_harness_output[TINYAOT_HARNESS_MAX_OUTPUT] __attribute__((weak, aligned(8)));
+const uint32_t tinyaot_harness_output_capacity __attribute__((weak)) = TINYAOT_HARNESS_MAX_OUTPUT;
+/* Read through volatile: GCC folds a weak constant's own initializer. */
+#define OUTPUT_CAPACITY (*(const volatile uint32_t *)&tinyaot_harness_output_capacity)
 
 int main(void)
 {
     const uint32_t n = tinyaot_harness_num_inputs;
     const uint32_t in_size = tinyaot_harness_input_size;
     const uint32_t out_size = tinyaot_harness_output_size;
+    int8_t *const output = tinyaot_harness_output;
 
     tinyaot_sh_puts("BOOT\n");
-    if (out_size > sizeof(output)) {
+    if (out_size > OUTPUT_CAPACITY) {
         tinyaot_sh_puts("ERROR output_size ");
         tinyaot_sh_put_u32(out_size);
         tinyaot_sh_puts(" > TINYAOT_HARNESS_MAX_OUTPUT ");
-        tinyaot_sh_put_u32((uint32_t)sizeof(output));
+        tinyaot_sh_put_u32(OUTPUT_CAPACITY);
         tinyaot_sh_putc('\n');
         return 2;
     }

@@ -12,9 +12,10 @@ the wrapper adds two static buffers (input + output bytes) outside the arena.
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ..kernels.c_format import c_float
 
-IO_MODES = ("int8", "float")
 
 
 def _range(dtype):
@@ -92,6 +93,55 @@ int {name}_run_f32(const float *input, float *output)
 
 def add_float_io(module, g):
     decl, src = float_wrapper(g, module.name)
+    marker = "#ifdef __cplusplus\n}\n#endif"
+    head = module.header
+    k = head.rfind(marker)
+    module.header = head[:k] + decl + "\n" + head[k:] if k >= 0 else head + decl
+    module.source = module.source + src
+    return module
+
+
+def add_run_f32(module, g, plan, numerics, ins, outs):
+    """--io float on a model that is not plain (io_api.py): <name>_run_f32 with every
+    end float. Ends the model declares float are converted as <name>_run converts them
+    (the numerics' QuantizeLinear / QUANTIZE); quantized ends like onnxruntime's
+    QuantizeLinear, as for a plain model above."""
+    from .io_api import ROUNDING, core_name, prototype
+    from ..kernels.c_format import c_struct
+    name = module.name
+    f32 = [replace(e, declared="float32") for e in ins + outs]
+    fins, fouts = f32[:len(ins)], f32[len(ins):]
+    proto = prototype(f"{name}_run_f32", fins, fouts)
+    args = ", ".join(e.arg for e in f32)
+    if all(e.declared == "float32" for e in ins + outs):  # <name>_run already takes floats
+        src = f"\n/* --io float (codegen/backend/float_io.py) */\n{proto}\n{{\n" \
+              f"    return {name}_run({args});\n}}\n"
+    else:
+        src = ["", "/* --io float (codegen/backend/float_io.py) */"]
+        conv = [e for e in f32 if not e.native_float]  # a float fallback output: as it is
+        for e, d in zip(f32, ins + outs):
+            if e.native_float:
+                continue
+            p = e.quantize_params(ROUNDING[numerics] if d.is_float else ROUNDING["ort"])
+            src.append(c_struct(f"{name}_{e.arg}_f32q", p).rstrip())
+            src.append(f"static {e.c_qtype} {name}_f32_{e.arg}[{e.size}];")
+        src.append(proto + "\n{")
+        for e in fins:
+            src.append(f"    if (tinyaot_quantize_s8({e.size}, &{name}_{e.arg}_f32q, {e.arg}, "
+                       f"(int8_t *)(void *){name}_f32_{e.arg}) != TINYAOT_OK) return -1;")
+        core = core_name(name, ins, outs)
+        core_args = ", ".join(e.arg if e.native_float else f"{name}_f32_{e.arg}" for e in f32)
+        src.append(f"    if ({core}({core_args}) != 0) "
+                   "return -1;")
+        for e in (e for e in fouts if e in conv):
+            src.append(f"    if (tinyaot_dequantize_s8({e.size}, &{name}_{e.arg}_f32q, "
+                       f"(const int8_t *)(const void *){name}_f32_{e.arg}, {e.arg}) != "
+                       "TINYAOT_OK) return -1;")
+        src = "\n".join(src + ["    return 0;", "}", ""])
+        module.kernels |= {"tinyaot_quantize_s8", "tinyaot_dequantize_s8"}
+    decl = (f"/* --io float: {name}_run with every input and output as float32 (a quantized\n"
+            f" * end converted like onnxruntime's QuantizeLinear / DequantizeLinear). Returns 0\n"
+            f" * on success. */\n{proto};\n")
     marker = "#ifdef __cplusplus\n}\n#endif"
     head = module.header
     k = head.rfind(marker)

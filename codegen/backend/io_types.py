@@ -29,22 +29,22 @@ def apply_io_types(g, name, text):
 
 
 def io_report(g):
-    """What the model's boundary was and what the generated API takes.
+    """What the model's boundary was and what the plain API takes (one input, one output).
 
-    A float model input followed by QuantizeLinear (a float output preceded
-    by DequantizeLinear) becomes integer I/O: the caller quantizes the input
-    with the given scale / zero point (and dequantizes the output)."""
-    io_float = getattr(g, "io_float", None) or {"inputs": [], "outputs": []}
+    With --io int8, a float model input followed by QuantizeLinear (a float output
+    preceded by DequantizeLinear) is integer I/O: the caller quantizes the input with
+    the given scale / zero point (and dequantizes the output)."""
+    din, dout = g.declared_ends()
     out = {}
-    for key, names, onnx_names in (("input", g.inputs, io_float.get("inputs", [])),
-                                   ("output", g.outputs, io_float.get("outputs", []))):
+    for key, names, declared in (("input", g.inputs, din), ("output", g.outputs, dout)):
         t = g.tensors[names[0]]
+        d = declared[0]
         s, zp = t.q.scalar() if t.q is not None else (1.0, 0)
         out[key] = {
             "name": t.name, "dtype": t.dtype, "shape": list(t.shape),
             "scale": float(s), "zero_point": int(zp),
-            "model_boundary": "float" if onnx_names else t.dtype,
-            "onnx_name": onnx_names[0] if onnx_names else t.name,
+            "model_boundary": "float" if d.is_float else t.dtype,
+            "onnx_name": d.name,
         }
     return out
 

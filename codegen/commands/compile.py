@@ -20,9 +20,12 @@ def add_arguments(p):
     add_depthwise_inplace(p)
     p.add_argument("-o", "--output", help="output directory (default build/<name>)")
     p.add_argument("--dump-ir", action="store_true", help="print the IR after each pass")
-    p.add_argument("--io", default="int8", choices=["int8", "float"],
-                   help="float: also emit <name>_run_f32 (quantizes / dequantizes like "
-                        "onnxruntime's QuantizeLinear / DequantizeLinear; default %(default)s)")
+    p.add_argument("--io", default="model", choices=["model", "int8", "float"],
+                   help="model (default): <name>_run takes and returns each input and output "
+                        "as the model declares it (a float end is quantized / dequantized "
+                        "inside, and <name>_run_quantized is the same on the quantized "
+                        "tensors); int8: every end quantized (the int8 / uint8 tensors); "
+                        "float: as model, plus <name>_run_f32 with every end float")
     p.add_argument("--input-shape", action="append", metavar="NAME=D0,D1,...",
                    help="fix a symbolic input shape")
     p.add_argument("--json", action="store_true", help="print the report as JSON")

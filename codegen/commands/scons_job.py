@@ -49,9 +49,8 @@ def scons_verify(Environment, Command, AlwaysBuild, Default, root, board_name, a
     from SCons.Script import Exit
 
     from ..compiler import compile_model
-    from ..driver.golden_check import check_golden
     from ..driver.toolchain import require_tools
-    from ..driver.verify import load_golden, print_verify, verify_model
+    from ..driver.verify import check_golden_file, print_verify, verify_model
     from ..targets.boards import board_or_error
 
     model, golden, numerics, key = _args(args)
@@ -61,9 +60,8 @@ def scons_verify(Environment, Command, AlwaysBuild, Default, root, board_name, a
         require_tools(board_or_error(board_name))
         if golden is None:
             raise TinyAotError("a golden file is needed (golden=PATH)", model=str(model))
-        inputs, expected = load_golden(golden, key)
         c = compile_model(model, numerics=numerics, io_buffers=io_buffers, optimize=optimize)
-        check_golden(c, inputs, expected, golden, key)
+        check_golden_file(c, golden, key)
     except TinyAotError as e:
         print(f"tinyaot: error: {e}", file=sys.stderr)
         Exit(2)
@@ -100,9 +98,8 @@ def scons_fleet(Command, AlwaysBuild, Default, board_arg, args):
 
     from ..driver.fleet import (ERROR, compiled_once, failed, format_table, parse_boards,
                                 verify_on_board)
-    from ..driver.golden_check import check_golden
     from ..driver.toolchain import require_tools
-    from ..driver.verify import load_golden
+    from ..driver.verify import check_golden_file
     from ..targets.boards import board_or_error
 
     model, golden, numerics, key = _args(args)
@@ -113,9 +110,8 @@ def scons_fleet(Command, AlwaysBuild, Default, board_arg, args):
             raise TinyAotError("a golden file is needed (golden=PATH)", model=str(model))
         for b in boards:
             require_tools(board_or_error(b))
-        inputs, expected = load_golden(golden, key)  # user mistakes: one line, exit 2,
-        c = compiled_once(model, numerics, optimize)  # before any build
-        check_golden(c, inputs, expected, golden, key)
+        c = compiled_once(model, numerics, optimize)  # user mistakes: one line, exit 2,
+        check_golden_file(c, golden, key)  # before any build
     except TinyAotError as e:
         print(f"tinyaot: error: {e}", file=sys.stderr)
         Exit(2)

@@ -21,7 +21,9 @@ session; exit 1 if a layer or that final output differs.
 
 def add_arguments(p):
     add_analysis_options(p, "host")
-    p.add_argument("--inputs", required=True, help=".npz with int8 'inputs' (N, ...)")
+    p.add_argument("--inputs", required=True,
+                   help=".npz with 'inputs' (N, ...): int8 / uint8, or float32 at a float input "
+                        "(quantized as the numerics does); 'inputs1', ... for more inputs")
     p.add_argument("--key", default="inputs", help="array to read (default %(default)s)")
     p.add_argument("--limit", type=int, default=0, help="only the first N inputs")
 
@@ -29,12 +31,12 @@ def add_arguments(p):
 def run(a):
     from ..compiler import compile_model
     from ..driver.console import progress
-    from ..driver.validate import load_inputs, print_validate, validate_model
-    x = load_inputs(a.inputs, a.key)
-    if a.limit:
-        x = x[:a.limit]
+    from ..driver.validate import load_input_arrays, print_validate, validate_model
     c = compile_model(a.model, numerics=a.numerics, ort_threads=a.ort_threads,
                       optimize=a.optimize, float_fallback=a.float_fallback)
+    x = load_input_arrays(a.inputs, len(c.graph.inputs), a.key)
+    if a.limit:
+        x = [v[:a.limit] for v in x]
     r = validate_model(a.model, x, board=a.board, numerics=a.numerics, compiled=c,
                        progress=progress)
     if a.json:

@@ -41,7 +41,7 @@ def measure(path, numerics):
     return {
         "arena": arena.plan.size, "bounds": bounds(arena),
         "user": user.plan.size, "user_bounds": bounds(user),
-        "io": g.tensors[g.inputs[0]].nbytes + g.tensors[g.outputs[0]].nbytes,
+        "io": sum(g.tensors[t].nbytes for t in g.inputs + g.outputs),
         "inplace_ops": len(plan["inplace"]), "concat_slices": len(plan["concat_slices"]),
     }
 

@@ -92,12 +92,12 @@ def header_closure(texts, files=()):
 
 def measure(model, c, board_name):
     """Run one inference (zero input) on the board: instructions and the image's flash."""
-    from .golden_check import model_io
-    from .verify import run_model
+    from .verify import run_ends
     g = c.graph
-    x = np.zeros((1,) + tuple(g.tensors[g.inputs[0]].shape), dtype=model_io(c)[0]["dtype"])
-    try:
-        _, info = run_model(model, x, board=board_name, numerics=c.numerics, compiled=c)
+    x = [np.zeros((1,) + tuple(g.tensors[t].shape), dtype=g.tensors[t].dtype) for t in g.inputs]
+    try:  # the quantized tensors (<name>_invoke in the arena mode): the inference alone
+        _, info = run_ends(model, x, board=board_name, numerics=c.numerics, compiled=c,
+                           entry="quantized")
     except TinyAotError as e:
         if "overflowed" in str(e) or "will not fit in region" in str(e):
             raise TinyAotError(f"does not fit board {board_name} (linker: region overflowed)",
@@ -375,6 +375,11 @@ def _fmt(v, unit=""):
     return "not measured" if v is None else f"{v:,}{unit}"
 
 
+def _plain(c):
+    from ..backend.io_api import api_ends, is_plain
+    return is_plain(*api_ends(c.graph, c.options.get("io", "model")))
+
+
 def _flash_cell(fl):
     if not fl:
         return "not measured"
@@ -400,6 +405,14 @@ def _readme(compiled, numbers, board, numerics, srcs, headers, libm, example, em
     api = []
     for c in compiled:
         nm, up = c.module.name, c.module.name.upper()
+        if not _plain(c):  # several inputs / outputs or float ends: the header says it all
+            protos = [ln for ln in c.module.header.splitlines() if ln.startswith("int ")]
+            api.append("```c\n" + f'#include "{nm}.h"\n' + "\n".join(protos) + "\n```\n"
+                       f"{len(c.graph.inputs)} input(s), {len(c.graph.outputs)} output(s), each "
+                       f"as the model declares it (include/{nm}.h); I/O buffers "
+                       f"`{c.plan.io_buffers}`; arena {up}_ARENA_SIZE bytes, static, inside "
+                       f"{nm}.c.\n")
+            continue
         if c.plan.io_buffers == "arena":
             call = f"""int8_t *in = {nm}_input();         /* {up}_INPUT_SIZE bytes inside the arena */
 /* quantize: in[i] = round(x / {up}_INPUT_SCALE) + {up}_INPUT_ZERO_POINT */

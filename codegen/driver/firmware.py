@@ -275,30 +275,57 @@ def build_generated(gen_dir, board_name, harness=True, quiet=True, ram_limit=Non
     return fw.elf
 
 
-def write_harness(c, out_dir, inputs, boot_check=False):
+def harness_layout_of(c, entry="quantized"):
+    """The harness record layout of compiled model c for the API form `entry`
+    (backend/harness_data.py)."""
+    from ..backend.harness_data import harness_layout
+    from ..backend.io_api import api_ends
+    return harness_layout(*api_ends(c.graph, c.options.get("io", "model")), entry)
+
+
+def as_records(layout, inputs):
+    """inputs: a list with an array (N, ...) per graph input (packed here), or records
+    (N, layout.input_size) already packed -> the records, int8."""
+    from ..backend.harness_data import pack_inputs
+    if isinstance(inputs, (list, tuple)):
+        return pack_inputs(layout, inputs)
+    a = np.asarray(inputs)
+    a = a.view(np.int8) if a.dtype.itemsize == 1 else a.astype(np.int8)
+    return a.reshape(len(a), -1)
+
+
+def zero_point_records(c, n=1):
+    """n records of every quantized input at its zero point (a real zero)."""
+    layout = harness_layout_of(c)
+    return as_records(layout, [np.full((n, s.end.size), s.end.zero_point, dtype=s.dtype)
+                               for s in layout.inputs])
+
+
+def write_harness(c, out_dir, inputs, boot_check=False, layout=None):
     """<name>.c/.h, report.json and harness_data.c (every input in flash) in out_dir.
-    boot_check: the firmware also checks the weights' digest at boot (--integrity)."""
-    from ..backend import emit_harness_data
+    inputs: as as_records takes them; layout: the API form the firmware calls (default:
+    the quantized tensors, harness_layout_of). boot_check: the firmware also checks the
+    weights' digest at boot (--integrity)."""
+    from ..backend.harness_data import harness_source
     from ..compiler import write_outputs
     write_outputs(c, out_dir)
-    g = c.graph
-    xin, xout = g.tensors[g.inputs[0]], g.tensors[g.outputs[0]]
-    per = np.asarray(inputs, dtype=np.int8).reshape(len(inputs), -1)
+    layout = layout or harness_layout_of(c)
+    per = as_records(layout, inputs)
+    if per.shape[1] != layout.input_size:
+        raise TinyAotError(f"each input record must have {layout.input_size} bytes, got "
+                           f"{per.shape[1]}", model=str(c.report.get("model")))
     with open(os.path.join(out_dir, "harness_data.c"), "w") as f:
-        if xout.dtype == "float32":  # a float fallback output: its bytes
-            f.write(emit_harness_data(c.module.name, per, xin.size, xout.nbytes, "OUTPUT_BYTES"))
-        else:
-            f.write(emit_harness_data(c.module.name, per, xin.size, xout.size))
+        f.write(harness_source(c.module.name, layout, per))
         if boot_check:  # integrity.py: the firmware checks its weights at boot
             from ..integrity import harness_verify_c
             f.write(harness_verify_c(c.module.name))
 
 
-def build_compiled(c, board, out_dir, inputs, variant=None, **kw):
-    """A compiled model's firmware running `inputs` (N, in): Firmware(elf, map, obj_dir).
-    board: a board dict or name; kw as for build_generated."""
+def build_compiled(c, board, out_dir, inputs, variant=None, layout=None, **kw):
+    """A compiled model's firmware running `inputs` (as write_harness takes them):
+    Firmware(elf, map, obj_dir). board: a board dict or name; kw as for build_generated."""
     bname = board if isinstance(board, str) else board["name"]
-    write_harness(c, out_dir, inputs)
+    write_harness(c, out_dir, inputs, layout=layout)
     build_generated(out_dir, bname, harness=True, variant=variant, **kw)
     return firmware_paths(os.path.abspath(out_dir), c.module.name, bname, variant)
 

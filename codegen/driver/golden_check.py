@@ -128,3 +128,40 @@ def check_golden(c, inputs, expected, golden, key):
     xin, xout = model_io(c)
     check_inputs(inputs, xin, golden)
     check_outputs(expected, _rows(np.asarray(inputs))[0], xout, golden, key)
+
+
+def end_io(e):
+    """One end of the generated API (backend/io_api.End) as the checks above take it:
+    dtype is what the API takes or gives (float32 at a float end), qtype the tensor's."""
+    return {"name": e.name, "dtype": e.declared, "qtype": e.qtype,
+            "shape": [int(d) for d in e.shape], "scale": float(e.scale),
+            "zero_point": int(e.zero_point)}
+
+
+def check_end_inputs(x, io, where, what="inputs"):
+    """x: the vectors for one end (end_io). A float end also takes its quantized values."""
+    x = np.asarray(x)
+    if io["dtype"] != "float32":
+        return check_inputs(x, io, where, what)
+    if x.dtype not in (np.dtype(np.float32), np.dtype(io["qtype"])):
+        raise TinyAotError(f"'{what}' is {x.dtype}: the model's input '{io['name']}' is float32 "
+                           f"(or its quantized {io['qtype']} values): store them as float32",
+                           model=str(where))
+    check_rows(x, io, where, what)
+
+
+def check_end_outputs(y, n, io, where, key="outputs"):
+    """y: the expected values of one output end for n input vectors. At a float end a
+    float32 array is compared as bits, an integer one as the values behind the floats."""
+    y = np.asarray(y)
+    if io["dtype"] != "float32":
+        return check_outputs(y, n, io, where, key)
+    if y.dtype != np.float32:
+        check_outputs(y, n, dict(io, dtype=io["qtype"]), where, key)
+        return
+    m, row = _rows(y) if y.ndim else (0, ())
+    if m != n or not row_fits(row, io["shape"]):
+        raise TinyAotError(
+            f"'{key}' is {_fmt(y.shape)}; for {n} input(s) the model gives {n} row(s) of "
+            f"float32 {_fmt(io['shape'])} (output '{io['name']}')"
+            f"{layout_hint(row, io['shape']) if m == n else ''}", model=str(where))

@@ -241,14 +241,16 @@ def _tapped_session(base, names, tmp, threads=1):
 @dataclass
 class TapRun:
     values: list  # per input: {IR tensor name: array in the IR's logical shape and zero point}
-    finals: list  # per input: the plain session's final output
+    finals: list  # per input vector: the plain session's outputs (g's order, g's integers)
     missing: dict  # IR tensor name: why ORT has no tensor for it
     proof: dict
 
 
 def run_taps(model_path, g, inputs, tick=lambda n=1: None):
-    """ORT's tensors for g's layer outputs, one dict per input (integer
-    arrays of g's input, as the generated C takes them; see module doc)."""
+    """ORT's tensors for g's layer outputs, one dict per input vector (see module doc).
+    inputs: per vector, one integer array per graph input of g, as the generated C
+    takes them. TapRun.finals: per vector, the plain session's outputs in g's order,
+    as g's integers."""
     import onnxruntime as ort
     taps, missing = locate_taps(model_path, g)
     base = optimized_graph(model_path)
@@ -266,15 +268,19 @@ def run_taps(model_path, g, inputs, tick=lambda n=1: None):
     so.log_severity_level = 3
     so.intra_op_num_threads = threads
     plain = ort.InferenceSession(str(model_path), so, providers=["CPUExecutionProvider"])
-    out_name = plain.get_outputs()[0].name
+    din, dout = g.declared_ends()
+    ort_in = {i.name: i.type for i in plain.get_inputs()}
+    out_names = [d.name for d in dout]  # the model's outputs, in g's order
     values, finals, final_diff = [], [], 0
-    for x in inputs:
-        feeds = {plain.get_inputs()[0].name: ort_input(g.tensors[g.inputs[0]], x,
-                                                         plain.get_inputs()[0].type)}
-        final = plain.run([out_name], feeds)[0]
+    for xs in inputs:
+        if isinstance(xs, np.ndarray):  # a one-input graph's vector on its own
+            xs = (xs,)
+        feeds = {d.name: ort_input(g.tensors[t], x, ort_in[d.name])
+                 for t, d, x in zip(g.inputs, din, xs)}
+        final = plain.run(out_names, feeds)
         got = dict(zip([o.name for o in sess.get_outputs()], sess.run(None, feeds)))
-        final_diff += int(np.count_nonzero(got[out_name] != final))
-        finals.append(ir_output(g.tensors[g.outputs[0]], final))
+        final_diff += sum(int(np.count_nonzero(got[n] != f)) for n, f in zip(out_names, final))
+        finals.append([ir_output(g.tensors[t], f) for t, f in zip(g.outputs, final)])
         values.append({name: _to_ir(g.tensors[name], tap, got[tap.ort_name])
                        for name, tap in taps.items()})
         tick()

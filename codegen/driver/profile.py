@@ -19,7 +19,8 @@ import numpy as np
 from ..compiler import compile_model
 from ..errors import TinyAotError
 from ..targets.boards import board_or_error
-from .firmware import DEBUG_C_DIR, Variant, build_compiled, private_dir
+from .firmware import (DEBUG_C_DIR, Variant, build_compiled, harness_layout_of, private_dir,
+                       zero_point_records)
 from .validate import with_hooks
 
 _PROF_RE = re.compile(r"^PROF (\d+) (\d+) (\d+)$")
@@ -27,10 +28,8 @@ _STAMP_RE = re.compile(r"^STAMP (\d+) (\d+)$")
 
 
 def _default_input(c):
-    g = c.graph
-    t = g.tensors[g.inputs[0]]
-    zp = int(t.q.zero_point[0]) if t.q is not None else 0
-    return np.full((1, t.size), zp, dtype=np.int8)
+    """Every graph input at its zero point (one record, firmware.zero_point_records)."""
+    return zero_point_records(c)
 
 
 def profile_model(model, board="qemu-m4", numerics="ort", inputs=None, compiled=None,
@@ -49,8 +48,9 @@ def profile_model(model, board="qemu-m4", numerics="ort", inputs=None, compiled=
     c = with_hooks(compiled or compile_model(model, numerics=numerics))
     g = c.graph
     x = _default_input(c) if inputs is None else np.asarray(inputs, dtype=np.int8)[:1].reshape(1, -1)
-    if x.shape[1] != g.tensors[g.inputs[0]].size:
-        raise TinyAotError(f"input must have {g.tensors[g.inputs[0]].size} values", model=str(model))
+    need = harness_layout_of(c).input_size  # every graph input, quantized, in one record
+    if x.shape[1] != need:
+        raise TinyAotError(f"input must have {need} values", model=str(model))
     n = len(g.nodes)
     selected = None
     if cycles:

@@ -72,7 +72,7 @@ def _oracle_run(model, io, x, numerics, ort_threads):
     from .validate import reference_tensors
     g = io.loaded.graph
     per = np.asarray(x).reshape(len(x), -1)
-    envs = reference_tensors(model, numerics, per)
+    envs = reference_tensors(model, numerics, [(row,) for row in per])  # the one input
     return np.stack([np.asarray(e[g.outputs[0]]).reshape(-1) for e in envs])
 
 

@@ -18,10 +18,15 @@ from ..compiler import compile_model
 from ..errors import TinyAotError
 from ..targets.boards import board_or_error
 from .budget import budget_of
-from .firmware import DEBUG_C_DIR, Variant, build_compiled, private_dir
+from .firmware import DEBUG_C_DIR, Variant, build_compiled, private_dir, zero_point_records
 from .linkmap import flash_image
 from .toolchain import require_tools
 from .stack import call_graph, model_entry, su_table, worst_stack
+
+
+def _zero_records(c):
+    """One input record of zero bytes (every graph input, quantized)."""
+    return np.zeros_like(zero_point_records(c))
 
 
 def measure_stack(c, board, paint=16384):
@@ -30,11 +35,9 @@ def measure_stack(c, board, paint=16384):
     from ..targets.qemu import QemuError, run_firmware
     if paint + 1024 > int(board.get("stack_size", 0)):
         paint = max(1024, int(board.get("stack_size", 0)) - 1024)
-    g = c.graph
-    xin = g.tensors[g.inputs[0]]
     out_dir = private_dir(c, f"stack-{board['name']}")
     try:
-        elf = build_compiled(c, board, out_dir, np.zeros((1, xin.size), np.int8), Variant(
+        elf = build_compiled(c, board, out_dir, _zero_records(c), Variant(
             "stack", main=str(DEBUG_C_DIR / "stack_main.c"),
             defines=(f"TINYAOT_STACK_PAINT={paint}u",), include_dirs=(str(DEBUG_C_DIR),))).elf
         try:
@@ -63,11 +66,10 @@ def report_model(model, board="qemu-m4", numerics="ort", compiled=None, keep_dir
     require_tools(b, run=measure)
     c = compiled or compile_model(model, numerics=numerics)
     g = c.graph
-    xin = g.tensors[g.inputs[0]]
     out_dir = keep_dir or private_dir(c, f"report-{board}")
     fit = None
     try:
-        zeros = np.zeros((1, xin.size), np.int8)
+        zeros = _zero_records(c)
         if part:  # the part's startup, linker script and part_main.c (the model once)
             fw, flash_span = _part_firmware(c, b, out_dir, zeros)
         else:

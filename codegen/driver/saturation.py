@@ -28,26 +28,51 @@ def _ir_input(g, x):
     return {g.inputs[0]: np.asarray(x).view(np.dtype(t.dtype)).reshape(t.shape)}
 
 
+def _as_compared(y):
+    """An output row as compared: a float32 one as its bits, an integer one as integers."""
+    y = np.asarray(y).reshape(-1)
+    return y.view(np.uint32).astype(np.int64) if y.dtype == np.float32 else y.astype(np.int64)
+
+
 def explain_vectors(c, per, outs, expected, vectors):
     """For the golden vectors `vectors` that differ from tinyaot's outputs: which of them
-    differ only because the reference saturates (see module doc). Returns None when none
-    does, else {"vectors", "layer", "op", "node", "pairs", "golden_mismatches"}."""
+    differ only because the reference saturates (see module doc). A float input end
+    (float32 rows) is quantized as onnxruntime's QuantizeLinear does, and at a float
+    output end the integer results are dequantized as its DequantizeLinear does, float32
+    then compared as bits. Returns None when none does, else {"vectors", "layer", "op",
+    "node", "pairs", "golden_mismatches"}."""
+    from ..numerics.quant import dequantize_end, quantize_end
     g, params = c.graph, c.params
     if not pair_layers(g, params):
         return None
     out = g.outputs[0]
+    tin, tout = g.tensors[g.inputs[0]], g.tensors[out]
+
+    def ir_in(x):
+        x = np.asarray(x)
+        if x.dtype == np.float32:  # a float end: the integers its QuantizeLinear makes
+            s, zp = tin.q.scalar()
+            x = quantize_end("ort", x, s, zp, tin.dtype)
+        return _ir_input(g, x)
+
+    def as_out(y, like):
+        if np.asarray(like).dtype == np.float32:  # a float end: after its DequantizeLinear
+            s, zp = tout.q.scalar()
+            y = dequantize_end(y, s, zp)
+        return _as_compared(y)
+
     explained, first, pairs, raw = [], None, 0, 0
     for v in vectors:
-        ins = _ir_input(g, per[v])
+        ins = ir_in(per[v])
         exact = run_graph(g, "ort", ins, params)
         events = saturation_events(g, params, exact)
         if not events:
             continue
         x86, _ = run_graph_x86(g, ins, params)
-        got = np.asarray(outs[v]).astype(np.int64).reshape(-1)
-        want = np.asarray(expected[v]).astype(np.int64).reshape(-1)
-        if (np.array_equal(x86[out].astype(np.int64).reshape(-1), want)
-                and np.array_equal(exact[out].astype(np.int64).reshape(-1), got)):
+        got = _as_compared(outs[v])
+        want = _as_compared(expected[v])
+        if (np.array_equal(as_out(x86[out], expected[v]), want)
+                and np.array_equal(as_out(exact[out], outs[v]), got)):
             explained.append(int(v))
             pairs += sum(e.pairs for e in events)
             raw += int(np.count_nonzero(got != want))

@@ -21,31 +21,35 @@ from ..backend import emit_c
 from ..compiler import Compiled, compile_model
 from ..errors import TinyAotError
 from ..targets.boards import board_or_error
-from .firmware import DEBUG_C_DIR, Variant, build_compiled, build_host_library, private_dir
+from .firmware import (DEBUG_C_DIR, Variant, as_records, build_compiled, build_host_library,
+                       private_dir)
 
 
 def load_inputs(path, key="inputs"):
+    """The array `key` of an .npz (the first graph input's vectors): int8 / uint8
+    (quantized) or float32 (a float input of the model)."""
+    return load_input_arrays(path, 1, key)[0]
+
+
+def load_input_arrays(path, n_inputs, key="inputs"):
+    """One array per graph input: key, key1, ... (driver/golden_keys.py)."""
     import os
+    from .golden_keys import golden_inputs, open_golden
     if not os.path.exists(str(path)):
         raise TinyAotError("no such inputs file", model=str(path))
     try:
-        data = np.load(str(path), allow_pickle=False)
-        files = list(data.files)
-    except Exception:
+        data = open_golden(path)
+    except TinyAotError:
         raise TinyAotError("not an .npz file", model=str(path)) from None
-    if key not in files:
-        raise TinyAotError(f"no '{key}' array (has: {', '.join(sorted(files))})", model=str(path))
-    x = np.asarray(data[key])
-    if x.dtype not in (np.int8, np.uint8):
-        raise TinyAotError(f"'{key}' must be int8 or uint8 (quantized), got {x.dtype}",
-                           model=str(path))
-    return x
+    if key not in data:
+        raise TinyAotError(f"no '{key}' array (has: {', '.join(sorted(data))})", model=str(path))
+    return golden_inputs(data, path, n_inputs, key)
 
 
 def with_hooks(c: Compiled) -> Compiled:
     """The same compiled model, re-emitted with TINYAOT_TRACE/PROFILE hooks."""
     module = emit_c(c.graph, c.plan, c.params, c.numerics, c.module.name, hooks=True,
-                    optimize=c.report.get("optimize", "speed"))
+                    optimize=c.report.get("optimize", "speed"), io=c.options.get("io", "model"))
     return Compiled(c.graph, c.plan, c.params, module, c.numerics, c.report, c.options)
 
 
@@ -55,9 +59,43 @@ def _no_progress(description, total):
 
 
 def _per_input(c, inputs, model):
-    from .golden_check import check_inputs, model_io
-    check_inputs(inputs, model_io(c)[0], model)  # dtype, shape and layout (NHWC for NCHW)
-    return inputs.reshape(len(inputs), -1) if inputs.ndim > 1 else inputs.reshape(1, -1)
+    """The integer vectors of every graph input, per input vector: [(x0, x1, ...), ...].
+    inputs: one array per graph input (or the one array of a one-input model); a float
+    array at a float end is quantized as the numerics' reference quantizes it
+    (numerics/quant.py: quantize_end)."""
+    from ..numerics.quant import quantize_end
+    from .golden_check import check_end_inputs
+    g = c.graph
+    arrays = [inputs] if isinstance(inputs, np.ndarray) else list(inputs)
+    if len(arrays) != len(g.inputs):
+        raise TinyAotError(f"the model has {len(g.inputs)} input(s), {len(arrays)} given",
+                           model=str(model))
+    din, _ = g.declared_ends()
+    per_end = []
+    for name, d, x in zip(g.inputs, din, arrays):
+        t = g.tensors[name]
+        x = np.asarray(x)
+        # dtype, shape and layout (NHWC for NCHW), one line before anything runs
+        s, zp = t.q.scalar() if t.q is not None else (1.0, 0)
+        io = {"name": d.name, "dtype": "float32" if d.is_float else str(t.dtype),
+              "qtype": str(t.dtype), "shape": [int(v) for v in t.shape], "scale": float(s),
+              "zero_point": int(zp)}
+        check_end_inputs(x, io, model, "inputs" if len(per_end) == 0 else f"inputs{len(per_end)}")
+        if x.dtype == np.float32 and d.is_float:
+            s, zp = t.q.scalar()
+            x = quantize_end(c.numerics, x, s, zp, t.dtype)
+        if x.dtype != np.dtype(t.dtype):
+            raise TinyAotError(f"the model's input is {'float32 or ' if d.is_float else ''}"
+                               f"{t.dtype}, the inputs are {x.dtype}", model=str(model),
+                               tensor=d.name)
+        per = x.reshape(len(x), -1) if x.ndim > 1 else x.reshape(1, -1)
+        if per.shape[1] != t.size:
+            raise TinyAotError(f"each input must have {t.size} values {list(t.shape)}, "
+                               f"got {per.shape[1]}", model=str(model), tensor=d.name)
+        per_end.append(per)
+    if len({len(p) for p in per_end}) > 1:
+        raise TinyAotError("every input needs the same number of vectors", model=str(model))
+    return list(zip(*per_end))
 
 
 def _no_tick(n=1):
@@ -71,10 +109,10 @@ def reference_tensors(model, numerics, per, tick=_no_tick):
     from ..reference import run_graph
     fresh = compile_model(model, numerics=numerics)
     g = fresh.graph
-    xin = g.tensors[g.inputs[0]]
     out = []
-    for x in per:
-        out.append(run_graph(g, numerics, {g.inputs[0]: x.reshape(xin.shape)}, fresh.params))
+    for xs in per:
+        out.append(run_graph(g, numerics, {name: x.reshape(g.tensors[name].shape)
+                                           for name, x in zip(g.inputs, xs)}, fresh.params))
         tick()
     return out
 
@@ -87,17 +125,24 @@ def onnxruntime_tensors(model, per, g, tick=_no_tick):
 
 
 def _traces_host(c, per, out_dir, tick):
+    """Layer traces of the host build, through the quantized API entry (io_api.core_name)."""
     from cffi import FFI
+    from ..backend.io_api import core_name
+    from .firmware import harness_layout_of
     so = build_host_library(c, out_dir, Variant(
         "trace", defines=('TINYAOT_HOOKS_HEADER="tinyaot_hooks_host.h"',),
         include_dirs=(str(DEBUG_C_DIR),)))
+    layout = harness_layout_of(c)  # the quantized tensors, one record per vector
+    records = as_records(layout, [np.stack(col) for col in zip(*per)])
     ffi = FFI()
     name = c.module.name
+    fn = core_name(name, [s.end for s in layout.inputs], [s.end for s in layout.outputs])
+    params = ", ".join(("const int8_t *" if s.end.side == "input" else "int8_t *")
+                       for s in layout.inputs + layout.outputs)
     ffi.cdef(f"""typedef void (*tinyaot_trace_fn_t)(int32_t, const void *, uint32_t);
                  void tinyaot_set_trace(tinyaot_trace_fn_t fn);
-                 int {name}_run(const int8_t *input, int8_t *output);""")
+                 int {fn}({params});""")
     lib = ffi.dlopen(str(so))
-    xout = c.graph.tensors[c.graph.outputs[0]]
     runs, status = [], []
     cur = {}
 
@@ -106,11 +151,13 @@ def _traces_host(c, per, out_dir, tick):
         cur[int(layer)] = bytes(ffi.buffer(ptr, nbytes))
 
     lib.tinyaot_set_trace(hook)
-    for x in per:
+    for rec in records:
         cur = {}
-        xb = np.ascontiguousarray(x, dtype=np.int8)
-        outb = ffi.new(f"int8_t[{xout.nbytes}]")  # a float32 output takes 4 bytes each
-        status.append(int(getattr(lib, f"{name}_run")(ffi.from_buffer("int8_t[]", xb), outb)))
+        rec = np.ascontiguousarray(rec)
+        out = np.zeros(max(layout.output_size, 1), dtype=np.int8)
+        inb, outb = ffi.from_buffer("int8_t[]", rec), ffi.from_buffer("int8_t[]", out)
+        args = [inb + s.offset for s in layout.inputs] + [outb + s.offset for s in layout.outputs]
+        status.append(int(getattr(lib, fn)(*args)))
         runs.append(cur)
         tick()
     lib.tinyaot_set_trace(ffi.NULL)
@@ -123,7 +170,7 @@ _TRACE_RE = re.compile(r"^TRACE (\d+) ([0-9a-f]*)$")
 
 def _traces_qemu(c, b, per, out_dir):
     from ..targets.qemu import QemuError, run_firmware
-    elf = build_compiled(c, b, out_dir, per, Variant(
+    elf = build_compiled(c, b, out_dir, [np.stack(col) for col in zip(*per)], Variant(
         "trace", defines=('TINYAOT_HOOKS_HEADER="tinyaot_hooks_fw.h"', "TINYAOT_WANT_TRACE"),
         include_dirs=(str(DEBUG_C_DIR),))).elf
     try:
@@ -197,7 +244,7 @@ def validate_model(model, inputs, board="host", numerics="ort", compiled=None, p
         raise TinyAotError(f"compiled for numerics {c.numerics}, validating {numerics}")
     c = with_hooks(c)
     g = c.graph
-    per = _per_input(c, np.asarray(inputs), model)
+    per = _per_input(c, inputs, model)
     steps = len(per) * (3 if numerics == "ort" else 2)
     with (progress or _no_progress)(f"validate {c.module.name}", steps) as tick:
         refs = reference_tensors(model, numerics, per, tick)
@@ -236,21 +283,28 @@ def validate_model(model, inputs, board="host", numerics="ort", compiled=None, p
     saturation = None
     if taps is not None:  # onnxruntime itself inexact (x86 without VNNI): driver/saturation.py
         from .saturation import explain_layers
-        saturation = explain_layers(model, per, layers, taps, runs, _as_logical, g)
+        if len(g.inputs) == 1:  # the exact and saturating runs take one input
+            saturation = explain_layers(model, [xs[0] for xs in per], layers, taps, runs,
+                                        _as_logical, g)
     for row in layers:
         if row["compared"] and row["mismatches"] and first_bad is None:
             first_bad = row["index"]
     for row in layers:
         row["first_divergent"] = row["index"] == first_bad
     final_vs_ort = None
-    if taps is not None:
-        last = len(g.nodes) - 1
-        yt = g.tensors[g.outputs[0]]
-        final_vs_ort = int(sum(np.count_nonzero(
-            _as_logical(yt, run[last]).astype(np.int64).reshape(-1)
-            != np.asarray(f).astype(np.int64).reshape(-1)) for f, run in zip(taps.finals, runs)))
-    if saturation is not None and final_vs_ort:  # the final output too, as verify does
-        saturation["final_output_vs_onnxruntime"] = final_vs_ort
+    if taps is not None:  # each graph output, traced after the layer that wrote it last
+        final_vs_ort = 0
+        for k, name in enumerate(g.outputs):
+            last = max((i for i, n in enumerate(g.nodes) if name in n.outputs), default=None)
+            if last is None:
+                continue  # an input handed on unchanged: no layer
+            yt = g.tensors[name]
+            final_vs_ort += int(sum(np.count_nonzero(
+                _as_logical(yt, run[last]).astype(np.int64).reshape(-1)
+                != np.asarray(f[k]).astype(np.int64).reshape(-1))
+                for f, run in zip(taps.finals, runs)))
+    if saturation is not None and final_vs_ort and len(g.outputs) == 1:
+        saturation["final_output_vs_onnxruntime"] = final_vs_ort  # as verify does
         last_row = layers[-1]
         if last_row["index"] in saturation["layers"]:
             final_vs_ort = 0

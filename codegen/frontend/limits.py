@@ -101,13 +101,22 @@ def check_value_limits(proto: onnx.ModelProto, path):
 
 
 def check_graph_limits(g, path):
-    """The integer IR: one input, one output, every tensor non-empty and under 2**31 bytes."""
+    """The integer IR: at least one input and one output, each quantized per tensor
+    (the API gives one scale and zero point per end); every tensor non-empty and
+    under 2**31 bytes."""
     path = str(path)
-    if len(g.inputs) != 1 or len(g.outputs) != 1:
+    if not g.inputs or not g.outputs:
         raise TinyAotError(
-            f"the model must have exactly one input and one output; it has {len(g.inputs)} "
-            f"input(s) ({', '.join(g.inputs) or 'none'}) and {len(g.outputs)} output(s) "
-            f"({', '.join(g.outputs) or 'none'})", model=path)
+            f"the model must have at least one input and one output; it has {len(g.inputs)} "
+            f"input(s) and {len(g.outputs)} output(s)", model=path)
+    din, dout = g.declared_ends()
+    for side, names, declared in (("input", g.inputs, din), ("output", g.outputs, dout)):
+        for name, d in zip(names, declared):
+            q = g.tensors[name].q
+            if q is not None and q.per_channel:
+                raise TinyAotError(f"graph {side} is quantized per axis ({q.describe()}); the "
+                                   f"generated API has one scale and zero point per {side}: "
+                                   "quantize it per tensor", model=path, tensor=d.name)
     total = 0
     for name, t in g.tensors.items():
         shape = tuple(int(d) for d in t.shape)

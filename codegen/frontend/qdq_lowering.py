@@ -25,7 +25,7 @@ import numpy as np
 import onnx
 
 from ..errors import TinyAotError
-from ..ir import Graph, Node, QParams, Tensor
+from ..ir import Declared, Graph, Node, QParams, Tensor
 from ..ops import ONNX_FLOAT_LOWERINGS, ONNX_LOWERINGS
 from ..ops.pending_folds import fold_into_pending
 from ..ops.base import SAME, Deferred
@@ -46,7 +46,9 @@ class Lowering:
         self.graph = Graph(name=name, source=self.path)
         self.qrepr = {}  # float tensor name -> integer IR tensor name
         self.pending = {}  # float tensor name -> Pending
-        self.float_inputs = {}  # float graph input name -> None (boundary)
+        self.float_inputs = {}  # float graph input name -> its shape (a float end)
+        self.input_order = []  # the model's graph inputs (not initializers), in order
+        self.input_ends = {}  # model input name -> (IR tensor, Declared)
         self.defined = set(self.consts)
         self.unsupported = []  # (op_type, node name, why)
         # slice output -> (its input, starts, steps): a slice of a slice reads the first
@@ -56,7 +58,6 @@ class Lowering:
         # name -> (op_type, why); they and what depends on them are skipped
         self.reported = dict(reported or {})
         self.skipped = set()  # tensors computed by a skipped node
-        self.io_float = {"inputs": [], "outputs": []}
         # float result of a pending op -> its integer tensor, once emitted for a Deferred reader
         self.materialized = {}
         # float tensor computed from a float graph input by data movement only ->
@@ -138,9 +139,10 @@ class Lowering:
             shape, dtype = self.shapes[inp.name]
             dname = np_dtype_name(dtype)
             self.defined.add(inp.name)
+            self.input_order.append(inp.name)
             if dname in ("int8", "uint8"):
                 self.add_int_tensor(inp.name, shape, dname)
-                self.graph.inputs.append(inp.name)
+                self.input_ends[inp.name] = (inp.name, Declared(inp.name, dname))
             elif dname == "float32":
                 self.float_inputs[inp.name] = shape
             else:
@@ -168,12 +170,25 @@ class Lowering:
                     if o in self.defined and o not in self.consts:
                         raise self.err("tensor is produced twice (duplicate name)", node=name, tensor=o)
                     self.defined.add(o)
+        self.finish_inputs()
         self.finish_outputs()
         if self.unsupported:  # all of them in one message (frontend/unsupported.py)
             from .unsupported import unsupported_error
             raise unsupported_error(self.unsupported, self.path)
         return self.graph
 
+    def finish_inputs(self):
+        """The graph inputs in the model's order; a float input is the integer tensor
+        its QuantizeLinear makes (lower_q)."""
+        for n in self.input_order:
+            if n in self.input_ends:
+                t, declared = self.input_ends[n]
+                self.graph.inputs.append(t)
+                self.graph.declared_inputs.append(declared)
+            elif not self.unsupported:  # else one of those nodes is why
+                self.unsupported.append(("input", n, "float input without a QuantizeLinear "
+                                         "after it: tinyaot takes a float input only where the "
+                                         "model quantizes it at once"))
     def lower_float_or_report(self, node, name, why):
         """No integer form: run the node in float32 when the fallback can, else report it."""
         if self.floats.takes(node.op_type):
@@ -202,12 +217,22 @@ class Lowering:
                 continue
             if n in self.graph.tensors and not self.graph.tensors[n].is_const:
                 self.graph.outputs.append(n)
+                self.graph.declared_outputs.append(Declared(n, self.graph.tensors[n].dtype))
             elif n in self.qrepr:
-                self.graph.outputs.append(self.qrepr[n])
-                self.io_float["outputs"].append(n)
+                t = self.graph.tensors[self.qrepr[n]]
+                if t.is_const:
+                    self.unsupported.append(("output", n, "graph output is a constant"))
+                elif t.q is None or t.q.per_channel:
+                    self.unsupported.append((
+                        "output", n, "float output dequantized per axis: the generated API "
+                        "dequantizes each output with one scale and zero point"))
+                else:  # a float end: the API dequantizes the integer tensor behind it
+                    self.graph.outputs.append(t.name)
+                    self.graph.declared_outputs.append(Declared(n, "float32"))
             elif self.floats.enabled and n in self.floats.producer and n not in self.floats.failed:
-                try:
-                    self.graph.outputs.append(self.floats.output(n))  # a float32 output
+                try:  # a float end computed in float32 (float fallback): returned as it is
+                    self.graph.outputs.append(self.floats.output(n))
+                    self.graph.declared_outputs.append(Declared(n, "float32"))
                 except _Unsupported as u:
                     node, name = self.floats.producer[n]
                     self.unsupported.append((node.op_type, name, f"float output: {u}"))
@@ -301,10 +326,21 @@ class Lowering:
                 self.emit("requantize", name, [src.name], [t.name], {"act_lo": None, "act_hi": None})
             return
         if f in self.float_inputs:
-            # Model boundary: the user passes already-quantized integers.
-            self.add_int_tensor(out, shape, odt, q)
-            self.graph.inputs.append(out)
-            self.io_float["inputs"].append(f)
+            # A float end: the integer tensor is the graph input, the generated API
+            # quantizes the caller's floats into it (backend/io_api.py).
+            if q.per_channel:
+                raise _Unsupported(f"QuantizeLinear of the float input '{f}' is per axis: the "
+                                   "generated API quantizes each input with one scale and "
+                                   "zero point")
+            t = self.add_int_tensor(out, shape, odt, q)
+            if f not in self.input_ends:
+                self.input_ends[f] = (out, Declared(f, "float32"))
+                return
+            first = self.graph.tensors[self.input_ends[f][0]]
+            if not (first.q.same_as(q) and first.dtype == odt):
+                raise _Unsupported(f"the float input '{f}' is quantized twice with different "
+                                   "parameters: quantize it once")
+            self.emit("reshape", name, [first.name], [t.name])  # the same integers again
             return
         if f in self.input_views:
             return self.quantize_input_view(f, q, odt, out, shape)
@@ -425,11 +461,11 @@ class Lowering:
         if q.per_channel:
             raise _Unsupported("per-channel quantization of a graph input is not supported")
         base, steps = self.input_views[f]
-        if base in self.io_float["inputs"]:
+        if base in self.input_ends:
             raise _Unsupported(f"float input '{base}' is quantized twice")
         cur = self.add_int_tensor(f"{base}@q", self.float_inputs[base], dtype, q)
-        self.graph.inputs.append(cur.name)
-        self.io_float["inputs"].append(base)
+        # a float end (finish_inputs): the API quantizes the caller's floats into cur
+        self.input_ends[base] = (cur.name, Declared(base, "float32"))
         for k, (op, node, attrs, sh) in enumerate(steps):
             last = k == len(steps) - 1
             t = self.add_int_tensor(out if last else f"{out}@{k}", shape if last else sh, dtype, q)
@@ -518,6 +554,5 @@ def quantize_like_onnx(x, q: QParams, dtype):
 def lower_to_ir(proto, path, reported=None, float_fallback=True) -> Graph:
     low = Lowering(proto, path, reported, float_fallback)
     g = low.run()
-    g.io_float = low.io_float
     g.float_fallback = list(low.floats.lowered)  # (ONNX op, node, IR op) run in float32
     return g

@@ -1,3 +1,3 @@
-from .graph import Graph, Node, QParams, Tensor
+from .graph import Declared, Graph, Node, QParams, Tensor
 
-__all__ = ["Graph", "Node", "QParams", "Tensor"]
+__all__ = ["Declared", "Graph", "Node", "QParams", "Tensor"]

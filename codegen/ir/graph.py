@@ -79,6 +79,22 @@ class Node:
     attrs: dict = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class Declared:
+    """A graph input or output as the model declares it (Graph.declared_inputs/_outputs,
+    parallel to Graph.inputs/outputs): its name in the model and its element type there.
+
+    "float32" is a float end: a QuantizeLinear right after the model's input (a
+    DequantizeLinear right before its output) is part of the end, and the IR tensor
+    is the integer tensor behind it; the generated API quantizes / dequantizes."""
+    name: str
+    dtype: str  # "float32", "int8" or "uint8"
+
+    @property
+    def is_float(self) -> bool:
+        return self.dtype == "float32"
+
+
 @dataclass
 class Graph:
     name: str
@@ -87,6 +103,18 @@ class Graph:
     inputs: list = field(default_factory=list)
     outputs: list = field(default_factory=list)
     source: str = ""  # the model path, for messages
+    # how the model declares each input / output (same order as inputs / outputs);
+    # empty: every end is its IR tensor (declared_ends fills in the default)
+    declared_inputs: list = field(default_factory=list)
+    declared_outputs: list = field(default_factory=list)
+
+    def declared_ends(self):
+        """(inputs, outputs): a Declared per graph input / output, in order. Ends the
+        front end recorded nothing for are the IR tensor itself (its name and dtype)."""
+        def fill(names, declared):
+            return [declared[k] if k < len(declared) else
+                    Declared(name, self.tensors[name].dtype) for k, name in enumerate(names)]
+        return fill(self.inputs, self.declared_inputs), fill(self.outputs, self.declared_outputs)
 
     def add_tensor(self, t: Tensor) -> Tensor:
         self.tensors[t.name] = t

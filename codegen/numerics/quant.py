@@ -20,6 +20,25 @@ def round_half_away(x):
     return np.sign(x) * np.floor(np.abs(x) + 0.5)
 
 
+def quantize_end(numerics, x, scale, zp, dtype="int8"):
+    """A float input of the model -> its integers, as the numerics' reference quantizes it
+    (runtime_c tinyaot_quantize_s8 in C): onnxruntime's QuantizeLinear (x / scale in
+    float32, round half to even, + zero point, saturated) or TFLite's QUANTIZE
+    (reference_ops::AffineQuantize: x / float(scale), TfLiteRound = std::round, half away
+    from zero, + zero point, saturated)."""
+    lo, hi = qrange(dtype)
+    v = np.asarray(x, dtype=F32) / F32(scale)
+    r = np.rint(v).astype(np.float64) if numerics == "ort" else round_half_away(v)
+    return np.clip(r + int(zp), lo, hi).astype(dtype)
+
+
+def dequantize_end(q, scale, zp):
+    """An integer output of the model -> the float output after its DequantizeLinear:
+    float32(q - zero point) * scale. TFLite's DEQUANTIZE, (float)((double)scale * (q -
+    zp)), is the same bits: its double product is exact, so both round it once."""
+    return (np.asarray(q, dtype=np.int32) - np.int32(zp)).astype(F32) * F32(scale)
+
+
 def act_bounds(numerics, out_t, lo, hi):
     """Fused Relu/Clip bounds (real units) -> clamp bounds in the output's integers."""
     s, zp = out_t.q.scalar()

@@ -297,6 +297,25 @@ typedef struct {
 int tinyaot_requantize_s8(int32_t n, const tinyaot_requantize_params_t *p,
                           const int8_t *input, int8_t *output);
 
+/* A model's float ends (the generated <name>_run): float <-> int8 or uint8
+ * bytes with one scale and zero point. qmin, qmax: -128, 127 (int8) or 0, 255
+ * (uint8: the bytes are read and written as uint8). Quantize: x / scale
+ * (float32), rounded half to even (rounding 0: onnxruntime's QuantizeLinear)
+ * or half away from zero (1: TFLite's QUANTIZE), + zero_point, saturated.
+ * Dequantize: float(q - zero_point) * scale, which is also TFLite's DEQUANTIZE
+ * bit for bit. */
+typedef struct {
+    float scale;
+    int32_t zero_point;
+    int32_t qmin, qmax;
+    int32_t rounding;
+} tinyaot_quantize_params_t;
+
+int tinyaot_quantize_s8(int32_t n, const tinyaot_quantize_params_t *p, const float *input,
+                        int8_t *output);
+int tinyaot_dequantize_s8(int32_t n, const tinyaot_quantize_params_t *p, const int8_t *input,
+                          float *output);
+
 /* Permute a 4-D int8 tensor: out dims are in dims permuted by perm. */
 int tinyaot_transpose_s8(const int32_t in_dims[4], const int32_t perm[4],
                          const int8_t *input, int8_t *output);

@@ -56,7 +56,7 @@ def test_taps_leave_ort_unchanged_and_end_at_its_output(key):
     last = g.outputs[0]
     assert last in run.proof["exposed"]
     for k, v in enumerate(run.values):
-        assert np.array_equal(v[last].reshape(-1), np.asarray(run.finals[k]).reshape(-1))
+        assert np.array_equal(v[last].reshape(-1), np.asarray(run.finals[k][0]).reshape(-1))
         assert np.array_equal(v[last].reshape(-1).astype(np.int64),
                               expected[k].reshape(-1).astype(np.int64))
 

@@ -69,6 +69,28 @@ def test_verify_tells_reference_saturation(stem, tmp_path, capsys):
     assert any(m["vector"] == v for m in r["first_mismatches"])
 
 
+def test_verify_tells_reference_saturation_at_float_ends(tmp_path):
+    """The ECG autoencoder takes and gives float32 (its ends quantized / dequantized in the
+    generated API): its golden onnxruntime floats saturate too. Explained as bits of the
+    dequantized exact integers; one float that saturation does not give still fails."""
+    from codegen.driver.verify import verify_model
+    model, golden = _shared("anomaly_detection_ecg_autoencoder/autoencoder_example")
+    r = verify_model(model, golden, numerics="ort", key="outputs_onnxruntime")
+    s = r["reference_saturates"]
+    assert r["mismatches"] == 0 and r["vectors_passed"] == 8 and s is not None
+    assert s["op"] == "fully_connected" and s["golden_mismatches"] == r["golden_mismatches"] > 0
+    g = dict(np.load(golden))
+    v = s["vectors"][0]
+    y = g["outputs_onnxruntime"].copy()
+    y[v, 0] = np.nextafter(y[v, 0], np.float32(np.inf))  # one ulp: not a dequantized value
+    g["outputs_onnxruntime"] = y
+    bad = tmp_path / "bad_golden.npz"
+    np.savez(bad, **g)
+    r = verify_model(model, bad, numerics="ort", key="outputs_onnxruntime")
+    assert r["mismatches"] > 0 and r["vectors_passed"] == 7
+    assert v not in r["reference_saturates"]["vectors"]
+
+
 # ---- validate with onnxruntime tensors that saturate ----------------------------------------
 
 def test_validate_compares_saturating_layers_with_the_exact_sums(tmp_path, monkeypatch):

@@ -213,7 +213,12 @@ def test_report_and_header_name_the_boundary(cnn_models):
     assert io["input"]["onnx_name"] == "x" and io["output"]["onnx_name"] == "y"
     t = c.graph.tensors[c.graph.inputs[0]]
     assert io["input"]["zero_point"] == int(t.q.zero_point[0]) and 0 <= io["input"]["zero_point"] <= 255
-    assert "input boundary: the model's float input 'x'" in c.module.header
+    # the default API takes the float input and quantizes it inside (backend/io_api.py)
+    assert "input  'x': float32" in c.module.header and "_run quantizes it" in c.module.header
+    assert io["inputs"][0]["api_type"] == "float32" and io["inputs"][0]["dtype"] == "uint8"
+    # --io int8: the caller quantizes, as the header says
+    q = compile_model(cnn_models[("QOperator", "QUInt8")], io="int8")
+    assert "input boundary: the model's float input 'x'" in q.module.header
 
 
 @pytest.mark.parametrize("form,act", FORMS)

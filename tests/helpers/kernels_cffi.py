@@ -460,6 +460,27 @@ def requantize_s8(n, params, x, rng=None):
     return out.result("tinyaot_requantize_s8")
 
 
+def quantize_s8(params, x, rng=None):
+    """Float values -> their int8 / uint8 bytes (as int8); params: tinyaot_quantize_params_t."""
+    keep = []
+    p = new_struct("tinyaot_quantize_params_t", params, keep)
+    n = int(np.asarray(x).size)
+    out = OutBuf(n, rng)
+    _call("tinyaot_quantize_s8", n, p, cbuf(x, np.float32, keep), out.ptr)
+    return out.result("tinyaot_quantize_s8")
+
+
+def dequantize_s8(params, q, rng=None):
+    """int8 / uint8 bytes (given as int8) -> float32 values."""
+    keep = []
+    p = new_struct("tinyaot_quantize_params_t", params, keep)
+    n = int(np.asarray(q).size)
+    out = OutBuf(4 * n, rng)
+    _call("tinyaot_dequantize_s8", n, p, cbuf(np.asarray(q).view(np.int8), np.int8, keep),
+          ffi.cast("float *", out.ptr))
+    return out.result("tinyaot_dequantize_s8").view(np.float32)
+
+
 def prelu_s8(outer, channels, inner, params, alpha, slope, x, inplace=False, rng=None):
     """alpha (int8) or slope (float32): one per channel, the other None (NULL). inplace:
     the output buffer holds x and is passed as the input too."""
@@ -574,6 +595,10 @@ EXPECTED_FUNCTIONS = {
                                    "int8_t *", "int8_t *")),
     "tinyaot_requantize_s8": ("int", ("int32_t", "tinyaot_requantize_params_t *", "int8_t *",
                                       "int8_t *")),
+    "tinyaot_quantize_s8": ("int", ("int32_t", "tinyaot_quantize_params_t *", "float *",
+                                    "int8_t *")),
+    "tinyaot_dequantize_s8": ("int", ("int32_t", "tinyaot_quantize_params_t *", "int8_t *",
+                                      "float *")),
     "tinyaot_prelu_s8": ("int", ("int32_t", "int32_t", "int32_t", "tinyaot_prelu_params_t *",
                                  "int8_t *", "float *", "int8_t *", "int8_t *")),
     "tinyaot_transpose_s8": ("int", ("int32_t *", "int32_t *", "int8_t *", "int8_t *")),

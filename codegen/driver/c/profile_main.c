@@ -25,13 +25,20 @@
 #endif
 
 uint32_t tinyaot_profile_stamps[TINYAOT_PROFILE_MAX_LAYERS];
-static int8_t output[TINYAOT_HARNESS_MAX_OUTPUT] __attribute__((aligned(8)));
+/* harness.h: the output buffer of harness data that defines none (weak: the
+ * model's harness_data.c replaces it, and --gc-sections drops this one). */
+int8_t tinyaot_harness_output[TINYAOT_HARNESS_MAX_OUTPUT] __attribute__((weak, aligned(8)));
+const uint32_t tinyaot_harness_output_capacity __attribute__((weak)) = TINYAOT_HARNESS_MAX_OUTPUT;
+/* Read through volatile: GCC folds a weak constant's own initializer. */
+#define OUTPUT_CAPACITY (*(const volatile uint32_t *)&tinyaot_harness_output_capacity)
 
 int main(void)
 {
     const uint32_t out_size = tinyaot_harness_output_size;
+    int8_t *const output = tinyaot_harness_output;
+    const uint32_t cap = OUTPUT_CAPACITY;
     tinyaot_sh_puts("BOOT\n");
-    if (out_size > sizeof(output) || TINYAOT_PROFILE_LAYERS > TINYAOT_PROFILE_MAX_LAYERS) {
+    if (out_size > cap || TINYAOT_PROFILE_LAYERS > TINYAOT_PROFILE_MAX_LAYERS) {
         tinyaot_sh_puts("ERROR buffers too small\n");
         return 2;
     }
