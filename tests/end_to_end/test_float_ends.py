@@ -229,3 +229,15 @@ def test_shared_float_models_verify_on_host(key, numerics, tmp_path):
     if numerics == "tflite":  # TFLite Micro's own tensor
         assert rq["outputs_compared"][0]["compared_as"] == "int8 (requantized)"
         assert rq["mismatches"] == 0
+
+
+@pytest.mark.shared
+@pytest.mark.parametrize("key", sorted(H.FLOAT_MODELS))
+def test_shared_float_models_tflite_form_verify_on_host(key, tmp_path):
+    """The .tflite original declares the same float ends (QUANTIZE after the input,
+    DEQUANTIZE before the output): its API takes the golden's float inputs and returns
+    floats equal to TFLite Micro's, bit for bit."""
+    model, golden = H.shared_float_model(key, ".tflite")
+    r = H.verify_cli(model, golden, "host", "tflite", "outputs_tflm", tmp_path)
+    assert r["outputs_compared"][0]["compared_as"] == "float32"
+    assert r["mismatches"] == 0 and r["vectors_passed"] == r["vectors"] == 8, r

@@ -113,9 +113,9 @@ FLOAT_MODELS = {
 ORT_KEY = {"gesture": "outputs_onnxruntime", "ecg": "outputs_onnxruntime_noopt"}
 
 
-def shared_float_model(key):
+def shared_float_model(key, form=".onnx"):
     stem = SHARED / FLOAT_MODELS[key]
-    model, golden = stem.with_suffix(".onnx"), stem.parent / (stem.name + "_golden.npz")
+    model, golden = stem.with_suffix(form), stem.parent / (stem.name + "_golden.npz")
     if not model.exists() or not golden.exists():
         _missing(f"shared model {model}")
     return model, golden

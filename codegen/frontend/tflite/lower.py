@@ -21,6 +21,7 @@ import numpy as np
 
 from ...errors import TinyAotError, UnsupportedError
 from ...ir import Graph, Node, QParams, Tensor
+from ...ir.graph import Declared
 from ...ops import TFLITE_LOWERINGS
 from ...ops.base import Unsupported
 
@@ -43,6 +44,8 @@ class TflLowering:
         self.path = model.path
         self.graph = Graph(name=model.name, source=model.path)
         self.io_float = {"inputs": [], "outputs": []}
+        self.float_input_of = []      # (IR input, the model's float input) per QUANTIZE end
+        self.dequantized_out_ir = []  # IR outputs behind a DEQUANTIZE end, in io_float's order
         # TFLite tensor index <-> IR: the primary representation and its views
         self.rep = {}  # index -> (ir name, layout)
         self.views = {}  # (index, layout) -> ir name
@@ -240,7 +243,20 @@ class TflLowering:
         if self.unsupported:
             raise unsupported_error(self.unsupported, self.path)
         self.graph.io_float = self.io_float
+        self._declare_ends()
         return self.graph
+
+    def _declare_ends(self):
+        """Each graph end as the model declares it (ir/graph.py Declared), as the ONNX front
+        end records them: a float input behind its QUANTIZE, a float output after its
+        DEQUANTIZE; the generated API then quantizes / dequantizes them."""
+        fin = dict(self.float_input_of)
+        fout = dict(zip(self.dequantized_out_ir, self.io_float["outputs"]))
+        g = self.graph
+        g.declared_inputs = [Declared(fin[n], "float32") if n in fin else
+                             Declared(n, g.tensors[n].dtype) for n in g.inputs]
+        g.declared_outputs = [Declared(fout[n], "float32") if n in fout else
+                              Declared(n, g.tensors[n].dtype) for n in g.outputs]
 
     def fold(self, op) -> bool:
         """Evaluate the operator now if its inputs are constants (fold.py)."""
@@ -269,6 +285,7 @@ class TflLowering:
                 raise Unsupported(f"QUANTIZE to {self.tensor(y_idx).dtype} is not supported")
             self.graph.inputs.append(self.new_act(y_idx))
             self.io_float["inputs"].append(self.tensor(op.inputs[0]).name)
+            self.float_input_of.append((self.graph.inputs[-1], self.tensor(op.inputs[0]).name))
             return True
         if op.builtin == "DEQUANTIZE":
             x_idx, y_idx = self.inp(op, 0), op.outputs[0]
@@ -308,6 +325,7 @@ class TflLowering:
             elif idx in self.dequantized:
                 self.graph.outputs.append(self.act(self.dequantized[idx], "plain"))
                 self.io_float["outputs"].append(t.name)
+                self.dequantized_out_ir.append(self.graph.outputs[-1])
             elif not self.unsupported:
                 raise TinyAotError("graph output is not computed by any operator",
                                    model=self.path, tensor=t.name)
