@@ -35,16 +35,12 @@ def run(a):
 
     from ..compiler import compile_model
     from ..driver.golden_keys import golden_inputs, open_golden, suffixed
-    from ..driver.verify import run_ends
-
-    from ..driver.toolchain import require_tools
+    from ..driver.verify import require_board_runs, run_ends
     from ..targets.boards import board_or_error
-    from ..targets.parts import require_runnable
 
     data = open_golden(a.inputs)
     b = board_or_error(a.board)
-    require_runnable(b, "run/verify")
-    require_tools(b)  # before the compile: a missing toolchain is one line, exit 2
+    require_board_runs(b)
     c = compile_model(a.model, numerics=a.numerics, io_buffers=a.io_buffers,
                       depthwise_inplace=a.depthwise_inplace, ort_threads=a.ort_threads,
                       optimize=a.optimize, float_fallback=a.float_fallback)

@@ -73,6 +73,14 @@ def _as_end_values(e, slot_dtype, x, model):
     return per
 
 
+def require_board_runs(b):
+    """Before any compile: a build-only part cannot run, and a missing toolchain or QEMU
+    is one line (exit 2) instead of a failed build."""
+    from ..targets.parts import require_runnable
+    require_runnable(b, "run/verify")
+    require_tools(b)
+
+
 def run_ends(model, inputs, board="host", numerics="ort", build_dir=None, compiled=None,
              ram_limit=None, flash_limit=None, io_buffers="arena", depthwise_inplace=False,
              ort_threads=1, optimize="speed", entry="model", inputs_file=None,
@@ -84,9 +92,7 @@ def run_ends(model, inputs, board="host", numerics="ort", build_dir=None, compil
     Returns ([one array (N, ...) per output], info dict)."""
     from ..backend.harness_data import unpack_outputs
     b = board_or_error(board)
-    from ..targets.parts import require_runnable
-    require_runnable(b, "run/verify")
-    require_tools(b)  # before the compile: a missing toolchain is one line, exit 2
+    require_board_runs(b)
     c = compiled or compile_model(model, numerics=numerics, io_buffers=io_buffers,
                                   depthwise_inplace=depthwise_inplace, ort_threads=ort_threads,
                                   optimize=optimize, float_fallback=float_fallback)
@@ -122,9 +128,7 @@ def run_model(model, inputs, board="host", numerics="ort", build_dir=None, compi
     returns (outputs (N, ...), info dict). inputs_file: where the inputs came from (the
     file an error names)."""
     b = board_or_error(board)
-    from ..targets.parts import require_runnable
-    require_runnable(b, "run/verify")
-    require_tools(b)  # before the compile: a missing toolchain is one line, exit 2
+    require_board_runs(b)
     c = compiled or compile_model(model, numerics=numerics, io_buffers=io_buffers,
                                   depthwise_inplace=depthwise_inplace, ort_threads=ort_threads,
                                   optimize=optimize, float_fallback=float_fallback)
@@ -236,7 +240,7 @@ def verify_model(model, golden, board="host", numerics="ort", key="outputs", bui
     if golden is None:
         raise TinyAotError("a golden file is needed (golden=PATH)", model=str(model))
     data = open_golden(golden)
-    require_tools(board_or_error(board))
+    require_board_runs(board_or_error(board))
     c = compiled or compile_model(model, numerics=numerics, io_buffers=io_buffers,
                                   depthwise_inplace=depthwise_inplace, ort_threads=ort_threads,
                                   optimize=optimize, float_fallback=float_fallback)
