@@ -39,7 +39,16 @@ def check_variables(args):
 def _args(args):
     model = args.get("model", str(DEFAULT_MODEL))
     golden = args.get("golden", str(DEFAULT_GOLDEN) if "model" not in args else None)
-    return model, golden, args.get("numerics", "ort"), args.get("key", "outputs")
+    from ..frontend import is_tflite
+    tflite = is_tflite(model)
+    # as the CLI: a .tflite is TFLite Micro's arithmetic (onnxruntime cannot run it),
+    # compared with TFLite Micro's outputs (outputs_tflm) when the golden file has them
+    numerics = args.get("numerics", "tflite" if tflite else "ort")
+    key = args.get("key")
+    if key is None:
+        from ..driver.verify import default_golden_key
+        key = default_golden_key(golden, numerics) if tflite and golden else "outputs"
+    return model, golden, numerics, key
 
 
 def scons_verify(Environment, Command, AlwaysBuild, Default, root, board_name, args):

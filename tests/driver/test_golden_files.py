@@ -141,6 +141,20 @@ def test_golden_with_tflite_micro_on_the_tflite_file(tmp_path):
         v.stdout + v.stderr
 
 
+def test_scons_takes_a_tflite_with_its_own_numerics_and_key():
+    """`scons model=X.tflite golden=G` with no numerics= or key=: TFLite Micro's arithmetic,
+    compared with the file's outputs_tflm (as `tinyaot verify` does), not a refusal for
+    onnxruntime nor LiteRT's `outputs`."""
+    onnx_path, golden = shared_model("kws01")
+    tfl = onnx_path.with_suffix(".tflite")
+    if not tfl.exists():
+        _missing(str(tfl))
+    s = subprocess.run([sys.executable, "-m", "SCons", "-Q", "board=host", f"model={tfl}",
+                        f"golden={golden}"], capture_output=True, text=True, cwd=REPO)
+    assert s.returncode == 0 and "8/8 vectors bit-exact (outputs_tflm)" in s.stdout, \
+        s.stdout + s.stderr
+
+
 def test_golden_user_errors(tmp_path, default_golden):
     src = tmp_path / "in.npz"
     np.savez(src, inputs=_dequantized(default_golden)[:2])
