@@ -36,46 +36,53 @@ def _as_compared(y):
 
 def explain_vectors(c, per, outs, expected, vectors):
     """For the golden vectors `vectors` that differ from tinyaot's outputs: which of them
-    differ only because the reference saturates (see module doc). A float input end
-    (float32 rows) is quantized as onnxruntime's QuantizeLinear does, and at a float
-    output end the integer results are dequantized as its DequantizeLinear does, float32
-    then compared as bits. Returns None when none does, else {"vectors", "layer", "op",
-    "node", "pairs", "golden_mismatches"}."""
+    differ only because the reference saturates (see module doc), every graph output
+    compared. per: one (n, ...) array per graph input; outs / expected: one (n, ...)
+    array per graph output (tinyaot's, the golden's). A float input end (float32 rows) is
+    quantized as onnxruntime's QuantizeLinear does, and at a float output end the integer
+    results are dequantized as its DequantizeLinear does, float32 then compared as bits.
+    Returns None when none does, else {"vectors", "layer", "op", "node", "pairs",
+    "golden_mismatches"}."""
     from ..numerics.quant import dequantize_end, quantize_end
     g, params = c.graph, c.params
     if not pair_layers(g, params):
         return None
-    out = g.outputs[0]
-    tin, tout = g.tensors[g.inputs[0]], g.tensors[out]
 
-    def ir_in(x):
-        x = np.asarray(x)
-        if x.dtype == np.float32:  # a float end: the integers its QuantizeLinear makes
-            s, zp = tin.q.scalar()
-            x = quantize_end("ort", x, s, zp, tin.dtype)
-        return _ir_input(g, x)
+    def ir_in(v):
+        feeds = {}
+        for name, rows in zip(g.inputs, per):
+            t = g.tensors[name]
+            x = np.asarray(rows[v])
+            if x.dtype == np.float32:  # a float end: the integers its QuantizeLinear makes
+                s, zp = t.q.scalar()
+                x = quantize_end("ort", x, s, zp, t.dtype)
+            feeds[name] = np.asarray(x).view(np.dtype(t.dtype)).reshape(t.shape)
+        return feeds
 
-    def as_out(y, like):
+    def as_out(y, name, like):
         if np.asarray(like).dtype == np.float32:  # a float end: after its DequantizeLinear
-            s, zp = tout.q.scalar()
+            s, zp = g.tensors[name].q.scalar()
             y = dequantize_end(y, s, zp)
         return _as_compared(y)
 
     explained, first, pairs, raw = [], None, 0, 0
     for v in vectors:
-        ins = ir_in(per[v])
+        ins = ir_in(v)
         exact = run_graph(g, "ort", ins, params)
         events = saturation_events(g, params, exact)
         if not events:
             continue
         x86, _ = run_graph_x86(g, ins, params)
-        got = _as_compared(outs[v])
-        want = _as_compared(expected[v])
-        if (np.array_equal(as_out(x86[out], expected[v]), want)
-                and np.array_equal(as_out(exact[out], outs[v]), got)):
+        ok, diff = True, 0
+        for name, got_k, want_k in zip(g.outputs, outs, expected):
+            got, want = _as_compared(got_k[v]), _as_compared(want_k[v])
+            ok &= (np.array_equal(as_out(x86[name], name, want_k[v]), want)
+                   and np.array_equal(as_out(exact[name], name, got_k[v]), got))
+            diff += int(np.count_nonzero(got != want))
+        if ok:
             explained.append(int(v))
             pairs += sum(e.pairs for e in events)
-            raw += int(np.count_nonzero(got != want))
+            raw += diff
             if first is None or events[0].layer < first.layer:
                 first = events[0]
     if not explained:

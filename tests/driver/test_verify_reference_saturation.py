@@ -91,6 +91,30 @@ def test_verify_tells_reference_saturation_at_float_ends(tmp_path):
     assert v not in r["reference_saturates"]["vectors"]
 
 
+def test_verify_tells_reference_saturation_with_two_outputs(tmp_path):
+    """Yolo-Fastest has two outputs; its golden onnxruntime outputs (made on x86 without
+    VNNI) saturate in every vector. Both outputs are compared with the exact integer
+    computation; a changed value in the second output alone still fails that vector."""
+    from codegen.driver.verify import verify_model
+    model, golden = _shared("person_detection_yolo_fastest/yolo-fastest-1.1-person-int8")
+    r = verify_model(model, golden, numerics="ort", key="outputs_onnxruntime")
+    s = r["reference_saturates"]
+    assert r["mismatches"] == 0 and r["vectors_passed"] == 8 and s is not None
+    assert s["vectors"] == list(range(8)) and s["op"] == "conv2d"
+    assert [o["key"] for o in r["outputs_compared"]] == ["outputs_onnxruntime",
+                                                        "outputs_onnxruntime1"]
+    assert s["golden_mismatches"] == r["golden_mismatches"] == 35741
+    g = dict(np.load(golden))
+    y = g["outputs_onnxruntime1"].copy()
+    y[3].flat[0] = y[3].flat[0] + 1 if y[3].flat[0] < 127 else y[3].flat[0] - 1
+    g["outputs_onnxruntime1"] = y
+    bad = tmp_path / "bad_golden.npz"
+    np.savez(bad, **g)
+    r = verify_model(model, bad, numerics="ort", key="outputs_onnxruntime")
+    assert r["vectors_passed"] == 7 and 3 not in r["reference_saturates"]["vectors"]
+    assert r["outputs_compared"][1]["mismatches"] > 0
+
+
 # ---- validate with onnxruntime tensors that saturate ----------------------------------------
 
 def test_validate_compares_saturating_layers_with_the_exact_sums(tmp_path, monkeypatch):
