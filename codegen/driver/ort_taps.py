@@ -153,8 +153,24 @@ def locate_taps(model_path, g):
     return taps, missing
 
 
-def _nhwc(n):
-    return any(a.name == "channels_last" and a.i == 1 for a in n.attribute)
+# ORT's integer element-wise kernels keep the layout of their first input
+LAYOUT_KEEPING = {"QLinearLeakyRelu", "QLinearSigmoid", "QLinearAdd", "QLinearMul",
+                  "QuantizeLinear", "DequantizeLinear", "Relu", "Clip", "LeakyRelu"}
+
+
+def _nhwc(n, opt=None):
+    """Is node n's output channels-last: a layout-changed QLinearConv (channels_last), or
+    an element-wise node fed by one (NhwcTransformer leaves a QLinearLeakyRelu between two
+    NHWC convs without Transposes around it)."""
+    for _ in range(64):
+        if any(a.name == "channels_last" and a.i == 1 for a in n.attribute):
+            return True
+        if opt is None or n.op_type not in LAYOUT_KEEPING:
+            return False
+        n = opt.producer.get(n.input[0])
+        if n is None:
+            return False
+    return False
 
 
 def _locate(name, orig, opt, weighted):
@@ -202,7 +218,7 @@ def _locate(name, orig, opt, weighted):
     if len(same) == 1:
         qp = opt.out_qparams(same[0].output[0])
         if qp is not None:
-            return Tap(name, same[0].output[0], qp[1], _nhwc(same[0]), "node"), qp[0]
+            return Tap(name, same[0].output[0], qp[1], _nhwc(same[0], opt), "node"), qp[0]
     return None
 
 

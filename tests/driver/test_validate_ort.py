@@ -6,11 +6,13 @@ the tapped session's final output is the plain session's and the golden
 one, each model's layers are found in it, the generated C equals ORT on
 every exposed layer, and a corrupted weight is pinned on ORT's tensor.
 """
+from pathlib import Path
+
 import numpy as np
 import onnx
 import pytest
 
-from tests.helpers.env import DEFAULT_GOLDEN, DEFAULT_MODEL, shared_model
+from tests.helpers.env import DEFAULT_GOLDEN, DEFAULT_MODEL, SHARED, _missing, shared_model
 
 from codegen.compiler import compile_model
 from codegen.driver.ort_taps import run_taps
@@ -76,6 +78,25 @@ def test_generated_c_equals_ort_on_every_exposed_layer(key):
             assert row["reference_note"] and row["mismatches"] == 0, row
         else:
             assert row["reference"] == "onnxruntime" and row["mismatches"] == 0, row
+    assert r["first_divergent_layer"] is None
+
+
+def test_channels_last_leaky_relu_taps_are_read_in_their_layout():
+    """Yolo-Fastest: onnxruntime's NhwcTransformer leaves QLinearLeakyRelu nodes between two
+    channels-last QLinearConvs with no Transpose around them, so their tensors are NHWC.
+    validate reads them in that layout: every layer against onnxruntime's own tensors is
+    exact on a golden input (it reported 30 LeakyRelu layers divergent when it read them
+    as NCHW)."""
+    stem = SHARED / "person_detection_yolo_fastest" / "yolo-fastest-1.1-person-int8"
+    model, golden = Path(f"{stem}.onnx"), Path(f"{stem}_golden.npz")
+    if not model.exists():
+        _missing(f"shared model {model}")
+    x = np.load(golden)["inputs"][:1]
+    r = validate_model(model, x, board="host", numerics="ort")
+    assert r["final_output_vs_onnxruntime"] == 0
+    leaky = [row for row in r["layers"] if row["op"] == "lut" and row["reference"] == "onnxruntime"]
+    assert len(leaky) >= 50
+    assert all(row["mismatches"] == 0 for row in leaky)
     assert r["first_divergent_layer"] is None
 
 
