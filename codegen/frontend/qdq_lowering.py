@@ -410,6 +410,11 @@ class Lowering:
             self.emit(p.op, p.node, p.inputs, [t4.name], attrs)
             self.emit("reshape", f"{p.node}@1d", [t4.name], [t.name])
             return
+        if attrs.pop("rows_out", False):  # N-D MatMul: [rows, N] fully connected, reshaped
+            t2 = self.add_int_tensor(f"{t.name}@rows", p.shape, t.dtype, t.q)
+            self.emit(p.op, p.node, p.inputs, [t2.name], attrs)
+            self.emit("reshape", f"{p.node}@nd", [t2.name], [t.name])
+            return
         self.emit(p.op, p.node, p.inputs, [t.name], attrs)
 
     def settle(self, x):

@@ -68,13 +68,26 @@ def lower_matmul_gemm(lw, node, name, attrs, ins, out, shape):
     if op == "Gemm" and (int(attrs.get("transA", 0)) or attrs.get("alpha", 1.0) != 1.0
                          or attrs.get("beta", 1.0) != 1.0):
         raise Unsupported("Gemm with transA or alpha/beta != 1")
-    if len(lw.graph.tensors[x].shape) != 2 or len(wt.shape) != 2:
-        raise Unsupported("MatMul supports a 2-D activation times a 2-D constant")
+    xt = lw.graph.tensors[x]
+    attrs_fc = {}
+    if op == "MatMul" and len(xt.shape) > 2 and len(wt.shape) == 2 and len(shape) == len(xt.shape):
+        # [..., M, K] x [K, N]: the leading dims are rows of one fully connected layer, as
+        # onnxruntime's MatMul flattens them into one GEMM; zero-copy reshapes either side
+        k = int(xt.shape[-1])
+        rows = int(np.prod(xt.shape[:-1]))
+        fresh = f"{x}@rows" not in lw.graph.tensors
+        x2 = lw.add_int_tensor(f"{x}@rows", (rows, k), xt.dtype, xt.q)
+        if fresh:
+            lw.emit("reshape", f"{name}@rows", [x], [x2.name])
+        x, attrs_fc = x2.name, {"rows_out": True}
+        shape = (rows, int(shape[-1]))
+    elif len(xt.shape) != 2 or len(wt.shape) != 2:
+        raise Unsupported("MatMul supports an N-D activation times a 2-D constant")
     w = _nk_weights(lw, wt, trans_b, name)
     b = None
     if op == "Gemm" and len(ins) > 2 and ins[2]:
         b = lw.weight_input(ins[2], name, "int32")
-    lw.pending[out] = Pending("fully_connected", name, [x, w, b], {}, shape=shape)
+    lw.pending[out] = Pending("fully_connected", name, [x, w, b], attrs_fc, shape=shape)
 
 
 def _nk_weights(lw, wt, trans_b, name):
