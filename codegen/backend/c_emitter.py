@@ -65,6 +65,13 @@ class _Emitter:
         self.weights_bytes += arr.size * {"int8_t": 1, "int32_t": 4, "float": 4}[ctype]
         return cname
 
+    def const_once(self, ctype, cname, values, align=None):
+        """const(), but a constant read by several layers (a float constant two float
+        fallback nodes share) is defined once."""
+        if cname in {b[0] for b in self.blobs}:
+            return cname
+        return self.const(ctype, cname, values, align=align)
+
     def ptr(self, tensor, const=False):
         b = self.plan.where[tensor]
         if b.external is not None:

@@ -1,6 +1,6 @@
 """binary_f32: a op b on float32 tensors with broadcasting (the float fallback).
 
-ONNX Add, Sub, Mul, Div where an operand is a float result (or a float constant) no integer
+ONNX Add, Sub, Mul, Div, Max, Min (two operands: PReLU written as Max/Min/Mul/Add) where an operand is a float result (or a float constant) no integer
 operator takes. Each output element is one IEEE operation, so onnxruntime's result is
 reproduced exactly whatever its loop order; TFLite Micro's float ADD / SUB / MUL / DIV also
 clamp the result to [-FLT_MAX, FLT_MAX] (their activation with no fused function).
@@ -13,12 +13,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .base import Op, Traits
+from .base import Op, Traits, Unsupported
 from .float_io import ORT, fptr, mode_of
 from .physical import int32_array
 
 F32 = np.float32
-CODES = {"Add": 0, "Sub": 1, "Mul": 2, "Div": 3}  # TINYAOT_F32_ADD ...
+CODES = {"Add": 0, "Sub": 1, "Mul": 2, "Div": 3, "Max": 4, "Min": 5}  # TINYAOT_F32_ADD ...
 FLT_MAX = F32(np.finfo(F32).max)
 
 
@@ -29,6 +29,8 @@ class BinaryF32Params:
 
 
 def lower_float(lw, node, name, attrs, ins, out, shape):
+    if len([x for x in ins if x]) != 2:  # Max / Min are variadic in ONNX
+        raise Unsupported(f"{node.op_type} of {len(ins)} inputs (the float fallback takes two)")
     a, b = (lw.float_input(x, name) for x in ins[:2])
     lw.float_emit("binary_f32", name, [a, b], out, shape, {}, onnx_op=node.op_type)
 
@@ -36,7 +38,9 @@ def lower_float(lw, node, name, attrs, ins, out, shape):
 def binary_f32(a, b, p):
     a, b = np.asarray(a, F32), np.asarray(b, F32)
     with np.errstate(all="ignore"):
-        y = (a + b, a - b, a * b, a / b)[p.op].astype(F32)
+        y = (a + b, a - b, a * b, a / b,
+             np.where(a < b, b, a),  # Max: std::max's (a < b) ? b : a
+             np.where(b < a, b, a))[p.op].astype(F32)  # Min: std::min's (b < a) ? b : a
     if p.mode != ORT:
         y = np.where(y < -FLT_MAX, -FLT_MAX, y)
         y = np.where(FLT_MAX < y, FLT_MAX, y)

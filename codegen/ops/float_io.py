@@ -17,7 +17,7 @@ def fptr(em, name, const=False):
     """C expression of float32 tensor `name`: a flash array for a constant, else its buffer."""
     t = em.g.tensors[name]
     if t.is_const:
-        return em.const("float", f"{_cname(name)}_f32", t.data.reshape(-1))
+        return em.const_once("float", f"{_cname(name)}_f32", t.data.reshape(-1))
     q = "const float" if const else "float"
     return f"({q} *)(void *){em.ptr(name)}"
 

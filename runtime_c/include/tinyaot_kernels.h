@@ -450,6 +450,8 @@ int tinyaot_unary_f32(int32_t fn, int32_t n, const float *input, float *output);
 #define TINYAOT_F32_SUB 1
 #define TINYAOT_F32_MUL 2
 #define TINYAOT_F32_DIV 3
+#define TINYAOT_F32_MAX 4 /* (a < b) ? b : a, as std::max */
+#define TINYAOT_F32_MIN 5 /* (b < a) ? b : a, as std::min */
 
 /* out = a op b with broadcasting, op TINYAOT_F32_ADD ...; mode 1 (TFLite Micro) clamps the
  * result to [-FLT_MAX, FLT_MAX] as its float kernels' activation does; d = { dims[6], a_stride[6],

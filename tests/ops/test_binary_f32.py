@@ -34,3 +34,45 @@ def test_binary_f32_chain_tflite_equals_its_oracle(tmp_path):
     path = save(float_chain(), tmp_path)
     x = all_int8_inputs((1, 3, 4, 5), 4, seed=5)
     host_run_checked(path, x, "tflite", tmp_path, KERNEL)
+
+
+def prelu_as_max_min(slope_shape=(4, 1, 1), seed=7):
+    """PReLU as exporters write it without a PReLU op: Max(x, 0) + slope * Min(x, 0) on the
+    dequantized tensor, the zero constant shared by Max and Min, then QuantizeLinear."""
+    from tests.helpers.qdq_builder import QdqBuilder
+    rng = np.random.default_rng(seed)
+    b = QdqBuilder("prelu_max_min")
+    x = b.dq("x", 0.05, -3)
+    zero = b.const_int(np.zeros((), np.float32), np.float32)
+    slope = b.const_int((rng.random(slope_shape) * 0.5 - 0.1).astype(np.float32), np.float32)
+    y = b.op("Add", [b.op("Max", [x, zero]), b.op("Mul", [b.op("Min", [x, zero]), slope])])
+    b.q(y, 0.04, 10, out="y")
+    return b.model("x", (1, 4, 5, 6), "y", (1, 4, 5, 6))
+
+
+def test_max_min_float_fallback_bit_exact_with_onnxruntime(tmp_path):
+    path = save(prelu_as_max_min(), tmp_path)
+    x = all_int8_inputs((1, 4, 5, 6), 4, seed=2)
+    outs, c = host_run_checked(path, x, "ort", tmp_path, KERNEL)
+    onnx_ops = [fb["onnx_op"] for fb in c.report["float_fallback"]]
+    assert sorted(onnx_ops) == ["Add", "Max", "Min", "Mul"]
+    want = run_ort(path, x)
+    np.testing.assert_array_equal(np.asarray(outs).reshape(want.shape), want)
+
+
+def test_max_min_float_fallback_tflite_equals_its_oracle(tmp_path):
+    path = save(prelu_as_max_min(), tmp_path)
+    host_run_checked(path, all_int8_inputs((1, 4, 5, 6), 3, seed=3), "tflite", tmp_path, KERNEL)
+
+
+def test_variadic_max_is_one_clear_refusal(tmp_path):
+    from tests.helpers.qdq_builder import QdqBuilder
+    from codegen.compiler import compile_model
+    from codegen.errors import TinyAotError
+    b = QdqBuilder("max3")
+    x = b.dq("x", 0.05, -3)
+    z = b.const_int(np.zeros((), np.float32), np.float32)
+    b.q(b.op("Max", [x, z, x]), 0.05, -3, out="y")
+    path = save(b.model("x", (1, 4), "y", (1, 4)), tmp_path)
+    with pytest.raises(TinyAotError, match="Max of 3 inputs"):
+        compile_model(path, numerics="ort")

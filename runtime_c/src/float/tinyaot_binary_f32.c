@@ -11,6 +11,10 @@ static float binary(int32_t op, float a, float b)
         return a - b;
     case TINYAOT_F32_MUL:
         return a * b;
+    case TINYAOT_F32_MAX:
+        return (a < b) ? b : a;
+    case TINYAOT_F32_MIN:
+        return (b < a) ? b : a;
     default:
         return a / b;
     }
@@ -29,7 +33,7 @@ static float tflm_clamp(float v)
 int tinyaot_binary_f32(int32_t op, int32_t mode, const int32_t d[18], const float *a,
                        const float *b, float *output)
 {
-    if (op < TINYAOT_F32_ADD || op > TINYAOT_F32_DIV) {
+    if (op < TINYAOT_F32_ADD || op > TINYAOT_F32_MIN) {
         return TINYAOT_ERR_ARG;
     }
     const int32_t *sa = d + 6;
