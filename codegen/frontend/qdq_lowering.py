@@ -509,6 +509,26 @@ class Lowering:
         itself why it could not take the node)."""
         return "" if self.floats.enabled else " or drop --no-float-fallback"
 
+    def bias_input(self, x, name, act=None, weights=None):
+        """A conv / Gemm bias: an int32 constant behind DequantizeLinear (quantizers), or a
+        float32 initializer (PyTorch's QDQ export keeps the bias float). A float bias is
+        quantized as onnxruntime's BiasQuantization transformer does it when both operands
+        are quantized (act, weights: their IR tensors): scale s_x * s_w in float32, int32 of
+        round-half-even(b / scale); that bias then runs as any int32 one."""
+        if x not in self.qrepr and x in self.consts:
+            arr = np.asarray(self.consts[x])
+            if arr.dtype == np.float32 and arr.ndim == 1:
+                q = _bias_qparams(self.graph, act, weights, arr.size)
+                if q is not None:
+                    with np.errstate(all="ignore"):
+                        r = np.rint(arr / np.broadcast_to(q.scale, arr.shape))
+                    if np.all(np.isfinite(r)) and np.all(np.abs(r) < 2.0**31):
+                        return self.add_int_tensor(f"{x}@int32", arr.shape, "int32", q,
+                                                   r.astype(np.int32)).name
+                raise _Unsupported(f"float bias '{x}': its weights' scales are not one per "
+                                   "output channel; quantize the bias (int32, scale s_x * s_w)")
+        return self.weight_input(x, name, "int32")
+
     def weight_input(self, x, name, dtype="int8"):
         """The integer constant behind float x; dtype: its type, or a tuple of allowed ones."""
         allowed = (dtype,) if isinstance(dtype, str) else tuple(dtype)
@@ -519,6 +539,21 @@ class Lowering:
             return t.name
         raise _Unsupported(f"'{x}' must be a constant quantized {' or '.join(allowed)} tensor "
                            "(DequantizeLinear of an initializer)")
+
+
+def _bias_qparams(g, act, weights, size):
+    """QParams of a float bias quantized with s_x * s_w (float32 product), or None when an
+    operand is not quantized, x not per tensor, or w's scales not one per bias value."""
+    if act is None or weights is None:
+        return None
+    xq, wq = g.tensors[act].q, g.tensors[weights].q
+    if xq is None or wq is None or xq.per_channel:
+        return None
+    ws = np.asarray(wq.scale, np.float32).reshape(-1)
+    if ws.size not in (1, size):
+        return None
+    scale = (np.float32(xq.scale.reshape(-1)[0]) * ws).astype(np.float32)
+    return QParams(scale, np.zeros(scale.size, np.int32), 0 if scale.size > 1 else None)
 
 
 def _representable(bound, q, dtype, lower):

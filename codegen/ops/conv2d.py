@@ -59,7 +59,7 @@ def lower_onnx(lw, node, name, attrs, ins, out, shape):
     if len(lw.graph.tensors[x].shape) == 3:
         return _lower_conv1d(lw, ins, out, name, attrs, shape)
     w = layer_weights(lw, lw.weight_input(ins[1], name, WEIGHT_TYPES), 0, name)
-    b = lw.weight_input(ins[2], name, "int32") if len(ins) > 2 and ins[2] else None
+    b = lw.bias_input(ins[2], name, x, w) if len(ins) > 2 and ins[2] else None
     wt = lw.graph.tensors[w]
     xs = lw.graph.tensors[x].shape
     if len(xs) != 4:
@@ -77,7 +77,7 @@ def _lower_conv1d(lw, ins, out, name, attrs, shape):
     """Conv on [N, C, L]: a conv2d on [N, C, 1, L] between two zero-copy reshapes."""
     x = lw.act_input(ins[0], name)
     w = layer_weights(lw, lw.weight_input(ins[1], name, WEIGHT_TYPES), 0, name)
-    b = lw.weight_input(ins[2], name, "int32") if len(ins) > 2 and ins[2] else None
+    b = lw.bias_input(ins[2], name, x, w) if len(ins) > 2 and ins[2] else None
     xt, wt = lw.graph.tensors[x], lw.graph.tensors[w]
     if len(wt.shape) != 3:
         raise Unsupported("1-D Conv weights must be [O, I, K]")

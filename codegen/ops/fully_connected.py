@@ -86,7 +86,7 @@ def lower_matmul_gemm(lw, node, name, attrs, ins, out, shape):
     w = _nk_weights(lw, wt, trans_b, name)
     b = None
     if op == "Gemm" and len(ins) > 2 and ins[2]:
-        b = lw.weight_input(ins[2], name, "int32")
+        b = lw.bias_input(ins[2], name, x, w)
     lw.pending[out] = Pending("fully_connected", name, [x, w, b], attrs_fc, shape=shape)
 
 
