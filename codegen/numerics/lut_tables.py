@@ -1,7 +1,7 @@
 """256-entry int8 tables for elementwise nonlinearities (the `lut` IR op).
 
 An int8 -> int8 elementwise function has only 256 inputs, so every
-nonlinearity (Sigmoid, Tanh, HardSwish, HardSigmoid, LeakyRelu) becomes one
+nonlinearity (Sigmoid, Tanh, HardSwish, HardSigmoid, LeakyRelu, ...) becomes one
 table computed here at compile time, per numerics; the C kernel
 (tinyaot_lut_s8) is then exact by construction: out = table[in + 128].
 
@@ -14,7 +14,8 @@ tflite: TFLite Micro's int8 kernels, in fixed point:
         Logistic / Tanh (reference_integer_ops, via tflite_fixedpoint),
         HardSwish (reference_ops::HardSwish<int8_t>, hard_swish_common.cc),
         LeakyRelu (reference_ops::QuantizeLeakyRelu, leaky_relu_common.cc).
-        TFLite has no HardSigmoid kernel.
+        TFLite has no HardSigmoid kernel; Elu, Selu, Celu, Softplus, Softsign,
+        ThresholdedRelu and Mish have tables under ort only.
 """
 from __future__ import annotations
 
@@ -24,7 +25,8 @@ import numpy as np
 
 from . import tflite_fixedpoint as tfp
 
-LUT_FUNCTIONS = ("Sigmoid", "Tanh", "HardSwish", "HardSigmoid", "LeakyRelu")
+LUT_FUNCTIONS = ("Sigmoid", "Tanh", "HardSwish", "HardSigmoid", "LeakyRelu",
+                 "Elu", "Selu", "Celu", "Softplus", "Softsign", "ThresholdedRelu", "Mish")
 ALL_INT8 = np.arange(-128, 128, dtype=np.int32)
 F32 = np.float32
 
@@ -95,7 +97,8 @@ def _tflite_table(fn, attrs, opset, in_scale, in_zp, out_scale, out_zp):
         return hard_swish_int8_table(in_scale, in_zp, out_scale, out_zp)
     if fn == "LeakyRelu":
         return leaky_relu_int8_table(in_scale, in_zp, out_scale, out_zp, a.get("alpha", 0.01))
-    raise LutError(f"tflite numerics: TFLite has no {fn} kernel")
+    raise LutError(f"tflite numerics: no TFLite Micro int8 kernel for {fn} is reproduced "
+                   "(TFLite has none, or tinyaot does not follow it yet); use --numerics ort")
 
 
 # TFLM HardSwish (int8), hard_swish_common.cc HardSwishPrepare +

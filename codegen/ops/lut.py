@@ -1,7 +1,8 @@
 """lut: an elementwise int8 nonlinearity as one 256-entry table lookup.
 
 ONNX Sigmoid, Tanh, HardSwish, HardSigmoid and LeakyRelu between DequantizeLinear and
-QuantizeLinear; TFLite LOGISTIC, TANH, HARD_SWISH and LEAKY_RELU. The table holds what the chosen numerics computes for each of the 256 inputs
+QuantizeLinear (and, under `ort` only, Elu, Selu, Celu, Softplus, Softsign, ThresholdedRelu,
+Mish); TFLite LOGISTIC, TANH, HARD_SWISH and LEAKY_RELU. The table holds what the chosen numerics computes for each of the 256 inputs
 (numerics/lut_tables.py: onnxruntime's float kernel, or TFLite Micro's integer kernel), with a
 fused Relu/Clip applied to its entries, so the kernel is one load per element and exact.
 """
@@ -16,7 +17,9 @@ from ..numerics.lut_tables import LutError, lut_table
 from ..numerics.quant import act_bounds
 from .base import Op, Pending, Traits
 
-FUNCTIONS = ("Sigmoid", "Tanh", "HardSwish", "HardSigmoid", "LeakyRelu")
+FUNCTIONS = ("Sigmoid", "Tanh", "HardSwish", "HardSigmoid", "LeakyRelu",
+             # onnxruntime's float kernels only (no TFLite int8 kernel reproduced):
+             "Elu", "Selu", "Celu", "Softplus", "Softsign", "ThresholdedRelu", "Mish")
 
 
 @dataclass
@@ -28,7 +31,7 @@ class LutParams:
 
 def lower_onnx(lw, node, name, attrs, ins, out, shape):
     x = lw.act_input(ins[0], name)
-    fa = tuple(sorted((k, float(v)) for k, v in attrs.items() if k in ("alpha", "beta")))
+    fa = tuple(sorted((k, float(v)) for k, v in attrs.items() if k in ("alpha", "beta", "gamma")))
     a = {"fn": node.op_type, "fn_attrs": fa, "opset": lw.opset}
     lw.pending[out] = Pending("lut", name, [x], a, shape=shape)
 

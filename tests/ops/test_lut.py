@@ -1,4 +1,5 @@
-"""LUT activations (Sigmoid, Tanh, HardSwish, HardSigmoid, LeakyRelu): one `lut`
+"""LUT activations (Sigmoid, Tanh, HardSwish, HardSigmoid, LeakyRelu; under ort also Elu,
+Selu, Celu, Softplus, Softsign, ThresholdedRelu, Mish): one `lut`
 IR op and one kernel (tinyaot_lut_s8). Generated C on the host, bit-exact with
 onnxruntime (ort) and with the numpy TFLM reference (tflite)."""
 import numpy as np
@@ -13,10 +14,15 @@ from codegen.driver.verify import run_model
 from tests.helpers.qdq_builder import QdqBuilder, all_int8_inputs, run_ort, save
 
 ATTRS = {"Sigmoid": {}, "Tanh": {}, "HardSwish": {}, "HardSigmoid": {"alpha": 0.25, "beta": 0.4},
-         "LeakyRelu": {"alpha": 0.1}}
+         "LeakyRelu": {"alpha": 0.1},
+         # onnxruntime only
+         "Elu": {"alpha": 0.7}, "Selu": {"alpha": 1.5, "gamma": 1.1}, "Celu": {"alpha": 2.0},
+         "Softplus": {}, "Softsign": {}, "ThresholdedRelu": {"alpha": 0.3}}
 # output quantization: ort takes anything; TFLM fixes Sigmoid's and Tanh's
 OUT_Q = {"Sigmoid": (1 / 256, -128), "Tanh": (1 / 128, 0), "HardSwish": (0.031, -100),
-         "HardSigmoid": (1 / 255, -128), "LeakyRelu": (0.045, 17)}
+         "HardSigmoid": (1 / 255, -128), "LeakyRelu": (0.045, 17),
+         "Elu": (0.04, 20), "Selu": (0.05, 0), "Celu": (0.04, 30), "Softplus": (0.03, -128),
+         "Softsign": (1 / 128, 0), "ThresholdedRelu": (0.045, -10)}
 
 
 def unary_model(op, shape, in_q, out_q, relu=False, attrs=None):
@@ -125,3 +131,20 @@ def test_tflite_rejects_what_tflm_cannot_run(tmp_path):
     with pytest.raises(TinyAotError, match="1/256"):
         compile_model(save(unary_model("Sigmoid", (1, 3, 2, 2), (0.05, 0), (1 / 255, -128)),
                            tmp_path, "sg.onnx"), numerics="tflite")
+
+
+def test_lut_mish_opset_18_ort(tmp_path):
+    """Mish (ONNX opset 18) between DequantizeLinear and QuantizeLinear."""
+    b = QdqBuilder("lut_mish")
+    b.q(b.op("Mish", [b.dq("x", 0.05, -3)]), 0.04, -10, out="y")
+    path = save(b.model("x", (1, 4, 8, 8), "y", (1, 4, 8, 8), opset=18), tmp_path)
+    x = all_int8_inputs((1, 4, 8, 8), 3)
+    outs, _ = host_run(path, x, "ort", tmp_path)
+    want = run_ort(path, x)
+    np.testing.assert_array_equal(outs.reshape(want.shape), want)
+
+
+def test_lut_onnxruntime_only_functions_refused_under_tflite(tmp_path):
+    path = save(unary_model("Elu", (1, 4), (0.05, 0), OUT_Q["Elu"]), tmp_path)
+    with pytest.raises(TinyAotError, match="no TFLite Micro int8 kernel for Elu is reproduced"):
+        compile_model(path, numerics="tflite")
