@@ -1,5 +1,5 @@
 """maxpool: the maximum over 2-D windows of an int8 NCHW tensor (ONNX MaxPool, GlobalMaxPool,
-TFLite MAX_POOL_2D).
+ReduceMax over H, W, TFLite MAX_POOL_2D).
 
 Exact in both numerics: the input's and output's quantization must be equal, so the
 maximum of the integers is the integer of the maximum; a fused Relu / Clip clamps it. Where
@@ -31,7 +31,7 @@ def maxpool(x, attrs, p):
 class MaxPool(Op):
     name = "maxpool"
     traits = Traits(layout="spatial")
-    onnx = {"MaxPool": pl.lower_max, "GlobalMaxPool": pl.lower_max}
+    onnx = {"MaxPool": pl.lower_max, "GlobalMaxPool": pl.lower_max, "ReduceMax": pl.lower_max}
     tflite = {"MAX_POOL_2D": pl.lower_tflite_pool("maxpool")}
 
     def prepare(self, g, n, numerics):

@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import ClassVar
 
+import numpy as np
+
 from ..kernels.c_format import c_struct
 from .base import SAME, Deferred, Pending, Unsupported
 from .conv_pads import conv_pads, tflite_pads
@@ -70,7 +72,14 @@ def lower_window(lw, node, name, attrs, ins, out, shape, x=None):
     xs = lw.shape_of(ins[0], name) if isinstance(x, Deferred) else lw.graph.tensors[x].shape
     if len(xs) != 4:
         raise Unsupported("only 2-D pooling is supported")
-    if node.op_type in ("GlobalAveragePool", "GlobalMaxPool"):
+    if node.op_type == "ReduceMax":  # over H, W with keepdims: a GlobalMaxPool
+        if len(ins) > 1 and ins[1]:
+            axes = [int(v) for v in np.asarray(lw.const(ins[1], name, "axes")).reshape(-1)]
+        else:
+            axes = list(attrs.get("axes", []))
+        if sorted(a % 4 for a in axes) != [2, 3] or not attrs.get("keepdims", 1):
+            raise Unsupported("ReduceMax is supported over H, W of a 4-D tensor, keepdims=1")
+    if node.op_type in ("GlobalAveragePool", "GlobalMaxPool", "ReduceMax"):
         k, s, pads = tuple(xs[2:]), (1, 1), (0, 0, 0, 0)
         cip = 0
     else:

@@ -66,6 +66,10 @@ def _global_maxpool(b, x, e):
     return b.op("GlobalMaxPool", [explicit(b, conv(b, x, 4, 6), e)])
 
 
+def _reduce_max_hw(b, x, e):
+    return b.op("ReduceMax", [explicit(b, conv(b, x, 4, 6), e)], axes=[2, 3], keepdims=1)
+
+
 def _reshape(b, x, e):
     return b.op("Reshape", [explicit(b, conv(b, x, 4, 6), e), b.const_i64([1, 6, 36])])
 
@@ -126,6 +130,7 @@ FORMS = {
     "conv_maxpool": (_maxpool, (1, 6, 3, 3)),
     "conv_relu_maxpool_pads": (_relu_maxpool_pads, (1, 6, 6, 6)),
     "conv_globalmaxpool": (_global_maxpool, (1, 6, 1, 1)),
+    "conv_reducemax_hw": (_reduce_max_hw, (1, 6, 1, 1)),
     "conv_reshape": (_reshape, (1, 6, 36)),
     "conv_flatten": (_flatten, (1, 216)),
     "conv_transpose": (_transpose, (1, 6, 6, 6)),
