@@ -14,6 +14,7 @@ import sys
 
 from . import __version__
 from .commands import COMMANDS
+from .commands.input_shapes import fixed_input_shapes
 from .commands.options import EXIT_CODES, RAW, resolve_numerics
 from .errors import TinyAotError
 
@@ -109,10 +110,12 @@ def main(argv=None):
     if extra:  # reported by the subcommand, which knows its options
         ap.subcommands[a.cmd].error(f"unrecognized arguments: {' '.join(extra)}")
     resolve_numerics(a)  # --numerics left out: by the model's file type
+    own_paths = str
     try:
-        return a.fn(a)
+        with fixed_input_shapes(a) as own_paths:  # --input-shape: a copy with them written in
+            return a.fn(a)
     except TinyAotError as e:
-        print(f"tinyaot: error: {e}", file=sys.stderr)
+        print(f"tinyaot: error: {own_paths(str(e))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130

@@ -5,6 +5,7 @@ import json
 import os
 
 from ..errors import TinyAotError
+from .input_shapes import shape_arg
 from .options import add_build_options, add_depthwise_inplace, examples
 
 HELP = "write <name>.c, <name>.h and report.json"
@@ -26,25 +27,10 @@ def add_arguments(p):
                         "inside, and <name>_run_quantized is the same on the quantized "
                         "tensors); int8: every end quantized (the int8 / uint8 tensors); "
                         "float: as model, plus <name>_run_f32 with every end float")
-    p.add_argument("--input-shape", action="append", metavar="NAME=D0,D1,...",
-                   help="fix a symbolic input shape")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.add_argument("--plot-memory", metavar="PNG", help="draw the arena plan over time")
     p.add_argument("--integrity", choices=["crc32", "sha256"],
                    help="emit <name>_verify(): checks a digest of the weights at boot")
-
-
-def _shape_arg(values):
-    shapes = {}
-    for v in values or []:
-        if "=" not in v:
-            raise TinyAotError(f"--input-shape wants NAME=d0,d1,..., got '{v}'")
-        name, dims = v.rsplit("=", 1)
-        try:
-            shapes[name] = [int(d) for d in dims.split(",")]
-        except ValueError:
-            raise TinyAotError(f"--input-shape: bad dimensions '{dims}'") from None
-    return shapes
 
 
 def run(a):
@@ -57,7 +43,7 @@ def run(a):
     def dump(title, g):
         dumps.append(f"== after {title} ==\n{g.dump()}")
 
-    c = compile_model(a.model, numerics=a.numerics, input_shapes=_shape_arg(a.input_shape),
+    c = compile_model(a.model, numerics=a.numerics, input_shapes=shape_arg(a.input_shape),
                       dump=dump if a.dump_ir else None, io_buffers=a.io_buffers,
                       integrity=a.integrity, io=a.io, depthwise_inplace=a.depthwise_inplace,
                       ort_threads=a.ort_threads, optimize=a.optimize,

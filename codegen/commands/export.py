@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 
+from .input_shapes import add_input_shape
 from .options import add_numerics, examples
 
 HELP = "a self-contained C library folder (model + kernels, Make/CMake)"
@@ -18,6 +19,7 @@ EPILOG = examples(
 def add_arguments(p):
     p.add_argument("model", nargs="+", help="quantized ONNX or int8 .tflite model(s); several share "
                                           "the kernels")
+    add_input_shape(p)
     p.add_argument("--board", required=True,
                    help="board the numbers in the README are measured on; a build-only part "
                         "(tinyaot boards) also gives its flags, startup and linker script")

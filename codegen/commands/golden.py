@@ -1,6 +1,7 @@
 """`tinyaot golden`: a golden file (inputs + reference outputs) for one's own model."""
 from __future__ import annotations
 
+from .input_shapes import add_input_shape
 from .options import ORT_THREADS_HELP, examples, print_or_json
 
 HELP = "make a golden file for a model: its inputs and a reference's outputs"
@@ -19,6 +20,7 @@ EPILOG = examples(
 
 def add_arguments(p):
     p.add_argument("model", help="the model (ONNX; .tflite for --reference tflite-micro)")
+    add_input_shape(p)
     p.add_argument("--inputs", required=True, metavar="IN",
                    help=".npz ('inputs' or its only array) or .npy: (N, ...) float or integer")
     p.add_argument("-o", "--output", required=True, metavar="G.npz", help="golden file to write")

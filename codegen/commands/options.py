@@ -4,6 +4,8 @@ from __future__ import annotations
 import argparse
 import json
 
+from .input_shapes import add_input_shape
+
 RAW = argparse.RawDescriptionHelpFormatter
 
 EXIT_CODES = """exit codes: 0 ok; 1 a check failed (verify, bench: outputs differ;
@@ -63,6 +65,7 @@ def add_build_options(p, board_default="host"):
                    "(default: the board's ram_size); too much fails before any C is written")
     p.add_argument("--flash-limit", metavar="SIZE", help="flash limit, e.g. 256K "
                    "(default: the board's flash_size)")
+    add_input_shape(p)
     p.add_argument("--io-buffers", choices=["arena", "user"], default="arena",
                    help="arena (default): input/output inside the arena, reached through "
                         "<name>_input() / <name>_output() (smallest total RAM); user: in the "
@@ -80,6 +83,7 @@ def add_analysis_options(p, board_default):
     p.add_argument("model", help="quantized ONNX model (QDQ) or int8 .tflite")
     p.add_argument("--board", default=board_default, help="(default %(default)s)")
     add_numerics(p)
+    add_input_shape(p)
     p.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
 
 

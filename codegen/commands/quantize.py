@@ -1,6 +1,7 @@
 """`tinyaot quantize`: float ONNX -> int8 QDQ ONNX with onnxruntime."""
 from __future__ import annotations
 
+from .input_shapes import add_input_shape
 from .options import EXIT_CODES, print_json
 
 HELP = "float ONNX -> int8 QDQ ONNX with onnxruntime"
@@ -19,6 +20,7 @@ MatMul before it where that is exact (the count is printed); others stay.
 
 def add_arguments(p):
     p.add_argument("model", help="float32 ONNX model")
+    add_input_shape(p)
     p.add_argument("--calib", required=True, help="calibration inputs: .npz or folder of .npy")
     p.add_argument("-o", "--output", required=True, help="quantized model to write")
     p.add_argument("--method", default="minmax", choices=["minmax", "entropy", "percentile"],
