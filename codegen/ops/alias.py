@@ -4,7 +4,8 @@ One module for three IR operators because they are one mechanism with one kernel
 the planner gives the output its input's block (traits "alias"), the emitter writes no
 code, and the oracle is numpy's reshape / transpose of the logical array. They differ only
 in the physical order their output's bytes have (`alias_perm`, read by passes/layout.py):
-  reshape      ONNX Reshape, Flatten, Squeeze, Unsqueeze, Identity (also the lowering's
+  reshape      ONNX Reshape, Flatten, Squeeze, Unsqueeze, Identity, Dropout at inference
+               (also the lowering's
                Q(DQ(x)) with equal parameters and a 1-D conv's reshapes to and from 2-D):
                row-major bytes in and out; a same-shape one keeps its input's order.
   transpose    ONNX Transpose: the input's bytes, read through the composed perm.
@@ -25,7 +26,18 @@ from .onnx_move import move_source
 from .physical import identity, same_bytes
 
 
+def _dropout_is_identity(lw, node, name, ins):
+    """ONNX Dropout at inference (no training_mode, or a constant false) passes its data on."""
+    if len(ins) > 2 and ins[2]:
+        if ins[2] not in lw.consts:
+            raise Unsupported("Dropout whose training_mode is not a constant")
+        if bool(np.asarray(lw.consts[ins[2]]).reshape(-1)[0]):
+            raise Unsupported("Dropout in training mode (export the model in eval mode)")
+
+
 def _lower(lw, node, name, attrs, ins, out, shape):
+    if node.op_type == "Dropout":
+        _dropout_is_identity(lw, node, name, ins)
     transpose = node.op_type == "Transpose"
     op = "transpose" if transpose else "reshape"
     a = {}
@@ -60,6 +72,8 @@ def _lower(lw, node, name, attrs, ins, out, shape):
 def _lower_float(lw, node, name, attrs, ins, out, shape):
     """The float fallback (frontend/float_fallback.py): a zero-copy reshape of a float32
     tensor."""
+    if node.op_type == "Dropout":
+        _dropout_is_identity(lw, node, name, ins)
     x = lw.float_input(ins[0], name)
     lw.float_emit("reshape", name, [x], out, shape, onnx_op=node.op_type)
 
@@ -130,7 +144,7 @@ class Reinterpret(Alias):
         return in_perm
 
 
-_RESHAPES = ("Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity")
+_RESHAPES = ("Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Dropout")
 OPS = (Reshape("reshape", _RESHAPES,
                {b: lower_tflite_reshape for b in ("RESHAPE", "SQUEEZE", "EXPAND_DIMS")},
                float_types=_RESHAPES),

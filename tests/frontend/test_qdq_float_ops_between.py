@@ -70,6 +70,10 @@ def _reduce_max_hw(b, x, e):
     return b.op("ReduceMax", [explicit(b, conv(b, x, 4, 6), e)], axes=[2, 3], keepdims=1)
 
 
+def _dropout(b, x, e):  # an eval-mode export that kept its Dropout (ratio given, no training)
+    return b.op("Dropout", [explicit(b, conv(b, x, 4, 6), e), b.const_f(0.3)])
+
+
 def _reshape(b, x, e):
     return b.op("Reshape", [explicit(b, conv(b, x, 4, 6), e), b.const_i64([1, 6, 36])])
 
@@ -131,6 +135,7 @@ FORMS = {
     "conv_relu_maxpool_pads": (_relu_maxpool_pads, (1, 6, 6, 6)),
     "conv_globalmaxpool": (_global_maxpool, (1, 6, 1, 1)),
     "conv_reducemax_hw": (_reduce_max_hw, (1, 6, 1, 1)),
+    "conv_dropout": (_dropout, (1, 6, 6, 6)),
     "conv_reshape": (_reshape, (1, 6, 36)),
     "conv_flatten": (_flatten, (1, 216)),
     "conv_transpose": (_transpose, (1, 6, 6, 6)),
@@ -182,3 +187,14 @@ def test_form_tflite_equals_explicit_quantize(name, tmp_path):
     outs, _ = host_run_checked(path, x, "tflite", tmp_path / "a", None)
     ref, _ = host_run_checked(ref_path, x, "tflite", tmp_path / "b", None)
     np.testing.assert_array_equal(outs, ref)
+
+
+def test_dropout_in_training_mode_is_refused(tmp_path):
+    from codegen.compiler import compile_model
+    from codegen.errors import TinyAotError
+    b = Builder("dropout_training")
+    t = b.const_int(np.asarray(True), np.bool_)
+    b.q(b.op("Dropout", [b.dq("x", *X_Q), b.const_f(0.3), t]), *Y_Q, out="y")
+    path = save(b.model("x", IN_SHAPE, "y", IN_SHAPE), tmp_path)
+    with pytest.raises(TinyAotError, match="Dropout in training mode"):
+        compile_model(path, numerics="ort")
