@@ -76,9 +76,25 @@ def with_header_note(header, note):
     return header[:end] + "\n" + note.rstrip("\n") + header[end:]
 
 
+def _ctype(t):
+    return "uint8_t" if t.dtype == "uint8" else "int8_t"
+
+
 def example_inputs(c, given=None):
     """(N, input size) inputs to embed: `given` (already checked against the
-    model) or one input at the zero point."""
+    model) or one input at the zero point. A model with several inputs: a list, one
+    (1, size) row per input at its zero point."""
+    if len(c.graph.inputs) > 1:
+        if given is not None:
+            from ..errors import TinyAotError
+            raise TinyAotError("the example runs a model of several inputs at their zero "
+                               "points; leave out --inputs", model=str(c.report.get("model")))
+        rows = []
+        for name in c.graph.inputs:
+            t = c.graph.tensors[name]
+            rows.append(np.full((1, t.size), int(t.q.scalar()[1]),
+                                dtype=np.uint8 if t.dtype == "uint8" else np.int8))
+        return rows
     size = c.graph.tensors[c.graph.inputs[0]].size
     if given is not None:
         return np.asarray(given).reshape(len(given), size)
@@ -104,6 +120,14 @@ def _data_files(compiled, inputs):
          '#include "example_data.h"']
     for comp, x in zip(compiled, inputs):
         nm, up, ct = comp.module.name, comp.module.name.upper(), io_ctype(comp)
+        if isinstance(x, list):  # several inputs: <name>_example_input<k>, one row each
+            h.append(f"#define {up}_EXAMPLE_INPUTS 1u")
+            for k, (xk, name) in enumerate(zip(x, comp.graph.inputs)):
+                ctk = _ctype(comp.graph.tensors[name])
+                h.append(f"extern const {ctk} {nm}_example_input{k}[1][{xk.shape[1]}];")
+                c.append(f"const {ctk} {nm}_example_input{k}[1][{xk.shape[1]}] = {{\n"
+                         f"{_c_rows(xk)}\n}};")
+            continue
         h += [f"#define {up}_EXAMPLE_INPUTS {len(x)}u",
               f"extern const {ct} {nm}_example_inputs[{len(x)}][{x.shape[1]}];"]
         c.append(f"const {ct} {nm}_example_inputs[{len(x)}][{x.shape[1]}] = {{\n"
@@ -135,14 +159,38 @@ def _main_c(compiled, board):
     bufs, runs = [], []
     for c in compiled:
         nm, up, ct = c.module.name, c.module.name.upper(), io_ctype(c)
-        bufs.append(f"static {ct} {nm}_out[{up}_OUTPUT_SIZE];")
-        runs.append(f"""    for (uint32_t i = 0; i < {up}_EXAMPLE_INPUTS; i++) {{
+        n_in, n_out = len(c.graph.inputs), len(c.graph.outputs)
+        if n_in == 1 and n_out == 1:  # the plain form, as it always was
+            bufs.append(f"static {ct} {nm}_out[{up}_OUTPUT_SIZE];")
+            runs.append(f"""    for (uint32_t i = 0; i < {up}_EXAMPLE_INPUTS; i++) {{
         int status = {nm}_run({nm}_example_inputs[i], {nm}_out);
         print_output("{nm}", i, status);
         for (uint32_t k = 0; k < {up}_OUTPUT_SIZE; k++) {{
             put_str(" ");
             put_int({nm}_out[k]);
         }}
+        put_end();
+        failed |= status != 0;
+    }}""")
+            continue
+        # several ends (io_api.py names them input<k> / output<k>): every output printed
+        # after the other on the model's line
+        ins = ([f"{nm}_example_inputs[i]"] if n_in == 1
+               else [f"{nm}_example_input{k}[0]" for k in range(n_in)])
+        outs, prints = [], []
+        for k, name in enumerate(c.graph.outputs):
+            size = f"{up}_OUTPUT_SIZE" if n_out == 1 else f"{up}_OUTPUT{k}_SIZE"
+            buf = f"{nm}_out{k}"
+            bufs.append(f"static {_ctype(c.graph.tensors[name])} {buf}[{size}];")
+            outs.append(buf)
+            prints.append(f"""        for (uint32_t k = 0; k < {size}; k++) {{
+            put_str(" ");
+            put_int({buf}[k]);
+        }}""")
+        runs.append(f"""    for (uint32_t i = 0; i < {up}_EXAMPLE_INPUTS; i++) {{
+        int status = {nm}_run({", ".join(ins + outs)});
+        print_output("{nm}", i, status);
+{chr(10).join(prints)}
         put_end();
         failed |= status != 0;
     }}""")

@@ -177,3 +177,37 @@ def test_export_without_manifest_is_refused(tmp_path, capsys):
                      "--no-measure"]) == 2
     assert "tinyaot-files.json" in capsys.readouterr().err
     assert (lib / "mine.c").read_text() == "int mine;\n"
+
+
+def test_export_example_of_a_model_with_several_ends(tmp_path):
+    """Two inputs (one float, quantized in the exported int8 API) and four outputs: the
+    example runs each input at its zero point and prints every output after the other;
+    expected values: onnxruntime on the model (float outputs quantized back, exact since
+    they are DequantizeLinear of int8)."""
+    if shutil.which("make") is None or shutil.which("cc") is None:
+        pytest.skip("make / cc missing")
+    import onnx
+    import onnxruntime as ort
+    from tests.helpers import ends_builders as E
+    path = tmp_path / "several_ends.onnx"
+    onnx.save(E.several_ends(), str(path))
+    lib = tmp_path / "several_lib"
+    assert cli_main(["export", str(path), "--board", "host", "-o", str(lib), "--no-measure"]) == 0
+    run = _make_run(lib / "example")
+    assert run.returncode == 0, run.stdout + run.stderr
+    rows = parse_example_output(run.stdout)
+    assert [(m, i, s) for m, i, s, _ in rows] == [("several_ends", 0, 0)], run.stdout
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = 1
+    sess = ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
+    x0 = np.full((1, 16), np.float32(0.0), np.float32)  # zero point -> 0.0 exactly
+    z0 = np.full((1, 8), E.Z_Q[1], np.int8)
+    outs = sess.run(None, {"serving_default_x:0": x0, "serving_default_z:0": z0})
+    quants = {"StatefulPartitionedCall:2": E.O2_Q, "StatefulPartitionedCall:0": E.A_Q}
+    expected = []
+    for o, y in zip(sess.get_outputs(), outs):
+        if y.dtype == np.float32:
+            s, zp = quants[o.name]
+            y = np.rint(y / s) + zp
+        expected += [int(v) for v in np.asarray(y).reshape(-1)]
+    assert rows[0][3] == expected
