@@ -67,6 +67,25 @@ def model_io(c):
     return out
 
 
+def model_ends(c):
+    """([inputs], [outputs]) of a compiled model, every end in the model's order, each as
+    model_io gives one."""
+    g = c.graph
+    rep = c.report["io"]
+    sides = []
+    for names, ends in ((g.inputs, rep.get("inputs")), (g.outputs, rep.get("outputs"))):
+        side = []
+        for k, name in enumerate(names):
+            t = g.tensors[name]
+            e = (ends or [{}])[k] if ends else {}
+            dtype = str(t.dtype) if str(t.dtype) in ("int8", "uint8", "float32") else "int8"
+            side.append({"name": e.get("onnx_name") or name, "dtype": dtype,
+                         "shape": [int(d) for d in t.shape], "scale": e.get("scale"),
+                         "zero_point": e.get("zero_point")})
+        sides.append(side)
+    return sides[0], sides[1]
+
+
 def check_inputs(x, io, where, what="inputs"):
     """x: the vectors for the model's input `io` (model_io); where: the file
     (or model) the error names."""

@@ -115,6 +115,89 @@ def _tflm_run(model, io, x, numerics, ort_threads):
     return np.stack(outs).astype(xout["dtype"])
 
 
+# ---- several inputs or outputs: every end, in the model's order ------------------------------
+
+def ends_of(io):
+    """([input dicts], [output dicts]) of a ModelIO: every end the model has."""
+    c = io.loaded
+    if hasattr(c, "graph"):  # a compiled model (ort, oracle)
+        from .golden_check import model_ends
+        return model_ends(c)
+    return _tflm_ends(c)
+
+
+def run_ends(ref, model, io, xs, numerics, ort_threads):
+    """Per output, the (N, ...) integer outputs for the per-input (N, ...) arrays xs."""
+    return {"ort": _ort_run_ends, "oracle": _oracle_run_ends,
+            "tflite-micro": _tflm_run_ends}[ref.name](model, io, xs, numerics, ort_threads)
+
+
+def _ort_run_ends(model, io, xs, numerics, ort_threads):
+    import onnxruntime as ort
+
+    from .ort_taps import ir_output, ort_input
+    g = io.loaded.graph
+    so = ort.SessionOptions()
+    so.log_severity_level = 3
+    so.intra_op_num_threads = ort_threads
+    sess = ort.InferenceSession(str(model), so, providers=["CPUExecutionProvider"])
+    ins_e, outs_e = ends_of(io)
+    types = {i.name: i.type for i in sess.get_inputs()}
+    outs = [[] for _ in outs_e]
+    for v in range(len(xs[0])):
+        feed = {e["name"]: ort_input(g.tensors[t], x[v], types[e["name"]])
+                for e, t, x in zip(ins_e, g.inputs, xs)}
+        ys = sess.run([e["name"] for e in outs_e], feed)
+        for k, (t, y) in enumerate(zip(g.outputs, ys)):
+            outs[k].append(np.asarray(ir_output(g.tensors[t], y)).reshape(-1))
+    return [np.stack(o) for o in outs]
+
+
+def _oracle_run_ends(model, io, xs, numerics, ort_threads):
+    from .validate import reference_tensors
+    g = io.loaded.graph
+    per = [np.asarray(x).reshape(len(x), -1) for x in xs]
+    envs = reference_tensors(model, numerics, list(zip(*per)))
+    return [np.stack([np.asarray(e[t]).reshape(-1) for e in envs]) for t in g.outputs]
+
+
+def _tflm_ends(it):
+    ends = []
+    for details, what in ((it.get_input_details, "input"), (it.get_output_details, "output")):
+        side, k = [], 0
+        while True:
+            try:
+                d = details(k)
+            except Exception:  # noqa: BLE001 - past the last end
+                break
+            q = d.get("quantization_parameters") or {}
+            scales, zps = q.get("scales"), q.get("zero_points")
+            dtype = np.dtype(d["dtype"]).name
+            if dtype not in ("int8", "uint8") or scales is None or len(scales) != 1:
+                raise TinyAotError(f"the .tflite {what} {k} is {dtype}, not a per-tensor "
+                                   "quantized int8/uint8 tensor")
+            side.append({"name": d.get("name", f"{what}{k}"), "dtype": dtype,
+                         "shape": [int(v) for v in d["shape"]], "scale": float(scales[0]),
+                         "zero_point": int(zps[0])})
+            k += 1
+        ends.append(side)
+    return ends[0], ends[1]
+
+
+def _tflm_run_ends(model, io, xs, numerics, ort_threads):
+    it = io.loaded
+    ins_e, outs_e = _tflm_ends(it)
+    outs = [[] for _ in outs_e]
+    for v in range(len(xs[0])):
+        it.reset()
+        for k, (e, x) in enumerate(zip(ins_e, xs)):
+            it.set_input(np.asarray(x[v], dtype=e["dtype"]).reshape(e["shape"]), k)
+        it.invoke()
+        for k, e in enumerate(outs_e):
+            outs[k].append(np.asarray(it.get_output(k)).reshape(-1).astype(e["dtype"]))
+    return [np.stack(o) for o in outs]
+
+
 REFERENCES = {
     "ort": Reference("ort", ("ort",), "outputs_onnxruntime", _compiled_io, _ort_run,
                      wants="an ONNX model", suffixes=(".onnx",)),

@@ -243,3 +243,57 @@ def test_every_repository_golden_file_passes_the_checks():
         x, y = load_golden(g, "outputs")
         check_golden(c, x, y, g, "outputs")
     assert DEFAULT_GOLDEN.exists()
+
+
+def test_golden_of_a_model_with_several_ends(tmp_path):
+    """Two inputs (a float one, quantized by golden) and four outputs: one array per end
+    (inputs, inputs1; outputs .. outputs3 and outputs_onnxruntime ..), output_names in the
+    model's order; onnxruntime's outputs equal the numpy oracle's, and verify takes the file."""
+    import onnx
+    from tests.helpers import ends_builders as E
+    model = tmp_path / "several_ends.onnx"
+    onnx.save(E.several_ends(), str(model))
+    rng = np.random.default_rng(0)
+    src = tmp_path / "in.npz"
+    np.savez(src, inputs=rng.normal(size=(3, 1, 16)).astype(np.float32),
+             inputs1=rng.integers(-128, 128, size=(3, 1, 8)).astype(np.int8))
+    p = cli("golden", model, "--inputs", src, "-o", tmp_path / "g.npz")
+    assert p.returncode == 0, p.stderr
+    p = cli("golden", model, "--inputs", src, "-o", tmp_path / "o.npz", "--reference", "oracle")
+    assert p.returncode == 0, p.stderr
+    g, o = np.load(tmp_path / "g.npz"), np.load(tmp_path / "o.npz")
+    assert list(g["output_names"]) == ["StatefulPartitionedCall:2", "StatefulPartitionedCall:0",
+                                       "StatefulPartitionedCall:1", "StatefulPartitionedCall:3"]
+    for k in ("", "1", "2", "3"):
+        np.testing.assert_array_equal(g["outputs_onnxruntime" + k], o["outputs" + k])
+        assert g["outputs" + k].shape[0] == 3
+    assert g["inputs"].dtype == np.int8 and g["inputs1"].dtype == np.int8
+    v = cli("verify", model, "--golden", tmp_path / "g.npz", "--board", "host")
+    assert v.returncode == 0 and "3/3 vectors bit-exact" in v.stdout, v.stdout + v.stderr
+    # one input missing: one clear line
+    np.savez(src, inputs=rng.normal(size=(3, 1, 16)).astype(np.float32))
+    p = cli("golden", model, "--inputs", src, "-o", tmp_path / "x.npz")
+    assert p.returncode == 2 and "no 'inputs1' array" in p.stderr and "Traceback" not in p.stderr
+    assert not (tmp_path / "x.npz").exists()
+
+
+def test_tflite_micro_golden_of_two_outputs_equals_the_shared_golden(tmp_path):
+    """Yolo-Fastest's .tflite (two outputs) through TFLite Micro's interpreter: both outputs
+    written, equal to the shared golden's outputs_tflm / outputs_tflm1."""
+    try:
+        import tflite_micro  # noqa: F401
+    except ImportError:
+        _missing("the tflite-micro package (pip install tflite-micro)")
+    from tests.helpers.env import SHARED
+    stem = SHARED / "person_detection_yolo_fastest" / "yolo-fastest-1.1-person-int8"
+    tfl, golden = f"{stem}.tflite", f"{stem}_golden.npz"
+    if not os.path.exists(tfl):
+        _missing(tfl)
+    ref = np.load(golden)
+    src = tmp_path / "in.npz"
+    np.savez(src, inputs=ref["inputs"][:2])
+    p = cli("golden", tfl, "--inputs", src, "-o", tmp_path / "g.npz")
+    assert p.returncode == 0, p.stderr
+    made = np.load(tmp_path / "g.npz")
+    np.testing.assert_array_equal(made["outputs_tflm"], ref["outputs_tflm"][:2])
+    np.testing.assert_array_equal(made["outputs_tflm1"], ref["outputs_tflm1"][:2])
