@@ -141,6 +141,18 @@ def verify_on_board(model, golden, board_name, numerics="ort", key="outputs", ma
                 reason += "; fits with optimize=size"  # passes/kernel_select.py
             row.update(result=NOFIT, detail=reason)
             return row
+        if len(c.graph.inputs) != 1 or len(c.graph.outputs) != 1:
+            # several ends: verify_model reads every end's golden arrays (golden_keys.py)
+            from .verify import verify_model
+            r = verify_model(model, golden, board=board_name, numerics=numerics, key=key,
+                             compiled=c, optimize=optimize)
+            row.update(flash=r.get("flash_bytes"), vectors=int(r["vectors"]),
+                       instructions=r.get("instructions_per_inference"),
+                       passed=int(r["vectors_passed"]))
+            row["result"] = PASS if r["vectors_passed"] == r["vectors"] else FAIL
+            if row["result"] == FAIL:
+                row["detail"] = f"{r['mismatches']} elements differ"
+            return row
         # One build directory for all of this board's firmware runs: SCons
         # then rebuilds only the inputs and relinks between runs.
         bdir = tempfile.mkdtemp(prefix=f"{c.module.name}-{numerics}-{board_name}-fleet-",
