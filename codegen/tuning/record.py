@@ -98,6 +98,12 @@ def save(rec, path):
         raise
 
 
+def tuned_layers(path):
+    """The record's tuned layers [{index, node, choice, why, candidates, ...}]."""
+    load_choices(path)  # the same checks
+    return load(str(path))["tuned"]["layers"]
+
+
 def load_choices(path):
     """--tuning FILE: {node name: {"variant", "signature"}} of the record's tuned model."""
     if not os.path.isfile(str(path)):

@@ -21,9 +21,10 @@ def run_local(specs, jobs, on_done):
             results[i] = run_trial(s)
             on_done(i, results[i])
         return results
-    import multiprocessing as mp
+    import multiprocessing as mp  # spawn: a forked child of a process that ran onnxruntime
+    # can deadlock on a lock some thread held at the fork
     with ProcessPoolExecutor(max_workers=min(jobs, len(specs)),
-                             mp_context=mp.get_context("fork")) as pool:
+                             mp_context=mp.get_context("spawn")) as pool:
         futs = {pool.submit(run_trial, s): i for i, s in enumerate(specs)}
         for f in as_completed(futs):
             i = futs[f]
