@@ -117,13 +117,23 @@ def _solve(rec, layers, sha, objective, limit):
     return knapsack.solve(cands, rec["kernel_code"], rec["models"][sha]["base_bytes"], limit)
 
 
-def _why(x, meas, choice, objective):
-    alts = "; ".join(f"{v}: {meas[v][objective]:,} {objective}, {meas[v]['bytes']:,} B"
+def _why(x, meas, choice, objective, linked, kernel_code):
+    """One line: the candidates' figures and what made the choice."""
+    alts = "; ".join(f"{v} {meas[v][objective]:,} {objective} {meas[v]['bytes']:,} B"
                      + ("" if meas[v]["bit_exact"] else " (not bit-exact)")
                      for v in x["candidates"])
     if len(x["candidates"]) == 1:
         return f"one kernel ({alts})"
-    return f"{choice} chosen ({alts}; kernels' code shared across layers)"
+    exact = [v for v in x["candidates"] if meas[v]["bit_exact"]]
+    fastest = min(exact, key=lambda v: (meas[v][objective], meas[v]["bytes"]))
+    if choice == fastest:
+        return f"fastest ({alts})"
+    missing = [k for k in meas[fastest]["kernels"] if k not in linked]
+    if missing:
+        code = sum(kernel_code.get(k, 0) for k in missing)
+        return (f"{fastest} needs {', '.join(missing)} ({code:,} B of code), which does not "
+                f"fit with the rest ({alts})")
+    return f"{fastest}'s {meas[fastest]['bytes'] - meas[choice]['bytes']:,} B more do not fit ({alts})"
 
 
 def tune_model(model, board="qemu-m4", numerics=None, part=None, flash_limit=None,
@@ -222,7 +232,8 @@ def _choose_and_check(rec, layers, sha, name, limits, objective, b, model, golde
         meas = rec["measurements"][x["key"]]["candidates"]
         out_layers.append({"index": x["index"], "node": x["node"], "op": x["op"],
                            "signature": x["key"], "candidates": x["candidates"], "choice": v,
-                           "why": _why(x, meas, v, objective)})
+                           "why": _why(x, meas, v, objective, set(sol.kernels),
+                                       rec["kernel_code"])})
     return {"model": name, "model_sha256": sha, "limits": limits, "layers": out_layers,
             "predicted": {"flash": sol.bytes, objective: sol.cost, "kernels": list(sol.kernels),
                           "granularity_bytes": sol.granularity},
