@@ -40,7 +40,8 @@ def add_arguments(p):
     p.add_argument("-j", "--jobs", type=int, default=2, metavar="N",
                    help="trials in parallel in a local process pool (default %(default)s)")
     p.add_argument("--cluster", metavar="ADDRESS",
-                   help="run the trials on a Ray cluster (ray://host:10001, or auto); needs "
+                   help="run the trials on a Ray cluster (ray://host:10001, auto: the "
+                        "cluster this machine is in, local: a Ray started here); needs "
                         "pip install 'tinyaot[cluster]'")
     p.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
 

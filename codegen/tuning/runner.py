@@ -43,14 +43,16 @@ def _ray():
 
 def run_ray(specs, address, on_done):
     """Each trial a Ray task. `address`: a cluster's address (ray://host:10001, host:6379),
-    or "auto"; an already initialised Ray (a test's local instance) is used as it is."""
+    "auto" (the cluster this machine belongs to) or "local" (a Ray instance started here);
+    an already initialised Ray (a test's local instance) is used as it is."""
     ray = _ray()
     if not ray.is_initialized():
         # the workers import codegen from this checkout unless the cluster has it installed
         env = {"env_vars": {"PYTHONPATH": os.pathsep.join(
             p for p in (str(REPO_ROOT), os.environ.get("PYTHONPATH")) if p)}}
         try:
-            ray.init(address=address, runtime_env=env, log_to_driver=False)
+            ray.init(address=None if address == "local" else address, runtime_env=env,
+                     log_to_driver=False)
         except (ConnectionError, RuntimeError, ValueError) as e:
             raise TinyAotError(f"--cluster {address}: cannot connect to Ray ({e})") from None
     task = ray.remote(run_trial)

@@ -171,3 +171,23 @@ def test_loop_variant_keeps_a_float_fc_out_of_straight_line_code():
     assert kern[x["index"]] == "tinyaot_fully_connected_f32_s8"
     assert sum("_fc_unrolled" in str(k) for k in kern.values()) == len(unrolled) - 1
     assert np.all([kern[y["index"]] == y["kernel"] for y in unrolled[1:]])
+
+
+def test_a_stale_record_is_not_trusted(tmp_path):
+    from codegen.targets.boards import board_or_error
+    from codegen.tuning import record
+    b = board_or_error("qemu-m4")
+    ctx = record.context(b, "ideal", "cycles", "ort")
+    rec = record.empty(ctx)
+    rec["measurements"]["conv2d:x"] = {"candidates": {"speed": {"cycles": 1}}}
+    assert record.usable(rec, ctx) is rec
+    for key, value in (("tinyaot_version", "0.0.0"), ("part", "stm32l4r5"),
+                       ("objective", "instructions"),
+                       ("toolchain", {"cc": "arm-none-eabi-gcc 1.0", "qemu": ctx["toolchain"]["qemu"]})):
+        other = dict(ctx, **{key: value})
+        fresh = record.usable(rec, other)
+        assert fresh["measurements"] == {} and fresh["context"] == other
+    p = tmp_path / "r.json"
+    record.save(rec, p)
+    assert record.load(p) == rec
+    assert list(tmp_path.iterdir()) == [p]  # nothing half-written left beside it
