@@ -76,7 +76,7 @@ def run(a):
     t = r["record"]["tuned"]
     if a.json:
         print_json({"record": a.output, "trials": r["trials"], "reused": r["reused"],
-                    "seconds": r["seconds"], "tuned": t})
+                    "checked": r["checked"], "seconds": r["seconds"], "tuned": t})
         return 0
     obj = r["record"]["context"]["objective"]
     m, fixed = t["measured"], t["fixed"]
@@ -87,11 +87,14 @@ def run(a):
         if v in fixed:
             f = fixed[v]
             fits = "fits" if f["flash"] <= t["limits"]["flash"] else "over the limit"
-            print(f"  fixed {v:<5} {f['flash']:>10,} B {f[obj]:>14,} {obj} ({fits})")
+            cost = "-" if f[obj] is None else f"{f[obj]:,}"
+            print(f"  fixed {v:<5} {f['flash']:>10,} B {cost:>14} {obj} ({fits})")
     chosen = [x for x in t["layers"] if len(x["candidates"]) > 1]
     counts = {v: sum(1 for x in chosen if x["choice"] == v) for v in ("speed", "size", "loop")}
     print("  layers: " + ", ".join(f"{n} {v}" for v, n in counts.items() if n)
           + f" (of {len(chosen)} with a choice)")
-    how = "reused the record, nothing measured" if r["reused"] else f"{r['trials']} trial builds"
+    how = (f"{r['trials']} trial builds" if not r["reused"] else
+           "measurements reused, the tuned build checked" if r["checked"] else
+           "reused the record, nothing measured")
     print(f"wrote {a.output} ({how}; {r['seconds']:.0f} s)")
     return 0

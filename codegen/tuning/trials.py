@@ -50,8 +50,9 @@ def layer_kernels(kernel_text, linked):
 
 
 def run_trial(spec):
-    """spec: {model, golden, key, board, numerics, part, optimize, choices, label}.
-    Returns the trial's figures (a JSON-ready dict)."""
+    """spec: {model, golden, key, board, numerics, part, optimize, choices, label, and
+    optionally ram_limit (checked as verify checks it) and profile (False: the image and
+    bit-exactness alone, no cycles)}. Returns the trial's figures (a JSON-ready dict)."""
     from ..compiler import compile_model
     from ..driver.firmware import firmware_paths
     from ..driver.profile import profile_model
@@ -67,31 +68,37 @@ def run_trial(spec):
     bd = tempfile.mkdtemp(prefix=f"tune-{spec['label']}-", dir=base)
     try:
         v = verify_model(spec["model"], spec["golden"], board=spec["board"],
-                         numerics=spec["numerics"], key=spec["key"], compiled=c, build_dir=bd)
+                         numerics=spec["numerics"], key=spec["key"], compiled=c, build_dir=bd,
+                         ram_limit=spec.get("ram_limit"))
         map_text = Path(firmware_paths(os.path.abspath(bd), c.module.name,
                                        spec["board"]).map).read_text()
         unrolled = unrolled_code(map_text, c.module.name, board)
     finally:
         shutil.rmtree(bd, ignore_errors=True)
-    prof = profile_model(spec["model"], board=spec["board"], numerics=spec["numerics"],
-                         compiled=c, cycles=True, parts=[spec["part"]])
+    prof = None
+    if spec.get("profile", True):
+        prof = profile_model(spec["model"], board=spec["board"], numerics=spec["numerics"],
+                             compiled=c, cycles=True, parts=[spec["part"]])
+    rows = {r["index"]: r for r in (prof or {}).get("layers", [])}
     flash = v["flash"]
     per_kernel = dict(flash["per_kernel"])
     layers = {}
     attributed = set()
-    for row in prof["layers"]:
-        i = row["index"]
+    for li in c.module.layers:
+        i = li["index"]
         own = flash["per_layer"].get(i) or flash["per_layer"].get(str(i)) or {}
-        ks = layer_kernels(row["kernel"], per_kernel)
+        ks = layer_kernels(li["kernel"], per_kernel)
         attributed |= set(ks)
-        layers[row["name"]] = {
-            "index": i, "op": row["op"], "kernel_name": row["kernel"],
-            "cycles": int((row.get("cycles") or {}).get(spec["part"]) or 0),
-            "instructions": int(row.get("instructions_exact") or row["instructions"]),
+        row = rows.get(i)
+        layers[li["name"]] = {
+            "index": i, "op": li["op"], "kernel_name": li["kernel"],
+            "cycles": int((row.get("cycles") or {}).get(spec["part"]) or 0) if row else None,
+            "instructions": int(row.get("instructions_exact") or row["instructions"])
+            if row else None,
             "bytes": int(own.get("weights", 0) + own.get("tables", 0) + unrolled.get(i, 0)),
             "kernels": ks}
     own_bytes = sum(x["bytes"] for x in layers.values())
-    part = next(p for p in prof["cycles"]["parts"] if p["name"] == spec["part"])
+    part = next(p for p in prof["cycles"]["parts"] if p["name"] == spec["part"]) if prof else None
     return {
         "label": spec["label"], "layers": layers,
         "kernel_code": {k: per_kernel[k] for k in sorted(attributed)},
@@ -99,5 +106,6 @@ def run_trial(spec):
         "base_bytes": int(flash["total"] - own_bytes - sum(per_kernel[k] for k in attributed)),
         "flash": int(flash["total"]), "arena_bytes": int(v["arena_bytes"]),
         "mismatches": int(v["mismatches"]), "vectors": int(v["vectors"]),
-        "cycles": int(part["cycles"]), "instructions": int(prof["cycles"]["instructions"]),
+        "cycles": int(part["cycles"]) if part else None,
+        "instructions": int(prof["cycles"]["instructions"]) if prof else None,
     }

@@ -13,9 +13,10 @@
 4. Check: the tuned build is verified and measured as a whole; a predicted image that
    the linked one overshoots (alignment, the run function's code) lowers the limit by the
    overshoot and the choice is made again (at most MAX_ROUNDS times). The RAM limit is
-   checked on that build (arena + stack, as verify checks it).
-5. The record (record.py) keeps the measurements per layer signature: a second run, or
-   another model with the same layers, in the same context measures nothing again.
+   checked on that build (arena + stack, as verify checks it); it is not traded.
+5. The record (record.py) keeps the measurements per layer signature: a second run in the
+   same context measures nothing again; another model whose layers all have recorded
+   signatures is built once (not profiled) for its image's other bytes.
 """
 from __future__ import annotations
 
@@ -70,14 +71,13 @@ def _specs(model, golden, key, board, numerics, part, layers):
     return specs
 
 
-def _cached(rec, layers, sha):
-    return sha in rec["models"] and all(
-        x["key"] in rec["measurements"]
-        and set(x["candidates"]) <= set(rec["measurements"][x["key"]]["candidates"])
-        for x in layers)
+def _layers_cached(rec, layers):
+    return all(x["key"] in rec["measurements"]
+               and set(x["candidates"]) <= set(rec["measurements"][x["key"]]["candidates"])
+               for x in layers)
 
 
-def _merge(rec, layers, sha, name, trials, objective):
+def _merge(rec, layers, sha, name, trials):
     """The trials' figures into the record's cache."""
     by_label = {t["label"]: t for t in trials}
     for x in layers:
@@ -90,6 +90,11 @@ def _merge(rec, layers, sha, name, trials, objective):
                 "cycles": f["cycles"], "instructions": f["instructions"], "bytes": f["bytes"],
                 "kernels": f["kernels"], "kernel_name": f["kernel_name"],
                 "bit_exact": t["mismatches"] == 0}
+    _merge_model(rec, sha, name, trials)
+
+
+def _merge_model(rec, sha, name, trials):
+    """The model's own figures: the image's other bytes, the fixed builds, kernels' code."""
     for t in trials:
         for k, b in t["kernel_code"].items():
             rec["kernel_code"][k] = max(b, rec["kernel_code"].get(k, 0))
@@ -169,19 +174,27 @@ def tune_model(model, board="qemu-m4", numerics=None, part=None, flash_limit=Non
     sha = _sha256(model)
     name = os.path.basename(str(model))
     trials_run = 0
-    if not _cached(rec, layers, sha):
+    layers_known = _layers_cached(rec, layers)
+    if not (layers_known and sha in rec["models"]):
         specs = _specs(model, golden, key, board, numerics, part, layers)
+        if layers_known:  # every layer measured (another model): this model's image alone
+            specs = [dict(specs[1], profile=False)]  # the size build, not profiled
+            progress("every layer's signature is in the record: one build for the image")
         done = []
 
         def on_done(i, r):
             done.append(r)
-            fits = [t for t in done if t["label"] in ("speed", "size") and t["flash"] <= limit]
+            fits = [t for t in done if t["label"] in ("speed", "size") and t["flash"] <= limit
+                    and t[objective] is not None]
             best = min((t[objective] for t in fits), default=None)
             progress(f"trials {len(done)}/{len(specs)}; best fixed build under the limit: "
                      + (f"{best:,} {objective}" if best is not None else "none yet"))
         trials = run_trials(specs, cluster=cluster, jobs=jobs, on_done=on_done)
         trials_run = len(trials)
-        _merge(rec, layers, sha, name, trials, objective)
+        if layers_known:
+            _merge_model(rec, sha, name, trials)
+        else:
+            _merge(rec, layers, sha, name, trials)
     limits = {"flash": limit, "ram": int(ram_limit) if ram_limit is not None else None}
     prev = rec.get("tuned") or {}
     reuse = (prev.get("model_sha256") == sha and prev.get("limits") == limits
@@ -191,7 +204,8 @@ def tune_model(model, board="qemu-m4", numerics=None, part=None, flash_limit=Non
     else:
         rec["tuned"] = _choose_and_check(rec, layers, sha, name, limits, objective, b, model,
                                          golden, key, numerics, part, progress)
-    res = {"record": rec, "trials": trials_run, "reused": trials_run == 0,
+    # reused: no trial measured; checked: the tuned build was built and measured
+    res = {"record": rec, "trials": trials_run, "reused": trials_run == 0, "checked": not reuse,
            "seconds": round(time.monotonic() - t0, 1), "out": out}
     rec_io.save(rec, out)
     return res
@@ -215,7 +229,8 @@ def _choose_and_check(rec, layers, sha, name, limits, objective, b, model, golde
                  f"{objective})")
         t = run_trial({"model": os.path.abspath(model), "golden": os.path.abspath(golden),
                        "key": key, "board": b["name"], "numerics": numerics, "part": part,
-                       "optimize": "speed", "choices": choices, "label": "tuned"})
+                       "optimize": "speed", "choices": choices, "label": "tuned",
+                       "ram_limit": limits["ram"]})
         if t["flash"] <= limits["flash"]:
             break
         budget -= t["flash"] - limits["flash"]  # the prediction was short: ask for less
@@ -225,8 +240,6 @@ def _choose_and_check(rec, layers, sha, name, limits, objective, b, model, golde
     if t["mismatches"]:
         raise TinyAotError(f"the tuned build is not bit-exact ({t['mismatches']} mismatches "
                            "against the golden); please report it", model=str(model))
-    if limits["ram"] is not None:
-        _check_ram(t, b, limits["ram"], model)
     out_layers = []
     for x, v in zip(layers, sol.choice):
         meas = rec["measurements"][x["key"]]["candidates"]
@@ -239,10 +252,3 @@ def _choose_and_check(rec, layers, sha, name, limits, objective, b, model, golde
                           "granularity_bytes": sol.granularity},
             "measured": _summary(t), "fixed": rec["models"][sha]["fixed"]}
 
-
-def _check_ram(t, b, ram_limit, model):
-    """The tuned build's arena against the RAM limit (the solver does not trade RAM: the
-    variants' scratch differs by a few hundred bytes against arenas of kilobytes)."""
-    if t["arena_bytes"] > ram_limit:
-        raise TinyAotError(f"the tuned build's arena takes {t['arena_bytes']:,} B, over the RAM "
-                           f"limit of {ram_limit:,} B", model=str(model))

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from tests.helpers.env import DEFAULT_GOLDEN, DEFAULT_MODEL, REPO, require_arm_toolchain
+from tests.helpers.env import DEFAULT_GOLDEN, DEFAULT_MODEL, REPO, _missing, require_arm_toolchain
 
 pytestmark = [pytest.mark.qemu, pytest.mark.slow, pytest.mark.xdist_group("tune")]
 
@@ -75,7 +75,10 @@ def test_report_shows_each_tuned_layers_variant(pool_record, capsys):
 
 
 def test_ray_path_gives_the_same_record(pool_record, tmp_path):
-    ray = pytest.importorskip("ray")  # the extra tinyaot[cluster]; CI installs it
+    try:
+        import ray  # the extra tinyaot[cluster]: bootstrap.sh installs it, CI must run this
+    except ImportError:
+        _missing("ray (pip install 'tinyaot[cluster]')")
     from codegen.tuning.tune import tune_model
     ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False,
              runtime_env={"env_vars": {"PYTHONPATH": str(REPO)}})
@@ -87,3 +90,26 @@ def test_ray_path_gives_the_same_record(pool_record, tmp_path):
         ray.shutdown()
     assert r["trials"] == 2
     assert out.read_bytes() == pool_record.read_bytes()
+
+
+def test_another_model_with_the_same_layers_reuses_the_measurements(pool_record, tmp_path):
+    import shutil
+
+    import onnx
+
+    from codegen.tuning.tune import tune_model
+    m = onnx.load(str(DEFAULT_MODEL))
+    m.doc_string = "the same layers in another file"
+    other = tmp_path / "other.onnx"
+    onnx.save(m, str(other))
+    shutil.copy(DEFAULT_GOLDEN, tmp_path / "other_golden.npz")
+    out = tmp_path / "rec.json"
+    shutil.copy(pool_record, out)
+    first = json.loads(pool_record.read_text())
+    r = tune_model(str(other), board="qemu-m4", flash_limit=LIMIT, out=str(out))
+    assert r["trials"] == 1  # the image's other bytes: one build, no layer measured again
+    rec = r["record"]
+    assert rec["measurements"] == first["measurements"] and len(rec["models"]) == 2
+    assert [x["choice"] for x in rec["tuned"]["layers"]] == \
+        [x["choice"] for x in first["tuned"]["layers"]]
+    assert rec["tuned"]["measured"]["flash"] <= LIMIT and rec["tuned"]["measured"]["bit_exact"]
