@@ -191,3 +191,20 @@ def test_a_stale_record_is_not_trusted(tmp_path):
     record.save(rec, p)
     assert record.load(p) == rec
     assert list(tmp_path.iterdir()) == [p]  # nothing half-written left beside it
+
+
+def test_compile_and_export_take_a_tuning_record(tmp_path, capsys):
+    from codegen.cli import main
+    c = compile_model(DEFAULT_MODEL)
+    n = next(n for n in c.graph.nodes if n.name == "/conv2/Conv")
+    rec = _record(tmp_path, [{"node": n.name, "choice": "size",
+                              "signature": signature_key(layer_signature(c.graph, n, "ort"))}])
+    assert main(["compile", str(DEFAULT_MODEL), "-o", str(tmp_path / "gen"), "--tuning",
+                 str(rec)]) == 0
+    report = json.loads((tmp_path / "gen" / "report.json").read_text())
+    assert report["tuning"]["variants"] == {"/conv2/Conv": "size"}
+    src = (tmp_path / "gen" / "digits_cnn_int8.c").read_text()
+    assert "tinyaot_convolve_w8_s8(" in src and "tinyaot_convolve_fast_s8(" in src
+    assert main(["export", str(DEFAULT_MODEL), "--board", "host", "-o", str(tmp_path / "lib"),
+                 "--tuning", str(rec), "--no-measure"]) == 0
+    assert "tinyaot_convolve_w8_s8(" in (tmp_path / "lib" / "src" / "digits_cnn_int8.c").read_text()
