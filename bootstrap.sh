@@ -19,8 +19,8 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 PY=${PYTHON:-python3}
-echo "bootstrap: pip install -e .[test]"
-"$PY" -m pip install -q --disable-pip-version-check -e ".[test]"
+echo "bootstrap: pip install -e .[test,cluster]"
+"$PY" -m pip install -q --disable-pip-version-check -e ".[test,cluster]"
 
 arm-none-eabi-gcc --version | head -n 1
 qemu-system-arm --version | head -n 1

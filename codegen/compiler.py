@@ -21,6 +21,7 @@ from .kernels.c_format import c_ident
 from .numerics import NUMERICS
 from .passes.dce import eliminate_dead_code
 from .passes.kernel_select import check_optimize, select_kernels
+from .passes.layer_signature import layer_signature, signature_key
 from .passes.layout import assign_layouts
 from .passes.uint8 import uint8_to_int8
 from .planner import check_plan, plan_arena
@@ -67,6 +68,10 @@ class Options:
     ort_threads: int = 1
     optimize: str = "speed"
     float_fallback: bool = True  # nodes no integer kernel takes run in float32
+    # `tinyaot tune`'s choice (--tuning FILE, codegen/tuning/record.py): {node name:
+    # {"variant": speed|size|loop, "signature": layer_signature key}}, None: --optimize alone
+    tuning: dict | None = None
+    tuning_source: str | None = None  # the record's file, for messages
 
 
 @dataclass
@@ -115,7 +120,31 @@ def _ir(fn):
 
 
 def _select_kernels(b):
-    select_kernels(b.g, b.opt.optimize)  # each operator's Op.select, for --optimize speed|size
+    # each operator's Op.select, for --optimize speed|size (a tuning record: per layer)
+    select_kernels(b.g, b.opt.optimize, _tuned_variants(b))
+
+
+def _tuned_variants(b):
+    """{node name: variant} of a tuning record, checked against this model's layers."""
+    o = b.opt
+    if not o.tuning:
+        return None
+    src = o.tuning_source or "the tuning record"
+    nodes = {n.name: n for n in b.g.nodes}
+    out = {}
+    for name, choice in sorted(o.tuning.items()):
+        n = nodes.get(name)
+        if n is None:
+            raise TinyAotError(f"{src}: layer '{name}' is not in this model; the record was "
+                               "tuned for another model: run tinyaot tune on it",
+                               model=str(b.path))
+        key = signature_key(layer_signature(b.g, n, o.numerics))
+        if choice.get("signature") != key:
+            raise TinyAotError(f"{src}: layer '{name}' differs from the one tuned (signature "
+                               f"{choice.get('signature')}, this model's {key}, numerics "
+                               f"{o.numerics}): run tinyaot tune again", model=str(b.path))
+        out[name] = choice["variant"]
+    return out
 
 
 def _order(b):
@@ -163,6 +192,7 @@ def _report(b):
         "name": module.name,
         "numerics": o.numerics,
         "optimize": o.optimize,
+        **({"tuning": _tuning_report(g, o)} if o.tuning else {}),
         "arena_bytes": plan.size,
         "arena_lower_bound_bytes": plan.lower_bound,
         "weights_bytes": module.weights_bytes,
@@ -188,6 +218,12 @@ def _report(b):
     if fallback:  # frontend/float_fallback.py: layers run in float32
         b.report["float_fallback"] = fallback
         _warn_float_fallback(b.path, o.numerics, fallback)
+
+
+def _tuning_report(g, o):
+    """The record's file and each tuned layer's variant (the report's layers say the kernel)."""
+    return {"record": os.path.basename(o.tuning_source) if o.tuning_source else None,
+            "variants": {n.name: n.attrs["variant"] for n in g.nodes if "variant" in n.attrs}}
 
 
 def float_fallback_layers(g, module):
@@ -237,9 +273,12 @@ PIPELINE = [
 def compile_model(path, numerics=None, name=None, input_shapes=None, dump=None,
                   hooks=False, io_buffers="arena", search_order=True, integrity=None,
                   io="model", depthwise_inplace=False, ort_threads=1,
-                  optimize="speed", float_fallback=True) -> Compiled:
+                  optimize="speed", float_fallback=True, tuning=None) -> Compiled:
+    """tuning: None, or a tuning record's path or codegen/tuning/record.py's
+    (choices, source) pair: each layer's kernel variant (`tinyaot tune`)."""
+    choices, source = _tuning_choices(tuning)
     opt = Options(numerics, name, input_shapes, dump, hooks, io_buffers, search_order, integrity,
-                  io, depthwise_inplace, ort_threads, optimize, float_fallback)
+                  io, depthwise_inplace, ort_threads, optimize, float_fallback, choices, source)
     b = _Build(path, opt)
     for title, stage, dump_title in PIPELINE:
         stage(b)
@@ -248,7 +287,18 @@ def compile_model(path, numerics=None, name=None, input_shapes=None, dump=None,
     options = {"path": path, "numerics": opt.numerics, "input_shapes": input_shapes,
                "io_buffers": io_buffers, "ort_threads": opt.ort_threads, "optimize": optimize,
                "io": io, "float_fallback": float_fallback}
+    if tuning is not None:
+        options["tuning"] = tuning
     return Compiled(b.g, b.plan, b.params, b.module, opt.numerics, b.report, options)
+
+
+def _tuning_choices(tuning):
+    if tuning is None:
+        return None, None
+    if isinstance(tuning, tuple):
+        return tuning
+    from .tuning.record import load_choices  # a record file: its choices
+    return load_choices(tuning), str(tuning)
 
 
 def write_outputs(c: Compiled, out_dir):

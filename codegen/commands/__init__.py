@@ -9,6 +9,7 @@ so `tinyaot --help` stays fast.
 from __future__ import annotations
 
 from . import bench, boards, export, golden, keygen, profile, quantize, report, run, sign, validate, verify
+from . import tune
 from . import compile as compile_  # the module; the builtin compile() stays unshadowed
 from . import verify_signature
 
@@ -21,6 +22,7 @@ COMMANDS = {
     "report": report,
     "validate": validate,
     "profile": profile,
+    "tune": tune,
     "quantize": quantize,
     "export": export,
     "boards": boards,

@@ -26,6 +26,10 @@ def add_arguments(p):
     p.add_argument("--board", default="qemu-m4")
     p.add_argument("-o", "--output", help="output directory (default bench/; with MODEL: none)")
     add_optimize(p)
+    p.add_argument("--tuned", action="store_true",
+                   help="instead, each shared model tuned (tinyaot tune) with no flash limit "
+                        "and under 0.8x the TFLM + CMSIS-NN image; writes bench/tuned/ (the "
+                        "tuning records in bench/tuned/records/ are reused by the next run)")
     p.add_argument("--json", action="store_true", help="print the rows as JSON on stdout")
 
 
@@ -34,6 +38,9 @@ def run(a):
                                 run_bench)
     from ..driver.console import print_table, progress, use_color
     from ..errors import TinyAotError
+    if a.tuned and (a.model or a.optimize != "speed"):
+        raise TinyAotError("--tuned benches the shared models against TFLM's image; tune your "
+                           "own model with tinyaot tune, then verify it with --tuning FILE")
     if not a.model and (a.golden or a.numerics != "ort"):
         raise TinyAotError("--golden and --numerics go with MODEL (the bench's own set runs "
                            "every model in both numerics)")
@@ -52,8 +59,8 @@ def run(a):
     else:
         with progress(f"bench on {a.board}", len(bench_jobs())) as tick:
             rows = run_bench(board=a.board, out_dir=a.output, log=log, tick=tick,
-                             optimize=a.optimize)
-        default = "bench/size" if a.optimize == "size" else "bench"
+                             optimize=a.optimize, tuned=a.tuned)
+        default = "bench/tuned" if a.tuned else "bench/size" if a.optimize == "size" else "bench"
         wrote = f"wrote {a.output or default}/results.json and results.md ({len(rows)} rows)"
     if a.json:
         print(json.dumps(rows, indent=2))

@@ -47,7 +47,7 @@ def run(a):
                       dump=dump if a.dump_ir else None, io_buffers=a.io_buffers,
                       integrity=a.integrity, io=a.io, depthwise_inplace=a.depthwise_inplace,
                       ort_threads=a.ort_threads, optimize=a.optimize,
-                      float_fallback=a.float_fallback)
+                      float_fallback=a.float_fallback, tuning=a.tuning)
     out = a.output or os.path.join("build", model_name(a.model))
     c.report["budget"] = check_budget(c, board_or_error(a.board), a.ram_limit, a.flash_limit,
                                       model=a.model)

@@ -44,7 +44,7 @@ def run(a):
 
     r = export(a.model, a.board, a.output, numerics=a.numerics, measure_on_board=not a.no_measure,
                io_buffers=a.io_buffers, ort_threads=a.ort_threads, optimize=a.optimize, io=a.io,
-               inputs=a.inputs, float_fallback=a.float_fallback)
+               inputs=a.inputs, float_fallback=a.float_fallback, tuning=a.tuning)
     if a.json:
         print(json.dumps(r, indent=2, default=str))
         return 0

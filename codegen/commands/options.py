@@ -34,6 +34,13 @@ def add_optimize(p):
                         "more instructions, the same outputs)")
 
 
+def add_tuning(p):
+    """--tuning FILE: `tinyaot tune`'s record, each layer's kernel variant (over --optimize)."""
+    p.add_argument("--tuning", metavar="FILE",
+                   help="a tuning record written by tinyaot tune: each layer runs the kernel "
+                        "variant chosen there (speed, size or loop), other layers --optimize's")
+
+
 def add_numerics(p):
     """--numerics (by the model's file type when left out: resolve_numerics), --ort-threads,
     --optimize and --no-float-fallback."""
@@ -41,6 +48,7 @@ def add_numerics(p):
     p.set_defaults(numerics_by_model=True)
     p.add_argument("--ort-threads", type=int, default=1, metavar="N", help=ORT_THREADS_HELP)
     add_optimize(p)
+    add_tuning(p)
     p.add_argument("--no-float-fallback", dest="float_fallback", action="store_false",
                    help="refuse a node no integer kernel covers instead of running it in float32 "
                         "between its DequantizeLinear and QuantizeLinear (the float fallback: "

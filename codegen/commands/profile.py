@@ -31,7 +31,7 @@ def run(a):
         from ..driver.validate import load_inputs
         x = load_inputs(a.inputs)
     c = compile_model(a.model, numerics=a.numerics, ort_threads=a.ort_threads,
-                      optimize=a.optimize, float_fallback=a.float_fallback)
+                      optimize=a.optimize, float_fallback=a.float_fallback, tuning=a.tuning)
     r = profile_model(a.model, board=a.board, numerics=a.numerics, inputs=x, compiled=c,
                       cycles=a.cycles or bool(a.part), parts=a.part)
     if a.png:

@@ -32,7 +32,7 @@ def run(a):
     from ..compiler import compile_model
     from ..driver.report import print_report_table, report_model
     c = compile_model(a.model, numerics=a.numerics, ort_threads=a.ort_threads,
-                      optimize=a.optimize, float_fallback=a.float_fallback)
+                      optimize=a.optimize, float_fallback=a.float_fallback, tuning=a.tuning)
     r = report_model(a.model, board=a.board, numerics=a.numerics, compiled=c,
                      measure=a.measure_stack)
     if r["totals"].get("part_fit") is not None or a.cycles or a.part:
@@ -41,6 +41,15 @@ def run(a):
         from ..driver.profile import profile_model
         merge_into_report(r, profile_model(a.model, board=a.board, numerics=a.numerics, compiled=c,
                                            cycles=True, parts=a.part))
+    if a.tuning:  # each layer's variant and why, from the record (codegen/tuning)
+        from ..tuning.record import tuned_layers
+        tl = tuned_layers(a.tuning)
+        by = {x["node"]: x for x in tl}
+        for row in r["layers"]:
+            x = by.get(row["name"])
+            if x:
+                row["variant"], row["why"] = x["choice"], x["why"]
+        r["tuning"] = {"record": a.tuning, "layers": tl}
     if a.plot:
         from ..driver.plots import memory_title, plot_memory  # compile --plot-memory's chart
         plot_memory(c.plan, c.graph, a.plot, title=memory_title(c))

@@ -43,7 +43,7 @@ def run(a):
     require_board_runs(b)
     c = compile_model(a.model, numerics=a.numerics, io_buffers=a.io_buffers,
                       depthwise_inplace=a.depthwise_inplace, ort_threads=a.ort_threads,
-                      optimize=a.optimize, float_fallback=a.float_fallback)
+                      optimize=a.optimize, float_fallback=a.float_fallback, tuning=a.tuning)
     inputs = golden_inputs(data, a.inputs, len(c.graph.inputs))
     outs, info = run_ends(a.model, inputs, board=a.board, numerics=a.numerics, compiled=c,
                           ram_limit=a.ram_limit, flash_limit=a.flash_limit,

@@ -1,5 +1,5 @@
 """The default job of the SConstruct: `scons board=B [model= golden= numerics= key=
-io_buffers= optimize=]` compiles, builds, verifies and prints the report of
+io_buffers= optimize= tuning=]` compiles, builds, verifies and prints the report of
 `tinyaot verify`; `board=all` or `board=B1,B2` verifies on a fleet of boards
 (one SCons node per board, so `-j N` runs N at once, and a final table).
 
@@ -17,7 +17,8 @@ from ..paths import DEFAULT_GOLDEN, DEFAULT_MODEL
 
 # The variables `scons` understands: the verify job's, and the build of a
 # generated folder's (gen=DIR, what the driver runs; driver/firmware.py).
-VERIFY_VARIABLES = ("board", "model", "golden", "numerics", "key", "io_buffers", "optimize")
+VERIFY_VARIABLES = ("board", "model", "golden", "numerics", "key", "io_buffers", "optimize",
+                    "tuning")
 BUILD_VARIABLES = ("board", "gen", "variant", "harness", "stack_check", "kernels")
 
 
@@ -65,11 +66,13 @@ def scons_verify(Environment, Command, AlwaysBuild, Default, root, board_name, a
     model, golden, numerics, key = _args(args)
     io_buffers = args.get("io_buffers", "arena")  # scons ... io_buffers=user
     optimize = args.get("optimize", "speed")  # scons ... optimize=size
+    tuning = args.get("tuning")  # scons ... tuning=FILE (tinyaot tune's record)
     try:  # user mistakes: one line, exit 2, before any build
         require_tools(board_or_error(board_name))
         if golden is None:
             raise TinyAotError("a golden file is needed (golden=PATH)", model=str(model))
-        c = compile_model(model, numerics=numerics, io_buffers=io_buffers, optimize=optimize)
+        c = compile_model(model, numerics=numerics, io_buffers=io_buffers, optimize=optimize,
+                          tuning=tuning)
         check_golden_file(c, golden, key)
     except TinyAotError as e:
         print(f"tinyaot: error: {e}", file=sys.stderr)
@@ -114,6 +117,9 @@ def scons_fleet(Command, AlwaysBuild, Default, board_arg, args):
     model, golden, numerics, key = _args(args)
     optimize = args.get("optimize", "speed")  # scons ... optimize=size
     try:
+        if args.get("tuning"):
+            raise TinyAotError("tuning=FILE holds one board's measurements: verify it on that "
+                               "board alone (board=B)")
         boards = parse_boards(board_arg)
         if golden is None:
             raise TinyAotError("a golden file is needed (golden=PATH)", model=str(model))

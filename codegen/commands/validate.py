@@ -33,7 +33,7 @@ def run(a):
     from ..driver.console import progress
     from ..driver.validate import load_input_arrays, print_validate, validate_model
     c = compile_model(a.model, numerics=a.numerics, ort_threads=a.ort_threads,
-                      optimize=a.optimize, float_fallback=a.float_fallback)
+                      optimize=a.optimize, float_fallback=a.float_fallback, tuning=a.tuning)
     x = load_input_arrays(a.inputs, len(c.graph.inputs), a.key)
     if a.limit:
         x = [v[:a.limit] for v in x]

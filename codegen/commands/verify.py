@@ -30,7 +30,7 @@ def run(a):
                      key=a.key or default_golden_key(a.golden, a.numerics),
                      ram_limit=a.ram_limit, flash_limit=a.flash_limit, io_buffers=a.io_buffers,
                      depthwise_inplace=a.depthwise_inplace, ort_threads=a.ort_threads,
-                     optimize=a.optimize, float_fallback=a.float_fallback)
+                     optimize=a.optimize, float_fallback=a.float_fallback, tuning=a.tuning)
     if a.json:
         print(json.dumps(r, indent=2, default=str))
     else:

@@ -47,8 +47,9 @@ def bench_jobs(numerics=("ort", "tflite")):
     return jobs
 
 
-def _bench_row(key, num, model, golden, gkey, board, optimize, tflm_runs):
-    """Verify one model, then price its firmware and TFLM's with the cycle model."""
+def _bench_row(key, num, model, golden, gkey, board, optimize, tflm_runs, tuning=None):
+    """Verify one model, then price its firmware and TFLM's with the cycle model
+    (tuning: a `tinyaot tune` record the build follows)."""
     from ..cycles import compare
     from ..targets.boards import board_or_error
     b = board_or_error(board)
@@ -56,7 +57,7 @@ def _bench_row(key, num, model, golden, gkey, board, optimize, tflm_runs):
     base.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=f"bench-{key}-{num}-", dir=base) as bd:
         r = verify_model(model, golden, board=board, numerics=num, key=gkey, optimize=optimize,
-                         build_dir=bd)
+                         build_dir=bd, tuning=str(tuning) if tuning else None)
         elves = sorted(Path(bd).glob(f"*-{board}.elf"))
         ours = compare.price_tinyaot(elves[0], b) if elves and b["kind"] == "firmware" else None
     if ours and r.get("flash"):
@@ -96,8 +97,45 @@ def _bench_row(key, num, model, golden, gkey, board, optimize, tflm_runs):
     return row
 
 
+TUNED_FRACTION = 0.8  # the tuned row's flash limit: this fraction of TFLM's image
+
+
+def tuned_rows(key, num, model, golden, gkey, board, tflm_runs, records, log=print):
+    """`bench --tuned`: the model tuned (codegen/tuning) with no limit and under
+    TUNED_FRACTION x the TFLM + CMSIS-NN image, each benched as any row. The records in
+    `records` are the tuner's cache: a second bench measures no trial again."""
+    import shutil
+
+    from ..cycles import compare
+    from ..targets.boards import board_or_error
+    from ..tuning.tune import tune_model
+    if key not in tflm_runs:
+        tflm_runs[key] = compare.price_tflm(key, board_or_error(board))
+    tflm = tflm_runs[key]
+    limits = [("tuned", None)]
+    if tflm:
+        limits.append((f"tuned {TUNED_FRACTION:g}x TFLM", int(TUNED_FRACTION * tflm["flash"])))
+    records.mkdir(parents=True, exist_ok=True)
+    rows, first = [], None
+    for label, limit in limits:
+        out = records / f"{key}-{num}-{'nolimit' if limit is None else limit}.json"
+        if first is not None and not out.exists():
+            shutil.copy(first, out)  # the layers' measurements: only the choice is new
+        t = tune_model(str(model), board=board, numerics=num, flash_limit=limit, out=str(out),
+                       golden=str(golden), key=gkey)
+        first = first or out
+        row = _bench_row(key, num, model, golden, gkey, board, "speed", tflm_runs, tuning=out)
+        row.update({"optimize": label, "flash_limit": limit, "tuning_seconds": t["seconds"],
+                    "tuning_trials": t["trials"]})
+        rows.append(row)
+        log(bench_line(row))
+    return rows
+
+
 def run_bench(board="qemu-m4", out_dir=None, numerics=("ort", "tflite"), log=print,
-              tick=lambda n=1: None, optimize="speed"):
+              tick=lambda n=1: None, optimize="speed", tuned=False):
+    """Every model of the bench; tuned: instead, each shared model's tuned rows
+    (tuned_rows) into bench/tuned/."""
     rows = []
     tflm_runs = {}
     for key, stem, num in bench_jobs(numerics):
@@ -109,12 +147,20 @@ def run_bench(board="qemu-m4", out_dir=None, numerics=("ort", "tflite"), log=pri
             tick()
             continue
         gkey = KEYS[num] if key not in OWN_MODELS else "outputs"
+        if tuned:
+            if key not in OWN_MODELS:  # TFLM's image sets the limit: the shared models
+                out = Path(out_dir or REPO_ROOT / "bench" / "tuned")
+                rows += tuned_rows(key, num, model, golden, gkey, board, tflm_runs,
+                                   out / "records", log)
+            tick()
+            continue
         row = _bench_row(key, num, model, golden, gkey, board, optimize, tflm_runs)
         rows.append(row)
         log(bench_line(row))
         tick()
     # size builds in bench/size/: the speed table in bench/ stays what the README quotes
-    out_dir = Path(out_dir or REPO_ROOT / "bench" / ("size" if optimize == "size" else ""))
+    out_dir = Path(out_dir or REPO_ROOT / "bench" / ("tuned" if tuned else
+                                                     "size" if optimize == "size" else ""))
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "results.json").write_text(json.dumps(rows, indent=2) + "\n")
     (out_dir / "results.md").write_text(markdown_table(rows))
@@ -191,7 +237,8 @@ def bench_cells(r):
             d = d.get(k) if isinstance(d, dict) else None
         return d
 
-    return [r["model"], r["numerics"],
+    tuned = str(r.get("optimize", "")).startswith("tuned")  # bench --tuned: which limit
+    return [r["model"] + (f" ({r['optimize']})" if tuned else ""), r["numerics"],
             f"{r['vectors'] - (1 if r['mismatches'] else 0)}/{r['vectors']}"
             f"{'' if not r['mismatches'] else ' (' + str(r['mismatches']) + ' elements differ)'}",
             _cell(r["macs"]),

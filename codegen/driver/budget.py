@@ -103,6 +103,7 @@ def _size_hint(compiled, flash_have):
         return ""
     from ..compiler import compile_model
     opts["optimize"] = "size"
+    opts.pop("tuning", None)  # the whole size build's figure
     try:
         small = int(compile_model(opts.pop("path"), **opts).module.weights_bytes)
     except TinyAotError:

@@ -131,7 +131,8 @@ def measure_part(model, c, board_name, timed=True):
 
 
 def export(models, board_name, out_dir, numerics="ort", measure_on_board=True, io_buffers="arena",
-           ort_threads=1, optimize="speed", io="int8", inputs=None, float_fallback=True):
+           ort_threads=1, optimize="speed", io="int8", inputs=None, float_fallback=True,
+           tuning=None):
     """Compile `models` for `board_name` into the folder `out_dir`; returns a summary dict.
     inputs: per model, an .npz of inputs for the example to embed (None: one
     input at the zero point)."""
@@ -152,7 +153,8 @@ def export(models, board_name, out_dir, numerics="ort", measure_on_board=True, i
     out_dir = os.path.abspath(str(out_dir))
     previous = check_destination(out_dir)  # refuses before any work; nothing touched
     compiled = [compile_model(m, numerics=numerics, io_buffers=io_buffers, ort_threads=ort_threads,
-                              optimize=optimize, io=io, float_fallback=float_fallback)
+                              optimize=optimize, io=io, float_fallback=float_fallback,
+                              tuning=tuning)
                 for m in models]
     names = [c.module.name for c in compiled]
     dup = sorted({n for n in names if names.count(n) > 1})

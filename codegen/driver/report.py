@@ -221,6 +221,12 @@ def report_totals(r):
     for p in (t.get("cycles") or {}).get("parts", []):  # report --cycles (codegen/cycles)
         lines.append(f"cycles       {p['cycles']:,} on {p['name']} ({p['ms']:.3f} ms at "
                      f"{p['clock_hz'] / 1e6:g} MHz; modelled from documented timings)")
+    tu = r.get("tuning")
+    if tu:  # report --tuning FILE: each layer with a choice, its variant and why
+        lines.append(f"tuning       {tu['record']}: the variant of each layer with a choice")
+        for x in tu["layers"]:
+            if len(x["candidates"]) > 1:
+                lines.append(f"  #{x['index']:<3} {x['choice']:<5} {x['why']}")
     ff = r.get("float_fallback") or []
     if ff:  # frontend/float_fallback.py
         lines.append(f"float        {len(ff)} layer(s) run in float32 (float fallback): "

@@ -234,7 +234,8 @@ def check_golden_file(c, golden, key, data=None):
 
 def verify_model(model, golden, board="host", numerics="ort", key="outputs", build_dir=None,
                  ram_limit=None, flash_limit=None, io_buffers="arena", depthwise_inplace=False,
-                 ort_threads=1, optimize="speed", compiled=None, float_fallback=True):
+                 ort_threads=1, optimize="speed", compiled=None, float_fallback=True,
+                 tuning=None):
     """Run the golden inputs through <name>_run (each end as the model declares it) and
     compare every output with its golden array (golden_keys.py)."""
     if golden is None:
@@ -243,7 +244,8 @@ def verify_model(model, golden, board="host", numerics="ort", key="outputs", bui
     require_board_runs(board_or_error(board))
     c = compiled or compile_model(model, numerics=numerics, io_buffers=io_buffers,
                                   depthwise_inplace=depthwise_inplace, ort_threads=ort_threads,
-                                  optimize=optimize, float_fallback=float_fallback)
+                                  optimize=optimize, float_fallback=float_fallback,
+                                  tuning=tuning)
     ins, outs_e, inputs, expected = check_golden_file(c, golden, key, data)
     outs, info = run_ends(model, inputs, board=board, numerics=numerics, compiled=c,
                           build_dir=build_dir, ram_limit=ram_limit, flash_limit=flash_limit,

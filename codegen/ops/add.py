@@ -39,7 +39,7 @@ from ..numerics import ort_float as of
 from ..numerics import tflite_fixedpoint as tfp
 from ..numerics.ort_qlinear_add import qlinear_add, qlinear_add_params
 from ..numerics.quant import act_bounds
-from .base import Op, Pending, Traits, Unsupported
+from .base import Op, Pending, Traits, Unsupported, layer_mode
 from .physical import physical
 
 F32 = np.float32
@@ -217,7 +217,7 @@ class Add(Op):
         else:
             runs = _const_runs(em.g, n)
             stride = runs[-1][1]
-        speed = em.optimize == "speed"  # size: tinyaot_add_s8 computes what the tables hold
+        speed = layer_mode(em, n) == "speed"  # size: tinyaot_add_s8 computes what the tables hold
         if speed and p.use_float != TFLITE:
             tables = ort_add_tables(_as_mapping(p), stride == 0 and p.use_float != ORT_QLINEAR_EACH)
             if tables is not None:

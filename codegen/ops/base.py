@@ -52,6 +52,13 @@ class Pending:
     fuses_clamp: bool = True  # a following Relu / Clip becomes its act_lo / act_hi
 
 
+def layer_mode(em, n):
+    """The --optimize mode a layer's emit follows: its per-layer variant's (attr "variant",
+    passes/kernel_select.py: size -> size, speed / loop -> speed), else the build's."""
+    v = n.attrs.get("variant")
+    return em.optimize if v is None else ("size" if v == "size" else "speed")
+
+
 @dataclass(frozen=True)
 class Traits:
     """Facts the passes and the planner read instead of operator names.

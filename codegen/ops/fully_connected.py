@@ -31,7 +31,7 @@ from ..numerics import u8s8_pairs as u8s8
 from ..numerics.mlas_fc_order import ORDER_CODE, fc_float
 from ..numerics.ort_float import float_weights
 from . import integer_forms
-from .base import Op, Pending, Traits, Unsupported
+from .base import Op, Pending, Traits, Unsupported, layer_mode
 from .conv_params import FLOAT, ORT, TFLITE, ConvParams, prepare_conv_like, requantize_sums
 from .conv_lowering import WEIGHT_TYPES, layer_weights
 from .conv_records import RequantRecord, emit_requant
@@ -170,7 +170,7 @@ def _emit_float(em, lid, n, p, info, rows):
     wf, bf = float_weights(w), p.bias_f
     xt = input_table(p.in_scale, p.in_zp)
     table = em.const("float", f"{lid}_xt", xt)
-    unrolled = _emit_unrolled(em, lid, p, wf, bf, float(np.abs(xt).max()), rows)
+    unrolled = _emit_unrolled(em, lid, n, p, wf, bf, float(np.abs(xt).max()), rows)
     wp = em.const("float", f"{lid}_wp", pack_fc_float(wf, p.fc_order), align=8)
     bias = em.const("float", f"{lid}_bf", bf)
     em.consts.append(c_struct(f"{lid}_fp", FloatFcRecord(
@@ -196,12 +196,15 @@ def _emit_float(em, lid, n, p, info, rows):
                 "#endif"]
 
 
-def _emit_unrolled(em, lid, p, wf, bf, x_max, rows):
+def _emit_unrolled(em, lid, n, p, wf, bf, x_max, rows):
     """kernels/fc_float_unrolled.py under --optimize speed (not with --integrity, whose
     digest lists one set of arrays): emits the unrolled layer's stream and function inside
     `#ifdef TINYAOT_FC_UNROLLED ... #else` (the caller closes it after the loop kernel's
-    arrays) and returns the function's name; None when the layer keeps the loop kernel."""
-    if not (em.unroll_fc and em.optimize == "speed" and fu.eligible(p.fc_order, rows, wf)):
+    arrays) and returns the function's name; None when the layer keeps the loop kernel
+    (also its per-layer variant "loop", passes/kernel_select.py)."""
+    if n.attrs.get("variant") == "loop":
+        return None
+    if not (em.unroll_fc and layer_mode(em, n) == "speed" and fu.eligible(p.fc_order, rows, wf)):
         return None
     u = fu.unroll_fc(wf, bf, x_max, p.out_scale, p.out_zp, p.act_min, p.act_max)
     if not em.unroll_guard:

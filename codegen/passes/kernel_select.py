@@ -19,6 +19,14 @@ operator chooses its size kernel (Op.select with "size"; the kernels:
 codegen/ops/size_kernels.py), and Add runs tinyaot_add_s8 without the fast
 kernel's 256-entry tables (ops/add.py). Both cost instructions; the
 report and `tinyaot profile` give how many.
+
+Per layer (`tinyaot tune`, --tuning FILE): `variants` maps a node's name to its variant,
+which overrides --optimize for that layer alone:
+  speed  the speed kernel (a float FC eligible for it: straight-line code on FPU targets)
+  size   the size kernel (int8 weights in flash)
+  loop   the speed kernel, a float FC kept in its loop (no straight-line code)
+The variant is recorded as the node's attr "variant" (read by the operators' emit); a
+build without variants sets no attr, so its C is what --optimize alone gives.
 """
 from __future__ import annotations
 
@@ -26,6 +34,7 @@ from .. import ops
 from ..errors import TinyAotError
 
 OPTIMIZE = ("speed", "size")
+VARIANTS = ("speed", "size", "loop")
 
 
 def check_optimize(value):
@@ -34,7 +43,20 @@ def check_optimize(value):
     return value
 
 
-def select_kernels(g, optimize="speed"):
+def select_kernels(g, optimize="speed", variants=None):
+    """Each operator's Op.select; `variants` {node name: variant} overrides `optimize` per
+    layer (names the graph does not have are the caller's to check)."""
+    variants = variants or {}
     for n in g.nodes:
-        ops.get(n.op).select(g, n, optimize)
+        v = variants.get(n.name)
+        if v is None:
+            n.attrs.pop("variant", None)
+            ops.get(n.op).select(g, n, optimize)
+            continue
+        if v not in VARIANTS:
+            raise TinyAotError(f"node '{n.name}': unknown kernel variant '{v}' "
+                               f"(choose from {', '.join(VARIANTS)})")
+        n.attrs["variant"] = v
+        ops.get(n.op).select(g, n, "size" if v == "size" else "speed")
     return g
+

@@ -15,7 +15,10 @@ from ..kernels.conv_f32_pack import input_mode, scratch_bytes
 
 def _copying(g):
     for n in g.nodes:
-        if n.op == "conv2d" and n.attrs.get("ort_float") and not n.attrs.get("f32_compact_input"):
+        # a layer on its size kernel (f32_w8: a per-layer variant of `tinyaot tune`) keeps
+        # that kernel's scratch
+        if n.op == "conv2d" and n.attrs.get("ort_float") and not n.attrs.get("f32_compact_input") \
+                and not n.attrs.get("f32_w8"):
             x, w, y = (g.tensors[t].shape for t in (n.inputs[0], n.inputs[1], n.outputs[0]))
             if input_mode(x, y, w, n.attrs) != 0:
                 yield n, (x, w, y)

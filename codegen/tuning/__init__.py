@@ -1,0 +1,1 @@
+"""`tinyaot tune`: per-layer kernel variants measured on the emulator (tune.py)."""
