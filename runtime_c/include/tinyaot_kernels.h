@@ -354,6 +354,26 @@ int tinyaot_prelu_s8(int32_t outer, int32_t channels, int32_t inner,
                      const tinyaot_prelu_params_t *p, const int8_t *alpha, const float *slope,
                      const int8_t *input, int8_t *output);
 
+/* Elementwise int8 maximum (is_max 1) or minimum (0) with broadcasting, TFLite's
+ * MAXIMUM / MINIMUM: the raw integers are compared (inputs and output share one
+ * quantization). d = { dims[6], a_stride[6], b_stride[6] } as tinyaot_binary_f32 takes it.
+ * output may be a or b when it has their shape. */
+int tinyaot_minmax_s8(int32_t is_max, const int32_t d[18], const int8_t *a, const int8_t *b,
+                      int8_t *output);
+
+typedef struct {
+    int32_t in_zp, out_zp;
+    int32_t mult, shift; /* QuantizeMultiplier(s_in / s_out) */
+    int32_t act_min, act_max;
+} tinyaot_reduce_sum_params_t;
+
+/* TFLite's int8 SUM (reference_ops::QuantizedMeanOrSum, compute_sum): input viewed as
+ * [outer][count][inner] row-major, output [outer][inner]:
+ * out = clamp(MBQM(sum - in_zp * count, mult, shift) + out_zp). */
+int tinyaot_reduce_sum_s8(int32_t outer, int32_t count, int32_t inner,
+                          const tinyaot_reduce_sum_params_t *p, const int8_t *input,
+                          int8_t *output);
+
 /* Concatenation: for each of `outer` rows, input j contributes chunks[j] bytes,
  * copied (tables[j] == NULL) or requantized through the 256-entry tables[j];
  * inputs[j] == NULL: already in place (its producer wrote the slice). */
