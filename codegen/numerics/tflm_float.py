@@ -74,3 +74,112 @@ def log_softmax_rows(x):
     """reference_ops::LogSoftmax over the last axis: x - max - logf(sum)."""
     x, mx, _, s = _max_and_sum(x)
     return ((x - mx[:, None]).astype(F32) - glibc_logf(s)[:, None]).astype(F32)
+
+
+def tflm_logistic(x):
+    """reference_ops::Logistic on float32: 1 above 16.619047..., expf(x) below -9, else
+    1 / (1 + expf(-x)) (std::exp is glibc's expf)."""
+    x = np.asarray(x, F32)
+    with np.errstate(all="ignore"):
+        mid = (F32(1) / (F32(1) + glibc_expf(-x))).astype(F32)
+        y = np.where(x < F32(-9.0), glibc_expf(x), mid)
+        return np.where(x > F32(16.619047164916992188), F32(1), y).astype(F32)
+
+
+_U32 = np.uint32
+
+
+def _bits(x):
+    return np.asarray(x, F32).view(_U32)
+
+
+def _from_bits(u):
+    return np.asarray(u, np.uint64).astype(_U32).view(F32)
+
+
+def _add_exponent(y, k):
+    """y's bits plus k * 2^23, modulo 2^32."""
+    u = _bits(y).astype(np.int64) + (np.asarray(k, np.int64) << 23)
+    return _from_bits(u % (1 << 32))
+
+
+def glibc_expm1f(x):
+    """expm1f as glibc up to 2.40 computes it (the fdlibm float port, s_expm1f.c), every
+    step one float32 operation, all lanes computed and the right one selected."""
+    ln2_hi, ln2_lo = F32(float.fromhex("0x1.62e3p-1")), F32(float.fromhex("0x1.2fefa2p-17"))
+    invln2 = F32(float.fromhex("0x1.715476p+0"))
+    q1, q2, q3, q4, q5 = (F32(float.fromhex(h)) for h in (
+        "-0x1.111112p-5", "0x1.a01a02p-10", "-0x1.4ce19ap-14", "0x1.0cfca8p-18",
+        "-0x1.afdb76p-23"))
+    x = np.asarray(x, F32)
+    bits = _bits(x)
+    neg = (bits >> _U32(31)) == 1
+    ax = bits & _U32(0x7fffffff)
+    with np.errstate(all="ignore"):
+        kf = (invln2 * x + np.where(neg, F32(-0.5), F32(0.5))).astype(F32)
+        kbig = np.trunc(np.where(np.isfinite(kf) & (np.abs(kf) < 2.0 ** 30), kf, 0)) \
+            .astype(np.int64)
+        tb = kbig.astype(F32)
+        near = ax < _U32(0x3f851592)  # |x| < 1.5 ln2
+        hi = np.where(near, np.where(neg, x + ln2_hi, x - ln2_hi),
+                      (x - (tb * ln2_hi).astype(F32)).astype(F32)).astype(F32)
+        lo = np.where(near, np.where(neg, -ln2_lo, ln2_lo), (tb * ln2_lo).astype(F32)).astype(F32)
+        reduce = ax > _U32(0x3eb17218)
+        k = np.where(reduce, np.where(near, np.where(neg, -1, 1), kbig), 0).astype(np.int64)
+        xr = np.where(reduce, (hi - lo).astype(F32), x).astype(F32)
+        c = np.where(reduce, ((hi - xr).astype(F32) - lo).astype(F32), F32(0)).astype(F32)
+        hfx = (F32(0.5) * xr).astype(F32)
+        hxs = (xr * hfx).astype(F32)
+        p = (q4 + (hxs * q5).astype(F32)).astype(F32)
+        for q in (q3, q2, q1):
+            p = (q + (hxs * p).astype(F32)).astype(F32)
+        r1 = (F32(1) + (hxs * p).astype(F32)).astype(F32)
+        t = (F32(3) - (r1 * hfx).astype(F32)).astype(F32)
+        e = (hxs * ((r1 - t).astype(F32) / (F32(6) - (xr * t).astype(F32)).astype(F32))
+             .astype(F32)).astype(F32)
+        y_k0 = (xr - ((xr * e).astype(F32) - hxs).astype(F32)).astype(F32)
+        e = ((xr * (e - c).astype(F32)).astype(F32) - c).astype(F32)
+        e = (e - hxs).astype(F32)
+        y_m1 = ((F32(0.5) * (xr - e).astype(F32)).astype(F32) - F32(0.5)).astype(F32)
+        y_p1 = np.where(xr < F32(-0.25),
+                        (F32(-2) * (e - (xr + F32(0.5)).astype(F32)).astype(F32)).astype(F32),
+                        (F32(1) + (F32(2) * (xr - e).astype(F32)).astype(F32)).astype(F32))
+        y_far = (_add_exponent((F32(1) - (e - xr).astype(F32)).astype(F32), k) - F32(1)) \
+            .astype(F32)
+        kk = np.clip(k, 0, 31)
+        t_small = _from_bits(np.int64(0x3f800000) - (np.int64(0x1000000) >> kk))
+        y_small = _add_exponent((t_small - (e - xr).astype(F32)).astype(F32), k)
+        t_large = _from_bits((np.int64(0x7f) - np.clip(k, 0, 127)) << 23)
+        y_large = _add_exponent(((xr - (e + t_large).astype(F32)).astype(F32) + F32(1))
+                                .astype(F32), k)
+        y = np.select([k == 0, k == -1, k == 1, (k <= -2) | (k > 56), k < 23],
+                      [y_k0, y_m1, y_p1, y_far, y_small], y_large).astype(F32)
+        y = np.where(ax < _U32(0x33000000), x, y)  # |x| < 2^-25
+        big = ax >= _U32(0x4195b844)  # |x| >= 27 ln2
+        y = np.where(big & neg, F32(-1), y)
+        y = np.where(big & ~neg & (ax >= _U32(0x42b17218)), F32(np.inf), y)
+        y = np.where(ax == _U32(0x7f800000), np.where(neg, F32(-1), x), y)
+        return np.where(ax > _U32(0x7f800000), x, y).astype(F32)
+
+
+def glibc_tanhf(x):
+    """tanhf as glibc up to 2.40 computes it (s_tanhf.c, fdlibm), which TFLite Micro's float
+    TANH calls (std::tanh): x near 0, +-1 from |x| = 22, else from expm1f(+-2|x|)."""
+    x = np.asarray(x, F32)
+    bits = _bits(x)
+    neg = (bits >> _U32(31)) == 1
+    ax = bits & _U32(0x7fffffff)
+    a = ax.view(F32)
+    with np.errstate(all="ignore"):
+        t_big = glibc_expm1f((F32(2) * a).astype(F32))
+        z_big = (F32(1) - (F32(2) / (t_big + F32(2)).astype(F32)).astype(F32)).astype(F32)
+        t_small = glibc_expm1f((F32(-2) * a).astype(F32))
+        z_small = (-t_small / (t_small + F32(2)).astype(F32)).astype(F32)
+        z = np.where(ax >= _U32(0x3f800000), z_big, z_small)
+        z = np.where(ax >= _U32(0x41b00000), F32(1), z).astype(F32)
+        y = np.where(neg, -z, z).astype(F32)
+        y = np.where(ax < _U32(0x24000000), (x * (F32(1) + x).astype(F32)).astype(F32), y)
+        y = np.where(ax == 0, x, y)
+        return np.where(ax >= _U32(0x7f800000), np.where(np.isnan(x), x, np.where(neg, F32(-1),
+                                                                                 F32(1))), y) \
+            .astype(F32)

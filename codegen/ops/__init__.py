@@ -38,6 +38,13 @@ for _op in OPS.values():
         assert _builtin not in TFLITE_LOWERINGS, f"TFLite {_builtin} lowered by two operators"
         TFLITE_LOWERINGS[_builtin] = _fn
 
+# TFLite builtin name -> float32 lowering, for a .tflite's float region (frontend/tflite/)
+TFLITE_FLOAT_LOWERINGS = {}
+for _op in OPS.values():
+    for _builtin, _fn in _op.tflite_float.items():
+        assert _builtin not in TFLITE_FLOAT_LOWERINGS, f"TFLite {_builtin} run in float twice"
+        TFLITE_FLOAT_LOWERINGS[_builtin] = _fn
+
 
 # ONNX op type -> float32 lowering, for the float fallback (frontend/float_fallback.py)
 ONNX_FLOAT_LOWERINGS = {}
@@ -65,5 +72,6 @@ def prepare(g, n, numerics):
     return get(n.op).prepare(g, n, numerics)
 
 
-__all__ = ["OPS", "ONNX_FLOAT_LOWERINGS", "ONNX_LOWERINGS", "TFLITE_LOWERINGS", "Op", "Pending",
+__all__ = ["OPS", "ONNX_FLOAT_LOWERINGS", "ONNX_LOWERINGS", "TFLITE_FLOAT_LOWERINGS",
+           "TFLITE_LOWERINGS", "Op", "Pending",
            "Traits", "Unsupported", "get", "prepare", "traits"]

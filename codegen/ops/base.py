@@ -95,6 +95,9 @@ class Op:
     # (frontend/tflite/lower.py) and one operator (frontend/tflite/reader.TflOperator); it
     # emits IR nodes with the attributes the ONNX lowering gives the same layer
     tflite: dict = {}
+    # TFLite builtin name -> float lowering f(tl, op): the operator on float32 tensors of a
+    # .tflite's float region, after a DEQUANTIZE (frontend/tflite/lower.py; ops/*_f32.py)
+    tflite_float: dict = {}
 
     def select(self, g, n, optimize) -> None:
         """Choose the layer's kernel variant and scratch (passes/kernel_select.py): set

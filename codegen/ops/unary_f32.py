@@ -7,9 +7,13 @@ instead):
           with AVX-512F dispatches them, Gelu onnxruntime's loop around MLAS's erf / tanh
           (numerics/mlas_float.py); Sqrt, Neg, Abs, Relu, Reciprocal are single IEEE
           operations;
-  tflite  the IEEE ones, and Exp as TFLite Micro's reference_ops::Exp calls std::exp
-          (glibc's expf, numerics/tflm_float.py); the others are refused (not reproduced
-          yet: TFLite Micro's float LOGISTIC / TANH / GELU).
+  tflite  the IEEE ones; Exp as TFLite Micro's reference_ops::Exp calls std::exp (glibc's
+          expf); Sigmoid as its float LOGISTIC (reference_ops::Logistic: cut-offs at
+          16.619047 and -9 around 1 / (1 + expf(-x))); Tanh as its float TANH calls
+          std::tanh (glibc's tanhf up to glibc 2.40, the fdlibm float port, on its expm1f)
+          (numerics/tflm_float.py); Erf and Gelu are refused (not reproduced: TFLite
+          Micro's float GELU calls std::erf).
+TFLite's float LOGISTIC and TANH (a float region of a .tflite) are lowered here too.
 Kernel: tinyaot_unary_f32 (one read, then one write, per element).
 """
 from __future__ import annotations
@@ -44,6 +48,8 @@ ORT_ONLY = {
 }
 TFLITE_ONLY = {
     "Exp": (11, tf.glibc_expf),
+    "Sigmoid": (12, tf.tflm_logistic),
+    "Tanh": (13, tf.glibc_tanhf),
 }
 
 
@@ -65,6 +71,17 @@ def lower_float(lw, node, name, attrs, ins, out, shape):
     lw.float_emit("unary_f32", name, [x], out, shape, {"fn": fn}, onnx_op=node.op_type)
 
 
+TFLITE_FLOAT = {"LOGISTIC": "Sigmoid", "TANH": "Tanh"}  # builtin -> the function
+
+
+def lower_tflite_float(tl, op):
+    """A float32 LOGISTIC / TANH in a .tflite (between a DEQUANTIZE and a QUANTIZE)."""
+    x = tl.float_act(tl.inp(op, 0))
+    y = tl.new_float(op.outputs[0])
+    tl.emit("unary_f32", tl.node_name(op), [x], [y],
+            {"fn": TFLITE_FLOAT[op.builtin], "onnx_op": op.builtin})
+
+
 def unary_f32(x, p):
     fn = dict(list(EXACT.values()) + list(ORT_ONLY.values()) + list(TFLITE_ONLY.values()))[p.fn]
     with np.errstate(all="ignore"):
@@ -75,6 +92,7 @@ class UnaryF32(Op):
     name = "unary_f32"
     traits = Traits(layout="elementwise", inplace=(0,))
     onnx_float = {op: lower_float for op in list(EXACT) + list(ORT_ONLY) if ":" not in op}
+    tflite_float = {b: lower_tflite_float for b in TFLITE_FLOAT}
 
     def prepare(self, g, n, numerics):
         op = n.attrs["fn"]

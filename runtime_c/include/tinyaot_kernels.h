@@ -462,6 +462,8 @@ int tinyaot_softmax_f32(const tinyaot_softmax_f32_params_t *p, const float *inpu
 #define TINYAOT_F32_GELU 9       /* onnxruntime's Gelu (erf form) */
 #define TINYAOT_F32_GELU_TANH 10 /* onnxruntime's Gelu, approximate "tanh" */
 #define TINYAOT_F32_EXP_GLIBC 11 /* TFLite Micro: std::exp, glibc's expf */
+#define TINYAOT_F32_LOGISTIC_TFLM 12 /* TFLite Micro's float LOGISTIC */
+#define TINYAOT_F32_TANH_GLIBC 13 /* TFLite Micro: std::tanh, glibc's tanhf (fdlibm) */
 
 int tinyaot_unary_f32(int32_t fn, int32_t n, const float *input, float *output);
 

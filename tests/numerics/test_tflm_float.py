@@ -5,6 +5,12 @@
   on an x86-64 glibc machine with FMA (the FMA build rounds x * 32/ln2 - k once);
 * the C tinyaot_glibc_expf (through tinyaot_unary_f32) equals the numpy twin on the same
   floats, and the numpy glibc_logf equals the host's logf;
+* glibc_tanhf / glibc_expm1f (the fdlibm float port glibc ships up to 2.40; TFLite Micro's
+  float TANH calls std::tanh) equal the host's libm on 400 000 floats when the host's
+  glibc is that one (all 2^32 floats were compared once with a C loop against glibc 2.36,
+  no difference), and the C twins (tinyaot_unary_f32 codes 12, 13: float LOGISTIC, tanhf)
+  equal the numpy twins; TFLite Micro's own float LOGISTIC / TANH are compared with the
+  twins in tests/frontend/test_tflite_float_region.py;
 * TFLite Micro's Softmax / LogSoftmax rows in numpy are checked against TFLite Micro's own
   interpreter in tests/ops/test_softmax_f32.py.
 """
@@ -15,7 +21,7 @@ import numpy as np
 import pytest
 
 from codegen.numerics.mlas_float import glibc_logf
-from codegen.numerics.tflm_float import glibc_expf
+from codegen.numerics.tflm_float import glibc_expf, glibc_expm1f, glibc_tanhf, tflm_logistic
 
 from tests.helpers.kernels_cffi import TINYAOT_OK, ffi, kernels
 
@@ -82,4 +88,47 @@ def test_c_glibc_expf_equals_its_numpy_twin():
                         ffi.from_buffer("float[]", out))
     assert rc == TINYAOT_OK
     ok = _same(out, glibc_expf(x))
+    assert ok.all(), f"{(~ok).sum()} differ, e.g. x = {x[~ok][:4]}"
+
+
+def fdlibm_glibc():
+    """Is the host's glibc one whose tanhf / expm1f are the fdlibm float port (<= 2.40)?"""
+    import platform
+    lib, ver = platform.libc_ver()
+    if lib != "glibc":
+        return False
+    major, minor = (int(v) for v in ver.split(".")[:2])
+    return (major, minor) <= (2, 40)
+
+
+def _float_cases(seed):
+    rng = np.random.default_rng(seed)
+    bits = rng.integers(0, 2**32, 200_000, dtype=np.uint64).astype(np.uint32).view(F32)
+    return np.concatenate([bits, rng.uniform(-25, 25, 100_000).astype(F32),
+                           rng.uniform(-1.5, 1.5, 100_000).astype(F32),
+                           np.array([22.0, -22.0, 2.0**-55, -(2.0**-56), 2.0**-25, 0.3465736,
+                                     0.3465737, 1.0397208, 27 * 0.6931472, 16.619047, 16.61905,
+                                     -9.0, -9.000001], F32), EDGES])
+
+
+@pytest.mark.parametrize("fn", ["tanhf", "expm1f"])
+def test_glibc_tanhf_expm1f_equal_the_host_libm(fn):
+    if not fdlibm_glibc():
+        pytest.skip("the host's libm is not glibc <= 2.40 (fdlibm tanhf / expm1f)")
+    f = _host_libm(fn)
+    x = _float_cases(3)
+    want = np.asarray(f(x), dtype=F32)
+    ok = _same((glibc_tanhf if fn == "tanhf" else glibc_expm1f)(x), want)
+    assert ok.all(), f"{(~ok).sum()} differ, e.g. x = {x[~ok][:4]}"
+
+
+@pytest.mark.parametrize("code,twin", [(12, tflm_logistic), (13, glibc_tanhf)],
+                         ids=["logistic", "tanhf"])
+def test_c_logistic_and_tanhf_equal_their_numpy_twins(code, twin):
+    x = _float_cases(4)
+    out = np.empty_like(x)
+    rc = kernels().call("tinyaot_unary_f32", code, len(x), ffi.from_buffer("float[]", x),
+                        ffi.from_buffer("float[]", out))
+    assert rc == TINYAOT_OK
+    ok = _same(out, twin(x))
     assert ok.all(), f"{(~ok).sum()} differ, e.g. x = {x[~ok][:4]}"

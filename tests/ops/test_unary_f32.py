@@ -4,10 +4,12 @@ float operator (DQ -> Mul(float constant) -> op -> Q), so no integer table takes
 * ort: the generated C on the host equals onnxruntime bit for bit for every function it
   runs (MLAS's Exp / Sigmoid / Tanh / Erf, onnxruntime's Gelu in both forms, the IEEE ones),
   and the C equals the operator's numpy oracle;
-* tflite: Exp equals TFLite Micro's std::exp (glibc's expf; its numpy twin is checked
-  against the host's libm in tests/numerics/test_tflm_float.py) and the IEEE ones are
-  single operations; a function whose TFLite Micro float kernel is not reproduced is refused
-  by name with what to do.
+* tflite: Exp equals TFLite Micro's std::exp (glibc's expf), Sigmoid its float LOGISTIC
+  and Tanh its std::tanh (glibc's tanhf); their numpy twins are checked against the host's
+  libm in tests/numerics/test_tflm_float.py and against TFLite Micro's interpreter in
+  tests/frontend/test_tflite_float_region.py; the IEEE ones are single operations; a
+  function whose TFLite Micro float kernel is not reproduced (Erf, Gelu) is refused by name
+  with what to do.
 """
 import numpy as np
 import pytest
@@ -35,16 +37,17 @@ def test_unary_f32_ort_bit_exact_with_onnxruntime(op, opset, attrs, tmp_path):
     np.testing.assert_array_equal(outs, run_ort(path, x).reshape(outs.shape))
 
 
-@pytest.mark.parametrize("op", ["Exp", "Sqrt", "Abs", "Neg", "Relu", "Reciprocal"])
+@pytest.mark.parametrize("op", ["Exp", "Sigmoid", "Tanh", "Sqrt", "Abs", "Neg", "Relu",
+                                "Reciprocal"])
 def test_unary_f32_tflite_equals_its_oracle(op, tmp_path):
-    """tflite: the C equals the numpy oracle (TFLite Micro's std::exp as glibc's expf; the
-    IEEE functions) on every int8 input."""
+    """tflite: the C equals the numpy oracle (TFLite Micro's std::exp as glibc's expf, its
+    float LOGISTIC, std::tanh as glibc's tanhf; the IEEE functions) on every int8 input."""
     path = save(scaled_unary(op), tmp_path)
     x = all_int8_inputs((2, 64), 4, seed=2)
     host_run_checked(path, x, "tflite", tmp_path, KERNEL)
 
 
-@pytest.mark.parametrize("op,opset", [("Sigmoid", 17), ("Tanh", 17), ("Erf", 17), ("Gelu", 20)])
+@pytest.mark.parametrize("op,opset", [("Erf", 17), ("Gelu", 20)])
 def test_unary_f32_tflite_refuses_what_it_does_not_reproduce(op, opset, tmp_path):
     path = save(scaled_unary(op, opset=opset), tmp_path)
     with pytest.raises(TinyAotError, match=f"node '{op.lower()}_\\d+': {op} in float: tflite "

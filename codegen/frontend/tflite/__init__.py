@@ -13,7 +13,7 @@ def is_tflite(path) -> bool:
     return str(path).lower().endswith(".tflite")
 
 
-def load_tflite(path, input_shapes=None):
+def load_tflite(path, input_shapes=None, float_fallback=True):
     from .lower import lower_tflite
     from .reader import read_tflite
     m = read_tflite(path)
@@ -25,4 +25,4 @@ def load_tflite(path, input_shapes=None):
         if tuple(int(d) for d in dims) != tuple(ins[name]):
             raise TinyAotError(f"--input-shape {name}: a .tflite model has static shapes "
                                f"({list(ins[name])})", model=str(path), tensor=name)
-    return lower_tflite(m)
+    return lower_tflite(m, float_fallback)

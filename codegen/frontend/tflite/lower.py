@@ -14,6 +14,14 @@ outputs get placeholder tensors) so that every unsupported operator is listed in
 message, by TFLite name and operator index. The model boundary (a QUANTIZE of a float
 input, a DEQUANTIZE into a float output) is the front end's own: the IR's I/O is the
 integer tensor, and `graph.io_float` names the float ones as the ONNX front end does.
+
+A float region inside the model (the hybrid float fallback, as frontend/float_fallback.py
+makes for ONNX): a DEQUANTIZE whose float result feeds operators becomes a `dequantize`
+node into a float32 IR tensor, a float builtin that has a float lowering (`Op.tflite_float`,
+ops.TFLITE_FLOAT_LOWERINGS: LOGISTIC, TANH) runs on it with TFLite Micro's float
+arithmetic, and a QUANTIZE of it (`quantize`) or a float graph output ends it. The layers
+are listed in graph.float_fallback (report, one warning line); float_fallback=False
+(--no-float-fallback) refuses them.
 """
 from __future__ import annotations
 
@@ -22,13 +30,17 @@ import numpy as np
 from ...errors import TinyAotError, UnsupportedError
 from ...ir import Graph, Node, QParams, Tensor
 from ...ir.graph import Declared
-from ...ops import TFLITE_LOWERINGS
+from ...ops import TFLITE_FLOAT_LOWERINGS, TFLITE_LOWERINGS
 from ...ops.base import Unsupported
 
 NHWC_TO_NCHW_AXIS = (0, 2, 3, 1)  # NHWC axis a is NCHW axis NHWC_TO_NCHW_AXIS[a]
 # fused_activation_function -> (act_lo, act_hi) in real units
 ACTIVATIONS = {0: (None, None), 1: (0.0, None), 2: (-1.0, 1.0), 3: (0.0, 6.0)}
 ACTIVATION_NAMES = {4: "TANH", 5: "SIGN_BIT"}
+
+
+class UpstreamFailed(Unsupported):
+    """An input comes from an operator already reported: only that one is listed."""
 
 
 def nchw_shape(shape):
@@ -39,8 +51,12 @@ def nchw_shape(shape):
 class TflLowering:
     """The lowering context `tl` the operators' TFLite lowerings are handed."""
 
-    def __init__(self, model):
+    def __init__(self, model, float_fallback=True):
         self.model = model
+        self.float_fallback = float_fallback
+        self.fvals = {}  # TFLite index -> float32 IR tensor (the float region)
+        self.fallback = []  # (builtin, IR node, IR op) run in float32, in order
+        self.consumed = {i for op in model.operators for i in op.inputs if i >= 0}
         self.path = model.path
         self.graph = Graph(name=model.name, source=model.path)
         self.io_float = {"inputs": [], "outputs": []}
@@ -169,6 +185,37 @@ class TflLowering:
         self.ir_index[view] = (idx, layout)
         return view
 
+    def float_act(self, idx):
+        """IR name of float32 activation `idx` (the float region)."""
+        if idx in self.fvals:
+            return self.fvals[idx]
+        t = self.tensor(idx) if idx >= 0 else None
+        if idx in self.floats and idx not in self.model.inputs:  # a placeholder's output
+            raise UpstreamFailed(f"input '{t.name}' comes from an operator that cannot be "
+                                 "compiled")
+        if t is not None and idx in self.consts:
+            raise Unsupported(f"input '{t.name}' is a constant; the float region takes "
+                              "activations after a DEQUANTIZE")
+        raise Unsupported(f"input '{t.name if t else idx}' is a float32 tensor not computed "
+                          "in the float region (a DEQUANTIZE and the float builtins after it)")
+
+    def new_float(self, idx):
+        """The float32 IR tensor a float-region operator's output `idx` is written to."""
+        t = self.tensor(idx)
+        if t.dtype != "float32":
+            raise Unsupported(f"output '{t.name}' is {t.dtype}; the float region computes float32")
+        name = self.names[idx]
+        self.graph.add_tensor(Tensor(name, tuple(t.shape), "float32"))
+        self.fvals[idx] = name
+        self.ir_index[name] = (idx, "plain")
+        return name
+
+    def _reads_float(self, op):
+        return any(i in self.fvals or (i >= 0 and i not in self.consts and
+                                       self.tensor(i).dtype == "float32"
+                                       and i not in self.model.inputs)
+                   for i in op.inputs)
+
     def act_pair(self, op):
         """Inputs 0 and 1, two activations of one shape -> their IR names in the first one's
         layout, and that layout."""
@@ -232,10 +279,15 @@ class TflLowering:
             try:
                 if self.fold(op) or self.boundary(op):
                     continue
+                if self._reads_float(op):
+                    self.lower_float(op)
+                    continue
                 fn = TFLITE_LOWERINGS.get(op.builtin)  # the operator modules (codegen/ops/)
                 if fn is None:
                     raise Unsupported("no int8 lowering for this builtin")
                 fn(self, op)
+            except UpstreamFailed:
+                self.placeholders(op)
             except Unsupported as u:
                 self.unsupported.append((op.builtin, op.index, str(u)))
                 self.placeholders(op)
@@ -246,12 +298,26 @@ class TflLowering:
         self._declare_ends()
         return self.graph
 
+    def lower_float(self, op):
+        """An operator on float32 tensors: the float region, or why not."""
+        fn = TFLITE_FLOAT_LOWERINGS.get(op.builtin)
+        if fn is None:
+            raise Unsupported("no float32 lowering for this builtin (the float region runs "
+                              + ", ".join(sorted(TFLITE_FLOAT_LOWERINGS)) + ")")
+        if not self.float_fallback:
+            raise Unsupported("runs in float32: drop --no-float-fallback to run it in the "
+                              "float fallback")
+        fn(self, op)
+        self.fallback.append((op.builtin, self.node_name(op), self.graph.nodes[-1].op))
+
     def _declare_ends(self):
         """Each graph end as the model declares it (ir/graph.py Declared), as the ONNX front
         end records them: a float input behind its QUANTIZE, a float output after its
         DEQUANTIZE; the generated API then quantizes / dequantizes them."""
         fin = dict(self.float_input_of)
         fout = dict(zip(self.dequantized_out_ir, self.io_float["outputs"]))
+        fout.update({self.fvals[i]: self.tensor(i).name for i in self.model.outputs
+                     if i in self.fvals})
         g = self.graph
         g.declared_inputs = [Declared(fin[n], "float32") if n in fin else
                              Declared(n, g.tensors[n].dtype) for n in g.inputs]
@@ -287,15 +353,29 @@ class TflLowering:
             self.io_float["inputs"].append(self.tensor(op.inputs[0]).name)
             self.float_input_of.append((self.graph.inputs[-1], self.tensor(op.inputs[0]).name))
             return True
+        if op.builtin == "QUANTIZE" and op.inputs and op.inputs[0] in self.fvals:
+            y_idx = op.outputs[0]  # the float region ends
+            if self.tensor(y_idx).dtype != "int8":
+                raise Unsupported(f"QUANTIZE to {self.tensor(y_idx).dtype} is not supported")
+            self.emit("quantize", self.node_name(op), [self.fvals[op.inputs[0]]],
+                      [self.new_act(y_idx)])
+            return True
         if op.builtin == "DEQUANTIZE":
             x_idx, y_idx = self.inp(op, 0), op.outputs[0]
             if self.is_const(x_idx):
                 raise Unsupported("DEQUANTIZE of a constant (float weights) is not supported")
-            if y_idx not in self.model.outputs:
-                raise Unsupported("DEQUANTIZE inside the graph: float tensors are not supported")
             self.check_int8(op, x_idx)
-            self.act(x_idx)  # must exist
-            self.dequantized[y_idx] = x_idx
+            x = self.act(x_idx, "plain")  # must exist
+            if y_idx in self.model.outputs and y_idx not in self.consumed:
+                self.dequantized[y_idx] = x_idx  # a float end: the API dequantizes
+                return True
+            if not self.float_fallback:
+                raise Unsupported("DEQUANTIZE inside the graph starts a float region: drop "
+                                  "--no-float-fallback to run it in float32")
+            q = self.graph.tensors[x].q
+            if q is None or q.per_channel:
+                raise Unsupported("DEQUANTIZE of a tensor quantized per channel")
+            self.emit("dequantize", self.node_name(op), [x], [self.new_float(y_idx)])
             return True
         return False
 
@@ -322,6 +402,8 @@ class TflLowering:
             t = self.tensor(idx)
             if idx in self.rep:
                 self.graph.outputs.append(self.act(idx, "plain"))
+            elif idx in self.fvals:  # computed in float32 (the float region): as it is
+                self.graph.outputs.append(self.fvals[idx])
             elif idx in self.dequantized:
                 self.graph.outputs.append(self.act(self.dequantized[idx], "plain"))
                 self.io_float["outputs"].append(t.name)
@@ -367,8 +449,9 @@ def unsupported_error(items, path) -> UnsupportedError:
                             + "; ".join(parts), model=str(path))
 
 
-def lower_tflite(model) -> Graph:
-    tl = TflLowering(model)
+def lower_tflite(model, float_fallback=True) -> Graph:
+    tl = TflLowering(model, float_fallback)
     g = tl.run()
     g.tflite_tensors = dict(tl.ir_index)  # IR name -> (TFLite index, layout): tests, tools
+    g.float_fallback = list(tl.fallback)  # (builtin, IR node, IR op) run in float32
     return g

@@ -31,6 +31,10 @@ static float unary(int32_t fn, float x)
         return tinyaot_ort_gelu(x, 1);
     case TINYAOT_F32_EXP_GLIBC:
         return tinyaot_glibc_expf(x);
+    case TINYAOT_F32_LOGISTIC_TFLM:
+        return tinyaot_tflm_logistic(x);
+    case TINYAOT_F32_TANH_GLIBC:
+        return tinyaot_glibc_tanhf(x);
     default:
         return x;
     }
@@ -38,7 +42,7 @@ static float unary(int32_t fn, float x)
 
 int tinyaot_unary_f32(int32_t fn, int32_t n, const float *input, float *output)
 {
-    if (fn < 0 || fn > TINYAOT_F32_EXP_GLIBC) {
+    if (fn < 0 || fn > TINYAOT_F32_TANH_GLIBC) {
         return TINYAOT_ERR_ARG;
     }
     for (int32_t i = 0; i < n; ++i) {

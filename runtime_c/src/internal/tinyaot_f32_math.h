@@ -331,4 +331,133 @@ static inline float tinyaot_glibc_expf(float x)
     return (float)y;
 }
 
+/* TFLite Micro's float LOGISTIC (reference_ops::Logistic): 1 above 16.619047..., exp(x)
+ * below -9, else 1 / (1 + exp(-x)), std::exp being glibc's expf. */
+static inline float tinyaot_tflm_logistic(float x)
+{
+    if (x > 16.619047164916992188f) {
+        return 1.0f;
+    }
+    if (x < -9.0f) {
+        return tinyaot_glibc_expf(x);
+    }
+    return 1.0f / (1.0f + tinyaot_glibc_expf(-x));
+}
+
+/* Add k to the exponent field of y (its bits plus k * 2^23, modulo 2^32). */
+static inline float tinyaot_f32_add_exponent(float y, int32_t k)
+{
+    return tinyaot_u32_as_f32(tinyaot_f32_as_u32(y) + ((uint32_t)k << 23));
+}
+
+/* expm1f as glibc up to 2.40 computes it (sysdeps/ieee754/flt-32/s_expm1f.c, the fdlibm
+ * float port): x = k ln2 + r, |r| <= ln2 / 2, r split into hi - lo with a correction c,
+ * a rational approximation of expm1(r), then 2^k (1 + expm1(r)) - 1 rearranged per k so
+ * that nothing cancels. Every step is one float operation. */
+static inline float tinyaot_glibc_expm1f(float x)
+{
+    const float ln2_hi = 0x1.62e3p-1f;   /* 0x3f317180 */
+    const float ln2_lo = 0x1.2fefa2p-17f; /* 0x3717f7d1 */
+    const float invln2 = 0x1.715476p+0f;  /* 0x3fb8aa3b */
+    const float q1 = -0x1.111112p-5f, q2 = 0x1.a01a02p-10f, q3 = -0x1.4ce19ap-14f;
+    const float q4 = 0x1.0cfca8p-18f, q5 = -0x1.afdb76p-23f;
+    const uint32_t bits = tinyaot_f32_as_u32(x);
+    const int neg = (int)(bits >> 31);
+    const uint32_t ax = bits & 0x7fffffffu;
+    if (ax >= 0x4195b844u) { /* |x| >= 27 ln2 */
+        if (ax > 0x7f800000u) {
+            return x + x; /* NaN */
+        }
+        if (ax == 0x7f800000u) {
+            return neg ? -1.0f : x;
+        }
+        if (!neg && ax >= 0x42b17218u) {
+            return tinyaot_u32_as_f32(0x7f800000u); /* overflow */
+        }
+        if (neg) {
+            return -1.0f;
+        }
+    }
+    int32_t k = 0;
+    float c = 0.0f;
+    if (ax > 0x3eb17218u) { /* |x| > ln2 / 2: reduce */
+        float hi, lo;
+        if (ax < 0x3f851592u) { /* |x| < 1.5 ln2 */
+            hi = neg ? x + ln2_hi : x - ln2_hi;
+            lo = neg ? -ln2_lo : ln2_lo;
+            k = neg ? -1 : 1;
+        } else {
+            k = (int32_t)(invln2 * x + (neg ? -0.5f : 0.5f));
+            const float t = (float)k;
+            hi = x - t * ln2_hi; /* exact */
+            lo = t * ln2_lo;
+        }
+        x = hi - lo;
+        c = (hi - x) - lo;
+    } else if (ax < 0x33000000u) { /* |x| < 2^-25 */
+        return x;
+    }
+    const float hfx = 0.5f * x;
+    const float hxs = x * hfx;
+    const float r1 = 1.0f + hxs * (q1 + hxs * (q2 + hxs * (q3 + hxs * (q4 + hxs * q5))));
+    float t = 3.0f - r1 * hfx;
+    float e = hxs * ((r1 - t) / (6.0f - x * t));
+    if (k == 0) {
+        return x - (x * e - hxs);
+    }
+    e = x * (e - c) - c;
+    e -= hxs;
+    if (k == -1) {
+        return 0.5f * (x - e) - 0.5f;
+    }
+    if (k == 1) {
+        return x < -0.25f ? -2.0f * (e - (x + 0.5f)) : 1.0f + 2.0f * (x - e);
+    }
+    if (k <= -2 || k > 56) { /* exp(x) - 1 is exp(x) to float precision */
+        return tinyaot_f32_add_exponent(1.0f - (e - x), k) - 1.0f;
+    }
+    float y;
+    if (k < 23) {
+        t = tinyaot_u32_as_f32(0x3f800000u - (0x1000000u >> k)); /* 1 - 2^-k */
+        y = t - (e - x);
+    } else {
+        t = tinyaot_u32_as_f32((uint32_t)(0x7f - k) << 23); /* 2^-k */
+        y = x - (e + t);
+        y += 1.0f;
+    }
+    return tinyaot_f32_add_exponent(y, k);
+}
+
+/* tanhf as glibc up to 2.40 computes it (s_tanhf.c, fdlibm): x itself near 0, +-1 from
+ * |x| = 22 on, else from expm1f(+-2|x|); TFLite Micro's float TANH calls it (std::tanh). */
+static inline float tinyaot_glibc_tanhf(float x)
+{
+    const uint32_t bits = tinyaot_f32_as_u32(x);
+    const int neg = (int)(bits >> 31);
+    const uint32_t ax = bits & 0x7fffffffu;
+    if (ax >= 0x7f800000u) { /* inf: +-1; NaN: NaN */
+        return neg ? 1.0f / x - 1.0f : 1.0f / x + 1.0f;
+    }
+    float z;
+    if (ax < 0x41b00000u) { /* |x| < 22 */
+        if (ax == 0u) {
+            return x;
+        }
+        if (ax < 0x24000000u) { /* |x| < 2^-55 */
+            return x * (1.0f + x);
+        }
+        const float a = tinyaot_u32_as_f32(ax);
+        if (ax >= 0x3f800000u) { /* |x| >= 1 */
+            const float t = tinyaot_glibc_expm1f(2.0f * a);
+            z = 1.0f - 2.0f / (t + 2.0f);
+        } else {
+            const float t = tinyaot_glibc_expm1f(-2.0f * a);
+            z = -t / (t + 2.0f);
+        }
+    } else {
+        z = 1.0f;
+    }
+    return neg ? -z : z;
+}
+
 #endif
