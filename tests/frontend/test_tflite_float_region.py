@@ -33,8 +33,7 @@ from codegen.reference.run import run_graph
 
 from tests.helpers.env import REPO, _missing, require_arm_toolchain
 from tests.helpers.tflite_builders import TflBuilder
-from tests.helpers.tflm_oracle import compare_layers, tflm_run
-from tests.numerics.test_tflm_float import fdlibm_glibc
+from tests.helpers.tflm_oracle import compare_layers, fdlibm_glibc, tflm_run
 
 F32 = np.float32
 TWINS = {"LOGISTIC": tflm_logistic, "TANH": glibc_tanhf}

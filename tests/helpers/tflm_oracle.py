@@ -11,6 +11,17 @@ from __future__ import annotations
 import numpy as np
 
 
+def fdlibm_glibc():
+    """Is the host's libm a glibc whose tanhf / expm1f are the fdlibm float port (glibc <=
+    2.40), the ones TFLite Micro's host build then calls and tinyaot reproduces?"""
+    import platform
+    lib, ver = platform.libc_ver()
+    if lib != "glibc":
+        return False
+    major, minor = (int(v) for v in ver.split(".")[:2])
+    return (major, minor) <= (2, 40)
+
+
 def tflm_interpreter(path):
     from tflite_micro import runtime as rt
     return rt.Interpreter.from_file(str(path), arena_size=64 << 20,

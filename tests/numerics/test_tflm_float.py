@@ -24,6 +24,7 @@ from codegen.numerics.mlas_float import glibc_logf
 from codegen.numerics.tflm_float import glibc_expf, glibc_expm1f, glibc_tanhf, tflm_logistic
 
 from tests.helpers.kernels_cffi import TINYAOT_OK, ffi, kernels
+from tests.helpers.tflm_oracle import fdlibm_glibc
 
 F32 = np.float32
 EDGES = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 88.0, -88.0, 88.72283, 88.72284,
@@ -89,16 +90,6 @@ def test_c_glibc_expf_equals_its_numpy_twin():
     assert rc == TINYAOT_OK
     ok = _same(out, glibc_expf(x))
     assert ok.all(), f"{(~ok).sum()} differ, e.g. x = {x[~ok][:4]}"
-
-
-def fdlibm_glibc():
-    """Is the host's glibc one whose tanhf / expm1f are the fdlibm float port (<= 2.40)?"""
-    import platform
-    lib, ver = platform.libc_ver()
-    if lib != "glibc":
-        return False
-    major, minor = (int(v) for v in ver.split(".")[:2])
-    return (major, minor) <= (2, 40)
 
 
 def _float_cases(seed):
