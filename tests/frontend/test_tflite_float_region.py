@@ -32,7 +32,7 @@ from codegen.numerics.tflm_float import glibc_tanhf, tflm_logistic
 from codegen.reference.run import run_graph
 
 from tests.helpers.env import REPO, _missing, require_arm_toolchain
-from tests.helpers.tflite_builders import TflBuilder
+from tests.helpers.tflite_builders import TflBuilder, sum_max_island_model
 from tests.helpers.tflm_oracle import compare_layers, fdlibm_glibc, tflm_run
 
 F32 = np.float32
@@ -154,6 +154,15 @@ def test_float_island_between_conv_and_fully_connected(builtin, tmp_path):
     _check(p, x, tmp_path)
     p = _island(tmp_path, builtin, 0.05, False, fc=True)
     _check(p, ALL_INT8, tmp_path)
+
+
+def test_island_between_integer_builtins_equals_tflite_micro(tmp_path):
+    """CONV_2D, MAXIMUM, SUM, then the float TANH, then MINIMUM (the sanitizer model)."""
+    _need_fdlibm("TANH")
+    p = sum_max_island_model(tmp_path / "island.tflite")
+    rng = np.random.default_rng(4)
+    for k in range(3):
+        _check(p, rng.integers(-128, 128, (1, 6, 5, 8)).astype(np.int8), tmp_path / str(k))
 
 
 def test_float_island_on_qemu_m4(tmp_path):

@@ -110,3 +110,34 @@ class TflBuilder:
         with open(path, "wb") as f:
             f.write(b.Output())
         return path
+
+
+def sum_max_island_model(path, seed=0):
+    """One .tflite with the builtins of ops/minmax.py, ops/reduce_sum.py and the float region:
+    x int8 [1, 6, 5, 8] -> CONV_2D 1x1 -> MAXIMUM (per-channel constant) -> SUM over H, W
+    -> DEQUANTIZE -> TANH (float32) -> QUANTIZE -> MINIMUM (scalar constant)."""
+    rng = np.random.default_rng(seed)
+    b = TflBuilder()
+    shape = [1, 6, 5, 8]
+    x = b.input("x", shape, 0.05, -3)
+    w = b.const("w", rng.integers(-128, 128, (8, 1, 1, 8)).astype(np.int8), 0.01, 0)
+    bias = b.const("bias", rng.integers(-500, 500, 8).astype(np.int32),
+                   np.float32(0.05) * np.float32(0.01), 0)
+    conv = b.tensor("conv", shape, 0.05, -3)
+    b.op("CONV_2D", [x, w, bias], [conv], "Conv2DOptions", padding=1, strideW=1, strideH=1)
+    c = b.const("c", rng.integers(-128, 128, 8).astype(np.int8), 0.05, -3)
+    mx = b.tensor("mx", shape, 0.05, -3)
+    b.op("MAXIMUM", [conv, c], [mx])
+    ax = b.const("axes", np.array([1, 2], np.int32))
+    s = b.tensor("s", [1, 8], 0.4, 2)
+    b.op("SUM", [mx, ax], [s], "ReducerOptions", keepDims=False)
+    sf = b.tensor("sf", [1, 8], dtype="float32")
+    b.op("DEQUANTIZE", [s], [sf])
+    tf = b.tensor("tf", [1, 8], dtype="float32")
+    b.op("TANH", [sf], [tf])
+    t = b.tensor("t", [1, 8], 1 / 128, 0)
+    b.op("QUANTIZE", [tf], [t])
+    k = b.const("k", np.array(90, np.int8), 1 / 128, 0)
+    y = b.tensor("y", [1, 8], 1 / 128, 0)
+    b.op("MINIMUM", [t, k], [y])
+    return b.save(path, [y])

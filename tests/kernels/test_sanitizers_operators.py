@@ -1,7 +1,8 @@
 """The new operator kernels (lut, mul, concat, pad, 1-D conv, ConvTranspose, slice, resize,
-avgpool, transpose, matmul, softmax, prelu, the float fallback's float32 kernels) under
-ASan/UBSan and strict warnings, through the regression models, a Concat, a PRelu, a
-LogSoftmax and a float-chain model."""
+avgpool, transpose, matmul, softmax, prelu, minmax, reduce_sum, the float fallback's float32
+kernels) under ASan/UBSan and strict warnings, through the regression models, a Concat, a
+PRelu, a LogSoftmax, a float-chain model and a .tflite with MAXIMUM / SUM / float TANH /
+MINIMUM."""
 from pathlib import Path
 
 import numpy as np
@@ -16,6 +17,7 @@ from tests.helpers.float_models import float_chain, softmax_qdq
 from tests.helpers.op_models import concat_model, prelu_model
 from tests.helpers.qdq_builder import all_int8_inputs, save
 from tests.helpers.regression_models import tflite_variant
+from tests.helpers.tflite_builders import sum_max_island_model
 
 # one worker builds the sanitized kernels for every ASan test (pytest-xdist)
 pytestmark = pytest.mark.xdist_group("asan")
@@ -33,6 +35,9 @@ def _model(key, tmp_path):
         return save(softmax_qdq("LogSoftmax", (3, 40)), tmp_path), all_int8_inputs((3, 40), 4)
     if key == "float_chain":  # dequantize, unary_f32, binary_f32 (broadcast), quantize
         return save(float_chain(), tmp_path), all_int8_inputs((1, 3, 4, 5), 4)
+    if key == "sum_max_island":  # a .tflite: minmax, reduce_sum, dequantize, unary_f32
+        path = sum_max_island_model(tmp_path / "sum_max_island.tflite")
+        return path, all_int8_inputs((1, 6, 5, 8), 4)
     if key == "misc_ops_tflite":  # misc_ops without what tflite numerics reject
         path, inputs = _model("misc_ops", tmp_path)
         return tflite_variant(path, tmp_path), inputs
@@ -45,7 +50,7 @@ CASES = [("mbv2_block", "ort"), ("mbv2_block", "tflite"), ("conv1d", "ort"),
          ("data_ops", "ort"), ("data_ops", "tflite"), ("misc_ops", "ort"),
          ("misc_ops_tflite", "tflite"), ("prelu", "ort"), ("prelu", "tflite"),
          ("logsoftmax", "ort"), ("logsoftmax", "tflite"), ("float_chain", "ort"),
-         ("float_chain", "tflite")]
+         ("float_chain", "tflite"), ("sum_max_island", "tflite")]
 
 
 @pytest.mark.parametrize("key,numerics", CASES)
