@@ -5,6 +5,8 @@ operator takes. Each output element is one IEEE operation, so onnxruntime's resu
 reproduced exactly whatever its loop order; TFLite Micro's float ADD / SUB / MUL / DIV also
 clamp the result to [-FLT_MAX, FLT_MAX] (their activation with no fused function).
 Constants (float32 initializers, or DequantizeLinear of an integer one, folded) go to flash.
+TFLite's float ADD / SUB / MUL / DIV (no fused activation) in a .tflite's float region are
+lowered here too.
 Kernel: tinyaot_binary_f32, walking the output's dims with each operand's own strides.
 """
 from __future__ import annotations
@@ -35,6 +37,20 @@ def lower_float(lw, node, name, attrs, ins, out, shape):
     lw.float_emit("binary_f32", name, [a, b], out, shape, {}, onnx_op=node.op_type)
 
 
+TFLITE_FLOAT = {"ADD": "Add", "SUB": "Sub", "MUL": "Mul", "DIV": "Div"}
+
+
+def lower_tflite_float(tl, op):
+    """A float32 ADD / SUB / MUL / DIV of a .tflite (no fused activation), broadcasting."""
+    if int(op.options.get("fused_activation_function", 0)) != 0:
+        raise Unsupported(f"float {op.builtin} with a fused activation")
+    a, b = (tl.float_act(tl.inp(op, k)) for k in (0, 1))
+    y = tl.new_float(op.outputs[0])
+    if len(tl.graph.tensors[y].shape) > 6:
+        raise Unsupported(f"float {op.builtin} of rank > 6")
+    tl.emit("binary_f32", tl.node_name(op), [a, b], [y], {"onnx_op": TFLITE_FLOAT[op.builtin]})
+
+
 def binary_f32(a, b, p):
     a, b = np.asarray(a, F32), np.asarray(b, F32)
     with np.errstate(all="ignore"):
@@ -63,6 +79,7 @@ class BinaryF32(Op):
     name = "binary_f32"
     traits = Traits(layout="row_major", inplace=(0, 1))
     onnx_float = {op: lower_float for op in CODES}
+    tflite_float = {b: lower_tflite_float for b in TFLITE_FLOAT}
 
     def prepare(self, g, n, numerics):
         return BinaryF32Params(CODES[n.attrs["onnx_op"]], mode_of(numerics))

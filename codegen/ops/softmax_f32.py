@@ -11,6 +11,7 @@ row runs in float32 over any axis (n elements at stride `inner`):
   tflite  TFLite Micro's reference_ops::Softmax (beta 1) / LogSoftmax (numerics/tflm_float.py):
           the row's max, exp(x - max) with glibc's expf summed in order, then e / sum, or
           (x - max) - logf(sum).
+TFLite's float SOFTMAX (beta 1) and LOG_SOFTMAX in a .tflite's float region are lowered here too.
 Kernel: tinyaot_softmax_f32.
 """
 from __future__ import annotations
@@ -23,7 +24,7 @@ import numpy as np
 from ..kernels.c_format import c_struct
 from ..numerics import mlas_float as mf
 from ..numerics import tflm_float as tf
-from .base import Op, Traits
+from .base import Op, Traits, Unsupported
 from .float_io import ORT, fptr, mode_of
 
 
@@ -52,6 +53,20 @@ def lower_float(lw, node, name, attrs, ins, out, shape):
                    "log": int(node.op_type == "LogSoftmax")}, onnx_op=node.op_type)
 
 
+def lower_tflite_float(tl, op):
+    """A float32 SOFTMAX (beta 1) / LOG_SOFTMAX of a .tflite, over the last axis."""
+    if op.builtin == "SOFTMAX" and float(op.options.get("beta", 1.0)) != 1.0:
+        raise Unsupported(f"float SOFTMAX with beta {op.options.get('beta')} (only beta 1)")
+    x = tl.float_act(tl.inp(op, 0))
+    shape = tl.graph.tensors[x].shape
+    n = int(shape[-1]) if shape else 1
+    size = int(np.prod(shape, dtype=np.int64))
+    y = tl.new_float(op.outputs[0])
+    tl.emit("softmax_f32", tl.node_name(op), [x], [y],
+            {"outer": size // n, "n": n, "inner": 1, "log": int(op.builtin == "LOG_SOFTMAX"),
+             "onnx_op": op.builtin})
+
+
 def softmax_f32(x, p):
     rows = np.moveaxis(np.asarray(x, np.float32).reshape(p.outer, p.n, p.inner), 1, 2)
     rows = rows.reshape(-1, p.n)
@@ -66,6 +81,7 @@ class SoftmaxF32(Op):
     name = "softmax_f32"
     traits = Traits(inplace=(0,))  # a row's element k is read before it is written
     onnx_float = {"Softmax": lower_float, "LogSoftmax": lower_float}
+    tflite_float = {"SOFTMAX": lower_tflite_float, "LOG_SOFTMAX": lower_tflite_float}
 
     def prepare(self, g, n, numerics):
         a = n.attrs

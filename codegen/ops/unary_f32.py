@@ -13,7 +13,7 @@ instead):
           std::tanh (glibc's tanhf up to glibc 2.40, the fdlibm float port, on its expm1f)
           (numerics/tflm_float.py); Erf and Gelu are refused (not reproduced: TFLite
           Micro's float GELU calls std::erf).
-TFLite's float LOGISTIC and TANH (a float region of a .tflite) are lowered here too.
+TFLite's float LOGISTIC, TANH and EXP (a float region of a .tflite) are lowered here too.
 Kernel: tinyaot_unary_f32 (one read, then one write, per element).
 """
 from __future__ import annotations
@@ -71,11 +71,11 @@ def lower_float(lw, node, name, attrs, ins, out, shape):
     lw.float_emit("unary_f32", name, [x], out, shape, {"fn": fn}, onnx_op=node.op_type)
 
 
-TFLITE_FLOAT = {"LOGISTIC": "Sigmoid", "TANH": "Tanh"}  # builtin -> the function
+TFLITE_FLOAT = {"LOGISTIC": "Sigmoid", "TANH": "Tanh", "EXP": "Exp"}  # builtin -> function
 
 
 def lower_tflite_float(tl, op):
-    """A float32 LOGISTIC / TANH in a .tflite (between a DEQUANTIZE and a QUANTIZE)."""
+    """A float32 LOGISTIC / TANH / EXP in a .tflite (between a DEQUANTIZE and a QUANTIZE)."""
     x = tl.float_act(tl.inp(op, 0))
     y = tl.new_float(op.outputs[0])
     tl.emit("unary_f32", tl.node_name(op), [x], [y],

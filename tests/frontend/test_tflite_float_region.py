@@ -1,6 +1,7 @@
 """A .tflite's float region (the hybrid float fallback, frontend/tflite/lower.py): a
-DEQUANTIZE inside the model, float32 LOGISTIC / TANH, then a QUANTIZE or a float output,
-against TFLite Micro's own interpreter (the tflite-micro package):
+DEQUANTIZE inside the model, float32 LOGISTIC / TANH / EXP / ADD / SUB / MUL / DIV /
+SOFTMAX / LOG_SOFTMAX, then a QUANTIZE or a float output, against TFLite Micro's own
+interpreter (the tflite-micro package):
 
 * TFLite Micro's float LOGISTIC and TANH equal tinyaot's numpy twins
   (numerics/tflm_float.py: reference_ops::Logistic on glibc's expf; std::tanh as glibc's
@@ -10,7 +11,8 @@ against TFLite Micro's own interpreter (the tflite-micro package):
   -> QUANTIZE -> int8, or -> float output), every int8 input at three input scales: each
   layer of the numpy reference and the host C equal TFLite Micro bit for bit (float outputs
   compared as float32 bits), also after a CONV_2D (an NHWC-stored tensor) and before a
-  FULLY_CONNECTED; one model on qemu-m4;
+  FULLY_CONNECTED; a float chain with broadcast float constants ending in SOFTMAX /
+  LOG_SOFTMAX; one model on qemu-m4;
 * the layers are listed as float fallback (report, one warning line); with
   --no-float-fallback, and for a float builtin that has no float form, each operator is
   listed at once by builtin and index (not one whose input comes from a listed one), exit 2.
@@ -163,6 +165,50 @@ def test_island_between_integer_builtins_equals_tflite_micro(tmp_path):
     rng = np.random.default_rng(4)
     for k in range(3):
         _check(p, rng.integers(-128, 128, (1, 6, 5, 8)).astype(np.int8), tmp_path / str(k))
+
+
+def _chain(tmp_path, softmax, float_out):
+    """DEQUANTIZE -> MUL (float constant [10], broadcast) -> EXP -> DIV -> SUB (of the
+    dequantized input) -> ADD -> SOFTMAX / LOG_SOFTMAX -> float output or QUANTIZE; the one
+    float constant is read by three layers."""
+    rng = np.random.default_rng(8)
+    b = TflBuilder()
+    x = b.input("x", [4, 10], 0.1, 3)
+    xf = b.tensor("xf", [4, 10], dtype="float32")
+    b.op("DEQUANTIZE", [x], [xf])
+    c = b.const("c", rng.uniform(0.5, 2, 10).astype(F32))
+    prev = xf
+    for k, (builtin, opts, other) in enumerate([("MUL", "MulOptions", c), ("EXP", None, None),
+                                                ("DIV", "DivOptions", c),
+                                                ("SUB", "SubOptions", xf),
+                                                ("ADD", "AddOptions", c)]):
+        t = b.tensor(f"t{k}", [4, 10], dtype="float32")
+        ins = [prev] if other is None else [prev, other]
+        if opts:
+            b.op(builtin, ins, [t], opts, fusedActivationFunction=0)
+        else:
+            b.op(builtin, ins, [t])
+        prev = t
+    y = b.tensor("y", [4, 10], dtype="float32")
+    if softmax == "SOFTMAX":
+        b.op("SOFTMAX", [prev], [y], "SoftmaxOptions", beta=1.0)
+    else:
+        b.op("LOG_SOFTMAX", [prev], [y])
+    if float_out:
+        return b.save(tmp_path / "chain.tflite", [y])
+    q = b.tensor("q", [4, 10], *((1 / 256, -128) if softmax == "SOFTMAX" else (0.1, 100)))
+    b.op("QUANTIZE", [y], [q])
+    return b.save(tmp_path / "chain.tflite", [q])
+
+
+@pytest.mark.parametrize("softmax", ["SOFTMAX", "LOG_SOFTMAX"])
+@pytest.mark.parametrize("float_out", [False, True], ids=["quantize", "float_out"])
+def test_float_chain_with_softmax_equals_tflite_micro(softmax, float_out, tmp_path):
+    p = _chain(tmp_path, softmax, float_out)
+    rng = np.random.default_rng(9)
+    for k in range(2):
+        g = _check(p, rng.integers(-128, 128, (4, 10)).astype(np.int8), tmp_path / str(k))
+    assert [op for op, _, _ in g.float_fallback] == ["MUL", "EXP", "DIV", "SUB", "ADD", softmax]
 
 
 def test_float_island_on_qemu_m4(tmp_path):

@@ -193,9 +193,15 @@ class TflLowering:
         if idx in self.floats and idx not in self.model.inputs:  # a placeholder's output
             raise UpstreamFailed(f"input '{t.name}' comes from an operator that cannot be "
                                  "compiled")
-        if t is not None and idx in self.consts:
-            raise Unsupported(f"input '{t.name}' is a constant; the float region takes "
-                              "activations after a DEQUANTIZE")
+        if t is not None and idx in self.consts:  # a float32 constant operand: to flash
+            data = np.asarray(self.consts[idx])
+            if data.dtype != np.float32 or not np.all(np.isfinite(data)):
+                raise Unsupported(f"constant '{t.name}' is not a finite float32 tensor")
+            name = f"{self.names[idx]}@f32"
+            if name not in self.graph.tensors:
+                self.graph.add_tensor(Tensor(name, tuple(data.shape), "float32", None,
+                                             np.ascontiguousarray(data)))
+            return name
         raise Unsupported(f"input '{t.name if t else idx}' is a float32 tensor not computed "
                           "in the float region (a DEQUANTIZE and the float builtins after it)")
 
@@ -211,6 +217,8 @@ class TflLowering:
         return name
 
     def _reads_float(self, op):
+        """Does op read a float32 activation (not a model input, which only a QUANTIZE
+        takes)? A float32 constant alone does not make it a float-region operator."""
         return any(i in self.fvals or (i >= 0 and i not in self.consts and
                                        self.tensor(i).dtype == "float32"
                                        and i not in self.model.inputs)
