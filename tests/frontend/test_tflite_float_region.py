@@ -12,7 +12,7 @@ interpreter (the tflite-micro package):
   layer of the numpy reference and the host C equal TFLite Micro bit for bit (float outputs
   compared as float32 bits), also after a CONV_2D (an NHWC-stored tensor) and before a
   FULLY_CONNECTED; a float chain with broadcast float constants ending in SOFTMAX /
-  LOG_SOFTMAX; one model on qemu-m4;
+  LOG_SOFTMAX; float-output models on qemu-m4 (FPU) and qemu-m3 (soft float);
 * the layers are listed as float fallback (report, one warning line); with
   --no-float-fallback, and for a float builtin that has no float form, each operator is
   listed at once by builtin and index (not one whose input comes from a listed one), exit 2.
@@ -211,13 +211,15 @@ def test_float_chain_with_softmax_equals_tflite_micro(softmax, float_out, tmp_pa
     assert [op for op, _, _ in g.float_fallback] == ["MUL", "EXP", "DIV", "SUB", "ADD", softmax]
 
 
-def test_float_island_on_qemu_m4(tmp_path):
+@pytest.mark.parametrize("board", ["qemu-m4", "qemu-m3"])
+def test_float_island_on_qemu(board, tmp_path):
+    """FPU (qemu-m4) and soft float (qemu-m3) give TFLite Micro's host bits."""
     require_arm_toolchain()
     _need_fdlibm("TANH")
     for builtin, scale in (("TANH", 0.09), ("LOGISTIC", 0.25)):
         d = tmp_path / builtin
         d.mkdir()
-        _check(_island(d, builtin, scale, True), ALL_INT8, d, board="qemu-m4")
+        _check(_island(d, builtin, scale, True), ALL_INT8, d, board=board)
 
 
 def test_float_fallback_is_reported_and_can_be_refused(tmp_path, capsys):
