@@ -497,6 +497,26 @@ def prelu_s8(outer, channels, inner, params, alpha, slope, x, inplace=False, rng
     return out.result("tinyaot_prelu_s8")
 
 
+def minmax_s8(is_max, d, a, b, n_out, inplace=False, rng=None):
+    """d: dims[6] + a_strides[6] + b_strides[6]; inplace: the output buffer holds a (of the
+    output's shape) and is passed as a too."""
+    keep = []
+    out = OutBuf(n_out, rng)
+    if inplace:
+        out.raw[GUARD:GUARD + n_out] = np.asarray(a, np.int8).reshape(-1)
+    _call("tinyaot_minmax_s8", is_max, cbuf(np.asarray(d), np.int32, keep),
+          out.ptr if inplace else cbuf(a, np.int8, keep), cbuf(b, np.int8, keep), out.ptr)
+    return out.result("tinyaot_minmax_s8")
+
+
+def reduce_sum_s8(outer, count, inner, params, x, rng=None):
+    keep = []
+    p = new_struct("tinyaot_reduce_sum_params_t", params, keep)
+    out = OutBuf(outer * inner, rng)
+    _call("tinyaot_reduce_sum_s8", outer, count, inner, p, cbuf(x, np.int8, keep), out.ptr)
+    return out.result("tinyaot_reduce_sum_s8")
+
+
 def transpose_s8(in_dims, perm, x, rng=None):
     keep = []
     out = OutBuf(int(np.prod(in_dims)), rng)
@@ -601,6 +621,9 @@ EXPECTED_FUNCTIONS = {
                                       "float *")),
     "tinyaot_prelu_s8": ("int", ("int32_t", "int32_t", "int32_t", "tinyaot_prelu_params_t *",
                                  "int8_t *", "float *", "int8_t *", "int8_t *")),
+    "tinyaot_minmax_s8": ("int", ("int32_t", "int32_t *", "int8_t *", "int8_t *", "int8_t *")),
+    "tinyaot_reduce_sum_s8": ("int", ("int32_t", "int32_t", "int32_t",
+                                      "tinyaot_reduce_sum_params_t *", "int8_t *", "int8_t *")),
     "tinyaot_transpose_s8": ("int", ("int32_t *", "int32_t *", "int8_t *", "int8_t *")),
     "tinyaot_slice_s8": ("int", ("int32_t *", "int8_t *", "int8_t *")),
     "tinyaot_resize_nearest_s8": ("int", ("int32_t *", "int32_t *", "int32_t *", "int8_t *",

@@ -32,6 +32,7 @@ from codegen.kernels import fast_pack
 from codegen.kernels.fc_float_pack import input_table, pack_fc_float
 from codegen.kernels.ort_requant_fixed import fc_fixed_requant
 from codegen.ir import Graph, Node, QParams, Tensor
+from codegen.ops.binary_f32 import broadcast_dims
 from codegen.ops.conv2d import conv2d_acc, conv2d_float, conv2d_int
 from codegen.ops.conv_params import EPILOGUE, ORT, TFLITE
 from codegen.ops.fully_connected import fully_connected_float, fully_connected_int
@@ -700,6 +701,53 @@ def test_prelu_s8(numerics, case):
                      inplace=d(st.booleans()))
     got = from_nhwc(got, shape) if kind == "nhwc" else got.reshape(shape)
     assert_bit_exact(expected, got, f"tinyaot_prelu_s8 [{numerics}]", g, n, p)
+
+
+@SETTINGS
+@given(case=st.data())
+def test_minmax_s8(case):
+    """TFLite MAXIMUM / MINIMUM: numpy broadcasting of any operand shape onto the output
+    (rank 1 to 6), a constant operand or an activation, in place or not."""
+    d = case.draw
+    rank = d(st.integers(1, 6))
+    out = tuple(d(st.integers(1, 4)) for _ in range(rank))
+    b_shape = tuple(1 if d(st.booleans()) else e for e in out)[d(st.integers(0, rank)):]
+    q = (d(scale()), d(zp))
+    x, y = qt("a", out, *q), qt("y", out, *q)
+    bv = d(int8_array(b_shape))
+    const = d(st.booleans())
+    b = Tensor("b", b_shape, "int8", QParams(np.array([q[0]], F32), np.array([q[1]], np.int32)),
+               bv if const else None)
+    is_max = d(st.integers(0, 1))
+    g, n = one_node("minmax", [x, b], [y], {"is_max": is_max})
+    av = d(int8_array(out))
+    p = codegen_ops.prepare(g, n, "tflite")
+    note(describe(g, n))
+    expected = codegen_ops.get("minmax").reference(g, n, [av, bv], p, "tflite")
+    dims, sa = broadcast_dims(x, out)
+    _, sb = broadcast_dims(b, out)
+    got = K.minmax_s8(is_max, dims + sa + sb, av.reshape(-1), bv.reshape(-1), av.size,
+                      inplace=d(st.booleans()))
+    assert_bit_exact(expected, got.reshape(out), "tinyaot_minmax_s8", g, n, p)
+
+
+@SETTINGS
+@given(case=st.data())
+def test_reduce_sum_s8(case):
+    """TFLite SUM over [outer][count][inner]: scale ratios below and above one (saturating
+    sums), counts up to 300."""
+    d = case.draw
+    outer, count, inner = d(st.integers(1, 4)), d(st.integers(1, 300)), d(st.integers(1, 6))
+    sx, zx = d(scale()), d(zp)
+    sy = F32(sx * F32(2.0 ** d(st.integers(-4, 8))) * F32(d(st.floats(0.5, 1.0))))
+    x, y = qt("x", (outer, count, inner), sx, zx), qt("y", (outer, inner), sy, d(zp))
+    g, n = one_node("reduce_sum", [x], [y], {"view": (outer, count, inner)})
+    xv = d(int8_array((outer, count, inner), zero=zx))
+    p = codegen_ops.prepare(g, n, "tflite")
+    note(describe(g, n))
+    expected = codegen_ops.get("reduce_sum").reference(g, n, [xv], p, "tflite")
+    got = K.reduce_sum_s8(outer, count, inner, dataclasses.asdict(p), xv.reshape(-1))
+    assert_bit_exact(expected, got.reshape(outer, inner), "tinyaot_reduce_sum_s8", g, n, p)
 
 
 @SETTINGS
