@@ -26,6 +26,7 @@ from ..numerics import tflite_fixedpoint as tfp
 from ..numerics.quant import act_bounds
 from . import pooling as pl
 from .base import Op, Pending, Traits, Unsupported
+from .reduce_sum import lower_tflite as lower_reduce_tflite
 from .requantize import RequantizeParams
 
 F32 = np.float32
@@ -47,14 +48,16 @@ def lower_reduce_mean(lw, node, name, attrs, ins, out, shape):
 
 
 def lower_tflite_mean(tl, op):
-    """MEAN over H, W of a 4-D NHWC tensor (keep_dims or not): one window over the plane."""
+    """MEAN over H, W of a 4-D NHWC tensor (keep_dims or not): one window over the plane;
+    over any other run of axes, ops/reduce_sum.py's node (the same TFLite arithmetic)."""
     x_idx, ax_idx, y_idx = tl.inp(op, 0), tl.inp(op, 1), op.outputs[0]
     tl.check_int8(op, x_idx, y_idx)
     xt, yt = tl.tensor(x_idx), tl.tensor(y_idx)
     axes = sorted(int(a) % max(len(xt.shape), 1)
                   for a in np.asarray(tl.const(ax_idx, "the axis")).reshape(-1))
     if len(xt.shape) != 4 or axes != [1, 2]:
-        raise Unsupported(f"MEAN is supported over H, W of a 4-D tensor (axes {axes})")
+        lower_reduce_tflite(tl, op, mean=True)
+        return
     n, h, w, c = xt.shape
     a = {"kernel": (h, w), "strides": (1, 1), "pads": (0, 0, 0, 0), "count_include_pad": 0,
          "reduce_mean": True, "act_lo": None, "act_hi": None}

@@ -1,11 +1,14 @@
-"""reduce_sum: the int8 sum over a contiguous run of axes (TFLite SUM).
+"""reduce_sum: the int8 sum (TFLite SUM) or mean (TFLite MEAN) over a contiguous run of axes.
 
 TFLite Micro's int8 SUM (reduce_common.cc EvalSumHelper -> reference_ops::
 QuantizedMeanOrSum with compute_sum): the raw values summed in int32, then
   out = clamp(MBQM(sum - in_zp * count, M, s) + out_zp, -128, 127),
-M, s = QuantizeMultiplier(double(s_in) / double(s_out)) (PrepareMeanOrSumHelper); unlike MEAN
-no 1 / count is folded in, and there is no fused activation. keep_dims changes the output's
-shape only.
+M, s = QuantizeMultiplier(double(s_in) / double(s_out)) (PrepareMeanOrSumHelper); there is no
+fused activation. keep_dims changes the output's shape only. Its int8 MEAN is the same
+kernel with 1 / count folded into M (numerics/tflite_fixedpoint.mean_multiplier), also when
+the input and output quantization are equal (checked against TFLite Micro's interpreter):
+a MEAN over H, W of a 4-D tensor is an avgpool (ops/avgpool.py), any other run of axes
+(the channels, the time axis of [N, T, C], ...) is this node with attrs["mean"].
 The node works on TFLite's row-major layout (a zero-copy view after a spatial layer), the
 input seen as [outer][count][inner]: the reduced axes must be one run (axes of size 1 may
 lie anywhere), which covers H, W (global sum pooling), the channels, or everything.
@@ -52,7 +55,8 @@ def sum_view(shape, axes):
     return prod(shape[:lo]), prod(shape[lo:hi + 1]), prod(shape[hi + 1:])
 
 
-def lower_tflite(tl, op):
+def lower_tflite(tl, op, mean=False):
+    """SUM (or, from ops/avgpool.py, a MEAN not over H, W) over a run of axes."""
     x_idx, ax_idx, y_idx = tl.inp(op, 0), tl.inp(op, 1), op.outputs[0]
     tl.check_int8(op, x_idx, y_idx)
     xs, ys = tuple(tl.tensor(x_idx).shape), tuple(tl.tensor(y_idx).shape)
@@ -68,7 +72,7 @@ def lower_tflite(tl, op):
     if int(np.prod(ys, dtype=np.int64)) != outer * inner:
         raise Unsupported(f"output shape {list(ys)} does not match the reduced input")
     tl.emit("reduce_sum", tl.node_name(op), [tl.act(x_idx, "plain")], [tl.new_act(y_idx)],
-            {"view": (outer, count, inner)})
+            {"view": (outer, count, inner), "mean": bool(mean)})
 
 
 def reduce_sum(x, view, p):
@@ -86,16 +90,20 @@ class ReduceSum(Op):
     tflite = {"SUM": lower_tflite}
 
     def prepare(self, g, n, numerics):
+        what = "MEAN" if n.attrs.get("mean") else "SUM"
         if numerics != "tflite":
-            raise TinyAotError("SUM is lowered for tflite numerics only", model=g.source,
+            raise TinyAotError(f"{what} is lowered for tflite numerics only", model=g.source,
                                node=n.name)
         x, y = g.tensors[n.inputs[0]], g.tensors[n.outputs[0]]
         sx, zx = x.q.scalar()
         sy, zy = y.q.scalar()
-        m, s = tfp.quantize_multiplier(float(np.float64(np.float32(sx)) /
-                                             np.float64(np.float32(sy))))
+        if n.attrs.get("mean"):
+            m, s = tfp.mean_multiplier(sx, sy, n.attrs["view"][1])
+        else:
+            m, s = tfp.quantize_multiplier(float(np.float64(np.float32(sx)) /
+                                                 np.float64(np.float32(sy))))
         if not -31 <= s <= 30:
-            raise TinyAotError(f"SUM: input scale / output scale ({float(sx) / float(sy):g}) "
+            raise TinyAotError(f"{what}: input scale / output scale ({float(sx) / float(sy):g}) "
                                "is outside TFLite's fixed-point multiplier range",
                                model=g.source, node=n.name)
         return ReduceSumParams(int(zx), int(zy), int(m), int(s), -128, 127)

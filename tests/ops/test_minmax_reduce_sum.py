@@ -1,11 +1,14 @@
-"""TFLite MAXIMUM / MINIMUM (ops/minmax.py) and SUM (ops/reduce_sum.py), int8, against
+"""TFLite MAXIMUM / MINIMUM (ops/minmax.py), SUM and MEAN not over H, W (ops/reduce_sum.py),
+int8, against
 TFLite Micro's own interpreter (the tflite-micro package) on .tflite files written here the
 way the converter writes them (tests/helpers/tflite_builders.py):
 
 * every layer of the numpy reference equals TFLM's tensors, and the host C equals TFLM's
   output, for SUM over H, W / channels / one middle axis, keep_dims or not, after a CONV_2D
   (an NHWC-stored input read through a zero-copy view) and with input and output scales
-  whose ratio is above and below one; and for MAXIMUM / MINIMUM of two activations of one
+  whose ratio is above and below one; for MEAN over the time axis of [N, T, C], the
+  channels or rows, with equal and different quantization; for MAXIMUM / MINIMUM of two
+  activations of one
   shape, an activation and a broadcast activation ([1, 1, 1, C]), a per-channel constant
   [C] and a scalar constant;
 * SUM's arithmetic also against a numpy model written here from TFLite Micro's source
@@ -88,6 +91,33 @@ SUM_CASES = [  # id, input shape, axes, keep_dims, input q, output q, after a co
     ("ratio_above_one", [1, 2, 3, 4], [1, 2], False, (0.05, -3), (0.02, 0), False),
     ("all_rows", [3, 10], [0, 1], True, (0.1, 2), (2.0, -5), False),
 ]
+
+
+MEAN_CASES = [  # MEAN not over H, W of a 4-D tensor: reduce_sum's node with 1 / count
+    ("time_axis", [1, 20, 16], [1], False, (0.05, -3), (0.02, 5), False),
+    ("time_axis_same_q", [1, 20, 16], [1], True, (0.05, -3), (0.05, -3), False),
+    ("channels_same_q", [1, 4, 6, 24], [3], False, (0.05, 7), (0.05, 7), True),
+    ("rows", [3, 50], [-1], True, (0.1, 2), (0.03, -1), False),
+]
+
+
+@pytest.mark.parametrize("case,shape,axes,keep,in_q,out_q,conv", MEAN_CASES,
+                         ids=[c[0] for c in MEAN_CASES])
+def test_mean_over_other_axes_equals_tflite_micro(case, shape, axes, keep, in_q, out_q, conv,
+                                                  tmp_path):
+    rng = np.random.default_rng(len(case) + 50)
+    b = TflBuilder()
+    x = b.input("x", shape, *in_q)
+    src = _conv_front(b, rng, x, shape, in_q) if conv else x
+    red = {a % len(shape) for a in axes}
+    ys = [1 if i in red else d for i, d in enumerate(shape)] if keep else \
+        [d for i, d in enumerate(shape) if i not in red]
+    ax = b.const("axes", np.array(axes, np.int32))
+    y = b.tensor("y", ys, *out_q)
+    b.op("MEAN", [src, ax], [y], "ReducerOptions", keepDims=keep)
+    p = b.save(tmp_path / "mean.tflite", [y])
+    g, _ = _check(p, _i8(rng, shape), tmp_path)
+    assert [n.attrs.get("mean") for n in g.nodes if n.op == "reduce_sum"] == [True]
 
 
 @pytest.mark.parametrize("case,shape,axes,keep,in_q,out_q,conv", SUM_CASES,
