@@ -1,16 +1,14 @@
 """TFLite MAXIMUM / MINIMUM (ops/minmax.py), SUM and MEAN not over H, W (ops/reduce_sum.py),
-int8, against
-TFLite Micro's own interpreter (the tflite-micro package) on .tflite files written here the
-way the converter writes them (tests/helpers/tflite_builders.py):
+int8, against TFLite Micro's own interpreter (the tflite-micro package) on .tflite files
+written here the way the converter writes them (tests/helpers/tflite_builders.py):
 
 * every layer of the numpy reference equals TFLM's tensors, and the host C equals TFLM's
   output, for SUM over H, W / channels / one middle axis, keep_dims or not, after a CONV_2D
   (an NHWC-stored input read through a zero-copy view) and with input and output scales
   whose ratio is above and below one; for MEAN over the time axis of [N, T, C], the
   channels or rows, with equal and different quantization; for MAXIMUM / MINIMUM of two
-  activations of one
-  shape, an activation and a broadcast activation ([1, 1, 1, C]), a per-channel constant
-  [C] and a scalar constant;
+  activations of one shape, an activation and a broadcast activation ([1, 1, 1, C]), a
+  per-channel constant [C] and a scalar constant;
 * SUM's arithmetic also against a numpy model written here from TFLite Micro's source
   (reduce_common.cc, reference/reduce.h QuantizedMeanOrSum): MBQM(sum - zp * count) + zp;
 * one model with both builtins on qemu-m4;
