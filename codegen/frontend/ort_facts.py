@@ -87,7 +87,7 @@ def check_ort_float_region(g, match):
         op = n.attrs.get("onnx_op")
         if not op or n.op in _REGION_ENDS:
             continue
-        found = match.nodes([n.attrs["onnx_tensors"][0]], {op})
+        found = match.nodes([n.attrs.get("onnx_check_tensor", n.attrs["onnx_tensors"][0])], {op})
         if any(o.op_type == op and o.domain in ("", "ai.onnx") for o in found):
             continue
         instead = [o.op_type if o.domain in ("", "ai.onnx") else f"{o.domain}.{o.op_type}"

@@ -187,8 +187,9 @@ class SignedGraph:
             return None
         for a, b in ((0, 1), (1, 0)):
             h = self.producer.get(n.input[b])
-            if h is not None and h.op_type == "HardSigmoid" and h.input[0] == n.input[a]:
-                return n.input[a]
+            if h is not None and h.op_type == "HardSigmoid" and (
+                    h.input[0] == n.input[a] or self._same_source(h.input[0], n.input[a])):
+                return n.input[a]  # onnxruntime gives each reader its own DequantizeLinear
         return None
 
     def _data_positions(self, n):
@@ -213,6 +214,13 @@ class SignedGraph:
         if c == [True, False]:
             return n.input[1]
         return None
+
+    def _same_source(self, a, b):
+        """Two DequantizeLinear copies of one tensor (onnxruntime duplicates a DQ read by
+        several nodes): the same quantized tensor and parameters behind them."""
+        pa, pb = self.producer.get(a), self.producer.get(b)
+        return (pa is not None and pb is not None and pa.op_type == pb.op_type
+                == "DequantizeLinear" and list(pa.input) == list(pb.input))
 
     def _through(self, t):
         """The first producer of t that is not transparent."""

@@ -40,6 +40,30 @@ def lower_float(lw, node, name, attrs, ins, out, shape):
 TFLITE_FLOAT = {"ADD": "Add", "SUB": "Sub", "MUL": "Mul", "DIV": "Div"}
 
 
+def lower_hard_sigmoid(lw, node, name, attrs, ins, out, shape):
+    """HardSigmoid on a float tensor (e.g. x * HardSigmoid(x) written out): onnxruntime's
+    kernel computes max(min(alpha * x + beta, 1), 0) one IEEE operation at a time, so it is
+    four binary_f32 layers with float32 constants (TFLite has no HardSigmoid: the same
+    arithmetic under both numerics)."""
+    x = lw.float_input(ins[0], name)
+
+    def const(tag, v):
+        cname = f"{name}@{tag}"
+        lw.consts[cname] = np.asarray(v, F32)
+        return lw.float_input(cname, name)
+
+    alpha, beta = F32(attrs.get("alpha", 0.2)), F32(attrs.get("beta", 0.5))
+    steps = (("Mul", alpha, "alpha"), ("Add", beta, "beta"), ("Min", F32(1), "one"),
+             ("Max", F32(0), "zero"))
+    for k, (op, v, tag) in enumerate(steps):
+        last = k == len(steps) - 1
+        y_name = out if last else f"{out}@hardsigmoid_{k}"
+        # onnx_op: the ONNX node onnxruntime must still run as itself (ort_facts.py)
+        x = lw.float_emit("binary_f32", name if last else f"{name}@{op.lower()}",
+                          [x, const(tag, v)], y_name, shape,
+                          {"binary_op": op, "onnx_check_tensor": out}, onnx_op="HardSigmoid")
+
+
 def lower_tflite_float(tl, op):
     """A float32 ADD / SUB / MUL / DIV of a .tflite (no fused activation), broadcasting."""
     if int(op.options.get("fused_activation_function", 0)) != 0:
@@ -78,11 +102,12 @@ def broadcast_dims(t, out_shape):
 class BinaryF32(Op):
     name = "binary_f32"
     traits = Traits(layout="row_major", inplace=(0, 1))
-    onnx_float = {op: lower_float for op in CODES}
+    onnx_float = {**{op: lower_float for op in CODES}, "HardSigmoid": lower_hard_sigmoid}
     tflite_float = {b: lower_tflite_float for b in TFLITE_FLOAT}
 
     def prepare(self, g, n, numerics):
-        return BinaryF32Params(CODES[n.attrs["onnx_op"]], mode_of(numerics))
+        return BinaryF32Params(CODES[n.attrs.get("binary_op", n.attrs["onnx_op"])],
+                               mode_of(numerics))
 
     def reference(self, g, n, ins, p, numerics):
         return binary_f32(ins[0], ins[1], p)

@@ -76,3 +76,22 @@ def test_variadic_max_is_one_clear_refusal(tmp_path):
     path = save(b.model("x", (1, 4), "y", (1, 4)), tmp_path)
     with pytest.raises(TinyAotError, match="Max of 3 inputs"):
         compile_model(path, numerics="ort")
+
+
+@pytest.mark.parametrize("alpha,beta", [(None, None), (1 / 6, 0.5), (0.25, 0.4)])
+def test_hard_sigmoid_times_x_float_fallback_bit_exact_with_onnxruntime(alpha, beta, tmp_path):
+    """x * HardSigmoid(x) written out (a hard-swish as PyTorch exports MobileNetV3's without
+    a HardSwish op), no QuantizeLinear between the two: onnxruntime runs HardSigmoid and Mul
+    in float (each reading its own copy of the DequantizeLinear); the fallback computes
+    max(min(alpha * x + beta, 1), 0) and the product one IEEE operation at a time."""
+    from tests.helpers.qdq_builder import QdqBuilder
+    b = QdqBuilder("hard_swish_written_out")
+    x = b.dq("x", 0.05, -3)
+    kw = {} if alpha is None else {"alpha": alpha, "beta": beta}
+    b.q(b.op("Mul", [x, b.op("HardSigmoid", [x], **kw)]), 0.03, -20, out="y")
+    path = save(b.model("x", (1, 4, 8, 8), "y", (1, 4, 8, 8)), tmp_path)
+    x_in = all_int8_inputs((1, 4, 8, 8), 3, seed=6)
+    outs, c = host_run_checked(path, x_in, "ort", tmp_path, KERNEL)
+    assert {fb["onnx_op"] for fb in c.report["float_fallback"]} == {"HardSigmoid", "Mul"}
+    want = run_ort(path, x_in)
+    np.testing.assert_array_equal(np.asarray(outs).reshape(want.shape), want)
