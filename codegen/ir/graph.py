@@ -48,6 +48,9 @@ class Tensor:
     q: QParams | None = None
     data: np.ndarray | None = None  # constants only
     perm: tuple | None = None  # physical order; None = row-major
+    # a layer's weights stored as w - zp (ops/conv_lowering.py): that zp, one or one per
+    # output channel (onnxruntime's x86 u8s8 kernels pair the raw w: x86_saturation.py)
+    weight_zp: np.ndarray | None = None
 
     @property
     def is_const(self) -> bool:

@@ -103,6 +103,7 @@ def _nk_weights(lw, wt, trans_b, name):
     data = wt.data if trans_b else wt.data.T
     q = QParams(wt.q.scale, wt.q.zero_point, axis)
     t = lw.add_int_tensor(f"{wt.name}@NK", data.shape, wt.dtype, q, np.ascontiguousarray(data))
+    t.weight_zp = wt.weight_zp
     return t.name
 
 

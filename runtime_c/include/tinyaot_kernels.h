@@ -67,6 +67,11 @@ typedef struct {
 int tinyaot_convolve_s8(const tinyaot_conv_dims_t *d, const tinyaot_requant_t *q,
                         const int8_t *input, const int8_t *filter, int8_t *output);
 
+/* tinyaot_convolve_s8 with int16 weights (same layout): weights minus their zero point
+ * that do not fit int8 (uint8 or asymmetric int8 weights), on layers with no fast kernel. */
+int tinyaot_convolve_w16_s8(const tinyaot_conv_dims_t *d, const tinyaot_requant_t *q,
+                            const int8_t *input, const int16_t *filter, int8_t *output);
+
 /* Depthwise convolution, out_c = in_c * multiplier. Filter layout [k_h][k_w][out_c]. */
 int tinyaot_depthwise_conv_s8(const tinyaot_conv_dims_t *d, const tinyaot_requant_t *q,
                               const int8_t *input, const int8_t *filter, int8_t *output);
