@@ -88,8 +88,13 @@ class Lowering:
 
     def qparams(self, scale_name, zp_name, axis, node, x_dtype, x_shape):
         scale = np.asarray(self.const(scale_name, node, "scale"))
+        if scale.dtype == np.float16:  # opset 19+: every float16 value is a float32 one
+            if (node, scale_name) not in self.graph.float16_scales:
+                self.graph.float16_scales.append((node, scale_name))
+            scale = scale.astype(np.float32)
         if scale.dtype != np.float32:
-            raise self.err(f"scale must be float32, got {scale.dtype}", node=node, tensor=scale_name)
+            raise self.err(f"scale must be float32 or float16, got {scale.dtype}", node=node,
+                           tensor=scale_name)
         if zp_name:
             zp = np.asarray(self.const(zp_name, node, "zero point"))
         else:
@@ -145,6 +150,11 @@ class Lowering:
                 self.input_ends[inp.name] = (inp.name, Declared(inp.name, dname))
             elif dname == "float32":
                 self.float_inputs[inp.name] = shape
+            elif dname == "float16":  # quantize_static on a float16 model: float16 scales too
+                raise self.err("graph input of type float16 is not supported (int8, uint8 or "
+                               "float32): quantize the float32 model instead (its scales and "
+                               "ends are float32; onnxruntime computes a float16 one in "
+                               "float16)", tensor=inp.name)
             else:
                 raise self.err(f"graph input of type {dname} is not supported", tensor=inp.name)
         for i, node in enumerate(g.node):

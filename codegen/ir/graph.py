@@ -110,6 +110,9 @@ class Graph:
     # empty: every end is its IR tensor (declared_ends fills in the default)
     declared_inputs: list = field(default_factory=list)
     declared_outputs: list = field(default_factory=list)
+    # (node, scale tensor) of each float16 quantization scale, taken as float32 (exact);
+    # onnxruntime then computes in float16 (frontend/ort_facts.check_float16_scales)
+    float16_scales: list = field(default_factory=list)
 
     def declared_ends(self):
         """(inputs, outputs): a Declared per graph input / output, in order. Ends the
