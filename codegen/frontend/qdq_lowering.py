@@ -277,6 +277,7 @@ class Lowering:
     def lower_dq(self, node, name, attrs):
         if attrs.get("output_dtype", 0) not in (0, onnx.TensorProto.FLOAT):  # opset 23
             raise _Unsupported("DequantizeLinear to a type other than float32 (output_dtype)")
+        _no_blocks(attrs)
         x = node.input[0]
         s = node.input[1]
         zp = node.input[2] if len(node.input) > 2 and node.input[2] else None
@@ -309,6 +310,7 @@ class Lowering:
         if attrs.get("precision", 0) not in (0, onnx.TensorProto.FLOAT):  # opset 23
             raise _Unsupported("QuantizeLinear computing in a precision other than float32 "
                                "(precision attribute)")
+        _no_blocks(attrs)
         f = node.input[0]
         s = node.input[1]
         zp = node.input[2] if len(node.input) > 2 and node.input[2] else None
@@ -564,6 +566,12 @@ def _bias_qparams(g, act, weights, size):
         return None
     scale = (np.float32(xq.scale.reshape(-1)[0]) * ws).astype(np.float32)
     return QParams(scale, np.zeros(scale.size, np.int32), 0 if scale.size > 1 else None)
+
+
+def _no_blocks(attrs):
+    if attrs.get("block_size", 0):  # opset 21
+        raise _Unsupported("blocked quantization (block_size) is not supported: quantize "
+                           "per tensor or per channel")
 
 
 def _representable(bound, q, dtype, lower):
