@@ -27,12 +27,12 @@ from codegen.reference.onnxruntime_oracle import run_onnxruntime
 
 from tests.helpers import quantize_static_models as qmodels
 from tests.helpers import tflite_int_reference as tfl_ref
-from tests.helpers.saturating_models import _identity_conv as identity_conv
 from tests.helpers.qdq_builder import QdqBuilder, all_int8_inputs, host_run_checked, run_ort, save
+from tests.helpers.saturating_models import _identity_conv as identity_conv
 
 
-def _static_host_vs_ort(path, tmp_path, optimize="speed", raw=False):
-    """A quantize_static model (float ends): tinyaot on the host (C == numpy oracle) and
+def _static_host_vs_ort(path, tmp_path, optimize="speed", raw=False, board="host"):
+    """A quantize_static model (float ends): tinyaot on `board` (C == numpy oracle) and
     onnxruntime on the same float inputs -> (tinyaot dequantized, ORT's output, compiled)
     (raw: (float inputs, tinyaot's integers, ORT's output, compiled))."""
     c = compile_model(path, numerics="ort", optimize=optimize)
@@ -42,7 +42,7 @@ def _static_host_vs_ort(path, tmp_path, optimize="speed", raw=False):
     s, zp = xt.q.scalar()
     lo, hi = (0, 255) if xt.dtype == "uint8" else (-128, 127)
     qx = np.stack([quantize(x, s, zp, lo, hi).astype(xt.dtype) for x in xs])
-    outs, info = run_model(path, qx, board="host", numerics="ort", compiled=c,
+    outs, info = run_model(path, qx, board=board, numerics="ort", compiled=c,
                            build_dir=tmp_path / "gen", optimize=optimize)
     assert info["status"] == [0] * len(xs)
     ref = np.stack([run_graph(g, "ort", {g.inputs[0]: q[None]}, c.params)[g.outputs[0]] for q in qx])
