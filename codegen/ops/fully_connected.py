@@ -287,8 +287,9 @@ class FullyConnected(Op):
         if n.attrs.get("fast_kernel") == "fc":
             return _emit_fast(em, lid, n, p, info, rows)
         q = emit_requant(em, lid, p)
-        filt = em.const("int8_t", f"{lid}_w", w.data, align=4)
-        info["kernel"] = "tinyaot_fully_connected_s8"
+        wide = w.dtype == "int16"  # w - zp beyond int8 (MatMulInteger): no fast kernel
+        filt = em.const("int16_t" if wide else "int8_t", f"{lid}_w", w.data, align=4)
+        info["kernel"] = "tinyaot_fully_connected_w16_s8" if wide else "tinyaot_fully_connected_s8"
         em.call(info["kernel"], [str(rows), str(k), str(nout), q, em.ptr(x.name), filt,
                                  em.ptr(y.name)])
 

@@ -166,6 +166,12 @@ int tinyaot_fully_connected_s8(int32_t rows, int32_t in_features, int32_t out_fe
                                const tinyaot_requant_t *q, const int8_t *input,
                                const int8_t *weights, int8_t *output);
 
+/* tinyaot_fully_connected_s8 with int16 weights (same layout): weights minus their zero
+ * point that do not fit int8, on layers with no fast kernel (MatMulInteger). */
+int tinyaot_fully_connected_w16_s8(int32_t rows, int32_t in_features, int32_t out_features,
+                                   const tinyaot_requant_t *q, const int8_t *input,
+                                   const int16_t *weights, int8_t *output);
+
 /* onnxruntime's float Gemm / MatMul (+ bias Add): y = sum of x * w in the order
  * MLAS sums them (codegen/numerics/mlas_fc_order.py), + bias, QuantizeLinear.
  * Everything float is prepared at compile time: the input's DequantizeLinear
