@@ -48,8 +48,9 @@ class Tensor:
     q: QParams | None = None
     data: np.ndarray | None = None  # constants only
     perm: tuple | None = None  # physical order; None = row-major
-    # a layer's weights stored as w - zp (ops/conv_lowering.py): that zp, one or one per
-    # output channel (onnxruntime's x86 u8s8 kernels pair the raw w: x86_saturation.py)
+    # a layer's weights stored as w - zp (ops/conv_lowering.py): zp of the weights' int8
+    # form (uint8: zp - 128), one or one per output channel (onnxruntime's x86 u8s8
+    # kernels pair the int8 weights as stored in the model: x86_saturation.py)
     weight_zp: np.ndarray | None = None
 
     @property

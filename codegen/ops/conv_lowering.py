@@ -40,7 +40,9 @@ def layer_weights(lw, w, channel_axis, name, wide=True):
             "quantize_static extra_options WeightSymmetric=True)")
     q = QParams(wt.q.scale, np.zeros_like(wt.q.zero_point, dtype=np.int32), wt.q.axis)
     t = lw.add_int_tensor(f"{w}@{name}", d.shape, dtype, q, np.ascontiguousarray(d.astype(dtype)))
-    t.weight_zp = zp.reshape(-1)
+    # the zero point of the weights' int8 form (uint8 weights: w - 128), what onnxruntime's
+    # int8-weight kernels pair (reference/x86_saturation.py)
+    t.weight_zp = zp.reshape(-1) - (128 if wt.dtype == "uint8" else 0)
     return t.name
 
 

@@ -44,7 +44,7 @@ def pair_layers(g, params):
 
 
 def _raw_weights(g, n, w):
-    """The weights as onnxruntime's kernels hold them: tinyaot stores w - zp
+    """The int8 weights as onnxruntime's kernels hold them: tinyaot stores w - zp
     (ops/conv_lowering.py); MLAS pairs the raw w and subtracts zp * sum(x) apart."""
     zp = g.tensors[n.inputs[1]].weight_zp
     if zp is None or not np.any(zp):
