@@ -16,6 +16,8 @@ integer arithmetic (tests/helpers/tflite_int_reference.py). The C also equals th
 oracle (tests.helpers.qdq_builder.host_run_checked / run_graph).
 """
 import numpy as np
+import onnx
+from onnx import numpy_helper
 import pytest
 
 from codegen.compiler import compile_model
@@ -313,3 +315,22 @@ def test_wide_weight_convs_tflite(kind, wtype, per_channel, tmp_path):
     acc = tfl_ref.conv_acc(x.reshape((-1,) + in_shape[1:]), d, (pads[0], pads[1], pads[2], pads[3]), strides, group, X_Q[1])
     want = tfl_ref.requantize(acc, bq, X_Q[0], sw, Y_Q[0], Y_Q[1], Y_Q[1], 127)  # Relu
     np.testing.assert_array_equal(got.reshape(want.shape), want)
+
+
+def test_wide_weight_depthwise_is_no_in_place_candidate(tmp_path):
+    """--depthwise-inplace: the in-place kernel reads int8 weights, so a depthwise layer
+    with int16 weights is no candidate (the same layer with weights that fit int8 is)."""
+    from codegen.planner.depthwise_inplace import is_inplace_depthwise_candidate
+    wide, *_ = _wide_conv_model("depthwise", "uint8", True, between=True)
+    fits = onnx.ModelProto()
+    fits.CopyFrom(wide)
+    for init in fits.graph.initializer:  # the same layer with zero points 128: w - zp fits int8
+        a = numpy_helper.to_array(init)
+        if a.dtype == np.uint8 and a.ndim == 1:
+            init.CopyFrom(numpy_helper.from_array(np.full_like(a, 128), init.name))
+    for model, wdtype, candidate in ((fits, "int8", True), (wide, "int16", False)):
+        c = compile_model(save(model, tmp_path, f"{wdtype}.onnx"), numerics="ort")
+        g = c.graph
+        n = next(n for n in g.nodes if n.op == "conv2d" and n.attrs["group"] == 8)
+        assert g.tensors[n.inputs[1]].dtype == wdtype
+        assert is_inplace_depthwise_candidate(g, n) == candidate
