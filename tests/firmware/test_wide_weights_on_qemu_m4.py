@@ -8,13 +8,12 @@ import pytest
 
 from codegen.driver.verify import run_model
 
-from tests.frontend.test_qdq_weight_zero_points import (WIDE_CONVS, WIDE_FORMS, X_Q, Y_Q,
-                                                        _assert_ort_or_saturating,
-                                                        _static_host_vs_ort, _wide_conv_model)
 from tests.helpers import quantize_static_models as qmodels
 from tests.helpers import tflite_int_reference as tfl_ref
 from tests.helpers.env import require_arm_toolchain
 from tests.helpers.qdq_builder import all_int8_inputs, run_ort, save
+from tests.helpers.wide_weights import (WIDE_CONVS, WIDE_FORMS, X_Q, Y_Q,
+                                        assert_ort_or_saturating, static_vs_ort, wide_conv_model)
 
 pytestmark = pytest.mark.qemu
 
@@ -23,7 +22,7 @@ pytestmark = pytest.mark.qemu
                                         ("grouped", "uint8")])
 def test_wide_weight_convs_on_qemu_m4_ort(kind, wtype, tmp_path):
     require_arm_toolchain()
-    model, in_shape, *_ = _wide_conv_model(kind, wtype, True, between=True)
+    model, in_shape, *_ = wide_conv_model(kind, wtype, True, between=True)
     path = save(model, tmp_path)
     x = all_int8_inputs(in_shape, 3)
     outs, info = run_model(path, x, board="qemu-m4", numerics="ort", build_dir=tmp_path / "b")
@@ -32,13 +31,13 @@ def test_wide_weight_convs_on_qemu_m4_ort(kind, wtype, tmp_path):
     from codegen.compiler import compile_model
     c = compile_model(path, numerics="ort")
     want = run_ort(path, x)
-    _assert_ort_or_saturating(c, x, np.asarray(outs).reshape(want.shape), want)
+    assert_ort_or_saturating(c, x, np.asarray(outs).reshape(want.shape), want)
 
 
 def test_wide_weight_depthwise_on_qemu_m4_tflite(tmp_path):
     require_arm_toolchain()
     kind = "multiplier2"
-    model, in_shape, d, bq, sw = _wide_conv_model(kind, "uint8", False)
+    model, in_shape, d, bq, sw = wide_conv_model(kind, "uint8", False)
     _, _, group, pads, strides, kernel = WIDE_CONVS[kind]
     path = save(model, tmp_path)
     x = all_int8_inputs(in_shape, 3)
@@ -58,7 +57,7 @@ def test_quantize_static_wide_weights_on_qemu_m4(form, act, weights, per_channel
     require_arm_toolchain()
     path = qmodels.quantize(getattr(qmodels, model)(), tmp_path / "m.onnx", form, act, weights,
                             per_channel, weight_symmetric=sym)
-    xs, outs, want, c = _static_host_vs_ort(path, tmp_path, raw=True, board="qemu-m4")
-    _assert_ort_or_saturating(c, xs, outs, want)
+    xs, outs, want, c = static_vs_ort(path, tmp_path, raw=True, board="qemu-m4")
+    assert_ort_or_saturating(c, xs, outs, want)
     assert any(c.graph.tensors[n.inputs[1]].dtype == "int16" for n in c.graph.nodes
                if n.op == "fully_connected")

@@ -17,43 +17,17 @@ oracle (tests.helpers.qdq_builder.host_run_checked / run_graph).
 """
 import numpy as np
 import onnx
-from onnx import numpy_helper
 import pytest
+from onnx import numpy_helper
 
 from codegen.compiler import compile_model
-from codegen.driver.verify import run_model
 from codegen.errors import UnsupportedError
-from codegen.numerics.ort_float import dequantize, quantize
-from codegen.reference import run_graph
-from codegen.reference.onnxruntime_oracle import run_onnxruntime
 
 from tests.helpers import quantize_static_models as qmodels
 from tests.helpers import tflite_int_reference as tfl_ref
 from tests.helpers.qdq_builder import QdqBuilder, all_int8_inputs, host_run_checked, run_ort, save
-from tests.helpers.saturating_models import _identity_conv as identity_conv
-
-
-def _static_host_vs_ort(path, tmp_path, optimize="speed", raw=False, board="host"):
-    """A quantize_static model (float ends): tinyaot on `board` (C == numpy oracle) and
-    onnxruntime on the same float inputs -> (tinyaot dequantized, ORT's output, compiled)
-    (raw: (float inputs, tinyaot's integers, ORT's output, compiled))."""
-    c = compile_model(path, numerics="ort", optimize=optimize)
-    g = c.graph
-    xt = g.tensors[g.inputs[0]]
-    xs = qmodels.sample_inputs(shape=tuple(xt.shape))
-    s, zp = xt.q.scalar()
-    lo, hi = (0, 255) if xt.dtype == "uint8" else (-128, 127)
-    qx = np.stack([quantize(x, s, zp, lo, hi).astype(xt.dtype) for x in xs])
-    outs, info = run_model(path, qx, board=board, numerics="ort", compiled=c,
-                           build_dir=tmp_path / "gen", optimize=optimize)
-    assert info["status"] == [0] * len(xs)
-    ref = np.stack([run_graph(g, "ort", {g.inputs[0]: q[None]}, c.params)[g.outputs[0]] for q in qx])
-    np.testing.assert_array_equal(outs.reshape(ref.shape), ref)
-    ys, yzp = g.tensors[g.outputs[0]].q.scalar()
-    want = np.stack([run_onnxruntime(path, {"x": x})["y"] for x in xs])
-    if raw:
-        return xs, outs, want, c
-    return dequantize(outs, ys, yzp).reshape(want.shape), want, c
+from tests.helpers.wide_weights import (WIDE_CONVS, WIDE_FORMS, X_Q, Y_Q,
+                                        assert_ort_or_saturating, static_vs_ort, wide_conv_model)
 
 
 @pytest.mark.parametrize("model", ["cnn", "matmul"])
@@ -64,7 +38,7 @@ def test_uint8_weights_quantize_static_u8u8(form, per_channel, model, tmp_path):
     m = getattr(qmodels, model)()
     path = qmodels.quantize(m, tmp_path / "m.onnx", form, "QUInt8", "QUInt8", per_channel,
                             weight_symmetric=True)
-    got, want, c = _static_host_vs_ort(path, tmp_path)
+    got, want, c = static_vs_ort(path, tmp_path)
     # float32 equality of DequantizeLinear(q): the integers are identical
     np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
     layers = [n for n in c.graph.nodes if n.op in ("conv2d", "fully_connected")]
@@ -78,47 +52,16 @@ def test_uint8_weights_per_channel_qdq_default(tmp_path):
     """quantize_static's default QUInt8 weights: per-channel QDQ gets zero point 128."""
     path = qmodels.quantize(qmodels.cnn(avgpool=True), tmp_path / "m.onnx", "QDQ", "QUInt8",
                             "QUInt8", per_channel=True)
-    got, want, _ = _static_host_vs_ort(path, tmp_path)
+    got, want, _ = static_vs_ort(path, tmp_path)
     np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
-
-
-def _assert_ort_or_saturating(c, per, outs, want):
-    """tinyaot's outputs equal onnxruntime's, or differ only on vectors where onnxruntime
-    (x86 without VNNI) saturates int16 pairs and tinyaot equals the exact integer
-    computation: the check `verify` makes (driver/saturation.explain_vectors)."""
-    from codegen.driver.saturation import explain_vectors
-    g = c.graph
-    ys, yzp = g.tensors[g.outputs[0]].q.scalar()
-    outs = np.asarray(outs).reshape((len(per),) + np.shape(want)[1:])
-    if want.dtype == np.float32:
-        got = [dequantize(o, ys, yzp).astype(np.float32).view(np.uint32) for o in outs]
-        exp = [w.view(np.uint32) for w in want]
-    else:
-        got, exp = list(outs.astype(np.int64)), list(want.astype(np.int64))
-    bad = [v for v in range(len(per)) if not np.array_equal(got[v], exp[v])]
-    if bad:
-        s = explain_vectors(c, per, list(outs), list(want), bad)
-        assert s is not None and sorted(s["vectors"]) == bad, f"vectors {bad} differ"
-
-
-# quantize_static forms whose w - zp leaves int8 (refused before; now int16 weights)
-WIDE_FORMS = [
-    ("QDQ", "QUInt8", "QUInt8", False, None, "cnn"),       # u8u8, per tensor: zp = round(-min/s)
-    ("QOperator", "QUInt8", "QUInt8", True, None, "cnn"),  # QGemm keeps one zp per column
-    ("QOperator", "QUInt8", "QUInt8", False, None, "matmul"),  # QLinearMatMul uint8 constants
-    ("QDQ", "QUInt8", "QUInt8", False, False, "matmul"),   # MatMul, asymmetric uint8
-    ("QDQ", "QUInt8", "QInt8", False, False, "cnn"),       # u8s8, WeightSymmetric=False
-    ("QDQ", "QInt8", "QInt8", False, False, "cnn"),        # s8s8, WeightSymmetric=False
-    ("QOperator", "QInt8", "QInt8", False, False, "cnn"),  # QLinearConv, asymmetric int8
-]
 
 
 @pytest.mark.parametrize("form,act,weights,per_channel,sym,model", WIDE_FORMS)
 def test_weights_beyond_int8_exact(form, act, weights, per_channel, sym, model, tmp_path):
     path = qmodels.quantize(getattr(qmodels, model)(), tmp_path / "m.onnx", form, act, weights,
                             per_channel, weight_symmetric=sym)
-    xs, outs, want, c = _static_host_vs_ort(path, tmp_path, raw=True)
-    _assert_ort_or_saturating(c, xs, outs, want)
+    xs, outs, want, c = static_vs_ort(path, tmp_path, raw=True)
+    assert_ort_or_saturating(c, xs, outs, want)
     wide = [n for n in c.graph.nodes if n.op in ("conv2d", "fully_connected")
             and c.graph.tensors[n.inputs[1]].dtype == "int16"]
     assert wide  # the form does reach the int16 weights
@@ -130,8 +73,8 @@ def test_weights_beyond_int8_optimize_size(form, act, weights, per_channel, sym,
     """--optimize size keeps the speed kernel (int16 weights) for those layers only."""
     path = qmodels.quantize(getattr(qmodels, model)(), tmp_path / "m.onnx", form, act, weights,
                             per_channel, weight_symmetric=sym)
-    xs, outs, want, c = _static_host_vs_ort(path, tmp_path, optimize="size", raw=True)
-    _assert_ort_or_saturating(c, xs, outs, want)
+    xs, outs, want, c = static_vs_ort(path, tmp_path, optimize="size", raw=True)
+    assert_ort_or_saturating(c, xs, outs, want)
     for n in c.graph.nodes:
         if n.op in ("conv2d", "fully_connected") and not n.attrs.get("ort_float"):
             wide = c.graph.tensors[n.inputs[1]].dtype == "int16"
@@ -153,10 +96,6 @@ def test_conv_transpose_weights_beyond_int8_are_refused(tmp_path):
                        r"\[-20, 235\], more than int8 holds, and this layer's kernels read int8 "
                        r"weights: quantize the weights symmetrically.*WeightSymmetric=True"):
         compile_model(path, numerics="ort")
-
-
-X_Q = (0.047, 3)
-Y_Q = (0.11, -2)
 
 
 def _asym_weights(rng, shape, axis, per_channel):
@@ -221,81 +160,16 @@ def test_asymmetric_int8_weights_exact(kind, per_channel, tmp_path):
     assert w.data.min() == -128 or w.data.max() == 127  # the whole room is used
 
 
-# ---- built models: every conv kernel with weights beyond int8, under ort and tflite ----------
-
-# kind: (input shape, weight shape [O, I/group, kh, kw], group, pads, strides, kernel used)
-WIDE_CONVS = {
-    "conv": ((1, 5, 7, 7), (6, 5, 3, 3), 1, [1, 1, 1, 1], [1, 1], "tinyaot_convolve_fast_s8"),
-    "depthwise": ((1, 8, 6, 6), (8, 1, 3, 3), 8, [1, 1, 1, 1], [1, 1],
-                  "tinyaot_depthwise_conv_fast_s8"),
-    "depthwise3": ((1, 3, 6, 6), (3, 1, 3, 3), 3, [1, 0, 1, 1], [2, 1], "tinyaot_convolve_w16_s8"),
-    "multiplier2": ((1, 3, 5, 5), (6, 1, 3, 3), 3, [1, 1, 1, 1], [1, 1], "tinyaot_convolve_w16_s8"),
-    "grouped": ((1, 4, 5, 5), (6, 2, 3, 3), 2, [0, 1, 1, 0], [1, 2], "tinyaot_convolve_w16_s8"),
-}
-
-
-def _wide_weights(rng, shape, wtype, per_channel):
-    """(weights, scale, zero point) whose w - zp spans more than int8: uint8 with zero
-    points away from 128, or int8 with non-zero zero points and the whole int8 range."""
-    cout = shape[0]
-    n = cout if per_channel else 1
-    if wtype == "uint8":
-        zp = rng.integers(20, 236, size=n).astype(np.uint8)
-        zp[0] = 20
-        w = rng.integers(0, 256, size=shape).astype(np.uint8)
-        w.reshape(cout, -1)[0, 0] = 255  # 255 - 20 = 235
-    else:
-        zp = rng.integers(-60, 61, size=n).astype(np.int8)
-        zp[0] = -60
-        w = rng.integers(-128, 128, size=shape).astype(np.int8)
-        w.reshape(cout, -1)[0, 0] = 127  # 127 + 60 = 187
-    scale = rng.uniform(0.002, 0.01, size=n).astype(np.float32)
-    return w, (scale if per_channel else scale[0]), (zp if per_channel else zp[0])
-
-
-def _wide_conv_model(kind, wtype, per_channel, seed=0, between=False):
-    """x -> DQ -> Conv(DQ(w), DQ(bias)) -> Relu -> Q -> y, as quantizers write it; with
-    `between` the conv (no Relu) sits between two int8 identity convs, where onnxruntime
-    runs it as integers (it keeps a layer reading the int8 graph input in float).
-    -> (model, input shape, w - zp as int64 [O, I/g, kh, kw], bias int32, s_w [O])."""
-    in_shape, wshape, group, pads, strides, _ = WIDE_CONVS[kind]
-    rng = np.random.default_rng(seed)
-    b = QdqBuilder(f"wide_{kind}")
-    x = b.dq("x", *X_Q)
-    if between:
-        x = identity_conv(b, x, in_shape[1], X_Q[0])
-    wq, ws, wz = _wide_weights(rng, wshape, wtype, per_channel)
-    w = b.dq(b.const_int(wq, np.dtype(wtype)), ws, wz, axis=0 if per_channel else None,
-             dtype=np.dtype(wtype))
-    cout = wshape[0]
-    sw = np.broadcast_to(np.asarray(ws, np.float32), (cout,))
-    bscale = (np.float32(X_Q[0]) * sw).astype(np.float32)
-    bq = np.rint(rng.normal(0, 0.3, size=cout) / bscale).astype(np.int32)
-    bias = b.dq(b.const_int(bq, np.int32), bscale, np.zeros(cout, np.int32), axis=0,
-                dtype=np.int32)
-    f = b.op("Conv", [x, w, bias], group=group, pads=pads, strides=strides)
-    h, wd = in_shape[2] + pads[0] + pads[2], in_shape[3] + pads[1] + pads[3]
-    out_shape = (1, cout, (h - 3) // strides[0] + 1, (wd - 3) // strides[1] + 1)
-    if between:
-        f = identity_conv(b, b.dq(b.q(f, *Y_Q), *Y_Q), cout, Y_Q[0])
-        b.q(f, *Y_Q, out="y")
-    else:
-        b.q(b.op("Relu", [f]), *Y_Q, out="y")
-    zshape = (-1, 1, 1, 1) if per_channel else ()
-    d = wq.astype(np.int64) - np.asarray(wz, np.int64).reshape(zshape)
-    return b.model("x", in_shape, "y", out_shape), in_shape, d, bq, sw
-
-
 @pytest.mark.parametrize("per_channel", [True, False])
 @pytest.mark.parametrize("wtype", ["uint8", "int8"])
 @pytest.mark.parametrize("kind", list(WIDE_CONVS))
 def test_wide_weight_convs_ort(kind, wtype, per_channel, tmp_path):
-    model, in_shape, d, _, _ = _wide_conv_model(kind, wtype, per_channel, between=True)
+    model, in_shape, d, _, _ = wide_conv_model(kind, wtype, per_channel, between=True)
     assert d.min() < -128 or d.max() > 127
     path = save(model, tmp_path)
     x = all_int8_inputs(in_shape, 6)
     got, c = host_run_checked(path, x, "ort", tmp_path, None)
-    _assert_ort_or_saturating(c, x, got, run_ort(path, x).reshape(got.shape))
+    assert_ort_or_saturating(c, x, got, run_ort(path, x).reshape(got.shape))
     layer = next(n for n in c.graph.nodes
                  if n.op == "conv2d" and c.graph.tensors[n.inputs[1]].dtype == "int16")
     assert not layer.attrs.get("ort_float")  # onnxruntime runs it as integers, as tinyaot
@@ -307,7 +181,7 @@ def test_wide_weight_convs_ort(kind, wtype, per_channel, tmp_path):
 @pytest.mark.parametrize("kind", list(WIDE_CONVS))
 def test_wide_weight_convs_tflite(kind, wtype, per_channel, tmp_path):
     """`tflite`: bias + sum (x - zp_x) * (w - zp_w), TFLite's per-channel multipliers."""
-    model, in_shape, d, bq, sw = _wide_conv_model(kind, wtype, per_channel)
+    model, in_shape, d, bq, sw = wide_conv_model(kind, wtype, per_channel)
     _, _, group, pads, strides, kernel = WIDE_CONVS[kind]
     path = save(model, tmp_path)
     x = all_int8_inputs(in_shape, 4)
@@ -321,7 +195,7 @@ def test_wide_weight_depthwise_is_no_in_place_candidate(tmp_path):
     """--depthwise-inplace: the in-place kernel reads int8 weights, so a depthwise layer
     with int16 weights is no candidate (the same layer with weights that fit int8 is)."""
     from codegen.planner.depthwise_inplace import is_inplace_depthwise_candidate
-    wide, *_ = _wide_conv_model("depthwise", "uint8", True, between=True)
+    wide, *_ = wide_conv_model("depthwise", "uint8", True, between=True)
     fits = onnx.ModelProto()
     fits.CopyFrom(wide)
     for init in fits.graph.initializer:  # the same layer with zero points 128: w - zp fits int8
