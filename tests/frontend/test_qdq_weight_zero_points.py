@@ -27,7 +27,8 @@ from tests.helpers import quantize_static_models as qmodels
 from tests.helpers import tflite_int_reference as tfl_ref
 from tests.helpers.qdq_builder import QdqBuilder, all_int8_inputs, host_run_checked, run_ort, save
 from tests.helpers.wide_weights import (WIDE_CONVS, WIDE_FORMS, X_Q, Y_Q,
-                                        assert_ort_or_saturating, static_vs_ort, wide_conv_model)
+                                        assert_ort_or_saturating, static_vs_ort, wide_conv_model,
+                                        wide_weights)
 
 
 @pytest.mark.parametrize("model", ["cnn", "matmul"])
@@ -208,3 +209,31 @@ def test_wide_weight_depthwise_is_no_in_place_candidate(tmp_path):
         n = next(n for n in g.nodes if n.op == "conv2d" and n.attrs["group"] == 8)
         assert g.tensors[n.inputs[1]].dtype == wdtype
         assert is_inplace_depthwise_candidate(g, n) == candidate
+
+
+@pytest.mark.parametrize("per_channel", [False, True])
+@pytest.mark.parametrize("wtype", ["uint8", "int8"])
+def test_wide_weight_gemm_tflite(wtype, per_channel, tmp_path):
+    """`tflite` Gemm (FULLY_CONNECTED): the fast FC with int16 weights, TFLite's
+    multipliers (per tensor: the float32 product of the scales)."""
+    rng = np.random.default_rng(7)
+    b = QdqBuilder("wide_gemm")
+    x = b.dq("x", *X_Q)
+    wq, ws, wz = wide_weights(rng, (10, 32), wtype, per_channel)
+    w = b.dq(b.const_int(wq, np.dtype(wtype)), ws, wz, axis=0 if per_channel else None,
+             dtype=np.dtype(wtype))
+    sw = np.broadcast_to(np.asarray(ws, np.float32), (10,))
+    bscale = (np.float32(X_Q[0]) * sw).astype(np.float32)
+    bq = rng.integers(-300, 300, size=10).astype(np.int32)
+    bias = b.dq(b.const_int(bq, np.int32), bscale, np.zeros(10, np.int32), axis=0,
+                dtype=np.int32)
+    b.q(b.op("Relu", [b.op("Gemm", [x, w, bias], transB=1)]), *Y_Q, out="y")
+    path = save(b.model("x", (1, 32), "y", (1, 10)), tmp_path)
+    xs = all_int8_inputs((1, 32), 6)
+    got, c = host_run_checked(path, xs, "tflite", tmp_path, "tinyaot_fully_connected_fast_s8")
+    d = wq.astype(np.int64) - np.asarray(wz, np.int64).reshape((-1, 1) if per_channel else ())
+    assert d.min() < -128 or d.max() > 127
+    acc = (xs.reshape(-1, 32).astype(np.int64) - X_Q[1]) @ d.T
+    want = tfl_ref.requantize(acc, bq, X_Q[0], sw, Y_Q[0], Y_Q[1], Y_Q[1], 127,
+                              fc_per_tensor=not per_channel)
+    np.testing.assert_array_equal(got.reshape(want.shape), want)

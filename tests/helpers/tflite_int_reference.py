@@ -73,12 +73,17 @@ def conv_acc(x, w, pads, strides, group, x_zp):
     return acc
 
 
-def requantize(acc, bias, sx, sw, sy, zy, lo, hi):
-    """acc [N, O, ...] + bias[c] -> int8 per TFLite (sw: one scale per output channel)."""
+def requantize(acc, bias, sx, sw, sy, zy, lo, hi, fc_per_tensor=False):
+    """acc [N, O, ...] + bias[c] -> int8 per TFLite (sw: one scale per output channel).
+    fc_per_tensor: FULLY_CONNECTED with one filter scale (GetQuantizedConvolutionMultipler:
+    the product s_x * s_w taken in float32, then double / s_y)."""
     out = np.empty(acc.shape, np.int64)
     for c in range(acc.shape[1]):
-        m, s = quantize_multiplier(float(np.float64(np.float32(sx)) * np.float64(np.float32(sw[c]))
-                                         / np.float64(np.float32(sy))))
+        if fc_per_tensor:
+            prod = np.float64(np.float32(np.float32(sx) * np.float32(sw[c])))
+        else:
+            prod = np.float64(np.float32(sx)) * np.float64(np.float32(sw[c]))
+        m, s = quantize_multiplier(float(prod / np.float64(np.float32(sy))))
         for idx, a in np.ndenumerate(acc[:, c]):
             v = mbqm(int(a) + int(bias[c]), m, s) + int(zy)
             out[(idx[0], c) + idx[1:]] = min(hi, max(lo, v))
