@@ -49,7 +49,7 @@ def test_wide_weight_depthwise_on_qemu_m4_tflite(tmp_path):
     np.testing.assert_array_equal(np.asarray(outs).reshape(want.shape), want)
 
 
-@pytest.mark.parametrize("form,act,weights,per_channel,sym,model", [WIDE_FORMS[2], WIDE_FORMS[5]])
+@pytest.mark.parametrize("form,act,weights,per_channel,sym,model", [WIDE_FORMS[3], WIDE_FORMS[6]])
 def test_quantize_static_wide_weights_on_qemu_m4(form, act, weights, per_channel, sym, model,
                                                 tmp_path):
     """QLinearMatMul with uint8 constants; s8s8 QDQ with WeightSymmetric=False (convs and

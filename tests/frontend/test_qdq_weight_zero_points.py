@@ -68,7 +68,7 @@ def test_weights_beyond_int8_exact(form, act, weights, per_channel, sym, model, 
     assert wide  # the form does reach the int16 weights
 
 
-@pytest.mark.parametrize("form,act,weights,per_channel,sym,model", [WIDE_FORMS[0], WIDE_FORMS[5]])
+@pytest.mark.parametrize("form,act,weights,per_channel,sym,model", [WIDE_FORMS[0], WIDE_FORMS[6]])
 def test_weights_beyond_int8_optimize_size(form, act, weights, per_channel, sym, model,
                                            tmp_path):
     """--optimize size keeps the speed kernel (int16 weights) for those layers only."""

@@ -65,6 +65,7 @@ def assert_ort_or_saturating(c, per, outs, want):
 WIDE_FORMS = [
     ("QDQ", "QUInt8", "QUInt8", False, None, "cnn"),       # u8u8, per tensor: zp = round(-min/s)
     ("QOperator", "QUInt8", "QUInt8", True, None, "cnn"),  # QGemm keeps one zp per column
+    ("QOperator", "QUInt8", "QUInt8", False, None, "cnn"),  # QLinearConv uint8 constants
     ("QOperator", "QUInt8", "QUInt8", False, None, "matmul"),  # QLinearMatMul uint8 constants
     ("QDQ", "QUInt8", "QUInt8", False, False, "matmul"),   # MatMul, asymmetric uint8
     ("QDQ", "QUInt8", "QInt8", False, False, "cnn"),       # u8s8, WeightSymmetric=False
