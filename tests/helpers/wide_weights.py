@@ -57,7 +57,9 @@ def assert_ort_or_saturating(c, per, outs, want):
         got, exp = list(outs.astype(np.int64)), list(want.astype(np.int64))
     bad = [v for v in range(len(per)) if not np.array_equal(got[v], exp[v])]
     if bad:
-        s = explain_vectors(c, per, list(outs), list(want), bad)
+        n = len(per)
+        s = explain_vectors(c, [np.asarray(per).reshape(n, -1)], [outs.reshape(n, -1)],
+                            [np.asarray(want).reshape(n, -1)], bad)
         assert s is not None and sorted(s["vectors"]) == bad, f"vectors {bad} differ"
 
 
