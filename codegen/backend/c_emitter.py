@@ -62,7 +62,7 @@ class _Emitter:
         arr = np.asarray(values)
         self.consts.append(c_array(ctype, cname, arr, align=align))
         self.blobs.append((cname, ctype, arr))
-        self.weights_bytes += arr.size * {"int8_t": 1, "int32_t": 4, "float": 4}[ctype]
+        self.weights_bytes += arr.size * {"int8_t": 1, "int16_t": 2, "int32_t": 4, "float": 4}[ctype]
         return cname
 
     def const_once(self, ctype, cname, values, align=None):

@@ -61,6 +61,7 @@ FLOAT_COMPUTE = {"Conv", "FusedConv", "Gemm", "FusedGemm", "MatMul", "FusedMatMu
 def gather_ort_facts(g, model_path, ort_threads=1, match=None):
     """Record onnxruntime's decisions on the IR nodes of g (loaded from model_path).
     `match`: the model matched with onnxruntime's graph (default: ort_match(model_path))."""
+    check_float16_scales(g)
     match = ort_match(model_path) if match is None else match
     mark_ort_float_nodes(g, match)
     for n in g.nodes:  # MLAS's float Conv order depends on ORT's intra-op threads
@@ -71,6 +72,22 @@ def gather_ort_facts(g, model_path, ort_threads=1, match=None):
     mark_ort_fused(g, match)
     check_ort_float_region(g, match)  # the float fallback runs what ORT runs
     return g
+
+
+def check_float16_scales(g):
+    """float16 scales make DequantizeLinear's outputs float16: onnxruntime (1.32, CPU) then
+    rounds every dequantized value, each float kernel's result (it casts to float32 around
+    the kernel and back) and QuantizeLinear's input to float16, which tinyaot's float32 /
+    integer arithmetic does not reproduce (measured: outputs differ from the same model with
+    the same scale values in float32). `tflite` takes the scales' values as they are."""
+    if g.float16_scales:
+        node, scale = g.float16_scales[0]
+        raise TinyAotError(
+            f"float16 quantization scale ({len(g.float16_scales)} in the model): onnxruntime "
+            "computes the values between DequantizeLinear and QuantizeLinear in float16, which "
+            "--numerics ort does not reproduce; use --numerics tflite, or store the scales as "
+            "float32 (their values are exact in float32)", model=g.source, node=node,
+            tensor=scale)
 
 
 # float fallback ops whose ONNX node must still be in onnxruntime's optimized graph (a reshape

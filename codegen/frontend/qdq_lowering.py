@@ -88,8 +88,13 @@ class Lowering:
 
     def qparams(self, scale_name, zp_name, axis, node, x_dtype, x_shape):
         scale = np.asarray(self.const(scale_name, node, "scale"))
+        if scale.dtype == np.float16:  # opset 19+: every float16 value is a float32 one
+            if (node, scale_name) not in self.graph.float16_scales:
+                self.graph.float16_scales.append((node, scale_name))
+            scale = scale.astype(np.float32)
         if scale.dtype != np.float32:
-            raise self.err(f"scale must be float32, got {scale.dtype}", node=node, tensor=scale_name)
+            raise self.err(f"scale must be float32 or float16, got {scale.dtype}", node=node,
+                           tensor=scale_name)
         if zp_name:
             zp = np.asarray(self.const(zp_name, node, "zero point"))
         else:
@@ -145,6 +150,11 @@ class Lowering:
                 self.input_ends[inp.name] = (inp.name, Declared(inp.name, dname))
             elif dname == "float32":
                 self.float_inputs[inp.name] = shape
+            elif dname == "float16":  # quantize_static on a float16 model: float16 scales too
+                raise self.err("graph input of type float16 is not supported (int8, uint8 or "
+                               "float32): quantize the float32 model instead (its scales and "
+                               "ends are float32; onnxruntime computes a float16 one in "
+                               "float16)", tensor=inp.name)
             else:
                 raise self.err(f"graph input of type {dname} is not supported", tensor=inp.name)
         for i, node in enumerate(g.node):
@@ -267,6 +277,7 @@ class Lowering:
     def lower_dq(self, node, name, attrs):
         if attrs.get("output_dtype", 0) not in (0, onnx.TensorProto.FLOAT):  # opset 23
             raise _Unsupported("DequantizeLinear to a type other than float32 (output_dtype)")
+        _no_blocks(attrs)
         x = node.input[0]
         s = node.input[1]
         zp = node.input[2] if len(node.input) > 2 and node.input[2] else None
@@ -299,6 +310,7 @@ class Lowering:
         if attrs.get("precision", 0) not in (0, onnx.TensorProto.FLOAT):  # opset 23
             raise _Unsupported("QuantizeLinear computing in a precision other than float32 "
                                "(precision attribute)")
+        _no_blocks(attrs)
         f = node.input[0]
         s = node.input[1]
         zp = node.input[2] if len(node.input) > 2 and node.input[2] else None
@@ -554,6 +566,12 @@ def _bias_qparams(g, act, weights, size):
         return None
     scale = (np.float32(xq.scale.reshape(-1)[0]) * ws).astype(np.float32)
     return QParams(scale, np.zeros(scale.size, np.int32), 0 if scale.size > 1 else None)
+
+
+def _no_blocks(attrs):
+    if attrs.get("block_size", 0):  # opset 21
+        raise _Unsupported("blocked quantization (block_size) is not supported: quantize "
+                           "per tensor or per channel")
 
 
 def _representable(bound, q, dtype, lower):

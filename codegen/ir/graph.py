@@ -48,6 +48,10 @@ class Tensor:
     q: QParams | None = None
     data: np.ndarray | None = None  # constants only
     perm: tuple | None = None  # physical order; None = row-major
+    # a layer's weights stored as w - zp (ops/conv_lowering.py): zp of the weights' int8
+    # form (uint8: zp - 128), one or one per output channel (onnxruntime's x86 u8s8
+    # kernels pair the int8 weights as stored in the model: x86_saturation.py)
+    weight_zp: np.ndarray | None = None
 
     @property
     def is_const(self) -> bool:
@@ -107,6 +111,9 @@ class Graph:
     # empty: every end is its IR tensor (declared_ends fills in the default)
     declared_inputs: list = field(default_factory=list)
     declared_outputs: list = field(default_factory=list)
+    # (node, scale tensor) of each float16 quantization scale, taken as float32 (exact);
+    # onnxruntime then computes in float16 (frontend/ort_facts.check_float16_scales)
+    float16_scales: list = field(default_factory=list)
 
     def declared_ends(self):
         """(inputs, outputs): a Declared per graph input / output, in order. Ends the

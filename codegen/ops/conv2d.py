@@ -10,7 +10,10 @@ The layer's kernel is chosen here (`select`), in one place:
   otherwise, integer: groups 1 -> the fast conv (int16-packed weights, im2col scratch),
       depthwise with channels % 4 == 0 -> the fast depthwise; under --optimize size both
       run on int8 weights read in place (size_kernels.py); any other layer, or one the
-      planner runs in place (planner/depthwise_inplace.py), the portable kernels.
+      planner runs in place (planner/depthwise_inplace.py), the portable kernels; with
+      int16 weights (w - zp beyond int8, conv_lowering.py) the fast kernels as they are
+      (they widen weights to int16), under --optimize size too, and for the layers that
+      have none tinyaot_convolve_w16_s8.
 The requantization is the record's mode (conv_params.py).
 """
 from __future__ import annotations
@@ -84,6 +87,7 @@ def _lower_conv1d(lw, ins, out, name, attrs, shape):
     x4 = reshape_to_2d(lw, x, name)
     w4 = lw.add_int_tensor(f"{w}@2d", wt.shape[:2] + (1, wt.shape[2]), wt.dtype, wt.q,
                            np.ascontiguousarray(wt.data.reshape(wt.shape[:2] + (1, wt.shape[2]))))
+    w4.weight_zp = wt.weight_zp
     k = int(tuple(attrs.get("kernel_shape", wt.shape[2:]))[0])
     s = int(tuple(attrs.get("strides", (1,)))[0])
     d = int(tuple(attrs.get("dilations", (1,)))[0])
@@ -348,6 +352,11 @@ class Conv2d(Op):
         if n.attrs.get("fast_kernel") in ("conv", "depthwise"):
             return _emit_fast(em, lid, n, p, info, dims, w)
         q = emit_requant(em, lid, p)
+        if w.dtype == "int16":  # w - zp beyond int8 (conv_lowering.py), no fast kernel
+            filt = em.const("int16_t", f"{lid}_w", w.data.transpose(0, 2, 3, 1), align=4)
+            info["kernel"] = "tinyaot_convolve_w16_s8"
+            em.call(info["kernel"], [dims, q, em.ptr(x.name), filt, em.ptr(y.name)])
+            return
         if _depthwise(em.g, n):
             filt = em.const("int8_t", f"{lid}_w", w.data[:, 0].transpose(1, 2, 0), align=4)
             if _in_place(em, n):  # planner/depthwise_inplace.py

@@ -110,7 +110,7 @@ def lower_onnx(lw, node, name, attrs, ins, out, shape):
     """ConvTranspose on [N, C, H, W] (or [N, C, L] as [N, C, 1, L] between two zero-copy
     reshapes) -> one conv_transpose IR node."""
     x = lw.act_input(ins[0], name)
-    w = layer_weights(lw, lw.weight_input(ins[1], name, WEIGHT_TYPES), 1, name)
+    w = layer_weights(lw, lw.weight_input(ins[1], name, WEIGHT_TYPES), 1, name, wide=False)
     b = lw.weight_input(ins[2], name, "int32") if len(ins) > 2 and ins[2] else None
     xt, wt = lw.graph.tensors[x], lw.graph.tensors[w]
     rank = len(xt.shape)

@@ -103,6 +103,7 @@ def _nk_weights(lw, wt, trans_b, name):
     data = wt.data if trans_b else wt.data.T
     q = QParams(wt.q.scale, wt.q.zero_point, axis)
     t = lw.add_int_tensor(f"{wt.name}@NK", data.shape, wt.dtype, q, np.ascontiguousarray(data))
+    t.weight_zp = wt.weight_zp
     return t.name
 
 
@@ -286,8 +287,9 @@ class FullyConnected(Op):
         if n.attrs.get("fast_kernel") == "fc":
             return _emit_fast(em, lid, n, p, info, rows)
         q = emit_requant(em, lid, p)
-        filt = em.const("int8_t", f"{lid}_w", w.data, align=4)
-        info["kernel"] = "tinyaot_fully_connected_s8"
+        wide = w.dtype == "int16"  # w - zp beyond int8 (MatMulInteger): no fast kernel
+        filt = em.const("int16_t" if wide else "int8_t", f"{lid}_w", w.data, align=4)
+        info["kernel"] = "tinyaot_fully_connected_w16_s8" if wide else "tinyaot_fully_connected_s8"
         em.call(info["kernel"], [str(rows), str(k), str(nout), q, em.ptr(x.name), filt,
                                  em.ptr(y.name)])
 

@@ -8,8 +8,9 @@ The pattern a static quantizer writes with the integer ops:
 x an integer activation, w, x_zp, w_zp, S, B constants. onnxruntime runs those
 nodes one by one (asked of its optimizer: no fusion), so the layer computes
 the exact int32 sum of (x - x_zp) * (w - w_zp), then float32(acc) * S[c],
-+ B[c], QuantizeLinear. The weights are stored as w - w_zp (int8, zero point
-0; refused if that does not fit int8). Each node of the chain updates the
++ B[c], QuantizeLinear. The weights are stored as w - w_zp (zero point 0; int8,
+or int16 when it does not fit: tinyaot_convolve_w16_s8 / tinyaot_fully_connected_w16_s8,
+docs/numerics.md#weights-with-a-zero-point). Each node of the chain updates the
 pending layer's `int_epilogue` attrs (pending_folds.py asks `fold_epilogue`);
 QuantizeLinear emits it (frontend/qdq_lowering.lower_q) and conv_params.py turns
 the attrs into the kernel's post-scale / post-bias (mode EPILOGUE). No operator
@@ -64,9 +65,8 @@ def lower_onnx(lw, node, name, attrs, ins, out, shape):
     zshape = [1] * w.ndim
     zshape[ch_axis] = -1
     wq = w.astype(np.int32) - wz.astype(np.int32).reshape(zshape if wz.size > 1 else ())
-    if wq.min() < -128 or wq.max() > 127:
-        raise Unsupported("weights minus their zero point do not fit int8")
-    wq = wq.astype(np.int8)
+    wdtype = "int8" if wq.min() >= -128 and wq.max() <= 127 else "int16"
+    wq = wq.astype(wdtype)
     # the activation as the kernel reads it: x's bytes with x_zp as zero point
     zp = int(xz.reshape(-1)[0])
     scale = xt.q.scale if xt.q is not None else np.ones(1, np.float32)
@@ -77,7 +77,7 @@ def lower_onnx(lw, node, name, attrs, ins, out, shape):
         view = lw.add_int_tensor(f"{x}@{name}", xt.shape, xt.dtype, q)
         lw.emit("reinterpret", name, [x], [view.name])
         xt = view
-    wt = lw.add_int_tensor(f"{w_name}@{name}", wq.shape, "int8",
+    wt = lw.add_int_tensor(f"{w_name}@{name}", wq.shape, wdtype,
                            QParams(np.ones(1, np.float32), np.zeros(1, np.int32), None), wq)
     epi = {"int_epilogue": "acc", "post_scale": None, "post_bias": None}
     if op == "ConvInteger":
@@ -93,7 +93,7 @@ def lower_onnx(lw, node, name, attrs, ins, out, shape):
         return
     if len(xt.shape) != 2 or wq.ndim != 2:
         raise Unsupported("MatMulInteger supports a 2-D activation times a 2-D constant")
-    wn = lw.add_int_tensor(f"{w_name}@{name}@NK", wq.T.shape, "int8", wt.q,
+    wn = lw.add_int_tensor(f"{w_name}@{name}@NK", wq.T.shape, wdtype, wt.q,
                            np.ascontiguousarray(wq.T))
     lw.pending[out] = Pending("fully_connected", name, [xt.name, wn.name, None], dict(epi),
                               shape=oshape)

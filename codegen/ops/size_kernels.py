@@ -26,8 +26,12 @@ from .conv_records import emit_float_layer, emit_requant
 
 def select_size(g, n):
     """Turn the layer's --optimize speed choice (attrs "ort_float", "fast_kernel") into
-    its --optimize size kernel: attrs "f32_w8" or "int_w8", and their scratch."""
+    its --optimize size kernel: attrs "f32_w8" or "int_w8", and their scratch. Weights
+    that are int16 (w - zp beyond int8: ops/conv_lowering.py) keep the speed kernel,
+    which reads int16 weights (the size kernels read int8 bytes)."""
     w = g.tensors[n.inputs[1]]
+    if w.dtype != "int8":
+        return
     if n.attrs.get("ort_float"):
         n.attrs["f32_w8"] = True
         # dequantized input columns of K floats: 4 pixels (conv), one row (FC)

@@ -35,6 +35,7 @@ def is_inplace_depthwise_candidate(g, n):
     x, w, y = g.tensors[n.inputs[0]], g.tensors[n.inputs[1]], g.tensors[n.outputs[0]]
     cin, cout = x.shape[1], y.shape[1]
     return (n.attrs["group"] == cin == cout and w.shape[1] == 1 and x.dtype == y.dtype == "int8"
+            and w.dtype == "int8"  # the in-place kernel reads int8 weights
             and x.physical_perm == y.physical_perm and y.nbytes <= x.nbytes)
 
 

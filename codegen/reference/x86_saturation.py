@@ -43,11 +43,21 @@ def pair_layers(g, params):
             and getattr(params[n.name], "mode", None) == ORT]
 
 
+def _raw_weights(g, n, w):
+    """The int8 weights as onnxruntime's kernels hold them: tinyaot stores w - zp
+    (ops/conv_lowering.py); MLAS pairs the raw w and subtracts zp * sum(x) apart."""
+    zp = g.tensors[n.inputs[1]].weight_zp
+    if zp is None or not np.any(zp):
+        return w
+    return np.asarray(w, np.int64) + zp.astype(np.int64).reshape((-1,) + (1,) * (np.ndim(w) - 1))
+
+
 def _saturated_layer(g, n, ins, p):
     """(output as onnxruntime computes it without VNNI, saturated pairs)."""
     x, w = ins[0], ins[1]
+    raw = _raw_weights(g, n, w)
     if n.op == "conv2d":
-        delta, count = conv2d_u8s8_delta(x, w, n.attrs, p.in_zp)
+        delta, count = conv2d_u8s8_delta(x, raw, n.attrs, p.in_zp)
         if not count:
             return None, 0
         acc = conv2d_acc(x, w, p.in_zp, n.attrs["strides"], n.attrs["pads"],
@@ -55,7 +65,7 @@ def _saturated_layer(g, n, ins, p):
         return requantize_sums(acc + delta, p, 1), count
     k = w.shape[1]
     x2 = np.asarray(x, dtype=np.int64).reshape(-1, k)
-    delta, count = fully_connected_u8s8_delta(x2, w)
+    delta, count = fully_connected_u8s8_delta(x2, raw)
     if not count:
         return None, 0
     acc = (x2 - p.in_zp) @ np.asarray(w, dtype=np.int64).T

@@ -67,6 +67,11 @@ typedef struct {
 int tinyaot_convolve_s8(const tinyaot_conv_dims_t *d, const tinyaot_requant_t *q,
                         const int8_t *input, const int8_t *filter, int8_t *output);
 
+/* tinyaot_convolve_s8 with int16 weights (same layout): weights minus their zero point
+ * that do not fit int8 (uint8 or asymmetric int8 weights), on layers with no fast kernel. */
+int tinyaot_convolve_w16_s8(const tinyaot_conv_dims_t *d, const tinyaot_requant_t *q,
+                            const int8_t *input, const int16_t *filter, int8_t *output);
+
 /* Depthwise convolution, out_c = in_c * multiplier. Filter layout [k_h][k_w][out_c]. */
 int tinyaot_depthwise_conv_s8(const tinyaot_conv_dims_t *d, const tinyaot_requant_t *q,
                               const int8_t *input, const int8_t *filter, int8_t *output);
@@ -160,6 +165,12 @@ int32_t tinyaot_transpose_conv_f32_s8_get_buffer_size(const tinyaot_conv_dims_t 
 int tinyaot_fully_connected_s8(int32_t rows, int32_t in_features, int32_t out_features,
                                const tinyaot_requant_t *q, const int8_t *input,
                                const int8_t *weights, int8_t *output);
+
+/* tinyaot_fully_connected_s8 with int16 weights (same layout): weights minus their zero
+ * point that do not fit int8, on layers with no fast kernel (MatMulInteger). */
+int tinyaot_fully_connected_w16_s8(int32_t rows, int32_t in_features, int32_t out_features,
+                                   const tinyaot_requant_t *q, const int8_t *input,
+                                   const int16_t *weights, int8_t *output);
 
 /* onnxruntime's float Gemm / MatMul (+ bias Add): y = sum of x * w in the order
  * MLAS sums them (codegen/numerics/mlas_fc_order.py), + bias, QuantizeLinear.

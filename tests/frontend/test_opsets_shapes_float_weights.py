@@ -85,6 +85,74 @@ def test_every_supported_opset_compiles_and_is_exact(opset, tmp_path):
     assert [n.op for n in c.graph.nodes if n.op in ("conv2d", "maxpool")] == ["conv2d", "maxpool"]
 
 
+def _per_channel(m, opset):
+    """The same model with per-output-channel weight (and bias) scales, axis 0 (opset 13+)."""
+    m2 = onnx.ModelProto()
+    m2.CopyFrom(m)
+    sx = numpy_helper.to_array(next(i for i in m2.graph.initializer if i.name == "sx"))
+    sw = np.array([0.01, 0.007, 0.013, 0.004], np.float32)
+    new = {"sw": sw, "zw": np.zeros(4, np.int8), "sb": (sx * sw).astype(np.float32),
+           "zb": np.zeros(4, np.int32)}
+    for i in m2.graph.initializer:
+        if i.name in new:
+            i.CopyFrom(numpy_helper.from_array(new[i.name], i.name))
+    for n in m2.graph.node:
+        if n.name in ("dqw", "dqb"):
+            n.attribute.append(helper.make_attribute("axis", 0))
+    onnx.checker.check_model(m2)
+    return m2
+
+
+def _tflite_reference(m, x):
+    """small_qdq under TFLite's integer arithmetic (tests/helpers/tflite_int_reference.py):
+    conv + bias, per-channel multipliers, + zp_y clamped at zp_y (Relu), 2x2 max pool."""
+    from tests.helpers import tflite_int_reference as ref
+    c = {i.name: numpy_helper.to_array(i) for i in m.graph.initializer}
+    sw = np.broadcast_to(c["sw"], (4,))
+    acc = ref.conv_acc(x.reshape(-1, 3, 6, 6), c["w"].astype(np.int64), (1, 1, 1, 1), (1, 1), 1,
+                       int(c["zx"]))
+    zy = int(c["zy"])
+    y = ref.requantize(acc, c["b"], c["sx"], sw, c["sy"], zy, zy, 127)
+    return y.reshape(-1, 4, 3, 2, 3, 2).max(axis=(3, 5))
+
+
+@pytest.mark.parametrize("opset", list(range(10, 26)))
+def test_every_supported_opset_tflite_exact(opset, tmp_path):
+    """`tflite` at every opset, per-tensor weights (and per channel from opset 13, where
+    DequantizeLinear takes an axis): host C == the numpy TFLite reference; per channel
+    under `ort` too (host C == onnxruntime)."""
+    forms = [_opset_model(opset)]
+    if opset >= 13:
+        forms.append(_per_channel(forms[0], opset))
+    x = all_int8_inputs((1, 3, 6, 6), 6)
+    for k, m in enumerate(forms):
+        path = save(m, tmp_path, f"m{k}.onnx")
+        c = compile_model(path, numerics="tflite")
+        outs, info = run_model(path, x, board="host", numerics="tflite", compiled=c,
+                               build_dir=tmp_path / f"gen{k}")
+        assert info["status"] == [0] * len(x)
+        want = _tflite_reference(m, x)
+        np.testing.assert_array_equal(outs.reshape(want.shape), want)
+        if k:
+            host_equals_ort(path, tmp_path / "ort")
+
+
+def test_blocked_quantization_is_refused(tmp_path):
+    """Opset 21's blocked DequantizeLinear (block_size): one line naming the node."""
+    m = small_qdq(21)
+    for i in m.graph.initializer:
+        if i.name in ("sw", "zw"):
+            a = numpy_helper.to_array(i)
+            i.CopyFrom(numpy_helper.from_array(np.full((4, 1, 3, 3), a, a.dtype), i.name))
+    n = next(n for n in m.graph.node if n.name == "dqw")
+    n.attribute.extend([helper.make_attribute("axis", 1), helper.make_attribute("block_size", 3)])
+    onnx.checker.check_model(m, full_check=True)
+    with pytest.raises(TinyAotError, match="DequantizeLinear 'dqw': blocked quantization "
+                                           r"\(block_size\) is not supported: quantize per "
+                                           "tensor or per channel"):
+        compile_model(save(m, tmp_path))
+
+
 @pytest.mark.parametrize("opset", [9, 26])
 def test_opsets_outside_the_range_are_refused(opset, tmp_path):
     m = small_qdq(13)

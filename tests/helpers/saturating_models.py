@@ -30,10 +30,22 @@ def _identity_matmul(b, x, k, scale):
     return b.dq(b.q(b.op("MatMul", [x, w]), scale, -100), scale, -100)
 
 
-def conv_model(cin, cout, k, group=1, pad=0, seed=0):
+def _asymmetric_weight(b, wf, zp):
+    """int8 weights with zero point `zp` (one, per tensor): q = clip(round(w / s) + zp),
+    s = max |w| / (127 + |zp|), so q - zp leaves int8 (int16 in tinyaot); DequantizeLinear'd.
+    -> (tensor, scale)."""
+    s = np.float32(np.abs(wf).max() / (127 + abs(zp)))
+    wq = np.clip(np.rint(wf / s) + zp, -128, 127).astype(np.int8)
+    return b.dq(b.const_int(wq, np.int8), s, zp), s
+
+
+def conv_model(cin, cout, k, group=1, pad=0, seed=0, weight_zp=0):
     b = QdqBuilder("conv")
     x = _identity_conv(b, b.dq("x", 0.02, -100), cin, 0.02)
-    w, ws = b.weight(_big_weights((cout, cin // group, k, k), seed))
+    if weight_zp:
+        w, ws = _asymmetric_weight(b, _big_weights((cout, cin // group, k, k), seed), weight_zp)
+    else:
+        w, ws = b.weight(_big_weights((cout, cin // group, k, k), seed))
     bias = b.bias(np.zeros(cout), ws * np.float32(0.02))
     c = b.op("Conv", [x, w, bias], group=group, pads=[pad] * 4)
     c = _identity_conv(b, b.dq(b.q(c, 4.0, 0), 4.0, 0), cout, 4.0)
@@ -42,10 +54,13 @@ def conv_model(cin, cout, k, group=1, pad=0, seed=0):
     return b.model("x", [1, cin, 8, 8], "y", [1, cout, h, h])
 
 
-def gemm_model(k, n, seed=0):
+def gemm_model(k, n, seed=0, weight_zp=0):
     b = QdqBuilder("fc")
     x = _identity_matmul(b, b.dq("x", 0.02, -100), k, 0.02)
-    w, ws = b.weight(_big_weights((n, k), seed).T, axis=1)  # [K, N], a sign per output
+    if weight_zp:
+        w, ws = _asymmetric_weight(b, _big_weights((n, k), seed).T, weight_zp)
+    else:
+        w, ws = b.weight(_big_weights((n, k), seed).T, axis=1)  # [K, N], a sign per output
     mm = b.op("MatMul", [x, w])
     a = b.op("Add", [mm, b.bias(np.zeros(n), ws * np.float32(0.02))])
     a = _identity_matmul(b, b.dq(b.q(a, 4.0, 0), 4.0, 0), n, 4.0)

@@ -12,7 +12,8 @@ onnxruntime gives on VNNI CPUs and on Arm). Checked here:
   tf2onnx writes them: a 1x1 conv (MLAS's symmetric conv kernel), a 3x3 conv on 3 channels
   with padding (im2col + QGEMM, pairs across kernel taps, the padded taps read as the zero
   point), a grouped conv with depthwise multiplier 2, a depthwise conv (exact everywhere)
-  and a MatMul + bias (QGemm). Where the local CPU has VNNI, onnxruntime here must give
+  and a MatMul + bias (QGemm); a conv and a MatMul with asymmetric int8 weights (MLAS
+  pairs the raw weights, tinyaot stores w - zp, int16 there). Where the local CPU has VNNI, onnxruntime here must give
   the exact sums; without, the saturated ones.
 """
 from __future__ import annotations
@@ -108,6 +109,9 @@ CASES = {
     "grouped_multiplier2": lambda: conv_model(4, 8, 3, group=4, seed=2),  # QGEMM per group
     "depthwise": lambda: conv_model(16, 16, 3, group=16, seed=3),  # exact everywhere
     "matmul_bias_qgemm": lambda: gemm_model(37, 16, seed=4),
+    # asymmetric int8 weights: MLAS pairs the raw weights, w - zp is int16 in tinyaot
+    "3x3_asymmetric_weights": lambda: conv_model(3, 8, 3, pad=1, seed=5, weight_zp=-40),
+    "matmul_asymmetric_weights": lambda: gemm_model(37, 16, seed=6, weight_zp=30),
 }
 
 
