@@ -15,6 +15,10 @@
 
 #include "tinyaot_fast_kernels.h"
 #include "../internal/tinyaot_gemm_q15.h"
+#include "../internal/tinyaot_specialize.h"
+
+/* Is mode m's copy of the loops compiled (tinyaot_specialize.h)? A constant. */
+#define DW_HAS_MODE(m) TINYAOT_SPEC_HAS(TINYAOT_SPEC_DW_MODES, m)
 
 #include "tinyaot_depthwise_conv_fast_s8_quad.inc"
 #include "tinyaot_depthwise_conv_fast_s8_3x3.inc"
@@ -149,11 +153,23 @@ static __attribute__((noinline)) void dw_fixed(const tinyaot_conv_dims_t *d,
                                                const uint32_t *wbase, uint32_t off, int8_t *output)
 {
     const tinyaot_rqc_t rq = tinyaot_rqc(q);
+    /* (tinyaot_depthwise_conv_fast_s8 has refused a mode not compiled) */
     switch (rq.mode) {
-    case TINYAOT_RQ_ORT: dw_run(d, &rq, input, wbase, off, output, TINYAOT_RQ_ORT); break;
-    case TINYAOT_RQ_TFLITE: dw_run(d, &rq, input, wbase, off, output, TINYAOT_RQ_TFLITE); break;
-    case TINYAOT_RQ_SMLAL: dw_run(d, &rq, input, wbase, off, output, TINYAOT_RQ_SMLAL); break;
-    default: dw_run(d, &rq, input, wbase, off, output, TINYAOT_RQ_SMLAL_SAT); break;
+    case TINYAOT_RQ_ORT:
+        if (DW_HAS_MODE(TINYAOT_RQ_ORT)) dw_run(d, &rq, input, wbase, off, output, TINYAOT_RQ_ORT);
+        break;
+    case TINYAOT_RQ_TFLITE:
+        if (DW_HAS_MODE(TINYAOT_RQ_TFLITE))
+            dw_run(d, &rq, input, wbase, off, output, TINYAOT_RQ_TFLITE);
+        break;
+    case TINYAOT_RQ_SMLAL:
+        if (DW_HAS_MODE(TINYAOT_RQ_SMLAL))
+            dw_run(d, &rq, input, wbase, off, output, TINYAOT_RQ_SMLAL);
+        break;
+    default:
+        if (DW_HAS_MODE(TINYAOT_RQ_SMLAL_SAT))
+            dw_run(d, &rq, input, wbase, off, output, TINYAOT_RQ_SMLAL_SAT);
+        break;
     }
 }
 
@@ -167,10 +183,17 @@ int tinyaot_depthwise_conv_fast_s8(const tinyaot_conv_dims_t *d, const tinyaot_r
     }
     const uint32_t off = tinyaot_pack16(-q->in_zp, -q->in_zp);
     const uint32_t *wbase = (const uint32_t *)(const void *)packed_weights;
-    if (tinyaot_rqc_records(q).mode == TINYAOT_RQ_FLOAT_SAT) {
+#if (TINYAOT_SPEC_DW_MODES & 0x1fu) != 0x1fu /* a firmware's own kernels */
+    if (!DW_HAS_MODE(tinyaot_rqc_records(q).mode)) {
+        return TINYAOT_ERR_NOT_BUILT;
+    }
+#endif
+    if (DW_HAS_MODE(TINYAOT_RQ_FLOAT_SAT) && tinyaot_rqc_records(q).mode == TINYAOT_RQ_FLOAT_SAT) {
         dw_run_float_sat(d, q, input, wbase, off, output);
         return TINYAOT_OK;
     }
-    dw_fixed(d, q, input, wbase, off, output);
+    if ((TINYAOT_SPEC_DW_MODES & 0xfu) != 0u) {
+        dw_fixed(d, q, input, wbase, off, output);
+    }
     return TINYAOT_OK;
 }
