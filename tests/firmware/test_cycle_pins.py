@@ -22,18 +22,22 @@ from codegen.targets.boards import board_or_error
 
 from tests.helpers.env import require_arm_toolchain, shared_model
 
-# ideal-part cycles of one inference (tinyaot_harness_run: input and output in the arena)
+# ideal-part cycles of one inference (tinyaot_harness_run: input and output in the arena).
+# Re-measured when the firmware's fast kernels began compiling only the model's
+# specializations (tinyaot_model_config.h): with fewer remainder copies in one function GCC
+# allocates the conv loops' registers differently; kws01, ic01 tflite and sww01 ort rose
+# 0.04-0.22 %, the others fell.
 PINNED = {
-    ("ad01", "tflite"): {"ideal": 378594},
-    ("kws01", "tflite"): {"ideal": 5531365},
-    ("ic01", "tflite"): {"ideal": 19520235},
-    ("vww01", "tflite"): {"ideal": 16775790},
-    ("sww01", "tflite"): {"ideal": 1550204},
-    ("ad01", "ort"): {"ideal": 779045},
-    ("kws01", "ort"): {"ideal": 6004690},
-    ("ic01", "ort"): {"ideal": 33057370},
-    ("vww01", "ort"): {"ideal": 16652210},
-    ("sww01", "ort"): {"ideal": 1578919},
+    ("ad01", "tflite"): {"ideal": 377970},
+    ("kws01", "tflite"): {"ideal": 5533404},
+    ("ic01", "tflite"): {"ideal": 19534541},
+    ("vww01", "tflite"): {"ideal": 16769379},
+    ("sww01", "tflite"): {"ideal": 1548254},
+    ("ad01", "ort"): {"ideal": 779016},
+    ("kws01", "ort"): {"ideal": 6016266},
+    ("ic01", "ort"): {"ideal": 33056847},
+    ("vww01", "ort"): {"ideal": 16609893},
+    ("sww01", "ort"): {"ideal": 1582422},
 }
 
 
