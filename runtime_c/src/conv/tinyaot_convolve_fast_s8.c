@@ -43,7 +43,7 @@ int32_t tinyaot_convolve_fast_s8_get_buffer_size(const tinyaot_conv_dims_t *d)
 /* All output pixels, two at a time, in requantization mode `mode` with the
  * nquads % 8, constants (the two saturating record modes; the other modes
  * keep tinyaot_convolve_fast_s8's own loops, which choose per pixel pair). */
-static inline __attribute__((always_inline)) void conv_pixels(const tinyaot_conv_dims_t *d,
+static inline __attribute__((always_inline)) int conv_pixels(const tinyaot_conv_dims_t *d,
                                                               const tinyaot_rqc_t *rq,
                                                               const int8_t *input,
                                                               const int32_t *packed_weights,
@@ -58,7 +58,11 @@ static inline __attribute__((always_inline)) void conv_pixels(const tinyaot_conv
     int32_t p = 0;
 #define TINYAOT_CONV_GEMM2(O0, O1)                                                                 \
     tinyaot_gemm_2col_m(scratch, nquads, packed_weights, out_c, rq, O0, O1, mode, rem)
-    if (CONV_HAS_KIND(TINYAOT_SPEC_KIND_POINTWISE) && is_pointwise(d)) {
+    const int pointwise = is_pointwise(d);
+    if (!CONV_HAS_KIND(pointwise ? TINYAOT_SPEC_KIND_POINTWISE : TINYAOT_SPEC_KIND_IM2COL)) {
+        return TINYAOT_ERR_NOT_BUILT; /* (a constant test when both kinds are compiled) */
+    }
+    if (CONV_HAS_KIND(TINYAOT_SPEC_KIND_POINTWISE) && pointwise) {
         const int32_t cin = d->in_c;
         for (; p + 1 < npix; p += 2) {
             widen_run_st(input + p * cin, cin, scratch, 4, off, in_zp);
@@ -93,18 +97,19 @@ static inline __attribute__((always_inline)) void conv_pixels(const tinyaot_conv
                               1u << mode);
         }
     }
+    return TINYAOT_OK;
 }
 
-/* conv_pixels with nquads % 8 as a constant (tinyaot_dot_2x2_p); the
- * remainders this build does not compile were refused before. */
-static inline __attribute__((always_inline)) void conv_pixels_rem(
+/* conv_pixels with nquads % 8 as a constant (tinyaot_dot_2x2_p); a
+ * remainder this build does not compile: TINYAOT_ERR_NOT_BUILT. */
+static inline __attribute__((always_inline)) int conv_pixels_rem(
     const tinyaot_conv_dims_t *d, const tinyaot_rqc_t *rq, const int8_t *input,
     const int32_t *packed_weights, uint32_t *scratch, int8_t *output, int32_t in_zp, int mode)
 {
 #define TINYAOT_CONV_REM(R)                                                                        \
     case R:                                                                                        \
         if (CONV_HAS_REM(R))                                                                       \
-            conv_pixels(d, rq, input, packed_weights, scratch, output, in_zp, mode, R);            \
+            return conv_pixels(d, rq, input, packed_weights, scratch, output, in_zp, mode, R);     \
         break
     switch ((d->k_h * padded_row(d) / 4) & 7) {
         TINYAOT_CONV_REM(0);
@@ -117,24 +122,26 @@ static inline __attribute__((always_inline)) void conv_pixels_rem(
         default: TINYAOT_CONV_REM(7);
     }
 #undef TINYAOT_CONV_REM
+    return TINYAOT_ERR_NOT_BUILT;
 }
 
 /* The saturating record modes, each in a function of its own: its own copy
  * of the parameters, so the loops keep them in registers, and the other
  * modes' loops stay as small as they were. onnxruntime {bias, scale}
  * records (tinyaot_rqc_records): */
-static __attribute__((noinline)) void conv_float_sat(const tinyaot_conv_dims_t *d,
+static __attribute__((noinline)) int conv_float_sat(const tinyaot_conv_dims_t *d,
                                                      const tinyaot_requant_t *q,
                                                      const int8_t *input,
                                                      const int32_t *packed_weights,
                                                      uint32_t *scratch, int8_t *output)
 {
     const tinyaot_rqc_t rq = tinyaot_rqc_records(q);
-    conv_pixels_rem(d, &rq, input, packed_weights, scratch, output, q->in_zp, TINYAOT_RQ_FLOAT_SAT);
+    return conv_pixels_rem(d, &rq, input, packed_weights, scratch, output, q->in_zp,
+                           TINYAOT_RQ_FLOAT_SAT);
 }
 
 /* TFLite one-SMLAL records over the whole int8 range (TINYAOT_RQ_SMLAL_SAT): */
-static __attribute__((noinline)) void conv_smlal_sat(const tinyaot_conv_dims_t *d,
+static __attribute__((noinline)) int conv_smlal_sat(const tinyaot_conv_dims_t *d,
                                                      const tinyaot_rqc_t *rq_in,
                                                      const int8_t *input,
                                                      const int32_t *packed_weights,
@@ -142,14 +149,8 @@ static __attribute__((noinline)) void conv_smlal_sat(const tinyaot_conv_dims_t *
                                                      int32_t in_zp)
 {
     const tinyaot_rqc_t rq = *rq_in;
-    conv_pixels_rem(d, &rq, input, packed_weights, scratch, output, in_zp, TINYAOT_RQ_SMLAL_SAT);
-}
-
-/* Are the loops of record mode `mode` for d's nquads % 8 and kind compiled in? */
-static inline __attribute__((always_inline)) int conv_built(const tinyaot_conv_dims_t *d, int mode)
-{
-    return CONV_HAS_MODE(mode) && CONV_HAS_REM((d->k_h * padded_row(d) / 4) & 7) &&
-           CONV_HAS_KIND(is_pointwise(d) ? TINYAOT_SPEC_KIND_POINTWISE : TINYAOT_SPEC_KIND_IM2COL);
+    return conv_pixels_rem(d, &rq, input, packed_weights, scratch, output, in_zp,
+                           TINYAOT_RQ_SMLAL_SAT);
 }
 
 int tinyaot_convolve_fast_s8(const tinyaot_conv_dims_t *d, const tinyaot_requant_t *q,
@@ -160,11 +161,10 @@ int tinyaot_convolve_fast_s8(const tinyaot_conv_dims_t *d, const tinyaot_requant
         return TINYAOT_ERR_ARG;
     }
     if (tinyaot_rq_float_records(q)) { /* onnxruntime, {bias, scale} records */
-        if (!conv_built(d, TINYAOT_RQ_FLOAT_SAT)) {
+        if (!CONV_HAS_MODE(TINYAOT_RQ_FLOAT_SAT)) {
             return TINYAOT_ERR_NOT_BUILT;
         }
-        conv_float_sat(d, q, input, packed_weights, scratch, output);
-        return TINYAOT_OK;
+        return conv_float_sat(d, q, input, packed_weights, scratch, output);
     }
     const int32_t nquads = d->k_h * padded_row(d) / 4;
     const int32_t npix = d->out_h * d->out_w;
@@ -172,11 +172,10 @@ int tinyaot_convolve_fast_s8(const tinyaot_conv_dims_t *d, const tinyaot_requant
     const tinyaot_rqc_t rq = tinyaot_rqc(q);
     const int32_t in_zp = q->in_zp;
     if (rq.mode == TINYAOT_RQ_SMLAL_SAT) {
-        if (!conv_built(d, TINYAOT_RQ_SMLAL_SAT)) {
+        if (!CONV_HAS_MODE(TINYAOT_RQ_SMLAL_SAT)) {
             return TINYAOT_ERR_NOT_BUILT;
         }
-        conv_smlal_sat(d, &rq, input, packed_weights, scratch, output, in_zp);
-        return TINYAOT_OK;
+        return conv_smlal_sat(d, &rq, input, packed_weights, scratch, output, in_zp);
     }
     if (!TINYAOT_SPEC_HAS(CONV_LOOP_MODES, rq.mode) ||
         !CONV_HAS_KIND(is_pointwise(d) ? TINYAOT_SPEC_KIND_POINTWISE : TINYAOT_SPEC_KIND_IM2COL)) {

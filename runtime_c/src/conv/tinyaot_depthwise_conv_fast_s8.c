@@ -148,29 +148,26 @@ static __attribute__((noinline)) void dw_run_float_sat(const tinyaot_conv_dims_t
 }
 
 /* The modes of tinyaot_rqc, one inlined copy of the loops each. */
-static __attribute__((noinline)) void dw_fixed(const tinyaot_conv_dims_t *d,
+static __attribute__((noinline)) int dw_fixed(const tinyaot_conv_dims_t *d,
                                                const tinyaot_requant_t *q, const int8_t *input,
                                                const uint32_t *wbase, uint32_t off, int8_t *output)
 {
     const tinyaot_rqc_t rq = tinyaot_rqc(q);
-    /* (tinyaot_depthwise_conv_fast_s8 has refused a mode not compiled) */
+    /* a mode not compiled (tinyaot_specialize.h): TINYAOT_ERR_NOT_BUILT */
+#define DW_MODE_CASE(M)                                                                            \
+    if (DW_HAS_MODE(M)) {                                                                          \
+        dw_run(d, &rq, input, wbase, off, output, M);                                              \
+        return TINYAOT_OK;                                                                         \
+    }                                                                                              \
+    break
     switch (rq.mode) {
-    case TINYAOT_RQ_ORT:
-        if (DW_HAS_MODE(TINYAOT_RQ_ORT)) dw_run(d, &rq, input, wbase, off, output, TINYAOT_RQ_ORT);
-        break;
-    case TINYAOT_RQ_TFLITE:
-        if (DW_HAS_MODE(TINYAOT_RQ_TFLITE))
-            dw_run(d, &rq, input, wbase, off, output, TINYAOT_RQ_TFLITE);
-        break;
-    case TINYAOT_RQ_SMLAL:
-        if (DW_HAS_MODE(TINYAOT_RQ_SMLAL))
-            dw_run(d, &rq, input, wbase, off, output, TINYAOT_RQ_SMLAL);
-        break;
-    default:
-        if (DW_HAS_MODE(TINYAOT_RQ_SMLAL_SAT))
-            dw_run(d, &rq, input, wbase, off, output, TINYAOT_RQ_SMLAL_SAT);
-        break;
+    case TINYAOT_RQ_ORT: DW_MODE_CASE(TINYAOT_RQ_ORT);
+    case TINYAOT_RQ_TFLITE: DW_MODE_CASE(TINYAOT_RQ_TFLITE);
+    case TINYAOT_RQ_SMLAL: DW_MODE_CASE(TINYAOT_RQ_SMLAL);
+    default: DW_MODE_CASE(TINYAOT_RQ_SMLAL_SAT);
     }
+#undef DW_MODE_CASE
+    return TINYAOT_ERR_NOT_BUILT;
 }
 
 int tinyaot_depthwise_conv_fast_s8(const tinyaot_conv_dims_t *d, const tinyaot_requant_t *q,
@@ -183,17 +180,15 @@ int tinyaot_depthwise_conv_fast_s8(const tinyaot_conv_dims_t *d, const tinyaot_r
     }
     const uint32_t off = tinyaot_pack16(-q->in_zp, -q->in_zp);
     const uint32_t *wbase = (const uint32_t *)(const void *)packed_weights;
-#if (TINYAOT_SPEC_DW_MODES & 0x1fu) != 0x1fu /* a firmware's own kernels */
-    if (!DW_HAS_MODE(tinyaot_rqc_records(q).mode)) {
-        return TINYAOT_ERR_NOT_BUILT;
-    }
-#endif
-    if (DW_HAS_MODE(TINYAOT_RQ_FLOAT_SAT) && tinyaot_rqc_records(q).mode == TINYAOT_RQ_FLOAT_SAT) {
+    if (tinyaot_rqc_records(q).mode == TINYAOT_RQ_FLOAT_SAT) {
+        if (!DW_HAS_MODE(TINYAOT_RQ_FLOAT_SAT)) {
+            return TINYAOT_ERR_NOT_BUILT;
+        }
         dw_run_float_sat(d, q, input, wbase, off, output);
         return TINYAOT_OK;
     }
-    if ((TINYAOT_SPEC_DW_MODES & 0xfu) != 0u) {
-        dw_fixed(d, q, input, wbase, off, output);
+    if ((TINYAOT_SPEC_DW_MODES & 0xfu) == 0u) {
+        return TINYAOT_ERR_NOT_BUILT;
     }
-    return TINYAOT_OK;
+    return dw_fixed(d, q, input, wbase, off, output);
 }
