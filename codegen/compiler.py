@@ -17,6 +17,7 @@ from .frontend import is_tflite, load_model
 from .frontend.limits import check_graph_limits, check_plan_limits, ort_rejects, out_of_range_params
 from .frontend.ort_facts import gather_ort_facts
 from .integrity import add_integrity
+from .kernels import specialize
 from .kernels.c_format import c_ident
 from .numerics import NUMERICS
 from .passes.dce import eliminate_dead_code
@@ -302,7 +303,8 @@ def _tuning_choices(tuning):
 
 
 def write_outputs(c: Compiled, out_dir):
-    """Write <name>.c, <name>.h and report.json atomically (all or nothing)."""
+    """Write <name>.c, <name>.h, tinyaot_model_config.h (the fast kernels' specializations,
+    kernels/specialize.py) and report.json atomically (all or nothing)."""
     out_dir = os.path.abspath(str(out_dir))
     parent = os.path.dirname(out_dir) or "."
     os.makedirs(parent, exist_ok=True)
@@ -312,6 +314,8 @@ def write_outputs(c: Compiled, out_dir):
             f.write(c.module.source)
         with open(os.path.join(tmp, f"{c.module.name}.h"), "w") as f:
             f.write(c.module.header)
+        with open(os.path.join(tmp, specialize.HEADER), "w") as f:  # the kernels' build
+            f.write(specialize.header_text(c.module.spec, [c.module.name]))
         with open(os.path.join(tmp, "report.json"), "w") as f:
             json.dump(c.report, f, indent=2, sort_keys=True, default=_jsonable)
             f.write("\n")

@@ -13,6 +13,7 @@ import numpy as np
 from .. import __version__, ops
 from ..ir import Graph
 from ..kernels.c_format import c_array, c_float, c_ident
+from ..kernels.specialize import merge as merge_spec
 from . import io_api
 from .io_buffers import header_api, run_functions
 from ..planner.arena import scratch_name
@@ -29,6 +30,8 @@ class CModule:
     kernels: set = field(default_factory=set)  # runtime_c functions used
     # (cname, ctype, values) of every const() array, in emission order (integrity.py)
     blobs: list = field(default_factory=list)
+    # the fast kernels' specializations the calls use (kernels/specialize.py): {mask: bits}
+    spec: dict = field(default_factory=dict)
 
 
 def _dims4(shape):
@@ -57,6 +60,7 @@ class _Emitter:
         self.weights_bytes = 0
         self.layers = []
         self.kernels = set()
+        self.spec = {}  # kernels/specialize.py: {mask: bits} of the fast kernels' calls
 
     def const(self, ctype, cname, values, align=None):
         arr = np.asarray(values)
@@ -83,6 +87,10 @@ class _Emitter:
         ["scratch_bytes"]), as a `ctype *` when ctype is given."""
         where = f"(ARENA + {self.plan.where[scratch_name(n)].offset})"
         return where if ctype is None else f"({ctype} *)(void *){where}"
+
+    def specialize(self, uses):
+        """Record what a fast kernel call needs compiled (kernels/specialize.py)."""
+        merge_spec(self.spec, uses)
 
     def call(self, kernel, args):
         self.kernels.add(kernel)
@@ -173,7 +181,7 @@ def _emit_ends(g, plan, numerics, name, hooks, optimize, em, ins, outs, io):
     prologue = poison_prologue(plan, keep) if uses_arena else []
     src.extend(io_api.source_functions(g, plan, name, up, em.body, prologue, ins, outs))
     module = CModule(name, "\n".join(src), header, em.weights_bytes, em.layers,
-                     em.kernels | io_api.kernels_used(ins, outs), em.blobs)
+                     em.kernels | io_api.kernels_used(ins, outs), em.blobs, em.spec)
     if io == "float":
         from .float_io import add_run_f32
         add_run_f32(module, g, plan, numerics, ins, outs)
@@ -226,7 +234,7 @@ extern "C" {{
     from .io_types import apply_io_types, boundary_comment
     header = boundary_comment(g, apply_io_types(g, name, header))
     return CModule(name, apply_io_types(g, name, "\n".join(src)), header, em.weights_bytes,
-                   em.layers, em.kernels, em.blobs)
+                   em.layers, em.kernels, em.blobs, em.spec)
 
 
 def _output_bytes(up, xout):

@@ -7,7 +7,8 @@
       tinyaot.cmake    include(DIR/tinyaot.cmake) -> the same target
       report.json      the compiler's report per model
       tinyaot-files.json  every file written here, with its SHA-256 (export_folder.py)
-      include/         <name>.h per model + exactly the public runtime headers used
+      include/         <name>.h per model + exactly the public runtime headers used,
+                       tinyaot_model_config.h (what the fast kernels compile: every model's)
       src/             <name>.c per model + exactly the runtime kernels used, in
                        their runtime_c/src folders (conv/, ..., internal/ for the
                        helpers they include as "../internal/x.h")
@@ -35,6 +36,7 @@ import numpy as np
 
 from ..compiler import _jsonable, compile_model
 from ..errors import TinyAotError
+from ..kernels import specialize
 from ..paths import RUNTIME_INCLUDE, RUNTIME_SRC, runtime_sources
 from ..targets.boards import board_or_error
 
@@ -200,6 +202,9 @@ def export(models, board_name, out_dir, numerics="ort", measure_on_board=True, i
             shutil.copyfile(RUNTIME_SRC / rel, os.path.join(tmp, "src", rel))
         for h in headers:
             shutil.copyfile(RUNTIME_INCLUDE / h, os.path.join(tmp, "include", h))
+        # the fast kernels compile what these models use (kernels/specialize.py)
+        with open(os.path.join(tmp, "include", specialize.HEADER), "w") as f:
+            f.write(specialize.header_text(_spec_union(compiled), names))
         srcs = [c.module.name + ".c" for c in compiled] + kernel_files
         libm = any("<math.h>" in p.read_text() for p in ksrcs)
         # a build-only part runs nowhere here: its board/ files are the platform code
@@ -230,6 +235,14 @@ def export(models, board_name, out_dir, numerics="ort", measure_on_board=True, i
     return {"dir": out_dir, "models": names, "sources": srcs, "headers": headers,
             "numbers": numbers, "example": sorted(example), "kept": kept,
             "arena": {c.module.name: c.report["arena_bytes"] for c in compiled}}
+
+
+def _spec_union(compiled):
+    """The fast kernels' specializations every model of the folder uses."""
+    masks = {}
+    for c in compiled:
+        specialize.merge(masks, c.module.spec)
+    return masks
 
 
 def _example_inputs(c, path):
@@ -518,7 +531,7 @@ in one firmware each have their own arena and share the kernels.
 ## Files
 
 * `src/`: {', '.join(srcs)}
-* `include/`: {', '.join([c.module.name + '.h' for c in compiled] + headers)}
+* `include/`: {', '.join([c.module.name + '.h' for c in compiled] + headers + [specialize.HEADER])}
 
 Compile every `.c` under `src/` with `-Iinclude {' '.join(REQUIRED_CFLAGS)}` (needed for
 bit-exactness: no fused multiply-add) plus your CPU flags{', and link `-lm`' if libm else ''}.

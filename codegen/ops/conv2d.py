@@ -23,6 +23,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from ..kernels import specialize as spec
 from ..kernels.c_format import c_struct
 from ..kernels.conv_f32_pack import plan_fields, scratch_bytes
 from ..kernels.fast_pack import conv_gemm_weights, conv_scratch_bytes, pack_depthwise, pack_gemm
@@ -35,7 +36,7 @@ from .base import Op, Pending, Traits, Unsupported
 from .conv_lowering import WEIGHT_TYPES, layer_weights, reshape_to_2d
 from .conv_pads import conv_pads, tflite_pads
 from .conv_params import FLOAT, TFLITE, ConvParams, prepare_conv_like, requantize_sums
-from .conv_records import emit_conv_dims, emit_float_layer, emit_requant
+from .conv_records import conv_dims, emit_conv_dims, emit_float_layer, emit_requant, emit_requant_record
 from .size_kernels import emit_conv_int_w8, emit_conv_w8, select_size
 from .tflite_filters import tflite_bias, tflite_weights, tflite_window
 
@@ -290,9 +291,10 @@ def _emit_fast(em, lid, n, p, info, dims, w):
     """The fast conv / depthwise kernels (runtime_c/include/tinyaot_fast_kernels.h)."""
     if p.mode == TFLITE and np.any(np.asarray(p.mult) < 0):
         raise NotImplementedError("fast kernels need non-negative multipliers")
-    q = emit_requant(em, lid, p, fast=True, float_records=True)
+    q, rec = emit_requant_record(em, lid, p, fast=True, float_records=True)
     x, y = n.inputs[0], n.outputs[0]
     if n.attrs["fast_kernel"] == "depthwise":
+        em.specialize(spec.depthwise_uses(rec))
         wt = w.data[:, 0].transpose(1, 2, 0)  # [k_h][k_w][c]
         filt = em.const("int32_t", f"{lid}_wp", pack_depthwise(wt.reshape(-1, wt.shape[-1])),
                         align=8)
@@ -302,6 +304,7 @@ def _emit_fast(em, lid, n, p, info, dims, w):
     scratch = em.scratch(n, "uint32_t")
     filt = em.const("int32_t", f"{lid}_wp", pack_gemm(conv_gemm_weights(w.data)), align=8)
     info["kernel"] = "tinyaot_convolve_fast_s8"
+    em.specialize(spec.conv_uses(rec, conv_dims(em.g, n)))
     em.call(info["kernel"], [dims, q, em.ptr(x), filt, scratch, em.ptr(y)])
 
 

@@ -78,7 +78,14 @@ def emit_conv_dims(em, lid, n):
 
 
 def emit_requant(em, lid, p: ConvParams, fast=False, float_records=False, bias_in_records=False):
-    """The layer's tinyaot_requant_t (and its arrays); returns the C expression of its address.
+    """The C expression of the address of emit_requant_record's struct."""
+    return emit_requant_record(em, lid, p, fast, float_records, bias_in_records)[0]
+
+
+def emit_requant_record(em, lid, p: ConvParams, fast=False, float_records=False,
+                        bias_in_records=False):
+    """The layer's tinyaot_requant_t (and its arrays); returns the C expression of its address
+    and the RequantRecord (what a fast kernel will read: kernels/specialize.py).
     `fast` (a fast kernel's): also the one-SMLAL records when every channel allows
     (fast_pack.smlal_requant); `float_records` (fast conv / depthwise, ort, whole int8
     range): the {bias, scale} records (fast_pack.float_requant); `bias_in_records`
@@ -105,7 +112,7 @@ def emit_requant(em, lid, p: ConvParams, fast=False, float_records=False, bias_i
     if words is not None:  # with TFLITE they hold mult and shift too
         r.rq = em.const("int32_t", f"{lid}_rq", words, align=8)
     em.consts.append(c_struct(f"{lid}_q", r))
-    return f"&{lid}_q"
+    return f"&{lid}_q", r
 
 
 def emit_float_layer(em, lid, p: ConvParams, filt):

@@ -22,6 +22,7 @@ import numpy as np
 
 from ..ir import QParams
 from ..kernels import fc_float_unrolled as fu
+from ..kernels import specialize as spec
 from ..kernels.c_format import c_struct
 from ..kernels.fast_pack import fc_scratch_bytes, pack_gemm, pack_gemm_fixed
 from ..kernels.fc_float_pack import fc_float_scratch_bytes, input_table, pack_fc_float
@@ -34,7 +35,7 @@ from . import integer_forms
 from .base import Op, Pending, Traits, Unsupported, layer_mode
 from .conv_params import FLOAT, ORT, TFLITE, ConvParams, prepare_conv_like, requantize_sums
 from .conv_lowering import WEIGHT_TYPES, layer_weights
-from .conv_records import RequantRecord, emit_requant
+from .conv_records import RequantRecord, emit_requant, emit_requant_record
 from .matmul import lower_onnx as lower_activation_matmul
 from .size_kernels import emit_fc_int_w8, emit_fc_w8, select_size
 from .tflite_filters import tflite_bias, tflite_weights
@@ -228,7 +229,8 @@ def _emit_fast(em, lid, n, p, info, rows):
         raise NotImplementedError("fast kernels need non-negative multipliers")
     fixed = (fc_fixed_requant(w.data, p.bias, p.scale, p.in_zp, p.out_zp, p.act_min, p.act_max)
              if p.mode == ORT else None)
-    q = None if fixed is not None else emit_requant(em, lid, p, fast=True)
+    q, rec = (None, None) if fixed is not None else emit_requant_record(em, lid, p, fast=True)
+    em.specialize(spec.fc_uses(rec, fixed is not None))
     scratch = em.scratch(n, "uint32_t")
     nout, k = w.shape
     if fixed is None:

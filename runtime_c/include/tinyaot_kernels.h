@@ -31,6 +31,9 @@ extern "C" {
 
 #define TINYAOT_OK 0
 #define TINYAOT_ERR_ARG (-1)
+/* a fast kernel built without the specialization the call needs (a firmware's
+ * kernels compile what its model uses: src/internal/tinyaot_specialize.h) */
+#define TINYAOT_ERR_NOT_BUILT (-2)
 
 typedef struct {
     int32_t in_zp;

@@ -22,18 +22,22 @@ from codegen.targets.boards import board_or_error
 
 from tests.helpers.env import require_arm_toolchain, shared_model
 
-# ideal-part cycles of one inference (tinyaot_harness_run: input and output in the arena)
+# ideal-part cycles of one inference (tinyaot_harness_run: input and output in the arena).
+# Re-measured when the firmware's fast kernels began compiling only the model's
+# specializations (tinyaot_model_config.h): with fewer remainder copies in one function GCC
+# allocates the conv loops' registers differently; kws01 tflite +0.03 %, kws01 ort +0.19 %,
+# ic01 tflite +0.06 %, sww01 ort +0.04 %; the other six fell (vww01 ort -0.23 %).
 PINNED = {
-    ("ad01", "tflite"): {"ideal": 378594},
-    ("kws01", "tflite"): {"ideal": 5531365},
-    ("ic01", "tflite"): {"ideal": 19520235},
-    ("vww01", "tflite"): {"ideal": 16775790},
-    ("sww01", "tflite"): {"ideal": 1550204},
-    ("ad01", "ort"): {"ideal": 779045},
-    ("kws01", "ort"): {"ideal": 6004690},
-    ("ic01", "ort"): {"ideal": 33057370},
-    ("vww01", "ort"): {"ideal": 16652210},
-    ("sww01", "ort"): {"ideal": 1578919},
+    ("ad01", "tflite"): {"ideal": 377970},
+    ("kws01", "tflite"): {"ideal": 5533010},
+    ("ic01", "tflite"): {"ideal": 19532227},
+    ("vww01", "tflite"): {"ideal": 16772548},
+    ("sww01", "tflite"): {"ideal": 1547138},
+    ("ad01", "ort"): {"ideal": 779016},
+    ("kws01", "ort"): {"ideal": 6016206},
+    ("ic01", "ort"): {"ideal": 33056780},
+    ("vww01", "ort"): {"ideal": 16613247},
+    ("sww01", "ort"): {"ideal": 1579519},
 }
 
 

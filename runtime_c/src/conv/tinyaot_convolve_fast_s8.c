@@ -7,12 +7,30 @@
  * one inlined copy per requantization mode. */
 #include "tinyaot_fast_kernels.h"
 #include "../internal/tinyaot_gemm_q15.h"
+#include "../internal/tinyaot_specialize.h"
+
+/* What this build compiles (tinyaot_specialize.h); constants. */
+#define CONV_HAS_MODE(m) TINYAOT_SPEC_HAS(TINYAOT_SPEC_CONV_MODES, m)
+#define CONV_HAS_REM(r) TINYAOT_SPEC_HAS(TINYAOT_SPEC_CONV_REMS, r)
+#define CONV_HAS_KIND(k) TINYAOT_SPEC_HAS(TINYAOT_SPEC_CONV_KINDS, k)
+/* the modes tinyaot_convolve_fast_s8's own loops serve (the record modes have theirs) */
+#define CONV_LOOP_MODES                                                                            \
+    (TINYAOT_SPEC_CONV_MODES & ((1u << TINYAOT_RQ_ORT) | (1u << TINYAOT_RQ_TFLITE) |               \
+                                (1u << TINYAOT_RQ_SMLAL)))
 
 /* Logical K of one column: k_h rows of k_w * in_c, each row padded to a
  * multiple of 4 when k_w * in_c is not one (so every row starts a quad). */
 static int32_t padded_row(const tinyaot_conv_dims_t *d)
 {
     return (d->k_w * d->in_c + 3) & ~3;
+}
+
+/* A 1x1 stride-1 unpadded convolution: pixel p's column is the in_c bytes at
+ * input + p * in_c. */
+static inline __attribute__((always_inline)) int is_pointwise(const tinyaot_conv_dims_t *d)
+{
+    return d->k_h == 1 && d->k_w == 1 && d->stride_h == 1 && d->stride_w == 1 &&
+           d->pad_top == 0 && d->pad_left == 0 && d->in_h == d->out_h && d->in_w == d->out_w;
 }
 
 int32_t tinyaot_convolve_fast_s8_get_buffer_size(const tinyaot_conv_dims_t *d)
@@ -25,7 +43,7 @@ int32_t tinyaot_convolve_fast_s8_get_buffer_size(const tinyaot_conv_dims_t *d)
 /* All output pixels, two at a time, in requantization mode `mode` with the
  * nquads % 8, constants (the two saturating record modes; the other modes
  * keep tinyaot_convolve_fast_s8's own loops, which choose per pixel pair). */
-static inline __attribute__((always_inline)) void conv_pixels(const tinyaot_conv_dims_t *d,
+static inline __attribute__((always_inline)) int conv_pixels(const tinyaot_conv_dims_t *d,
                                                               const tinyaot_rqc_t *rq,
                                                               const int8_t *input,
                                                               const int32_t *packed_weights,
@@ -40,9 +58,11 @@ static inline __attribute__((always_inline)) void conv_pixels(const tinyaot_conv
     int32_t p = 0;
 #define TINYAOT_CONV_GEMM2(O0, O1)                                                                 \
     tinyaot_gemm_2col_m(scratch, nquads, packed_weights, out_c, rq, O0, O1, mode, rem)
-    if (d->k_h == 1 && d->k_w == 1 && d->stride_h == 1 && d->stride_w == 1 && d->pad_top == 0 &&
-        d->pad_left == 0 && d->in_h == d->out_h && d->in_w == d->out_w) {
-        /* pointwise: pixel p's column is the in_c bytes at input + p * in_c */
+    const int pointwise = is_pointwise(d);
+    if (!CONV_HAS_KIND(pointwise ? TINYAOT_SPEC_KIND_POINTWISE : TINYAOT_SPEC_KIND_IM2COL)) {
+        return TINYAOT_ERR_NOT_BUILT; /* (a constant test when both kinds are compiled) */
+    }
+    if (CONV_HAS_KIND(TINYAOT_SPEC_KIND_POINTWISE) && pointwise) {
         const int32_t cin = d->in_c;
         for (; p + 1 < npix; p += 2) {
             widen_run_st(input + p * cin, cin, scratch, 4, off, in_zp);
@@ -52,7 +72,8 @@ static inline __attribute__((always_inline)) void conv_pixels(const tinyaot_conv
         oy = p / out_w;
         ox = p - oy * out_w;
     }
-    for (; p + 1 < npix; p += 2) {
+    /* (none left after the pointwise loop but the last odd pixel) */
+    for (; CONV_HAS_KIND(TINYAOT_SPEC_KIND_IM2COL) && p + 1 < npix; p += 2) {
         im2col_pixel(d, input, oy, ox, scratch, off, in_zp);
         if (++ox == out_w) {
             ox = 0;
@@ -72,18 +93,24 @@ static inline __attribute__((always_inline)) void conv_pixels(const tinyaot_conv
             tinyaot_gemm_1col_float_sat(scratch, nquads, packed_weights, out_c, rq,
                                         output + p * out_c);
         } else {
-            tinyaot_gemm_1col(scratch, nquads, packed_weights, out_c, rq, output + p * out_c);
+            tinyaot_gemm_1col(scratch, nquads, packed_weights, out_c, rq, output + p * out_c,
+                              1u << mode);
         }
     }
+    return TINYAOT_OK;
 }
 
-/* conv_pixels with nquads % 8 as a constant (tinyaot_dot_2x2_p). */
-static inline __attribute__((always_inline)) void conv_pixels_rem(
+/* conv_pixels with nquads % 8 as a constant (tinyaot_dot_2x2_p); a
+ * remainder this build does not compile: TINYAOT_ERR_NOT_BUILT. */
+static inline __attribute__((always_inline)) int conv_pixels_rem(
     const tinyaot_conv_dims_t *d, const tinyaot_rqc_t *rq, const int8_t *input,
     const int32_t *packed_weights, uint32_t *scratch, int8_t *output, int32_t in_zp, int mode)
 {
 #define TINYAOT_CONV_REM(R)                                                                        \
-    case R: conv_pixels(d, rq, input, packed_weights, scratch, output, in_zp, mode, R); break
+    case R:                                                                                        \
+        if (CONV_HAS_REM(R))                                                                       \
+            return conv_pixels(d, rq, input, packed_weights, scratch, output, in_zp, mode, R);     \
+        break
     switch ((d->k_h * padded_row(d) / 4) & 7) {
         TINYAOT_CONV_REM(0);
         TINYAOT_CONV_REM(1);
@@ -95,24 +122,26 @@ static inline __attribute__((always_inline)) void conv_pixels_rem(
         default: TINYAOT_CONV_REM(7);
     }
 #undef TINYAOT_CONV_REM
+    return TINYAOT_ERR_NOT_BUILT;
 }
 
 /* The saturating record modes, each in a function of its own: its own copy
  * of the parameters, so the loops keep them in registers, and the other
  * modes' loops stay as small as they were. onnxruntime {bias, scale}
  * records (tinyaot_rqc_records): */
-static __attribute__((noinline)) void conv_float_sat(const tinyaot_conv_dims_t *d,
+static __attribute__((noinline)) int conv_float_sat(const tinyaot_conv_dims_t *d,
                                                      const tinyaot_requant_t *q,
                                                      const int8_t *input,
                                                      const int32_t *packed_weights,
                                                      uint32_t *scratch, int8_t *output)
 {
     const tinyaot_rqc_t rq = tinyaot_rqc_records(q);
-    conv_pixels_rem(d, &rq, input, packed_weights, scratch, output, q->in_zp, TINYAOT_RQ_FLOAT_SAT);
+    return conv_pixels_rem(d, &rq, input, packed_weights, scratch, output, q->in_zp,
+                           TINYAOT_RQ_FLOAT_SAT);
 }
 
 /* TFLite one-SMLAL records over the whole int8 range (TINYAOT_RQ_SMLAL_SAT): */
-static __attribute__((noinline)) void conv_smlal_sat(const tinyaot_conv_dims_t *d,
+static __attribute__((noinline)) int conv_smlal_sat(const tinyaot_conv_dims_t *d,
                                                      const tinyaot_rqc_t *rq_in,
                                                      const int8_t *input,
                                                      const int32_t *packed_weights,
@@ -120,7 +149,8 @@ static __attribute__((noinline)) void conv_smlal_sat(const tinyaot_conv_dims_t *
                                                      int32_t in_zp)
 {
     const tinyaot_rqc_t rq = *rq_in;
-    conv_pixels_rem(d, &rq, input, packed_weights, scratch, output, in_zp, TINYAOT_RQ_SMLAL_SAT);
+    return conv_pixels_rem(d, &rq, input, packed_weights, scratch, output, in_zp,
+                           TINYAOT_RQ_SMLAL_SAT);
 }
 
 int tinyaot_convolve_fast_s8(const tinyaot_conv_dims_t *d, const tinyaot_requant_t *q,
@@ -131,8 +161,10 @@ int tinyaot_convolve_fast_s8(const tinyaot_conv_dims_t *d, const tinyaot_requant
         return TINYAOT_ERR_ARG;
     }
     if (tinyaot_rq_float_records(q)) { /* onnxruntime, {bias, scale} records */
-        conv_float_sat(d, q, input, packed_weights, scratch, output);
-        return TINYAOT_OK;
+        if (!CONV_HAS_MODE(TINYAOT_RQ_FLOAT_SAT)) {
+            return TINYAOT_ERR_NOT_BUILT;
+        }
+        return conv_float_sat(d, q, input, packed_weights, scratch, output);
     }
     const int32_t nquads = d->k_h * padded_row(d) / 4;
     const int32_t npix = d->out_h * d->out_w;
@@ -140,26 +172,30 @@ int tinyaot_convolve_fast_s8(const tinyaot_conv_dims_t *d, const tinyaot_requant
     const tinyaot_rqc_t rq = tinyaot_rqc(q);
     const int32_t in_zp = q->in_zp;
     if (rq.mode == TINYAOT_RQ_SMLAL_SAT) {
-        conv_smlal_sat(d, &rq, input, packed_weights, scratch, output, in_zp);
-        return TINYAOT_OK;
+        if (!CONV_HAS_MODE(TINYAOT_RQ_SMLAL_SAT)) {
+            return TINYAOT_ERR_NOT_BUILT;
+        }
+        return conv_smlal_sat(d, &rq, input, packed_weights, scratch, output, in_zp);
+    }
+    if (!TINYAOT_SPEC_HAS(CONV_LOOP_MODES, rq.mode) ||
+        !CONV_HAS_KIND(is_pointwise(d) ? TINYAOT_SPEC_KIND_POINTWISE : TINYAOT_SPEC_KIND_IM2COL)) {
+        return TINYAOT_ERR_NOT_BUILT;
     }
     const uint32_t off = tinyaot_pack16(-in_zp, -in_zp);
     int32_t oy = 0, ox = 0; /* of pixel p */
     int32_t p = 0;
-    if (d->k_h == 1 && d->k_w == 1 && d->stride_h == 1 && d->stride_w == 1 && d->pad_top == 0 &&
-        d->pad_left == 0 && d->in_h == d->out_h && d->in_w == d->out_w) {
-        /* pointwise: pixel p's column is the in_c bytes at input + p * in_c */
+    if (CONV_HAS_KIND(TINYAOT_SPEC_KIND_POINTWISE) && is_pointwise(d)) {
         const int32_t cin = d->in_c;
         for (; p + 1 < npix; p += 2) {
             widen_run_st(input + p * cin, cin, scratch, 4, off, in_zp);
             widen_run_st(input + (p + 1) * cin, cin, scratch + 2, 4, off, in_zp);
             tinyaot_gemm_2col(scratch, nquads, packed_weights, out_c, &rq, output + p * out_c,
-                              output + (p + 1) * out_c);
+                              output + (p + 1) * out_c, CONV_LOOP_MODES);
         }
         oy = p / out_w;
         ox = p - oy * out_w;
     }
-    for (; p + 1 < npix; p += 2) {
+    for (; CONV_HAS_KIND(TINYAOT_SPEC_KIND_IM2COL) && p + 1 < npix; p += 2) {
         im2col_pixel(d, input, oy, ox, scratch, off, in_zp);
         if (++ox == out_w) {
             ox = 0;
@@ -171,11 +207,12 @@ int tinyaot_convolve_fast_s8(const tinyaot_conv_dims_t *d, const tinyaot_requant
             ++oy;
         }
         tinyaot_gemm_2col(scratch, nquads, packed_weights, out_c, &rq, output + p * out_c,
-                          output + (p + 1) * out_c);
+                          output + (p + 1) * out_c, CONV_LOOP_MODES);
     }
     if (p < npix) {
         im2col_pixel_1(d, input, oy, ox, scratch, off, in_zp);
-        tinyaot_gemm_1col(scratch, nquads, packed_weights, out_c, &rq, output + p * out_c);
+        tinyaot_gemm_1col(scratch, nquads, packed_weights, out_c, &rq, output + p * out_c,
+                          CONV_LOOP_MODES);
     }
     return TINYAOT_OK;
 }

@@ -15,6 +15,10 @@
 
 #include "tinyaot_fast_kernels.h"
 #include "../internal/tinyaot_gemm_q15.h"
+#include "../internal/tinyaot_specialize.h"
+
+/* Is mode m's copy of the loops compiled (tinyaot_specialize.h)? A constant. */
+#define DW_HAS_MODE(m) TINYAOT_SPEC_HAS(TINYAOT_SPEC_DW_MODES, m)
 
 #include "tinyaot_depthwise_conv_fast_s8_quad.inc"
 #include "tinyaot_depthwise_conv_fast_s8_3x3.inc"
@@ -144,17 +148,26 @@ static __attribute__((noinline)) void dw_run_float_sat(const tinyaot_conv_dims_t
 }
 
 /* The modes of tinyaot_rqc, one inlined copy of the loops each. */
-static __attribute__((noinline)) void dw_fixed(const tinyaot_conv_dims_t *d,
+static __attribute__((noinline)) int dw_fixed(const tinyaot_conv_dims_t *d,
                                                const tinyaot_requant_t *q, const int8_t *input,
                                                const uint32_t *wbase, uint32_t off, int8_t *output)
 {
     const tinyaot_rqc_t rq = tinyaot_rqc(q);
+    /* a mode not compiled (tinyaot_specialize.h): TINYAOT_ERR_NOT_BUILT */
+#define DW_MODE_CASE(M)                                                                            \
+    if (DW_HAS_MODE(M)) {                                                                          \
+        dw_run(d, &rq, input, wbase, off, output, M);                                              \
+        return TINYAOT_OK;                                                                         \
+    }                                                                                              \
+    break
     switch (rq.mode) {
-    case TINYAOT_RQ_ORT: dw_run(d, &rq, input, wbase, off, output, TINYAOT_RQ_ORT); break;
-    case TINYAOT_RQ_TFLITE: dw_run(d, &rq, input, wbase, off, output, TINYAOT_RQ_TFLITE); break;
-    case TINYAOT_RQ_SMLAL: dw_run(d, &rq, input, wbase, off, output, TINYAOT_RQ_SMLAL); break;
-    default: dw_run(d, &rq, input, wbase, off, output, TINYAOT_RQ_SMLAL_SAT); break;
+    case TINYAOT_RQ_ORT: DW_MODE_CASE(TINYAOT_RQ_ORT);
+    case TINYAOT_RQ_TFLITE: DW_MODE_CASE(TINYAOT_RQ_TFLITE);
+    case TINYAOT_RQ_SMLAL: DW_MODE_CASE(TINYAOT_RQ_SMLAL);
+    default: DW_MODE_CASE(TINYAOT_RQ_SMLAL_SAT);
     }
+#undef DW_MODE_CASE
+    return TINYAOT_ERR_NOT_BUILT;
 }
 
 int tinyaot_depthwise_conv_fast_s8(const tinyaot_conv_dims_t *d, const tinyaot_requant_t *q,
@@ -168,9 +181,14 @@ int tinyaot_depthwise_conv_fast_s8(const tinyaot_conv_dims_t *d, const tinyaot_r
     const uint32_t off = tinyaot_pack16(-q->in_zp, -q->in_zp);
     const uint32_t *wbase = (const uint32_t *)(const void *)packed_weights;
     if (tinyaot_rqc_records(q).mode == TINYAOT_RQ_FLOAT_SAT) {
+        if (!DW_HAS_MODE(TINYAOT_RQ_FLOAT_SAT)) {
+            return TINYAOT_ERR_NOT_BUILT;
+        }
         dw_run_float_sat(d, q, input, wbase, off, output);
         return TINYAOT_OK;
     }
-    dw_fixed(d, q, input, wbase, off, output);
-    return TINYAOT_OK;
+    if ((TINYAOT_SPEC_DW_MODES & 0xfu) == 0u) {
+        return TINYAOT_ERR_NOT_BUILT;
+    }
+    return dw_fixed(d, q, input, wbase, off, output);
 }

@@ -30,10 +30,16 @@
  * is there, portable C elsewhere). */
 #include "tinyaot_fast_kernels.h"
 #include "../internal/tinyaot_gemm_q15.h"
+#include "../internal/tinyaot_specialize.h"
 
 #define FC_UNROLL 8         /* quads per loop pass (C-driven loop) */
 #define FC_RQ_ORT_SAT 4 /* TINYAOT_RQ_ORT with [lo, hi] = [-128, 127]: no bytewise clamp */
 #define FC_RQ_ORT_USAT 5 /* FC_RQ_ORT_SAT with zero point -128 (asm group loop only) */
+#define FC_FIXED 6       /* the fixed-point records in the weight stream (fc_rows_fixed) */
+
+/* Is mode m's copy compiled (tinyaot_specialize.h)? A constant. */
+#define FC_HAS_MODE(m) TINYAOT_SPEC_HAS(TINYAOT_SPEC_FC_MODES, m)
+#define FC_HAS_ORT_SAT (FC_HAS_MODE(FC_RQ_ORT_SAT) || FC_HAS_MODE(FC_RQ_ORT_USAT))
 
 /* The asm needs all 14 free core registers: optimized builds only (at -O0
  * GCC cannot allocate them; the portable C twin is used there). */
@@ -57,12 +63,31 @@ int32_t tinyaot_fully_connected_fast_s8_get_buffer_size(int32_t in_features)
 #include "tinyaot_fully_connected_fast_s8_group_asm.inc"
 #include "tinyaot_fully_connected_fast_s8_column.inc"
 
+/* The specialization a call needs (bit of TINYAOT_SPEC_FC_MODES). */
+static inline int fc_mode(const tinyaot_requant_t *q, int32_t in_features)
+{
+    if (!q->bias && in_features >= 1) {
+        return FC_FIXED;
+    }
+    const tinyaot_rqc_t rq = tinyaot_rqc(q);
+    if (rq.mode == TINYAOT_RQ_ORT && rq.lo <= -128 && rq.hi >= 127) {
+        return rq.zp == -128 ? FC_RQ_ORT_USAT : FC_RQ_ORT_SAT;
+    }
+    return rq.mode;
+}
+
 int tinyaot_fully_connected_fast_s8(int32_t rows, int32_t in_features, int32_t out_features,
                                     const tinyaot_requant_t *q, const int8_t *input,
                                     const int32_t *packed_weights, uint32_t *scratch,
                                     int8_t *output)
 {
-    if (!q->bias && in_features >= 1) { /* TINYAOT_FC_FIXED: bias is never NULL otherwise */
+#if (TINYAOT_SPEC_FC_MODES & 0x7fu) != 0x7fu /* a firmware's own kernels */
+    if (!FC_HAS_MODE(fc_mode(q, in_features))) {
+        return TINYAOT_ERR_NOT_BUILT;
+    }
+#endif
+    if (FC_HAS_MODE(FC_FIXED) && !q->bias && in_features >= 1) {
+        /* TINYAOT_FC_FIXED: bias is never NULL otherwise */
         return fc_rows_fixed(rows, in_features, out_features, q->in_zp, input,
                              (const uint32_t *)(const void *)packed_weights, scratch, output);
     }
@@ -76,21 +101,28 @@ int tinyaot_fully_connected_fast_s8(int32_t rows, int32_t in_features, int32_t o
     for (int32_t r = 0; r < rows; ++r) {
         int8_t *o = output + r * out_features;
         fc_widen(input + r * in_features, in_features, scratch, off, q->in_zp);
+        /* (a mode not compiled was refused above) */
         switch (rq.mode) {
         case TINYAOT_RQ_ORT:
             if (rq.lo <= -128 && rq.hi >= 127) {
-                fc_column(scratch, nq, w, out_features, &rq, o, FC_RQ_ORT_SAT);
+                if (FC_HAS_ORT_SAT) fc_column(scratch, nq, w, out_features, &rq, o, FC_RQ_ORT_SAT);
             } else {
-                fc_column(scratch, nq, w, out_features, &rq, o, TINYAOT_RQ_ORT);
+                if (FC_HAS_MODE(TINYAOT_RQ_ORT))
+                    fc_column(scratch, nq, w, out_features, &rq, o, TINYAOT_RQ_ORT);
             }
             break;
         case TINYAOT_RQ_TFLITE:
-            fc_column(scratch, nq, w, out_features, &rq, o, TINYAOT_RQ_TFLITE);
+            if (FC_HAS_MODE(TINYAOT_RQ_TFLITE))
+                fc_column(scratch, nq, w, out_features, &rq, o, TINYAOT_RQ_TFLITE);
             break;
         case TINYAOT_RQ_SMLAL:
-            fc_column(scratch, nq, w, out_features, &rq, o, TINYAOT_RQ_SMLAL);
+            if (FC_HAS_MODE(TINYAOT_RQ_SMLAL))
+                fc_column(scratch, nq, w, out_features, &rq, o, TINYAOT_RQ_SMLAL);
             break;
-        default: fc_column(scratch, nq, w, out_features, &rq, o, TINYAOT_RQ_SMLAL_SAT); break;
+        default:
+            if (FC_HAS_MODE(TINYAOT_RQ_SMLAL_SAT))
+                fc_column(scratch, nq, w, out_features, &rq, o, TINYAOT_RQ_SMLAL_SAT);
+            break;
         }
     }
     return TINYAOT_OK;

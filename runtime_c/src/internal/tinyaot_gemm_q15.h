@@ -416,33 +416,40 @@ static inline __attribute__((always_inline)) void tinyaot_gemm_2col_m(
     }
 }
 
+/* modes: the modes compiled (bit TINYAOT_RQ_*, a constant, tinyaot_specialize.h); the
+ * caller has refused the others. */
 static inline __attribute__((always_inline)) void tinyaot_gemm_2col(const uint32_t *cols, int32_t nquads, const int32_t *w,
                                      int32_t out_c, const tinyaot_rqc_t *rq, int8_t *o0,
-                                     int8_t *o1)
+                                     int8_t *o1, unsigned modes)
 {
     switch (rq->mode) {
     case TINYAOT_RQ_ORT:
-        tinyaot_gemm_2col_m(cols, nquads, w, out_c, rq, o0, o1, TINYAOT_RQ_ORT, -1);
+        if ((modes >> TINYAOT_RQ_ORT) & 1u)
+            tinyaot_gemm_2col_m(cols, nquads, w, out_c, rq, o0, o1, TINYAOT_RQ_ORT, -1);
         break;
     case TINYAOT_RQ_TFLITE:
-        tinyaot_gemm_2col_m(cols, nquads, w, out_c, rq, o0, o1, TINYAOT_RQ_TFLITE, -1);
+        if ((modes >> TINYAOT_RQ_TFLITE) & 1u)
+            tinyaot_gemm_2col_m(cols, nquads, w, out_c, rq, o0, o1, TINYAOT_RQ_TFLITE, -1);
         break;
     case TINYAOT_RQ_SMLAL:
-        tinyaot_gemm_2col_m(cols, nquads, w, out_c, rq, o0, o1, TINYAOT_RQ_SMLAL, -1);
+        if ((modes >> TINYAOT_RQ_SMLAL) & 1u)
+            tinyaot_gemm_2col_m(cols, nquads, w, out_c, rq, o0, o1, TINYAOT_RQ_SMLAL, -1);
         break;
     default: /* (tinyaot_convolve_fast_s8 has its own loops for this mode) */
-        tinyaot_gemm_2col_m(cols, nquads, w, out_c, rq, o0, o1, TINYAOT_RQ_SMLAL_SAT, -1);
+        if ((modes >> TINYAOT_RQ_SMLAL_SAT) & 1u)
+            tinyaot_gemm_2col_m(cols, nquads, w, out_c, rq, o0, o1, TINYAOT_RQ_SMLAL_SAT, -1);
         break;
     }
 }
 
 /* One column x nquads, two channels at a time. */
 static inline __attribute__((always_inline)) void tinyaot_gemm_1col(const uint32_t *col, int32_t nquads, const int32_t *w,
-                                     int32_t out_c, const tinyaot_rqc_t *rq, int8_t *o)
+                                     int32_t out_c, const tinyaot_rqc_t *rq, int8_t *o,
+                                     unsigned modes)
 {
     const uint32_t *wp = (const uint32_t *)(const void *)w;
     int32_t oc = 0;
-    if (rq->mode == TINYAOT_RQ_SMLAL_SAT) { /* as in tinyaot_gemm_2col_m */
+    if (((modes >> TINYAOT_RQ_SMLAL_SAT) & 1u) && rq->mode == TINYAOT_RQ_SMLAL_SAT) { /* as in tinyaot_gemm_2col_m */
         const int32_t *p = rq->rq;
         const int32_t zp = rq->zp;
         for (; oc + 1 < out_c; oc += 2) {
@@ -455,9 +462,9 @@ static inline __attribute__((always_inline)) void tinyaot_gemm_1col(const uint32
     for (; oc < out_c; oc += 2) {
         uint32_t acc[2] = {0u, 0u};
         wp = tinyaot_dot_2x1(col, wp, nquads, acc);
-        o[oc] = tinyaot_rqc_apply(rq, tinyaot_fp_s32(acc[0]), oc);
+        o[oc] = tinyaot_rqc_apply_in(rq, tinyaot_fp_s32(acc[0]), oc, modes);
         if (oc + 1 < out_c) {
-            o[oc + 1] = tinyaot_rqc_apply(rq, tinyaot_fp_s32(acc[1]), oc + 1);
+            o[oc + 1] = tinyaot_rqc_apply_in(rq, tinyaot_fp_s32(acc[1]), oc + 1, modes);
         }
     }
 }

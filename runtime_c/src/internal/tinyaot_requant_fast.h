@@ -327,26 +327,67 @@ static inline __attribute__((always_inline)) int8_t tinyaot_rqc_apply_m(const ti
 }
 
 /* The modes of tinyaot_rqc, chosen at run time (TINYAOT_RQ_FLOAT_SAT comes only
- * from tinyaot_rqc_records, whose kernels pass it as a constant). */
+ * from tinyaot_rqc_records, whose kernels pass it as a constant). The _in forms
+ * compile the modes of the mask `modes` only (bit TINYAOT_RQ_*, a constant:
+ * tinyaot_specialize.h); their caller has refused the others. */
+static inline __attribute__((always_inline)) void tinyaot_rqc_apply2_in(const tinyaot_rqc_t *r,
+                                                                        int32_t acc0, int32_t acc1,
+                                                                        int32_t ch, int8_t *o0,
+                                                                        int8_t *o1, unsigned modes)
+{
+    switch (r->mode) {
+    case TINYAOT_RQ_ORT:
+        if ((modes >> TINYAOT_RQ_ORT) & 1u)
+            tinyaot_rqc_apply2_m(r, acc0, acc1, ch, o0, o1, TINYAOT_RQ_ORT);
+        break;
+    case TINYAOT_RQ_TFLITE:
+        if ((modes >> TINYAOT_RQ_TFLITE) & 1u)
+            tinyaot_rqc_apply2_m(r, acc0, acc1, ch, o0, o1, TINYAOT_RQ_TFLITE);
+        break;
+    case TINYAOT_RQ_SMLAL:
+        if ((modes >> TINYAOT_RQ_SMLAL) & 1u)
+            tinyaot_rqc_apply2_m(r, acc0, acc1, ch, o0, o1, TINYAOT_RQ_SMLAL);
+        break;
+    default:
+        if ((modes >> TINYAOT_RQ_SMLAL_SAT) & 1u)
+            tinyaot_rqc_apply2_m(r, acc0, acc1, ch, o0, o1, TINYAOT_RQ_SMLAL_SAT);
+        break;
+    }
+}
+
+static inline __attribute__((always_inline)) int8_t tinyaot_rqc_apply_in(const tinyaot_rqc_t *r,
+                                                                         int32_t acc, int32_t ch,
+                                                                         unsigned modes)
+{
+    switch (r->mode) {
+    case TINYAOT_RQ_ORT:
+        if ((modes >> TINYAOT_RQ_ORT) & 1u) return tinyaot_rqc_apply_m(r, acc, ch, TINYAOT_RQ_ORT);
+        break;
+    case TINYAOT_RQ_TFLITE:
+        if ((modes >> TINYAOT_RQ_TFLITE) & 1u)
+            return tinyaot_rqc_apply_m(r, acc, ch, TINYAOT_RQ_TFLITE);
+        break;
+    case TINYAOT_RQ_SMLAL:
+        if ((modes >> TINYAOT_RQ_SMLAL) & 1u)
+            return tinyaot_rqc_apply_m(r, acc, ch, TINYAOT_RQ_SMLAL);
+        break;
+    default:
+        if ((modes >> TINYAOT_RQ_SMLAL_SAT) & 1u)
+            return tinyaot_rqc_apply_m(r, acc, ch, TINYAOT_RQ_SMLAL_SAT);
+        break;
+    }
+    return 0;
+}
+
 static inline void tinyaot_rqc_apply2(const tinyaot_rqc_t *r, int32_t acc0, int32_t acc1, int32_t ch,
                                       int8_t *o0, int8_t *o1)
 {
-    switch (r->mode) {
-    case TINYAOT_RQ_ORT: tinyaot_rqc_apply2_m(r, acc0, acc1, ch, o0, o1, TINYAOT_RQ_ORT); break;
-    case TINYAOT_RQ_TFLITE: tinyaot_rqc_apply2_m(r, acc0, acc1, ch, o0, o1, TINYAOT_RQ_TFLITE); break;
-    case TINYAOT_RQ_SMLAL: tinyaot_rqc_apply2_m(r, acc0, acc1, ch, o0, o1, TINYAOT_RQ_SMLAL); break;
-    default: tinyaot_rqc_apply2_m(r, acc0, acc1, ch, o0, o1, TINYAOT_RQ_SMLAL_SAT); break;
-    }
+    tinyaot_rqc_apply2_in(r, acc0, acc1, ch, o0, o1, 0xfu);
 }
 
 static inline int8_t tinyaot_rqc_apply(const tinyaot_rqc_t *r, int32_t acc, int32_t ch)
 {
-    switch (r->mode) {
-    case TINYAOT_RQ_ORT: return tinyaot_rqc_apply_m(r, acc, ch, TINYAOT_RQ_ORT);
-    case TINYAOT_RQ_TFLITE: return tinyaot_rqc_apply_m(r, acc, ch, TINYAOT_RQ_TFLITE);
-    case TINYAOT_RQ_SMLAL: return tinyaot_rqc_apply_m(r, acc, ch, TINYAOT_RQ_SMLAL);
-    default: return tinyaot_rqc_apply_m(r, acc, ch, TINYAOT_RQ_SMLAL_SAT);
-    }
+    return tinyaot_rqc_apply_in(r, acc, ch, 0xfu);
 }
 
 static inline int8_t tinyaot_requant_channel_fast(const tinyaot_requant_t *q, int32_t acc, int32_t ch)

@@ -1,0 +1,52 @@
+/* Which specializations the fast kernels compile (conv, depthwise, FC).
+ *
+ * Their loops are inlined once per requantization mode (and, for the conv
+ * GEMM, per nquads % 8), because the mode is a field of the layer's
+ * tinyaot_requant_t, read at run time. A firmware build compiles runtime_c
+ * with the model's generated directory on the include path, and that
+ * directory holds tinyaot_model_config.h (codegen/kernels/specialize.py):
+ * bit masks of what the model's layers use. The kernels then compile those
+ * copies only, and a call needing one that was not compiled returns
+ * TINYAOT_ERR_NOT_BUILT (never a wrong result). Without the header (the
+ * host kernel cache, runtime_c built on its own) every copy is compiled.
+ *
+ * Masks (bit n set: compiled):
+ *   TINYAOT_SPEC_CONV_MODES  tinyaot_convolve_fast_s8, bit TINYAOT_RQ_* mode
+ *   TINYAOT_SPEC_CONV_REMS   its record modes (SMLAL_SAT, FLOAT_SAT), bit nquads % 8
+ *   TINYAOT_SPEC_CONV_KINDS  bit 0: pointwise (1x1, stride 1, no pad), bit 1: im2col
+ *   TINYAOT_SPEC_DW_MODES    tinyaot_depthwise_conv_fast_s8, bit TINYAOT_RQ_* mode
+ *   TINYAOT_SPEC_FC_MODES    tinyaot_fully_connected_fast_s8: bits 0-3 TINYAOT_RQ_ORT ..
+ *                            SMLAL_SAT, 4 ort over the whole int8 range, 5 the same
+ *                            with zero point -128, 6 the fixed-point records */
+#ifndef TINYAOT_SPECIALIZE_H
+#define TINYAOT_SPECIALIZE_H
+
+#if defined(__has_include)
+#if __has_include("tinyaot_model_config.h")
+#include "tinyaot_model_config.h"
+#endif
+#endif
+
+#ifndef TINYAOT_SPEC_CONV_MODES
+#define TINYAOT_SPEC_CONV_MODES 0xffu
+#endif
+#ifndef TINYAOT_SPEC_CONV_REMS
+#define TINYAOT_SPEC_CONV_REMS 0xffu
+#endif
+#ifndef TINYAOT_SPEC_CONV_KINDS
+#define TINYAOT_SPEC_CONV_KINDS 0x3u
+#endif
+#ifndef TINYAOT_SPEC_DW_MODES
+#define TINYAOT_SPEC_DW_MODES 0xffu
+#endif
+#ifndef TINYAOT_SPEC_FC_MODES
+#define TINYAOT_SPEC_FC_MODES 0xffu
+#endif
+
+/* Is bit n of mask set? (a constant wherever n is) */
+#define TINYAOT_SPEC_HAS(mask, n) ((((unsigned)(mask)) >> (n)) & 1u)
+
+#define TINYAOT_SPEC_KIND_POINTWISE 0
+#define TINYAOT_SPEC_KIND_IM2COL 1
+
+#endif

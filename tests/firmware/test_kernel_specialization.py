@@ -1,0 +1,83 @@
+"""A firmware's fast kernels compile only what its model uses (tinyaot_model_config.h,
+codegen/kernels/specialize.py; runtime_c/src/internal/tinyaot_specialize.h).
+
+The oracles: the golden outputs (onnxruntime / TFLite Micro) for the specialized build;
+the firmware's own status line for a build whose header names none of the model's
+specializations (every call must fail, never return a wrong result); and binutils'
+symbol sizes for the code the header leaves out.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+
+import pytest
+
+from codegen.compiler import compile_model
+from codegen.driver import firmware
+from codegen.driver.verify import load_golden
+from codegen.kernels import specialize
+from codegen.targets.boards import board_or_error
+from codegen.targets.qemu import run_firmware
+
+from tests.helpers.env import require_arm_toolchain, shared_model
+
+pytestmark = [pytest.mark.qemu, pytest.mark.shared]
+
+FAST = ("tinyaot_convolve_fast_s8", "tinyaot_depthwise_conv_fast_s8",
+        "tinyaot_fully_connected_fast_s8")
+
+
+def _build_and_run(c, out_dir, inputs):
+    fw = firmware.build_compiled(c, "qemu-m4", out_dir, inputs)
+    return fw.elf, run_firmware(fw.elf, board_or_error("qemu-m4"), timeout=120)
+
+
+def _text_bytes(elf):
+    """Bytes of code (t/T symbols) in the ELF, per binutils."""
+    out = subprocess.run(["arm-none-eabi-nm", "-S", str(elf)], capture_output=True, text=True,
+                         check=True).stdout
+    return sum(int(p[1], 16) for p in (ln.split() for ln in out.splitlines())
+               if len(p) == 4 and p[2] in "tT")
+
+
+@pytest.mark.parametrize("numerics", ["tflite", "ort"])
+def test_kws01_specialized_kernels_exact_smaller_and_refuse_what_is_not_built(numerics, tmp_path):
+    require_arm_toolchain()
+    model, golden = shared_model("kws01")
+    gkey = {"ort": "outputs_onnxruntime", "tflite": "outputs_tflm"}[numerics]
+    inputs, expected = load_golden(golden, gkey)
+    c = compile_model(model, numerics=numerics)
+    assert FAST[0] in c.module.kernels and FAST[1] in c.module.kernels
+    records = firmware.as_records(firmware.harness_layout_of(c), [inputs[:2]])
+
+    # the model's own header: bit-exact against the golden
+    spec_dir = tmp_path / "spec"
+    elf, res = _build_and_run(c, spec_dir, records)
+    assert [r.status for r in res.outputs] == [0, 0]
+    for r, want in zip(res.outputs, expected[:2]):
+        assert r.data == want.astype("int8").tobytes()
+    header = (spec_dir / specialize.HEADER).read_text()
+    for m in specialize.MASKS:
+        assert f"#define {m} " in header
+
+    # no header: every specialization compiled, the same outputs, more code
+    full_dir = tmp_path / "full"
+    firmware.write_harness(c, full_dir, records)
+    os.remove(full_dir / specialize.HEADER)
+    full_elf = firmware.build_generated(str(full_dir), "qemu-m4", harness=True)
+    full = run_firmware(full_elf, board_or_error("qemu-m4"), timeout=120)
+    assert [r.data for r in full.outputs] == [r.data for r in res.outputs]
+    assert _text_bytes(elf) < _text_bytes(full_elf) - 20000
+
+    # a header that names none of them: the fast kernels refuse each call (status -1)
+    none_dir = tmp_path / "none"
+    firmware.write_harness(c, none_dir, records)
+    (none_dir / specialize.HEADER).write_text(specialize.header_text({}))
+    _, bad = _build_and_run_dir(none_dir)
+    assert [r.status for r in bad.outputs] == [-1, -1]
+
+
+def _build_and_run_dir(gen_dir):
+    elf = firmware.build_generated(str(gen_dir), "qemu-m4", harness=True)
+    return elf, run_firmware(elf, board_or_error("qemu-m4"), timeout=120)
