@@ -68,7 +68,8 @@ def test_compile_writes_c_header_and_report(tmp_path, default_model):
     proc = run_cli("compile", model, "-o", out)
     assert proc.returncode == 0, proc.stderr
     names = sorted(p.name for p in out.iterdir())
-    assert names == ["digits_cnn_int8.c", "digits_cnn_int8.h", "report.json"]
+    assert names == ["digits_cnn_int8.c", "digits_cnn_int8.h", "report.json",
+                     "tinyaot_model_config.h"]  # the kernels' specializations (kernels/specialize.py)
     h = (out / "digits_cnn_int8.h").read_text()
     assert "int digits_cnn_int8_run(const int8_t *input, int8_t *output);" in h
     for macro in ("ARENA_SIZE", "INPUT_SCALE", "INPUT_ZERO_POINT", "OUTPUT_SCALE", "OUTPUT_ZERO_POINT"):

@@ -79,8 +79,9 @@ def test_compile_is_byte_identical(key, numerics, tmp_path):
     dirs = _three_compiles(model, numerics, tmp_path)
     import json
     name = json.loads((dirs[0] / "report.json").read_text())["name"]
-    assert sorted(p.name for p in dirs[0].iterdir()) == sorted([f"{name}.c", f"{name}.h", "report.json"])
-    _assert_same_files(dirs, [f"{name}.c", f"{name}.h"])
+    assert sorted(p.name for p in dirs[0].iterdir()) == sorted(
+        [f"{name}.c", f"{name}.h", "report.json", "tinyaot_model_config.h"])
+    _assert_same_files(dirs, [f"{name}.c", f"{name}.h", "tinyaot_model_config.h"])
     # report.json holds no absolute paths (only the model's basename), so it
     # must be identical too, whatever the cwd or output directory
     rep = (dirs[0] / "report.json").read_text()

@@ -87,7 +87,7 @@ def test_regression_models_cover_every_issue4_operator():
 
 def test_misc_ops_tflite_rejects_hardsigmoid_and_count_include_pad(tmp_path):
     from codegen.errors import TinyAotError
-    with pytest.raises(TinyAotError, match="'/HardSigmoid'.*no HardSigmoid kernel"):
+    with pytest.raises(TinyAotError, match="'/HardSigmoid'.*no TFLite Micro int8 kernel for HardSigmoid"):
         compile_model(paths("misc_ops")[0], numerics="tflite")
     m = onnx.load(str(tflite_variant(paths("misc_ops")[0], tmp_path)))
     for n in m.graph.node:

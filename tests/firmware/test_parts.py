@@ -172,8 +172,9 @@ def test_report_on_each_part_fits_against_its_real_memory(part_images):
         fit = r["totals"]["part_fit"]
         assert fit["fits"] and fit["problems"] == []
         assert fit["flash_size"] == PARTS[name][0] and fit["ram_size"] == PARTS[name][1]
-        # the image, from size -A: every flash section up to its end
-        assert fit["flash_bytes"] == _flash_sections(elf, b["flash_origin"]) > 50_000
+        # the image, from size -A: every flash section up to its end (the default model's
+        # kernels, weights and startup: ~30 KB with its specialized fast kernels)
+        assert fit["flash_bytes"] == _flash_sections(elf, b["flash_origin"]) > 20_000
         # RAM: .data + .bss (the arena) + the reserved stack
         nm = subprocess.run(["arm-none-eabi-nm", str(elf)], capture_output=True, text=True).stdout
         sym = {ln.split()[2]: int(ln.split()[0], 16) for ln in nm.splitlines() if len(ln.split()) == 3}

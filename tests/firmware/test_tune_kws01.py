@@ -32,7 +32,9 @@ def test_kws01_tuned_under_0_8_tflm(tmp_path):
     assert free["tuning_trials"] == 2 and limited["tuning_trials"] == 0  # measured once
     for r in rows:  # each benched build: every golden vector bit-exact
         assert r["mismatches"] == 0 and r["vectors"] > 0
-    assert limited["flash_bytes"] <= limit < free["flash_bytes"]
+    # since the fast kernels compile only the model's specializations (issue 20) kws01's
+    # speed build fits this limit by itself; the tuned build must then be as fast as it
+    assert limited["flash_bytes"] <= limit
     rec = json.loads((tmp_path / "records" / f"kws01-ort-{limit}.json").read_text())
     t = rec["tuned"]
     assert t["limits"]["flash"] == limit and t["measured"]["bit_exact"]
