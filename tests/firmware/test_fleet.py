@@ -199,25 +199,10 @@ def test_fleet_row_of_a_model_with_several_ends(tmp_path):
     array (made by onnxruntime, `tinyaot golden`); a changed value in the third output
     alone fails the row."""
     require_arm_toolchain()
-    import onnx
-    from tests.helpers import ends_builders as E
-    model = tmp_path / "several_ends.onnx"
-    onnx.save(E.several_ends(), str(model))
-    rng = np.random.default_rng(0)
-    src = tmp_path / "in.npz"
-    np.savez(src, inputs=rng.normal(size=(3, 1, 16)).astype(np.float32),
-             inputs1=rng.integers(-128, 128, size=(3, 1, 8)).astype(np.int8))
-    golden = tmp_path / "g.npz"
-    p = subprocess.run([sys.executable, "-m", "codegen.cli", "golden", str(model), "--inputs",
-                        str(src), "-o", str(golden)], capture_output=True, text=True, cwd=REPO_ROOT)
-    assert p.returncode == 0, p.stderr
+    from tests.helpers.golden_files import one_value_changed, several_ends_golden
+    model, golden = several_ends_golden(tmp_path)
     r = fleet.verify_on_board(model, golden, "qemu-m4", key="outputs_onnxruntime")
     assert r["result"] == fleet.PASS and r["passed"] == r["vectors"] == 3, r
-    g = dict(np.load(golden))
-    y = g["outputs_onnxruntime2"].copy()
-    y[1].flat[0] = y[1].flat[0] + 1 if y[1].flat[0] < 127 else y[1].flat[0] - 1
-    g["outputs_onnxruntime2"] = y
-    bad = tmp_path / "bad.npz"
-    np.savez(bad, **g)
+    bad = one_value_changed(golden, "outputs_onnxruntime2", 1, tmp_path / "bad.npz")
     r = fleet.verify_on_board(model, bad, "qemu-m4", key="outputs_onnxruntime")
     assert r["result"] == fleet.FAIL and r["passed"] == 2, r

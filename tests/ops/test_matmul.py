@@ -30,11 +30,16 @@ def mm_model(shape, direct_a, out_q=(0.2, 2)):
 @pytest.mark.parametrize("numerics", ["ort", "tflite"])
 def test_matmul_two_activations_host(shape, direct_a, numerics, tmp_path):
     path = save(mm_model(shape, direct_a), tmp_path)
-    x = all_int8_inputs(shape, 3)
+    c = _check_host_run(path, all_int8_inputs(shape, 3), numerics, tmp_path)
+    assert "tinyaot_matmul_s8" in c.report["kernels"]
+
+
+def _check_host_run(path, x, numerics, tmp_path):
+    """The generated C on the host equals the numpy reference, and onnxruntime under ort (a
+    sanity bound under tflite: TFLM's rounding differs from onnxruntime's); -> Compiled."""
     c = compile_model(path, numerics=numerics)
     outs, info = run_model(path, x, board="host", numerics=numerics, build_dir=tmp_path / "gen",
                            compiled=c)
-    assert "tinyaot_matmul_s8" in c.report["kernels"]
     g = c.graph
     ref = np.stack([run_graph(g, numerics, {g.inputs[0]: v}, c.params)[g.outputs[0]] for v in x])
     outs = outs.reshape(ref.shape)
@@ -43,7 +48,8 @@ def test_matmul_two_activations_host(shape, direct_a, numerics, tmp_path):
     if numerics == "ort":
         np.testing.assert_array_equal(outs, want)
     else:
-        assert np.abs(outs.astype(int) - want).max() <= 3  # TFLM rounding vs ORT: a sanity bound
+        assert np.abs(outs.astype(int) - want).max() <= 3
+    return c
 
 
 def nd_const_model(shape, n_out, per_channel, seed=0):
@@ -70,18 +76,6 @@ def test_matmul_nd_activation_times_constant(shape, n_out, per_channel, numerics
     """One fully connected layer over the rows, zero-copy reshapes either side: bit-exact
     with onnxruntime (ort), and with the numpy reference (tflite)."""
     path = save(nd_const_model(shape, n_out, per_channel), tmp_path)
-    x = all_int8_inputs(shape, 3)
-    c = compile_model(path, numerics=numerics)
-    outs, info = run_model(path, x, board="host", numerics=numerics, build_dir=tmp_path / "gen",
-                           compiled=c)
+    c = _check_host_run(path, all_int8_inputs(shape, 3), numerics, tmp_path)
     assert any("fully_connected" in k for k in c.report["kernels"])
     assert [n.op for n in c.graph.nodes].count("fully_connected") == 1
-    g = c.graph
-    ref = np.stack([run_graph(g, numerics, {g.inputs[0]: v}, c.params)[g.outputs[0]] for v in x])
-    outs = outs.reshape(ref.shape)
-    np.testing.assert_array_equal(outs, ref)
-    want = run_ort(path, x).reshape(outs.shape)
-    if numerics == "ort":
-        np.testing.assert_array_equal(outs, want)
-    else:
-        assert np.abs(outs.astype(int) - want).max() <= 3  # TFLM rounding vs ORT: a sanity bound
