@@ -50,30 +50,11 @@ def _compiled_io(model, numerics, ort_threads):
 
 
 def _ort_run(model, io, x, numerics, ort_threads):
-    import onnxruntime as ort
-
-    from .ort_taps import ir_output, ort_input
-    g = io.loaded.graph
-    so = ort.SessionOptions()
-    so.log_severity_level = 3
-    so.intra_op_num_threads = ort_threads  # MLAS's float order depends on it (--ort-threads)
-    sess = ort.InferenceSession(str(model), so, providers=["CPUExecutionProvider"])
-    i0, o0 = sess.get_inputs()[0], sess.get_outputs()[0]
-    xin, xout = g.tensors[g.inputs[0]], g.tensors[g.outputs[0]]
-    outs = []
-    for row in x:
-        feed = ort_input(xin, row, i0.type)
-        y = sess.run([o0.name], {i0.name: feed})[0]
-        outs.append(np.asarray(ir_output(xout, y)).reshape(-1))
-    return np.stack(outs)
+    return _ort_run_ends(model, io, [x], numerics, ort_threads)[0]
 
 
 def _oracle_run(model, io, x, numerics, ort_threads):
-    from .validate import reference_tensors
-    g = io.loaded.graph
-    per = np.asarray(x).reshape(len(x), -1)
-    envs = reference_tensors(model, numerics, [(row,) for row in per])  # the one input
-    return np.stack([np.asarray(e[g.outputs[0]]).reshape(-1) for e in envs])
+    return _oracle_run_ends(model, io, [x], numerics, ort_threads)[0]
 
 
 def _tflm_interpreter(model):
@@ -91,28 +72,12 @@ def _tflm_interpreter(model):
 
 def _tflm_io(model, numerics, ort_threads):
     it = _tflm_interpreter(model)
-    out = []
-    for d, name in ((it.get_input_details(0), "input"), (it.get_output_details(0), "output")):
-        q = d.get("quantization_parameters") or {}
-        scales, zps = q.get("scales"), q.get("zero_points")
-        dtype = np.dtype(d["dtype"]).name
-        if dtype not in ("int8", "uint8") or scales is None or len(scales) != 1:
-            raise TinyAotError(f"the .tflite {name} is {dtype}, not a per-tensor quantized "
-                               "int8/uint8 tensor", model=str(model))
-        out.append({"name": name, "dtype": dtype, "shape": [int(v) for v in d["shape"]],
-                    "scale": float(scales[0]), "zero_point": int(zps[0])})
-    return ModelIO(*out, it)
+    ins, outs = _tflm_ends(it, model)
+    return ModelIO(ins[0], outs[0], it)
 
 
 def _tflm_run(model, io, x, numerics, ort_threads):
-    it, xin, xout = io.loaded, io.input, io.output
-    outs = []
-    for row in x:
-        it.reset()
-        it.set_input(np.asarray(row, dtype=xin["dtype"]).reshape(xin["shape"]), 0)
-        it.invoke()
-        outs.append(np.asarray(it.get_output(0)).reshape(-1))
-    return np.stack(outs).astype(xout["dtype"])
+    return _tflm_run_ends(model, io, [x], numerics, ort_threads)[0]
 
 
 # ---- several inputs or outputs: every end, in the model's order ------------------------------
@@ -161,7 +126,7 @@ def _oracle_run_ends(model, io, xs, numerics, ort_threads):
     return [np.stack([np.asarray(e[t]).reshape(-1) for e in envs]) for t in g.outputs]
 
 
-def _tflm_ends(it):
+def _tflm_ends(it, model=None):
     ends = []
     for details, what in ((it.get_input_details, "input"), (it.get_output_details, "output")):
         side, k = [], 0
@@ -175,7 +140,8 @@ def _tflm_ends(it):
             dtype = np.dtype(d["dtype"]).name
             if dtype not in ("int8", "uint8") or scales is None or len(scales) != 1:
                 raise TinyAotError(f"the .tflite {what} {k} is {dtype}, not a per-tensor "
-                                   "quantized int8/uint8 tensor")
+                                   "quantized int8/uint8 tensor",
+                                   model=None if model is None else str(model))
             side.append({"name": d.get("name", f"{what}{k}"), "dtype": dtype,
                          "shape": [int(v) for v in d["shape"]], "scale": float(scales[0]),
                          "zero_point": int(zps[0])})
