@@ -28,6 +28,7 @@ from tests.helpers.kernels_cffi import (CAPTURE_QUANTIZE_C, CONV_F32_STRUCTS_CDE
                                         conv_dims_fields)
 from tests.helpers.ort_conv_cases import SHAPES, ort_case
 from tests.helpers.ort_gemm_cases import bits_differ, cases, reference
+from tests.helpers.requant_cases import requant_fields as _requant_fields
 
 F32 = np.float32
 
@@ -165,29 +166,6 @@ def test_fc_w8_float_bit_exact_with_onnxruntime(w8_lib, which):
 
 
 # ------------------------------------------------------------------ integer int8-weight kernels
-
-def _requant_fields(rng, cout, in_zp, numerics, records=False):
-    """tinyaot_requant_t fields and the reference's p for one layer; `records`:
-    with the fast kernels' per-channel records (one-SMLAL for tflite, {bias,
-    scale} for ort), as ops/size_kernels.py emits them."""
-    from codegen.ops.conv_params import ConvParams
-    bias = rng.integers(-5000, 5000, cout).astype(np.int32)
-    p = ConvParams(numerics, in_zp, int(rng.integers(-10, 10)), -128, 127, bias=bias)
-    q = {"in_zp": in_zp, "out_zp": p.out_zp, "act_min": -128, "act_max": 127, "bias": bias,
-         "scale": None, "mult": None, "shift": None, "post_bias": None, "out_scale": 0.0,
-         "rq": None}
-    if numerics == "ort":  # ConvParams modes ORT / TFLITE are the numerics' names
-        p.scale = q["scale"] = rng.uniform(1e-4, 4e-3, cout).astype(F32)
-    else:
-        p.mult = q["mult"] = rng.integers(1 << 30, (1 << 31) - 1, cout).astype(np.int32)
-        p.shift = q["shift"] = rng.integers(-11, -6, cout).astype(np.int32)
-    if records:
-        from codegen.kernels.fast_pack import float_requant, smlal_requant
-        q["rq"] = (float_requant(q["scale"], bias) if numerics == "ort"
-                   else smlal_requant(q["mult"], q["shift"], bias))
-        q["bias"] = None  # the records hold it (size_kernels.py emits no bias array then)
-    return q, p
-
 
 # (cin, cout, hw, kernel, strides, pads (t, l, b, r), dilations): K % 4 = 0..3,
 # padding on every side, strides, dilation, one pixel, K = 1

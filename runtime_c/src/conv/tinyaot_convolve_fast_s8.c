@@ -1,6 +1,6 @@
 /* Fast int8 2-D convolution (groups == 1): partial im2col of two output
- * pixels into int16 columns (tinyaot_convolve_fast_s8_im2col.inc, included
- * below: one translation unit), then a 2x2-blocked __SMLAD GEMM against
+ * pixels into int16 columns (../internal/tinyaot_im2col_q15.h,
+ * shared with tinyaot_convolve_fast_w8_s8), then a 2x2-blocked __SMLAD GEMM against
  * compile-time packed int16 weights (tinyaot_fast_kernels.h; the GEMM cores
  * are ../internal/tinyaot_gemm_q15.h's: DSP inline asm, or C on the portable
  * intrinsics). This file: the scratch size and the loops over pixel pairs,
@@ -38,7 +38,7 @@ int32_t tinyaot_convolve_fast_s8_get_buffer_size(const tinyaot_conv_dims_t *d)
     return 2 * d->k_h * padded_row(d) * (int32_t)sizeof(int16_t);
 }
 
-#include "tinyaot_convolve_fast_s8_im2col.inc"
+#include "../internal/tinyaot_im2col_q15.h"
 
 /* All output pixels, two at a time, in requantization mode `mode` with the
  * nquads % 8, constants (the two saturating record modes; the other modes

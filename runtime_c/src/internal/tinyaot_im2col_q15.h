@@ -1,12 +1,21 @@
-/* tinyaot_convolve_fast_s8, its one part: the int16 columns ("im2col").
+/* The int16 columns ("im2col") of the fast conv kernels
+ * (tinyaot_convolve_fast_s8, tinyaot_convolve_fast_w8_s8: the same columns).
  * A column is k_h rows of k_w * in_c values minus the input zero point,
  * zero where the window leaves the input, each row padded to whole quads;
  * two pixels' columns interleave per quad (im2col_pixel) so one GEMM pass
  * serves both, a last odd pixel gets a lone column (im2col_pixel_1).
  * widen_run_st widens 8 bytes a pass: DSP inline asm (LDR, SXTAB16, STRD)
  * with TINYAOT_HAVE_DSP_ASM, else the same words through __SXTAB16 in C.
- * Included once, by tinyaot_convolve_fast_s8.c: one translation unit, so
- * these functions stay static and compile as they did in one file. */
+ * Static functions: each including kernel compiles its own copy, as it did
+ * when they were part of one file. */
+#ifndef TINYAOT_IM2COL_Q15_H
+#define TINYAOT_IM2COL_Q15_H
+
+#include <stdint.h>
+
+#include "tinyaot_gemm_q15.h"
+#include "tinyaot_kernels.h"
+
 /* tinyaot_widen_run with st a compile-time constant and 8 bytes per pass
  * (one loop test per two quads; the stores become STRDs). */
 static inline __attribute__((always_inline)) uint32_t *widen_run_st(const int8_t *src, int32_t n,
@@ -170,9 +179,11 @@ static __attribute__((noinline)) void im2col_pixel(const tinyaot_conv_dims_t *d,
     im2col_pixel_st(d, input, oy, ox, dst, 4, off, in_zp);
 }
 
-static __attribute__((noinline)) void im2col_pixel_1(const tinyaot_conv_dims_t *d,
+static __attribute__((noinline, unused)) void im2col_pixel_1(const tinyaot_conv_dims_t *d,
                                                      const int8_t *input, int32_t oy, int32_t ox,
                                                      uint32_t *dst, uint32_t off, int32_t in_zp)
 {
     im2col_pixel_st(d, input, oy, ox, dst, 2, off, in_zp);
 }
+
+#endif
