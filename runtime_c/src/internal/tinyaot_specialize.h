@@ -14,6 +14,9 @@
  *   TINYAOT_SPEC_CONV_MODES  tinyaot_convolve_fast_s8, bit TINYAOT_RQ_* mode
  *   TINYAOT_SPEC_CONV_REMS   its record modes (SMLAL_SAT, FLOAT_SAT), bit nquads % 8
  *   TINYAOT_SPEC_CONV_KINDS  bit 0: pointwise (1x1, stride 1, no pad), bit 1: im2col
+ *   TINYAOT_SPEC_CONVW8_MODES tinyaot_convolve_fast_w8_s8: bit TINYAOT_RQ_SMLAL_SAT,
+ *                            TINYAOT_RQ_FLOAT_SAT, or TINYAOT_RQ_ORT for all the others
+ *   TINYAOT_SPEC_CONVW8_REMS its record modes, bit nquads % 8
  *   TINYAOT_SPEC_DW_MODES    tinyaot_depthwise_conv_fast_s8, bit TINYAOT_RQ_* mode
  *   TINYAOT_SPEC_FC_MODES    tinyaot_fully_connected_fast_s8: bits 0-3 TINYAOT_RQ_ORT ..
  *                            SMLAL_SAT, 4 ort over the whole int8 range, 5 the same
@@ -35,6 +38,12 @@
 #endif
 #ifndef TINYAOT_SPEC_CONV_KINDS
 #define TINYAOT_SPEC_CONV_KINDS 0x3u
+#endif
+#ifndef TINYAOT_SPEC_CONVW8_MODES
+#define TINYAOT_SPEC_CONVW8_MODES 0xffu
+#endif
+#ifndef TINYAOT_SPEC_CONVW8_REMS
+#define TINYAOT_SPEC_CONVW8_REMS 0xffu
 #endif
 #ifndef TINYAOT_SPEC_DW_MODES
 #define TINYAOT_SPEC_DW_MODES 0xffu

@@ -1,0 +1,256 @@
+/* Fast int8 2-D convolution (groups == 1) on int8 weights in flash, for layers
+ * with few output pixels (each weight used by few of them): every output
+ * pixel's int16 column is built once into the scratch (the fast kernel's
+ * im2col, ../internal/tinyaot_im2col_q15.h: two pixels' columns interleaved
+ * per quad), then per pair of output channels the two weight rows are widened
+ * once (__SXTB16 / __SXTB16_ROR8 give the fast kernel's packed int16 words) into
+ * the scratch and run against every pixel pair through the fast kernel's 2x2
+ * GEMM core and requantization (../internal/tinyaot_gemm_q15.h). Weights thus
+ * cross the bus once per inference as 1 byte each, and the GEMM is the fast
+ * kernel's, so the integers are tinyaot_convolve_s8's and the cost that of
+ * tinyaot_convolve_fast_s8 plus one widening per weight; the price is the
+ * scratch: all columns (tinyaot_convolve_fast_w8_s8_get_buffer_size).
+ *
+ * Weights: [out_c][kq] int8, kq = k_h * roundup(k_w * in_c, 4), each kernel row
+ * zero padded to whole quads as the columns are (codegen/kernels/fast_pack.py:
+ * pack_rows_w8). */
+#include "tinyaot_fast_kernels.h"
+#include "../internal/tinyaot_gemm_q15.h"
+#include "../internal/tinyaot_specialize.h"
+
+#define W8_HAS_MODE(m) TINYAOT_SPEC_HAS(TINYAOT_SPEC_CONVW8_MODES, m)
+#define W8_HAS_REM(r) TINYAOT_SPEC_HAS(TINYAOT_SPEC_CONVW8_REMS, r)
+
+static int32_t nquads_of(const tinyaot_conv_dims_t *d)
+{
+    return d->k_h * ((d->k_w * d->in_c + 3) & ~3) / 4;
+}
+
+static int32_t pairs_of(const tinyaot_conv_dims_t *d)
+{
+    return (d->out_h * d->out_w + 1) / 2;
+}
+
+/* The columns of every pixel pair (4 words per quad) and one channel pair's
+ * widened weights (4 words per quad), in bytes. */
+int32_t tinyaot_convolve_fast_w8_s8_get_buffer_size(const tinyaot_conv_dims_t *d)
+{
+    return (pairs_of(d) + 1) * 4 * nquads_of(d) * (int32_t)sizeof(uint32_t);
+}
+
+#include "../internal/tinyaot_im2col_q15.h"
+
+/* Rows a and b (b NULL: zeros) of nq >= 1 quads -> the fast kernel's packed
+ * words [quad][a {k0, k2}, a {k1, k3}, b {k0, k2}, b {k1, k3}]. */
+static void widen_pair(const int8_t *a, const int8_t *b, int32_t nq, uint32_t *dst)
+{
+#if TINYAOT_HAVE_DSP_ASM
+    if (b) { /* 10 instructions per quad (GCC's C: 15) */
+        uint32_t u, v, t0, t1;
+        const int8_t *end = a + 4 * nq;
+        /* volatile: its only effect is the stores */
+        __asm__ volatile("1:\n\t"
+                "ldr %[u], [%[a]], #4\n\t"
+                "ldr %[v], [%[b]], #4\n\t"
+                "sxtb16 %[t0], %[u]\n\t"
+                "sxtb16 %[t1], %[u], ror #8\n\t"
+                "sxtb16 %[u], %[v]\n\t"
+                "sxtb16 %[v], %[v], ror #8\n\t"
+                "strd %[u], %[v], [%[d], #8]\n\t"
+                "strd %[t0], %[t1], [%[d]], #16\n\t"
+                "cmp %[a], %[end]\n\t"
+                "bne 1b"
+                /* "+&r": end is often where b starts (row b follows row a), and the
+                 * loop moves b before it compares with end */
+                : [u] "=&r"(u), [v] "=&r"(v), [t0] "=&r"(t0), [t1] "=&r"(t1), [a] "+&r"(a),
+                  [b] "+&r"(b), [d] "+&r"(dst)
+                : [end] "r"(end)
+                : "cc", "memory");
+        return;
+    }
+#endif
+    for (int32_t j = 0; j < nq; ++j, a += 4, dst += 4) {
+        uint32_t u;
+        memcpy(&u, a, sizeof u);
+        dst[0] = __SXTB16(u);
+        dst[1] = __SXTB16_ROR8(u);
+        if (b) {
+            memcpy(&u, b, sizeof u);
+            b += 4;
+            dst[2] = __SXTB16(u);
+            dst[3] = __SXTB16_ROR8(u);
+        } else {
+            dst[2] = 0u;
+            dst[3] = 0u;
+        }
+    }
+}
+
+/* Every pixel pair's two columns, pair i at cols + 4 * nq * i; an odd last
+ * pixel's column fills both slots of its pair. */
+static void build_columns(const tinyaot_conv_dims_t *d, const int8_t *input, int32_t in_zp,
+                          uint32_t *cols)
+{
+    const int32_t nq = nquads_of(d), npix = d->out_h * d->out_w, out_w = d->out_w;
+    const uint32_t off = tinyaot_pack16(-in_zp, -in_zp);
+    for (int32_t p = 0; p < npix; ++p, cols += (p & 1) ? 0 : 4 * nq) {
+        uint32_t *dst = cols + ((p & 1) ? 2 : 0);
+        im2col_pixel(d, input, p / out_w, p % out_w, dst, off, in_zp);
+        if ((p & 1) == 0 && p + 1 == npix) {
+            im2col_pixel(d, input, p / out_w, p % out_w, dst + 2, off, in_zp);
+        }
+    }
+}
+
+/* One channel pair (widened weights w) against every pixel pair, record mode
+ * `mode` (accumulators start at the biases), nq % 8 = rem (constants). A
+ * function of its own with few live values: the GEMM core's unrolled loop
+ * needs r4-r11 besides its six operands. */
+static inline __attribute__((always_inline)) void pair_m(const uint32_t *x, const uint32_t *w,
+                                                         int32_t nq, int32_t npairs,
+                                                         const int32_t *p, int32_t zp,
+                                                         int8_t *o, int32_t out_c, int32_t last1,
+                                                         int mode, int rem)
+{
+    const int32_t rw = TINYAOT_RQ_WORDS(mode), rb = TINYAOT_RQ_BIAS(mode);
+    for (int32_t i = 0; i < npairs; ++i, x += 4 * nq, o += 2 * out_c) {
+        uint32_t acc[4] = {(uint32_t)p[rb], (uint32_t)p[rb], (uint32_t)p[rw + rb],
+                           (uint32_t)p[rw + rb]};
+        tinyaot_dot_2x2_p(x, w, nq, acc, rem);
+        /* an odd last pixel's second slot is itself (last1 = 0) */
+        int8_t *o1 = o + (i + 1 < npairs ? out_c : last1);
+        if (mode == TINYAOT_RQ_FLOAT_SAT) {
+            tinyaot_rqf_2x2_sat(acc, p, zp, o, o1);
+        } else {
+            tinyaot_rq_2x2_sat(acc, p, zp, o, o1);
+        }
+    }
+}
+
+/* The GEMM over all channel pairs and pixel pairs: mode a record mode and
+ * rem = nq % 8 (constants), or mode TINYAOT_RQ_ORT for the others (the mode
+ * read per output) with rem -1. */
+static inline __attribute__((always_inline)) void gemm_m(const tinyaot_conv_dims_t *d,
+                                                         const tinyaot_rqc_t *rq,
+                                                         const int8_t *filter, uint32_t *scratch,
+                                                         int8_t *output, int mode, int rem)
+{
+    const int32_t nq = nquads_of(d), npix = d->out_h * d->out_w, out_c = d->out_c;
+    const int32_t npairs = pairs_of(d), kq = 4 * nq;
+    const int32_t last1 = (npix & 1) ? 0 : out_c; /* the last pair's second pixel */
+    const int rec = mode == TINYAOT_RQ_SMLAL_SAT || mode == TINYAOT_RQ_FLOAT_SAT;
+    uint32_t *wbuf = scratch + npairs * 4 * nq;
+    for (int32_t oc = 0; oc < out_c; oc += 2) {
+        const int two = oc + 1 < out_c;
+        widen_pair(filter + oc * kq, two ? filter + (oc + 1) * kq : 0, nq, wbuf);
+        if (rec && two) {
+            pair_m(scratch, wbuf, nq, npairs, rq->rq + TINYAOT_RQ_WORDS(mode) * oc, rq->zp,
+                   output + oc, out_c, last1, mode, rem);
+            continue;
+        }
+        const uint32_t *x = scratch;
+        for (int32_t i = 0; i < npairs; ++i, x += 4 * nq) {
+            const int32_t p0 = 2 * i, p1 = p0 + 1 < npix ? p0 + 1 : p0;
+            int8_t *o0 = output + p0 * out_c + oc, *o1 = output + p1 * out_c + oc;
+            uint32_t acc[4] = {0u, 0u, 0u, 0u};
+            tinyaot_dot_2x2(x, wbuf, nq, acc);
+            if (rec) { /* the lone last channel */
+                tinyaot_rqc_apply2_m(rq, tinyaot_fp_s32(acc[0]), tinyaot_fp_s32(acc[1]), oc, o0,
+                                     o1, mode);
+            } else {
+                tinyaot_rqc_apply2(rq, tinyaot_fp_s32(acc[0]), tinyaot_fp_s32(acc[1]), oc, o0, o1);
+                if (two) {
+                    tinyaot_rqc_apply2(rq, tinyaot_fp_s32(acc[2]), tinyaot_fp_s32(acc[3]), oc + 1,
+                                       o0 + 1, o1 + 1);
+                }
+            }
+        }
+    }
+}
+
+/* gemm_m with nq % 8 a constant (the record modes: tinyaot_dot_2x2_p's
+ * unrolled LDM loop); a remainder this build does not compile:
+ * TINYAOT_ERR_NOT_BUILT. */
+static inline __attribute__((always_inline)) int gemm_rem(const tinyaot_conv_dims_t *d,
+                                                          const tinyaot_rqc_t *rq,
+                                                          const int8_t *filter, uint32_t *scratch,
+                                                          int8_t *output, int mode)
+{
+#define TINYAOT_W8_REM(R)                                                                          \
+    case R:                                                                                        \
+        if (W8_HAS_REM(R)) {                                                                       \
+            gemm_m(d, rq, filter, scratch, output, mode, R);                                       \
+            return TINYAOT_OK;                                                                     \
+        }                                                                                          \
+        break
+    switch (nquads_of(d) & 7) {
+        TINYAOT_W8_REM(0);
+        TINYAOT_W8_REM(1);
+        TINYAOT_W8_REM(2);
+        TINYAOT_W8_REM(3);
+        TINYAOT_W8_REM(4);
+        TINYAOT_W8_REM(5);
+        TINYAOT_W8_REM(6);
+        default: TINYAOT_W8_REM(7);
+    }
+#undef TINYAOT_W8_REM
+    return TINYAOT_ERR_NOT_BUILT;
+}
+
+/* Each record mode in a function of its own (its own copy of the parameters,
+ * so the loops keep them in registers). */
+static __attribute__((noinline)) int gemm_float_sat(const tinyaot_conv_dims_t *d,
+                                                     const tinyaot_requant_t *q,
+                                                     const int8_t *filter, uint32_t *scratch,
+                                                     int8_t *output)
+{
+    const tinyaot_rqc_t rq = tinyaot_rqc_records(q);
+    return gemm_rem(d, &rq, filter, scratch, output, TINYAOT_RQ_FLOAT_SAT);
+}
+
+static __attribute__((noinline)) int gemm_smlal_sat(const tinyaot_conv_dims_t *d,
+                                                     const tinyaot_requant_t *q,
+                                                     const int8_t *filter, uint32_t *scratch,
+                                                     int8_t *output)
+{
+    const tinyaot_rqc_t rq = tinyaot_rqc(q);
+    return gemm_rem(d, &rq, filter, scratch, output, TINYAOT_RQ_SMLAL_SAT);
+}
+
+/* The other modes (no whole-range records): one copy, the mode read per output. */
+static __attribute__((noinline)) int gemm_other(const tinyaot_conv_dims_t *d,
+                                                const tinyaot_requant_t *q, const int8_t *filter,
+                                                uint32_t *scratch, int8_t *output)
+{
+    const tinyaot_rqc_t rq = tinyaot_rqc(q);
+    gemm_m(d, &rq, filter, scratch, output, TINYAOT_RQ_ORT /* not a record mode */, -1);
+    return TINYAOT_OK;
+}
+
+/* scratch: *_get_buffer_size bytes, 4-byte aligned (planned in the arena). */
+int tinyaot_convolve_fast_w8_s8(const tinyaot_conv_dims_t *d, const tinyaot_requant_t *q,
+                                const int8_t *input, const int8_t *filter, uint32_t *scratch,
+                                int8_t *output)
+{
+    if (d->groups != 1) {
+        return TINYAOT_ERR_ARG;
+    }
+    int mode;
+    if (tinyaot_rq_float_records(q)) {
+        mode = TINYAOT_RQ_FLOAT_SAT;
+    } else {
+        mode = tinyaot_rqc(q).mode == TINYAOT_RQ_SMLAL_SAT ? TINYAOT_RQ_SMLAL_SAT : TINYAOT_RQ_ORT;
+    }
+    /* TINYAOT_RQ_ORT stands for every mode without whole-range records here */
+    if (!W8_HAS_MODE(mode)) {
+        return TINYAOT_ERR_NOT_BUILT;
+    }
+    build_columns(d, input, q->in_zp, scratch);
+    if (mode == TINYAOT_RQ_FLOAT_SAT) {
+        return gemm_float_sat(d, q, filter, scratch, output);
+    }
+    if (mode == TINYAOT_RQ_SMLAL_SAT) {
+        return gemm_smlal_sat(d, q, filter, scratch, output);
+    }
+    return gemm_other(d, q, filter, scratch, output);
+}
