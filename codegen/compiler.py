@@ -28,6 +28,7 @@ from .passes.uint8 import uint8_to_int8
 from .planner import check_plan, plan_arena
 from .planner.depthwise_inplace import plan_with_depthwise_inplace
 from .planner.float_conv_scratch import plan_float_conv_scratch
+from .planner.w8_columns import plan_w8_columns
 from .planner.order import choose_order
 
 
@@ -164,6 +165,9 @@ def _plan(b):
         plan = plan_float_conv_scratch(g, plan, plain)
     if o.depthwise_inplace:  # planner/depthwise_inplace.py: a planner option, off by default
         plan = plan_with_depthwise_inplace(g, o.io_buffers, plain)
+    # few-pixel convs: the fast GEMM on int8 weights where its columns cost no arena (last:
+    # it fills the arena up to the peak the passes above leave)
+    plan = plan_w8_columns(g, plan, plain, lambda n: ops.get(n.op).select(g, n, "speed"))
     check_plan(g, plan)
     check_plan_limits(plan, b.path)
     b.plan = plan

@@ -61,6 +61,15 @@ def conv_scratch_bytes(kh, kw, cin):
     return 2 * kh * ((kw * cin + 3) // 4 * 4) * 2
 
 
+def conv_w8_scratch_bytes(x_shape, w_shape, y_shape):
+    """tinyaot_convolve_fast_w8_s8_get_buffer_size: every pixel pair's two columns and one
+    channel pair's widened weights, 4 words per quad each."""
+    _, cin, kh, kw = w_shape
+    nquads = kh * ((kw * cin + 3) // 4 * 4) // 4
+    pixels = int(np.prod(y_shape)) // y_shape[1]
+    return ((pixels + 1) // 2 + 1) * 4 * nquads * 4
+
+
 def fc_scratch_bytes(k):
     """tinyaot_fully_connected_fast_s8_get_buffer_size: one int16 column of K."""
     return (k + 3) // 4 * 4 * 2

@@ -8,7 +8,7 @@ generated directory on its include path, so this header tells the kernels
 needing another returns TINYAOT_ERR_NOT_BUILT. The classification here mirrors
 the kernels' own: tinyaot_rqc / tinyaot_rqc_records (tinyaot_requant_fast.h),
 fc_mode (tinyaot_fully_connected_fast_s8.c), is_pointwise and nquads
-(tinyaot_convolve_fast_s8.c).
+(tinyaot_convolve_fast_s8.c, tinyaot_convolve_fast_w8_s8.c).
 """
 from __future__ import annotations
 
@@ -23,9 +23,11 @@ KIND_POINTWISE, KIND_IM2COL = 0, 1
 CONV_MODES = "TINYAOT_SPEC_CONV_MODES"
 CONV_REMS = "TINYAOT_SPEC_CONV_REMS"
 CONV_KINDS = "TINYAOT_SPEC_CONV_KINDS"
+CONVW8_MODES = "TINYAOT_SPEC_CONVW8_MODES"
+CONVW8_REMS = "TINYAOT_SPEC_CONVW8_REMS"
 DW_MODES = "TINYAOT_SPEC_DW_MODES"
 FC_MODES = "TINYAOT_SPEC_FC_MODES"
-MASKS = (CONV_MODES, CONV_REMS, CONV_KINDS, DW_MODES, FC_MODES)
+MASKS = (CONV_MODES, CONV_REMS, CONV_KINDS, CONVW8_MODES, CONVW8_REMS, DW_MODES, FC_MODES)
 
 _NULL = "NULL"
 
@@ -58,6 +60,16 @@ def conv_uses(r, d) -> dict:
         nquads = d.k_h * ((d.k_w * d.in_c + 3) & ~3) // 4
         out[CONV_REMS] = 1 << (nquads & 7)
     return out
+
+
+def conv_w8_uses(r, d) -> dict:
+    """{mask: bits} of one tinyaot_convolve_fast_w8_s8 call: its two record modes, with
+    their nquads % 8, or bit RQ_ORT for every other mode (one copy of its loops)."""
+    mode = rq_mode(r)
+    if mode not in (RQ_SMLAL_SAT, RQ_FLOAT_SAT):
+        return {CONVW8_MODES: 1 << RQ_ORT}
+    nquads = d.k_h * ((d.k_w * d.in_c + 3) & ~3) // 4
+    return {CONVW8_MODES: 1 << mode, CONVW8_REMS: 1 << (nquads & 7)}
 
 
 def depthwise_uses(r) -> dict:

@@ -8,6 +8,9 @@ The layer's kernel is chosen here (`select`), in one place:
       size:  tinyaot_convolve_f32_w8_s8 (int8 weights in flash, size_kernels.py);
   ConvInteger's epilogue (integer_forms.py): the portable integer kernels;
   otherwise, integer: groups 1 -> the fast conv (int16-packed weights, im2col scratch),
+      but with at most W8_PIXELS output pixels its int8 weights stay bytes in flash (the
+      size kernel, or tinyaot_convolve_fast_w8_s8 where planner/w8_columns.py finds its
+      columns cost no arena);
       depthwise with channels % 4 == 0 -> the fast depthwise; under --optimize size both
       run on int8 weights read in place (size_kernels.py); any other layer, or one the
       planner runs in place (planner/depthwise_inplace.py), the portable kernels; with
@@ -26,7 +29,8 @@ import numpy as np
 from ..kernels import specialize as spec
 from ..kernels.c_format import c_struct
 from ..kernels.conv_f32_pack import plan_fields, scratch_bytes
-from ..kernels.fast_pack import conv_gemm_weights, conv_scratch_bytes, pack_depthwise, pack_gemm
+from ..kernels.fast_pack import (conv_gemm_weights, conv_scratch_bytes, conv_w8_scratch_bytes,
+                                 pack_depthwise, pack_gemm)
 from ..numerics import ort_float as of
 from ..numerics import u8s8_pairs as u8s8
 from ..numerics.mlas_conv_order import node_segments, run_segments
@@ -41,6 +45,16 @@ from .size_kernels import emit_conv_int_w8, emit_conv_w8, select_size
 from .tflite_filters import tflite_bias, tflite_weights, tflite_window
 
 F32 = np.float32
+
+# --optimize speed: an integer conv (groups 1) with at most this many output pixels keeps
+# its weights as int8 bytes in flash instead of the fast kernel's int16 copy. Each weight
+# then feeds few MACs, so the widened copy doubles the layer's flash for a small saving in
+# cycles (ResNet's and MobileNet's late layers hold most of their weights); with 64 the
+# MLPerf Tiny images fit in 0.8x TFLite Micro's where their weights allow (docs/results.md).
+# A layer with fewer than W8_MIN_WEIGHTS weights keeps the int16 copy: the bytes it would
+# save are fewer than the int8 kernel's own code.
+W8_PIXELS = 64
+W8_MIN_WEIGHTS = 2048
 
 
 @dataclass
@@ -308,6 +322,20 @@ def _emit_fast(em, lid, n, p, info, dims, w):
     em.call(info["kernel"], [dims, q, em.ptr(x), filt, scratch, em.ptr(y)])
 
 
+def _emit_fast_w8(em, lid, n, p, info, dims, w):
+    """tinyaot_convolve_fast_w8_s8: int8 weights [oc][kq], rows padded as the columns."""
+    if p.mode == TFLITE and np.any(np.asarray(p.mult) < 0):  # no records: the general form
+        q, rec = emit_requant_record(em, lid, p)
+    else:  # the records alone when there are some (the kernel reads no other bias then)
+        q, rec = emit_requant_record(em, lid, p, fast=True, float_records=True,
+                                     bias_in_records=True)
+    filt = em.const("int8_t", f"{lid}_w", conv_gemm_weights(w.data).astype(np.int8), align=4)
+    info["kernel"] = "tinyaot_convolve_fast_w8_s8"
+    em.specialize(spec.conv_w8_uses(rec, conv_dims(em.g, n)))
+    em.call(info["kernel"], [dims, q, em.ptr(n.inputs[0]), filt, em.scratch(n, "uint32_t"),
+                             em.ptr(n.outputs[0])])
+
+
 class Conv2d(Op):
     name = "conv2d"
     traits = Traits(layout="spatial", align=8)
@@ -315,7 +343,7 @@ class Conv2d(Op):
     tflite = {"CONV_2D": lower_tflite_conv, "DEPTHWISE_CONV_2D": lower_tflite_depthwise}
 
     def select(self, g, n, optimize):
-        for k in ("fast_kernel", "int_w8", "f32_w8", "scratch_bytes"):
+        for k in ("fast_kernel", "int_w8", "f32_w8", "scratch_bytes", "w8_columns"):
             n.attrs.pop(k, None)  # chosen afresh
         x, w, y = (g.tensors[t] for t in (n.inputs[0], n.inputs[1], n.outputs[0]))
         if n.attrs.get("ort_float"):  # pixel columns + one tile
@@ -326,6 +354,15 @@ class Conv2d(Op):
             if n.attrs["group"] == 1:
                 n.attrs["fast_kernel"] = "conv"
                 n.attrs["scratch_bytes"] = conv_scratch_bytes(kh, kw, cin)
+                if (optimize == "speed" and w.dtype == "int8" and y.size // cout <= W8_PIXELS
+                        and w.size >= W8_MIN_WEIGHTS):
+                    n.attrs["w8_columns"] = True  # a candidate of planner/w8_columns.py
+                    if n.attrs.get("w8_fast_columns"):  # the planner's: no arena cost
+                        n.attrs["fast_kernel"] = "conv_w8"
+                        n.attrs["scratch_bytes"] = conv_w8_scratch_bytes(x.shape, w.shape,
+                                                                         y.shape)
+                    else:
+                        select_size(g, n)
             elif _depthwise(g, n) and cout == cin and cin % 4 == 0:
                 n.attrs["fast_kernel"] = "depthwise"
         if optimize == "size":
@@ -348,6 +385,8 @@ class Conv2d(Op):
         info["macs"] = int(y.size * kh * kw * (w.shape[1]))
         if n.attrs.get("f32_w8"):  # --optimize size
             return emit_conv_w8(em, lid, n, p, info, dims)
+        if n.attrs.get("fast_kernel") == "conv_w8":  # few pixels (W8_PIXELS), columns in the arena
+            return _emit_fast_w8(em, lid, n, p, info, dims, w)
         if n.attrs.get("int_w8") and not _in_place(em, n):  # --optimize size, integer conv
             return emit_conv_int_w8(em, lid, n, p, info, dims)
         if n.attrs.get("ort_float"):

@@ -10,7 +10,8 @@ what makes them bit-exact.
 --optimize speed|size: what the compiler trades for flash.
 
 speed (the default) keeps kernel selection as it is: the fast integer kernels
-(int16-packed weights, unrolled asm variants) and, under `--numerics ort`,
+(int16-packed weights, unrolled asm variants; int8 weights for convs with few
+output pixels, ops/conv2d.py: W8_PIXELS) and, under `--numerics ort`,
 float weights dequantized at compile time (4 bytes each) for the layers ORT
 runs in float.
 
