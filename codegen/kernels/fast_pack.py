@@ -61,13 +61,17 @@ def conv_scratch_bytes(kh, kw, cin):
     return 2 * kh * ((kw * cin + 3) // 4 * 4) * 2
 
 
-def conv_w8_scratch_bytes(x_shape, w_shape, y_shape):
-    """tinyaot_convolve_fast_w8_s8_get_buffer_size: every pixel pair's two columns and one
-    channel pair's widened weights, 4 words per quad each."""
+def conv_pixel_pairs(y_shape):
+    """Output pixel pairs of a conv (an odd last pixel alone in its pair)."""
+    return (int(np.prod(y_shape)) // y_shape[1] + 1) // 2
+
+
+def conv_w8_scratch_bytes(w_shape, block_pairs):
+    """tinyaot_convolve_fast_w8_s8_get_buffer_size: the two columns of each of block_pairs
+    pixel pairs and one channel pair's widened weights, 4 words per quad each."""
     _, cin, kh, kw = w_shape
     nquads = kh * ((kw * cin + 3) // 4 * 4) // 4
-    pixels = int(np.prod(y_shape)) // y_shape[1]
-    return ((pixels + 1) // 2 + 1) * 4 * nquads * 4
+    return (block_pairs + 1) * 4 * nquads * 4
 
 
 def fc_scratch_bytes(k):

@@ -8,9 +8,9 @@ The layer's kernel is chosen here (`select`), in one place:
       size:  tinyaot_convolve_f32_w8_s8 (int8 weights in flash, size_kernels.py);
   ConvInteger's epilogue (integer_forms.py): the portable integer kernels;
   otherwise, integer: groups 1 -> the fast conv (int16-packed weights, im2col scratch),
-      but with at most W8_PIXELS output pixels its int8 weights stay bytes in flash (the
-      size kernel, or tinyaot_convolve_fast_w8_s8 where planner/w8_columns.py finds its
-      columns cost no arena);
+      but with at most W8_PIXELS output pixels its int8 weights stay bytes in flash on
+      tinyaot_convolve_fast_w8_s8 where planner/w8_columns.py finds its columns cost no
+      arena;
       depthwise with channels % 4 == 0 -> the fast depthwise; under --optimize size both
       run on int8 weights read in place (size_kernels.py); any other layer, or one the
       planner runs in place (planner/depthwise_inplace.py), the portable kernels; with
@@ -46,13 +46,14 @@ from .tflite_filters import tflite_bias, tflite_weights, tflite_window
 
 F32 = np.float32
 
-# --optimize speed: an integer conv (groups 1) with at most this many output pixels keeps
-# its weights as int8 bytes in flash instead of the fast kernel's int16 copy. Each weight
-# then feeds few MACs, so the widened copy doubles the layer's flash for a small saving in
-# cycles (ResNet's and MobileNet's late layers hold most of their weights); with 64 the
-# MLPerf Tiny images fit in 0.8x TFLite Micro's where their weights allow (docs/results.md).
-# A layer with fewer than W8_MIN_WEIGHTS weights keeps the int16 copy: the bytes it would
-# save are fewer than the int8 kernel's own code.
+# --optimize speed: an integer conv (groups 1) with at most this many output pixels may
+# keep its weights as int8 bytes in flash instead of the fast kernel's int16 copy, on
+# tinyaot_convolve_fast_w8_s8 (planner/w8_columns.py: where its columns cost no arena).
+# Each weight then feeds few MACs, so the widened copy doubles the layer's flash for a small
+# saving in cycles (ResNet's and MobileNet's late layers hold most of their weights); with
+# 64 the MLPerf Tiny images fit in 0.8x TFLite Micro's where their weights allow
+# (docs/results.md). A layer with fewer than W8_MIN_WEIGHTS weights keeps the int16 copy:
+# the bytes it would save are fewer than the int8 kernel's own code.
 W8_PIXELS = 64
 W8_MIN_WEIGHTS = 2048
 
@@ -305,7 +306,8 @@ def _emit_fast(em, lid, n, p, info, dims, w):
     """The fast conv / depthwise kernels (runtime_c/include/tinyaot_fast_kernels.h)."""
     if p.mode == TFLITE and np.any(np.asarray(p.mult) < 0):
         raise NotImplementedError("fast kernels need non-negative multipliers")
-    q, rec = emit_requant_record(em, lid, p, fast=True, float_records=True)
+    # the records alone when there are some: these kernels read no other bias then
+    q, rec = emit_requant_record(em, lid, p, fast=True, float_records=True, bias_in_records=True)
     x, y = n.inputs[0], n.outputs[0]
     if n.attrs["fast_kernel"] == "depthwise":
         em.specialize(spec.depthwise_uses(rec))
@@ -332,8 +334,8 @@ def _emit_fast_w8(em, lid, n, p, info, dims, w):
     filt = em.const("int8_t", f"{lid}_w", conv_gemm_weights(w.data).astype(np.int8), align=4)
     info["kernel"] = "tinyaot_convolve_fast_w8_s8"
     em.specialize(spec.conv_w8_uses(rec, conv_dims(em.g, n)))
-    em.call(info["kernel"], [dims, q, em.ptr(n.inputs[0]), filt, em.scratch(n, "uint32_t"),
-                             em.ptr(n.outputs[0])])
+    em.call(info["kernel"], [dims, q, em.ptr(n.inputs[0]), filt, str(n.attrs["w8_block_pairs"]),
+                             em.scratch(n, "uint32_t"), em.ptr(n.outputs[0])])
 
 
 class Conv2d(Op):
@@ -343,7 +345,8 @@ class Conv2d(Op):
     tflite = {"CONV_2D": lower_tflite_conv, "DEPTHWISE_CONV_2D": lower_tflite_depthwise}
 
     def select(self, g, n, optimize):
-        for k in ("fast_kernel", "int_w8", "f32_w8", "scratch_bytes", "w8_columns"):
+        for k in ("fast_kernel", "int_w8", "f32_w8", "scratch_bytes", "w8_columns"):  # not
+            # "w8_block_pairs": the planner's decision (planner/w8_columns.py)
             n.attrs.pop(k, None)  # chosen afresh
         x, w, y = (g.tensors[t] for t in (n.inputs[0], n.inputs[1], n.outputs[0]))
         if n.attrs.get("ort_float"):  # pixel columns + one tile
@@ -357,12 +360,10 @@ class Conv2d(Op):
                 if (optimize == "speed" and w.dtype == "int8" and y.size // cout <= W8_PIXELS
                         and w.size >= W8_MIN_WEIGHTS):
                     n.attrs["w8_columns"] = True  # a candidate of planner/w8_columns.py
-                    if n.attrs.get("w8_fast_columns"):  # the planner's: no arena cost
+                    block = n.attrs.get("w8_block_pairs")  # the planner's: no arena cost
+                    if block:
                         n.attrs["fast_kernel"] = "conv_w8"
-                        n.attrs["scratch_bytes"] = conv_w8_scratch_bytes(x.shape, w.shape,
-                                                                         y.shape)
-                    else:
-                        select_size(g, n)
+                        n.attrs["scratch_bytes"] = conv_w8_scratch_bytes(w.shape, block)
             elif _depthwise(g, n) and cout == cin and cin % 4 == 0:
                 n.attrs["fast_kernel"] = "depthwise"
         if optimize == "size":

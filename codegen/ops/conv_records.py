@@ -89,8 +89,8 @@ def emit_requant_record(em, lid, p: ConvParams, fast=False, float_records=False,
     `fast` (a fast kernel's): also the one-SMLAL records when every channel allows
     (fast_pack.smlal_requant); `float_records` (fast conv / depthwise, ort, whole int8
     range): the {bias, scale} records (fast_pack.float_requant); `bias_in_records`
-    (kernels that read only the records when there are some: the size kernels): no
-    separate bias array then."""
+    (kernels that read only the records when there are some: the size kernels, the fast
+    conv and depthwise kernels): no separate bias array then."""
     assert p.mode in (ORT, TFLITE, EPILOGUE), p.mode
     words = None  # the records, emitted where the speed build always had them
     if p.mode == ORT:

@@ -1,29 +1,46 @@
-"""Integer convs with few output pixels (ops/conv2d.py: W8_PIXELS): the fast GEMM on their
-int8 weights, where its columns cost no arena.
+"""Integer convs with few output pixels (ops/conv2d.py: W8_PIXELS): int8 weights in flash
+on tinyaot_convolve_fast_w8_s8, where its columns cost no arena.
 
-Under --optimize speed such a layer keeps its weights as int8 bytes in flash and runs the
-size kernel (tinyaot_convolve_w8_s8: two pixels' columns, each weight widened again for
-every pixel pair). tinyaot_convolve_fast_w8_s8 widens each weight once and runs the fast
-kernel's GEMM, so it costs about what the int16 fast kernel does, but it needs every
-pixel's column in its scratch. For each such layer, plan again with that kernel (the
-node's attr "w8_fast_columns", which its Op.select reads) and keep it only when the arena
-does not grow: cycles are bought with flash already saved, never with RAM.
+The kernel widens each channel pair's int8 weights once per block of pixel pairs and runs
+the fast kernel's GEMM on them, so it costs what the int16 fast kernel does plus one
+widening per weight and block; its scratch holds the block's columns. For each candidate
+layer, plan again with the largest block (all the layer's pixel pairs), then halves of it
+down to MIN_BLOCK pairs (below that the widening costs a quarter of the GEMM and more), and
+keep the first that leaves the arena as small as it was; if none does, the layer keeps the
+fast kernel's int16 copy. Cycles are bought with flash, never with RAM. The decision is the
+node's attr "w8_block_pairs", which its Op.select reads.
 """
 from __future__ import annotations
+
+from ..kernels.fast_pack import conv_pixel_pairs
+
+MIN_BLOCK = 4
+
+
+def block_sizes(pairs):
+    """The blocks tried, largest first: all pairs, then halves, down to MIN_BLOCK."""
+    out, b = [], pairs
+    while True:
+        out.append(b)
+        if b <= MIN_BLOCK:
+            return out
+        b = max(MIN_BLOCK, (b + 1) // 2)
 
 
 def plan_w8_columns(g, plan, replan, reselect):
     """`plan` of `g`, with the layers marked "w8_columns" on tinyaot_convolve_fast_w8_s8
-    wherever the arena stays as small. reselect(n): the node's Op.select again."""
+    wherever some block keeps the arena as small. reselect(n): the node's Op.select."""
     for n in g.nodes:
-        if not n.attrs.get("w8_columns") or n.attrs.get("int_w8") != "conv":
+        if not n.attrs.get("w8_columns"):
             continue
-        n.attrs["w8_fast_columns"] = True
-        reselect(n)
-        trial = replan(g)
-        if trial.size <= plan.size:
-            plan = trial
+        for block in block_sizes(conv_pixel_pairs(g.tensors[n.outputs[0]].shape)):
+            n.attrs["w8_block_pairs"] = block
+            reselect(n)
+            trial = replan(g)
+            if trial.size <= plan.size:
+                plan = trial
+                break
         else:
-            n.attrs.pop("w8_fast_columns")
+            n.attrs.pop("w8_block_pairs")
             reselect(n)
     return plan

@@ -57,12 +57,14 @@ int tinyaot_convolve_fast_s8(const tinyaot_conv_dims_t *d, const tinyaot_requant
 int32_t tinyaot_convolve_fast_s8_get_buffer_size(const tinyaot_conv_dims_t *d);
 
 /* The same on int8 weights [out_c][kq] (rows padded to whole quads as the
- * columns are), widened per channel pair at run time; the scratch holds every
- * pixel's column. groups == 1. */
+ * columns are), widened per channel pair at run time; the scratch holds the
+ * columns of block_pairs pixel pairs (the weights are widened once per block).
+ * groups == 1. */
 int tinyaot_convolve_fast_w8_s8(const tinyaot_conv_dims_t *d, const tinyaot_requant_t *q,
-                                const int8_t *input, const int8_t *filter, uint32_t *scratch,
-                                int8_t *output);
-int32_t tinyaot_convolve_fast_w8_s8_get_buffer_size(const tinyaot_conv_dims_t *d);
+                                const int8_t *input, const int8_t *filter, int32_t block_pairs,
+                                uint32_t *scratch, int8_t *output);
+int32_t tinyaot_convolve_fast_w8_s8_get_buffer_size(const tinyaot_conv_dims_t *d,
+                                                    int32_t block_pairs);
 
 /* in_c == out_c, in_c % 4 == 0. No scratch. */
 int tinyaot_depthwise_conv_fast_s8(const tinyaot_conv_dims_t *d, const tinyaot_requant_t *q,

@@ -1,10 +1,11 @@
-"""tinyaot_convolve_fast_w8_s8 (int8 weights widened per channel pair, every pixel's
-column in the scratch, the fast kernel's GEMM) against the numpy oracle of the conv
+"""tinyaot_convolve_fast_w8_s8 (int8 weights widened per channel pair and block of pixel
+pairs, the block's columns in the scratch, the fast kernel's GEMM) against the numpy oracle of the conv
 operator (codegen/ops/conv2d.py: conv2d_int, int64 sums, both requantizations), with and
 without the per-channel records, a clamped output range, on the host (portable C) and on
 qemu-m4 (the DSP inline asm): odd pixel counts (the last pixel alone in its pair), odd
 channel counts (the last channel alone), nquads % 8 from 0 to 7, padding, strides,
-dilation. The scratch size the compiler plans (kernels/fast_pack.py) is the kernel's own.
+dilation, blocks of every size the planner tries, of one pair, and a partial last block.
+The scratch size the compiler plans (kernels/fast_pack.py) is the kernel's own.
 """
 from __future__ import annotations
 
@@ -13,7 +14,9 @@ import re
 import numpy as np
 import pytest
 
-from codegen.kernels.fast_pack import conv_gemm_weights, conv_w8_scratch_bytes as columns_bytes
+from codegen.kernels.fast_pack import conv_gemm_weights, conv_pixel_pairs
+from codegen.kernels.fast_pack import conv_w8_scratch_bytes as columns_bytes
+from codegen.planner.w8_columns import block_sizes
 from tests.helpers.env import require_arm_toolchain
 from tests.helpers.kernels_cffi import conv_dims_fields
 from tests.helpers.requant_cases import requant_fields
@@ -59,6 +62,11 @@ def _cases():
     return out
 
 
+def _blocks(shapes):
+    """Blocks of pixel pairs to run a case with: all pairs, the planner's halves, one pair."""
+    return sorted(set(block_sizes(conv_pixel_pairs(shapes[2])) + [1]), reverse=True)
+
+
 def test_fast_w8_equals_the_numpy_reference():
     from tests.helpers import kernels_cffi as kf
     rng = np.random.default_rng(3)
@@ -66,15 +74,17 @@ def test_fast_w8_equals_the_numpy_reference():
         keep = []
         dp = kf.new_struct("tinyaot_conv_dims_t",
                            dict(zip(kf.struct_fields("tinyaot_conv_dims_t"), dims)), keep)
-        nbytes = kf.kernels().lib.tinyaot_convolve_fast_w8_s8_get_buffer_size(dp)
-        assert nbytes == columns_bytes(*shapes), f"case {i}"
-        scratch = np.zeros(nbytes // 4, np.uint32)
-        out = kf.OutBuf(want.size, rng)
-        kf._call("tinyaot_convolve_fast_w8_s8", dp, kf.new_struct("tinyaot_requant_t", q, keep),
-                 kf.cbuf(x, np.int8, keep), kf.cbuf(w, np.int8, keep),
-                 kf.ffi.from_buffer("uint32_t[]", scratch), out.ptr)
-        got = out.result("tinyaot_convolve_fast_w8_s8").reshape(want.shape)
-        np.testing.assert_array_equal(got, want, err_msg=f"case {i}: {shapes}")
+        for block in _blocks(shapes):
+            nbytes = kf.kernels().lib.tinyaot_convolve_fast_w8_s8_get_buffer_size(dp, block)
+            assert nbytes == columns_bytes(shapes[1], block), f"case {i}"
+            scratch = np.zeros(nbytes // 4, np.uint32)
+            out = kf.OutBuf(want.size, rng)
+            kf._call("tinyaot_convolve_fast_w8_s8", dp,
+                     kf.new_struct("tinyaot_requant_t", q, keep), kf.cbuf(x, np.int8, keep),
+                     kf.cbuf(w, np.int8, keep), block, kf.ffi.from_buffer("uint32_t[]", scratch),
+                     out.ptr)
+            got = out.result("tinyaot_convolve_fast_w8_s8").reshape(want.shape)
+            np.testing.assert_array_equal(got, want, err_msg=f"case {i}: {shapes}, block {block}")
 
 
 @pytest.mark.qemu
@@ -96,9 +106,11 @@ def test_fast_w8_asm_on_qemu_m4(tmp_path):
         bias = q["bias"] if q["bias"] is not None else np.zeros(1, np.int32)  # unread
         src += requant_c(i, dict(q, lo=q["act_min"], hi=q["act_max"], bias=bias))
         src.append(f"static const tinyaot_conv_dims_t d{i} = {{{', '.join(map(str, dims))}}};")
-        scratch = max(scratch, columns_bytes(*shapes))
+        # the largest block, or one of 3 pairs (blocks and a last partial block on the M4)
+        block = conv_pixel_pairs(shapes[2]) if i % 2 else 3
+        scratch = max(scratch, columns_bytes(shapes[1], block))
         calls.append(f"    case {i}: return tinyaot_convolve_fast_w8_s8(&d{i}, &q{i}, x{i}, w{i}, "
-                     "scratch, output);")
+                     f"{block}, scratch, output);")
     out_size = max(c[4].size for c in cases)
     elf, asm = cases_firmware(tmp_path, board, "fast_w8", src, calls, scratch, out_size,
                               "tinyaot_convolve_fast_w8_s8.c")

@@ -8,8 +8,11 @@
  * GEMM core and requantization (../internal/tinyaot_gemm_q15.h). Weights thus
  * cross the bus once per inference as 1 byte each, and the GEMM is the fast
  * kernel's, so the integers are tinyaot_convolve_s8's and the cost that of
- * tinyaot_convolve_fast_s8 plus one widening per weight; the price is the
- * scratch: all columns (tinyaot_convolve_fast_w8_s8_get_buffer_size).
+ * tinyaot_convolve_fast_s8 plus one widening per weight and block; the price
+ * is the scratch: the columns of a block of block_pairs pixel pairs
+ * (tinyaot_convolve_fast_w8_s8_get_buffer_size; the compiler picks the
+ * largest block that costs no arena, planner/w8_columns.py). Pixel pairs run
+ * block by block, the weights widened again for each block.
  *
  * Weights: [out_c][kq] int8, kq = k_h * roundup(k_w * in_c, 4), each kernel row
  * zero padded to whole quads as the columns are (codegen/kernels/fast_pack.py:
@@ -26,16 +29,12 @@ static int32_t nquads_of(const tinyaot_conv_dims_t *d)
     return d->k_h * ((d->k_w * d->in_c + 3) & ~3) / 4;
 }
 
-static int32_t pairs_of(const tinyaot_conv_dims_t *d)
+/* The columns of block_pairs pixel pairs (4 words per quad) and one channel
+ * pair's widened weights (4 words per quad), in bytes. */
+int32_t tinyaot_convolve_fast_w8_s8_get_buffer_size(const tinyaot_conv_dims_t *d,
+                                                    int32_t block_pairs)
 {
-    return (d->out_h * d->out_w + 1) / 2;
-}
-
-/* The columns of every pixel pair (4 words per quad) and one channel pair's
- * widened weights (4 words per quad), in bytes. */
-int32_t tinyaot_convolve_fast_w8_s8_get_buffer_size(const tinyaot_conv_dims_t *d)
-{
-    return (pairs_of(d) + 1) * 4 * nquads_of(d) * (int32_t)sizeof(uint32_t);
+    return (block_pairs + 1) * 4 * nquads_of(d) * (int32_t)sizeof(uint32_t);
 }
 
 #include "../internal/tinyaot_im2col_q15.h"
@@ -86,19 +85,18 @@ static void widen_pair(const int8_t *a, const int8_t *b, int32_t nq, uint32_t *d
     }
 }
 
-/* Every pixel pair's two columns, pair i at cols + 4 * nq * i; an odd last
- * pixel's column fills both slots of its pair. */
+/* The two columns of each pixel pair of the block (pixels pix0 .. pix0 + 2 *
+ * npairs - 1), pair i at cols + 4 * nq * i; an odd last pixel of the layer
+ * fills both slots of its pair. */
 static void build_columns(const tinyaot_conv_dims_t *d, const int8_t *input, int32_t in_zp,
-                          uint32_t *cols)
+                          int32_t pix0, int32_t npairs, uint32_t *cols)
 {
     const int32_t nq = nquads_of(d), npix = d->out_h * d->out_w, out_w = d->out_w;
     const uint32_t off = tinyaot_pack16(-in_zp, -in_zp);
-    for (int32_t p = 0; p < npix; ++p, cols += (p & 1) ? 0 : 4 * nq) {
-        uint32_t *dst = cols + ((p & 1) ? 2 : 0);
-        im2col_pixel(d, input, p / out_w, p % out_w, dst, off, in_zp);
-        if ((p & 1) == 0 && p + 1 == npix) {
-            im2col_pixel(d, input, p / out_w, p % out_w, dst + 2, off, in_zp);
-        }
+    for (int32_t i = 0; i < npairs; ++i, cols += 4 * nq) {
+        const int32_t p0 = pix0 + 2 * i, p1 = p0 + 1 < npix ? p0 + 1 : p0;
+        im2col_pixel(d, input, p0 / out_w, p0 % out_w, cols, off, in_zp);
+        im2col_pixel(d, input, p1 / out_w, p1 % out_w, cols + 2, off, in_zp);
     }
 }
 
@@ -127,19 +125,22 @@ static inline __attribute__((always_inline)) void pair_m(const uint32_t *x, cons
     }
 }
 
-/* The GEMM over all channel pairs and pixel pairs: mode a record mode and
- * rem = nq % 8 (constants), or mode TINYAOT_RQ_ORT for the others (the mode
- * read per output) with rem -1. */
+/* The GEMM of one block (npairs pixel pairs from pixel pix0) over all channel
+ * pairs: mode a record mode and rem = nq % 8 (constants), or mode
+ * TINYAOT_RQ_ORT for the others (the mode read per output) with rem -1. */
 static inline __attribute__((always_inline)) void gemm_m(const tinyaot_conv_dims_t *d,
                                                          const tinyaot_rqc_t *rq,
-                                                         const int8_t *filter, uint32_t *scratch,
+                                                         const int8_t *filter, int32_t pix0,
+                                                         int32_t npairs, uint32_t *scratch,
                                                          int8_t *output, int mode, int rem)
 {
     const int32_t nq = nquads_of(d), npix = d->out_h * d->out_w, out_c = d->out_c;
-    const int32_t npairs = pairs_of(d), kq = 4 * nq;
-    const int32_t last1 = (npix & 1) ? 0 : out_c; /* the last pair's second pixel */
+    const int32_t kq = 4 * nq;
+    /* the block's last pair's second pixel: itself when the layer's last pixel is alone */
+    const int32_t last1 = pix0 + 2 * npairs > npix ? 0 : out_c;
     const int rec = mode == TINYAOT_RQ_SMLAL_SAT || mode == TINYAOT_RQ_FLOAT_SAT;
     uint32_t *wbuf = scratch + npairs * 4 * nq;
+    output += pix0 * out_c;
     for (int32_t oc = 0; oc < out_c; oc += 2) {
         const int two = oc + 1 < out_c;
         widen_pair(filter + oc * kq, two ? filter + (oc + 1) * kq : 0, nq, wbuf);
@@ -150,8 +151,8 @@ static inline __attribute__((always_inline)) void gemm_m(const tinyaot_conv_dims
         }
         const uint32_t *x = scratch;
         for (int32_t i = 0; i < npairs; ++i, x += 4 * nq) {
-            const int32_t p0 = 2 * i, p1 = p0 + 1 < npix ? p0 + 1 : p0;
-            int8_t *o0 = output + p0 * out_c + oc, *o1 = output + p1 * out_c + oc;
+            int8_t *o0 = output + 2 * i * out_c + oc;
+            int8_t *o1 = o0 + (i + 1 < npairs ? out_c : last1);
             uint32_t acc[4] = {0u, 0u, 0u, 0u};
             tinyaot_dot_2x2(x, wbuf, nq, acc);
             if (rec) { /* the lone last channel */
@@ -173,13 +174,14 @@ static inline __attribute__((always_inline)) void gemm_m(const tinyaot_conv_dims
  * TINYAOT_ERR_NOT_BUILT. */
 static inline __attribute__((always_inline)) int gemm_rem(const tinyaot_conv_dims_t *d,
                                                           const tinyaot_rqc_t *rq,
-                                                          const int8_t *filter, uint32_t *scratch,
+                                                          const int8_t *filter, int32_t pix0,
+                                                          int32_t npairs, uint32_t *scratch,
                                                           int8_t *output, int mode)
 {
 #define TINYAOT_W8_REM(R)                                                                          \
     case R:                                                                                        \
         if (W8_HAS_REM(R)) {                                                                       \
-            gemm_m(d, rq, filter, scratch, output, mode, R);                                       \
+            gemm_m(d, rq, filter, pix0, npairs, scratch, output, mode, R);                         \
             return TINYAOT_OK;                                                                     \
         }                                                                                          \
         break
@@ -201,38 +203,42 @@ static inline __attribute__((always_inline)) int gemm_rem(const tinyaot_conv_dim
  * so the loops keep them in registers). */
 static __attribute__((noinline)) int gemm_float_sat(const tinyaot_conv_dims_t *d,
                                                      const tinyaot_requant_t *q,
-                                                     const int8_t *filter, uint32_t *scratch,
+                                                     const int8_t *filter, int32_t pix0,
+                                                     int32_t npairs, uint32_t *scratch,
                                                      int8_t *output)
 {
     const tinyaot_rqc_t rq = tinyaot_rqc_records(q);
-    return gemm_rem(d, &rq, filter, scratch, output, TINYAOT_RQ_FLOAT_SAT);
+    return gemm_rem(d, &rq, filter, pix0, npairs, scratch, output, TINYAOT_RQ_FLOAT_SAT);
 }
 
 static __attribute__((noinline)) int gemm_smlal_sat(const tinyaot_conv_dims_t *d,
                                                      const tinyaot_requant_t *q,
-                                                     const int8_t *filter, uint32_t *scratch,
+                                                     const int8_t *filter, int32_t pix0,
+                                                     int32_t npairs, uint32_t *scratch,
                                                      int8_t *output)
 {
     const tinyaot_rqc_t rq = tinyaot_rqc(q);
-    return gemm_rem(d, &rq, filter, scratch, output, TINYAOT_RQ_SMLAL_SAT);
+    return gemm_rem(d, &rq, filter, pix0, npairs, scratch, output, TINYAOT_RQ_SMLAL_SAT);
 }
 
 /* The other modes (no whole-range records): one copy, the mode read per output. */
 static __attribute__((noinline)) int gemm_other(const tinyaot_conv_dims_t *d,
                                                 const tinyaot_requant_t *q, const int8_t *filter,
-                                                uint32_t *scratch, int8_t *output)
+                                                int32_t pix0, int32_t npairs, uint32_t *scratch,
+                                                int8_t *output)
 {
     const tinyaot_rqc_t rq = tinyaot_rqc(q);
-    gemm_m(d, &rq, filter, scratch, output, TINYAOT_RQ_ORT /* not a record mode */, -1);
+    gemm_m(d, &rq, filter, pix0, npairs, scratch, output, TINYAOT_RQ_ORT /* no records */, -1);
     return TINYAOT_OK;
 }
 
-/* scratch: *_get_buffer_size bytes, 4-byte aligned (planned in the arena). */
+/* scratch: *_get_buffer_size(d, block_pairs) bytes, 4-byte aligned (planned in the
+ * arena); block_pairs >= 1 pixel pairs per block. */
 int tinyaot_convolve_fast_w8_s8(const tinyaot_conv_dims_t *d, const tinyaot_requant_t *q,
-                                const int8_t *input, const int8_t *filter, uint32_t *scratch,
-                                int8_t *output)
+                                const int8_t *input, const int8_t *filter, int32_t block_pairs,
+                                uint32_t *scratch, int8_t *output)
 {
-    if (d->groups != 1) {
+    if (d->groups != 1 || block_pairs < 1) {
         return TINYAOT_ERR_ARG;
     }
     int mode;
@@ -245,12 +251,21 @@ int tinyaot_convolve_fast_w8_s8(const tinyaot_conv_dims_t *d, const tinyaot_requ
     if (!W8_HAS_MODE(mode)) {
         return TINYAOT_ERR_NOT_BUILT;
     }
-    build_columns(d, input, q->in_zp, scratch);
-    if (mode == TINYAOT_RQ_FLOAT_SAT) {
-        return gemm_float_sat(d, q, filter, scratch, output);
+    const int32_t npairs = (d->out_h * d->out_w + 1) / 2;
+    for (int32_t i = 0; i < npairs; i += block_pairs) {
+        const int32_t n = npairs - i < block_pairs ? npairs - i : block_pairs;
+        int r;
+        build_columns(d, input, q->in_zp, 2 * i, n, scratch);
+        if (mode == TINYAOT_RQ_FLOAT_SAT) {
+            r = gemm_float_sat(d, q, filter, 2 * i, n, scratch, output);
+        } else if (mode == TINYAOT_RQ_SMLAL_SAT) {
+            r = gemm_smlal_sat(d, q, filter, 2 * i, n, scratch, output);
+        } else {
+            r = gemm_other(d, q, filter, 2 * i, n, scratch, output);
+        }
+        if (r != TINYAOT_OK) {
+            return r;
+        }
     }
-    if (mode == TINYAOT_RQ_SMLAL_SAT) {
-        return gemm_smlal_sat(d, q, filter, scratch, output);
-    }
-    return gemm_other(d, q, filter, scratch, output);
+    return TINYAOT_OK;
 }
