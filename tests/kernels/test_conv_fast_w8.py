@@ -1,11 +1,12 @@
 """tinyaot_convolve_fast_w8_s8 (int8 weights widened per channel pair and block of pixel
-pairs, the block's columns in the scratch, the fast kernel's GEMM) against the numpy oracle of the conv
-operator (codegen/ops/conv2d.py: conv2d_int, int64 sums, both requantizations), with and
-without the per-channel records, a clamped output range, on the host (portable C) and on
-qemu-m4 (the DSP inline asm): odd pixel counts (the last pixel alone in its pair), odd
-channel counts (the last channel alone), nquads % 8 from 0 to 7, padding, strides,
-dilation, blocks of every size the planner tries, of one pair, and a partial last block.
-The scratch size the compiler plans (kernels/fast_pack.py) is the kernel's own.
+pairs, the block's columns in the scratch, the fast kernel's GEMM) against the numpy
+oracle of the conv operator (codegen/ops/conv2d.py: conv2d_int, int64 sums, both
+requantizations), with and without the per-channel records, a clamped output range, on
+the host (portable C) and on qemu-m4 (the DSP inline asm): odd pixel counts (the last
+pixel alone in its pair), odd channel counts (the last channel alone), nquads % 8 from 0
+to 7, padding, strides, dilation, blocks of every size the planner tries, of one pair,
+and a partial last block. The scratch size the compiler plans (kernels/fast_pack.py) is
+the kernel's own.
 """
 from __future__ import annotations
 
