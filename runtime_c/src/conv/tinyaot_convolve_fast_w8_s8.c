@@ -87,40 +87,53 @@ static void widen_pair(const int8_t *a, const int8_t *b, int32_t nq, uint32_t *d
 
 /* The two columns of each pixel pair of the block (pixels pix0 .. pix0 + 2 *
  * npairs - 1), pair i at cols + 4 * nq * i; an odd last pixel of the layer
- * fills both slots of its pair. */
+ * gets a lone column (2 words per quad) in its pair's place. */
 static void build_columns(const tinyaot_conv_dims_t *d, const int8_t *input, int32_t in_zp,
                           int32_t pix0, int32_t npairs, uint32_t *cols)
 {
     const int32_t nq = nquads_of(d), npix = d->out_h * d->out_w, out_w = d->out_w;
     const uint32_t off = tinyaot_pack16(-in_zp, -in_zp);
     for (int32_t i = 0; i < npairs; ++i, cols += 4 * nq) {
-        const int32_t p0 = pix0 + 2 * i, p1 = p0 + 1 < npix ? p0 + 1 : p0;
+        const int32_t p0 = pix0 + 2 * i, p1 = p0 + 1;
+        if (p1 == npix) {
+            im2col_pixel_1(d, input, p0 / out_w, p0 % out_w, cols, off, in_zp);
+            break;
+        }
         im2col_pixel(d, input, p0 / out_w, p0 % out_w, cols, off, in_zp);
         im2col_pixel(d, input, p1 / out_w, p1 % out_w, cols + 2, off, in_zp);
     }
 }
 
-/* One channel pair (widened weights w) against every pixel pair, record mode
- * `mode` (accumulators start at the biases), nq % 8 = rem (constants). A
- * function of its own with few live values: the GEMM core's unrolled loop
- * needs r4-r11 besides its six operands. */
+/* One channel pair (widened weights w) against every pixel pair of a block,
+ * record mode `mode` (accumulators start at the biases), nq % 8 = rem
+ * (constants); lone: the last pair is an odd last pixel alone (a lone column,
+ * tinyaot_dot_2x1). A function of its own with few live values: the GEMM
+ * core's unrolled loop needs r4-r11 besides its six operands. */
 static inline __attribute__((always_inline)) void pair_m(const uint32_t *x, const uint32_t *w,
                                                          int32_t nq, int32_t npairs,
                                                          const int32_t *p, int32_t zp,
-                                                         int8_t *o, int32_t out_c, int32_t last1,
+                                                         int8_t *o, int32_t out_c, int lone,
                                                          int mode, int rem)
 {
     const int32_t rw = TINYAOT_RQ_WORDS(mode), rb = TINYAOT_RQ_BIAS(mode);
-    for (int32_t i = 0; i < npairs; ++i, x += 4 * nq, o += 2 * out_c) {
+    const int32_t full = npairs - lone;
+    for (int32_t i = 0; i < full; ++i, x += 4 * nq, o += 2 * out_c) {
         uint32_t acc[4] = {(uint32_t)p[rb], (uint32_t)p[rb], (uint32_t)p[rw + rb],
                            (uint32_t)p[rw + rb]};
         tinyaot_dot_2x2_p(x, w, nq, acc, rem);
-        /* an odd last pixel's second slot is itself (last1 = 0) */
-        int8_t *o1 = o + (i + 1 < npairs ? out_c : last1);
         if (mode == TINYAOT_RQ_FLOAT_SAT) {
-            tinyaot_rqf_2x2_sat(acc, p, zp, o, o1);
+            tinyaot_rqf_2x2_sat(acc, p, zp, o, o + out_c);
         } else {
-            tinyaot_rq_2x2_sat(acc, p, zp, o, o1);
+            tinyaot_rq_2x2_sat(acc, p, zp, o, o + out_c);
+        }
+    }
+    if (lone) {
+        uint32_t acc[2] = {(uint32_t)p[rb], (uint32_t)p[rw + rb]};
+        tinyaot_dot_2x1(x, w, nq, acc);
+        if (mode == TINYAOT_RQ_FLOAT_SAT) {
+            tinyaot_rqf_2x1_sat(acc, p, zp, o);
+        } else {
+            tinyaot_rq_2x1_sat(acc, p, zp, o);
         }
     }
 }
@@ -136,8 +149,7 @@ static inline __attribute__((always_inline)) void gemm_m(const tinyaot_conv_dims
 {
     const int32_t nq = nquads_of(d), npix = d->out_h * d->out_w, out_c = d->out_c;
     const int32_t kq = 4 * nq;
-    /* the block's last pair's second pixel: itself when the layer's last pixel is alone */
-    const int32_t last1 = pix0 + 2 * npairs > npix ? 0 : out_c;
+    const int lone = pix0 + 2 * npairs > npix; /* the block's last pair: one pixel */
     const int rec = mode == TINYAOT_RQ_SMLAL_SAT || mode == TINYAOT_RQ_FLOAT_SAT;
     uint32_t *wbuf = scratch + npairs * 4 * nq;
     output += pix0 * out_c;
@@ -146,23 +158,30 @@ static inline __attribute__((always_inline)) void gemm_m(const tinyaot_conv_dims
         widen_pair(filter + oc * kq, two ? filter + (oc + 1) * kq : 0, nq, wbuf);
         if (rec && two) {
             pair_m(scratch, wbuf, nq, npairs, rq->rq + TINYAOT_RQ_WORDS(mode) * oc, rq->zp,
-                   output + oc, out_c, last1, mode, rem);
+                   output + oc, out_c, lone, mode, rem);
             continue;
         }
         const uint32_t *x = scratch;
         for (int32_t i = 0; i < npairs; ++i, x += 4 * nq) {
-            int8_t *o0 = output + 2 * i * out_c + oc;
-            int8_t *o1 = o0 + (i + 1 < npairs ? out_c : last1);
+            int8_t *o0 = output + 2 * i * out_c + oc, *o1 = o0 + out_c;
             uint32_t acc[4] = {0u, 0u, 0u, 0u};
-            tinyaot_dot_2x2(x, wbuf, nq, acc);
-            if (rec) { /* the lone last channel */
-                tinyaot_rqc_apply2_m(rq, tinyaot_fp_s32(acc[0]), tinyaot_fp_s32(acc[1]), oc, o0,
-                                     o1, mode);
+            const int one = lone && i + 1 == npairs;
+            if (one) { /* acc[0], acc[1]: channels oc, oc + 1 of the lone pixel */
+                tinyaot_dot_2x1(x, wbuf, nq, acc);
             } else {
-                tinyaot_rqc_apply2(rq, tinyaot_fp_s32(acc[0]), tinyaot_fp_s32(acc[1]), oc, o0, o1);
-                if (two) {
-                    tinyaot_rqc_apply2(rq, tinyaot_fp_s32(acc[2]), tinyaot_fp_s32(acc[3]), oc + 1,
-                                       o0 + 1, o1 + 1);
+                tinyaot_dot_2x2(x, wbuf, nq, acc);
+            }
+            for (int32_t j = 0; j < 1 + two; ++j) {
+                const int32_t a0 = tinyaot_fp_s32(acc[one ? j : 2 * j]);
+                if (one) {
+                    o0[j] = rec ? tinyaot_rqc_apply_m(rq, a0, oc + j, mode)
+                                : tinyaot_rqc_apply(rq, a0, oc + j);
+                } else if (rec) {
+                    tinyaot_rqc_apply2_m(rq, a0, tinyaot_fp_s32(acc[2 * j + 1]), oc + j, o0 + j,
+                                         o1 + j, mode);
+                } else {
+                    tinyaot_rqc_apply2(rq, a0, tinyaot_fp_s32(acc[2 * j + 1]), oc + j, o0 + j,
+                                       o1 + j);
                 }
             }
         }
