@@ -74,6 +74,33 @@ def conv_w8_scratch_bytes(w_shape, block_pairs):
     return (block_pairs + 1) * 4 * nquads * 4
 
 
+def sparse_density(w2d):
+    """The share of nonzero weights of W[oc][k]."""
+    w = np.asarray(w2d)
+    return float(np.count_nonzero(w)) / max(1, w.size)
+
+
+def pack_sparse(w2d):
+    """W[oc][k] int8 -> tinyaot_convolve_sparse_s8's words: per output channel its nonzero
+    count, then (w << 16) | k for each nonzero weight, in k order."""
+    w = np.asarray(w2d, dtype=np.int64)
+    out = []
+    for row in w:
+        ks = np.flatnonzero(row)
+        out.append(len(ks))
+        out.extend(((row[ks] & 0xFFFF) << 16 | ks).tolist())
+    u = np.array(out, dtype=np.int64)
+    return np.where(u >= 1 << 31, u - (1 << 32), u).astype(np.int64)
+
+
+def fold_input_zero_point(bias, w2d, in_zp):
+    """bias - in_zp * sum_k W[oc][k] (int64): the sums of raw input bytes then equal the
+    sums of (input - zero point) plus the bias."""
+    w = np.asarray(w2d, dtype=np.int64)
+    b = np.zeros(w.shape[0], np.int64) if bias is None else np.asarray(bias, np.int64)
+    return b - int(in_zp) * w.sum(axis=1)
+
+
 def fc_scratch_bytes(k):
     """tinyaot_fully_connected_fast_s8_get_buffer_size: one int16 column of K."""
     return (k + 3) // 4 * 4 * 2

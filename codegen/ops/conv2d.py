@@ -10,7 +10,8 @@ The layer's kernel is chosen here (`select`), in one place:
   otherwise, integer: groups 1 -> the fast conv (int16-packed weights, im2col scratch),
       but with at most W8_PIXELS output pixels its int8 weights stay bytes in flash on
       tinyaot_convolve_fast_w8_s8 where planner/w8_columns.py finds its columns cost no
-      arena;
+      arena; a pointwise one with at most SPARSE_DENSITY nonzero weights (both modes):
+      tinyaot_convolve_sparse_s8, its nonzero weights alone;
       depthwise with channels % 4 == 0 -> the fast depthwise; under --optimize size both
       run on int8 weights read in place (size_kernels.py); any other layer, or one the
       planner runs in place (planner/depthwise_inplace.py), the portable kernels; with
@@ -21,7 +22,7 @@ The requantization is the record's mode (conv_params.py).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import ClassVar
 
 import numpy as np
@@ -30,7 +31,8 @@ from ..kernels import specialize as spec
 from ..kernels.c_format import c_struct
 from ..kernels.conv_f32_pack import plan_fields, scratch_bytes
 from ..kernels.fast_pack import (conv_gemm_weights, conv_scratch_bytes, conv_w8_scratch_bytes,
-                                 pack_depthwise, pack_gemm)
+                                 fold_input_zero_point, pack_depthwise, pack_gemm, pack_sparse,
+                                 sparse_density)
 from ..numerics import ort_float as of
 from ..numerics import u8s8_pairs as u8s8
 from ..numerics.mlas_conv_order import node_segments, run_segments
@@ -56,6 +58,12 @@ F32 = np.float32
 # the bytes it would save are fewer than the int8 kernel's own code.
 W8_PIXELS = 64
 W8_MIN_WEIGHTS = 2048
+
+# An integer pointwise conv whose weights are at most this share nonzero runs
+# tinyaot_convolve_sparse_s8 (both --optimize modes): only the nonzero weights are stored
+# (4 bytes each) and multiplied (about 5 cycles per nonzero weight and pixel on a
+# Cortex-M4, against 1.2 to 1.5 per MAC for the dense fast kernel).
+SPARSE_DENSITY = 0.25
 
 
 @dataclass
@@ -324,6 +332,35 @@ def _emit_fast(em, lid, n, p, info, dims, w):
     em.call(info["kernel"], [dims, q, em.ptr(x), filt, scratch, em.ptr(y)])
 
 
+def _sparse(n, w):
+    """An integer pointwise conv with int8 weights sparse enough (SPARSE_DENSITY) for
+    tinyaot_convolve_sparse_s8."""
+    a = n.attrs
+    if not (tuple(a["kernel"]) == (1, 1) and tuple(a["strides"]) == (1, 1)
+            and not any(a["pads"]) and w.dtype == "int8" and w.data is not None
+            and w.shape[1] <= 65536):
+        return False
+    return sparse_density(w.data) <= SPARSE_DENSITY
+
+
+def _emit_sparse(em, lid, n, p, info, dims, w):
+    """tinyaot_convolve_sparse_s8: the nonzero weights, the input zero point in the bias."""
+    w2d = w.data.reshape(w.shape[0], -1)
+    bias = fold_input_zero_point(p.bias, w2d, p.in_zp)
+    if np.any(np.abs(bias) >= 1 << 31):
+        raise NotImplementedError("sparse kernel: folded bias outside int32")
+    folded = replace(p, bias=bias.astype(np.int32))
+    if p.mode == TFLITE and np.any(np.asarray(p.mult) < 0):  # no records: the general form
+        q, _ = emit_requant_record(em, lid, folded)
+    else:  # the records alone when there are some (the kernel reads no other bias then)
+        q, _ = emit_requant_record(em, lid, folded, fast=True, float_records=True,
+                                   bias_in_records=True)
+    filt = em.const("int32_t", f"{lid}_w", pack_sparse(w2d), align=4)
+    info["kernel"] = "tinyaot_convolve_sparse_s8"
+    em.call(info["kernel"], [dims, q, em.ptr(n.inputs[0]), f"(const uint32_t *)(const void *){filt}",
+                             em.ptr(n.outputs[0])])
+
+
 def _emit_fast_w8(em, lid, n, p, info, dims, w):
     """tinyaot_convolve_fast_w8_s8: int8 weights [oc][kq], rows padded as the columns."""
     if p.mode == TFLITE and np.any(np.asarray(p.mult) < 0):  # no records: the general form
@@ -354,6 +391,9 @@ class Conv2d(Op):
         elif not n.attrs.get("int_epilogue"):  # ConvInteger (float epilogue): portable kernels
             cin, cout = x.shape[1], y.shape[1]
             kh, kw = n.attrs["kernel"]
+            if n.attrs["group"] == 1 and _sparse(n, w):
+                n.attrs["fast_kernel"] = "sparse"  # the same kernel under --optimize size
+                return
             if n.attrs["group"] == 1:
                 n.attrs["fast_kernel"] = "conv"
                 n.attrs["scratch_bytes"] = conv_scratch_bytes(kh, kw, cin)
@@ -386,6 +426,8 @@ class Conv2d(Op):
         info["macs"] = int(y.size * kh * kw * (w.shape[1]))
         if n.attrs.get("f32_w8"):  # --optimize size
             return emit_conv_w8(em, lid, n, p, info, dims)
+        if n.attrs.get("fast_kernel") == "sparse":  # mostly zero weights (SPARSE_DENSITY)
+            return _emit_sparse(em, lid, n, p, info, dims, w)
         if n.attrs.get("fast_kernel") == "conv_w8":  # few pixels (W8_PIXELS), columns in the arena
             return _emit_fast_w8(em, lid, n, p, info, dims, w)
         if n.attrs.get("int_w8") and not _in_place(em, n):  # --optimize size, integer conv

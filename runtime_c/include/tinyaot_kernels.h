@@ -221,6 +221,12 @@ int tinyaot_fully_connected_f32_w8_s8(int32_t rows, int32_t in_features, int32_t
                                       float *scratch, int8_t *output);
 int32_t tinyaot_fully_connected_f32_w8_s8_get_buffer_size(int32_t in_features);
 
+/* Pointwise (1x1, stride 1, unpadded, groups 1) on sparse weights: per output
+ * channel its nonzero count, then a word (w << 16) | k per nonzero weight; the
+ * input zero point folded into the bias (the records' bias). No scratch. */
+int tinyaot_convolve_sparse_s8(const tinyaot_conv_dims_t *d, const tinyaot_requant_t *q,
+                               const int8_t *input, const uint32_t *weights, int8_t *output);
+
 /* --optimize size, integer layers: tinyaot_convolve_s8 (groups 1) and
  * tinyaot_fully_connected_s8 with the same arguments and integers, plus an
  * int16 scratch of *_get_buffer_size bytes (one column / row, 4-byte

@@ -1,0 +1,106 @@
+/* int8 pointwise convolution (1x1, stride 1, no padding, groups 1) on sparse
+ * weights: only the nonzero weights are stored and multiplied. Trained models
+ * often carry whole rows of dead weights (MLPerf Tiny's VWW MobileNet: 90 to
+ * 99 % zeros in its last pointwise layers); a zero weight adds nothing to the
+ * exact int32 sum, so skipping it changes no bit of the result.
+ *
+ * Weights: a stream of 32-bit words, per output channel its nonzero count n,
+ * then n words (w << 16) | k: the weight (int8, sign-extended into the top
+ * half) and its input channel k (codegen/kernels/fast_pack.py: pack_sparse).
+ * The input zero point is folded into the bias at compile time (bias -
+ * in_zp * sum(w) per channel: the same int32), so a product is the raw input
+ * byte times the weight. Four output pixels share one pass over a channel's
+ * words; the requantization is the fast kernels' (the records' bias is the
+ * folded one). No scratch. */
+#include "tinyaot_kernels.h"
+#include "../internal/tinyaot_requant_fast.h"
+
+/* Channel `oc` of the four pixels at x (rows k_in bytes apart). */
+static inline __attribute__((always_inline)) void sums4(const uint32_t *e, int32_t n,
+                                                        const int8_t *x, int32_t k_in,
+                                                        int32_t s[4])
+{
+    int32_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
+    const int8_t *x1 = x + k_in, *x2 = x1 + k_in, *x3 = x2 + k_in;
+    for (int32_t j = 0; j < n; ++j) {
+        const uint32_t v = e[j];
+        const uint32_t k = v & 0xffffu;
+        const int32_t w = (int32_t)v >> 16;
+        a0 += w * x[k];
+        a1 += w * x1[k];
+        a2 += w * x2[k];
+        a3 += w * x3[k];
+    }
+    s[0] = a0;
+    s[1] = a1;
+    s[2] = a2;
+    s[3] = a3;
+}
+
+static inline __attribute__((always_inline)) int32_t sum1(const uint32_t *e, int32_t n,
+                                                          const int8_t *x)
+{
+    int32_t a = 0;
+    for (int32_t j = 0; j < n; ++j) {
+        const uint32_t v = e[j];
+        a += ((int32_t)v >> 16) * x[v & 0xffffu];
+    }
+    return a;
+}
+
+/* All pixels in requantization mode `mode` (a constant). */
+static inline __attribute__((always_inline)) void run_m(const tinyaot_conv_dims_t *d,
+                                                        const tinyaot_rqc_t *rq,
+                                                        const int8_t *input, const uint32_t *w,
+                                                        int8_t *output, int mode)
+{
+    const int32_t k_in = d->in_c, out_c = d->out_c, npix = d->out_h * d->out_w;
+    int32_t p = 0;
+    for (; p + 4 <= npix; p += 4) {
+        const int8_t *x = input + p * k_in;
+        int8_t *o = output + p * out_c;
+        const uint32_t *e = w;
+        for (int32_t oc = 0; oc < out_c; ++oc) {
+            const int32_t n = (int32_t)*e++;
+            int32_t s[4];
+            sums4(e, n, x, k_in, s);
+            e += n;
+            for (int32_t i = 0; i < 4; ++i) {
+                o[i * out_c + oc] = tinyaot_rqc_apply_m(rq, s[i], oc, mode);
+            }
+        }
+    }
+    for (; p < npix; ++p) {
+        const int8_t *x = input + p * k_in;
+        int8_t *o = output + p * out_c;
+        const uint32_t *e = w;
+        for (int32_t oc = 0; oc < out_c; ++oc) {
+            const int32_t n = (int32_t)*e++;
+            o[oc] = tinyaot_rqc_apply_m(rq, sum1(e, n, x), oc, mode);
+            e += n;
+        }
+    }
+}
+
+int tinyaot_convolve_sparse_s8(const tinyaot_conv_dims_t *d, const tinyaot_requant_t *q,
+                               const int8_t *input, const uint32_t *weights, int8_t *output)
+{
+    if (d->groups != 1 || d->k_h != 1 || d->k_w != 1 || d->stride_h != 1 || d->stride_w != 1 ||
+        d->pad_top != 0 || d->pad_left != 0 || d->in_h != d->out_h || d->in_w != d->out_w ||
+        d->in_c > 65536) {
+        return TINYAOT_ERR_ARG;
+    }
+    if (tinyaot_rq_float_records(q)) {
+        const tinyaot_rqc_t rq = tinyaot_rqc_records(q);
+        run_m(d, &rq, input, weights, output, TINYAOT_RQ_FLOAT_SAT);
+        return TINYAOT_OK;
+    }
+    const tinyaot_rqc_t rq = tinyaot_rqc(q);
+    switch (rq.mode) {
+    case TINYAOT_RQ_ORT: run_m(d, &rq, input, weights, output, TINYAOT_RQ_ORT); break;
+    case TINYAOT_RQ_TFLITE: run_m(d, &rq, input, weights, output, TINYAOT_RQ_TFLITE); break;
+    case TINYAOT_RQ_SMLAL: run_m(d, &rq, input, weights, output, TINYAOT_RQ_SMLAL); break;
+    default: run_m(d, &rq, input, weights, output, TINYAOT_RQ_SMLAL_SAT); break;
+    }
+    return TINYAOT_OK;
+}

@@ -1,0 +1,105 @@
+"""tinyaot_convolve_sparse_s8 (pointwise conv on the nonzero weights alone, the input zero
+point folded into the bias) against the numpy oracle of the conv operator
+(codegen/ops/conv2d.py: conv2d_int with the layer's own bias, int64 sums), both
+requantizations, with and without the per-channel records, a clamped output range: on the
+host (portable C) and on qemu-m4. Weights from all-zero rows to dense ones, pixel counts
+of every remainder mod 4 (the four-pixel passes and the single ones), one pixel."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from codegen.kernels.fast_pack import fold_input_zero_point, pack_sparse
+from tests.helpers.env import require_arm_toolchain
+from tests.helpers.kernels_cffi import conv_dims_fields
+from tests.helpers.requant_cases import requant_fields
+
+# (cin, cout, hw, density)
+SHAPES = [(128, 16, (6, 6), 0.03), (256, 8, (3, 3), 0.01), (16, 9, (5, 3), 0.25),
+          (8, 4, (2, 3), 1.0), (40, 6, (1, 1), 0.1), (64, 5, (7, 2), 0.0),
+          (100, 12, (3, 5), 0.5)]
+VARIANTS = [("ort", False, False), ("ort", True, False), ("ort", False, True),
+            ("tflite", False, False), ("tflite", True, False), ("tflite", True, True)]
+ATTRS = {"kernel": (1, 1), "strides": (1, 1), "pads": (0, 0, 0, 0), "dilations": (1, 1),
+         "group": 1}
+
+
+def _cases():
+    """(dims, q with the folded bias, x NHWC, packed words, want NHWC, shapes)."""
+    from codegen.kernels.fast_pack import float_requant, smlal_requant
+    from codegen.ops.conv2d import conv2d_int
+    out = []
+    for vi, (numerics, records, clamp) in enumerate(VARIANTS):
+        rng = np.random.default_rng(70 + vi)
+        for cin, cout, hw, density in SHAPES:
+            x = rng.integers(-128, 128, (1, cin) + hw).astype(np.int8)
+            w = rng.integers(-127, 128, (cout, cin, 1, 1)).astype(np.int8)
+            w[rng.random(w.shape) >= density] = 0
+            w[cout // 2] = 0  # a channel with no weight at all
+            q, p = requant_fields(rng, cout, int(rng.integers(-128, 128)), numerics, False)
+            if clamp:
+                q["act_min"] = p.act_min = -30
+                q["act_max"] = p.act_max = 100
+            want = conv2d_int(x, w, ATTRS, p)[0]  # the oracle: the layer's own bias
+            w2d = w.reshape(cout, cin)
+            folded = fold_input_zero_point(p.bias, w2d, p.in_zp).astype(np.int32)
+            q["bias"] = folded
+            if records:
+                q["rq"] = (float_requant(q["scale"], folded) if numerics == "ort"
+                           else smlal_requant(q["mult"], q["shift"], folded))
+                q["bias"] = None  # the records hold it
+            dims = conv_dims_fields(x.shape, (1, cout) + hw, ATTRS)
+            out.append((dims, q, x[0].transpose(1, 2, 0), pack_sparse(w2d),
+                        want.transpose(1, 2, 0), (cin, cout, hw, density, numerics, records)))
+    return out
+
+
+def test_pack_sparse_words():
+    w = np.array([[0, 3, 0, -2], [0, 0, 0, 0], [-128, 0, 0, 127]], np.int8)
+    words = pack_sparse(w).astype(np.int64) & 0xFFFFFFFF
+    assert list(words) == [2, (3 << 16) | 1, (0xFFFE << 16) | 3, 0,
+                           2, (0xFF80 << 16) | 0, (127 << 16) | 3]
+
+
+def test_sparse_equals_the_numpy_reference():
+    from tests.helpers import kernels_cffi as kf
+    rng = np.random.default_rng(5)
+    for i, (dims, q, x, words, want, info) in enumerate(_cases()):
+        keep = []
+        dp = kf.new_struct("tinyaot_conv_dims_t",
+                           dict(zip(kf.struct_fields("tinyaot_conv_dims_t"), dims)), keep)
+        out = kf.OutBuf(want.size, rng)
+        kf._call("tinyaot_convolve_sparse_s8", dp, kf.new_struct("tinyaot_requant_t", q, keep),
+                 kf.cbuf(x, np.int8, keep), kf.ffi.cast("const uint32_t *", kf.cbuf(words, np.int32, keep)),
+                 out.ptr)
+        got = out.result("tinyaot_convolve_sparse_s8").reshape(want.shape)
+        np.testing.assert_array_equal(got, want, err_msg=f"case {i}: {info}")
+
+
+@pytest.mark.qemu
+def test_sparse_on_qemu_m4(tmp_path):
+    require_arm_toolchain()
+    from codegen.targets.qemu import load_board, run_firmware
+    from tests.helpers.kernel_firmware import c_words, cases_firmware, requant_c
+
+    board = load_board("qemu-m4")
+    cases = _cases()
+    src = ["#include <stdint.h>", "#include <string.h>", '#include "harness.h"',
+           '#include "tinyaot_kernels.h"']
+    calls = ["    case -1: return (int)scratch[0]; /* (the harness's scratch, unused here) */"]
+    for i, (dims, q, x, words, want, info) in enumerate(cases):
+        src.append(c_words(f"x{i}", "int8_t", x))
+        src.append(c_words(f"w{i}", "int32_t", words))
+        bias = q["bias"] if q["bias"] is not None else np.zeros(1, np.int32)  # unread
+        src += requant_c(i, dict(q, lo=q["act_min"], hi=q["act_max"], bias=bias))
+        src.append(f"static const tinyaot_conv_dims_t d{i} = {{{', '.join(map(str, dims))}}};")
+        calls.append(f"    case {i}: return tinyaot_convolve_sparse_s8(&d{i}, &q{i}, x{i}, "
+                     f"(const uint32_t *)(const void *)w{i}, output);")
+    out_size = max(c[4].size for c in cases)
+    elf, _ = cases_firmware(tmp_path, board, "sparse", src, calls, 4, out_size,
+                            "tinyaot_convolve_sparse_s8.c")
+    res = run_firmware(elf, board, timeout=300)
+    assert len(res.outputs) == len(calls)  # (the last input: the unused case)
+    for i, (c, r) in enumerate(zip(cases, res.outputs)):
+        got = np.frombuffer(r.data, np.int8)[:c[4].size]
+        np.testing.assert_array_equal(got, c[4].reshape(-1), err_msg=f"case {i}: {c[5]}")
