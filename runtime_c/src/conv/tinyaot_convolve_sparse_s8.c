@@ -48,6 +48,34 @@ static inline __attribute__((always_inline)) int32_t sum1(const uint32_t *e, int
     return a;
 }
 
+/* Four sums of channel oc (bias not included) -> int8 at o[0], o[st], o[2 st],
+ * o[3 st]: the channel's record read once (record modes), else per output. */
+static inline __attribute__((always_inline)) void requant4(const tinyaot_rqc_t *rq,
+                                                           const int32_t s[4], int32_t oc,
+                                                           int8_t *o, int32_t st, int mode)
+{
+    if (mode == TINYAOT_RQ_SMLAL || mode == TINYAOT_RQ_SMLAL_SAT) {
+        const int32_t *p = rq->rq + 5 * oc;
+        const int32_t m = p[0], sh = p[1], hi = p[3], b = p[4], zp = rq->zp;
+        const uint32_t lo = (uint32_t)p[2];
+        for (int32_t i = 0; i < 4; ++i, o += st) {
+            const int32_t v = tinyaot_mbqm_smlal(s[i] + b, m, sh, lo, hi) + zp;
+            *o = (int8_t)(mode == TINYAOT_RQ_SMLAL_SAT ? __SSAT(v, 8)
+                                                       : tinyaot_fp_clamp(v, rq->lo, rq->hi));
+        }
+    } else if (mode == TINYAOT_RQ_FLOAT_SAT) {
+        const int32_t *p = rq->rq + 2 * oc;
+        const int32_t b = p[0], sc = p[1], zp = rq->zp;
+        for (int32_t i = 0; i < 4; ++i, o += st) {
+            *o = tinyaot_requant_float_sat(s[i] + b, sc, zp);
+        }
+    } else {
+        for (int32_t i = 0; i < 4; ++i, o += st) {
+            *o = tinyaot_rqc_apply_m(rq, s[i], oc, mode);
+        }
+    }
+}
+
 /* All pixels in requantization mode `mode` (a constant). */
 static inline __attribute__((always_inline)) void run_m(const tinyaot_conv_dims_t *d,
                                                         const tinyaot_rqc_t *rq,
@@ -65,9 +93,7 @@ static inline __attribute__((always_inline)) void run_m(const tinyaot_conv_dims_
             int32_t s[4];
             sums4(e, n, x, k_in, s);
             e += n;
-            for (int32_t i = 0; i < 4; ++i) {
-                o[i * out_c + oc] = tinyaot_rqc_apply_m(rq, s[i], oc, mode);
-            }
+            requant4(rq, s, oc, o + oc, out_c, mode);
         }
     }
     for (; p < npix; ++p) {

@@ -102,6 +102,16 @@ static inline __attribute__((always_inline)) void im2col_pixel_st(
     const int32_t iy0 = oy * d->stride_h - d->pad_top;
     const int32_t ix0 = ox * d->stride_w - d->pad_left;
     const int inside_x = d->dil_w == 1 && ix0 >= 0 && ix0 + k_w <= in_w;
+    if (inside_x && d->dil_h == 1 && iy0 >= 0 && iy0 + d->k_h <= d->in_h) {
+        /* the whole window inside the input (most pixels): k_h runs of `row` bytes,
+         * a row of the input apart, and nothing else to decide */
+        const int8_t *src = input + (iy0 * in_w + ix0) * cin;
+        const int32_t rstep = in_w * cin;
+        for (int32_t ky = d->k_h; ky > 0; --ky, src += rstep) {
+            dst = widen_run_st(src, row, dst, st, off, in_zp);
+        }
+        return;
+    }
     /* undilated with whole quads per input pixel: a window crossing the left /
      * right edge is zero quads, one run, zero quads */
     const int quad_px = d->dil_w == 1 && (cin & 3) == 0;
