@@ -39,6 +39,23 @@ def requant_c(i, c):
     return src
 
 
+def conv_case_c(i, dims, q, x, w, wtype="int8_t"):
+    """C of case i of a conv kernel: input x<i>, weights w<i> (wtype), its
+    tinyaot_requant_t q<i> and tinyaot_conv_dims_t d<i>."""
+    bias = q["bias"] if q["bias"] is not None else np.zeros(1, np.int32)  # unread
+    return [c_words(f"x{i}", "int8_t", x), c_words(f"w{i}", wtype, w),
+            *requant_c(i, dict(q, lo=q["act_min"], hi=q["act_max"], bias=bias)),
+            f"static const tinyaot_conv_dims_t d{i} = {{{', '.join(map(str, dims))}}};"]
+
+
+def assert_outputs(res, wants, labels):
+    """Each case's output record equals its expected int8 values."""
+    for i, (want, r) in enumerate(zip(wants, res.outputs)):
+        got = np.frombuffer(r.data, np.int8)[:want.size]
+        np.testing.assert_array_equal(got, want.reshape(-1).astype(np.int8),
+                                      err_msg=f"case {i}: {labels[i]}")
+
+
 def cases_firmware(tmp_path, board, name, src, calls, scratch, out_size, kernel_c):
     """A firmware whose input i runs `calls[i]` (one kernel call per case), built
     with `kernel_c` (a runtime_c/src file name, or a list of them); returns

@@ -94,7 +94,7 @@ def test_fast_w8_asm_on_qemu_m4(tmp_path):
     unrolled LDM loops for every nquads % 8, the asm requantizations)."""
     require_arm_toolchain()
     from codegen.targets.qemu import load_board, run_firmware
-    from tests.helpers.kernel_firmware import c_words, cases_firmware, requant_c
+    from tests.helpers.kernel_firmware import assert_outputs, cases_firmware, conv_case_c
 
     board = load_board("qemu-m4")
     cases = [c for c in _cases() if c[4].size <= 4096]
@@ -102,11 +102,7 @@ def test_fast_w8_asm_on_qemu_m4(tmp_path):
            '#include "tinyaot_fast_kernels.h"']
     calls, scratch = [], 4
     for i, (dims, q, x, w, want, shapes) in enumerate(cases):
-        src.append(c_words(f"x{i}", "int8_t", x))
-        src.append(c_words(f"w{i}", "int8_t", w))
-        bias = q["bias"] if q["bias"] is not None else np.zeros(1, np.int32)  # unread
-        src += requant_c(i, dict(q, lo=q["act_min"], hi=q["act_max"], bias=bias))
-        src.append(f"static const tinyaot_conv_dims_t d{i} = {{{', '.join(map(str, dims))}}};")
+        src += conv_case_c(i, dims, q, x, w)
         # the largest block, or one of 3 pairs (blocks and a last partial block on the M4)
         block = conv_pixel_pairs(shapes[2]) if i % 2 else 3
         scratch = max(scratch, columns_bytes(shapes[1], block))
@@ -119,6 +115,4 @@ def test_fast_w8_asm_on_qemu_m4(tmp_path):
         assert re.search(rf"\s{re.escape(insn)}(\.w)?\s", asm), f"{insn} not in the firmware"
     res = run_firmware(elf, board, timeout=300)
     assert len(res.outputs) == len(calls)
-    for i, (c, r) in enumerate(zip(cases, res.outputs)):
-        got = np.frombuffer(r.data, np.int8)[:c[4].size]
-        np.testing.assert_array_equal(got, c[4].reshape(-1), err_msg=f"case {i}: {c[5]}")
+    assert_outputs(res, [c[4] for c in cases], [c[5] for c in cases])

@@ -80,7 +80,7 @@ def test_sparse_equals_the_numpy_reference():
 def test_sparse_on_qemu_m4(tmp_path):
     require_arm_toolchain()
     from codegen.targets.qemu import load_board, run_firmware
-    from tests.helpers.kernel_firmware import c_words, cases_firmware, requant_c
+    from tests.helpers.kernel_firmware import assert_outputs, cases_firmware, conv_case_c
 
     board = load_board("qemu-m4")
     cases = _cases()
@@ -88,11 +88,7 @@ def test_sparse_on_qemu_m4(tmp_path):
            '#include "tinyaot_kernels.h"']
     calls = ["    case -1: return (int)scratch[0]; /* (the harness's scratch, unused here) */"]
     for i, (dims, q, x, words, want, info) in enumerate(cases):
-        src.append(c_words(f"x{i}", "int8_t", x))
-        src.append(c_words(f"w{i}", "int32_t", words))
-        bias = q["bias"] if q["bias"] is not None else np.zeros(1, np.int32)  # unread
-        src += requant_c(i, dict(q, lo=q["act_min"], hi=q["act_max"], bias=bias))
-        src.append(f"static const tinyaot_conv_dims_t d{i} = {{{', '.join(map(str, dims))}}};")
+        src += conv_case_c(i, dims, q, x, words, "int32_t")
         calls.append(f"    case {i}: return tinyaot_convolve_sparse_s8(&d{i}, &q{i}, x{i}, "
                      f"(const uint32_t *)(const void *)w{i}, output);")
     out_size = max(c[4].size for c in cases)
@@ -100,6 +96,4 @@ def test_sparse_on_qemu_m4(tmp_path):
                             "tinyaot_convolve_sparse_s8.c")
     res = run_firmware(elf, board, timeout=300)
     assert len(res.outputs) == len(calls)  # (the last input: the unused case)
-    for i, (c, r) in enumerate(zip(cases, res.outputs)):
-        got = np.frombuffer(r.data, np.int8)[:c[4].size]
-        np.testing.assert_array_equal(got, c[4].reshape(-1), err_msg=f"case {i}: {c[5]}")
+    assert_outputs(res, [c[4] for c in cases], [c[5] for c in cases])
