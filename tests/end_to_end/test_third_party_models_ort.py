@@ -52,4 +52,9 @@ def test_ort_numerics_equal_onnxruntime_on_qemu_m4(key):
     model, golden = _model(key)
     r = verify_model(model, golden, board="qemu-m4", numerics="ort", key="outputs_onnxruntime")
     _check(r)
-    assert r["instructions_same_for_all_inputs"]
+    # the same cost for every input, to the timer's resolution: a run's count is whole ticks,
+    # so a constant count can read one tick apart when the runs start at another phase of
+    # the tick (the exact counts: firmware/test_instruction_counts.py, `tinyaot profile`)
+    from codegen.targets.boards import board_or_error
+    tick = board_or_error("qemu-m4")["instructions_per_tick"]
+    assert r["instructions_per_inference"] - r["instructions_min"] <= tick

@@ -139,8 +139,8 @@ static inline __attribute__((always_inline)) void pair_m(const uint32_t *x, cons
 }
 
 /* The GEMM of one block (npairs pixel pairs from pixel pix0) over all channel
- * pairs: mode a record mode and rem = nq % 8 (constants), or mode
- * TINYAOT_RQ_ORT for the others (the mode read per output) with rem -1. */
+ * pairs in mode `mode` (a constant): a whole-range record mode with rem = nq % 8
+ * (a constant), or another mode with rem -1. */
 static inline __attribute__((always_inline)) void gemm_m(const tinyaot_conv_dims_t *d,
                                                          const tinyaot_rqc_t *rq,
                                                          const int8_t *filter, int32_t pix0,
@@ -174,14 +174,10 @@ static inline __attribute__((always_inline)) void gemm_m(const tinyaot_conv_dims
             for (int32_t j = 0; j < 1 + two; ++j) {
                 const int32_t a0 = tinyaot_fp_s32(acc[one ? j : 2 * j]);
                 if (one) {
-                    o0[j] = rec ? tinyaot_rqc_apply_m(rq, a0, oc + j, mode)
-                                : tinyaot_rqc_apply(rq, a0, oc + j);
-                } else if (rec) {
+                    o0[j] = tinyaot_rqc_apply_m(rq, a0, oc + j, mode);
+                } else {
                     tinyaot_rqc_apply2_m(rq, a0, tinyaot_fp_s32(acc[2 * j + 1]), oc + j, o0 + j,
                                          o1 + j, mode);
-                } else {
-                    tinyaot_rqc_apply2(rq, a0, tinyaot_fp_s32(acc[2 * j + 1]), oc + j, o0 + j,
-                                       o1 + j);
                 }
             }
         }
@@ -240,14 +236,26 @@ static __attribute__((noinline)) int gemm_smlal_sat(const tinyaot_conv_dims_t *d
     return gemm_rem(d, &rq, filter, pix0, npairs, scratch, output, TINYAOT_RQ_SMLAL_SAT);
 }
 
-/* The other modes (no whole-range records): one copy, the mode read per output. */
+/* The other modes (no whole-range records): one copy of the loops per mode, the
+ * mode a constant in each (as in tinyaot_convolve_fast_s8: the requantization
+ * then compiles without data-dependent branches, so every input costs the same). */
 static __attribute__((noinline)) int gemm_other(const tinyaot_conv_dims_t *d,
                                                 const tinyaot_requant_t *q, const int8_t *filter,
                                                 int32_t pix0, int32_t npairs, uint32_t *scratch,
                                                 int8_t *output)
 {
     const tinyaot_rqc_t rq = tinyaot_rqc(q);
-    gemm_m(d, &rq, filter, pix0, npairs, scratch, output, TINYAOT_RQ_ORT /* no records */, -1);
+    switch (rq.mode) {
+    case TINYAOT_RQ_ORT:
+        gemm_m(d, &rq, filter, pix0, npairs, scratch, output, TINYAOT_RQ_ORT, -1);
+        break;
+    case TINYAOT_RQ_TFLITE:
+        gemm_m(d, &rq, filter, pix0, npairs, scratch, output, TINYAOT_RQ_TFLITE, -1);
+        break;
+    default: /* TINYAOT_RQ_SMLAL: records with a clamp */
+        gemm_m(d, &rq, filter, pix0, npairs, scratch, output, TINYAOT_RQ_SMLAL, -1);
+        break;
+    }
     return TINYAOT_OK;
 }
 
@@ -266,7 +274,8 @@ int tinyaot_convolve_fast_w8_s8(const tinyaot_conv_dims_t *d, const tinyaot_requ
     } else {
         mode = tinyaot_rqc(q).mode == TINYAOT_RQ_SMLAL_SAT ? TINYAOT_RQ_SMLAL_SAT : TINYAOT_RQ_ORT;
     }
-    /* TINYAOT_RQ_ORT stands for every mode without whole-range records here */
+    /* TINYAOT_RQ_ORT stands for every mode without whole-range records here (their
+     * loops are compiled or not together: TINYAOT_SPEC_CONVW8_MODES) */
     if (!W8_HAS_MODE(mode)) {
         return TINYAOT_ERR_NOT_BUILT;
     }
