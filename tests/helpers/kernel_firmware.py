@@ -40,12 +40,14 @@ def requant_c(i, c):
 
 
 def conv_case_c(i, dims, q, x, w, wtype="int8_t"):
-    """C of case i of a conv kernel: input x<i>, weights w<i> (wtype), its
-    tinyaot_requant_t q<i> and tinyaot_conv_dims_t d<i>."""
+    """C of case i of a conv (or, dims None, fully connected) kernel: input x<i>,
+    weights w<i> (wtype), its tinyaot_requant_t q<i> and tinyaot_conv_dims_t d<i>."""
     bias = q["bias"] if q["bias"] is not None else np.zeros(1, np.int32)  # unread
-    return [c_words(f"x{i}", "int8_t", x), c_words(f"w{i}", wtype, w),
-            *requant_c(i, dict(q, lo=q["act_min"], hi=q["act_max"], bias=bias)),
-            f"static const tinyaot_conv_dims_t d{i} = {{{', '.join(map(str, dims))}}};"]
+    src = [c_words(f"x{i}", "int8_t", x), c_words(f"w{i}", wtype, w),
+           *requant_c(i, dict(q, lo=q["act_min"], hi=q["act_max"], bias=bias))]
+    if dims is not None:
+        src.append(f"static const tinyaot_conv_dims_t d{i} = {{{', '.join(map(str, dims))}}};")
+    return src
 
 
 def assert_outputs(res, wants, labels):

@@ -315,7 +315,7 @@ def test_int_w8_kernels_asm_on_qemu_m4(tmp_path):
     with and without records, against the numpy reference."""
     require_arm_toolchain()
     from codegen.targets.qemu import load_board, run_firmware
-    from tests.helpers.kernel_firmware import c_words, cases_firmware, requant_c
+    from tests.helpers.kernel_firmware import assert_outputs, cases_firmware, conv_case_c
 
     board = load_board("qemu-m4")
     # the harness holds 4096 output bytes: the big kws-like case runs in the model tests
@@ -324,17 +324,13 @@ def test_int_w8_kernels_asm_on_qemu_m4(tmp_path):
            '#include "tinyaot_kernels.h"']
     calls, scratch = [], 4
     for i, (kind, dims, q, x, w, want) in enumerate(cases):
-        src.append(c_words(f"x{i}", "int8_t", x))
-        src.append(c_words(f"w{i}", "int8_t", w))
-        bias = q["bias"] if q["bias"] is not None else np.zeros(1, np.int32)  # unread
-        src += requant_c(i, dict(q, lo=q["act_min"], hi=q["act_max"], bias=bias))
+        src += conv_case_c(i, None if kind == "fc" else dims, q, x, w)
         if kind == "fc":
             rows, kk, cout = dims
             scratch = max(scratch, 2 * ((kk + 3) // 4 * 4))
             calls.append(f"    case {i}: return tinyaot_fully_connected_w8_s8({rows}, {kk}, {cout}, "
                          f"&q{i}, x{i}, w{i}, (int16_t *)(void *)scratch, output);")
             continue
-        src.append(f"static const tinyaot_conv_dims_t d{i} = {{{', '.join(map(str, dims))}}};")
         if kind == "conv":
             scratch = max(scratch, 4 * ((len(w) // dims[5] + 3) // 4 * 4))
             calls.append(f"    case {i}: return tinyaot_convolve_w8_s8(&d{i}, &q{i}, x{i}, w{i}, "
@@ -350,7 +346,4 @@ def test_int_w8_kernels_asm_on_qemu_m4(tmp_path):
         assert re.search(rf"\s{re.escape(insn)}\s", asm), f"{insn} not in the firmware"
     res = run_firmware(elf, board, timeout=300)
     assert len(res.outputs) == len(calls)
-    for i, (c, r) in enumerate(zip(cases, res.outputs)):
-        got = np.frombuffer(r.data, np.int8)[:c[5].size]
-        np.testing.assert_array_equal(got, c[5].reshape(-1).astype(np.int8),
-                                      err_msg=f"case {i}: {c[0]} {c[1]}")
+    assert_outputs(res, [c[5] for c in cases], [f"{c[0]} {c[1]}" for c in cases])
