@@ -29,13 +29,11 @@ from codegen.compiler import compile_model
 from codegen.driver.verify import run_model
 from codegen.errors import UnsupportedError
 from codegen.frontend import load_model
-from codegen.frontend.tflite.reader import read_tflite
 from codegen.numerics.tflm_float import glibc_tanhf, tflm_logistic
-from codegen.reference.run import run_graph
 
 from tests.helpers.env import REPO, _missing, require_arm_toolchain
 from tests.helpers.tflite_builders import TflBuilder, sum_max_island_model
-from tests.helpers.tflm_oracle import compare_layers, fdlibm_glibc, tflm_run
+from tests.helpers.tflm_oracle import fdlibm_glibc, layers_equal_tflm, tflm_run
 
 F32 = np.float32
 TWINS = {"LOGISTIC": tflm_logistic, "TANH": glibc_tanhf}
@@ -113,12 +111,7 @@ def _island(tmp_path, builtin, scale, float_out, conv=False, fc=False):
 
 
 def _check(path, x, tmp_path, board="host"):
-    m = read_tflite(path)
-    g = load_model(path)
-    outs, tensors = tflm_run(path, x)
-    env = run_graph(g, "tflite", {g.inputs[0]: np.asarray(x)})
-    rows = compare_layers(g, env, tensors, m)
-    assert rows and not [r for r in rows if r[2]], rows
+    g, env, outs, tensors = layers_equal_tflm(path, x)
     for name, (idx, _) in g.tflite_tensors.items():  # the float layers, bit for bit
         if g.tensors[name].dtype == "float32" and idx in tensors:
             assert _same_bits(np.asarray(env[name]).reshape(tensors[idx].shape),

@@ -29,7 +29,8 @@ from codegen.reference.run import run_graph
 from tests.helpers.env import REPO, SHARED, _missing, require_arm_toolchain
 
 from tests.helpers.tflite_builders import TflBuilder  # noqa: E402
-from tests.helpers.tflm_oracle import compare_layers, int8_input, tflm_interpreter, tflm_run  # noqa: E402
+from tests.helpers.tflm_oracle import (compare_layers, int8_input, layers_equal_tflm,  # noqa: E402
+                                       tflm_interpreter, tflm_run)
 
 
 @pytest.fixture(autouse=True)
@@ -169,14 +170,7 @@ def test_qemu_m4_build_of_tflite_and_onnx_equals_tflite_micro(key, tmp_path):
 def _check_against_tflm(path, x, host_build=False, tmp_path=None):
     """Every layer of the model's IR (numpy reference) equals TFLM on input x; with
     host_build, the compiled C gives TFLM's output too."""
-    m = read_tflite(path)
-    g = load_model(path)
-    outs, tensors = tflm_run(path, x)
-    env = run_graph(g, "tflite", {g.inputs[0]: np.asarray(x)})
-    rows = compare_layers(g, env, tensors, m)
-    assert rows, "no layer was compared"
-    bad = [r for r in rows if r[2]]
-    assert not bad, bad
+    g, env, outs, _ = layers_equal_tflm(path, x)
     for k, out in enumerate(g.outputs):
         np.testing.assert_array_equal(env[out].reshape(outs[k].shape), outs[k])
     if host_build:

@@ -105,3 +105,21 @@ def compare_layers(g, env, tflm_tensors, tfl_model):
         d = np.abs(ours - ref)
         rows.append((n.name, name, int((d != 0).sum()), int(d.size), int(d.max()) if d.size else 0))
     return rows
+
+
+def layers_equal_tflm(path, x):
+    """Runs the .tflite model on TFLite Micro and its IR's numpy reference on input x
+    (int8); asserts that layers were compared and that every one equals TFLM's tensor.
+    Returns (graph, reference tensors, TFLM outputs, TFLM tensors)."""
+    from codegen.frontend import load_model
+    from codegen.frontend.tflite.reader import read_tflite
+    from codegen.reference.run import run_graph
+    m = read_tflite(path)
+    g = load_model(path)
+    outs, tensors = tflm_run(path, x)
+    env = run_graph(g, "tflite", {g.inputs[0]: np.asarray(x)})
+    rows = compare_layers(g, env, tensors, m)
+    assert rows, "no layer was compared"
+    bad = [r for r in rows if r[2]]
+    assert not bad, bad
+    return g, env, outs, tensors

@@ -23,13 +23,11 @@ import pytest
 from codegen.driver.verify import run_model
 from codegen.errors import UnsupportedError
 from codegen.frontend import load_model
-from codegen.frontend.tflite.reader import read_tflite
 from codegen.numerics import tflite_fixedpoint as tfp
-from codegen.reference.run import run_graph
 
 from tests.helpers.env import _missing, require_arm_toolchain
 from tests.helpers.tflite_builders import TflBuilder
-from tests.helpers.tflm_oracle import compare_layers, tflm_run
+from tests.helpers.tflm_oracle import layers_equal_tflm
 
 
 @pytest.fixture(autouse=True)
@@ -46,12 +44,7 @@ def _i8(rng, shape):
 
 def _check(path, x, tmp_path, board="host"):
     """Every layer equals TFLM; the compiled C on `board` gives TFLM's output."""
-    m = read_tflite(path)
-    g = load_model(path)
-    outs, tensors = tflm_run(path, x)
-    env = run_graph(g, "tflite", {g.inputs[0]: np.asarray(x)})
-    rows = compare_layers(g, env, tensors, m)
-    assert rows and not [r for r in rows if r[2]], rows
+    g, env, outs, _ = layers_equal_tflm(path, x)
     np.testing.assert_array_equal(env[g.outputs[0]].reshape(outs[0].shape), outs[0])
     got, _ = run_model(path, np.asarray(x)[None], board=board, numerics="tflite",
                        build_dir=tmp_path / board)
