@@ -1,7 +1,6 @@
 """Concat along channels (copy when an input has the output's quantization,
 requantize otherwise; NCHW and NHWC-after-conv layouts): generated C on the host,
 bit-exact with onnxruntime (ort) and with the numpy reference (tflite)."""
-import math
 
 import numpy as np
 import pytest
@@ -12,6 +11,7 @@ from codegen.driver.verify import run_model
 
 from tests.helpers.op_models import OUT_Q, concat_model
 from tests.helpers.qdq_builder import QdqBuilder, all_int8_inputs, run_ort, save
+from tests.helpers.tflite_int_reference import mbqm, quantize_multiplier
 
 
 def host_run(path, x, numerics, tmp_path):
@@ -64,38 +64,9 @@ def test_concat_tflite_host_equals_reference(chans, conv, tmp_path):
 
 # ---- tflite: inputs whose params differ get TFLite's int8 QUANTIZE (Requantize) ----
 
-def _quantize_multiplier(real):
-    """TFLite QuantizeMultiplier, written here from its definition (frexp, round
-    half away from zero, 31-bit significand)."""
-    if real == 0.0:
-        return 0, 0
-    q, shift = math.frexp(real)
-    qf = int(math.floor(abs(q) * 2**31 + 0.5)) * (1 if q > 0 else -1)
-    if qf == 2**31:
-        qf //= 2
-        shift += 1
-    if shift < -31:
-        return 0, 0
-    return qf, shift
-
-
-def _mbqm(x, m, shift):
-    """MultiplyByQuantizedMultiplier on Python ints: SaturatingRoundingDoublingHighMul
-    then RoundingDivideByPOT."""
-    a = x * (1 << max(shift, 0))
-    ab = a * m
-    nudge = (1 << 30) if ab >= 0 else 1 - (1 << 30)
-    hi = int((ab + nudge) / (1 << 31)) if abs(ab + nudge) < 2**62 else (ab + nudge) // (1 << 31)
-    e = max(-shift, 0)
-    mask = (1 << e) - 1
-    rem = hi & mask
-    thr = (mask >> 1) + (1 if hi < 0 else 0)
-    return (hi >> e) + (1 if rem > thr else 0)
-
-
 def tflite_requantize(x, sx, zx, sy, zy):
-    m, sh = _quantize_multiplier(float(np.float32(sx)) / float(np.float32(sy)))
-    return np.array([min(127, max(-128, _mbqm(int(v) - zx, m, sh) + zy))
+    m, sh = quantize_multiplier(float(np.float32(sx)) / float(np.float32(sy)))
+    return np.array([min(127, max(-128, mbqm(int(v) - zx, m, sh) + zy))
                      for v in np.asarray(x).reshape(-1)]).reshape(np.shape(x))
 
 
