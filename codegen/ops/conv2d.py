@@ -42,7 +42,8 @@ from .base import Op, Pending, Traits, Unsupported
 from .conv_lowering import WEIGHT_TYPES, layer_weights, reshape_to_2d
 from .conv_pads import conv_pads, tflite_pads
 from .conv_params import FLOAT, TFLITE, ConvParams, prepare_conv_like, requantize_sums
-from .conv_records import conv_dims, emit_conv_dims, emit_float_layer, emit_requant, emit_requant_record
+from .conv_records import (conv_dims, emit_conv_dims, emit_float_layer, emit_records_requant,
+                           emit_requant, emit_requant_record)
 from .size_kernels import emit_conv_int_w8, emit_conv_w8, select_size
 from .tflite_filters import tflite_bias, tflite_weights, tflite_window
 
@@ -349,12 +350,7 @@ def _emit_sparse(em, lid, n, p, info, dims, w):
     bias = fold_input_zero_point(p.bias, w2d, p.in_zp)
     if np.any(np.abs(bias) >= 1 << 31):
         raise NotImplementedError("sparse kernel: folded bias outside int32")
-    folded = replace(p, bias=bias.astype(np.int32))
-    if p.mode == TFLITE and np.any(np.asarray(p.mult) < 0):  # no records: the general form
-        q, _ = emit_requant_record(em, lid, folded)
-    else:  # the records alone when there are some (the kernel reads no other bias then)
-        q, _ = emit_requant_record(em, lid, folded, fast=True, float_records=True,
-                                   bias_in_records=True)
+    q, _ = emit_records_requant(em, lid, replace(p, bias=bias.astype(np.int32)))
     filt = em.const("int32_t", f"{lid}_w", pack_sparse(w2d), align=4)
     info["kernel"] = "tinyaot_convolve_sparse_s8"
     em.call(info["kernel"], [dims, q, em.ptr(n.inputs[0]), f"(const uint32_t *)(const void *){filt}",
@@ -363,11 +359,7 @@ def _emit_sparse(em, lid, n, p, info, dims, w):
 
 def _emit_fast_w8(em, lid, n, p, info, dims, w):
     """tinyaot_convolve_fast_w8_s8: int8 weights [oc][kq], rows padded as the columns."""
-    if p.mode == TFLITE and np.any(np.asarray(p.mult) < 0):  # no records: the general form
-        q, rec = emit_requant_record(em, lid, p)
-    else:  # the records alone when there are some (the kernel reads no other bias then)
-        q, rec = emit_requant_record(em, lid, p, fast=True, float_records=True,
-                                     bias_in_records=True)
+    q, rec = emit_records_requant(em, lid, p)
     filt = em.const("int8_t", f"{lid}_w", conv_gemm_weights(w.data).astype(np.int8), align=4)
     info["kernel"] = "tinyaot_convolve_fast_w8_s8"
     em.specialize(spec.conv_w8_uses(rec, conv_dims(em.g, n)))

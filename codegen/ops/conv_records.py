@@ -7,6 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
+import numpy as np
+
 from ..kernels.c_format import c_struct
 from ..kernels.fast_pack import float_requant, smlal_requant
 from .conv_params import EPILOGUE, ORT, TFLITE, ConvParams
@@ -113,6 +115,17 @@ def emit_requant_record(em, lid, p: ConvParams, fast=False, float_records=False,
         r.rq = em.const("int32_t", f"{lid}_rq", words, align=8)
     em.consts.append(c_struct(f"{lid}_q", r))
     return f"&{lid}_q", r
+
+
+def emit_records_requant(em, lid, p: ConvParams):
+    """emit_requant_record for the kernels that read only the per-channel records when a
+    layer has them (the size kernels, tinyaot_convolve_fast_w8_s8, tinyaot_convolve_sparse_s8):
+    the fast kernels' records (one-SMLAL under tflite, {bias, scale} under ort over the whole
+    int8 range) and no separate bias array; a tflite layer with a negative multiplier gets
+    no records (the general form)."""
+    if p.mode == TFLITE and np.any(np.asarray(p.mult) < 0):
+        return emit_requant_record(em, lid, p)
+    return emit_requant_record(em, lid, p, fast=True, float_records=True, bias_in_records=True)
 
 
 def emit_float_layer(em, lid, p: ConvParams, filt):

@@ -20,8 +20,7 @@ import numpy as np
 from ..kernels.conv_f32_pack import segment_words
 from ..kernels.fast_pack import QUAD_ORDER
 from ..numerics.mlas_fc_order import ORDER_CODE
-from .conv_params import TFLITE
-from .conv_records import emit_float_layer, emit_requant
+from .conv_records import emit_float_layer, emit_records_requant
 
 
 def select_size(g, n):
@@ -72,13 +71,6 @@ def _float_params(em, lid, w, p):
     return emit_float_layer(em, lid, p, filt)
 
 
-def _requant(em, lid, p):
-    # the fast kernels' records: one-SMLAL (tflite) or {bias, scale} (ort, whole int8 range)
-    if p.mode == TFLITE and np.any(np.asarray(p.mult) < 0):
-        return emit_requant(em, lid, p)
-    return emit_requant(em, lid, p, fast=True, float_records=True, bias_in_records=True)
-
-
 def emit_conv_w8(em, lid, n, p, info, dims):
     x, w, y = (em.g.tensors[t] for t in (n.inputs[0], n.inputs[1], n.outputs[0]))
     fp = _float_params(em, lid, w, p)
@@ -101,7 +93,7 @@ def emit_fc_w8(em, lid, n, p, info, rows):
 
 def emit_conv_int_w8(em, lid, n, p, info, dims):
     x, w, y = (em.g.tensors[t] for t in (n.inputs[0], n.inputs[1], n.outputs[0]))
-    q = _requant(em, lid, p)
+    q, _ = emit_records_requant(em, lid, p)
     if n.attrs["int_w8"] == "depthwise":  # [k_h][k_w][c], no scratch
         filt = em.const("int8_t", f"{lid}_w", w.data[:, 0].transpose(1, 2, 0), align=4)
         info["kernel"] = "tinyaot_depthwise_conv_w8_s8"
@@ -117,7 +109,7 @@ def emit_conv_int_w8(em, lid, n, p, info, dims):
 def emit_fc_int_w8(em, lid, n, p, info, rows):
     x, w, y = (em.g.tensors[t] for t in (n.inputs[0], n.inputs[1], n.outputs[0]))
     nout, k = w.shape
-    q = _requant(em, lid, p)
+    q, _ = emit_records_requant(em, lid, p)
     filt = em.const("int8_t", f"{lid}_w", w8_pack(w.data, 4), align=4)
     info["kernel"] = "tinyaot_fully_connected_w8_s8"
     em.call(info["kernel"], [str(rows), str(k), str(nout), q, em.ptr(x.name), filt,
