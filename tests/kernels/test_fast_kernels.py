@@ -105,6 +105,9 @@ OPS = [  # (name, oracle(a, b, c) -> uint32), index = shim op code
     ("PKHTB31", lambda a, b_, c: (a & 0xFFFF0000) | (asr(b_, 31) & 0xFFFF)),
     # Armv7-M A7.7.131: ((SInt(Ra) << 32) + SInt(Rn) * SInt(Rm) + 0x80000000)<63:32>
     ("SMMLAR", lambda a, b_, c: (((_s(c, 32) << 32) + _s(a, 32) * _s(b_, 32) + 0x80000000) >> 32) & M32),
+    # SADD16 / SSUB16 (Armv7-M ARM, A7.7): each halfword's sum or difference, its low 16 bits
+    ("SADD16", lambda a, b_, c: pack(lo(a) + lo(b_), hi(a) + hi(b_))),
+    ("SSUB16", lambda a, b_, c: pack(lo(a) - lo(b_), hi(a) - hi(b_))),
 ]
 
 EDGE32 = [0, 1, 2, 0x7F, 0x80, 0xFF, 0x7FFF, 0x8000, 0xFFFF, 0x10000, 0x7F7F7F7F, 0x80808080,

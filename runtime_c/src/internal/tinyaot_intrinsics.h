@@ -16,6 +16,8 @@
  *   __SMLADX(x, y, acc)  acc + x.lo*y.hi + x.hi*y.lo          mod 2^32
  *   __SMLABB/__SMLABT/__SMLATB/__SMLATT(x, y, acc)  acc + x.{lo,hi}*y.{lo,hi}
  *   __SMUAD(x, y)        x.lo*y.lo + x.hi*y.hi                mod 2^32
+ *   __SADD16(a, b)       { a.lo + b.lo, a.hi + b.hi }         mod 2^16 each
+ *   __SSUB16(a, b)       { a.lo - b.lo, a.hi - b.hi }         mod 2^16 each
  *   __SSAT(x, n)         clamp to [-2^(n-1), 2^(n-1)-1], 1 <= n <= 32
  *   __USAT(x, n)         clamp to [0, 2^n - 1], 0 <= n <= 31
  *   __QADD(a, b)         saturating a + b
@@ -74,6 +76,14 @@ static inline uint32_t tinyaot_c_sxtab16(uint32_t a, uint32_t x)
 static inline uint32_t tinyaot_c_sxtab16_ror8(uint32_t a, uint32_t x)
 {
     return tinyaot_pi_pack(tinyaot_pi_lo(a) + tinyaot_pi_b(x, 1), tinyaot_pi_hi(a) + tinyaot_pi_b(x, 3));
+}
+static inline uint32_t tinyaot_c_sadd16(uint32_t a, uint32_t b)
+{
+    return tinyaot_pi_pack(tinyaot_pi_lo(a) + tinyaot_pi_lo(b), tinyaot_pi_hi(a) + tinyaot_pi_hi(b));
+}
+static inline uint32_t tinyaot_c_ssub16(uint32_t a, uint32_t b)
+{
+    return tinyaot_pi_pack(tinyaot_pi_lo(a) - tinyaot_pi_lo(b), tinyaot_pi_hi(a) - tinyaot_pi_hi(b));
 }
 static inline uint32_t tinyaot_c_smuad(uint32_t x, uint32_t y)
 {
@@ -209,6 +219,18 @@ TINYAOT_SMLAXY_(__SMLABT, "smlabt")
 TINYAOT_SMLAXY_(__SMLATB, "smlatb")
 TINYAOT_SMLAXY_(__SMLATT, "smlatt")
 #undef TINYAOT_SMLAXY_
+static inline __attribute__((always_inline)) uint32_t __SADD16(uint32_t a, uint32_t b)
+{
+    uint32_t r;
+    __asm__("sadd16 %0, %1, %2" : "=r"(r) : "r"(a), "r"(b));
+    return r;
+}
+static inline __attribute__((always_inline)) uint32_t __SSUB16(uint32_t a, uint32_t b)
+{
+    uint32_t r;
+    __asm__("ssub16 %0, %1, %2" : "=r"(r) : "r"(a), "r"(b));
+    return r;
+}
 static inline __attribute__((always_inline)) int32_t __QADD(int32_t a, int32_t b)
 {
     int32_t r;
@@ -267,6 +289,8 @@ static inline __attribute__((always_inline)) int32_t __SMMLAR(int32_t a, int32_t
 #define __SMLAD(x, y, acc) tinyaot_c_smlad((x), (y), (acc))
 #define __SMLADX(x, y, acc) tinyaot_c_smladx((x), (y), (acc))
 #define __SMUAD(x, y) tinyaot_c_smuad((x), (y))
+#define __SADD16(a, b) tinyaot_c_sadd16((a), (b))
+#define __SSUB16(a, b) tinyaot_c_ssub16((a), (b))
 #define __SMLABB(x, y, acc) tinyaot_c_smlabb((x), (y), (acc))
 #define __SMLABT(x, y, acc) tinyaot_c_smlabt((x), (y), (acc))
 #define __SMLATB(x, y, acc) tinyaot_c_smlatb((x), (y), (acc))

@@ -42,6 +42,8 @@ void shim_binop(int32_t op, int32_t n, const uint32_t *a, const uint32_t *b, con
         case 27:
             r = (uint32_t)__SMMLAR(tinyaot_pi_s32(a[i]), tinyaot_pi_s32(b[i]), tinyaot_pi_s32(c[i]));
             break;
+        case 28: r = __SADD16(a[i], b[i]); break;
+        case 29: r = __SSUB16(a[i], b[i]); break;
         default: break;
         }
         out[i] = r;
