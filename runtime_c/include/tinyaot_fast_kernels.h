@@ -66,6 +66,15 @@ int tinyaot_convolve_fast_w8_s8(const tinyaot_conv_dims_t *d, const tinyaot_requ
 int32_t tinyaot_convolve_fast_w8_s8_get_buffer_size(const tinyaot_conv_dims_t *d,
                                                     int32_t block_pairs);
 
+/* 3x3, stride 1, undilated, groups 1, in_c % 4 == 0, in_c <= 192: Winograd
+ * F(2x2, 3x3) in exact integers (the same outputs as tinyaot_convolve_s8),
+ * weights transformed at compile time (codegen/kernels/winograd_pack.py);
+ * the scratch holds one pair of 2x2 tiles' transformed input. */
+int tinyaot_convolve_winograd_s8(const tinyaot_conv_dims_t *d, const tinyaot_requant_t *q,
+                                 const int8_t *input, const int32_t *packed_weights,
+                                 uint32_t *scratch, int8_t *output);
+int32_t tinyaot_convolve_winograd_s8_get_buffer_size(const tinyaot_conv_dims_t *d);
+
 /* in_c == out_c, in_c % 4 == 0. No scratch. */
 int tinyaot_depthwise_conv_fast_s8(const tinyaot_conv_dims_t *d, const tinyaot_requant_t *q,
                                    const int8_t *input, const int32_t *packed_weights,

@@ -17,6 +17,8 @@
  *   TINYAOT_SPEC_CONVW8_MODES tinyaot_convolve_fast_w8_s8: bit TINYAOT_RQ_SMLAL_SAT,
  *                            TINYAOT_RQ_FLOAT_SAT, or TINYAOT_RQ_ORT for all the others
  *   TINYAOT_SPEC_CONVW8_REMS its record modes, bit nquads % 8
+ *   TINYAOT_SPEC_WINO_MODES  tinyaot_convolve_winograd_s8: as TINYAOT_SPEC_CONVW8_MODES
+ *   TINYAOT_SPEC_WINO_REMS   its record modes, bit (in_c / 4) % 8
  *   TINYAOT_SPEC_DW_MODES    tinyaot_depthwise_conv_fast_s8, bit TINYAOT_RQ_* mode
  *   TINYAOT_SPEC_FC_MODES    tinyaot_fully_connected_fast_s8: bits 0-3 TINYAOT_RQ_ORT ..
  *                            SMLAL_SAT, 4 ort over the whole int8 range, 5 the same
@@ -44,6 +46,12 @@
 #endif
 #ifndef TINYAOT_SPEC_CONVW8_REMS
 #define TINYAOT_SPEC_CONVW8_REMS 0xffu
+#endif
+#ifndef TINYAOT_SPEC_WINO_MODES
+#define TINYAOT_SPEC_WINO_MODES 0xffu
+#endif
+#ifndef TINYAOT_SPEC_WINO_REMS
+#define TINYAOT_SPEC_WINO_REMS 0xffu
 #endif
 #ifndef TINYAOT_SPEC_DW_MODES
 #define TINYAOT_SPEC_DW_MODES 0xffu
