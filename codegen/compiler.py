@@ -29,6 +29,7 @@ from .planner import check_plan, plan_arena
 from .planner.depthwise_inplace import plan_with_depthwise_inplace
 from .planner.float_conv_scratch import plan_float_conv_scratch
 from .planner.w8_columns import plan_w8_columns
+from .planner.winograd import plan_winograd
 from .planner.order import choose_order
 
 
@@ -165,6 +166,8 @@ def _plan(b):
         plan = plan_float_conv_scratch(g, plan, plain)
     if o.depthwise_inplace:  # planner/depthwise_inplace.py: a planner option, off by default
         plan = plan_with_depthwise_inplace(g, o.io_buffers, plain)
+    # 3x3 stride-1 convs: Winograd where its scratch costs no arena
+    plan = plan_winograd(g, plan, plain, lambda n: ops.get(n.op).select(g, n, "speed"))
     # few-pixel convs: the fast GEMM on int8 weights where its columns cost no arena (last:
     # it fills the arena up to the peak the passes above leave)
     plan = plan_w8_columns(g, plan, plain, lambda n: ops.get(n.op).select(g, n, "speed"))

@@ -25,9 +25,12 @@ CONV_REMS = "TINYAOT_SPEC_CONV_REMS"
 CONV_KINDS = "TINYAOT_SPEC_CONV_KINDS"
 CONVW8_MODES = "TINYAOT_SPEC_CONVW8_MODES"
 CONVW8_REMS = "TINYAOT_SPEC_CONVW8_REMS"
+WINO_MODES = "TINYAOT_SPEC_WINO_MODES"
+WINO_REMS = "TINYAOT_SPEC_WINO_REMS"
 DW_MODES = "TINYAOT_SPEC_DW_MODES"
 FC_MODES = "TINYAOT_SPEC_FC_MODES"
-MASKS = (CONV_MODES, CONV_REMS, CONV_KINDS, CONVW8_MODES, CONVW8_REMS, DW_MODES, FC_MODES)
+MASKS = (CONV_MODES, CONV_REMS, CONV_KINDS, CONVW8_MODES, CONVW8_REMS, WINO_MODES, WINO_REMS,
+         DW_MODES, FC_MODES)
 
 _NULL = "NULL"
 
@@ -70,6 +73,15 @@ def conv_w8_uses(r, d) -> dict:
         return {CONVW8_MODES: 1 << RQ_ORT}
     nquads = d.k_h * ((d.k_w * d.in_c + 3) & ~3) // 4
     return {CONVW8_MODES: 1 << mode, CONVW8_REMS: 1 << (nquads & 7)}
+
+
+def winograd_uses(r, d) -> dict:
+    """{mask: bits} of one tinyaot_convolve_winograd_s8 call: as conv_w8_uses, its GEMM's
+    quads being the input channels'."""
+    mode = rq_mode(r)
+    if mode not in (RQ_SMLAL_SAT, RQ_FLOAT_SAT):
+        return {WINO_MODES: 1 << RQ_ORT}
+    return {WINO_MODES: 1 << mode, WINO_REMS: 1 << ((d.in_c // 4) & 7)}
 
 
 def depthwise_uses(r) -> dict:

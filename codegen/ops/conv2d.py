@@ -10,7 +10,8 @@ The layer's kernel is chosen here (`select`), in one place:
   otherwise, integer: groups 1 -> the fast conv (int16-packed weights, im2col scratch),
       but with at most W8_PIXELS output pixels its int8 weights stay bytes in flash on
       tinyaot_convolve_fast_w8_s8 where planner/w8_columns.py finds its columns cost no
-      arena; a pointwise one with at most SPARSE_DENSITY nonzero weights (both modes):
+      arena; a 3x3 stride-1 one with more pixels: tinyaot_convolve_winograd_s8 where
+      planner/winograd.py finds its scratch costs no arena; a pointwise one with at most SPARSE_DENSITY nonzero weights (both modes):
       tinyaot_convolve_sparse_s8, its nonzero weights alone;
       depthwise with channels % 4 == 0 -> the fast depthwise; under --optimize size both
       run on int8 weights read in place (size_kernels.py); any other layer, or one the
@@ -30,6 +31,7 @@ import numpy as np
 from ..kernels import specialize as spec
 from ..kernels.c_format import c_struct
 from ..kernels.conv_f32_pack import plan_fields, scratch_bytes
+from ..kernels import winograd_pack as wino
 from ..kernels.fast_pack import (conv_gemm_weights, conv_scratch_bytes, conv_w8_scratch_bytes,
                                  fold_input_zero_point, pack_depthwise, pack_gemm, pack_sparse,
                                  sparse_density)
@@ -357,6 +359,25 @@ def _emit_sparse(em, lid, n, p, info, dims, w):
                              em.ptr(n.outputs[0])])
 
 
+def _winograd(n, x, w, y):
+    """An integer 3x3 stride-1 conv tinyaot_convolve_winograd_s8 can run (--optimize speed,
+    more than W8_PIXELS output pixels: its weights take 16/9 of the int16 fast kernel's flash)."""
+    a = n.attrs
+    return (tuple(a["kernel"]) == (3, 3) and tuple(a["strides"]) == (1, 1)
+            and tuple(a["dilations"]) == (1, 1) and w.dtype == "int8" and w.data is not None
+            and y.size // y.shape[1] > W8_PIXELS and wino.fits(w.data, x.shape[1]))
+
+
+def _emit_winograd(em, lid, n, p, info, dims, w):
+    """tinyaot_convolve_winograd_s8: the transformed weights (kernels/winograd_pack.py)."""
+    q, rec = emit_records_requant(em, lid, p)
+    filt = em.const("int32_t", f"{lid}_wp", wino.pack_winograd(w.data), align=8)
+    info["kernel"] = "tinyaot_convolve_winograd_s8"
+    em.specialize(spec.winograd_uses(rec, conv_dims(em.g, n)))
+    em.call(info["kernel"], [dims, q, em.ptr(n.inputs[0]), filt, em.scratch(n, "uint32_t"),
+                             em.ptr(n.outputs[0])])
+
+
 def _emit_fast_w8(em, lid, n, p, info, dims, w):
     """tinyaot_convolve_fast_w8_s8: int8 weights [oc][kq], rows padded as the columns."""
     q, rec = emit_records_requant(em, lid, p)
@@ -374,8 +395,9 @@ class Conv2d(Op):
     tflite = {"CONV_2D": lower_tflite_conv, "DEPTHWISE_CONV_2D": lower_tflite_depthwise}
 
     def select(self, g, n, optimize):
-        for k in ("fast_kernel", "int_w8", "f32_w8", "scratch_bytes", "w8_columns"):  # not
-            # "w8_block_pairs": the planner's decision (planner/w8_columns.py)
+        for k in ("fast_kernel", "int_w8", "f32_w8", "scratch_bytes", "w8_columns",
+                  "winograd_candidate"):  # not "w8_block_pairs" nor "winograd": the
+            # planner's decisions (planner/w8_columns.py, planner/winograd.py)
             n.attrs.pop(k, None)  # chosen afresh
         x, w, y = (g.tensors[t] for t in (n.inputs[0], n.inputs[1], n.outputs[0]))
         if n.attrs.get("ort_float"):  # pixel columns + one tile
@@ -389,6 +411,11 @@ class Conv2d(Op):
             if n.attrs["group"] == 1:
                 n.attrs["fast_kernel"] = "conv"
                 n.attrs["scratch_bytes"] = conv_scratch_bytes(kh, kw, cin)
+                if optimize == "speed" and _winograd(n, x, w, y):
+                    n.attrs["winograd_candidate"] = True  # planner/winograd.py decides
+                    if n.attrs.get("winograd"):
+                        n.attrs["fast_kernel"] = "winograd"
+                        n.attrs["scratch_bytes"] = wino.scratch_bytes(cin)
                 if (optimize == "speed" and w.dtype == "int8" and y.size // cout <= W8_PIXELS
                         and w.size >= W8_MIN_WEIGHTS):
                     n.attrs["w8_columns"] = True  # a candidate of planner/w8_columns.py
@@ -420,6 +447,8 @@ class Conv2d(Op):
             return emit_conv_w8(em, lid, n, p, info, dims)
         if n.attrs.get("fast_kernel") == "sparse":  # mostly zero weights (SPARSE_DENSITY)
             return _emit_sparse(em, lid, n, p, info, dims, w)
+        if n.attrs.get("fast_kernel") == "winograd":  # 3x3 stride 1 (planner/winograd.py)
+            return _emit_winograd(em, lid, n, p, info, dims, w)
         if n.attrs.get("fast_kernel") == "conv_w8":  # few pixels (W8_PIXELS), columns in the arena
             return _emit_fast_w8(em, lid, n, p, info, dims, w)
         if n.attrs.get("int_w8") and not _in_place(em, n):  # --optimize size, integer conv
