@@ -36,8 +36,8 @@ int32_t tinyaot_convolve_winograd_s8_get_buffer_size(const tinyaot_conv_dims_t *
     return 16 * 4 * (d->in_c / 4) * (int32_t)sizeof(uint32_t);
 }
 
-/* B^T x B along one line of four: {x0 - x2, x1 + x2, x2 - x1, x1 - x3}, two
- * int16 lanes per word. */
+/* B^T x for a line x of four: {x0 - x2, x1 + x2, x2 - x1, x1 - x3}, two int16
+ * lanes per word. */
 #define WG_BT(X0, X1, X2, X3, Y0, Y1, Y2, Y3)                                                      \
     do {                                                                                           \
         (Y0) = __SSUB16((X0), (X2));                                                               \
@@ -45,38 +45,6 @@ int32_t tinyaot_convolve_winograd_s8_get_buffer_size(const tinyaot_conv_dims_t *
         (Y2) = __SSUB16((X2), (X1));                                                               \
         (Y3) = __SSUB16((X1), (X3));                                                               \
     } while (0)
-
-/* One quad of channels of a tile's transformed input: the 4x4 patch's words at
- * b (rows rs bytes apart, columns ch), words outside the input (ok[r][c] 0,
- * `inside` 0) zero; into v[position * pstride + h], h 0: channels {0, 2}, 1:
- * {1, 3}. `inside` (a constant): the whole patch is inside. */
-static inline __attribute__((always_inline)) void transform_quad(const int8_t *b, int32_t rs,
-                                                                int32_t ch, uint32_t off,
-                                                                const uint8_t ok[4],
-                                                                int inside, uint32_t *v,
-                                                                int32_t pstride)
-{
-    for (int32_t h = 0; h < 2; ++h) {
-        uint32_t t[4][4]; /* B^T d, column by column */
-        for (int32_t c = 0; c < 4; ++c) {
-            uint32_t x[4];
-            for (int32_t r = 0; r < 4; ++r) {
-                uint32_t w = 0u;
-                if (inside || ((ok[r] >> c) & 1u)) {
-                    memcpy(&w, b + r * rs + c * ch, 4);
-                    w = h ? __SXTAB16_ROR8(off, w) : __SXTAB16(off, w);
-                }
-                x[r] = w;
-            }
-            WG_BT(x[0], x[1], x[2], x[3], t[0][c], t[1][c], t[2][c], t[3][c]);
-        }
-        for (int32_t k = 0; k < 4; ++k) { /* then (B^T d) B, row by row */
-            WG_BT(t[k][0], t[k][1], t[k][2], t[k][3], v[(4 * k + 0) * pstride + h],
-                  v[(4 * k + 1) * pstride + h], v[(4 * k + 2) * pstride + h],
-                  v[(4 * k + 3) * pstride + h]);
-        }
-    }
-}
 
 /* A quad of channels of a 4x4 patch wholly inside the input (b: its top-left
  * word, rows rs bytes apart, columns ch), half h (0: channels {0, 2}, 1: {1,
@@ -192,18 +160,74 @@ static inline __attribute__((always_inline)) void output_transform(const int32_t
 
 /* The 16 positions' 2x2 dots of a channel pair (weights u) and a tile pair
  * (columns v) into m[position][oc0 t0, oc0 t1, oc1 t0, oc1 t1]; nq % 8 = rem, a
- * constant (-1: any). A function of its own per rem with few live values: the
- * dot's unrolled loop needs r4-r11 besides its six operands. Returns the next
- * pair's weights. */
+ * constant (-1: any). In a function of its own (dots16) with few live values:
+ * the dot's unrolled loop needs r4-r11 besides its six operands. Returns the
+ * next pair's weights. */
 static inline __attribute__((always_inline)) const uint32_t *dots16_m(const uint32_t *v,
                                                                       const uint32_t *u,
                                                                       int32_t nq, int32_t *m,
                                                                       int rem)
 {
-    for (int32_t *end = m + 64; m != end; m += 4, v += 4 * nq) {
+#if TINYAOT_HAVE_DSP_ASM
+    if (rem > 0 && nq == rem) { /* fewer than 8 quads: each position's dot straight-line, the
+                                 * 16 positions one asm loop (m and its end in memory: the
+                                 * registers are the dot's) */
+        int32_t *mp = m;
+        const uintptr_t mend = (uintptr_t)(void *)m + 64 * sizeof(int32_t); /* (an address) */
+        uint32_t a00, a01, a10, a11;
+#define TINYAOT_WG_Q                                                                               \
+    "ldmia %[x]!, {r4, r5, r6, r7}\n\t"                                                            \
+    "ldmia %[w]!, {r8, r9, r10, r11}\n\t"                                                          \
+    "smlad %[a00], r4, r8, %[a00]\n\t"                                                             \
+    "smlad %[a00], r5, r9, %[a00]\n\t"                                                             \
+    "smlad %[a01], r6, r8, %[a01]\n\t"                                                             \
+    "smlad %[a01], r7, r9, %[a01]\n\t"                                                             \
+    "smlad %[a10], r4, r10, %[a10]\n\t"                                                            \
+    "smlad %[a10], r5, r11, %[a10]\n\t"                                                            \
+    "smlad %[a11], r6, r10, %[a11]\n\t"                                                            \
+    "smlad %[a11], r7, r11, %[a11]\n\t"
+#define TINYAOT_WG_LOOP(QUADS)                                                                     \
+    __asm__ volatile("1:\n\t"                                                                     \
+                     "movs %[a00], #0\n\t"                                                         \
+                     "movs %[a01], #0\n\t"                                                         \
+                     "movs %[a10], #0\n\t"                                                         \
+                     "movs %[a11], #0\n\t" QUADS "ldr r4, %[mp]\n\t"                              \
+                     "strd %[a00], %[a01], [r4], #8\n\t"                                           \
+                     "strd %[a10], %[a11], [r4], #8\n\t"                                           \
+                     "str r4, %[mp]\n\t"                                                           \
+                     "ldr r5, %[mend]\n\t"                                                         \
+                     "cmp r4, r5\n\t"                                                              \
+                     "bne 1b"                                                                      \
+                     : [a00] "=&r"(a00), [a01] "=&r"(a01), [a10] "=&r"(a10), [a11] "=&r"(a11),    \
+                       [x] "+r"(v), [w] "+r"(u), [mp] "+m"(mp)                                    \
+                     : [mend] "m"(mend)                                                            \
+                     : "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "cc", "memory")
+        switch (rem) {
+        case 1: TINYAOT_WG_LOOP(TINYAOT_WG_Q); break;
+        case 2: TINYAOT_WG_LOOP(TINYAOT_WG_Q TINYAOT_WG_Q); break;
+        case 3: TINYAOT_WG_LOOP(TINYAOT_WG_Q TINYAOT_WG_Q TINYAOT_WG_Q); break;
+        case 4: TINYAOT_WG_LOOP(TINYAOT_WG_Q TINYAOT_WG_Q TINYAOT_WG_Q TINYAOT_WG_Q); break;
+        case 5:
+            TINYAOT_WG_LOOP(TINYAOT_WG_Q TINYAOT_WG_Q TINYAOT_WG_Q TINYAOT_WG_Q TINYAOT_WG_Q);
+            break;
+        case 6:
+            TINYAOT_WG_LOOP(TINYAOT_WG_Q TINYAOT_WG_Q TINYAOT_WG_Q TINYAOT_WG_Q TINYAOT_WG_Q
+                                TINYAOT_WG_Q);
+            break;
+        default:
+            TINYAOT_WG_LOOP(TINYAOT_WG_Q TINYAOT_WG_Q TINYAOT_WG_Q TINYAOT_WG_Q TINYAOT_WG_Q
+                                TINYAOT_WG_Q TINYAOT_WG_Q);
+            break;
+        }
+#undef TINYAOT_WG_LOOP
+#undef TINYAOT_WG_Q
+        return u;
+    }
+#endif
+    for (int32_t pos = 0; pos < 16; ++pos, v += 4 * nq) {
         uint32_t acc[4] = {0u, 0u, 0u, 0u};
         u = tinyaot_dot_2x2_p(v, u, nq, acc, rem);
-        memcpy(m, acc, sizeof acc);
+        memcpy(m + 4 * pos, acc, sizeof acc);
     }
     return u;
 }
@@ -239,9 +263,8 @@ static __attribute__((noinline)) const uint32_t *dots16(const uint32_t *v, const
 /* One channel pair (oc, oc + 1; `two` 0 when oc is the last channel) of a
  * tile pair: its 16 positions' 2x2 dots from u, the output transforms, and the
  * requantization of the outputs that lie inside the layer (pix[t][k]: tile t's
- * output k's pixel index, -1 outside). Mode `mode`, nq % 8 = rem (constants:
- * a record mode with rem, the others with rem -1). Returns the next pair's
- * weights. */
+ * output k's pixel index, -1 outside). Mode `mode` (a constant). Returns the
+ * next pair's weights. */
 static inline __attribute__((always_inline)) const uint32_t *pair_m(
     const tinyaot_rqc_t *rq, const uint32_t *v, const uint32_t *u, int32_t nq,
     const int32_t pix[2][4], int32_t oc, int two, int8_t *output, int32_t out_c, int mode)
@@ -304,7 +327,7 @@ static void tile_pixels(const tinyaot_conv_dims_t *d, int32_t t, int32_t tiles_w
     }
 }
 
-/* The whole layer in mode `mode` with nq % 8 = rem (constants). */
+/* The whole layer in mode `mode` (a constant). */
 static inline __attribute__((always_inline)) void run_m(const tinyaot_conv_dims_t *d,
                                                         const tinyaot_rqc_t *rq,
                                                         const int8_t *input, const uint32_t *u,
