@@ -25,8 +25,10 @@ shown to fail: a mutated copy).
 from __future__ import annotations
 
 import atexit
+import fcntl
 import functools
 import glob
+import hashlib
 import os
 import re
 import shutil
@@ -215,15 +217,30 @@ class _Lib:
         self.so = so
 
     def _build(self, cc, srcs, extra, name, required=False):
+        """The library of runtime_c built with `extra` flags. Built once per source tree and
+        flags: a copy is kept under build/kernels_cffi/<hash of the sources, flags and
+        compiler> (under a file lock, so the xdist workers build it once between them) and
+        loaded from this process's own directory."""
+        cmd = [cc, *BASE_FLAGS, *extra, *srcs, f"-I{INCLUDE}", "-lm", "-o"]
+        key = hashlib.sha256("\0".join(cmd + [_cc_version(cc)]).encode())
+        for f in sorted(glob.glob(str(RUNTIME / "**" / "*.[ch]"), recursive=True)):
+            key.update(f.encode() + b"\0" + Path(f).read_bytes())
+        cache = REPO / "build" / "kernels_cffi" / key.hexdigest()[:20]
+        cache.mkdir(parents=True, exist_ok=True)
         out = self.dir / name
-        cmd = [cc, *BASE_FLAGS, *extra, *srcs, f"-I{INCLUDE}", "-lm", "-o", str(out)]
-        p = subprocess.run(cmd, capture_output=True, text=True)
-        if p.returncode != 0:
-            if required:
-                raise RuntimeError("building runtime_c failed:\n" + " ".join(cmd) + "\n" +
-                                   p.stdout + p.stderr)
-            self.build_log += p.stderr
-            return None
+        with open(cache / "lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if not (cache / name).is_file():
+                tmp = cache / f"{name}.{os.getpid()}.tmp"
+                p = subprocess.run(cmd + [str(tmp)], capture_output=True, text=True)
+                if p.returncode != 0:
+                    if required:
+                        raise RuntimeError("building runtime_c failed:\n" + " ".join(cmd) +
+                                           "\n" + p.stdout + p.stderr)
+                    self.build_log += p.stderr
+                    return None
+                os.replace(tmp, cache / name)
+            shutil.copyfile(cache / name, out)
         return out
 
     def call(self, name, *args):
@@ -248,6 +265,11 @@ class _Lib:
         if "runtime error" in text:
             raise KernelUB(f"UBSan in {name}:\n{text}")
         return rc
+
+
+@functools.lru_cache(maxsize=None)
+def _cc_version(cc):
+    return subprocess.run([cc, "--version"], capture_output=True, text=True).stdout
 
 
 @functools.lru_cache(maxsize=None)
