@@ -25,7 +25,7 @@ from tests.helpers.exact_counts import EXACT_SHARED, exact_counts, with_adversar
 PINNED = {
     ("ad01", "tflite"): 197813,
     ("kws01", "tflite"): 3583430,
-    ("ic01", "tflite"): 10895436,
+    ("ic01", "tflite"): 10884522,
     ("vww01", "tflite"): 9222671,
     ("sww01", "tflite"): 1027349,
     ("ad01", "ort"): 289541,

@@ -147,10 +147,14 @@ static inline __attribute__((always_inline)) void output_transform(const int32_t
 {
 #define WG_M(R, C) m[((R) * 4 + (C)) * 4]
     /* A^T down each column, then along the two rows */
-    const int32_t a0 = WG_M(0, 0) + WG_M(1, 0) + WG_M(2, 0), b0 = WG_M(1, 0) - WG_M(2, 0) - WG_M(3, 0);
-    const int32_t a1 = WG_M(0, 1) + WG_M(1, 1) + WG_M(2, 1), b1 = WG_M(1, 1) - WG_M(2, 1) - WG_M(3, 1);
-    const int32_t a2 = WG_M(0, 2) + WG_M(1, 2) + WG_M(2, 2), b2 = WG_M(1, 2) - WG_M(2, 2) - WG_M(3, 2);
-    const int32_t a3 = WG_M(0, 3) + WG_M(1, 3) + WG_M(2, 3), b3 = WG_M(1, 3) - WG_M(2, 3) - WG_M(3, 3);
+    const int32_t a0 = WG_M(0, 0) + WG_M(1, 0) + WG_M(2, 0);
+    const int32_t a1 = WG_M(0, 1) + WG_M(1, 1) + WG_M(2, 1);
+    const int32_t a2 = WG_M(0, 2) + WG_M(1, 2) + WG_M(2, 2);
+    const int32_t a3 = WG_M(0, 3) + WG_M(1, 3) + WG_M(2, 3);
+    const int32_t b0 = WG_M(1, 0) - WG_M(2, 0) - WG_M(3, 0);
+    const int32_t b1 = WG_M(1, 1) - WG_M(2, 1) - WG_M(3, 1);
+    const int32_t b2 = WG_M(1, 2) - WG_M(2, 2) - WG_M(3, 2);
+    const int32_t b3 = WG_M(1, 3) - WG_M(2, 3) - WG_M(3, 3);
 #undef WG_M
     y[0] = tinyaot_fp_asr(a0 + a1 + a2, 2);
     y[1] = tinyaot_fp_asr(a1 - a2 - a3, 2);
@@ -175,17 +179,6 @@ static inline __attribute__((always_inline)) const uint32_t *dots16_m(const uint
         int32_t *mp = m;
         const uintptr_t mend = (uintptr_t)(void *)m + 64 * sizeof(int32_t); /* (an address) */
         uint32_t a00, a01, a10, a11;
-#define TINYAOT_WG_Q                                                                               \
-    "ldmia %[x]!, {r4, r5, r6, r7}\n\t"                                                            \
-    "ldmia %[w]!, {r8, r9, r10, r11}\n\t"                                                          \
-    "smlad %[a00], r4, r8, %[a00]\n\t"                                                             \
-    "smlad %[a00], r5, r9, %[a00]\n\t"                                                             \
-    "smlad %[a01], r6, r8, %[a01]\n\t"                                                             \
-    "smlad %[a01], r7, r9, %[a01]\n\t"                                                             \
-    "smlad %[a10], r4, r10, %[a10]\n\t"                                                            \
-    "smlad %[a10], r5, r11, %[a10]\n\t"                                                            \
-    "smlad %[a11], r6, r10, %[a11]\n\t"                                                            \
-    "smlad %[a11], r7, r11, %[a11]\n\t"
 #define TINYAOT_WG_LOOP(QUADS)                                                                     \
     __asm__ volatile("1:\n\t"                                                                     \
                      "movs %[a00], #0\n\t"                                                         \
@@ -202,25 +195,18 @@ static inline __attribute__((always_inline)) const uint32_t *dots16_m(const uint
                        [x] "+r"(v), [w] "+r"(u), [mp] "+m"(mp)                                    \
                      : [mend] "m"(mend)                                                            \
                      : "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "cc", "memory")
+#define WG_Q TINYAOT_DOT2X2_LDM /* one quad (../internal/tinyaot_gemm_q15.h) */
         switch (rem) {
-        case 1: TINYAOT_WG_LOOP(TINYAOT_WG_Q); break;
-        case 2: TINYAOT_WG_LOOP(TINYAOT_WG_Q TINYAOT_WG_Q); break;
-        case 3: TINYAOT_WG_LOOP(TINYAOT_WG_Q TINYAOT_WG_Q TINYAOT_WG_Q); break;
-        case 4: TINYAOT_WG_LOOP(TINYAOT_WG_Q TINYAOT_WG_Q TINYAOT_WG_Q TINYAOT_WG_Q); break;
-        case 5:
-            TINYAOT_WG_LOOP(TINYAOT_WG_Q TINYAOT_WG_Q TINYAOT_WG_Q TINYAOT_WG_Q TINYAOT_WG_Q);
-            break;
-        case 6:
-            TINYAOT_WG_LOOP(TINYAOT_WG_Q TINYAOT_WG_Q TINYAOT_WG_Q TINYAOT_WG_Q TINYAOT_WG_Q
-                                TINYAOT_WG_Q);
-            break;
-        default:
-            TINYAOT_WG_LOOP(TINYAOT_WG_Q TINYAOT_WG_Q TINYAOT_WG_Q TINYAOT_WG_Q TINYAOT_WG_Q
-                                TINYAOT_WG_Q TINYAOT_WG_Q);
-            break;
+        case 1: TINYAOT_WG_LOOP(WG_Q); break;
+        case 2: TINYAOT_WG_LOOP(WG_Q WG_Q); break;
+        case 3: TINYAOT_WG_LOOP(WG_Q WG_Q WG_Q); break;
+        case 4: TINYAOT_WG_LOOP(WG_Q WG_Q WG_Q WG_Q); break;
+        case 5: TINYAOT_WG_LOOP(WG_Q WG_Q WG_Q WG_Q WG_Q); break;
+        case 6: TINYAOT_WG_LOOP(WG_Q WG_Q WG_Q WG_Q WG_Q WG_Q); break;
+        default: TINYAOT_WG_LOOP(WG_Q WG_Q WG_Q WG_Q WG_Q WG_Q WG_Q); break;
         }
+#undef WG_Q
 #undef TINYAOT_WG_LOOP
-#undef TINYAOT_WG_Q
         return u;
     }
 #endif

@@ -71,6 +71,20 @@ static inline uint32_t *tinyaot_widen_run(const int8_t *src, int32_t n, uint32_t
  * instructions per 128 MACs), the rem others before the loop; rem = -1
  * (unknown): two quads per pass, one before when nq is odd.
  * Returns the next pair's weights. */
+/* One quad of the 2x2 dot by two LDMs (x's quad of both columns into r4-r7,
+ * w's into r8-r11): 10 instructions per 16 MACs. Operands named a00, a01,
+ * a10, a11, x, w; r4-r11 clobbered. Also the Winograd conv's position loop. */
+#define TINYAOT_DOT2X2_LDM                                                                         \
+    "ldmia %[x]!, {r4, r5, r6, r7}\n\t"                                                            \
+    "ldmia %[w]!, {r8, r9, r10, r11}\n\t"                                                          \
+    "smlad %[a00], r4, r8, %[a00]\n\t"                                                             \
+    "smlad %[a00], r5, r9, %[a00]\n\t"                                                             \
+    "smlad %[a01], r6, r8, %[a01]\n\t"                                                             \
+    "smlad %[a01], r7, r9, %[a01]\n\t"                                                             \
+    "smlad %[a10], r4, r10, %[a10]\n\t"                                                            \
+    "smlad %[a10], r5, r11, %[a10]\n\t"                                                            \
+    "smlad %[a11], r6, r10, %[a11]\n\t"                                                            \
+    "smlad %[a11], r7, r11, %[a11]\n\t"
 #define TINYAOT_DOT2X2_QUAD                                                                        \
     "ldmia %[w]!, {r8, r9, r10, r11}\n\t"                                                          \
     "ldrd %[xa], %[xb], [%[x]], #8\n\t"                                                            \
@@ -107,17 +121,6 @@ static inline __attribute__((always_inline)) const uint32_t *tinyaot_dot_2x2_p(
          * instructions per quad; r4-r11 hold them, so the loop end is
          * reloaded from the stack into a dead column register */
         const uint32_t *xe_m = xe;
-#define TINYAOT_DOT2X2_LDM                                                                         \
-    "ldmia %[x]!, {r4, r5, r6, r7}\n\t"                                                            \
-    "ldmia %[w]!, {r8, r9, r10, r11}\n\t"                                                          \
-    "smlad %[a00], r4, r8, %[a00]\n\t"                                                             \
-    "smlad %[a00], r5, r9, %[a00]\n\t"                                                             \
-    "smlad %[a01], r6, r8, %[a01]\n\t"                                                             \
-    "smlad %[a01], r7, r9, %[a01]\n\t"                                                             \
-    "smlad %[a10], r4, r10, %[a10]\n\t"                                                            \
-    "smlad %[a10], r5, r11, %[a10]\n\t"                                                            \
-    "smlad %[a11], r6, r10, %[a11]\n\t"                                                            \
-    "smlad %[a11], r7, r11, %[a11]\n\t"
 #define TINYAOT_DOT2X2_LDM_OPS                                                                     \
     : [a00] "+r"(a00), [a01] "+r"(a01), [a10] "+r"(a10), [a11] "+r"(a11), [x] "+r"(x), [w] "+r"(w)
 #define TINYAOT_DOT2X2_LDM_CLOBBERS "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "memory"
@@ -144,7 +147,6 @@ static inline __attribute__((always_inline)) const uint32_t *tinyaot_dot_2x2_p(
                     : [xe] "m"(xe_m)
                     : TINYAOT_DOT2X2_LDM_CLOBBERS, "cc");
         }
-#undef TINYAOT_DOT2X2_LDM
 #undef TINYAOT_DOT2X2_LDM_OPS
 #undef TINYAOT_DOT2X2_LDM_CLOBBERS
     }
