@@ -421,6 +421,49 @@ def convolve_fast_s8(dims, q, x, packed, scratch_bytes, rng=None):
     return out.result("tinyaot_convolve_fast_s8")
 
 
+def convolve_fast_w8_s8(dims, q, x, filt, block_pairs, scratch_bytes, rng=None):
+    """tinyaot_convolve_fast_w8_s8: filt int8 [oc][kq] (fast_pack.conv_gemm_weights), the
+    scratch of block_pairs pixel pairs (poisoned, guarded)."""
+    keep = []
+    d = new_struct("tinyaot_conv_dims_t", dims, keep)
+    out = OutBuf(dims["out_h"] * dims["out_w"] * dims["out_c"], rng)
+    scratch = OutBuf(scratch_bytes, rng)
+    _call("tinyaot_convolve_fast_w8_s8", d, _requant(q, keep), cbuf(x, np.int8, keep),
+          cbuf(filt, np.int8, keep), block_pairs, ffi.cast("uint32_t *", scratch.ptr), out.ptr)
+    scratch.result("tinyaot_convolve_fast_w8_s8 scratch")
+    return out.result("tinyaot_convolve_fast_w8_s8")
+
+
+def convolve_winograd_s8(dims, q, x, packed, scratch_bytes, rng=None):
+    """tinyaot_convolve_winograd_s8: packed = winograd_pack.pack_winograd(w), the scratch
+    (poisoned, guarded) scratch_bytes long."""
+    keep = []
+    d = new_struct("tinyaot_conv_dims_t", dims, keep)
+    out = OutBuf(dims["out_h"] * dims["out_w"] * dims["out_c"], rng)
+    scratch = OutBuf(scratch_bytes, rng)
+    _call("tinyaot_convolve_winograd_s8", d, _requant(q, keep), cbuf(x, np.int8, keep),
+          cbuf(packed, np.int32, keep), ffi.cast("uint32_t *", scratch.ptr), out.ptr)
+    scratch.result("tinyaot_convolve_winograd_s8 scratch")
+    return out.result("tinyaot_convolve_winograd_s8")
+
+
+def convolve_sparse_s8(dims, q, x, words, rng=None):
+    """tinyaot_convolve_sparse_s8: words = fast_pack.pack_sparse(w)."""
+    keep = []
+    d = new_struct("tinyaot_conv_dims_t", dims, keep)
+    out = OutBuf(dims["out_h"] * dims["out_w"] * dims["out_c"], rng)
+    _call("tinyaot_convolve_sparse_s8", d, _requant(q, keep), cbuf(x, np.int8, keep),
+          ffi.cast("const uint32_t *", cbuf(words, np.int32, keep)), out.ptr)
+    return out.result("tinyaot_convolve_sparse_s8")
+
+
+def buffer_size(name, dims, *args):
+    """<name>_get_buffer_size(dims, *args) of a conv kernel."""
+    keep = []
+    return getattr(lib(), f"{name}_get_buffer_size")(new_struct("tinyaot_conv_dims_t", dims,
+                                                                keep), *args)
+
+
 def depthwise_conv_fast_s8(dims, q, x, packed, rng=None):
     keep = []
     d = new_struct("tinyaot_conv_dims_t", dims, keep)

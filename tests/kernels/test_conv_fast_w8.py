@@ -72,19 +72,11 @@ def test_fast_w8_equals_the_numpy_reference():
     from tests.helpers import kernels_cffi as kf
     rng = np.random.default_rng(3)
     for i, (dims, q, x, w, want, shapes) in enumerate(_cases()):
-        keep = []
-        dp = kf.new_struct("tinyaot_conv_dims_t",
-                           dict(zip(kf.struct_fields("tinyaot_conv_dims_t"), dims)), keep)
+        dims = dict(zip(kf.struct_fields("tinyaot_conv_dims_t"), dims))
         for block in _blocks(shapes):
-            nbytes = kf.kernels().lib.tinyaot_convolve_fast_w8_s8_get_buffer_size(dp, block)
+            nbytes = kf.buffer_size("tinyaot_convolve_fast_w8_s8", dims, block)
             assert nbytes == columns_bytes(shapes[1], block), f"case {i}"
-            scratch = np.zeros(nbytes // 4, np.uint32)
-            out = kf.OutBuf(want.size, rng)
-            kf._call("tinyaot_convolve_fast_w8_s8", dp,
-                     kf.new_struct("tinyaot_requant_t", q, keep), kf.cbuf(x, np.int8, keep),
-                     kf.cbuf(w, np.int8, keep), block, kf.ffi.from_buffer("uint32_t[]", scratch),
-                     out.ptr)
-            got = out.result("tinyaot_convolve_fast_w8_s8").reshape(want.shape)
+            got = kf.convolve_fast_w8_s8(dims, q, x, w, block, nbytes, rng).reshape(want.shape)
             np.testing.assert_array_equal(got, want, err_msg=f"case {i}: {shapes}, block {block}")
 
 

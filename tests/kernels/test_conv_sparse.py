@@ -65,14 +65,8 @@ def test_sparse_equals_the_numpy_reference():
     from tests.helpers import kernels_cffi as kf
     rng = np.random.default_rng(5)
     for i, (dims, q, x, words, want, info) in enumerate(_cases()):
-        keep = []
-        dp = kf.new_struct("tinyaot_conv_dims_t",
-                           dict(zip(kf.struct_fields("tinyaot_conv_dims_t"), dims)), keep)
-        out = kf.OutBuf(want.size, rng)
-        kf._call("tinyaot_convolve_sparse_s8", dp, kf.new_struct("tinyaot_requant_t", q, keep),
-                 kf.cbuf(x, np.int8, keep), kf.ffi.cast("const uint32_t *", kf.cbuf(words, np.int32, keep)),
-                 out.ptr)
-        got = out.result("tinyaot_convolve_sparse_s8").reshape(want.shape)
+        dims = dict(zip(kf.struct_fields("tinyaot_conv_dims_t"), dims))
+        got = kf.convolve_sparse_s8(dims, q, x, words, rng).reshape(want.shape)
         np.testing.assert_array_equal(got, want, err_msg=f"case {i}: {info}")
 
 

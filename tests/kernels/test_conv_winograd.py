@@ -113,17 +113,10 @@ def test_winograd_equals_the_numpy_reference():
     from tests.helpers import kernels_cffi as kf
     rng = np.random.default_rng(3)
     for i, (dims, q, x, w, want, shapes) in enumerate(_cases()):
-        keep = []
-        dp = kf.new_struct("tinyaot_conv_dims_t",
-                           dict(zip(kf.struct_fields("tinyaot_conv_dims_t"), dims)), keep)
-        nbytes = kf.kernels().lib.tinyaot_convolve_winograd_s8_get_buffer_size(dp)
+        dims = dict(zip(kf.struct_fields("tinyaot_conv_dims_t"), dims))
+        nbytes = kf.buffer_size("tinyaot_convolve_winograd_s8", dims)
         assert nbytes == wino.scratch_bytes(shapes[0][1]), f"case {i}"
-        scratch = np.zeros(nbytes // 4, np.uint32)
-        out = kf.OutBuf(want.size, rng)
-        kf._call("tinyaot_convolve_winograd_s8", dp, kf.new_struct("tinyaot_requant_t", q, keep),
-                 kf.cbuf(x, np.int8, keep), kf.cbuf(w, np.int32, keep),
-                 kf.ffi.from_buffer("uint32_t[]", scratch), out.ptr)
-        got = out.result("tinyaot_convolve_winograd_s8").reshape(want.shape)
+        got = kf.convolve_winograd_s8(dims, q, x, w, nbytes, rng).reshape(want.shape)
         np.testing.assert_array_equal(got, want, err_msg=f"case {i}: {shapes}")
 
 
