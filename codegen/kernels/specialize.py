@@ -65,23 +65,27 @@ def conv_uses(r, d) -> dict:
     return out
 
 
+def _records_uses(r, modes, rems, nquads) -> dict:
+    """{mask: bits} of a kernel with one copy of its loops per whole-range record mode
+    (SMLAL_SAT, FLOAT_SAT: bit `modes`, with nquads % 8 in `rems`) and one for every other
+    mode (bit RQ_ORT)."""
+    mode = rq_mode(r)
+    if mode not in (RQ_SMLAL_SAT, RQ_FLOAT_SAT):
+        return {modes: 1 << RQ_ORT}
+    return {modes: 1 << mode, rems: 1 << (nquads & 7)}
+
+
 def conv_w8_uses(r, d) -> dict:
     """{mask: bits} of one tinyaot_convolve_fast_w8_s8 call: its two record modes, with
     their nquads % 8, or bit RQ_ORT for every other mode (one copy of its loops)."""
-    mode = rq_mode(r)
-    if mode not in (RQ_SMLAL_SAT, RQ_FLOAT_SAT):
-        return {CONVW8_MODES: 1 << RQ_ORT}
-    nquads = d.k_h * ((d.k_w * d.in_c + 3) & ~3) // 4
-    return {CONVW8_MODES: 1 << mode, CONVW8_REMS: 1 << (nquads & 7)}
+    return _records_uses(r, CONVW8_MODES, CONVW8_REMS,
+                         d.k_h * ((d.k_w * d.in_c + 3) & ~3) // 4)
 
 
 def winograd_uses(r, d) -> dict:
     """{mask: bits} of one tinyaot_convolve_winograd_s8 call: as conv_w8_uses, its GEMM's
     quads being the input channels'."""
-    mode = rq_mode(r)
-    if mode not in (RQ_SMLAL_SAT, RQ_FLOAT_SAT):
-        return {WINO_MODES: 1 << RQ_ORT}
-    return {WINO_MODES: 1 << mode, WINO_REMS: 1 << ((d.in_c // 4) & 7)}
+    return _records_uses(r, WINO_MODES, WINO_REMS, d.in_c // 4)
 
 
 def depthwise_uses(r) -> dict:

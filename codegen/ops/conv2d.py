@@ -11,8 +11,9 @@ The layer's kernel is chosen here (`select`), in one place:
       but with at most W8_PIXELS output pixels its int8 weights stay bytes in flash on
       tinyaot_convolve_fast_w8_s8 where planner/w8_columns.py finds its columns cost no
       arena; a 3x3 stride-1 one with more pixels: tinyaot_convolve_winograd_s8 where
-      planner/winograd.py finds its scratch costs no arena; a pointwise one with at most SPARSE_DENSITY nonzero weights (both modes):
-      tinyaot_convolve_sparse_s8, its nonzero weights alone;
+      planner/winograd.py finds its scratch costs no arena; a pointwise one with at most
+      SPARSE_DENSITY nonzero weights (both modes): tinyaot_convolve_sparse_s8, its nonzero
+      weights alone;
       depthwise with channels % 4 == 0 -> the fast depthwise; under --optimize size both
       run on int8 weights read in place (size_kernels.py); any other layer, or one the
       planner runs in place (planner/depthwise_inplace.py), the portable kernels; with

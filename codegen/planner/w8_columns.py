@@ -13,6 +13,7 @@ node's attr "w8_block_pairs", which its Op.select reads.
 from __future__ import annotations
 
 from ..kernels.fast_pack import conv_pixel_pairs
+from .arena_free import first_arena_free
 
 MIN_BLOCK = 4
 
@@ -31,16 +32,7 @@ def plan_w8_columns(g, plan, replan, reselect):
     """`plan` of `g`, with the layers marked "w8_columns" on tinyaot_convolve_fast_w8_s8
     wherever some block keeps the arena as small. reselect(n): the node's Op.select."""
     for n in g.nodes:
-        if not n.attrs.get("w8_columns"):
-            continue
-        for block in block_sizes(conv_pixel_pairs(g.tensors[n.outputs[0]].shape)):
-            n.attrs["w8_block_pairs"] = block
-            reselect(n)
-            trial = replan(g)
-            if trial.size <= plan.size:
-                plan = trial
-                break
-        else:
-            n.attrs.pop("w8_block_pairs")
-            reselect(n)
+        if n.attrs.get("w8_columns"):
+            blocks = block_sizes(conv_pixel_pairs(g.tensors[n.outputs[0]].shape))
+            plan = first_arena_free(g, n, plan, replan, reselect, "w8_block_pairs", blocks)
     return plan

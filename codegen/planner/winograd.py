@@ -8,19 +8,13 @@ flash, never with RAM. The decision is the node's attr "winograd", which its Op.
 """
 from __future__ import annotations
 
+from .arena_free import first_arena_free
+
 
 def plan_winograd(g, plan, replan, reselect):
     """`plan` of `g`, with the candidate layers on the Winograd kernel wherever it keeps the
     arena as small. reselect(n): the node's Op.select."""
     for n in g.nodes:
-        if not n.attrs.get("winograd_candidate"):
-            continue
-        n.attrs["winograd"] = True
-        reselect(n)
-        trial = replan(g)
-        if trial.size <= plan.size:
-            plan = trial
-        else:
-            n.attrs.pop("winograd")
-            reselect(n)
+        if n.attrs.get("winograd_candidate"):
+            plan = first_arena_free(g, n, plan, replan, reselect, "winograd", [True])
     return plan
