@@ -43,22 +43,37 @@ def pack_depthwise(w_tap_c):
     return _words(p.transpose(1, 0, 2, 3)).reshape(-1)
 
 
+def conv_column_k(kh, kw, cin):
+    """The padded K of one fast-conv column (4 * im2col_nquads,
+    runtime_c/src/internal/tinyaot_im2col_q15.h): each window row's whole quads,
+    then all rows' tails (k_w * in_c % 4 values each) in whole quads."""
+    row = kw * cin
+    return kh * (row // 4 * 4) + (kh * (row % 4) + 3) // 4 * 4
+
+
 def conv_gemm_weights(w_oihw):
-    """Conv weights [oc][ic][kh][kw] -> W[oc][k], k = (ky, kx, ic) with each
-    ky row of k_w * in_c padded with zeros to a multiple of 4 (the layout
-    tinyaot_convolve_fast_s8's im2col writes)."""
+    """Conv weights [oc][ic][kh][kw] -> W[oc][k] in the order tinyaot_convolve_fast_s8's
+    im2col writes a column: k = (ky, kx, ic) with each ky row's whole quads row by row,
+    then every row's last k_w * in_c % 4 values in ky order, zeros up to a quad; the
+    im2col stores those tails in each quad's memory order (tail_put), which pack_gemm's
+    QUAD_ORDER would swap, so they are swapped here first."""
     w = np.asarray(w_oihw).transpose(0, 2, 3, 1)  # oc, kh, kw, ic
     oc, kh, kw, ic = w.shape
-    row = kw * ic
-    prow = (row + 3) // 4 * 4
-    out = np.zeros((oc, kh, prow), dtype=np.int16)
-    out[:, :, :row] = w.reshape(oc, kh, row)
-    return out.reshape(oc, kh * prow)
+    rows = w.reshape(oc, kh, kw * ic)
+    body = kw * ic // 4 * 4
+    k = conv_column_k(kh, kw, ic)
+    out = np.zeros((oc, k), dtype=np.int16)
+    out[:, :kh * body] = rows[:, :, :body].reshape(oc, -1)
+    tails = np.zeros((oc, k - kh * body), dtype=np.int16)
+    t = rows[:, :, body:].reshape(oc, -1)
+    tails[:, :t.shape[1]] = t
+    out[:, kh * body:] = tails.reshape(oc, -1, 4)[..., QUAD_ORDER].reshape(oc, -1)
+    return out
 
 
 def conv_scratch_bytes(kh, kw, cin):
-    """tinyaot_convolve_fast_s8_get_buffer_size."""
-    return 2 * kh * ((kw * cin + 3) // 4 * 4) * 2
+    """tinyaot_convolve_fast_s8_get_buffer_size: two int16 columns."""
+    return 2 * conv_column_k(kh, kw, cin) * 2
 
 
 def conv_pixel_pairs(y_shape):
@@ -70,7 +85,7 @@ def conv_w8_scratch_bytes(w_shape, block_pairs):
     """tinyaot_convolve_fast_w8_s8_get_buffer_size: the two columns of each of block_pairs
     pixel pairs and one channel pair's widened weights, 4 words per quad each."""
     _, cin, kh, kw = w_shape
-    nquads = kh * ((kw * cin + 3) // 4 * 4) // 4
+    nquads = conv_column_k(kh, kw, cin) // 4
     return (block_pairs + 1) * 4 * nquads * 4
 
 

@@ -12,6 +12,8 @@ fc_mode (tinyaot_fully_connected_fast_s8.c), is_pointwise and nquads
 """
 from __future__ import annotations
 
+from .fast_pack import conv_column_k
+
 HEADER = "tinyaot_model_config.h"
 
 # TINYAOT_RQ_* (runtime_c/src/internal/tinyaot_requant_fast.h)
@@ -60,7 +62,7 @@ def conv_uses(r, d) -> dict:
                  and d.in_w == d.out_w)
     out = {CONV_MODES: 1 << mode, CONV_KINDS: 1 << (KIND_POINTWISE if pointwise else KIND_IM2COL)}
     if mode in (RQ_SMLAL_SAT, RQ_FLOAT_SAT):  # their loops come per nquads % 8
-        nquads = d.k_h * ((d.k_w * d.in_c + 3) & ~3) // 4
+        nquads = conv_column_k(d.k_h, d.k_w, d.in_c) // 4
         out[CONV_REMS] = 1 << (nquads & 7)
     return out
 
@@ -78,8 +80,7 @@ def _records_uses(r, modes, rems, nquads) -> dict:
 def conv_w8_uses(r, d) -> dict:
     """{mask: bits} of one tinyaot_convolve_fast_w8_s8 call: its two record modes, with
     their nquads % 8, or bit RQ_ORT for every other mode (one copy of its loops)."""
-    return _records_uses(r, CONVW8_MODES, CONVW8_REMS,
-                         d.k_h * ((d.k_w * d.in_c + 3) & ~3) // 4)
+    return _records_uses(r, CONVW8_MODES, CONVW8_REMS, conv_column_k(d.k_h, d.k_w, d.in_c) // 4)
 
 
 def winograd_uses(r, d) -> dict:

@@ -380,7 +380,7 @@ def _emit_winograd(em, lid, n, p, info, dims, w):
 
 
 def _emit_fast_w8(em, lid, n, p, info, dims, w):
-    """tinyaot_convolve_fast_w8_s8: int8 weights [oc][kq], rows padded as the columns."""
+    """tinyaot_convolve_fast_w8_s8: int8 weights [oc][kq], in the columns' order."""
     q, rec = emit_records_requant(em, lid, p)
     filt = em.const("int8_t", f"{lid}_w", conv_gemm_weights(w.data).astype(np.int8), align=4)
     info["kernel"] = "tinyaot_convolve_fast_w8_s8"

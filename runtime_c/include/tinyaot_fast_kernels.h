@@ -14,8 +14,10 @@
  * those instructions: the same bits, slower.
  *
  * Weight packing (done at compile time, codegen/kernels/fast_pack.py):
- *   GEMM weights W[oc][k], k = (ky * k_w + kx) * in_c + ic (FC: k = in
- *   feature), widened to int16, K padded with zeros to Kp = roundup(K, 4),
+ *   GEMM weights W[oc][k] (FC: k = in feature; conv: k in the order the
+ *   im2col writes a column, fast_pack.conv_gemm_weights: (ky, kx, ic) with
+ *   each window row's whole quads, then all rows' last k_w * in_c % 4
+ *   values), widened to int16, K padded with zeros to Kp = roundup(K, 4),
  *   out channels padded with a zero row to an even count. Stored as int32
  *   words holding two int16 (low half first), in pairs of output channels:
  *   for pair P, for quad j of k, for row r of the pair:
@@ -56,8 +58,8 @@ int tinyaot_convolve_fast_s8(const tinyaot_conv_dims_t *d, const tinyaot_requant
                              uint32_t *scratch, int8_t *output);
 int32_t tinyaot_convolve_fast_s8_get_buffer_size(const tinyaot_conv_dims_t *d);
 
-/* The same on int8 weights [out_c][kq] (rows padded to whole quads as the
- * columns are), widened per channel pair at run time; the scratch holds the
+/* The same on int8 weights [out_c][kq] (in the columns' order, as the fast
+ * kernel's), widened per channel pair at run time; the scratch holds the
  * columns of block_pairs pixel pairs (the weights are widened once per block).
  * groups == 1. */
 int tinyaot_convolve_fast_w8_s8(const tinyaot_conv_dims_t *d, const tinyaot_requant_t *q,

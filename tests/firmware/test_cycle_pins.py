@@ -27,18 +27,20 @@ from tests.helpers.env import require_arm_toolchain, shared_model
 # sww01 +8 %, a trade for flash and for the cycles of parts with wait states), vww01's
 # mostly-zero pointwise convs their nonzero weights alone (-20 %) and im2col its
 # inside-the-input path (kws01, ic01 tflite -0.2 to -0.4 %; ic01 ort +0.5 %: its one
-# few-pixel integer conv) and ic01's 3x3 stride-1 convs Winograd (tflite -8.9 %, ort -3.0 %).
+# few-pixel integer conv) and ic01's 3x3 stride-1 convs Winograd (tflite -8.9 %, ort -3.0 %),
+# and when im2col stopped padding window rows that are not whole quads (3x3 on 3 channels:
+# 7 quads, not 9; ic01 and vww01 tflite -0.9 %; the rest +-0.2 %, code placement).
 PINNED = {
     ("ad01", "tflite"): {"ideal": 377970},
-    ("kws01", "tflite"): {"ideal": 5509233},
-    ("ic01", "tflite"): {"ideal": 17772676},
-    ("vww01", "tflite"): {"ideal": 13490080},
-    ("sww01", "tflite"): {"ideal": 1671970},
+    ("kws01", "tflite"): {"ideal": 5509874},
+    ("ic01", "tflite"): {"ideal": 17606625},
+    ("vww01", "tflite"): {"ideal": 13366231},
+    ("sww01", "tflite"): {"ideal": 1672231},
     ("ad01", "ort"): {"ideal": 779016},
-    ("kws01", "ort"): {"ideal": 6015870},
-    ("ic01", "ort"): {"ideal": 32245706},
-    ("vww01", "ort"): {"ideal": 13602520},
-    ("sww01", "ort"): {"ideal": 1694009},
+    ("kws01", "ort"): {"ideal": 6006694},
+    ("ic01", "ort"): {"ideal": 32253478},
+    ("vww01", "ort"): {"ideal": 13614666},
+    ("sww01", "ort"): {"ideal": 1693699},
 }
 
 

@@ -420,6 +420,11 @@ CONV_CASES = [  # h, w, cin, cout, kh, kw, stride, dil, pads(t, l, b, r)
     (5, 4, 20, 9, 2, 2, (1, 2), (1, 1), (0, 1, 1, 0)),
     (3, 3, 2, 3, 3, 3, (1, 1), (1, 1), (1, 1, 1, 1)),
     (1, 1, 7, 4, 1, 1, (1, 1), (1, 1), (0, 0, 0, 0)),
+    # rows not whole quads (their tails in quads after all rows): dilated edges,
+    # 16 rows of 6 (tails of 2), 5 rows of 25 (tails of 1), edges everywhere
+    (9, 9, 3, 4, 3, 3, (1, 1), (2, 2), (2, 2, 2, 2)),
+    (17, 4, 3, 3, 16, 2, (1, 1), (1, 1), (0, 1, 0, 0)),
+    (6, 6, 5, 3, 5, 5, (1, 1), (1, 1), (2, 2, 2, 2)),
 ]
 # in_c % 4 == 0: edge windows as zero quads + one run (padding at every edge,
 # a window wider than the input, one wholly in the padding), and every

@@ -18,12 +18,7 @@
     (TINYAOT_SPEC_CONV_MODES & ((1u << TINYAOT_RQ_ORT) | (1u << TINYAOT_RQ_TFLITE) |               \
                                 (1u << TINYAOT_RQ_SMLAL)))
 
-/* Logical K of one column: k_h rows of k_w * in_c, each row padded to a
- * multiple of 4 when k_w * in_c is not one (so every row starts a quad). */
-static int32_t padded_row(const tinyaot_conv_dims_t *d)
-{
-    return (d->k_w * d->in_c + 3) & ~3;
-}
+#include "../internal/tinyaot_im2col_q15.h"
 
 /* A 1x1 stride-1 unpadded convolution: pixel p's column is the in_c bytes at
  * input + p * in_c. */
@@ -35,10 +30,8 @@ static inline __attribute__((always_inline)) int is_pointwise(const tinyaot_conv
 
 int32_t tinyaot_convolve_fast_s8_get_buffer_size(const tinyaot_conv_dims_t *d)
 {
-    return 2 * d->k_h * padded_row(d) * (int32_t)sizeof(int16_t);
+    return 2 * 4 * im2col_nquads(d) * (int32_t)sizeof(int16_t);
 }
-
-#include "../internal/tinyaot_im2col_q15.h"
 
 /* All output pixels, two at a time, in requantization mode `mode` with the
  * nquads % 8, constants (the two saturating record modes; the other modes
@@ -50,7 +43,7 @@ static inline __attribute__((always_inline)) int conv_pixels(const tinyaot_conv_
                                                               uint32_t *scratch, int8_t *output,
                                                               int32_t in_zp, int mode, int rem)
 {
-    const int32_t nquads = d->k_h * padded_row(d) / 4;
+    const int32_t nquads = im2col_nquads(d);
     const int32_t npix = d->out_h * d->out_w;
     const int32_t out_c = d->out_c, out_w = d->out_w;
     const uint32_t off = tinyaot_pack16(-in_zp, -in_zp);
@@ -111,7 +104,7 @@ static inline __attribute__((always_inline)) int conv_pixels_rem(
         if (CONV_HAS_REM(R))                                                                       \
             return conv_pixels(d, rq, input, packed_weights, scratch, output, in_zp, mode, R);     \
         break
-    switch ((d->k_h * padded_row(d) / 4) & 7) {
+    switch ((im2col_nquads(d)) & 7) {
         TINYAOT_CONV_REM(0);
         TINYAOT_CONV_REM(1);
         TINYAOT_CONV_REM(2);
@@ -166,7 +159,7 @@ int tinyaot_convolve_fast_s8(const tinyaot_conv_dims_t *d, const tinyaot_requant
         }
         return conv_float_sat(d, q, input, packed_weights, scratch, output);
     }
-    const int32_t nquads = d->k_h * padded_row(d) / 4;
+    const int32_t nquads = im2col_nquads(d);
     const int32_t npix = d->out_h * d->out_w;
     const int32_t out_c = d->out_c, out_w = d->out_w;
     const tinyaot_rqc_t rq = tinyaot_rqc(q);

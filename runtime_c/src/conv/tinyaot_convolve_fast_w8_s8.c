@@ -14,9 +14,8 @@
  * largest block that costs no arena, planner/w8_columns.py). Pixel pairs run
  * block by block, the weights widened again for each block.
  *
- * Weights: [out_c][kq] int8, kq = k_h * roundup(k_w * in_c, 4), each kernel row
- * zero padded to whole quads as the columns are (codegen/kernels/fast_pack.py:
- * pack_rows_w8). */
+ * Weights: [out_c][kq] int8, kq = 4 * im2col_nquads(d), laid out as the columns
+ * are (codegen/kernels/fast_pack.py: conv_gemm_weights). */
 #include "tinyaot_fast_kernels.h"
 #include "../internal/tinyaot_gemm_q15.h"
 #include "../internal/tinyaot_specialize.h"
@@ -24,20 +23,15 @@
 #define W8_HAS_MODE(m) TINYAOT_SPEC_HAS(TINYAOT_SPEC_CONVW8_MODES, m)
 #define W8_HAS_REM(r) TINYAOT_SPEC_HAS(TINYAOT_SPEC_CONVW8_REMS, r)
 
-static int32_t nquads_of(const tinyaot_conv_dims_t *d)
-{
-    return d->k_h * ((d->k_w * d->in_c + 3) & ~3) / 4;
-}
+#include "../internal/tinyaot_im2col_q15.h"
 
 /* The columns of block_pairs pixel pairs (4 words per quad) and one channel
  * pair's widened weights (4 words per quad), in bytes. */
 int32_t tinyaot_convolve_fast_w8_s8_get_buffer_size(const tinyaot_conv_dims_t *d,
                                                     int32_t block_pairs)
 {
-    return (block_pairs + 1) * 4 * nquads_of(d) * (int32_t)sizeof(uint32_t);
+    return (block_pairs + 1) * 4 * im2col_nquads(d) * (int32_t)sizeof(uint32_t);
 }
-
-#include "../internal/tinyaot_im2col_q15.h"
 
 /* Rows a and b (b NULL: zeros) of nq >= 1 quads -> the fast kernel's packed
  * words [quad][a {k0, k2}, a {k1, k3}, b {k0, k2}, b {k1, k3}]. */
@@ -91,7 +85,7 @@ static void widen_pair(const int8_t *a, const int8_t *b, int32_t nq, uint32_t *d
 static void build_columns(const tinyaot_conv_dims_t *d, const int8_t *input, int32_t in_zp,
                           int32_t pix0, int32_t npairs, uint32_t *cols)
 {
-    const int32_t nq = nquads_of(d), npix = d->out_h * d->out_w, out_w = d->out_w;
+    const int32_t nq = im2col_nquads(d), npix = d->out_h * d->out_w, out_w = d->out_w;
     const uint32_t off = tinyaot_pack16(-in_zp, -in_zp);
     for (int32_t i = 0; i < npairs; ++i, cols += 4 * nq) {
         const int32_t p0 = pix0 + 2 * i, p1 = p0 + 1;
@@ -147,7 +141,7 @@ static inline __attribute__((always_inline)) void gemm_m(const tinyaot_conv_dims
                                                          int32_t npairs, uint32_t *scratch,
                                                          int8_t *output, int mode, int rem)
 {
-    const int32_t nq = nquads_of(d), npix = d->out_h * d->out_w, out_c = d->out_c;
+    const int32_t nq = im2col_nquads(d), npix = d->out_h * d->out_w, out_c = d->out_c;
     const int32_t kq = 4 * nq;
     const int lone = pix0 + 2 * npairs > npix; /* the block's last pair: one pixel */
     const int rec = mode == TINYAOT_RQ_SMLAL_SAT || mode == TINYAOT_RQ_FLOAT_SAT;
@@ -200,7 +194,7 @@ static inline __attribute__((always_inline)) int gemm_rem(const tinyaot_conv_dim
             return TINYAOT_OK;                                                                     \
         }                                                                                          \
         break
-    switch (nquads_of(d) & 7) {
+    switch (im2col_nquads(d) & 7) {
         TINYAOT_W8_REM(0);
         TINYAOT_W8_REM(1);
         TINYAOT_W8_REM(2);

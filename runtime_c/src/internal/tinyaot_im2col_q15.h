@@ -1,9 +1,15 @@
 /* The int16 columns ("im2col") of the fast conv kernels
  * (tinyaot_convolve_fast_s8, tinyaot_convolve_fast_w8_s8: the same columns).
  * A column is k_h rows of k_w * in_c values minus the input zero point,
- * zero where the window leaves the input, each row padded to whole quads;
- * two pixels' columns interleave per quad (im2col_pixel) so one GEMM pass
- * serves both, a last odd pixel gets a lone column (im2col_pixel_1).
+ * zero where the window leaves the input, in whole quads; two pixels'
+ * columns interleave per quad (im2col_pixel) so one GEMM pass serves both,
+ * a last odd pixel gets a lone column (im2col_pixel_1).
+ * A window row of k_w * in_c bytes that is not whole quads (a 3x3 conv on
+ * 3 channels: 9) is not padded (that would waste a quad's tail in every
+ * row): the column is the rows' whole quads, row by row, then all rows'
+ * tail values (t = row % 4 each) packed in quads after them
+ * (im2col_tails_st; codegen/kernels/fast_pack.py:conv_gemm_weights orders
+ * the weights alike): 3x3x3 is 7 quads, not 9.
  * widen_run_st widens 8 bytes a pass: DSP inline asm (LDR, SXTAB16, STRD)
  * with TINYAOT_HAVE_DSP_ASM, else the same words through __SXTAB16 in C.
  * Static functions: each including kernel compiles its own copy, as it did
@@ -15,6 +21,14 @@
 
 #include "tinyaot_gemm_q15.h"
 #include "tinyaot_kernels.h"
+
+/* The quads of one column: each row's whole quads, then the rows' tails
+ * (k_h * (row % 4) values) in whole quads. */
+static inline int32_t im2col_nquads(const tinyaot_conv_dims_t *d)
+{
+    const int32_t row = d->k_w * d->in_c;
+    return d->k_h * (row >> 2) + ((d->k_h * (row & 3) + 3) >> 2);
+}
 
 /* tinyaot_widen_run with st a compile-time constant and 8 bytes per pass
  * (one loop test per two quads; the stores become STRDs). */
@@ -90,13 +104,251 @@ static inline __attribute__((always_inline)) uint32_t *zero_quads(uint32_t *dst,
     return dst;
 }
 
+/* Value x at logical position p of a column whose quads are st words apart
+ * (each quad's words {k0, k2}, {k1, k3}, element 0 in the low half, as
+ * tinyaot_put_quad writes them; the kernels' targets are little-endian). */
+static inline __attribute__((always_inline)) void col_put(uint32_t *col, int32_t p, int32_t st,
+                                                          int32_t x)
+{
+    const int16_t h = (int16_t)x;
+    memcpy((char *)(col + (p >> 2) * st + (p & 1)) + ((p >> 1) & 1) * 2, &h, 2);
+}
+
+/* Tail value number s into the tail quads at tq: the tails fill each quad's
+ * two words in memory order (halves k0, k2, k1, k3 of the logical quad;
+ * fast_pack.conv_gemm_weights orders their weights alike). */
+static inline __attribute__((always_inline)) void tail_put(uint32_t *tq, int32_t s, int32_t st,
+                                                           int32_t x)
+{
+    const int16_t h = (int16_t)x;
+    memcpy((char *)(tq + (s >> 2) * st) + (s & 3) * 2, &h, 2);
+}
+
+/* The most tail values (k_h * (row % 4)) the whole-window path gathers on the
+ * stack; the longest window row the edge path builds there. */
+#define TINYAOT_IM2COL_TAILS_MAX 28
+#define TINYAOT_IM2COL_ROW_MAX 64
+
+/* k_h rows of body + t bytes (t 1..3), rstep apart, all inside the input:
+ * each row's body widened into quads at dst, its tails stored in order
+ * (int16) straight into the tail quads at tq when those are contiguous in
+ * memory order (a lone column, or one quad), else gathered on the stack and
+ * copied as whole quads; the last quad zero padded. */
+static inline __attribute__((always_inline)) void tails_inside(
+    const int8_t *src, int32_t rstep, int32_t k_h, int32_t body, int32_t t, uint32_t *dst,
+    uint32_t *tq, int32_t st, uint32_t off, int32_t in_zp)
+{
+    uint32_t tb[TINYAOT_IM2COL_TAILS_MAX / 2 + 2];
+    const int32_t ntail = k_h * t;
+    const int direct = st == 2 || ntail <= 4;
+    char *tp = (char *)tb;
+    if (direct) {
+        tp = (char *)tq;
+        if (ntail & 3) { /* the last quad's padding, the tails then stored over it */
+            uint32_t *last = tq + ((ntail - 1) >> 2) * st;
+            last[0] = 0u;
+            last[1] = 0u;
+        }
+    }
+#if TINYAOT_HAVE_DSP_ASM
+    /* per row: the body a quad a pass (6 instructions), each tail byte LDRB +
+     * SXTAB16 (its low half, minus the zero point) + STRH */
+    (void)in_zp;
+    uint32_t x, a, b, n;
+    const int32_t nq = body >> 2, rnext = rstep - body;
+#define TINYAOT_TAIL1(I) "ldrb %[x], [%[s], #" I "]\n\t"                                              \
+                         "sxtab16 %[a], %[off], %[x]\n\t"                                          \
+                         "strh %[a], [%[tp]], #2\n\t"
+#define TINYAOT_TAILS_ASM(STEP, TAILS)                                                             \
+    __asm__ volatile("1:\n\t"                                                                     \
+                     "movs %[n], %[nq]\n\t"                                                       \
+                     "beq 3f\n\t"                                                                 \
+                     "2:\n\t"                                                                     \
+                     "ldr %[x], [%[s]], #4\n\t"                                                   \
+                     "sxtab16 %[a], %[off], %[x]\n\t"                                             \
+                     "sxtab16 %[b], %[off], %[x], ror #8\n\t"                                     \
+                     "strd %[a], %[b], [%[d]], #" STEP "\n\t"                                      \
+                     "subs %[n], %[n], #1\n\t"                                                    \
+                     "bne 2b\n\t"                                                                 \
+                     "3:\n\t" TAILS "add %[s], %[s], %[rn]\n\t"                                    \
+                     "subs %[kh], %[kh], #1\n\t"                                                  \
+                     "bne 1b"                                                                     \
+                     : [s] "+r"(src), [d] "+r"(dst), [tp] "+r"(tp), [kh] "+r"(k_h),             \
+                       [n] "=&r"(n), [x] "=&r"(x), [a] "=&r"(a), [b] "=&r"(b)                   \
+                     : [nq] "r"(nq), [rn] "r"(rnext), [off] "r"(off)                            \
+                     : "cc", "memory")
+#define TINYAOT_TAILS_T(STEP)                                                                      \
+    switch (t) {                                                                                   \
+    case 1: TINYAOT_TAILS_ASM(STEP, TINYAOT_TAIL1("0")); break;                                    \
+    case 2: TINYAOT_TAILS_ASM(STEP, TINYAOT_TAIL1("0") TINYAOT_TAIL1("1")); break;                 \
+    default:                                                                                       \
+        TINYAOT_TAILS_ASM(STEP, TINYAOT_TAIL1("0") TINYAOT_TAIL1("1") TINYAOT_TAIL1("2"));         \
+        break;                                                                                     \
+    }
+    if (st == 4) {
+        TINYAOT_TAILS_T("16");
+    } else {
+        TINYAOT_TAILS_T("8");
+    }
+#undef TINYAOT_TAILS_T
+#undef TINYAOT_TAILS_ASM
+#undef TINYAOT_TAIL1
+#else
+    for (; k_h > 0; --k_h, src += rstep) {
+        dst = widen_run_st(src, body, dst, st, off, in_zp);
+        for (int32_t j = 0; j < t; ++j, tp += 2) {
+            const int16_t h = (int16_t)(src[body + j] - in_zp);
+            memcpy(tp, &h, 2);
+        }
+    }
+#endif
+    if (!direct) {
+        const uint32_t zero = 0u; /* the last quad's padding (at most 3 values) */
+        memcpy(tp, &zero, 4);
+        memcpy(tp + 4, &zero, 2);
+        for (const uint32_t *w = tb; (const char *)w < tp; w += 2, tq += st) {
+            tq[0] = w[0];
+            tq[1] = w[1];
+        }
+    }
+}
+
+/* A window crossing the input's edge (or dilated, or with more tails than
+ * the stack gathers): row by row, tails value by value (zero outside). */
+static inline __attribute__((always_inline)) void im2col_tails_edge_st(
+    const tinyaot_conv_dims_t *d, const int8_t *input, int32_t iy0, int32_t ix0, uint32_t *dst,
+    int32_t st, uint32_t off, int32_t in_zp)
+{
+    const int32_t cin = d->in_c, k_w = d->k_w, in_w = d->in_w;
+    const int32_t row = k_w * cin, body = row & ~3, t = row & 3;
+    const int32_t ntail = d->k_h * t;
+    uint32_t *const tq = dst + d->k_h * (body >> 2) * st; /* the tail quads */
+    const int inside_x = d->dil_w == 1 && ix0 >= 0 && ix0 + k_w <= in_w;
+    uint32_t *const col = dst;
+    zero_quads(tq, (ntail + 3) >> 2, st);
+    int32_t s = 0; /* the row's first tail value */
+    for (int32_t ky = 0; ky < d->k_h; ++ky, s += t) {
+        const int32_t iy = iy0 + ky * d->dil_h;
+        if (iy < 0 || iy >= d->in_h) {
+            dst = zero_quads(dst, body >> 2, st);
+            continue;
+        }
+        const int8_t *src = input + iy * in_w * cin;
+        if (inside_x) {
+            src += ix0 * cin;
+            dst = widen_run_st(src, body, dst, st, off, in_zp);
+            for (int32_t j = 0; j < t; ++j) {
+                tail_put(tq, s + j, st, src[body + j] - in_zp);
+            }
+            continue;
+        }
+        if (d->dil_w == 1 && row <= TINYAOT_IM2COL_ROW_MAX) {
+            /* the row crosses the left / right edge: its bytes, the zero point outside */
+            int8_t rb[TINYAOT_IM2COL_ROW_MAX + 4] __attribute__((aligned(4)));
+            for (int32_t i = 0, ix = ix0; i < row; ++ix) {
+                const int in = ix >= 0 && ix < in_w;
+                for (int32_t c = 0; c < cin; ++c, ++i) {
+                    rb[i] = in ? src[ix * cin + c] : (int8_t)in_zp;
+                }
+            }
+            dst = widen_run_st(rb, body, dst, st, off, in_zp);
+            for (int32_t j = 0; j < t; ++j) {
+                tail_put(tq, s + j, st, rb[body + j] - in_zp);
+            }
+            continue;
+        }
+        /* dilated: value by value */
+        const int32_t p0 = ky * body;
+        dst = zero_quads(dst, body >> 2, st);
+        for (int32_t kx = 0; kx < k_w; ++kx) {
+            const int32_t ix = ix0 + kx * d->dil_w;
+            if (ix < 0 || ix >= in_w) {
+                continue;
+            }
+            for (int32_t c = 0; c < cin; ++c) {
+                const int32_t i = kx * cin + c;
+                const int32_t x = src[ix * cin + c] - in_zp;
+                if (i < body) {
+                    col_put(col, p0 + i, st, x);
+                } else {
+                    tail_put(tq, s + i - body, st, x);
+                }
+            }
+        }
+    }
+}
+
+static __attribute__((noinline, unused)) void im2col_tails_edge_4(const tinyaot_conv_dims_t *d,
+                                                                  const int8_t *input,
+                                                                  int32_t iy0, int32_t ix0,
+                                                                  uint32_t *dst, uint32_t off,
+                                                                  int32_t in_zp)
+{
+    im2col_tails_edge_st(d, input, iy0, ix0, dst, 4, off, in_zp);
+}
+
+static __attribute__((noinline, unused)) void im2col_tails_edge_2(const tinyaot_conv_dims_t *d,
+                                                                  const int8_t *input,
+                                                                  int32_t iy0, int32_t ix0,
+                                                                  uint32_t *dst, uint32_t off,
+                                                                  int32_t in_zp)
+{
+    im2col_tails_edge_st(d, input, iy0, ix0, dst, 2, off, in_zp);
+}
+
+/* The column of output pixel (oy, ox) when a window row (k_w * in_c values)
+ * is not whole quads: per row its whole quads, and its t = row % 4 last
+ * values to the tail quads after all rows (zero where the window leaves the
+ * input; the last tail quad zero padded). */
+static inline __attribute__((always_inline)) void im2col_tails_st(
+    const tinyaot_conv_dims_t *d, const int8_t *input, int32_t oy, int32_t ox, uint32_t *dst,
+    int32_t st, uint32_t off, int32_t in_zp)
+{
+    const int32_t cin = d->in_c, k_w = d->k_w, in_w = d->in_w;
+    const int32_t iy0 = oy * d->stride_h - d->pad_top;
+    const int32_t ix0 = ox * d->stride_w - d->pad_left;
+    const int32_t row = k_w * cin, body = row & ~3, t = row & 3;
+    const int32_t ntail = d->k_h * t;
+    uint32_t *const tq = dst + d->k_h * (body >> 2) * st; /* the tail quads */
+    const int inside_x = d->dil_w == 1 && ix0 >= 0 && ix0 + k_w <= in_w;
+    if (inside_x && d->dil_h == 1 && iy0 >= 0 && iy0 + d->k_h <= d->in_h &&
+        ntail <= TINYAOT_IM2COL_TAILS_MAX) { /* the whole window inside (most pixels) */
+        tails_inside(input + (iy0 * in_w + ix0) * cin, in_w * cin, d->k_h, body, t, dst, tq, st,
+                     off, in_zp);
+        return;
+    }
+    (st == 4 ? im2col_tails_edge_4 : im2col_tails_edge_2)(d, input, iy0, ix0, dst, off, in_zp);
+}
+
+/* im2col_tails_st with st 4 / 2, functions of their own (their few live
+ * values stay in registers). */
+static __attribute__((noinline, unused)) void im2col_tails_4(const tinyaot_conv_dims_t *d,
+                                                             const int8_t *input, int32_t oy,
+                                                             int32_t ox, uint32_t *dst,
+                                                             uint32_t off, int32_t in_zp)
+{
+    im2col_tails_st(d, input, oy, ox, dst, 4, off, in_zp);
+}
+
+static __attribute__((noinline, unused)) void im2col_tails_2(const tinyaot_conv_dims_t *d,
+                                                             const int8_t *input, int32_t oy,
+                                                             int32_t ox, uint32_t *dst,
+                                                             uint32_t off, int32_t in_zp)
+{
+    im2col_tails_st(d, input, oy, ox, dst, 2, off, in_zp);
+}
+
 /* The column of output pixel (oy, ox): k_h rows of k_w * in_c values (zero
- * where the window leaves the input), each row padded to whole quads; st is
- * a constant at each (inlined) call. */
+ * where the window leaves the input), each row whole quads (else
+ * im2col_tails_st); st is a constant at each (inlined) call. */
 static inline __attribute__((always_inline)) void im2col_pixel_st(
     const tinyaot_conv_dims_t *d, const int8_t *input, int32_t oy, int32_t ox, uint32_t *dst,
     int32_t st, uint32_t off, int32_t in_zp)
 {
+    if ((d->k_w * d->in_c) & 3) {
+        (st == 4 ? im2col_tails_4 : im2col_tails_2)(d, input, oy, ox, dst, off, in_zp);
+        return;
+    }
     const int32_t cin = d->in_c, k_w = d->k_w, in_w = d->in_w;
     const int32_t row = k_w * cin, prow = (row + 3) & ~3;
     const int32_t iy0 = oy * d->stride_h - d->pad_top;
