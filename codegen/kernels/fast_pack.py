@@ -43,25 +43,38 @@ def pack_depthwise(w_tap_c):
     return _words(p.transpose(1, 0, 2, 3)).reshape(-1)
 
 
+def conv_column_tails(kh, kw, cin):
+    """Does a fast-conv column put its window rows' tails (k_w * in_c % 4 values each)
+    after all rows, in whole quads, instead of padding each row? When that takes fewer
+    quads (im2col_has_tails, runtime_c/src/internal/tinyaot_im2col_q15.h)."""
+    t = kw * cin % 4
+    return t != 0 and (kh * t + 3) // 4 < kh
+
+
 def conv_column_k(kh, kw, cin):
-    """The padded K of one fast-conv column (4 * im2col_nquads,
-    runtime_c/src/internal/tinyaot_im2col_q15.h): each window row's whole quads,
-    then all rows' tails (k_w * in_c % 4 values each) in whole quads."""
+    """The padded K of one fast-conv column (4 * im2col_nquads)."""
     row = kw * cin
-    return kh * (row // 4 * 4) + (kh * (row % 4) + 3) // 4 * 4
+    if conv_column_tails(kh, kw, cin):
+        return kh * (row // 4 * 4) + (kh * (row % 4) + 3) // 4 * 4
+    return kh * ((row + 3) // 4 * 4)
 
 
 def conv_gemm_weights(w_oihw):
     """Conv weights [oc][ic][kh][kw] -> W[oc][k] in the order tinyaot_convolve_fast_s8's
-    im2col writes a column: k = (ky, kx, ic) with each ky row's whole quads row by row,
-    then every row's last k_w * in_c % 4 values in ky order, zeros up to a quad; the
-    im2col stores those tails in each quad's memory order (tail_put), which pack_gemm's
-    QUAD_ORDER would swap, so they are swapped here first."""
+    im2col writes a column: k = (ky, kx, ic), each ky row zero padded to whole quads,
+    or (conv_column_tails) each ky row's whole quads row by row, then every row's last
+    k_w * in_c % 4 values in ky order, zeros up to a quad; the im2col stores those
+    tails in each quad's memory order (tail_put), which pack_gemm's QUAD_ORDER would
+    swap, so they are swapped here first."""
     w = np.asarray(w_oihw).transpose(0, 2, 3, 1)  # oc, kh, kw, ic
     oc, kh, kw, ic = w.shape
     rows = w.reshape(oc, kh, kw * ic)
     body = kw * ic // 4 * 4
     k = conv_column_k(kh, kw, ic)
+    if not conv_column_tails(kh, kw, ic):
+        out = np.zeros((oc, kh, k // kh), dtype=np.int16)
+        out[:, :, :kw * ic] = rows
+        return out.reshape(oc, k)
     out = np.zeros((oc, k), dtype=np.int16)
     out[:, :kh * body] = rows[:, :, :body].reshape(oc, -1)
     tails = np.zeros((oc, k - kh * body), dtype=np.int16)

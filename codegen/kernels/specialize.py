@@ -12,7 +12,7 @@ fc_mode (tinyaot_fully_connected_fast_s8.c), is_pointwise and nquads
 """
 from __future__ import annotations
 
-from .fast_pack import conv_column_k
+from .fast_pack import conv_column_k, conv_column_tails
 
 HEADER = "tinyaot_model_config.h"
 
@@ -27,12 +27,14 @@ CONV_REMS = "TINYAOT_SPEC_CONV_REMS"
 CONV_KINDS = "TINYAOT_SPEC_CONV_KINDS"
 CONVW8_MODES = "TINYAOT_SPEC_CONVW8_MODES"
 CONVW8_REMS = "TINYAOT_SPEC_CONVW8_REMS"
+IM2COL = "TINYAOT_SPEC_IM2COL"
+IM2COL_QUADS, IM2COL_TAILS = 0, 1
 WINO_MODES = "TINYAOT_SPEC_WINO_MODES"
 WINO_REMS = "TINYAOT_SPEC_WINO_REMS"
 DW_MODES = "TINYAOT_SPEC_DW_MODES"
 FC_MODES = "TINYAOT_SPEC_FC_MODES"
-MASKS = (CONV_MODES, CONV_REMS, CONV_KINDS, CONVW8_MODES, CONVW8_REMS, WINO_MODES, WINO_REMS,
-         DW_MODES, FC_MODES)
+MASKS = (CONV_MODES, CONV_REMS, CONV_KINDS, CONVW8_MODES, CONVW8_REMS, IM2COL, WINO_MODES,
+         WINO_REMS, DW_MODES, FC_MODES)
 
 _NULL = "NULL"
 
@@ -54,6 +56,12 @@ def rq_mode(r, records=True) -> int:
     return RQ_SMLAL_SAT if _full_range(r) else RQ_SMLAL
 
 
+def im2col_uses(d) -> dict:
+    """{mask: bits} of the im2col columns of a fast conv (whole-quad rows or tails)."""
+    tails = conv_column_tails(d.k_h, d.k_w, d.in_c)
+    return {IM2COL: 1 << (IM2COL_TAILS if tails else IM2COL_QUADS)}
+
+
 def conv_uses(r, d) -> dict:
     """{mask: bits} of one tinyaot_convolve_fast_s8 call: RequantRecord r, ConvDims d."""
     mode = rq_mode(r)
@@ -61,6 +69,8 @@ def conv_uses(r, d) -> dict:
                  and d.pad_top == 0 and d.pad_left == 0 and d.in_h == d.out_h
                  and d.in_w == d.out_w)
     out = {CONV_MODES: 1 << mode, CONV_KINDS: 1 << (KIND_POINTWISE if pointwise else KIND_IM2COL)}
+    if not pointwise or d.out_h * d.out_w % 2:  # (a pointwise conv's odd last pixel: im2col)
+        out.update(im2col_uses(d))
     if mode in (RQ_SMLAL_SAT, RQ_FLOAT_SAT):  # their loops come per nquads % 8
         nquads = conv_column_k(d.k_h, d.k_w, d.in_c) // 4
         out[CONV_REMS] = 1 << (nquads & 7)
@@ -80,7 +90,8 @@ def _records_uses(r, modes, rems, nquads) -> dict:
 def conv_w8_uses(r, d) -> dict:
     """{mask: bits} of one tinyaot_convolve_fast_w8_s8 call: its two record modes, with
     their nquads % 8, or bit RQ_ORT for every other mode (one copy of its loops)."""
-    return _records_uses(r, CONVW8_MODES, CONVW8_REMS, conv_column_k(d.k_h, d.k_w, d.in_c) // 4)
+    return merge(_records_uses(r, CONVW8_MODES, CONVW8_REMS,
+                               conv_column_k(d.k_h, d.k_w, d.in_c) // 4), im2col_uses(d))
 
 
 def winograd_uses(r, d) -> dict:

@@ -425,6 +425,9 @@ CONV_CASES = [  # h, w, cin, cout, kh, kw, stride, dil, pads(t, l, b, r)
     (9, 9, 3, 4, 3, 3, (1, 1), (2, 2), (2, 2, 2, 2)),
     (17, 4, 3, 3, 16, 2, (1, 1), (1, 1), (0, 1, 0, 0)),
     (6, 6, 5, 3, 5, 5, (1, 1), (1, 1), (2, 2, 2, 2)),
+    # one window row (its tail padded in place): pointwise pairs on 7 channels, 1x3 on 3
+    (3, 4, 7, 5, 1, 1, (1, 1), (1, 1), (0, 0, 0, 0)),
+    (4, 6, 3, 4, 1, 3, (1, 1), (1, 1), (0, 1, 0, 1)),
 ]
 # in_c % 4 == 0: edge windows as zero quads + one run (padding at every edge,
 # a window wider than the input, one wholly in the padding), and every

@@ -153,6 +153,9 @@ int tinyaot_convolve_fast_s8(const tinyaot_conv_dims_t *d, const tinyaot_requant
     if (d->groups != 1) {
         return TINYAOT_ERR_ARG;
     }
+    if ((!is_pointwise(d) || ((d->out_h * d->out_w) & 1)) && !im2col_built(d)) {
+        return TINYAOT_ERR_NOT_BUILT; /* its columns' kind is not compiled */
+    }
     if (tinyaot_rq_float_records(q)) { /* onnxruntime, {bias, scale} records */
         if (!CONV_HAS_MODE(TINYAOT_RQ_FLOAT_SAT)) {
             return TINYAOT_ERR_NOT_BUILT;

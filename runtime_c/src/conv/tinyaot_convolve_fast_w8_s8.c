@@ -262,6 +262,9 @@ int tinyaot_convolve_fast_w8_s8(const tinyaot_conv_dims_t *d, const tinyaot_requ
     if (d->groups != 1 || block_pairs < 1) {
         return TINYAOT_ERR_ARG;
     }
+    if (!im2col_built(d)) {
+        return TINYAOT_ERR_NOT_BUILT; /* its columns' kind is not compiled */
+    }
     int mode;
     if (tinyaot_rq_float_records(q)) {
         mode = TINYAOT_RQ_FLOAT_SAT;

@@ -8,8 +8,9 @@
  * 3 channels: 9) is not padded (that would waste a quad's tail in every
  * row): the column is the rows' whole quads, row by row, then all rows'
  * tail values (t = row % 4 each) packed in quads after them
- * (im2col_tails_st; codegen/kernels/fast_pack.py:conv_gemm_weights orders
- * the weights alike): 3x3x3 is 7 quads, not 9.
+ * (im2col_tails_st, when that saves quads: im2col_has_tails;
+ * codegen/kernels/fast_pack.py:conv_gemm_weights orders the weights
+ * alike): 3x3x3 is 7 quads, not 9.
  * widen_run_st widens 8 bytes a pass: DSP inline asm (LDR, SXTAB16, STRD)
  * with TINYAOT_HAVE_DSP_ASM, else the same words through __SXTAB16 in C.
  * Static functions: each including kernel compiles its own copy, as it did
@@ -21,13 +22,39 @@
 
 #include "tinyaot_gemm_q15.h"
 #include "tinyaot_kernels.h"
+#include "tinyaot_specialize.h"
+
+/* Does conv d's column put its rows' tails after all rows (im2col_tails_st)?
+ * When that takes fewer quads than padding each row: k_h > 1 rows with
+ * t = k_w * in_c % 4 > 0, and the k_h * t tails fit in fewer than k_h quads. */
+static inline int im2col_has_tails(const tinyaot_conv_dims_t *d)
+{
+    const int32_t t = (d->k_w * d->in_c) & 3;
+    return t != 0 && ((d->k_h * t + 3) >> 2) < d->k_h;
+}
+
+/* im2col_has_tails in a build that compiles the tails (a constant 0 otherwise:
+ * such a layer is refused by im2col_built). */
+static inline int im2col_tails(const tinyaot_conv_dims_t *d)
+{
+    return TINYAOT_SPEC_HAS(TINYAOT_SPEC_IM2COL, TINYAOT_SPEC_IM2COL_TAILS) && im2col_has_tails(d);
+}
+
+/* Are the columns conv d needs compiled in this build (TINYAOT_SPEC_IM2COL)? */
+static inline int im2col_built(const tinyaot_conv_dims_t *d)
+{
+    return im2col_has_tails(d) ? TINYAOT_SPEC_HAS(TINYAOT_SPEC_IM2COL, TINYAOT_SPEC_IM2COL_TAILS)
+                               : TINYAOT_SPEC_HAS(TINYAOT_SPEC_IM2COL, TINYAOT_SPEC_IM2COL_QUADS);
+}
 
 /* The quads of one column: each row's whole quads, then the rows' tails
- * (k_h * (row % 4) values) in whole quads. */
+ * (k_h * (row % 4) values) in whole quads, or each row padded to whole
+ * quads (im2col_has_tails; one row, as the pointwise path widens it). */
 static inline int32_t im2col_nquads(const tinyaot_conv_dims_t *d)
 {
     const int32_t row = d->k_w * d->in_c;
-    return d->k_h * (row >> 2) + ((d->k_h * (row & 3) + 3) >> 2);
+    return im2col_has_tails(d) ? d->k_h * (row >> 2) + ((d->k_h * (row & 3) + 3) >> 2)
+                               : d->k_h * ((row + 3) >> 2);
 }
 
 /* tinyaot_widen_run with st a compile-time constant and 8 bytes per pass
@@ -296,10 +323,24 @@ static __attribute__((noinline, unused)) void im2col_tails_edge_2(const tinyaot_
     im2col_tails_edge_st(d, input, iy0, ix0, dst, 2, off, in_zp);
 }
 
-/* The column of output pixel (oy, ox) when a window row (k_w * in_c values)
- * is not whole quads: per row its whole quads, and its t = row % 4 last
+/* tails_inside for a column of a pair (st 4): a function of its own (its
+ * few live values stay in registers). */
+static __attribute__((noinline, unused)) void tails_inside_4(const int8_t *src, int32_t rstep,
+                                                             int32_t k_h, int32_t body,
+                                                             int32_t t, uint32_t *dst,
+                                                             uint32_t *tq, uint32_t off,
+                                                             int32_t in_zp)
+{
+    tails_inside(src, rstep, k_h, body, t, dst, tq, 4, off, in_zp);
+}
+
+/* The column of output pixel (oy, ox) when its window rows have tails
+ * (im2col_has_tails): per row its whole quads, and its t = row % 4 last
  * values to the tail quads after all rows (zero where the window leaves the
- * input; the last tail quad zero padded). */
+ * input; the last tail quad zero padded). A pair's column wholly inside the
+ * input: tails_inside_4; else (and a lone column, once a conv) the edge path.
+ * The empty asm after each call keeps it a call: a tail call's frame would
+ * be counted on top of this one's by the stack bound (driver/stack.py). */
 static inline __attribute__((always_inline)) void im2col_tails_st(
     const tinyaot_conv_dims_t *d, const int8_t *input, int32_t oy, int32_t ox, uint32_t *dst,
     int32_t st, uint32_t off, int32_t in_zp)
@@ -308,34 +349,14 @@ static inline __attribute__((always_inline)) void im2col_tails_st(
     const int32_t iy0 = oy * d->stride_h - d->pad_top;
     const int32_t ix0 = ox * d->stride_w - d->pad_left;
     const int32_t row = k_w * cin, body = row & ~3, t = row & 3;
-    const int32_t ntail = d->k_h * t;
-    uint32_t *const tq = dst + d->k_h * (body >> 2) * st; /* the tail quads */
-    const int inside_x = d->dil_w == 1 && ix0 >= 0 && ix0 + k_w <= in_w;
-    if (inside_x && d->dil_h == 1 && iy0 >= 0 && iy0 + d->k_h <= d->in_h &&
-        ntail <= TINYAOT_IM2COL_TAILS_MAX) { /* the whole window inside (most pixels) */
-        tails_inside(input + (iy0 * in_w + ix0) * cin, in_w * cin, d->k_h, body, t, dst, tq, st,
-                     off, in_zp);
-        return;
+    if (st == 4 && d->dil_w == 1 && d->dil_h == 1 && ix0 >= 0 && ix0 + k_w <= in_w && iy0 >= 0 &&
+        iy0 + d->k_h <= d->in_h && d->k_h * t <= TINYAOT_IM2COL_TAILS_MAX) {
+        tails_inside_4(input + (iy0 * in_w + ix0) * cin, in_w * cin, d->k_h, body, t, dst,
+                       dst + d->k_h * (body >> 2) * st, off, in_zp);
+    } else {
+        (st == 4 ? im2col_tails_edge_4 : im2col_tails_edge_2)(d, input, iy0, ix0, dst, off, in_zp);
     }
-    (st == 4 ? im2col_tails_edge_4 : im2col_tails_edge_2)(d, input, iy0, ix0, dst, off, in_zp);
-}
-
-/* im2col_tails_st with st 4 / 2, functions of their own (their few live
- * values stay in registers). */
-static __attribute__((noinline, unused)) void im2col_tails_4(const tinyaot_conv_dims_t *d,
-                                                             const int8_t *input, int32_t oy,
-                                                             int32_t ox, uint32_t *dst,
-                                                             uint32_t off, int32_t in_zp)
-{
-    im2col_tails_st(d, input, oy, ox, dst, 4, off, in_zp);
-}
-
-static __attribute__((noinline, unused)) void im2col_tails_2(const tinyaot_conv_dims_t *d,
-                                                             const int8_t *input, int32_t oy,
-                                                             int32_t ox, uint32_t *dst,
-                                                             uint32_t off, int32_t in_zp)
-{
-    im2col_tails_st(d, input, oy, ox, dst, 2, off, in_zp);
+    __asm__ volatile("" ::: "memory");
 }
 
 /* The column of output pixel (oy, ox): k_h rows of k_w * in_c values (zero
@@ -345,9 +366,12 @@ static inline __attribute__((always_inline)) void im2col_pixel_st(
     const tinyaot_conv_dims_t *d, const int8_t *input, int32_t oy, int32_t ox, uint32_t *dst,
     int32_t st, uint32_t off, int32_t in_zp)
 {
-    if ((d->k_w * d->in_c) & 3) {
-        (st == 4 ? im2col_tails_4 : im2col_tails_2)(d, input, oy, ox, dst, off, in_zp);
+    if (im2col_tails(d)) {
+        im2col_tails_st(d, input, oy, ox, dst, st, off, in_zp);
         return;
+    }
+    if (!TINYAOT_SPEC_HAS(TINYAOT_SPEC_IM2COL, TINYAOT_SPEC_IM2COL_QUADS)) {
+        return; /* (the kernels refuse such a layer: im2col_built) */
     }
     const int32_t cin = d->in_c, k_w = d->k_w, in_w = d->in_w;
     const int32_t row = k_w * cin, prow = (row + 3) & ~3;

@@ -17,6 +17,9 @@
  *   TINYAOT_SPEC_CONVW8_MODES tinyaot_convolve_fast_w8_s8: bit TINYAOT_RQ_SMLAL_SAT,
  *                            TINYAOT_RQ_FLOAT_SAT, or TINYAOT_RQ_ORT for all the others
  *   TINYAOT_SPEC_CONVW8_REMS its record modes, bit nquads % 8
+ *   TINYAOT_SPEC_IM2COL      the two convs' im2col columns (tinyaot_im2col_q15.h): bit 0
+ *                            window rows of whole quads (or one row), bit 1 rows with
+ *                            tails (k_h > 1, k_w * in_c % 4 != 0)
  *   TINYAOT_SPEC_WINO_MODES  tinyaot_convolve_winograd_s8: as TINYAOT_SPEC_CONVW8_MODES
  *   TINYAOT_SPEC_WINO_REMS   its record modes, bit (in_c / 4) % 8
  *   TINYAOT_SPEC_DW_MODES    tinyaot_depthwise_conv_fast_s8, bit TINYAOT_RQ_* mode
@@ -47,6 +50,9 @@
 #ifndef TINYAOT_SPEC_CONVW8_REMS
 #define TINYAOT_SPEC_CONVW8_REMS 0xffu
 #endif
+#ifndef TINYAOT_SPEC_IM2COL
+#define TINYAOT_SPEC_IM2COL 0x3u
+#endif
 #ifndef TINYAOT_SPEC_WINO_MODES
 #define TINYAOT_SPEC_WINO_MODES 0xffu
 #endif
@@ -65,5 +71,7 @@
 
 #define TINYAOT_SPEC_KIND_POINTWISE 0
 #define TINYAOT_SPEC_KIND_IM2COL 1
+#define TINYAOT_SPEC_IM2COL_QUADS 0
+#define TINYAOT_SPEC_IM2COL_TAILS 1
 
 #endif
