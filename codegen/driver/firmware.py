@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import shutil
 import subprocess
 import sys
 from dataclasses import asdict, dataclass
@@ -139,7 +140,19 @@ def scons_targets(Environment, root, board_name, gen_dir, harness=True, stack_ch
                       LIBS=[], PROGSUFFIX=".elf")
     objdir = out.obj_dir
     # The kernels form a static library, so only the ones the model calls link in.
-    kobjs = [env.Object(os.path.join(objdir, Path(k).stem + ".o"), k) for k in kernels]
+    # Those the model's tinyaot_model_config.h does not specialize come compiled
+    # from the board's kernel cache (a variant's defines or include folders may
+    # reach any kernel: it compiles them all, as does TINYAOT_FW_KERNEL_CACHE=0).
+    cached = {} if variant or os.environ.get("TINYAOT_FW_KERNEL_CACHE") == "0" else \
+        firmware_kernel_cache(board, env.subst("$CC $CCFLAGS"))
+    if cached:
+        os.makedirs(objdir, exist_ok=True)
+        for obj in cached.values():  # the stack check reads every object's .su in objdir
+            su = obj[:-2] + ".su"
+            if os.path.exists(su):
+                shutil.copyfile(su, os.path.join(objdir, os.path.basename(su)))
+    kobjs = [env.File(cached[k]) if k in cached
+             else env.Object(os.path.join(objdir, Path(k).stem + ".o"), k) for k in kernels]
     lib = env.StaticLibrary(os.path.join(objdir, "tinyaot"), kobjs)
     srcs = [os.path.join(gen_dir, name + ".c")]
     if harness:
@@ -153,6 +166,80 @@ def scons_targets(Environment, root, board_name, gen_dir, harness=True, stack_ch
     if harness and stack_check and not variant:  # build_generated passes stack_check=0 and checks itself
         env.AddPostAction(prog, _scons_stack_check(board, gen_dir, objdir))
     return prog
+
+
+def specialized_kernels():
+    """The runtime sources that include tinyaot_specialize.h (directly or through
+    the headers they include): compiled per model, with its tinyaot_model_config.h."""
+    import re
+    inc_re = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+    dirs = [RUNTIME_INCLUDE, RUNTIME_INCLUDE.parent / "src" / "internal"]
+
+    def reaches(path, seen):
+        for name in inc_re.findall(path.read_text()):
+            if Path(name).name == "tinyaot_specialize.h":
+                return True
+            for base in [path.parent] + dirs:
+                q = (base / name).resolve()
+                if q.is_file():
+                    if q not in seen:
+                        seen.add(q)
+                        if reaches(q, seen):
+                            return True
+                    break
+        return False
+
+    return {str(k) for k in runtime_sources() if reaches(Path(k), set())}
+
+
+def firmware_kernel_cache(board, compile_cmd):
+    """{source: object} of the runtime kernels no model specializes, compiled for
+    the board by `compile_cmd` (the firmware's own compiler and flags, as SCons
+    runs them) into build/fw-kernels/<board>-<key>/ with their .su files: the
+    same objects every firmware build of the board would compile, made once.
+    As host_kernel_cache: the folder appears complete or not at all (a lock,
+    a private folder renamed into place); the key covers the command, the
+    include folder and every runtime_c source and header (by content)."""
+    import fcntl
+    import hashlib
+    import tempfile
+    from concurrent.futures import ThreadPoolExecutor
+    h = hashlib.sha1()
+    h.update(json.dumps([compile_cmd, str(RUNTIME_INCLUDE)]).encode())
+    for p in sorted(RUNTIME_INCLUDE.parent.rglob("*")):
+        if p.is_file() and p.suffix in (".c", ".h", ".inc"):
+            h.update(p.relative_to(RUNTIME_INCLUDE.parent).as_posix().encode() + b"\0")
+            h.update(p.read_bytes())
+    root = build_root() / "fw-kernels"
+    final = root / f"{board['name']}-{h.hexdigest()[:16]}"
+    spec = specialized_kernels()
+    plain = [str(k) for k in runtime_sources() if str(k) not in spec]
+    objs = {k: str(final / (Path(k).stem + ".o")) for k in plain}
+    if final.is_dir():
+        return objs
+    root.mkdir(parents=True, exist_ok=True)
+    with open(str(final) + ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        if final.is_dir():
+            return objs
+        tmp = tempfile.mkdtemp(prefix=final.name + ".tmp-", dir=str(root))
+        try:
+            def compile_one(k):
+                out = os.path.join(tmp, Path(k).stem + ".o")
+                cmd = f"{compile_cmd} -I{shlex.quote(str(RUNTIME_INCLUDE))} -c -o " \
+                      f"{shlex.quote(out)} {shlex.quote(k)}"
+                return k, subprocess.run(cmd, shell=True, capture_output=True, text=True)
+            with ThreadPoolExecutor(2) as ex:
+                for k, proc in ex.map(compile_one, plain):
+                    if proc.returncode != 0:
+                        raise TinyAotError(f"build failed for board {board['name']} (runtime "
+                                           f"kernel {Path(k).name}):\n{proc.stderr[-4000:]}")
+            os.chmod(tmp, 0o755)
+            os.rename(tmp, str(final))
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+    return objs
 
 
 def host_ccflags(board):
