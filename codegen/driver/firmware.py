@@ -196,50 +196,64 @@ def firmware_kernel_cache(board, compile_cmd):
     """{source: object} of the runtime kernels no model specializes, compiled for
     the board by `compile_cmd` (the firmware's own compiler and flags, as SCons
     runs them) into build/fw-kernels/<board>-<key>/ with their .su files: the
-    same objects every firmware build of the board would compile, made once.
-    As host_kernel_cache: the folder appears complete or not at all (a lock,
-    a private folder renamed into place); the key covers the command, the
-    include folder and every runtime_c source and header (by content)."""
-    import fcntl
-    import hashlib
-    import tempfile
+    same objects every firmware build of the board would compile, made once
+    (_cache_folder: complete or absent; the key covers the command and every
+    runtime_c source and header)."""
     from concurrent.futures import ThreadPoolExecutor
+    spec = specialized_kernels()
+    plain = [str(k) for k in runtime_sources() if str(k) not in spec]
+
+    def fill(tmp):
+        def compile_one(k):
+            out = os.path.join(tmp, Path(k).stem + ".o")
+            cmd = f"{compile_cmd} -I{shlex.quote(str(RUNTIME_INCLUDE))} -c -o " \
+                  f"{shlex.quote(out)} {shlex.quote(k)}"
+            return k, subprocess.run(cmd, shell=True, capture_output=True, text=True)
+        with ThreadPoolExecutor(2) as ex:
+            for k, proc in ex.map(compile_one, plain):
+                if proc.returncode != 0:
+                    raise TinyAotError(f"build failed for board {board['name']} (runtime "
+                                       f"kernel {Path(k).name}):\n{proc.stderr[-4000:]}")
+
+    key = _runtime_key([compile_cmd, str(RUNTIME_INCLUDE)])
+    final = _cache_folder(build_root() / "fw-kernels" / f"{board['name']}-{key}", fill)
+    return {k: os.path.join(final, Path(k).stem + ".o") for k in plain}
+
+
+def _runtime_key(what):
+    """16 hex digits over `what` (JSON) and every runtime_c source and header (by content)."""
+    import hashlib
     h = hashlib.sha1()
-    h.update(json.dumps([compile_cmd, str(RUNTIME_INCLUDE)]).encode())
+    h.update(json.dumps(what).encode())
     for p in sorted(RUNTIME_INCLUDE.parent.rglob("*")):
         if p.is_file() and p.suffix in (".c", ".h", ".inc"):
             h.update(p.relative_to(RUNTIME_INCLUDE.parent).as_posix().encode() + b"\0")
             h.update(p.read_bytes())
-    root = build_root() / "fw-kernels"
-    final = root / f"{board['name']}-{h.hexdigest()[:16]}"
-    spec = specialized_kernels()
-    plain = [str(k) for k in runtime_sources() if str(k) not in spec]
-    objs = {k: str(final / (Path(k).stem + ".o")) for k in plain}
+    return h.hexdigest()[:16]
+
+
+def _cache_folder(final, fill):
+    """The folder `final`, made by fill(tmp) into a private folder renamed into
+    place under a lock: it appears complete or not at all, and concurrent builds
+    on one build tree wait for the first and then use its folder."""
+    import fcntl
+    import tempfile
     if final.is_dir():
-        return objs
-    root.mkdir(parents=True, exist_ok=True)
+        return str(final)
+    final.parent.mkdir(parents=True, exist_ok=True)
     with open(str(final) + ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
         if final.is_dir():
-            return objs
-        tmp = tempfile.mkdtemp(prefix=final.name + ".tmp-", dir=str(root))
+            return str(final)
+        tmp = tempfile.mkdtemp(prefix=final.name + ".tmp-", dir=str(final.parent))
         try:
-            def compile_one(k):
-                out = os.path.join(tmp, Path(k).stem + ".o")
-                cmd = f"{compile_cmd} -I{shlex.quote(str(RUNTIME_INCLUDE))} -c -o " \
-                      f"{shlex.quote(out)} {shlex.quote(k)}"
-                return k, subprocess.run(cmd, shell=True, capture_output=True, text=True)
-            with ThreadPoolExecutor(2) as ex:
-                for k, proc in ex.map(compile_one, plain):
-                    if proc.returncode != 0:
-                        raise TinyAotError(f"build failed for board {board['name']} (runtime "
-                                           f"kernel {Path(k).name}):\n{proc.stderr[-4000:]}")
-            os.chmod(tmp, 0o755)
+            fill(tmp)
+            os.chmod(tmp, 0o755)  # mkdtemp's 0700 would hide it from other users of the tree
             os.rename(tmp, str(final))
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
-    return objs
+    return str(final)
 
 
 def host_ccflags(board):
@@ -248,55 +262,25 @@ def host_ccflags(board):
             + [f for f in os.environ.get("TINYAOT_HOST_CFLAGS", "").split() if f])
 
 
-def _host_kernel_key(board):
-    """What the host kernel objects depend on: compiler, flags and every
-    runtime_c source and header (by content)."""
-    import hashlib
-    h = hashlib.sha1()
-    h.update(json.dumps([board["compiler"], host_ccflags(board)]).encode())
-    for p in sorted(RUNTIME_INCLUDE.parent.rglob("*")):
-        if p.is_file() and p.suffix in (".c", ".h", ".inc"):
-            h.update(p.relative_to(RUNTIME_INCLUDE.parent).as_posix().encode() + b"\0")
-            h.update(p.read_bytes())
-    return h.hexdigest()[:16]
-
-
 def host_kernel_cache(board):
     """build/host-kernels/<key>/: every runtime kernel compiled for the host.
 
     The kernels do not depend on the model, so a host model build compiles its
-    own C file only and links these. The folder appears complete or not at
-    all: the first build that needs it takes a lock, compiles the kernels into
-    a private folder (its own SCons database) and renames that into place;
+    own C file only and links these. The first build that needs the folder
+    compiles the kernels (its own SCons database) under a lock (_cache_folder);
     concurrent builds on one build tree (CI, make -j, several terminals) wait
-    for the lock and then use it. Any change to a kernel, a header, the flags
-    or the compiler gives another key, hence another folder."""
-    import fcntl
-    import tempfile
-    root = build_root() / "host-kernels"
-    final = root / _host_kernel_key(board)
-    if final.is_dir():
-        return str(final)
-    root.mkdir(parents=True, exist_ok=True)
-    with open(str(final) + ".lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
-        if final.is_dir():
-            return str(final)
-        tmp = tempfile.mkdtemp(prefix=final.name + ".tmp-", dir=str(root))
-        try:
-            cmd = [sys.executable, "-m", "SCons", "-f", str(SCONSTRUCT), "-Q", "-j2",
-                   f"board={board['name']}", f"kernels={tmp}"]
-            proc = subprocess.run(cmd, cwd=str(REPO_ROOT), capture_output=True, text=True)
-            if proc.returncode != 0:
-                raise TinyAotError(f"build failed for board {board['name']} (runtime kernels):\n"
-                                   f"{proc.stdout[-4000:]}{proc.stderr[-4000:]}")
-            os.chmod(tmp, 0o755)  # mkdtemp's 0700 would hide it from other users of the tree
-            os.rename(tmp, str(final))
-        except BaseException:
-            import shutil
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
-    return str(final)
+    for it and then use it. Any change to a kernel, a header, the flags or the
+    compiler gives another key, hence another folder."""
+    def fill(tmp):
+        cmd = [sys.executable, "-m", "SCons", "-f", str(SCONSTRUCT), "-Q", "-j2",
+               f"board={board['name']}", f"kernels={tmp}"]
+        proc = subprocess.run(cmd, cwd=str(REPO_ROOT), capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise TinyAotError(f"build failed for board {board['name']} (runtime kernels):\n"
+                               f"{proc.stdout[-4000:]}{proc.stderr[-4000:]}")
+
+    key = _runtime_key([board["compiler"], host_ccflags(board)])
+    return _cache_folder(build_root() / "host-kernels" / key, fill)
 
 
 def scons_kernel_targets(Environment, board_name, out_dir):

@@ -409,42 +409,37 @@ def add_s8(n, params, a, b, b_stride, rng=None):
     return out.result("tinyaot_add_s8")
 
 
-def convolve_fast_s8(dims, q, x, packed, scratch_bytes, rng=None):
-    """tinyaot_convolve_fast_s8: packed = fast_pack.pack_gemm(conv_gemm_weights(w))."""
+def _conv_with_scratch(name, dims, q, x, weights, wtype, extra, scratch_bytes, rng):
+    """name(dims, q, x, weights, *extra, scratch, out) with the scratch poisoned and
+    guarded (OutBuf), as the fast convs are called."""
     keep = []
     d = new_struct("tinyaot_conv_dims_t", dims, keep)
     out = OutBuf(dims["out_h"] * dims["out_w"] * dims["out_c"], rng)
     scratch = OutBuf(scratch_bytes, rng)
-    _call("tinyaot_convolve_fast_s8", d, _requant(q, keep), cbuf(x, np.int8, keep),
-          cbuf(packed, np.int32, keep), ffi.cast("uint32_t *", scratch.ptr), out.ptr)
-    scratch.result("tinyaot_convolve_fast_s8 scratch")
-    return out.result("tinyaot_convolve_fast_s8")
+    _call(name, d, _requant(q, keep), cbuf(x, np.int8, keep), cbuf(weights, wtype, keep), *extra,
+          ffi.cast("uint32_t *", scratch.ptr), out.ptr)
+    scratch.result(f"{name} scratch")
+    return out.result(name)
+
+
+def convolve_fast_s8(dims, q, x, packed, scratch_bytes, rng=None):
+    """tinyaot_convolve_fast_s8: packed = fast_pack.pack_gemm(conv_gemm_weights(w))."""
+    return _conv_with_scratch("tinyaot_convolve_fast_s8", dims, q, x, packed, np.int32, (),
+                              scratch_bytes, rng)
 
 
 def convolve_fast_w8_s8(dims, q, x, filt, block_pairs, scratch_bytes, rng=None):
     """tinyaot_convolve_fast_w8_s8: filt int8 [oc][kq] (fast_pack.conv_gemm_weights), the
-    scratch of block_pairs pixel pairs (poisoned, guarded)."""
-    keep = []
-    d = new_struct("tinyaot_conv_dims_t", dims, keep)
-    out = OutBuf(dims["out_h"] * dims["out_w"] * dims["out_c"], rng)
-    scratch = OutBuf(scratch_bytes, rng)
-    _call("tinyaot_convolve_fast_w8_s8", d, _requant(q, keep), cbuf(x, np.int8, keep),
-          cbuf(filt, np.int8, keep), block_pairs, ffi.cast("uint32_t *", scratch.ptr), out.ptr)
-    scratch.result("tinyaot_convolve_fast_w8_s8 scratch")
-    return out.result("tinyaot_convolve_fast_w8_s8")
+    scratch of block_pairs pixel pairs."""
+    return _conv_with_scratch("tinyaot_convolve_fast_w8_s8", dims, q, x, filt, np.int8,
+                              (block_pairs,), scratch_bytes, rng)
 
 
 def convolve_winograd_s8(dims, q, x, packed, scratch_bytes, rng=None):
     """tinyaot_convolve_winograd_s8: packed = winograd_pack.pack_winograd(w), the scratch
-    (poisoned, guarded) scratch_bytes long."""
-    keep = []
-    d = new_struct("tinyaot_conv_dims_t", dims, keep)
-    out = OutBuf(dims["out_h"] * dims["out_w"] * dims["out_c"], rng)
-    scratch = OutBuf(scratch_bytes, rng)
-    _call("tinyaot_convolve_winograd_s8", d, _requant(q, keep), cbuf(x, np.int8, keep),
-          cbuf(packed, np.int32, keep), ffi.cast("uint32_t *", scratch.ptr), out.ptr)
-    scratch.result("tinyaot_convolve_winograd_s8 scratch")
-    return out.result("tinyaot_convolve_winograd_s8")
+    scratch_bytes long."""
+    return _conv_with_scratch("tinyaot_convolve_winograd_s8", dims, q, x, packed, np.int32, (),
+                              scratch_bytes, rng)
 
 
 def convolve_sparse_s8(dims, q, x, words, rng=None):

@@ -156,26 +156,26 @@ static inline __attribute__((always_inline)) void tail_put(uint32_t *tq, int32_t
 #define TINYAOT_IM2COL_TAILS_MAX 28
 #define TINYAOT_IM2COL_ROW_MAX 64
 
-/* k_h rows of body + t bytes (t 1..3), rstep apart, all inside the input:
- * each row's body widened into quads at dst, its tails stored in order
- * (int16) straight into the tail quads at tq when those are contiguous in
- * memory order (a lone column, or one quad), else gathered on the stack and
- * copied as whole quads; the last quad zero padded. */
-static inline __attribute__((always_inline)) void tails_inside(
-    const int8_t *src, int32_t rstep, int32_t k_h, int32_t body, int32_t t, uint32_t *dst,
-    uint32_t *tq, int32_t st, uint32_t off, int32_t in_zp)
+/* k_h rows of body + t bytes (t 1..3), rstep apart, all inside the input,
+ * into a pair's column (quads 4 words apart): each row's body widened into
+ * quads at dst, its tails stored in order (int16) straight into the tail
+ * quad at tq when there is one, else gathered on the stack and copied as
+ * whole quads; the last quad zero padded. A function of its own: its few
+ * live values stay in registers. */
+static __attribute__((noinline, unused)) void tails_inside_4(const int8_t *src, int32_t rstep,
+                                                             int32_t k_h, int32_t body,
+                                                             int32_t t, uint32_t *dst,
+                                                             uint32_t *tq, uint32_t off,
+                                                             int32_t in_zp)
 {
     uint32_t tb[TINYAOT_IM2COL_TAILS_MAX / 2 + 2];
     const int32_t ntail = k_h * t;
-    const int direct = st == 2 || ntail <= 4;
+    const int direct = ntail <= 4;
     char *tp = (char *)tb;
     if (direct) {
         tp = (char *)tq;
-        if (ntail & 3) { /* the last quad's padding, the tails then stored over it */
-            uint32_t *last = tq + ((ntail - 1) >> 2) * st;
-            last[0] = 0u;
-            last[1] = 0u;
-        }
+        tq[0] = 0u; /* the quad's padding, the tails then stored over it */
+        tq[1] = 0u;
     }
 #if TINYAOT_HAVE_DSP_ASM
     /* per row: the body a quad a pass (6 instructions), each tail byte LDRB +
@@ -186,7 +186,7 @@ static inline __attribute__((always_inline)) void tails_inside(
 #define TINYAOT_TAIL1(I) "ldrb %[x], [%[s], #" I "]\n\t"                                              \
                          "sxtab16 %[a], %[off], %[x]\n\t"                                          \
                          "strh %[a], [%[tp]], #2\n\t"
-#define TINYAOT_TAILS_ASM(STEP, TAILS)                                                             \
+#define TINYAOT_TAILS_ASM(TAILS)                                                                   \
     __asm__ volatile("1:\n\t"                                                                     \
                      "movs %[n], %[nq]\n\t"                                                       \
                      "beq 3f\n\t"                                                                 \
@@ -194,7 +194,7 @@ static inline __attribute__((always_inline)) void tails_inside(
                      "ldr %[x], [%[s]], #4\n\t"                                                   \
                      "sxtab16 %[a], %[off], %[x]\n\t"                                             \
                      "sxtab16 %[b], %[off], %[x], ror #8\n\t"                                     \
-                     "strd %[a], %[b], [%[d]], #" STEP "\n\t"                                      \
+                     "strd %[a], %[b], [%[d]], #16\n\t"                                           \
                      "subs %[n], %[n], #1\n\t"                                                    \
                      "bne 2b\n\t"                                                                 \
                      "3:\n\t" TAILS "add %[s], %[s], %[rn]\n\t"                                    \
@@ -204,25 +204,16 @@ static inline __attribute__((always_inline)) void tails_inside(
                        [n] "=&r"(n), [x] "=&r"(x), [a] "=&r"(a), [b] "=&r"(b)                   \
                      : [nq] "r"(nq), [rn] "r"(rnext), [off] "r"(off)                            \
                      : "cc", "memory")
-#define TINYAOT_TAILS_T(STEP)                                                                      \
-    switch (t) {                                                                                   \
-    case 1: TINYAOT_TAILS_ASM(STEP, TINYAOT_TAIL1("0")); break;                                    \
-    case 2: TINYAOT_TAILS_ASM(STEP, TINYAOT_TAIL1("0") TINYAOT_TAIL1("1")); break;                 \
-    default:                                                                                       \
-        TINYAOT_TAILS_ASM(STEP, TINYAOT_TAIL1("0") TINYAOT_TAIL1("1") TINYAOT_TAIL1("2"));         \
-        break;                                                                                     \
+    switch (t) {
+    case 1: TINYAOT_TAILS_ASM(TINYAOT_TAIL1("0")); break;
+    case 2: TINYAOT_TAILS_ASM(TINYAOT_TAIL1("0") TINYAOT_TAIL1("1")); break;
+    default: TINYAOT_TAILS_ASM(TINYAOT_TAIL1("0") TINYAOT_TAIL1("1") TINYAOT_TAIL1("2")); break;
     }
-    if (st == 4) {
-        TINYAOT_TAILS_T("16");
-    } else {
-        TINYAOT_TAILS_T("8");
-    }
-#undef TINYAOT_TAILS_T
 #undef TINYAOT_TAILS_ASM
 #undef TINYAOT_TAIL1
 #else
     for (; k_h > 0; --k_h, src += rstep) {
-        dst = widen_run_st(src, body, dst, st, off, in_zp);
+        dst = widen_run_st(src, body, dst, 4, off, in_zp);
         for (int32_t j = 0; j < t; ++j, tp += 2) {
             const int16_t h = (int16_t)(src[body + j] - in_zp);
             memcpy(tp, &h, 2);
@@ -233,7 +224,7 @@ static inline __attribute__((always_inline)) void tails_inside(
         const uint32_t zero = 0u; /* the last quad's padding (at most 3 values) */
         memcpy(tp, &zero, 4);
         memcpy(tp + 4, &zero, 2);
-        for (const uint32_t *w = tb; (const char *)w < tp; w += 2, tq += st) {
+        for (const uint32_t *w = tb; (const char *)w < tp; w += 2, tq += 4) {
             tq[0] = w[0];
             tq[1] = w[1];
         }
@@ -241,8 +232,9 @@ static inline __attribute__((always_inline)) void tails_inside(
 }
 
 /* A window crossing the input's edge (or dilated, or with more tails than
- * the stack gathers): row by row, tails value by value (zero outside). */
-static inline __attribute__((always_inline)) void im2col_tails_edge_st(
+ * the stack gathers), and a lone column: row by row, tails value by value
+ * (zero outside). Few pixels take it: one function, st at run time. */
+static __attribute__((noinline, unused)) void im2col_tails_edge(
     const tinyaot_conv_dims_t *d, const int8_t *input, int32_t iy0, int32_t ix0, uint32_t *dst,
     int32_t st, uint32_t off, int32_t in_zp)
 {
@@ -305,35 +297,6 @@ static inline __attribute__((always_inline)) void im2col_tails_edge_st(
     }
 }
 
-static __attribute__((noinline, unused)) void im2col_tails_edge_4(const tinyaot_conv_dims_t *d,
-                                                                  const int8_t *input,
-                                                                  int32_t iy0, int32_t ix0,
-                                                                  uint32_t *dst, uint32_t off,
-                                                                  int32_t in_zp)
-{
-    im2col_tails_edge_st(d, input, iy0, ix0, dst, 4, off, in_zp);
-}
-
-static __attribute__((noinline, unused)) void im2col_tails_edge_2(const tinyaot_conv_dims_t *d,
-                                                                  const int8_t *input,
-                                                                  int32_t iy0, int32_t ix0,
-                                                                  uint32_t *dst, uint32_t off,
-                                                                  int32_t in_zp)
-{
-    im2col_tails_edge_st(d, input, iy0, ix0, dst, 2, off, in_zp);
-}
-
-/* tails_inside for a column of a pair (st 4): a function of its own (its
- * few live values stay in registers). */
-static __attribute__((noinline, unused)) void tails_inside_4(const int8_t *src, int32_t rstep,
-                                                             int32_t k_h, int32_t body,
-                                                             int32_t t, uint32_t *dst,
-                                                             uint32_t *tq, uint32_t off,
-                                                             int32_t in_zp)
-{
-    tails_inside(src, rstep, k_h, body, t, dst, tq, 4, off, in_zp);
-}
-
 /* The column of output pixel (oy, ox) when its window rows have tails
  * (im2col_has_tails): per row its whole quads, and its t = row % 4 last
  * values to the tail quads after all rows (zero where the window leaves the
@@ -354,7 +317,7 @@ static inline __attribute__((always_inline)) void im2col_tails_st(
         tails_inside_4(input + (iy0 * in_w + ix0) * cin, in_w * cin, d->k_h, body, t, dst,
                        dst + d->k_h * (body >> 2) * st, off, in_zp);
     } else {
-        (st == 4 ? im2col_tails_edge_4 : im2col_tails_edge_2)(d, input, iy0, ix0, dst, off, in_zp);
+        im2col_tails_edge(d, input, iy0, ix0, dst, st, off, in_zp);
     }
     __asm__ volatile("" ::: "memory");
 }
