@@ -121,6 +121,37 @@ def pack_sparse(w2d):
     return np.where(u >= 1 << 31, u - (1 << 32), u).astype(np.int64)
 
 
+# tinyaot_convolve_narrow_s8: two output channels per weight word, w0 + w1 * 2^NARROW_SPLIT;
+# a window row of at most NARROW_ROW_MAX taps (its unrolled asm row), a window of at most
+# NARROW_K_MAX (its edge copies on the stack).
+NARROW_SPLIT = 21
+NARROW_ROW_MAX = 16
+NARROW_K_MAX = 64
+
+
+def narrow_fits(w) -> bool:
+    """Can tinyaot_convolve_narrow_s8 run conv weights [oc][ic][kh][kw] (int8)? Channel
+    quads, the window's limits, and every channel's sum of raw int8 inputs times its
+    weights within +-2^20 (128 * sum |w| < 2^20), so the low channel's sum is exact in the
+    low NARROW_SPLIT bits of the 64-bit sum (it starts at 2^20)."""
+    w = np.asarray(w, dtype=np.int64)
+    oc, ic, kh, kw = w.shape
+    if oc % 4 or kw * ic > NARROW_ROW_MAX or kh * kw * ic > NARROW_K_MAX:
+        return False
+    return int(np.abs(w).reshape(oc, -1).sum(axis=1).max()) * 128 < 1 << (NARROW_SPLIT - 1)
+
+
+def pack_narrow(w):
+    """Conv weights [oc][ic][kh][kw] -> tinyaot_convolve_narrow_s8's words: per channel
+    quad, per tap in window order (row, column, channel), {w[c0] + w[c1] << 21,
+    w[c2] + w[c3] << 21} (int64 values within int32)."""
+    w = np.asarray(w, dtype=np.int64)
+    oc = w.shape[0]
+    taps = w.transpose(0, 2, 3, 1).reshape(oc, -1)  # [oc][k], NHWC window order
+    pairs = taps[0::2] + taps[1::2] * (1 << NARROW_SPLIT)  # [oc / 2][k]
+    return pairs.reshape(oc // 4, 2, -1).transpose(0, 2, 1).reshape(-1)
+
+
 def fold_input_zero_point(bias, w2d, in_zp):
     """bias - in_zp * sum_k W[oc][k] (int64): the sums of raw input bytes then equal the
     sums of (input - zero point) plus the bias."""

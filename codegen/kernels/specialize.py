@@ -33,8 +33,9 @@ WINO_MODES = "TINYAOT_SPEC_WINO_MODES"
 WINO_REMS = "TINYAOT_SPEC_WINO_REMS"
 DW_MODES = "TINYAOT_SPEC_DW_MODES"
 FC_MODES = "TINYAOT_SPEC_FC_MODES"
+NARROW_MODES = "TINYAOT_SPEC_NARROW_MODES"
 MASKS = (CONV_MODES, CONV_REMS, CONV_KINDS, CONVW8_MODES, CONVW8_REMS, IM2COL, WINO_MODES,
-         WINO_REMS, DW_MODES, FC_MODES)
+         WINO_REMS, DW_MODES, FC_MODES, NARROW_MODES)
 
 _NULL = "NULL"
 
@@ -103,6 +104,11 @@ def winograd_uses(r, d) -> dict:
 def depthwise_uses(r) -> dict:
     """{mask: bits} of one tinyaot_depthwise_conv_fast_s8 call."""
     return {DW_MODES: 1 << rq_mode(r)}
+
+
+def narrow_uses(r) -> dict:
+    """{mask: bits} of one tinyaot_convolve_narrow_s8 call."""
+    return {NARROW_MODES: 1 << rq_mode(r)}
 
 
 def fc_uses(r, fixed: bool) -> dict:

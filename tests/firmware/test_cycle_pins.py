@@ -29,12 +29,13 @@ from tests.helpers.env import require_arm_toolchain, shared_model
 # inside-the-input path (kws01, ic01 tflite -0.2 to -0.4 %; ic01 ort +0.5 %: its one
 # few-pixel integer conv) and ic01's 3x3 stride-1 convs Winograd (tflite -8.9 %, ort -3.0 %),
 # and when im2col stopped padding window rows that are not whole quads (3x3 on 3 channels:
-# 7 quads, not 9; ic01 and vww01 tflite -0.9 % and -1.0 %; the rest within 0.05 %).
+# 7 quads, not 9; ic01 and vww01 tflite -0.9 % and -1.0 %; the rest within 0.05 %), and
+# when vww01's first conv (3 -> 8 channels) took tinyaot_convolve_narrow_s8 (-1.8 %).
 PINNED = {
     ("ad01", "tflite"): {"ideal": 377970},
     ("kws01", "tflite"): {"ideal": 5511857},
     ("ic01", "tflite"): {"ideal": 17613935},
-    ("vww01", "tflite"): {"ideal": 13349703},
+    ("vww01", "tflite"): {"ideal": 13107321},
     ("sww01", "tflite"): {"ideal": 1671987},
     ("ad01", "ort"): {"ideal": 779016},
     ("kws01", "ort"): {"ideal": 6014802},

@@ -452,6 +452,16 @@ def convolve_sparse_s8(dims, q, x, words, rng=None):
     return out.result("tinyaot_convolve_sparse_s8")
 
 
+def convolve_narrow_s8(dims, q, x, words, rng=None):
+    """tinyaot_convolve_narrow_s8: words = fast_pack.pack_narrow(w)."""
+    keep = []
+    d = new_struct("tinyaot_conv_dims_t", dims, keep)
+    out = OutBuf(dims["out_h"] * dims["out_w"] * dims["out_c"], rng)
+    _call("tinyaot_convolve_narrow_s8", d, _requant(q, keep), cbuf(x, np.int8, keep),
+          ffi.cast("const uint32_t *", cbuf(words, np.int32, keep)), out.ptr)
+    return out.result("tinyaot_convolve_narrow_s8")
+
+
 def buffer_size(name, dims, *args):
     """<name>_get_buffer_size(dims, *args) of a conv kernel."""
     keep = []

@@ -25,7 +25,8 @@
  *   TINYAOT_SPEC_DW_MODES    tinyaot_depthwise_conv_fast_s8, bit TINYAOT_RQ_* mode
  *   TINYAOT_SPEC_FC_MODES    tinyaot_fully_connected_fast_s8: bits 0-3 TINYAOT_RQ_ORT ..
  *                            SMLAL_SAT, 4 ort over the whole int8 range, 5 the same
- *                            with zero point -128, 6 the fixed-point records */
+ *                            with zero point -128, 6 the fixed-point records
+ *   TINYAOT_SPEC_NARROW_MODES tinyaot_convolve_narrow_s8, bit TINYAOT_RQ_* mode */
 #ifndef TINYAOT_SPECIALIZE_H
 #define TINYAOT_SPECIALIZE_H
 
@@ -64,6 +65,9 @@
 #endif
 #ifndef TINYAOT_SPEC_FC_MODES
 #define TINYAOT_SPEC_FC_MODES 0xffu
+#endif
+#ifndef TINYAOT_SPEC_NARROW_MODES
+#define TINYAOT_SPEC_NARROW_MODES 0xffu
 #endif
 
 /* Is bit n of mask set? (a constant wherever n is) */

@@ -1,0 +1,175 @@
+"""tinyaot_convolve_narrow_s8 (inputs of 1-3 channels: two output channels per weight word,
+w0 + w1 * 2^21, summed by SMLAL; the input zero point folded into the bias) against the
+numpy oracle of the conv operator (codegen/ops/conv2d.py: conv2d_int with the layer's own
+bias, int64 sums), both requantizations, with and without the per-channel records, a
+clamped output range: on the host (portable C) and on qemu-m4 (the asm). Shapes: strides 1
+and 2, padding on every side and none, windows wholly outside the interior (input smaller
+than the kernel), odd output widths (a lone last pixel), rows of 1 to 16 taps (the asm's
+unrolled row entered at every depth), more channel quads than one pass sums, and the
+extremes of the split (sums of +-63 * 2^14 in the low channel)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from codegen.kernels.fast_pack import (NARROW_K_MAX, NARROW_ROW_MAX, fold_input_zero_point,
+                                       narrow_fits, pack_narrow)
+from tests.helpers.env import require_arm_toolchain
+from tests.helpers.kernels_cffi import conv_dims_fields
+from tests.helpers.requant_cases import requant_fields
+
+# (cin, cout, (h, w), (kh, kw), (sh, sw), pads top/left/bottom/right)
+SHAPES = [(3, 8, (12, 12), (3, 3), (2, 2), (0, 0, 1, 1)),   # the VWW MobileNet's first
+          (3, 16, (9, 10), (3, 3), (1, 1), (1, 1, 1, 1)),   # ResNet-8's first
+          (3, 12, (7, 9), (3, 3), (1, 1), (1, 1, 1, 1)),    # odd output width
+          (1, 4, (7, 5), (3, 3), (1, 1), (1, 1, 1, 1)),
+          (2, 12, (6, 9), (5, 3), (1, 2), (2, 1, 2, 1)),
+          (1, 8, (10, 7), (7, 5), (1, 1), (3, 2, 3, 2)),
+          (3, 40, (5, 6), (3, 3), (1, 1), (1, 1, 1, 1)),    # two passes of quads
+          (3, 8, (4, 5), (1, 3), (1, 1), (0, 1, 0, 1)),     # one row
+          (2, 4, (3, 10), (2, 8), (1, 1), (0, 0, 0, 0)),    # a row of 16 taps
+          (3, 4, (2, 2), (3, 3), (1, 1), (1, 1, 1, 1)),     # every window cut
+          (1, 4, (9, 9), (1, 1), (1, 1), (0, 0, 0, 0)),     # one tap
+          (3, 4, (9, 9), (3, 5), (2, 3), (0, 0, 0, 0))]     # rows of 15
+VARIANTS = [("ort", False, False), ("ort", True, False), ("ort", False, True),
+            ("tflite", False, False), ("tflite", True, False), ("tflite", True, True)]
+
+
+def _attrs(k, s, pads):
+    return {"kernel": k, "strides": s, "pads": pads, "dilations": (1, 1), "group": 1}
+
+
+def _out_hw(hw, k, s, pads):
+    return tuple((hw[i] + pads[i] + pads[i + 2] - k[i]) // s[i] + 1 for i in (0, 1))
+
+
+def _case(rng, numerics, records, clamp, cin, cout, hw, k, s, pads, x=None, w=None):
+    attrs = _attrs(k, s, pads)
+    if x is None:
+        x = rng.integers(-128, 128, (1, cin) + hw).astype(np.int8)
+    if w is None:
+        w = rng.integers(-128, 128, (cout, cin) + k).astype(np.int8)
+    in_zp = int(rng.integers(-128, 128))
+    q, p = requant_fields(rng, cout, in_zp, numerics, False)
+    if clamp:
+        q["act_min"] = p.act_min = -30
+        q["act_max"] = p.act_max = 100
+    want = conv2d_int_oracle(x, w, attrs, p)[0]  # the layer's own bias
+    folded = fold_input_zero_point(p.bias, w.reshape(cout, -1), in_zp).astype(np.int32)
+    q["bias"] = folded
+    if records:
+        from codegen.kernels.fast_pack import float_requant, smlal_requant
+        q["rq"] = (float_requant(q["scale"], folded) if numerics == "ort"
+                   else smlal_requant(q["mult"], q["shift"], folded))
+        q["bias"] = None  # the records hold it
+    dims = conv_dims_fields(x.shape, (1, cout) + _out_hw(hw, k, s, pads), attrs)
+    return (dims, q, x[0].transpose(1, 2, 0), pack_narrow(w), want.transpose(1, 2, 0),
+            (cin, cout, hw, k, s, pads, numerics, records, clamp))
+
+
+def conv2d_int_oracle(x, w, attrs, p):
+    from codegen.ops.conv2d import conv2d_int
+    return conv2d_int(x, w, attrs, p)
+
+
+def _cases():
+    """(dims, q with the folded bias, x NHWC, packed words, want NHWC, info)."""
+    out = []
+    for vi, (numerics, records, clamp) in enumerate(VARIANTS):
+        rng = np.random.default_rng(90 + vi)
+        for cin, cout, hw, k, s, pads in SHAPES:
+            out.append(_case(rng, numerics, records, clamp, cin, cout, hw, k, s, pads))
+    # the split's extremes: 63 taps of -128 * -128 (+1,032,192 in the low channel) and
+    # of 127 * -128, against the high channel's opposite
+    rng = np.random.default_rng(99)
+    for xv, lo, hi in ((-128, -128, 127), (127, -128, -128), (-128, 127, -128)):
+        x = np.full((1, 1, 9, 7), xv, np.int8)
+        w = np.empty((4, 1, 9, 7), np.int8)
+        w[0::2], w[1::2] = lo, hi
+        for numerics in ("tflite", "ort"):
+            out.append(_case(rng, numerics, True, False, 1, 4, (9, 7), (9, 7), (1, 1),
+                             (0, 0, 0, 0), x, w))
+    return out
+
+
+def test_narrow_fits_limits():
+    ok = np.full((4, 3, 3, 3), -128, np.int8)
+    assert narrow_fits(ok)
+    assert not narrow_fits(ok[:3])  # channel quads only
+    assert not narrow_fits(np.zeros((4, 3, 1, NARROW_ROW_MAX // 3 + 1), np.int8))
+    assert not narrow_fits(np.zeros((4, 1, NARROW_K_MAX // 4 + 1, 4), np.int8))
+    # 128 * sum |w| < 2^20: 63 taps of -128 fit, 64 do not, 64 of 127 do
+    assert narrow_fits(np.full((4, 1, 9, 7), -128, np.int8))
+    assert not narrow_fits(np.full((4, 1, 8, 8), -128, np.int8))
+    assert narrow_fits(np.full((4, 1, 8, 8), 127, np.int8))
+
+
+def test_pack_narrow_words():
+    w = np.zeros((4, 1, 1, 2), np.int8)
+    w[:, 0, 0, 0] = [1, -2, -128, 127]
+    w[:, 0, 0, 1] = [-1, 3, 5, -7]
+    words = pack_narrow(w)
+    # tap 0: {1 - 2 * 2^21, -128 + 127 * 2^21}, tap 1: {-1 + 3 * 2^21, 5 - 7 * 2^21}
+    assert list(words) == [1 - (2 << 21), -128 + (127 << 21), -1 + (3 << 21), 5 - (7 << 21)]
+
+
+def test_narrow_equals_the_numpy_reference():
+    from tests.helpers import kernels_cffi as kf
+    rng = np.random.default_rng(6)
+    for i, (dims, q, x, words, want, info) in enumerate(_cases()):
+        dims = dict(zip(kf.struct_fields("tinyaot_conv_dims_t"), dims))
+        got = kf.convolve_narrow_s8(dims, q, x, words, rng).reshape(want.shape)
+        np.testing.assert_array_equal(got, want, err_msg=f"case {i}: {info}")
+
+
+def test_narrow_refuses_what_it_cannot_run():
+    from tests.helpers import kernels_cffi as kf
+    rng = np.random.default_rng(7)
+    dims, q, x, words, want, _ = _case(rng, "tflite", True, False, 3, 8, (6, 6), (3, 3),
+                                       (1, 1), (1, 1, 1, 1))
+    names = kf.struct_fields("tinyaot_conv_dims_t")
+    for field, value in (("out_c", 6), ("dil_w", 2), ("groups", 2), ("k_w", 6)):
+        d = dict(zip(names, dims))
+        d[field] = value
+        with pytest.raises(Exception, match="-1"):
+            kf.convolve_narrow_s8(d, q, x, words, rng)
+
+
+@pytest.mark.qemu
+def test_narrow_on_qemu_m4(tmp_path):
+    require_arm_toolchain()
+    from codegen.targets.qemu import load_board, run_firmware
+    from tests.helpers.kernel_firmware import assert_outputs, cases_firmware, conv_case_c
+
+    board = load_board("qemu-m4")
+    cases = _cases()
+    src = ["#include <stdint.h>", "#include <string.h>", '#include "harness.h"',
+           '#include "tinyaot_kernels.h"']
+    calls = ["    case -1: return (int)scratch[0]; /* (the harness's scratch, unused here) */"]
+    for i, (dims, q, x, words, want, info) in enumerate(cases):
+        src += conv_case_c(i, dims, q, x, words, "int32_t")
+        calls.append(f"    case {i}: return tinyaot_convolve_narrow_s8(&d{i}, &q{i}, x{i}, "
+                     f"(const uint32_t *)(const void *)w{i}, output);")
+    out_size = max(c[4].size for c in cases)
+    elf, _ = cases_firmware(tmp_path, board, "narrow", src, calls, 4, out_size,
+                            "tinyaot_convolve_narrow_s8.c")
+    res = run_firmware(elf, board, timeout=300)
+    assert len(res.outputs) == len(calls)  # (the last input: the unused case)
+    assert_outputs(res, [c[4] for c in cases], [c[5] for c in cases])
+
+
+@pytest.mark.shared
+def test_first_layers_take_the_narrow_kernel_where_it_pays():
+    """vww01's first conv (3 -> 8 channels, 3x3 stride 2) runs the narrow kernel in speed
+    builds; ic01's (3 -> 16) keeps the fast conv (NARROW_OUT_C), and so does a size build."""
+    from codegen.compiler import compile_model
+    from tests.helpers.env import shared_model
+
+    def first_conv(key, optimize="speed"):
+        model, _ = shared_model(key)
+        layers = compile_model(str(model), numerics="tflite", optimize=optimize).report["layers"]
+        return next(lay["kernel"] for lay in layers if lay["op"] == "conv2d")
+
+    assert first_conv("vww01") == "tinyaot_convolve_narrow_s8"
+    assert first_conv("ic01") == "tinyaot_convolve_fast_s8"
+    assert first_conv("vww01", "size") != "tinyaot_convolve_narrow_s8"
