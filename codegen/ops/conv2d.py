@@ -67,7 +67,7 @@ W8_MIN_WEIGHTS = 2048
 
 # An integer pointwise conv whose weights are at most this share nonzero runs
 # tinyaot_convolve_sparse_s8 (both --optimize modes): only the nonzero weights are stored
-# (4 bytes each) and multiplied (about 5 cycles per nonzero weight and pixel on a
+# (4 bytes each) and multiplied (about 3.5 cycles per nonzero weight and pixel on a
 # Cortex-M4, against 1.2 to 1.5 per MAC for the dense fast kernel).
 SPARSE_DENSITY = 0.25
 

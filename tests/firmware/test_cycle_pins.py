@@ -30,17 +30,20 @@ from tests.helpers.env import require_arm_toolchain, shared_model
 # few-pixel integer conv) and ic01's 3x3 stride-1 convs Winograd (tflite -8.9 %, ort -3.0 %),
 # and when im2col stopped padding window rows that are not whole quads (3x3 on 3 channels:
 # 7 quads, not 9; ic01 and vww01 tflite -0.9 % and -1.0 %; the rest within 0.05 %), and
-# when vww01's first conv (3 -> 8 channels) took tinyaot_convolve_narrow_s8 (-1.8 %).
+# when vww01's first conv (3 -> 8 channels) took tinyaot_convolve_narrow_s8 (-1.8 %), and
+# when the one-SMLAL channel pairs of the fast conv became one asm statement and the sparse
+# conv's four-pixel sums asm (vww01 tflite -1.7 %, kws01 -1.7 %, ic01 -0.3 %, sww01 -0.5 %,
+# vww01 ort -0.1 %).
 PINNED = {
     ("ad01", "tflite"): {"ideal": 377970},
-    ("kws01", "tflite"): {"ideal": 5511857},
-    ("ic01", "tflite"): {"ideal": 17613935},
-    ("vww01", "tflite"): {"ideal": 13107321},
-    ("sww01", "tflite"): {"ideal": 1671987},
+    ("kws01", "tflite"): {"ideal": 5420406},
+    ("ic01", "tflite"): {"ideal": 17567969},
+    ("vww01", "tflite"): {"ideal": 12886477},
+    ("sww01", "tflite"): {"ideal": 1663886},
     ("ad01", "ort"): {"ideal": 779016},
     ("kws01", "ort"): {"ideal": 6014802},
     ("ic01", "ort"): {"ideal": 32245688},
-    ("vww01", "ort"): {"ideal": 13599441},
+    ("vww01", "ort"): {"ideal": 13583583},
     ("sww01", "ort"): {"ideal": 1694490},
 }
 

@@ -13,12 +13,55 @@
  * words; the requantization is the fast kernels' (the records' bias is the
  * folded one). No scratch. */
 #include "tinyaot_kernels.h"
+#include "../internal/tinyaot_intrinsics.h"
 #include "../internal/tinyaot_requant_fast.h"
 
 /* Channel `oc` of the four pixels at x (rows k_in bytes apart). */
-static inline __attribute__((always_inline)) void sums4(const uint32_t *e, int32_t n,
-                                                        const int8_t *x, int32_t k_in,
-                                                        int32_t s[4])
+#if TINYAOT_HAVE_ALLREG_ASM
+/* One nonzero weight word V (weight in its top half, input channel in its
+ * bottom half) of the four pixels: SMLATB takes the weight from V's top half,
+ * so only the channel is extracted; two loads at a time pipeline. 14
+ * registers: an optimizing build (TINYAOT_HAVE_ALLREG_ASM); inlined, as a call
+ * per channel costs more than a channel's few nonzero weights. */
+#define SPARSE_STEP                                                                                \
+    "ldr %[v], [%[e]], #4\n\t"                                                                    \
+    "uxth %[k], %[v]\n\t"                                                                         \
+    "ldrsb %[y0], [%[x0], %[k]]\n\t"                                                              \
+    "ldrsb %[y1], [%[x1], %[k]]\n\t"                                                              \
+    "smlatb %[a0], %[v], %[y0], %[a0]\n\t"                                                        \
+    "smlatb %[a1], %[v], %[y1], %[a1]\n\t"                                                        \
+    "ldrsb %[y0], [%[x2], %[k]]\n\t"                                                              \
+    "ldrsb %[y1], [%[x3], %[k]]\n\t"                                                              \
+    "smlatb %[a2], %[v], %[y0], %[a2]\n\t"                                                        \
+    "smlatb %[a3], %[v], %[y1], %[a3]\n\t"
+static inline __attribute__((always_inline)) void sums4(const uint32_t *e, int32_t n, const int8_t *x,
+                                            int32_t k_in, int32_t s[4])
+{
+    int32_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
+    const int8_t *x1 = x + k_in, *x2 = x1 + k_in, *x3 = x2 + k_in;
+    const uint32_t *end = e + (n & ~1);
+    uint32_t v, k;
+    int32_t y0, y1;
+#define SPARSE_OPS                                                                                 \
+    : [a0] "+r"(a0), [a1] "+r"(a1), [a2] "+r"(a2), [a3] "+r"(a3), [e] "+r"(e), [v] "=&r"(v),     \
+      [k] "=&r"(k), [y0] "=&r"(y0), [y1] "=&r"(y1)                                                 \
+    : [x0] "r"(x), [x1] "r"(x1), [x2] "r"(x2), [x3] "r"(x3)
+    if (e != end) { /* pairs of words: one loop test per two */
+        __asm__("1:\n\t" SPARSE_STEP SPARSE_STEP "cmp %[e], %[end]\n\t"
+                "bne 1b" SPARSE_OPS, [end] "r"(end) : "cc", "memory");
+    }
+    if (n & 1) {
+        __asm__(SPARSE_STEP SPARSE_OPS : "memory");
+    }
+#undef SPARSE_OPS
+    s[0] = a0;
+    s[1] = a1;
+    s[2] = a2;
+    s[3] = a3;
+}
+#undef SPARSE_STEP
+#else
+static inline void sums4(const uint32_t *e, int32_t n, const int8_t *x, int32_t k_in, int32_t s[4])
 {
     int32_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
     const int8_t *x1 = x + k_in, *x2 = x1 + k_in, *x3 = x2 + k_in;
@@ -36,6 +79,7 @@ static inline __attribute__((always_inline)) void sums4(const uint32_t *e, int32
     s[2] = a2;
     s[3] = a3;
 }
+#endif
 
 static inline __attribute__((always_inline)) int32_t sum1(const uint32_t *e, int32_t n,
                                                           const int8_t *x)

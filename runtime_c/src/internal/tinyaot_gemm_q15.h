@@ -379,6 +379,145 @@ static inline void tinyaot_rqf_2x1_sat(const uint32_t acc[2], const int32_t *p, 
 }
 #endif
 
+#if TINYAOT_HAVE_ALLREG_ASM
+/* The SMLAL_SAT channel pairs of two interleaved columns in one asm statement:
+ * for each pair, accumulators r0-r3 start at the records' biases, the dot
+ * product takes the nquads % 8 quads straight, then (nquads >= 8) eight per
+ * loop pass (per quad one LDM of both columns' quad, one of the weights, eight
+ * SMLAD), and the four outputs are requantized by their one-SMLAL records
+ * (TINYAOT_RQ_ONE's sequence). Every register is the loop's, so its state
+ * lives in memory operands (locals of this frame, sp-relative): no moves or
+ * reloads around each pair's blocks. One function per nquads % 8 and per
+ * nquads < 8 or not (tinyaot_gemm_2col_sat), so no jump into the quads. */
+typedef struct {
+    const uint32_t *col, *col_end, *w;
+    const int32_t *p;
+    int8_t *o0, *o1;
+    const int8_t *o_end;
+    int32_t zp;
+} tinyaot_pw_loop_t;
+
+#define TINYAOT_PW_QUAD                                                                            \
+    "ldmia r12!, {r4, r5, r6, r7}\n\t"                                                             \
+    "ldmia lr!, {r8, r9, r10, r11}\n\t"                                                            \
+    "smlad r0, r4, r8, r0\n\t"                                                                     \
+    "smlad r0, r5, r9, r0\n\t"                                                                     \
+    "smlad r1, r6, r8, r1\n\t"                                                                     \
+    "smlad r1, r7, r9, r1\n\t"                                                                     \
+    "smlad r2, r4, r10, r2\n\t"                                                                    \
+    "smlad r2, r5, r11, r2\n\t"                                                                    \
+    "smlad r3, r6, r10, r3\n\t"                                                                    \
+    "smlad r3, r7, r11, r3\n\t"
+#define TINYAOT_PW_Q2 TINYAOT_PW_QUAD TINYAOT_PW_QUAD
+#define TINYAOT_PW_Q4 TINYAOT_PW_Q2 TINYAOT_PW_Q2
+#define TINYAOT_PW_Q8 TINYAOT_PW_Q4 TINYAOT_PW_Q4
+#define TINYAOT_PW_LOOP                                                                            \
+    "3:\n\t" TINYAOT_PW_Q8 "ldr r4, %[col_end]\n\t"                                                \
+                          "cmp r12, r4\n\t"                                                        \
+                          "bne 3b\n\t"
+/* accumulator A -> int8 at [O, #OOFF]: records cursor r8 (m r4, sh r5
+ * loaded), 0x80000000 in r9, zero point in r10 */
+#define TINYAOT_PW_RQ(A, POFF, O, OOFF)                                                            \
+    "ldrd r6, r7, [r8, #" POFF "]\n\t"                                                             \
+    "smlal r6, r7, " A ", r4\n\t"                                                                  \
+    "lsr " A ", " A ", #31\n\t"                                                                    \
+    "smlal r6, r7, " A ", r9\n\t"                                                                  \
+    "asr r7, r7, r5\n\t"                                                                           \
+    "add r7, r7, r10\n\t"                                                                          \
+    "ssat r7, #8, r7\n\t"                                                                          \
+    "strb r7, [" O ", #" OOFF "]\n\t"
+#define TINYAOT_PW_FN(NAME, DOT)                                                                   \
+    static __attribute__((noinline, unused)) const uint32_t *NAME(tinyaot_pw_loop_t L)            \
+    {                                                                                              \
+        __asm__ volatile("ldr lr, %[w]\n\t"                                                        \
+                         "1:\n\t"                                                                  \
+                         "ldr r8, %[p]\n\t"                                                        \
+                         "ldr r0, [r8, #16]\n\t"                                                   \
+                         "ldr r2, [r8, #36]\n\t"                                                   \
+                         "mov r1, r0\n\t"                                                          \
+                         "mov r3, r2\n\t"                                                          \
+                         "ldr r12, %[col]\n\t" DOT                                                 \
+                         "ldr r8, %[p]\n\t"                                                        \
+                         "mov r9, #0x80000000\n\t"                                                 \
+                         "ldr r10, %[zp]\n\t"                                                      \
+                         "ldr r11, %[o0]\n\t"                                                      \
+                         "ldr r12, %[o1]\n\t"                                                      \
+                         "ldrd r4, r5, [r8]\n\t"                                                   \
+                         TINYAOT_PW_RQ("r0", "8", "r11", "0") TINYAOT_PW_RQ("r1", "8", "r12", "0") \
+                         "ldrd r4, r5, [r8, #20]\n\t"                                              \
+                         TINYAOT_PW_RQ("r2", "28", "r11", "1")                                     \
+                         TINYAOT_PW_RQ("r3", "28", "r12", "1")                                     \
+                         "add r8, r8, #40\n\t"                                                     \
+                         "str r8, %[p]\n\t"                                                        \
+                         "add r12, r12, #2\n\t"                                                    \
+                         "str r12, %[o1]\n\t"                                                      \
+                         "add r11, r11, #2\n\t"                                                    \
+                         "str r11, %[o0]\n\t"                                                      \
+                         "ldr r4, %[o_end]\n\t"                                                    \
+                         "cmp r11, r4\n\t"                                                         \
+                         "bne 1b\n\t"                                                              \
+                         "str lr, %[w]"                                                            \
+                         : [p] "+m"(L.p), [o0] "+m"(L.o0), [o1] "+m"(L.o1), [w] "+m"(L.w)       \
+                         : [col] "m"(L.col), [col_end] "m"(L.col_end), [zp] "m"(L.zp),          \
+                           [o_end] "m"(L.o_end)                                                    \
+                         : "r0", "r1", "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10",     \
+                           "r11", "r12", "lr", "cc", "memory");                                    \
+        return L.w;                                                                                \
+    }
+/* nquads < 8: its quads straight (_s<n>); nquads >= 8, nquads % 8 = n (_l<n>) */
+TINYAOT_PW_FN(tinyaot_pw_s1, TINYAOT_PW_QUAD)
+TINYAOT_PW_FN(tinyaot_pw_s2, TINYAOT_PW_Q2)
+TINYAOT_PW_FN(tinyaot_pw_s3, TINYAOT_PW_Q2 TINYAOT_PW_QUAD)
+TINYAOT_PW_FN(tinyaot_pw_s4, TINYAOT_PW_Q4)
+TINYAOT_PW_FN(tinyaot_pw_s5, TINYAOT_PW_Q4 TINYAOT_PW_QUAD)
+TINYAOT_PW_FN(tinyaot_pw_s6, TINYAOT_PW_Q4 TINYAOT_PW_Q2)
+TINYAOT_PW_FN(tinyaot_pw_s7, TINYAOT_PW_Q4 TINYAOT_PW_Q2 TINYAOT_PW_QUAD)
+TINYAOT_PW_FN(tinyaot_pw_l0, TINYAOT_PW_LOOP)
+TINYAOT_PW_FN(tinyaot_pw_l1, TINYAOT_PW_QUAD TINYAOT_PW_LOOP)
+TINYAOT_PW_FN(tinyaot_pw_l2, TINYAOT_PW_Q2 TINYAOT_PW_LOOP)
+TINYAOT_PW_FN(tinyaot_pw_l3, TINYAOT_PW_Q2 TINYAOT_PW_QUAD TINYAOT_PW_LOOP)
+TINYAOT_PW_FN(tinyaot_pw_l4, TINYAOT_PW_Q4 TINYAOT_PW_LOOP)
+TINYAOT_PW_FN(tinyaot_pw_l5, TINYAOT_PW_Q4 TINYAOT_PW_QUAD TINYAOT_PW_LOOP)
+TINYAOT_PW_FN(tinyaot_pw_l6, TINYAOT_PW_Q4 TINYAOT_PW_Q2 TINYAOT_PW_LOOP)
+TINYAOT_PW_FN(tinyaot_pw_l7, TINYAOT_PW_Q4 TINYAOT_PW_Q2 TINYAOT_PW_QUAD TINYAOT_PW_LOOP)
+#undef TINYAOT_PW_FN
+#undef TINYAOT_PW_RQ
+#undef TINYAOT_PW_LOOP
+#undef TINYAOT_PW_Q8
+#undef TINYAOT_PW_Q4
+#undef TINYAOT_PW_Q2
+#undef TINYAOT_PW_QUAD
+
+/* The channel pairs (pairs >= 1) of two interleaved columns of nquads quads,
+ * nquads % 8 = rem (a constant), SMLAL_SAT records p: the function for rem and
+ * for nquads < 8 or not. Returns the weights after the last pair. */
+static inline __attribute__((always_inline)) const uint32_t *tinyaot_gemm_2col_sat(
+    const uint32_t *cols, int32_t nquads, const uint32_t *w, int32_t pairs, const int32_t *p,
+    int32_t zp, int8_t *o0, int8_t *o1, int rem)
+{
+    tinyaot_pw_loop_t L;
+    L.col = cols;
+    L.col_end = cols + 4 * nquads;
+    L.w = w;
+    L.p = p;
+    L.o0 = o0;
+    L.o1 = o1;
+    L.o_end = o0 + 2 * pairs;
+    L.zp = zp;
+    const int shrt = nquads < 8;
+    switch (rem) {
+    case 1: return shrt ? tinyaot_pw_s1(L) : tinyaot_pw_l1(L);
+    case 2: return shrt ? tinyaot_pw_s2(L) : tinyaot_pw_l2(L);
+    case 3: return shrt ? tinyaot_pw_s3(L) : tinyaot_pw_l3(L);
+    case 4: return shrt ? tinyaot_pw_s4(L) : tinyaot_pw_l4(L);
+    case 5: return shrt ? tinyaot_pw_s5(L) : tinyaot_pw_l5(L);
+    case 6: return shrt ? tinyaot_pw_s6(L) : tinyaot_pw_l6(L);
+    case 7: return shrt ? tinyaot_pw_s7(L) : tinyaot_pw_l7(L);
+    default: return tinyaot_pw_l0(L);
+    }
+}
+#endif
+
 /* Two interleaved columns x nquads, all out_c channels; o0 / o1 get the
  * requantized outputs of column 0 / 1. (tinyaot_gemm_2col: the modes of
  * tinyaot_rqc, chosen per call; TINYAOT_RQ_FLOAT_SAT layers call
@@ -389,6 +528,15 @@ static inline __attribute__((always_inline)) void tinyaot_gemm_2col_m(
 {
     const uint32_t *wp = (const uint32_t *)(const void *)w;
     int32_t oc = 0;
+#if TINYAOT_HAVE_ALLREG_ASM
+    if (mode == TINYAOT_RQ_SMLAL_SAT && rem >= 0) { /* (an odd last channel: below) */
+        const int32_t pairs = out_c >> 1;
+        if (pairs > 0) {
+            wp = tinyaot_gemm_2col_sat(cols, nquads, wp, pairs, rq->rq, rq->zp, o0, o1, rem);
+        }
+        oc = 2 * pairs;
+    } else
+#endif
     if (mode == TINYAOT_RQ_SMLAL_SAT || mode == TINYAOT_RQ_FLOAT_SAT) {
         /* accumulators start at the biases; straight-line requantization */
         const int32_t *p = rq->rq;
