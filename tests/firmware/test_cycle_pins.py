@@ -33,18 +33,19 @@ from tests.helpers.env import require_arm_toolchain, shared_model
 # when vww01's first conv (3 -> 8 channels) took tinyaot_convolve_narrow_s8 (-1.8 %), and
 # when the one-SMLAL channel pairs of the fast conv became one asm statement and the sparse
 # conv's four-pixel sums asm (vww01 tflite -1.7 %, kws01 -1.7 %, ic01 -0.3 %, sww01 -0.5 %,
-# vww01 ort -0.1 %).
+# vww01 ort -0.1 %), and when 1-D depthwise layers (k_w = 1) ran a pixel's channel quads in
+# one asm statement (sww01 tflite -8.5 %, ort -6.3 %; the others within 0.05 %).
 PINNED = {
     ("ad01", "tflite"): {"ideal": 377970},
-    ("kws01", "tflite"): {"ideal": 5420406},
+    ("kws01", "tflite"): {"ideal": 5419574},
     ("ic01", "tflite"): {"ideal": 17567969},
-    ("vww01", "tflite"): {"ideal": 12886477},
-    ("sww01", "tflite"): {"ideal": 1663886},
+    ("vww01", "tflite"): {"ideal": 12884428},
+    ("sww01", "tflite"): {"ideal": 1522891},
     ("ad01", "ort"): {"ideal": 779016},
-    ("kws01", "ort"): {"ideal": 6014802},
+    ("kws01", "ort"): {"ideal": 6013462},
     ("ic01", "ort"): {"ideal": 32245688},
-    ("vww01", "ort"): {"ideal": 13583583},
-    ("sww01", "ort"): {"ideal": 1694490},
+    ("vww01", "ort"): {"ideal": 13580616},
+    ("sww01", "ort"): {"ideal": 1587223},
 }
 
 

@@ -23,6 +23,178 @@
 #include "tinyaot_depthwise_conv_fast_s8_quad.inc"
 #include "tinyaot_depthwise_conv_fast_s8_3x3.inc"
 
+#if TINYAOT_HAVE_ALLREG_ASM
+/* 1-D kernels (k_w == 1) in the saturating record modes: all channel quads of
+ * one output pixel in one asm statement, each quad's n >= 1 taps down the
+ * column (input bytes st apart, 12 instructions per tap as dw_line), its bias
+ * start and requantization inline: a call per quad (dw_line) and the
+ * accumulators' trip through memory cost as much as a quad's taps. Every
+ * register is the loop's, so its state is in memory operands (locals of this
+ * frame). Registers: sums r0-r3 (channels 0-3 of the quad), x r4, xb r5,
+ * weight r6, input r7, weights r8, taps r9, st r10, zero point pair r11;
+ * records r12, output lr (the cursors r7, r8, r12, lr live across quads). */
+typedef struct {
+    const int8_t *s;
+    const uint32_t *w;
+    const int32_t *p;
+    int8_t *o;
+    const int8_t *o_end;
+    int32_t n, st, zp;
+    int32_t back;  /* bytes from the input after a quad's taps to the next quad's */
+    int32_t wskip; /* bytes from the weights after a quad's taps to the next quad's */
+    uint32_t off;
+} dw_col_t;
+
+#define TINYAOT_DWC_HEAD                                                                           \
+    "ldr r12, %[p]\n\t"                                                                            \
+    "ldr lr, %[o]\n\t"                                                                             \
+    "ldr r7, %[s]\n\t"                                                                             \
+    "ldr r8, %[w]\n\t"                                                                             \
+    "1:\n\t"
+#define TINYAOT_DWC_TAP                                                                            \
+    "ldr r4, [r7]\n\t"                                                                             \
+    "add r7, r7, r10\n\t"                                                                          \
+    "sxtab16 r5, r11, r4, ror #8\n\t"                                                              \
+    "sxtab16 r4, r11, r4\n\t"                                                                      \
+    "ldr r6, [r8], #4\n\t"                                                                         \
+    "smlabb r0, r4, r6, r0\n\t"                                                                    \
+    "smlatt r2, r4, r6, r2\n\t"                                                                    \
+    "ldr r6, [r8], #4\n\t"                                                                         \
+    "smlabb r1, r5, r6, r1\n\t"                                                                    \
+    "smlatt r3, r5, r6, r3\n\t"
+#define TINYAOT_DWC_TAPS                                                                           \
+    "ldr r9, %[n]\n\t"                                                                             \
+    "ldr r10, %[st]\n\t"                                                                           \
+    "ldr r11, %[off]\n\t"                                                                          \
+    "lsrs r9, r9, #1\n\t" /* an odd tap first, then two per pass */                               \
+    "bcc 3f\n\t" TINYAOT_DWC_TAP                                                                   \
+    "3:\n\t"                                                                                       \
+    "beq 4f\n\t"                                                                                   \
+    "2:\n\t" TINYAOT_DWC_TAP TINYAOT_DWC_TAP                                                        \
+    "subs r9, r9, #1\n\t"                                                                          \
+    "bne 2b\n\t"                                                                                   \
+    "4:\n\t"                                                                                       \
+    "ldr r9, %[zp]\n\t"
+/* next quad (input, weights, records + RB bytes, output + 4); the input,
+ * weights, records and output cursors stay in r7, r8, r12, lr */
+#define TINYAOT_DWC_TAIL(RB)                                                                       \
+    "ldr r10, %[back]\n\t"                                                                         \
+    "sub r7, r7, r10\n\t"                                                                          \
+    "ldr r10, %[wskip]\n\t"                                                                        \
+    "add r8, r8, r10\n\t"                                                                          \
+    "add r12, r12, #" RB "\n\t"                                                                    \
+    "add lr, lr, #4\n\t"                                                                           \
+    "ldr r9, %[o_end]\n\t"                                                                         \
+    "cmp lr, r9\n\t"                                                                               \
+    "bne 1b"
+#define TINYAOT_DWC_OPS                                                                            \
+    :                                                                                              \
+    : [s] "m"(L.s), [w] "m"(L.w), [p] "m"(L.p), [o] "m"(L.o), [o_end] "m"(L.o_end), [n] "m"(L.n), \
+      [st] "m"(L.st), [back] "m"(L.back), [wskip] "m"(L.wskip), [zp] "m"(L.zp), [off] "m"(L.off)
+#define TINYAOT_DWC_CLOBBERS                                                                       \
+    "r0", "r1", "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "r12", "lr", "cc",   \
+        "memory"
+/* one-SMLAL records {m, e - 1, R lo, R hi, bias}: channel A's at OFF;
+ * 0x80000000 in r11 */
+#define TINYAOT_DWC_RQ(A, OFF, OFF8, OUT)                                                          \
+    "ldrd r4, r5, [r12, #" OFF "]\n\t"                                                             \
+    "ldrd r6, r10, [r12, #" OFF8 "]\n\t"                                                           \
+    "smlal r6, r10, " A ", r4\n\t"                                                                 \
+    "lsr " A ", " A ", #31\n\t"                                                                    \
+    "smlal r6, r10, " A ", r11\n\t"                                                                \
+    "asr r10, r10, r5\n\t"                                                                         \
+    "add r10, r10, r9\n\t"                                                                         \
+    "ssat r10, #8, r10\n\t"                                                                        \
+    "strb r10, [lr, #" OUT "]\n\t"
+static __attribute__((noinline)) void dw_col_sat(dw_col_t L)
+{
+    __asm__ volatile(TINYAOT_DWC_HEAD
+                     "ldr r0, [r12, #16]\n\t"
+                     "ldr r1, [r12, #36]\n\t"
+                     "ldr r2, [r12, #56]\n\t"
+                     "ldr r3, [r12, #76]\n\t"
+                     TINYAOT_DWC_TAPS
+                     "mov r11, #0x80000000\n\t"
+                     TINYAOT_DWC_RQ("r0", "0", "8", "0") TINYAOT_DWC_RQ("r1", "20", "28", "1")
+                     TINYAOT_DWC_RQ("r2", "40", "48", "2") TINYAOT_DWC_RQ("r3", "60", "68", "3")
+                     TINYAOT_DWC_TAIL("80")
+                     TINYAOT_DWC_OPS
+                     : TINYAOT_DWC_CLOBBERS);
+}
+#undef TINYAOT_DWC_RQ
+
+#if TINYAOT_HAVE_FPU_ASM
+#define TINYAOT_DWC_HAVE_FSAT 1
+/* onnxruntime's records {bias, scale}: channel A's scale at SOFF */
+#define TINYAOT_DWC_RQF(A, SOFF, OUT)                                                              \
+    "vldr s15, [r12, #" SOFF "]\n\t"                                                               \
+    "vmov s14, " A "\n\t"                                                                          \
+    "vcvt.f32.s32 s14, s14\n\t"                                                                    \
+    "vmul.f32 s14, s14, s15\n\t"                                                                   \
+    "vcvtr.s32.f32 s14, s14\n\t"                                                                   \
+    "vmov " A ", s14\n\t"                                                                          \
+    "qadd " A ", " A ", r9\n\t"                                                                    \
+    "ssat " A ", #8, " A "\n\t"                                                                    \
+    "strb " A ", [lr, #" OUT "]\n\t"
+static __attribute__((noinline)) void dw_col_fsat(dw_col_t L)
+{
+    __asm__ volatile(TINYAOT_DWC_HEAD
+                     "ldr r0, [r12]\n\t"
+                     "ldr r1, [r12, #8]\n\t"
+                     "ldr r2, [r12, #16]\n\t"
+                     "ldr r3, [r12, #24]\n\t"
+                     TINYAOT_DWC_TAPS
+                     TINYAOT_DWC_RQF("r0", "4", "0") TINYAOT_DWC_RQF("r1", "12", "1")
+                     TINYAOT_DWC_RQF("r2", "20", "2") TINYAOT_DWC_RQF("r3", "28", "3")
+                     TINYAOT_DWC_TAIL("32")
+                     TINYAOT_DWC_OPS
+                     : TINYAOT_DWC_CLOBBERS, "s14", "s15");
+}
+#undef TINYAOT_DWC_RQF
+#else
+#define TINYAOT_DWC_HAVE_FSAT 0
+#endif
+#undef TINYAOT_DWC_HEAD
+#undef TINYAOT_DWC_TAP
+#undef TINYAOT_DWC_TAPS
+#undef TINYAOT_DWC_TAIL
+#undef TINYAOT_DWC_OPS
+#undef TINYAOT_DWC_CLOBBERS
+
+/* The 1-D kernels' pixel by dw_col_sat / dw_col_fsat; 0: no such path here
+ * (the caller's quad loop runs it). */
+static inline __attribute__((always_inline)) int dw_col(const int8_t *s, const uint32_t *w,
+                                                        int32_t nq, int32_t n, int32_t st,
+                                                        int32_t wquad, uint32_t off,
+                                                        const tinyaot_rqc_t *rq, int8_t *out,
+                                                        int mode)
+{
+    if (mode == TINYAOT_RQ_FLOAT_SAT && !TINYAOT_DWC_HAVE_FSAT) {
+        return 0;
+    }
+    dw_col_t L;
+    L.s = s;
+    L.w = w;
+    L.p = rq->rq;
+    L.o = out;
+    L.o_end = out + 4 * nq;
+    L.n = n;
+    L.st = st;
+    L.back = n * st - 4;
+    L.wskip = 4 * (wquad - 2 * n);
+    L.zp = rq->zp;
+    L.off = off;
+#if TINYAOT_DWC_HAVE_FSAT
+    if (mode == TINYAOT_RQ_FLOAT_SAT) {
+        dw_col_fsat(L);
+        return 1;
+    }
+#endif
+    dw_col_sat(L);
+    return 1;
+}
+#endif
+
 /* One output pixel (all channels) over the taps [ky_lo, ky_hi) x [kx_lo, kx_hi)
  * that lie inside the input: one dw_line per kernel row (or one line down the
  * column for k_w == 1 kernels). */
@@ -57,6 +229,12 @@ static inline __attribute__((always_inline)) void dw_pixel(
     }
     const int8_t *s0 = input + ((iy0 + ky_lo * dil_h) * in_w + ix0 + kx_lo * dil_w) * ch;
     const uint32_t *w0 = wbase + (ky_lo * k_w + kx_lo) * 2;
+#if TINYAOT_HAVE_ALLREG_ASM
+    if (dw_rec_mode(mode) && k_w == 1 && nkx > 0 && nq > 0 &&
+        dw_col(s0, w0, nq, nkx, lstep, wquad, off, rq, out, mode)) {
+        return;
+    }
+#endif
     const int32_t *p = rq->rq;
     for (int32_t j = 0; j < nq; ++j) {
         uint32_t acc[4] = {0u, 0u, 0u, 0u};
