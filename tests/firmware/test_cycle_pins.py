@@ -34,18 +34,21 @@ from tests.helpers.env import require_arm_toolchain, shared_model
 # when the one-SMLAL channel pairs of the fast conv became one asm statement and the sparse
 # conv's four-pixel sums asm (vww01 tflite -1.7 %, kws01 -1.7 %, ic01 -0.3 %, sww01 -0.5 %,
 # vww01 ort -0.1 %), and when 1-D depthwise layers (k_w = 1) ran a pixel's channel quads in
-# one asm statement (sww01 tflite -8.5 %, ort -6.3 %; the others within 0.05 %).
+# one asm statement (sww01 tflite -8.5 %, ort -6.3 %; the others within 0.05 %), and when
+# the fast conv's onnxruntime {bias, scale} channel pairs did the same as the one-SMLAL ones
+# (vww01 ort -0.7 %, kws01 ort -1.0 %, sww01 ort -0.4 %; tflite runs moved by up to 0.2 %
+# with branch-target alignment).
 PINNED = {
     ("ad01", "tflite"): {"ideal": 377970},
-    ("kws01", "tflite"): {"ideal": 5419574},
-    ("ic01", "tflite"): {"ideal": 17567969},
-    ("vww01", "tflite"): {"ideal": 12884428},
-    ("sww01", "tflite"): {"ideal": 1522891},
+    ("kws01", "tflite"): {"ideal": 5409654},
+    ("ic01", "tflite"): {"ideal": 17555681},
+    ("vww01", "tflite"): {"ideal": 12861388},
+    ("sww01", "tflite"): {"ideal": 1522123},
     ("ad01", "ort"): {"ideal": 779016},
-    ("kws01", "ort"): {"ideal": 6013462},
-    ("ic01", "ort"): {"ideal": 32245688},
-    ("vww01", "ort"): {"ideal": 13580616},
-    ("sww01", "ort"): {"ideal": 1587223},
+    ("kws01", "ort"): {"ideal": 5952266},
+    ("ic01", "ort"): {"ideal": 32248635},
+    ("vww01", "ort"): {"ideal": 13480291},
+    ("sww01", "ort"): {"ideal": 1580831},
 }
 
 

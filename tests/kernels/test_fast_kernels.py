@@ -939,7 +939,7 @@ def test_fast_conv_asm_on_qemu_m4(tmp_path):
                      "scratch, output);")
     elf, asm = cases_firmware(tmp_path, board, "conv", src, calls, scratch, out_size,
                                "tinyaot_convolve_fast_s8.c")
-    for pat in (r"ldmia(\.w)?\s+r\d+!, \{r4, r5, r6, r7\}", r"strd\s+\w+, \w+, \[\w+\], #16",
+    for pat in (r"ldmia(\.w)?\s+(r\d+|ip)!, \{r4, r5, r6, r7\}", r"strd\s+\w+, \w+, \[\w+\], #16",
                 r"vcvtr\.s32\.f32"):
         assert re.search(pat, asm), f"{pat} not in the firmware"
     res = run_firmware(elf, board, timeout=300)

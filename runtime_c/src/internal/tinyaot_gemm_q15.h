@@ -380,7 +380,8 @@ static inline void tinyaot_rqf_2x1_sat(const uint32_t acc[2], const int32_t *p, 
 #endif
 
 #if TINYAOT_HAVE_ALLREG_ASM
-/* The SMLAL_SAT channel pairs of two interleaved columns in one asm statement:
+/* The saturating-record channel pairs (one-SMLAL, or onnxruntime's {bias,
+ * scale}) of two interleaved columns in one asm statement:
  * for each pair, accumulators r0-r3 start at the records' biases, the dot
  * product takes the nquads % 8 quads straight, then (nquads >= 8) eight per
  * loop pass (per quad one LDM of both columns' quad, one of the weights, eight
@@ -426,28 +427,20 @@ typedef struct {
     "add r7, r7, r10\n\t"                                                                          \
     "ssat r7, #8, r7\n\t"                                                                          \
     "strb r7, [" O ", #" OOFF "]\n\t"
-#define TINYAOT_PW_FN(NAME, DOT)                                                                   \
+#define TINYAOT_PW_FN(NAME, DOT, BIAS, RQ4, RB, CLOBBERS)                                          \
     static __attribute__((noinline, unused)) const uint32_t *NAME(tinyaot_pw_loop_t L)            \
     {                                                                                              \
         __asm__ volatile("ldr lr, %[w]\n\t"                                                        \
                          "1:\n\t"                                                                  \
-                         "ldr r8, %[p]\n\t"                                                        \
-                         "ldr r0, [r8, #16]\n\t"                                                   \
-                         "ldr r2, [r8, #36]\n\t"                                                   \
+                         "ldr r8, %[p]\n\t" BIAS                                                   \
                          "mov r1, r0\n\t"                                                          \
                          "mov r3, r2\n\t"                                                          \
                          "ldr r12, %[col]\n\t" DOT                                                 \
                          "ldr r8, %[p]\n\t"                                                        \
-                         "mov r9, #0x80000000\n\t"                                                 \
                          "ldr r10, %[zp]\n\t"                                                      \
                          "ldr r11, %[o0]\n\t"                                                      \
-                         "ldr r12, %[o1]\n\t"                                                      \
-                         "ldrd r4, r5, [r8]\n\t"                                                   \
-                         TINYAOT_PW_RQ("r0", "8", "r11", "0") TINYAOT_PW_RQ("r1", "8", "r12", "0") \
-                         "ldrd r4, r5, [r8, #20]\n\t"                                              \
-                         TINYAOT_PW_RQ("r2", "28", "r11", "1")                                     \
-                         TINYAOT_PW_RQ("r3", "28", "r12", "1")                                     \
-                         "add r8, r8, #40\n\t"                                                     \
+                         "ldr r12, %[o1]\n\t" RQ4                                                  \
+                         "add r8, r8, #" RB "\n\t"                                                 \
                          "str r8, %[p]\n\t"                                                        \
                          "add r12, r12, #2\n\t"                                                    \
                          "str r12, %[o1]\n\t"                                                      \
@@ -461,25 +454,83 @@ typedef struct {
                          : [col] "m"(L.col), [col_end] "m"(L.col_end), [zp] "m"(L.zp),          \
                            [o_end] "m"(L.o_end)                                                    \
                          : "r0", "r1", "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10",     \
-                           "r11", "r12", "lr", "cc", "memory");                                    \
+                           "r11", "r12", "lr", "cc", "memory" CLOBBERS);                          \
         return L.w;                                                                                \
     }
+/* One-SMLAL records {m, e - 1, R lo, R hi, bias} (20 bytes a channel). */
+#define TINYAOT_PW_BIAS_SAT "ldr r0, [r8, #16]\n\t" "ldr r2, [r8, #36]\n\t"
+#define TINYAOT_PW_RQ4_SAT                                                                         \
+    "mov r9, #0x80000000\n\t"                                                                      \
+    "ldrd r4, r5, [r8]\n\t"                                                                        \
+    TINYAOT_PW_RQ("r0", "8", "r11", "0") TINYAOT_PW_RQ("r1", "8", "r12", "0")                      \
+    "ldrd r4, r5, [r8, #20]\n\t"                                                                   \
+    TINYAOT_PW_RQ("r2", "28", "r11", "1") TINYAOT_PW_RQ("r3", "28", "r12", "1")
+#define TINYAOT_PW_SAT(NAME, DOT)                                                                  \
+    TINYAOT_PW_FN(NAME, DOT, TINYAOT_PW_BIAS_SAT, TINYAOT_PW_RQ4_SAT, "40", )
 /* nquads < 8: its quads straight (_s<n>); nquads >= 8, nquads % 8 = n (_l<n>) */
-TINYAOT_PW_FN(tinyaot_pw_s1, TINYAOT_PW_QUAD)
-TINYAOT_PW_FN(tinyaot_pw_s2, TINYAOT_PW_Q2)
-TINYAOT_PW_FN(tinyaot_pw_s3, TINYAOT_PW_Q2 TINYAOT_PW_QUAD)
-TINYAOT_PW_FN(tinyaot_pw_s4, TINYAOT_PW_Q4)
-TINYAOT_PW_FN(tinyaot_pw_s5, TINYAOT_PW_Q4 TINYAOT_PW_QUAD)
-TINYAOT_PW_FN(tinyaot_pw_s6, TINYAOT_PW_Q4 TINYAOT_PW_Q2)
-TINYAOT_PW_FN(tinyaot_pw_s7, TINYAOT_PW_Q4 TINYAOT_PW_Q2 TINYAOT_PW_QUAD)
-TINYAOT_PW_FN(tinyaot_pw_l0, TINYAOT_PW_LOOP)
-TINYAOT_PW_FN(tinyaot_pw_l1, TINYAOT_PW_QUAD TINYAOT_PW_LOOP)
-TINYAOT_PW_FN(tinyaot_pw_l2, TINYAOT_PW_Q2 TINYAOT_PW_LOOP)
-TINYAOT_PW_FN(tinyaot_pw_l3, TINYAOT_PW_Q2 TINYAOT_PW_QUAD TINYAOT_PW_LOOP)
-TINYAOT_PW_FN(tinyaot_pw_l4, TINYAOT_PW_Q4 TINYAOT_PW_LOOP)
-TINYAOT_PW_FN(tinyaot_pw_l5, TINYAOT_PW_Q4 TINYAOT_PW_QUAD TINYAOT_PW_LOOP)
-TINYAOT_PW_FN(tinyaot_pw_l6, TINYAOT_PW_Q4 TINYAOT_PW_Q2 TINYAOT_PW_LOOP)
-TINYAOT_PW_FN(tinyaot_pw_l7, TINYAOT_PW_Q4 TINYAOT_PW_Q2 TINYAOT_PW_QUAD TINYAOT_PW_LOOP)
+TINYAOT_PW_SAT(tinyaot_pw_s1, TINYAOT_PW_QUAD)
+TINYAOT_PW_SAT(tinyaot_pw_s2, TINYAOT_PW_Q2)
+TINYAOT_PW_SAT(tinyaot_pw_s3, TINYAOT_PW_Q2 TINYAOT_PW_QUAD)
+TINYAOT_PW_SAT(tinyaot_pw_s4, TINYAOT_PW_Q4)
+TINYAOT_PW_SAT(tinyaot_pw_s5, TINYAOT_PW_Q4 TINYAOT_PW_QUAD)
+TINYAOT_PW_SAT(tinyaot_pw_s6, TINYAOT_PW_Q4 TINYAOT_PW_Q2)
+TINYAOT_PW_SAT(tinyaot_pw_s7, TINYAOT_PW_Q4 TINYAOT_PW_Q2 TINYAOT_PW_QUAD)
+TINYAOT_PW_SAT(tinyaot_pw_l0, TINYAOT_PW_LOOP)
+TINYAOT_PW_SAT(tinyaot_pw_l1, TINYAOT_PW_QUAD TINYAOT_PW_LOOP)
+TINYAOT_PW_SAT(tinyaot_pw_l2, TINYAOT_PW_Q2 TINYAOT_PW_LOOP)
+TINYAOT_PW_SAT(tinyaot_pw_l3, TINYAOT_PW_Q2 TINYAOT_PW_QUAD TINYAOT_PW_LOOP)
+TINYAOT_PW_SAT(tinyaot_pw_l4, TINYAOT_PW_Q4 TINYAOT_PW_LOOP)
+TINYAOT_PW_SAT(tinyaot_pw_l5, TINYAOT_PW_Q4 TINYAOT_PW_QUAD TINYAOT_PW_LOOP)
+TINYAOT_PW_SAT(tinyaot_pw_l6, TINYAOT_PW_Q4 TINYAOT_PW_Q2 TINYAOT_PW_LOOP)
+TINYAOT_PW_SAT(tinyaot_pw_l7, TINYAOT_PW_Q4 TINYAOT_PW_Q2 TINYAOT_PW_QUAD TINYAOT_PW_LOOP)
+#if TINYAOT_HAVE_FPU_ASM
+#define TINYAOT_PW_HAVE_FSAT 1
+/* onnxruntime's records {bias, scale} (8 bytes a channel): accumulator A ->
+ * int8 at [O, #OUT], the channel's scale in s15, zero point in r10 */
+#define TINYAOT_PW_RQF(A, O, OUT)                                                                  \
+    "vmov s14, " A "\n\t"                                                                          \
+    "vcvt.f32.s32 s14, s14\n\t"                                                                    \
+    "vmul.f32 s14, s14, s15\n\t"                                                                   \
+    "vcvtr.s32.f32 s14, s14\n\t"                                                                   \
+    "vmov " A ", s14\n\t"                                                                          \
+    "qadd " A ", " A ", r10\n\t"                                                                   \
+    "ssat " A ", #8, " A "\n\t"                                                                    \
+    "strb " A ", [" O ", #" OUT "]\n\t"
+#define TINYAOT_PW_BIAS_FSAT "ldr r0, [r8]\n\t" "ldr r2, [r8, #8]\n\t"
+#define TINYAOT_PW_RQ4_FSAT                                                                        \
+    "vldr s15, [r8, #4]\n\t"                                                                       \
+    TINYAOT_PW_RQF("r0", "r11", "0") TINYAOT_PW_RQF("r1", "r12", "0")                              \
+    "vldr s15, [r8, #12]\n\t"                                                                      \
+    TINYAOT_PW_RQF("r2", "r11", "1") TINYAOT_PW_RQF("r3", "r12", "1")
+#define TINYAOT_PW_CLOB_FSAT , "s14", "s15"
+#define TINYAOT_PW_FSAT(NAME, DOT)                                                                 \
+    TINYAOT_PW_FN(NAME, DOT, TINYAOT_PW_BIAS_FSAT, TINYAOT_PW_RQ4_FSAT, "16", TINYAOT_PW_CLOB_FSAT)
+TINYAOT_PW_FSAT(tinyaot_pwf_s1, TINYAOT_PW_QUAD)
+TINYAOT_PW_FSAT(tinyaot_pwf_s2, TINYAOT_PW_Q2)
+TINYAOT_PW_FSAT(tinyaot_pwf_s3, TINYAOT_PW_Q2 TINYAOT_PW_QUAD)
+TINYAOT_PW_FSAT(tinyaot_pwf_s4, TINYAOT_PW_Q4)
+TINYAOT_PW_FSAT(tinyaot_pwf_s5, TINYAOT_PW_Q4 TINYAOT_PW_QUAD)
+TINYAOT_PW_FSAT(tinyaot_pwf_s6, TINYAOT_PW_Q4 TINYAOT_PW_Q2)
+TINYAOT_PW_FSAT(tinyaot_pwf_s7, TINYAOT_PW_Q4 TINYAOT_PW_Q2 TINYAOT_PW_QUAD)
+TINYAOT_PW_FSAT(tinyaot_pwf_l0, TINYAOT_PW_LOOP)
+TINYAOT_PW_FSAT(tinyaot_pwf_l1, TINYAOT_PW_QUAD TINYAOT_PW_LOOP)
+TINYAOT_PW_FSAT(tinyaot_pwf_l2, TINYAOT_PW_Q2 TINYAOT_PW_LOOP)
+TINYAOT_PW_FSAT(tinyaot_pwf_l3, TINYAOT_PW_Q2 TINYAOT_PW_QUAD TINYAOT_PW_LOOP)
+TINYAOT_PW_FSAT(tinyaot_pwf_l4, TINYAOT_PW_Q4 TINYAOT_PW_LOOP)
+TINYAOT_PW_FSAT(tinyaot_pwf_l5, TINYAOT_PW_Q4 TINYAOT_PW_QUAD TINYAOT_PW_LOOP)
+TINYAOT_PW_FSAT(tinyaot_pwf_l6, TINYAOT_PW_Q4 TINYAOT_PW_Q2 TINYAOT_PW_LOOP)
+TINYAOT_PW_FSAT(tinyaot_pwf_l7, TINYAOT_PW_Q4 TINYAOT_PW_Q2 TINYAOT_PW_QUAD TINYAOT_PW_LOOP)
+#undef TINYAOT_PW_RQF
+#undef TINYAOT_PW_BIAS_FSAT
+#undef TINYAOT_PW_RQ4_FSAT
+#undef TINYAOT_PW_FSAT
+#undef TINYAOT_PW_CLOB_FSAT
+#else
+#define TINYAOT_PW_HAVE_FSAT 0
+#endif
+#undef TINYAOT_PW_BIAS_SAT
+#undef TINYAOT_PW_RQ4_SAT
+#undef TINYAOT_PW_SAT
 #undef TINYAOT_PW_FN
 #undef TINYAOT_PW_RQ
 #undef TINYAOT_PW_LOOP
@@ -489,11 +540,23 @@ TINYAOT_PW_FN(tinyaot_pw_l7, TINYAOT_PW_Q4 TINYAOT_PW_Q2 TINYAOT_PW_QUAD TINYAOT
 #undef TINYAOT_PW_QUAD
 
 /* The channel pairs (pairs >= 1) of two interleaved columns of nquads quads,
- * nquads % 8 = rem (a constant), SMLAL_SAT records p: the function for rem and
- * for nquads < 8 or not. Returns the weights after the last pair. */
+ * nquads % 8 = rem (a constant), records p of `mode` (SMLAL_SAT, or FLOAT_SAT
+ * with TINYAOT_PW_HAVE_FSAT): the function for rem and for nquads < 8 or not.
+ * Returns the weights after the last pair. */
+#define TINYAOT_PW_PICK(P)                                                                         \
+    switch (rem) {                                                                                 \
+    case 1: return shrt ? P##_s1(L) : P##_l1(L);                                                   \
+    case 2: return shrt ? P##_s2(L) : P##_l2(L);                                                   \
+    case 3: return shrt ? P##_s3(L) : P##_l3(L);                                                   \
+    case 4: return shrt ? P##_s4(L) : P##_l4(L);                                                   \
+    case 5: return shrt ? P##_s5(L) : P##_l5(L);                                                   \
+    case 6: return shrt ? P##_s6(L) : P##_l6(L);                                                   \
+    case 7: return shrt ? P##_s7(L) : P##_l7(L);                                                   \
+    default: return P##_l0(L);                                                                     \
+    }
 static inline __attribute__((always_inline)) const uint32_t *tinyaot_gemm_2col_sat(
     const uint32_t *cols, int32_t nquads, const uint32_t *w, int32_t pairs, const int32_t *p,
-    int32_t zp, int8_t *o0, int8_t *o1, int rem)
+    int32_t zp, int8_t *o0, int8_t *o1, int mode, int rem)
 {
     tinyaot_pw_loop_t L;
     L.col = cols;
@@ -505,17 +568,15 @@ static inline __attribute__((always_inline)) const uint32_t *tinyaot_gemm_2col_s
     L.o_end = o0 + 2 * pairs;
     L.zp = zp;
     const int shrt = nquads < 8;
-    switch (rem) {
-    case 1: return shrt ? tinyaot_pw_s1(L) : tinyaot_pw_l1(L);
-    case 2: return shrt ? tinyaot_pw_s2(L) : tinyaot_pw_l2(L);
-    case 3: return shrt ? tinyaot_pw_s3(L) : tinyaot_pw_l3(L);
-    case 4: return shrt ? tinyaot_pw_s4(L) : tinyaot_pw_l4(L);
-    case 5: return shrt ? tinyaot_pw_s5(L) : tinyaot_pw_l5(L);
-    case 6: return shrt ? tinyaot_pw_s6(L) : tinyaot_pw_l6(L);
-    case 7: return shrt ? tinyaot_pw_s7(L) : tinyaot_pw_l7(L);
-    default: return tinyaot_pw_l0(L);
+#if TINYAOT_PW_HAVE_FSAT
+    if (mode == TINYAOT_RQ_FLOAT_SAT) {
+        TINYAOT_PW_PICK(tinyaot_pwf)
     }
+#endif
+    (void)mode;
+    TINYAOT_PW_PICK(tinyaot_pw)
 }
+#undef TINYAOT_PW_PICK
 #endif
 
 /* Two interleaved columns x nquads, all out_c channels; o0 / o1 get the
@@ -529,10 +590,11 @@ static inline __attribute__((always_inline)) void tinyaot_gemm_2col_m(
     const uint32_t *wp = (const uint32_t *)(const void *)w;
     int32_t oc = 0;
 #if TINYAOT_HAVE_ALLREG_ASM
-    if (mode == TINYAOT_RQ_SMLAL_SAT && rem >= 0) { /* (an odd last channel: below) */
+    if ((mode == TINYAOT_RQ_SMLAL_SAT || (mode == TINYAOT_RQ_FLOAT_SAT && TINYAOT_PW_HAVE_FSAT)) &&
+        rem >= 0) { /* (an odd last channel: below) */
         const int32_t pairs = out_c >> 1;
         if (pairs > 0) {
-            wp = tinyaot_gemm_2col_sat(cols, nquads, wp, pairs, rq->rq, rq->zp, o0, o1, rem);
+            wp = tinyaot_gemm_2col_sat(cols, nquads, wp, pairs, rq->rq, rq->zp, o0, o1, mode, rem);
         }
         oc = 2 * pairs;
     } else
