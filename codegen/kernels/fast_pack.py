@@ -123,17 +123,18 @@ def pack_sparse(w2d):
 
 # tinyaot_convolve_narrow_s8: two output channels per weight word, w0 + w1 * 2^NARROW_SPLIT;
 # a window row of at most NARROW_ROW_MAX taps (its unrolled asm row), a window of at most
-# NARROW_K_MAX (its edge copies on the stack).
+# NARROW_K_MAX (its edge copies on the stack: 3x3 on RGB is 27, 5x5 on one channel 25).
 NARROW_SPLIT = 21
 NARROW_ROW_MAX = 16
-NARROW_K_MAX = 64
+NARROW_K_MAX = 32
 
 
 def narrow_fits(w) -> bool:
     """Can tinyaot_convolve_narrow_s8 run conv weights [oc][ic][kh][kw] (int8)? Channel
     quads, the window's limits, and every channel's sum of raw int8 inputs times its
     weights within +-2^20 (128 * sum |w| < 2^20), so the low channel's sum is exact in the
-    low NARROW_SPLIT bits of the 64-bit sum (it starts at 2^20)."""
+    low NARROW_SPLIT bits of the 64-bit sum (it starts at 2^20). With NARROW_K_MAX = 32
+    every int8 window meets the bound (32 * 128 * 128 = 2^19); it guards larger windows."""
     w = np.asarray(w, dtype=np.int64)
     oc, ic, kh, kw = w.shape
     if oc % 4 or kw * ic > NARROW_ROW_MAX or kh * kw * ic > NARROW_K_MAX:

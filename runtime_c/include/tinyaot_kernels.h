@@ -227,7 +227,7 @@ int32_t tinyaot_fully_connected_f32_w8_s8_get_buffer_size(int32_t in_features);
 int tinyaot_convolve_sparse_s8(const tinyaot_conv_dims_t *d, const tinyaot_requant_t *q,
                                const int8_t *input, const uint32_t *weights, int8_t *output);
 
-/* A narrow input (k_w * in_c <= 16, k_h * k_w * in_c <= 64), groups 1,
+/* A narrow input (k_w * in_c <= 16, k_h * k_w * in_c <= 32), groups 1,
  * undilated, out_c % 4 == 0: per channel quad and tap two words, each two
  * output channels w0 + w1 * 2^21 (128 * sum |w| < 2^20 per channel); the input
  * zero point folded into the bias (the records' bias). No scratch. */

@@ -6,8 +6,8 @@
  * output channels, W = w0 + w1 * 2^21 (codegen/kernels/fast_pack.py:
  * pack_narrow), and one SMLAL adds x * W to a 64-bit sum: the raw input byte x
  * needs no widening, and the sum is A + B * 2^21 with A, B the two channels'
- * exact sums. The compiler admits a layer only if 128 * sum |w| < 2^20 for
- * every channel (fast_pack.narrow_fits), so A + 2^20 (the sum starts at 2^20)
+ * exact sums. A window has at most NARROW_K_MAX = 32 taps, so |A| <= 32 * 128
+ * * 128 = 2^19 (fast_pack.narrow_fits), and A + 2^20 (the sum starts at 2^20)
  * is the low 21 bits and B the bits above: both exact.
  *
  * Weights: per channel quad, per tap (window order: row, column, channel) two
@@ -15,9 +15,10 @@
  * compile time (bias - in_zp * sum(w)), so a window cut by the input's edges is
  * copied with the zero point in the taps outside. Two output pixels of a row
  * share each weight load; the requantization is the fast kernels'. No scratch:
- * the edge windows and the sums of up to NARROW_QUADS quads live on the stack.
- * With TINYAOT_HAVE_DSP_ASM the taps are inline asm (11 cycles per 8 MACs on a
- * Cortex-M4); the C twin computes the same 64-bit sums. */
+ * the edge windows and the sums of up to NARROW_QUADS_C quads live on the stack.
+ * With TINYAOT_HAVE_ALLREG_ASM the taps are inline asm (11 cycles per 8 MACs on
+ * a Cortex-M4), the one-SMLAL records applied in the same asm; the C twin
+ * computes the same 64-bit sums. */
 #include <string.h>
 
 #include "tinyaot_kernels.h"
@@ -27,8 +28,9 @@
 #include "../internal/tinyaot_specialize.h"
 
 #define NARROW_ROW_MAX 16 /* k_w * in_c: taps per window row (the asm's unrolled row) */
-#define NARROW_K_MAX 64   /* k_h * k_w * in_c: taps per window (the edge copies) */
-#define NARROW_QUADS 8    /* channel quads summed per pass (their sums on the stack) */
+#define NARROW_K_MAX 32   /* k_h * k_w * in_c: taps per window (the edge copies) */
+#define NARROW_QUADS 8    /* channel quads per pass (with the records in the asm) */
+#define NARROW_QUADS_C 2  /* ... where the sums are requantized in C (on the stack) */
 #define NARROW_SPLIT 21   /* W = w0 + w1 << NARROW_SPLIT */
 
 /* One pass over up to NARROW_QUADS channel quads of two pixels: their sums
@@ -92,15 +94,15 @@ static __attribute__((noinline)) void narrow_sums(const narrow_pass_t *P)
     const int8_t *s0 = P->s0 - skip, *s1 = P->s1 - skip;
     const uint32_t *w = P->w;
     const int32_t rstep = P->rstep, k_h = P->k_h, zp = P->zp;
-    const uint32_t jump = (uint32_t)skip * NARROW_TAP_BYTES + 1u; /* + 1: Thumb */
+    /* the row's entry: this offset from label 3, then (the asm) its address */
+    uint32_t entry = (uint32_t)skip * NARROW_TAP_BYTES + 1u; /* + 1: Thumb */
     int64_t *acc = P->acc;
     const int32_t *rq = P->rq;
     int8_t *o0 = P->o0, *o1 = P->o1;
     int32_t quads = P->nq, rows;
-    uint32_t entry;
     uint64_t t01, t23; /* pixel 1's values while pixel 0 is requantized */
     __asm__ volatile("adr.w r8, 3f\n\t"
-                     "ldr r9, %[jump]\n\t"
+                     "ldr r9, %[entry]\n\t"
                      "add r8, r8, r9\n\t"
                      "str r8, %[entry]\n\t"
                      "ldr lr, %[w]\n\t"
@@ -161,11 +163,11 @@ static __attribute__((noinline)) void narrow_sums(const narrow_pass_t *P)
                      "subs r8, r8, #1\n\t"
                      "str r8, %[quads]\n\t"
                      "bne 5b"
-                     : [entry] "=m"(entry), [rows] "=m"(rows), [quads] "+m"(quads),
+                     : [entry] "+m"(entry), [rows] "=m"(rows), [quads] "+m"(quads),
                        [acc] "+m"(acc), [rq] "+m"(rq), [o0] "+m"(o0), [o1] "+m"(o1),
                        [t01] "=m"(t01), [t23] "=m"(t23)
                      : [s0] "m"(s0), [s1] "m"(s1), [w] "m"(w), [rstep] "m"(rstep),
-                       [k_h] "m"(k_h), [jump] "m"(jump), [zp] "m"(zp)
+                       [k_h] "m"(k_h), [zp] "m"(zp)
                      : "r0", "r1", "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11",
                        "r12", "lr", "cc", "memory");
 }
@@ -179,21 +181,19 @@ static void narrow_sums(const narrow_pass_t *P)
     const uint32_t *w = P->w;
     int64_t *acc = P->acc;
     for (int32_t q = 0; q < P->nq; ++q, acc += 4) {
-        int64_t a0 = 1 << 20, a1 = 1 << 20, a2 = 1 << 20, a3 = 1 << 20;
+        for (int32_t i = 0; i < 4; ++i) {
+            acc[i] = 1 << 20; /* (the sums start at 2^20: narrow_split) */
+        }
         const int8_t *r0 = P->s0, *r1 = P->s1;
         for (int32_t r = 0; r < P->k_h; ++r, r0 += P->rstep, r1 += P->rstep) {
             for (int32_t t = 0; t < P->n; ++t, w += 2) {
                 const int64_t w0 = tinyaot_fp_s32(w[0]), w1 = tinyaot_fp_s32(w[1]);
-                a0 += r0[t] * w0;
-                a1 += r0[t] * w1;
-                a2 += r1[t] * w0;
-                a3 += r1[t] * w1;
+                acc[0] += r0[t] * w0;
+                acc[1] += r0[t] * w1;
+                acc[2] += r1[t] * w0;
+                acc[3] += r1[t] * w1;
             }
         }
-        acc[0] = a0;
-        acc[1] = a1;
-        acc[2] = a2;
-        acc[3] = a3;
     }
 }
 #endif
@@ -266,7 +266,8 @@ static inline __attribute__((always_inline)) void narrow_requant(const tinyaot_r
     }
 }
 
-/* All pixels in requantization mode `mode` (a constant). */
+/* All pixels in requantization mode `mode` (a constant; one noinline copy per
+ * mode, narrow_run_<mode>, so only one mode's frame is ever on the stack). */
 static inline __attribute__((always_inline)) void narrow_run(const tinyaot_conv_dims_t *d,
                                                              const tinyaot_rqc_t *rq,
                                                              int8_t in_zp, const int8_t *input,
@@ -275,9 +276,9 @@ static inline __attribute__((always_inline)) void narrow_run(const tinyaot_conv_
 {
     const int32_t cin = d->in_c, n = d->k_w * cin, k = d->k_h * n, out_c = d->out_c;
     const int32_t sx = d->stride_w * cin;
+    /* quads per pass: the asm requantizes as it goes, C needs the sums */
+    const int32_t per = 4 * (NARROW_ASM_RQ(mode) ? NARROW_QUADS : NARROW_QUADS_C);
     int8_t win[2 * NARROW_K_MAX];
-    int64_t acc[4 * NARROW_QUADS];
-    int8_t spare[4 * NARROW_QUADS]; /* a lone last pixel's second outputs */
     narrow_pass_t P;
     P.k_h = d->k_h;
     P.n = n;
@@ -302,20 +303,22 @@ static inline __attribute__((always_inline)) void narrow_run(const tinyaot_conv_
                 P.rstep = 2 * n;
             }
             int8_t *o0 = output + (oy * d->out_w + ox) * out_c;
-            for (int32_t c0 = 0; c0 < out_c; c0 += 4 * NARROW_QUADS) {
-                const int32_t nq =
-                    (out_c - c0 < 4 * NARROW_QUADS ? out_c - c0 : 4 * NARROW_QUADS) >> 2;
-                int8_t *o1 = two ? o0 + out_c + c0 : spare;
+            for (int32_t c0 = 0; c0 < out_c; c0 += per) {
+                const int32_t nq = (out_c - c0 < per ? out_c - c0 : per) >> 2;
+                /* a lone last pixel is its own pair: the same sums, written twice */
+                int8_t *o1 = o0 + (two ? out_c : 0) + c0;
                 P.w = w + 2 * k * (c0 >> 2);
                 P.nq = nq;
-                P.acc = acc;
                 if (NARROW_ASM_RQ(mode)) {
+                    P.acc = NULL;
                     P.rq = rq->rq + 5 * c0;
                     P.o0 = o0 + c0;
                     P.o1 = o1;
                     narrow_sums(&P);
                     continue;
                 }
+                int64_t acc[4 * NARROW_QUADS_C];
+                P.acc = acc;
                 narrow_sums(&P);
                 for (int32_t j = 0; j < nq; ++j) {
                     narrow_requant(rq, acc + 4 * j, c0 + 4 * j, o0, o1 + 4 * j, mode);
@@ -324,6 +327,23 @@ static inline __attribute__((always_inline)) void narrow_run(const tinyaot_conv_
         }
     }
 }
+
+/* One noinline copy per mode; its records (tinyaot_rqc_t) on its own frame. */
+#define NARROW_RUN_FN(NAME, M)                                                                     \
+    static __attribute__((noinline)) void NAME(const tinyaot_conv_dims_t *d,                      \
+                                               const tinyaot_requant_t *q, const int8_t *input,   \
+                                               const uint32_t *w, int8_t *output)                 \
+    {                                                                                              \
+        const tinyaot_rqc_t rq = (M) == TINYAOT_RQ_FLOAT_SAT ? tinyaot_rqc_records(q)             \
+                                                             : tinyaot_rqc(q);                     \
+        narrow_run(d, &rq, (int8_t)q->in_zp, input, w, output, M);                                 \
+    }
+NARROW_RUN_FN(narrow_run_ort, TINYAOT_RQ_ORT)
+NARROW_RUN_FN(narrow_run_tflite, TINYAOT_RQ_TFLITE)
+NARROW_RUN_FN(narrow_run_smlal, TINYAOT_RQ_SMLAL)
+NARROW_RUN_FN(narrow_run_sat, TINYAOT_RQ_SMLAL_SAT)
+NARROW_RUN_FN(narrow_run_fsat, TINYAOT_RQ_FLOAT_SAT)
+#undef NARROW_RUN_FN
 
 int tinyaot_convolve_narrow_s8(const tinyaot_conv_dims_t *d, const tinyaot_requant_t *q,
                                const int8_t *input, const uint32_t *weights, int8_t *output)
@@ -334,24 +354,21 @@ int tinyaot_convolve_narrow_s8(const tinyaot_conv_dims_t *d, const tinyaot_requa
         in_zp < -128 || in_zp > 127) {
         return TINYAOT_ERR_ARG;
     }
-    const int8_t zp = (int8_t)in_zp;
     /* a mode not compiled (tinyaot_specialize.h): TINYAOT_ERR_NOT_BUILT */
-#define NARROW_MODE(M, RQ)                                                                         \
+#define NARROW_MODE(M, FN)                                                                         \
     if (TINYAOT_SPEC_HAS(TINYAOT_SPEC_NARROW_MODES, M)) {                                          \
-        narrow_run(d, &(RQ), zp, input, weights, output, M);                                       \
+        FN(d, q, input, weights, output);                                                          \
         return TINYAOT_OK;                                                                         \
     }                                                                                              \
     return TINYAOT_ERR_NOT_BUILT
     if (tinyaot_rq_float_records(q)) {
-        const tinyaot_rqc_t rf = tinyaot_rqc_records(q);
-        NARROW_MODE(TINYAOT_RQ_FLOAT_SAT, rf);
+        NARROW_MODE(TINYAOT_RQ_FLOAT_SAT, narrow_run_fsat);
     }
-    const tinyaot_rqc_t rq = tinyaot_rqc(q);
-    switch (rq.mode) {
-    case TINYAOT_RQ_ORT: NARROW_MODE(TINYAOT_RQ_ORT, rq);
-    case TINYAOT_RQ_TFLITE: NARROW_MODE(TINYAOT_RQ_TFLITE, rq);
-    case TINYAOT_RQ_SMLAL: NARROW_MODE(TINYAOT_RQ_SMLAL, rq);
-    default: NARROW_MODE(TINYAOT_RQ_SMLAL_SAT, rq);
+    switch (tinyaot_rqc(q).mode) {
+    case TINYAOT_RQ_ORT: NARROW_MODE(TINYAOT_RQ_ORT, narrow_run_ort);
+    case TINYAOT_RQ_TFLITE: NARROW_MODE(TINYAOT_RQ_TFLITE, narrow_run_tflite);
+    case TINYAOT_RQ_SMLAL: NARROW_MODE(TINYAOT_RQ_SMLAL, narrow_run_smlal);
+    default: NARROW_MODE(TINYAOT_RQ_SMLAL_SAT, narrow_run_sat);
     }
 #undef NARROW_MODE
 }

@@ -398,6 +398,22 @@ typedef struct {
     int32_t zp;
 } tinyaot_pw_loop_t;
 
+/* The loop's state for the channel pairs of pixels o0, o0 + out_c (the
+ * caller's frame holds none of it: it is on the asm function's own). */
+static inline __attribute__((always_inline)) void tinyaot_pw_loop_init(
+    tinyaot_pw_loop_t *L, const uint32_t *cols, int32_t nquads, const uint32_t *w, int32_t out_c,
+    const tinyaot_rqc_t *rq, int8_t *o0)
+{
+    L->col = cols;
+    L->col_end = cols + 4 * nquads;
+    L->w = w;
+    L->p = rq->rq;
+    L->o0 = o0;
+    L->o1 = o0 + out_c;
+    L->o_end = o0 + 2 * (out_c >> 1);
+    L->zp = rq->zp;
+}
+
 #define TINYAOT_PW_QUAD                                                                            \
     "ldmia r12!, {r4, r5, r6, r7}\n\t"                                                             \
     "ldmia lr!, {r8, r9, r10, r11}\n\t"                                                            \
@@ -428,8 +444,12 @@ typedef struct {
     "ssat r7, #8, r7\n\t"                                                                          \
     "strb r7, [" O ", #" OOFF "]\n\t"
 #define TINYAOT_PW_FN(NAME, DOT, BIAS, RQ4, RB, CLOBBERS)                                          \
-    static __attribute__((noinline, unused)) const uint32_t *NAME(tinyaot_pw_loop_t L)            \
+    static __attribute__((noinline, unused)) const uint32_t *NAME(                                 \
+        const uint32_t *cols, int32_t nquads, const uint32_t *w, int32_t out_c,                    \
+        const tinyaot_rqc_t *rq, int8_t *o0)                                                       \
     {                                                                                              \
+        tinyaot_pw_loop_t L;                                                                       \
+        tinyaot_pw_loop_init(&L, cols, nquads, w, out_c, rq, o0);                                  \
         __asm__ volatile("ldr lr, %[w]\n\t"                                                        \
                          "1:\n\t"                                                                  \
                          "ldr r8, %[p]\n\t" BIAS                                                   \
@@ -539,34 +559,26 @@ TINYAOT_PW_FSAT(tinyaot_pwf_l7, TINYAOT_PW_Q4 TINYAOT_PW_Q2 TINYAOT_PW_QUAD TINY
 #undef TINYAOT_PW_Q2
 #undef TINYAOT_PW_QUAD
 
-/* The channel pairs (pairs >= 1) of two interleaved columns of nquads quads,
- * nquads % 8 = rem (a constant), records p of `mode` (SMLAL_SAT, or FLOAT_SAT
- * with TINYAOT_PW_HAVE_FSAT): the function for rem and for nquads < 8 or not.
- * Returns the weights after the last pair. */
+/* The channel pairs (out_c >= 2) of two interleaved columns of nquads quads,
+ * nquads % 8 = rem (a constant), for pixels o0 and o0 + out_c, records of
+ * `mode` (SMLAL_SAT, or FLOAT_SAT with TINYAOT_PW_HAVE_FSAT): the function for
+ * rem and for nquads < 8 or not. Returns the weights after the last pair. */
 #define TINYAOT_PW_PICK(P)                                                                         \
     switch (rem) {                                                                                 \
-    case 1: return shrt ? P##_s1(L) : P##_l1(L);                                                   \
-    case 2: return shrt ? P##_s2(L) : P##_l2(L);                                                   \
-    case 3: return shrt ? P##_s3(L) : P##_l3(L);                                                   \
-    case 4: return shrt ? P##_s4(L) : P##_l4(L);                                                   \
-    case 5: return shrt ? P##_s5(L) : P##_l5(L);                                                   \
-    case 6: return shrt ? P##_s6(L) : P##_l6(L);                                                   \
-    case 7: return shrt ? P##_s7(L) : P##_l7(L);                                                   \
-    default: return P##_l0(L);                                                                     \
+    case 1: return shrt ? P##_s1(TINYAOT_PW_ARGS) : P##_l1(TINYAOT_PW_ARGS);                       \
+    case 2: return shrt ? P##_s2(TINYAOT_PW_ARGS) : P##_l2(TINYAOT_PW_ARGS);                       \
+    case 3: return shrt ? P##_s3(TINYAOT_PW_ARGS) : P##_l3(TINYAOT_PW_ARGS);                       \
+    case 4: return shrt ? P##_s4(TINYAOT_PW_ARGS) : P##_l4(TINYAOT_PW_ARGS);                       \
+    case 5: return shrt ? P##_s5(TINYAOT_PW_ARGS) : P##_l5(TINYAOT_PW_ARGS);                       \
+    case 6: return shrt ? P##_s6(TINYAOT_PW_ARGS) : P##_l6(TINYAOT_PW_ARGS);                       \
+    case 7: return shrt ? P##_s7(TINYAOT_PW_ARGS) : P##_l7(TINYAOT_PW_ARGS);                       \
+    default: return P##_l0(TINYAOT_PW_ARGS);                                                       \
     }
+#define TINYAOT_PW_ARGS cols, nquads, w, out_c, rq, o0
 static inline __attribute__((always_inline)) const uint32_t *tinyaot_gemm_2col_sat(
-    const uint32_t *cols, int32_t nquads, const uint32_t *w, int32_t pairs, const int32_t *p,
-    int32_t zp, int8_t *o0, int8_t *o1, int mode, int rem)
+    const uint32_t *cols, int32_t nquads, const uint32_t *w, int32_t out_c,
+    const tinyaot_rqc_t *rq, int8_t *o0, int mode, int rem)
 {
-    tinyaot_pw_loop_t L;
-    L.col = cols;
-    L.col_end = cols + 4 * nquads;
-    L.w = w;
-    L.p = p;
-    L.o0 = o0;
-    L.o1 = o1;
-    L.o_end = o0 + 2 * pairs;
-    L.zp = zp;
     const int shrt = nquads < 8;
 #if TINYAOT_PW_HAVE_FSAT
     if (mode == TINYAOT_RQ_FLOAT_SAT) {
@@ -576,13 +588,15 @@ static inline __attribute__((always_inline)) const uint32_t *tinyaot_gemm_2col_s
     (void)mode;
     TINYAOT_PW_PICK(tinyaot_pw)
 }
+#undef TINYAOT_PW_ARGS
 #undef TINYAOT_PW_PICK
 #endif
 
 /* Two interleaved columns x nquads, all out_c channels; o0 / o1 get the
  * requantized outputs of column 0 / 1. (tinyaot_gemm_2col: the modes of
  * tinyaot_rqc, chosen per call; TINYAOT_RQ_FLOAT_SAT layers call
- * tinyaot_gemm_2col_m with the mode as a constant.) */
+ * tinyaot_gemm_2col_m with the mode as a constant.) With a known rem >= 0 the
+ * two columns are consecutive pixels: o1 = o0 + out_c (conv_pixels). */
 static inline __attribute__((always_inline)) void tinyaot_gemm_2col_m(
     const uint32_t *cols, int32_t nquads, const int32_t *w, int32_t out_c, const tinyaot_rqc_t *rq,
     int8_t *o0, int8_t *o1, int mode, int rem)
@@ -592,11 +606,10 @@ static inline __attribute__((always_inline)) void tinyaot_gemm_2col_m(
 #if TINYAOT_HAVE_ALLREG_ASM
     if ((mode == TINYAOT_RQ_SMLAL_SAT || (mode == TINYAOT_RQ_FLOAT_SAT && TINYAOT_PW_HAVE_FSAT)) &&
         rem >= 0) { /* (an odd last channel: below) */
-        const int32_t pairs = out_c >> 1;
-        if (pairs > 0) {
-            wp = tinyaot_gemm_2col_sat(cols, nquads, wp, pairs, rq->rq, rq->zp, o0, o1, mode, rem);
+        if (out_c > 1) { /* pixels o0 and o1 = o0 + out_c (conv_pixels' pairs) */
+            wp = tinyaot_gemm_2col_sat(cols, nquads, wp, out_c, rq, o0, mode, rem);
         }
-        oc = 2 * pairs;
+        oc = out_c & ~1;
     } else
 #endif
     if (mode == TINYAOT_RQ_SMLAL_SAT || mode == TINYAOT_RQ_FLOAT_SAT) {
