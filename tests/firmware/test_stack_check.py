@@ -85,7 +85,7 @@ def test_ram_smaller_than_arena_plus_stack_plus_static_fails(monkeypatch, tmp_pa
     c = compile_model(DEFAULT_MODEL, numerics="tflite")
     # Passes the compile-time budget (arena + reserved stack) but not the
     # link-time one: the harness output buffer and board state also need RAM.
-    # (The reservation is just above this model's worst case, 520 B since the fast kernels
+    # (The reservation is just above this model's worst case, 528 B since the fast kernels
     # compile only the model's specializations: the harness's static data, the output
     # record at the model's size, is small.)
     ram = c.plan.size + 544 + 16
