@@ -80,3 +80,23 @@ def cases_firmware(tmp_path, board, name, src, calls, scratch, out_size, kernel_
     asm = subprocess.run([board["toolchain_prefix"] + "objdump", "-d", str(elf)],
                          capture_output=True, text=True, check=True).stdout
     return elf, asm
+
+
+def conv_cases_on_qemu_m4(tmp_path, name, cases, header, kernel_c, call):
+    """Runs cases (dims, q, x, weight words, want, label) of one conv kernel in a qemu-m4
+    firmware, weights as int32 words `w<i>`, `call(i)` the C expression of case i's call,
+    and checks each output against its want; returns the firmware's disassembly."""
+    from codegen.targets.qemu import load_board, run_firmware
+    board = load_board("qemu-m4")
+    src = ["#include <stdint.h>", "#include <string.h>", '#include "harness.h"',
+           f'#include "{header}"']
+    calls = ["    case -1: return (int)scratch[0]; /* (the harness's scratch, unused here) */"]
+    for i, (dims, q, x, words, _, _) in enumerate(cases):
+        src += conv_case_c(i, dims, q, x, words, "int32_t")
+        calls.append(f"    case {i}: return {call(i)};")
+    out_size = max(c[4].size for c in cases)
+    elf, asm = cases_firmware(tmp_path, board, name, src, calls, 4, out_size, kernel_c)
+    res = run_firmware(elf, board, timeout=300)
+    assert len(res.outputs) == len(calls)  # (the last input: the unused case)
+    assert_outputs(res, [c[4] for c in cases], [c[5] for c in cases])
+    return asm

@@ -442,24 +442,34 @@ def convolve_winograd_s8(dims, q, x, packed, scratch_bytes, rng=None):
                               scratch_bytes, rng)
 
 
-def convolve_sparse_s8(dims, q, x, words, rng=None):
-    """tinyaot_convolve_sparse_s8: words = fast_pack.pack_sparse(w)."""
+def _conv_words(name, dims, q, x, words, rng):
+    """A conv kernel `name`(dims, q, x, (const uint32_t *) words, output)."""
     keep = []
     d = new_struct("tinyaot_conv_dims_t", dims, keep)
     out = OutBuf(dims["out_h"] * dims["out_w"] * dims["out_c"], rng)
-    _call("tinyaot_convolve_sparse_s8", d, _requant(q, keep), cbuf(x, np.int8, keep),
+    _call(name, d, _requant(q, keep), cbuf(x, np.int8, keep),
           ffi.cast("const uint32_t *", cbuf(words, np.int32, keep)), out.ptr)
-    return out.result("tinyaot_convolve_sparse_s8")
+    return out.result(name)
+
+
+def convolve_sparse_s8(dims, q, x, words, rng=None):
+    """tinyaot_convolve_sparse_s8: words = fast_pack.pack_sparse(w)."""
+    return _conv_words("tinyaot_convolve_sparse_s8", dims, q, x, words, rng)
 
 
 def convolve_narrow_s8(dims, q, x, words, rng=None):
     """tinyaot_convolve_narrow_s8: words = fast_pack.pack_narrow(w)."""
-    keep = []
-    d = new_struct("tinyaot_conv_dims_t", dims, keep)
-    out = OutBuf(dims["out_h"] * dims["out_w"] * dims["out_c"], rng)
-    _call("tinyaot_convolve_narrow_s8", d, _requant(q, keep), cbuf(x, np.int8, keep),
-          ffi.cast("const uint32_t *", cbuf(words, np.int32, keep)), out.ptr)
-    return out.result("tinyaot_convolve_narrow_s8")
+    return _conv_words("tinyaot_convolve_narrow_s8", dims, q, x, words, rng)
+
+
+def check_conv_cases(kernel, cases, seed):
+    """Each case (dims fields, q, x, weights, want, label) through the host wrapper
+    `kernel` (e.g. convolve_sparse_s8) equals its want."""
+    rng = np.random.default_rng(seed)
+    names = struct_fields("tinyaot_conv_dims_t")
+    for i, (dims, q, x, words, want, info) in enumerate(cases):
+        got = kernel(dict(zip(names, dims)), q, x, words, rng).reshape(want.shape)
+        np.testing.assert_array_equal(got, want, err_msg=f"case {i}: {info}")
 
 
 def buffer_size(name, dims, *args):

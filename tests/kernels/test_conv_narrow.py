@@ -115,11 +115,7 @@ def test_pack_narrow_words():
 
 def test_narrow_equals_the_numpy_reference():
     from tests.helpers import kernels_cffi as kf
-    rng = np.random.default_rng(6)
-    for i, (dims, q, x, words, want, info) in enumerate(_cases()):
-        dims = dict(zip(kf.struct_fields("tinyaot_conv_dims_t"), dims))
-        got = kf.convolve_narrow_s8(dims, q, x, words, rng).reshape(want.shape)
-        np.testing.assert_array_equal(got, want, err_msg=f"case {i}: {info}")
+    kf.check_conv_cases(kf.convolve_narrow_s8, _cases(), 6)
 
 
 def test_narrow_refuses_what_it_cannot_run():
@@ -138,24 +134,11 @@ def test_narrow_refuses_what_it_cannot_run():
 @pytest.mark.qemu
 def test_narrow_on_qemu_m4(tmp_path):
     require_arm_toolchain()
-    from codegen.targets.qemu import load_board, run_firmware
-    from tests.helpers.kernel_firmware import assert_outputs, cases_firmware, conv_case_c
-
-    board = load_board("qemu-m4")
-    cases = _cases()
-    src = ["#include <stdint.h>", "#include <string.h>", '#include "harness.h"',
-           '#include "tinyaot_kernels.h"']
-    calls = ["    case -1: return (int)scratch[0]; /* (the harness's scratch, unused here) */"]
-    for i, (dims, q, x, words, want, info) in enumerate(cases):
-        src += conv_case_c(i, dims, q, x, words, "int32_t")
-        calls.append(f"    case {i}: return tinyaot_convolve_narrow_s8(&d{i}, &q{i}, x{i}, "
-                     f"(const uint32_t *)(const void *)w{i}, output);")
-    out_size = max(c[4].size for c in cases)
-    elf, _ = cases_firmware(tmp_path, board, "narrow", src, calls, 4, out_size,
-                            "tinyaot_convolve_narrow_s8.c")
-    res = run_firmware(elf, board, timeout=300)
-    assert len(res.outputs) == len(calls)  # (the last input: the unused case)
-    assert_outputs(res, [c[4] for c in cases], [c[5] for c in cases])
+    from tests.helpers.kernel_firmware import conv_cases_on_qemu_m4
+    conv_cases_on_qemu_m4(tmp_path, "narrow", _cases(), "tinyaot_kernels.h",
+                          "tinyaot_convolve_narrow_s8.c",
+                          lambda i: f"tinyaot_convolve_narrow_s8(&d{i}, &q{i}, x{i}, "
+                                    f"(const uint32_t *)(const void *)w{i}, output)")
 
 
 @pytest.mark.shared

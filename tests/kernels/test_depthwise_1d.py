@@ -47,32 +47,15 @@ def _cases():
 
 def test_depthwise_1d_equals_the_numpy_reference():
     from tests.helpers import kernels_cffi as kf
-    rng = np.random.default_rng(8)
-    for i, (dims, q, x, packed, want, info) in enumerate(_cases()):
-        dims = dict(zip(kf.struct_fields("tinyaot_conv_dims_t"), dims))
-        got = kf.depthwise_conv_fast_s8(dims, q, x, packed, rng).reshape(want.shape)
-        np.testing.assert_array_equal(got, want, err_msg=f"case {i}: {info}")
+    kf.check_conv_cases(kf.depthwise_conv_fast_s8, _cases(), 8)
 
 
 @pytest.mark.qemu
 def test_depthwise_1d_on_qemu_m4(tmp_path):
     require_arm_toolchain()
-    from codegen.targets.qemu import load_board, run_firmware
-    from tests.helpers.kernel_firmware import assert_outputs, cases_firmware, conv_case_c
-
-    board = load_board("qemu-m4")
-    cases = _cases()
-    src = ["#include <stdint.h>", "#include <string.h>", '#include "harness.h"',
-           '#include "tinyaot_fast_kernels.h"']
-    calls = ["    case -1: return (int)scratch[0]; /* (the harness's scratch, unused here) */"]
-    for i, (dims, q, x, packed, want, info) in enumerate(cases):
-        src += conv_case_c(i, dims, q, x, packed, "int32_t")
-        calls.append(f"    case {i}: return tinyaot_depthwise_conv_fast_s8(&d{i}, &q{i}, x{i}, "
-                     f"w{i}, output);")
-    out_size = max(c[4].size for c in cases)
-    elf, asm = cases_firmware(tmp_path, board, "dw1d", src, calls, 4, out_size,
-                              "tinyaot_depthwise_conv_fast_s8.c")
+    from tests.helpers.kernel_firmware import conv_cases_on_qemu_m4
+    asm = conv_cases_on_qemu_m4(tmp_path, "dw1d", _cases(), "tinyaot_fast_kernels.h",
+                                "tinyaot_depthwise_conv_fast_s8.c",
+                                lambda i: f"tinyaot_depthwise_conv_fast_s8(&d{i}, &q{i}, x{i}, "
+                                          f"w{i}, output)")
     assert "vcvtr.s32.f32" in asm and "smlal" in asm  # both records' asm compiled
-    res = run_firmware(elf, board, timeout=300)
-    assert len(res.outputs) == len(calls)
-    assert_outputs(res, [c[4] for c in cases], [c[5] for c in cases])

@@ -487,22 +487,25 @@ static inline __attribute__((always_inline)) void tinyaot_pw_loop_init(
     TINYAOT_PW_RQ("r2", "28", "r11", "1") TINYAOT_PW_RQ("r3", "28", "r12", "1")
 #define TINYAOT_PW_SAT(NAME, DOT)                                                                  \
     TINYAOT_PW_FN(NAME, DOT, TINYAOT_PW_BIAS_SAT, TINYAOT_PW_RQ4_SAT, "40", )
-/* nquads < 8: its quads straight (_s<n>); nquads >= 8, nquads % 8 = n (_l<n>) */
-TINYAOT_PW_SAT(tinyaot_pw_s1, TINYAOT_PW_QUAD)
-TINYAOT_PW_SAT(tinyaot_pw_s2, TINYAOT_PW_Q2)
-TINYAOT_PW_SAT(tinyaot_pw_s3, TINYAOT_PW_Q2 TINYAOT_PW_QUAD)
-TINYAOT_PW_SAT(tinyaot_pw_s4, TINYAOT_PW_Q4)
-TINYAOT_PW_SAT(tinyaot_pw_s5, TINYAOT_PW_Q4 TINYAOT_PW_QUAD)
-TINYAOT_PW_SAT(tinyaot_pw_s6, TINYAOT_PW_Q4 TINYAOT_PW_Q2)
-TINYAOT_PW_SAT(tinyaot_pw_s7, TINYAOT_PW_Q4 TINYAOT_PW_Q2 TINYAOT_PW_QUAD)
-TINYAOT_PW_SAT(tinyaot_pw_l0, TINYAOT_PW_LOOP)
-TINYAOT_PW_SAT(tinyaot_pw_l1, TINYAOT_PW_QUAD TINYAOT_PW_LOOP)
-TINYAOT_PW_SAT(tinyaot_pw_l2, TINYAOT_PW_Q2 TINYAOT_PW_LOOP)
-TINYAOT_PW_SAT(tinyaot_pw_l3, TINYAOT_PW_Q2 TINYAOT_PW_QUAD TINYAOT_PW_LOOP)
-TINYAOT_PW_SAT(tinyaot_pw_l4, TINYAOT_PW_Q4 TINYAOT_PW_LOOP)
-TINYAOT_PW_SAT(tinyaot_pw_l5, TINYAOT_PW_Q4 TINYAOT_PW_QUAD TINYAOT_PW_LOOP)
-TINYAOT_PW_SAT(tinyaot_pw_l6, TINYAOT_PW_Q4 TINYAOT_PW_Q2 TINYAOT_PW_LOOP)
-TINYAOT_PW_SAT(tinyaot_pw_l7, TINYAOT_PW_Q4 TINYAOT_PW_Q2 TINYAOT_PW_QUAD TINYAOT_PW_LOOP)
+/* One function per variant FN(name, its dot product): P_s<n> for nquads < 8
+ * (its n quads straight), P_l<n> for nquads >= 8 with nquads % 8 = n. */
+#define TINYAOT_PW_VARIANTS(FN, P)                                                                 \
+    FN(P##_s1, TINYAOT_PW_QUAD)                                                                    \
+    FN(P##_s2, TINYAOT_PW_Q2)                                                                      \
+    FN(P##_s3, TINYAOT_PW_Q2 TINYAOT_PW_QUAD)                                                      \
+    FN(P##_s4, TINYAOT_PW_Q4)                                                                      \
+    FN(P##_s5, TINYAOT_PW_Q4 TINYAOT_PW_QUAD)                                                      \
+    FN(P##_s6, TINYAOT_PW_Q4 TINYAOT_PW_Q2)                                                        \
+    FN(P##_s7, TINYAOT_PW_Q4 TINYAOT_PW_Q2 TINYAOT_PW_QUAD)                                        \
+    FN(P##_l0, TINYAOT_PW_LOOP)                                                                    \
+    FN(P##_l1, TINYAOT_PW_QUAD TINYAOT_PW_LOOP)                                                    \
+    FN(P##_l2, TINYAOT_PW_Q2 TINYAOT_PW_LOOP)                                                      \
+    FN(P##_l3, TINYAOT_PW_Q2 TINYAOT_PW_QUAD TINYAOT_PW_LOOP)                                      \
+    FN(P##_l4, TINYAOT_PW_Q4 TINYAOT_PW_LOOP)                                                      \
+    FN(P##_l5, TINYAOT_PW_Q4 TINYAOT_PW_QUAD TINYAOT_PW_LOOP)                                      \
+    FN(P##_l6, TINYAOT_PW_Q4 TINYAOT_PW_Q2 TINYAOT_PW_LOOP)                                        \
+    FN(P##_l7, TINYAOT_PW_Q4 TINYAOT_PW_Q2 TINYAOT_PW_QUAD TINYAOT_PW_LOOP)
+TINYAOT_PW_VARIANTS(TINYAOT_PW_SAT, tinyaot_pw)
 #if TINYAOT_HAVE_FPU_ASM
 #define TINYAOT_PW_HAVE_FSAT 1
 /* onnxruntime's records {bias, scale} (8 bytes a channel): accumulator A ->
@@ -525,21 +528,7 @@ TINYAOT_PW_SAT(tinyaot_pw_l7, TINYAOT_PW_Q4 TINYAOT_PW_Q2 TINYAOT_PW_QUAD TINYAO
 #define TINYAOT_PW_CLOB_FSAT , "s14", "s15"
 #define TINYAOT_PW_FSAT(NAME, DOT)                                                                 \
     TINYAOT_PW_FN(NAME, DOT, TINYAOT_PW_BIAS_FSAT, TINYAOT_PW_RQ4_FSAT, "16", TINYAOT_PW_CLOB_FSAT)
-TINYAOT_PW_FSAT(tinyaot_pwf_s1, TINYAOT_PW_QUAD)
-TINYAOT_PW_FSAT(tinyaot_pwf_s2, TINYAOT_PW_Q2)
-TINYAOT_PW_FSAT(tinyaot_pwf_s3, TINYAOT_PW_Q2 TINYAOT_PW_QUAD)
-TINYAOT_PW_FSAT(tinyaot_pwf_s4, TINYAOT_PW_Q4)
-TINYAOT_PW_FSAT(tinyaot_pwf_s5, TINYAOT_PW_Q4 TINYAOT_PW_QUAD)
-TINYAOT_PW_FSAT(tinyaot_pwf_s6, TINYAOT_PW_Q4 TINYAOT_PW_Q2)
-TINYAOT_PW_FSAT(tinyaot_pwf_s7, TINYAOT_PW_Q4 TINYAOT_PW_Q2 TINYAOT_PW_QUAD)
-TINYAOT_PW_FSAT(tinyaot_pwf_l0, TINYAOT_PW_LOOP)
-TINYAOT_PW_FSAT(tinyaot_pwf_l1, TINYAOT_PW_QUAD TINYAOT_PW_LOOP)
-TINYAOT_PW_FSAT(tinyaot_pwf_l2, TINYAOT_PW_Q2 TINYAOT_PW_LOOP)
-TINYAOT_PW_FSAT(tinyaot_pwf_l3, TINYAOT_PW_Q2 TINYAOT_PW_QUAD TINYAOT_PW_LOOP)
-TINYAOT_PW_FSAT(tinyaot_pwf_l4, TINYAOT_PW_Q4 TINYAOT_PW_LOOP)
-TINYAOT_PW_FSAT(tinyaot_pwf_l5, TINYAOT_PW_Q4 TINYAOT_PW_QUAD TINYAOT_PW_LOOP)
-TINYAOT_PW_FSAT(tinyaot_pwf_l6, TINYAOT_PW_Q4 TINYAOT_PW_Q2 TINYAOT_PW_LOOP)
-TINYAOT_PW_FSAT(tinyaot_pwf_l7, TINYAOT_PW_Q4 TINYAOT_PW_Q2 TINYAOT_PW_QUAD TINYAOT_PW_LOOP)
+TINYAOT_PW_VARIANTS(TINYAOT_PW_FSAT, tinyaot_pwf)
 #undef TINYAOT_PW_RQF
 #undef TINYAOT_PW_BIAS_FSAT
 #undef TINYAOT_PW_RQ4_FSAT
@@ -548,6 +537,7 @@ TINYAOT_PW_FSAT(tinyaot_pwf_l7, TINYAOT_PW_Q4 TINYAOT_PW_Q2 TINYAOT_PW_QUAD TINY
 #else
 #define TINYAOT_PW_HAVE_FSAT 0
 #endif
+#undef TINYAOT_PW_VARIANTS
 #undef TINYAOT_PW_BIAS_SAT
 #undef TINYAOT_PW_RQ4_SAT
 #undef TINYAOT_PW_SAT
