@@ -35,9 +35,10 @@ from ..kernels import specialize as spec
 from ..kernels.c_format import c_struct
 from ..kernels.conv_f32_pack import plan_fields, scratch_bytes
 from ..kernels import winograd_pack as wino
-from ..kernels.fast_pack import (conv_gemm_weights, conv_scratch_bytes, conv_w8_scratch_bytes,
-                                 fold_input_zero_point, narrow_fits, pack_depthwise, pack_gemm,
-                                 pack_narrow, pack_sparse, sparse_density)
+from ..kernels.fast_pack import (NARROW_K_MAX, conv_gemm_weights, conv_scratch_bytes,
+                                 conv_w8_scratch_bytes, fold_input_zero_point, narrow_fits,
+                                 pack_depthwise, pack_gemm, pack_narrow, pack_sparse,
+                                 sparse_density)
 from ..numerics import ort_float as of
 from ..numerics import u8s8_pairs as u8s8
 from ..numerics.mlas_conv_order import node_segments, run_segments
@@ -370,25 +371,32 @@ def _emit_sparse(em, lid, n, p, info, dims, w):
                              em.ptr(n.outputs[0])])
 
 
-def _narrow(n, x, w):
+def _narrow(g, n, x, w):
     """An integer conv on an input of 1-3 channels whose window rows are not whole quads
     (3x3 on RGB: 9 values) and at most NARROW_OUT_C outputs, undilated, that
     tinyaot_convolve_narrow_s8 can run: the fast conv's column costs about as much as its
-    GEMM when few channels share it."""
+    GEMM when few channels share it. Its bias must stay int32 with the input zero point
+    folded in (|zp * sum w| <= 128 * 128 * NARROW_K_MAX)."""
     a = n.attrs
     cin, kw = x.shape[1], a["kernel"][1]
-    return (cin <= 3 and (kw * cin) % 4 != 0 and w.shape[0] <= NARROW_OUT_C
+    if not (cin <= 3 and (kw * cin) % 4 != 0 and w.shape[0] <= NARROW_OUT_C
             and tuple(a["dilations"]) == (1, 1)
             and x.dtype == "int8" and w.dtype == "int8" and w.data is not None
-            and narrow_fits(w.data))
+            and narrow_fits(w.data)):
+        return False
+    b = g.tensors[n.inputs[2]] if len(n.inputs) > 2 and n.inputs[2] else None
+    if b is None:
+        return True
+    if b.dtype != "int32" or b.data is None:
+        return False
+    return int(np.abs(b.data.astype(np.int64)).max()) < (1 << 31) - 128 * 128 * NARROW_K_MAX
 
 
 def _emit_narrow(em, lid, n, p, info, dims, w):
     """tinyaot_convolve_narrow_s8: channel pairs packed in words, the input zero point in
     the bias."""
     bias = fold_input_zero_point(p.bias, w.data.reshape(w.shape[0], -1), p.in_zp)
-    if np.any(np.abs(bias) >= 1 << 31):
-        raise NotImplementedError("narrow kernel: folded bias outside int32")
+    assert np.all(np.abs(bias) < 1 << 31), "narrow kernel: folded bias outside int32 (_narrow)"
     q, rec = emit_records_requant(em, lid, replace(p, bias=bias.astype(np.int32)))
     filt = em.const("int32_t", f"{lid}_wp", pack_narrow(w.data), align=4)
     info["kernel"] = "tinyaot_convolve_narrow_s8"
@@ -446,7 +454,7 @@ class Conv2d(Op):
             if n.attrs["group"] == 1 and _sparse(n, w):
                 n.attrs["fast_kernel"] = "sparse"  # the same kernel under --optimize size
                 return
-            if n.attrs["group"] == 1 and optimize == "speed" and _narrow(n, x, w):
+            if n.attrs["group"] == 1 and optimize == "speed" and _narrow(g, n, x, w):
                 n.attrs["fast_kernel"] = "narrow"  # no scratch
                 return
             if n.attrs["group"] == 1:

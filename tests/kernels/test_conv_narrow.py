@@ -156,3 +156,27 @@ def test_first_layers_take_the_narrow_kernel_where_it_pays():
     assert first_conv("vww01") == "tinyaot_convolve_narrow_s8"
     assert first_conv("ic01") == "tinyaot_convolve_fast_s8"
     assert first_conv("vww01", "size") != "tinyaot_convolve_narrow_s8"
+
+
+def test_narrow_refuses_biases_the_zero_point_fold_would_overflow():
+    """A bias within 128 * 128 * NARROW_K_MAX of the int32 limits keeps the fast conv
+    (folding the input zero point in could leave int32), as does a bias with no data."""
+    from types import SimpleNamespace as T
+
+    from codegen.ops.conv2d import _narrow
+    rng = np.random.default_rng(3)
+    x = T(shape=(1, 3, 12, 12), dtype="int8")
+    w = T(shape=(8, 3, 3, 3), dtype="int8",
+          data=rng.integers(-128, 128, (8, 3, 3, 3)).astype(np.int8))
+    n = T(inputs=["x", "w", "b"], attrs={"kernel": (3, 3), "dilations": (1, 1)})
+
+    def with_bias(data):
+        b = T(shape=(8,), dtype="int32", data=data)
+        return _narrow(T(tensors={"b": b}), n, x, w)
+
+    limit = (1 << 31) - 128 * 128 * NARROW_K_MAX
+    assert with_bias(np.full(8, limit - 1, np.int32))
+    assert not with_bias(np.array([0] * 7 + [limit], np.int32))
+    assert not with_bias(np.array([0] * 7 + [-limit], np.int32))
+    assert not with_bias(None)
+    assert _narrow(T(tensors={}), T(inputs=["x", "w"], attrs=n.attrs), x, w)  # no bias
