@@ -35,10 +35,9 @@ from ..kernels import specialize as spec
 from ..kernels.c_format import c_struct
 from ..kernels.conv_f32_pack import plan_fields, scratch_bytes
 from ..kernels import winograd_pack as wino
-from ..kernels.fast_pack import (NARROW_K_MAX, conv_gemm_weights, conv_scratch_bytes,
-                                 conv_w8_scratch_bytes, fold_input_zero_point, narrow_fits,
-                                 pack_depthwise, pack_gemm, pack_narrow, pack_sparse,
-                                 sparse_density)
+from ..kernels.fast_pack import (conv_gemm_weights, conv_scratch_bytes, conv_w8_scratch_bytes,
+                                 fold_input_zero_point, narrow_fits, pack_depthwise, pack_gemm,
+                                 pack_narrow, pack_sparse, sparse_density)
 from ..numerics import ort_float as of
 from ..numerics import u8s8_pairs as u8s8
 from ..numerics.mlas_conv_order import node_segments, run_segments
@@ -347,7 +346,20 @@ def _emit_fast(em, lid, n, p, info, dims, w):
     em.call(info["kernel"], [dims, q, em.ptr(x), filt, scratch, em.ptr(y)])
 
 
-def _sparse(n, w):
+def _fold_fits(g, n, w):
+    """Does the layer's bias stay int32 with the input zero point folded in (bias - zp *
+    sum w, |zp| <= 128)? The kernels that fold it (sparse, narrow) are chosen only then,
+    so emission never meets a bias they cannot hold."""
+    b = g.tensors[n.inputs[2]] if len(n.inputs) > 2 and n.inputs[2] else None
+    if b is None:
+        return True
+    if b.dtype != "int32" or b.data is None:
+        return False
+    w2d = np.abs(w.data.astype(np.int64)).reshape(w.shape[0], -1)
+    return int(np.abs(b.data.astype(np.int64)).max()) + 128 * int(w2d.sum(axis=1).max()) < 1 << 31
+
+
+def _sparse(g, n, w):
     """An integer pointwise conv with int8 weights sparse enough (SPARSE_DENSITY) for
     tinyaot_convolve_sparse_s8."""
     a = n.attrs
@@ -355,54 +367,48 @@ def _sparse(n, w):
             and not any(a["pads"]) and w.dtype == "int8" and w.data is not None
             and w.shape[1] <= 65536):
         return False
-    return sparse_density(w.data) <= SPARSE_DENSITY
+    return sparse_density(w.data) <= SPARSE_DENSITY and _fold_fits(g, n, w)
+
+
+def _emit_folded(em, lid, n, p, info, dims, kernel, words, suffix):
+    """A kernel that reads the records alone, the input zero point folded into their bias
+    (_fold_fits), its weights as words `<lid><suffix>`; returns the RequantRecord."""
+    w = em.g.tensors[n.inputs[1]]
+    bias = fold_input_zero_point(p.bias, w.data.reshape(w.shape[0], -1), p.in_zp)
+    assert np.all(np.abs(bias) < 1 << 31), f"{kernel}: folded bias outside int32 (_fold_fits)"
+    q, rec = emit_records_requant(em, lid, replace(p, bias=bias.astype(np.int32)))
+    filt = em.const("int32_t", f"{lid}{suffix}", words, align=4)
+    info["kernel"] = kernel
+    em.call(kernel, [dims, q, em.ptr(n.inputs[0]), f"(const uint32_t *)(const void *){filt}",
+                     em.ptr(n.outputs[0])])
+    return rec
 
 
 def _emit_sparse(em, lid, n, p, info, dims, w):
     """tinyaot_convolve_sparse_s8: the nonzero weights, the input zero point in the bias."""
-    w2d = w.data.reshape(w.shape[0], -1)
-    bias = fold_input_zero_point(p.bias, w2d, p.in_zp)
-    if np.any(np.abs(bias) >= 1 << 31):
-        raise NotImplementedError("sparse kernel: folded bias outside int32")
-    q, _ = emit_records_requant(em, lid, replace(p, bias=bias.astype(np.int32)))
-    filt = em.const("int32_t", f"{lid}_w", pack_sparse(w2d), align=4)
-    info["kernel"] = "tinyaot_convolve_sparse_s8"
-    em.call(info["kernel"], [dims, q, em.ptr(n.inputs[0]), f"(const uint32_t *)(const void *){filt}",
-                             em.ptr(n.outputs[0])])
+    _emit_folded(em, lid, n, p, info, dims, "tinyaot_convolve_sparse_s8",
+                 pack_sparse(w.data.reshape(w.shape[0], -1)), "_w")
 
 
 def _narrow(g, n, x, w):
     """An integer conv on an input of 1-3 channels whose window rows are not whole quads
     (3x3 on RGB: 9 values) and at most NARROW_OUT_C outputs, undilated, that
     tinyaot_convolve_narrow_s8 can run: the fast conv's column costs about as much as its
-    GEMM when few channels share it. Its bias must stay int32 with the input zero point
-    folded in (|zp * sum w| <= 128 * 128 * NARROW_K_MAX)."""
+    GEMM when few channels share it."""
     a = n.attrs
     cin, kw = x.shape[1], a["kernel"][1]
-    if not (cin <= 3 and (kw * cin) % 4 != 0 and w.shape[0] <= NARROW_OUT_C
+    return (cin <= 3 and (kw * cin) % 4 != 0 and w.shape[0] <= NARROW_OUT_C
             and tuple(a["dilations"]) == (1, 1)
             and x.dtype == "int8" and w.dtype == "int8" and w.data is not None
-            and narrow_fits(w.data)):
-        return False
-    b = g.tensors[n.inputs[2]] if len(n.inputs) > 2 and n.inputs[2] else None
-    if b is None:
-        return True
-    if b.dtype != "int32" or b.data is None:
-        return False
-    return int(np.abs(b.data.astype(np.int64)).max()) < (1 << 31) - 128 * 128 * NARROW_K_MAX
+            and narrow_fits(w.data) and _fold_fits(g, n, w))
 
 
 def _emit_narrow(em, lid, n, p, info, dims, w):
     """tinyaot_convolve_narrow_s8: channel pairs packed in words, the input zero point in
     the bias."""
-    bias = fold_input_zero_point(p.bias, w.data.reshape(w.shape[0], -1), p.in_zp)
-    assert np.all(np.abs(bias) < 1 << 31), "narrow kernel: folded bias outside int32 (_narrow)"
-    q, rec = emit_records_requant(em, lid, replace(p, bias=bias.astype(np.int32)))
-    filt = em.const("int32_t", f"{lid}_wp", pack_narrow(w.data), align=4)
-    info["kernel"] = "tinyaot_convolve_narrow_s8"
+    rec = _emit_folded(em, lid, n, p, info, dims, "tinyaot_convolve_narrow_s8",
+                       pack_narrow(w.data), "_wp")
     em.specialize(spec.narrow_uses(rec))
-    em.call(info["kernel"], [dims, q, em.ptr(n.inputs[0]), f"(const uint32_t *)(const void *){filt}",
-                             em.ptr(n.outputs[0])])
 
 
 def _winograd(n, x, w, y):
@@ -451,7 +457,7 @@ class Conv2d(Op):
         elif not n.attrs.get("int_epilogue"):  # ConvInteger (float epilogue): portable kernels
             cin, cout = x.shape[1], y.shape[1]
             kh, kw = n.attrs["kernel"]
-            if n.attrs["group"] == 1 and _sparse(n, w):
+            if n.attrs["group"] == 1 and _sparse(g, n, w):
                 n.attrs["fast_kernel"] = "sparse"  # the same kernel under --optimize size
                 return
             if n.attrs["group"] == 1 and optimize == "speed" and _narrow(g, n, x, w):

@@ -158,25 +158,29 @@ def test_first_layers_take_the_narrow_kernel_where_it_pays():
     assert first_conv("vww01", "size") != "tinyaot_convolve_narrow_s8"
 
 
-def test_narrow_refuses_biases_the_zero_point_fold_would_overflow():
-    """A bias within 128 * 128 * NARROW_K_MAX of the int32 limits keeps the fast conv
-    (folding the input zero point in could leave int32), as does a bias with no data."""
+def test_folding_kernels_refuse_biases_the_zero_point_fold_would_overflow():
+    """A bias that could leave int32 once the input zero point is folded in (|bias| +
+    128 * sum |w| >= 2^31) keeps the fast conv, for the narrow and the sparse kernel alike
+    (conv2d._fold_fits), as does a bias with no data."""
     from types import SimpleNamespace as T
 
-    from codegen.ops.conv2d import _narrow
-    rng = np.random.default_rng(3)
+    from codegen.ops.conv2d import _narrow, _sparse
     x = T(shape=(1, 3, 12, 12), dtype="int8")
-    w = T(shape=(8, 3, 3, 3), dtype="int8",
-          data=rng.integers(-128, 128, (8, 3, 3, 3)).astype(np.int8))
+    w = T(shape=(8, 3, 3, 3), dtype="int8", data=np.full((8, 3, 3, 3), -128, np.int8))
     n = T(inputs=["x", "w", "b"], attrs={"kernel": (3, 3), "dilations": (1, 1)})
+    sw = T(shape=(8, 64, 1, 1), dtype="int8", data=np.zeros((8, 64, 1, 1), np.int8))
+    sw.data[:, :4] = -128  # 6 % nonzero, sum |w| = 512 per channel
+    sn = T(inputs=["x", "w", "b"], attrs={"kernel": (1, 1), "strides": (1, 1),
+                                          "pads": (0, 0, 0, 0)})
 
-    def with_bias(data):
-        b = T(shape=(8,), dtype="int32", data=data)
-        return _narrow(T(tensors={"b": b}), n, x, w)
+    def with_bias(kernel, node, weights, data):
+        g = T(tensors={"b": T(shape=(8,), dtype="int32", data=data)})
+        return kernel(g, node, x, weights) if kernel is _narrow else kernel(g, node, weights)
 
-    limit = (1 << 31) - 128 * 128 * NARROW_K_MAX
-    assert with_bias(np.full(8, limit - 1, np.int32))
-    assert not with_bias(np.array([0] * 7 + [limit], np.int32))
-    assert not with_bias(np.array([0] * 7 + [-limit], np.int32))
-    assert not with_bias(None)
+    for kernel, node, weights, sum_w in ((_narrow, n, w, 27 * 128), (_sparse, sn, sw, 512)):
+        limit = (1 << 31) - 128 * sum_w
+        assert with_bias(kernel, node, weights, np.full(8, limit - 1, np.int32))
+        assert not with_bias(kernel, node, weights, np.array([0] * 7 + [limit], np.int32))
+        assert not with_bias(kernel, node, weights, np.array([0] * 7 + [-limit], np.int32))
+        assert not with_bias(kernel, node, weights, None)
     assert _narrow(T(tensors={}), T(inputs=["x", "w"], attrs=n.attrs), x, w)  # no bias

@@ -77,12 +77,7 @@ typedef struct {
 #define NARROW_RQ_ASM(A)                                                                           \
     "ldmia r8!, {r4, r5, r6, r7, r9}\n\t"                                                          \
     "add " A ", " A ", r9\n\t"                                                                     \
-    "smlal r6, r7, " A ", r4\n\t"                                                                  \
-    "lsr " A ", " A ", #31\n\t"                                                                    \
-    "smlal r6, r7, " A ", r10\n\t"                                                                 \
-    "asr r7, r7, r5\n\t"                                                                           \
-    "add r7, r7, r11\n\t"                                                                          \
-    "ssat r7, #8, r7\n\t"                                                                          \
+    TINYAOT_RQ_SMLAL_REGS(A, "r4", "r5", "r6", "r7", "r10", "r11")                                 \
     "strb r7, [r12], #1\n\t"
 #define NARROW_RQ4_ASM NARROW_RQ_ASM("r0") NARROW_RQ_ASM("r1") NARROW_RQ_ASM("r2") NARROW_RQ_ASM("r3")
 

@@ -52,16 +52,7 @@ typedef struct {
     "ldr r8, %[w]\n\t"                                                                             \
     "1:\n\t"
 #define TINYAOT_DWC_TAP                                                                            \
-    "ldr r4, [r7]\n\t"                                                                             \
-    "add r7, r7, r10\n\t"                                                                          \
-    "sxtab16 r5, r11, r4, ror #8\n\t"                                                              \
-    "sxtab16 r4, r11, r4\n\t"                                                                      \
-    "ldr r6, [r8], #4\n\t"                                                                         \
-    "smlabb r0, r4, r6, r0\n\t"                                                                    \
-    "smlatt r2, r4, r6, r2\n\t"                                                                    \
-    "ldr r6, [r8], #4\n\t"                                                                         \
-    "smlabb r1, r5, r6, r1\n\t"                                                                    \
-    "smlatt r3, r5, r6, r3\n\t"
+    TINYAOT_DW_TAP_REGS("r4", "r5", "r6", "r7", "r8", "r10", "r11", "r0", "r1", "r2", "r3")
 #define TINYAOT_DWC_TAPS                                                                           \
     "ldr r9, %[n]\n\t"                                                                             \
     "ldr r10, %[st]\n\t"                                                                           \
@@ -99,12 +90,7 @@ typedef struct {
 #define TINYAOT_DWC_RQ(A, OFF, OFF8, OUT)                                                          \
     "ldrd r4, r5, [r12, #" OFF "]\n\t"                                                             \
     "ldrd r6, r10, [r12, #" OFF8 "]\n\t"                                                           \
-    "smlal r6, r10, " A ", r4\n\t"                                                                 \
-    "lsr " A ", " A ", #31\n\t"                                                                    \
-    "smlal r6, r10, " A ", r11\n\t"                                                                \
-    "asr r10, r10, r5\n\t"                                                                         \
-    "add r10, r10, r9\n\t"                                                                         \
-    "ssat r10, #8, r10\n\t"                                                                        \
+    TINYAOT_RQ_SMLAL_REGS(A, "r4", "r5", "r6", "r10", "r11", "r9")                                 \
     "strb r10, [lr, #" OUT "]\n\t"
 static __attribute__((noinline)) void dw_col_sat(dw_col_t L)
 {
@@ -128,13 +114,7 @@ static __attribute__((noinline)) void dw_col_sat(dw_col_t L)
 /* onnxruntime's records {bias, scale}: channel A's scale at SOFF */
 #define TINYAOT_DWC_RQF(A, SOFF, OUT)                                                              \
     "vldr s15, [r12, #" SOFF "]\n\t"                                                               \
-    "vmov s14, " A "\n\t"                                                                          \
-    "vcvt.f32.s32 s14, s14\n\t"                                                                    \
-    "vmul.f32 s14, s14, s15\n\t"                                                                   \
-    "vcvtr.s32.f32 s14, s14\n\t"                                                                   \
-    "vmov " A ", s14\n\t"                                                                          \
-    "qadd " A ", " A ", r9\n\t"                                                                    \
-    "ssat " A ", #8, " A "\n\t"                                                                    \
+    TINYAOT_RQF_REGS(A, "s14", "s15", "r9")                                                        \
     "strb " A ", [lr, #" OUT "]\n\t"
 static __attribute__((noinline)) void dw_col_fsat(dw_col_t L)
 {

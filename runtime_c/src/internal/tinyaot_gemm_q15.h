@@ -74,17 +74,19 @@ static inline uint32_t *tinyaot_widen_run(const int8_t *src, int32_t n, uint32_t
 /* One quad of the 2x2 dot by two LDMs (x's quad of both columns into r4-r7,
  * w's into r8-r11): 10 instructions per 16 MACs. Operands named a00, a01,
  * a10, a11, x, w; r4-r11 clobbered. Also the Winograd conv's position loop. */
+#define TINYAOT_DOT2X2_LDM_REGS(X, W, A00, A01, A10, A11)                                          \
+    "ldmia " X "!, {r4, r5, r6, r7}\n\t"                                                           \
+    "ldmia " W "!, {r8, r9, r10, r11}\n\t"                                                         \
+    "smlad " A00 ", r4, r8, " A00 "\n\t"                                                            \
+    "smlad " A00 ", r5, r9, " A00 "\n\t"                                                            \
+    "smlad " A01 ", r6, r8, " A01 "\n\t"                                                            \
+    "smlad " A01 ", r7, r9, " A01 "\n\t"                                                            \
+    "smlad " A10 ", r4, r10, " A10 "\n\t"                                                           \
+    "smlad " A10 ", r5, r11, " A10 "\n\t"                                                           \
+    "smlad " A11 ", r6, r10, " A11 "\n\t"                                                           \
+    "smlad " A11 ", r7, r11, " A11 "\n\t"
 #define TINYAOT_DOT2X2_LDM                                                                         \
-    "ldmia %[x]!, {r4, r5, r6, r7}\n\t"                                                            \
-    "ldmia %[w]!, {r8, r9, r10, r11}\n\t"                                                          \
-    "smlad %[a00], r4, r8, %[a00]\n\t"                                                             \
-    "smlad %[a00], r5, r9, %[a00]\n\t"                                                             \
-    "smlad %[a01], r6, r8, %[a01]\n\t"                                                             \
-    "smlad %[a01], r7, r9, %[a01]\n\t"                                                             \
-    "smlad %[a10], r4, r10, %[a10]\n\t"                                                            \
-    "smlad %[a10], r5, r11, %[a10]\n\t"                                                            \
-    "smlad %[a11], r6, r10, %[a11]\n\t"                                                            \
-    "smlad %[a11], r7, r11, %[a11]\n\t"
+    TINYAOT_DOT2X2_LDM_REGS("%[x]", "%[w]", "%[a00]", "%[a01]", "%[a10]", "%[a11]")
 #define TINYAOT_DOT2X2_QUAD                                                                        \
     "ldmia %[w]!, {r8, r9, r10, r11}\n\t"                                                          \
     "ldrd %[xa], %[xb], [%[x]], #8\n\t"                                                            \
@@ -172,14 +174,20 @@ static inline __attribute__((always_inline)) const uint32_t *tinyaot_dot_2x2(con
  * zero point, saturated: o0[0], o1[0], o0[1], o1[1]. 8.5 instructions per
  * output. TINYAOT_RQ_ONE (also used by the depthwise kernel): one output,
  * with m, sh loaded; operands named m, sh, lo, hi, p, mn (0x80000000), zp. */
+/* Its arithmetic, the registers named by the caller (operands such as "%[lo]",
+ * or the register names of an asm that holds every register): accumulator A
+ * (bias included; overwritten), multiplier M, shift SH, rounding constant
+ * LO:HI (loaded), MN = 0x80000000, zero point ZP -> the int8 in HI. */
+#define TINYAOT_RQ_SMLAL_REGS(A, M, SH, LO, HI, MN, ZP)                                            \
+    "smlal " LO ", " HI ", " A ", " M "\n\t"                                                        \
+    "lsr " A ", " A ", #31\n\t"                                                                    \
+    "smlal " LO ", " HI ", " A ", " MN "\n\t"                                                       \
+    "asr " HI ", " HI ", " SH "\n\t"                                                                \
+    "add " HI ", " HI ", " ZP "\n\t"                                                                \
+    "ssat " HI ", #8, " HI "\n\t"
 #define TINYAOT_RQ_ONE(A, POFF, O, OOFF)                                                           \
     "ldrd %[lo], %[hi], [%[p], #" POFF "]\n\t"                                                     \
-    "smlal %[lo], %[hi], %[" A "], %[m]\n\t"                                                       \
-    "lsr %[" A "], %[" A "], #31\n\t"                                                              \
-    "smlal %[lo], %[hi], %[" A "], %[mn]\n\t"                                                      \
-    "asr %[hi], %[hi], %[sh]\n\t"                                                                  \
-    "add %[hi], %[hi], %[zp]\n\t"                                                                  \
-    "ssat %[hi], #8, %[hi]\n\t"                                                                    \
+    TINYAOT_RQ_SMLAL_REGS("%[" A "]", "%[m]", "%[sh]", "%[lo]", "%[hi]", "%[mn]", "%[zp]")          \
     "strb %[hi], [%[" O "], #" OOFF "]\n\t"
 static inline __attribute__((always_inline)) void tinyaot_rq_2x2_sat(const uint32_t acc[4],
                                                                      const int32_t *p, int32_t zp,
@@ -414,17 +422,7 @@ static inline __attribute__((always_inline)) void tinyaot_pw_loop_init(
     L->zp = rq->zp;
 }
 
-#define TINYAOT_PW_QUAD                                                                            \
-    "ldmia r12!, {r4, r5, r6, r7}\n\t"                                                             \
-    "ldmia lr!, {r8, r9, r10, r11}\n\t"                                                            \
-    "smlad r0, r4, r8, r0\n\t"                                                                     \
-    "smlad r0, r5, r9, r0\n\t"                                                                     \
-    "smlad r1, r6, r8, r1\n\t"                                                                     \
-    "smlad r1, r7, r9, r1\n\t"                                                                     \
-    "smlad r2, r4, r10, r2\n\t"                                                                    \
-    "smlad r2, r5, r11, r2\n\t"                                                                    \
-    "smlad r3, r6, r10, r3\n\t"                                                                    \
-    "smlad r3, r7, r11, r3\n\t"
+#define TINYAOT_PW_QUAD TINYAOT_DOT2X2_LDM_REGS("r12", "lr", "r0", "r1", "r2", "r3")
 #define TINYAOT_PW_Q2 TINYAOT_PW_QUAD TINYAOT_PW_QUAD
 #define TINYAOT_PW_Q4 TINYAOT_PW_Q2 TINYAOT_PW_Q2
 #define TINYAOT_PW_Q8 TINYAOT_PW_Q4 TINYAOT_PW_Q4
@@ -436,12 +434,7 @@ static inline __attribute__((always_inline)) void tinyaot_pw_loop_init(
  * loaded), 0x80000000 in r9, zero point in r10 */
 #define TINYAOT_PW_RQ(A, POFF, O, OOFF)                                                            \
     "ldrd r6, r7, [r8, #" POFF "]\n\t"                                                             \
-    "smlal r6, r7, " A ", r4\n\t"                                                                  \
-    "lsr " A ", " A ", #31\n\t"                                                                    \
-    "smlal r6, r7, " A ", r9\n\t"                                                                  \
-    "asr r7, r7, r5\n\t"                                                                           \
-    "add r7, r7, r10\n\t"                                                                          \
-    "ssat r7, #8, r7\n\t"                                                                          \
+    TINYAOT_RQ_SMLAL_REGS(A, "r4", "r5", "r6", "r7", "r9", "r10")                                  \
     "strb r7, [" O ", #" OOFF "]\n\t"
 #define TINYAOT_PW_FN(NAME, DOT, BIAS, RQ4, RB, CLOBBERS)                                          \
     static __attribute__((noinline, unused)) const uint32_t *NAME(                                 \
@@ -511,14 +504,7 @@ TINYAOT_PW_VARIANTS(TINYAOT_PW_SAT, tinyaot_pw)
 /* onnxruntime's records {bias, scale} (8 bytes a channel): accumulator A ->
  * int8 at [O, #OUT], the channel's scale in s15, zero point in r10 */
 #define TINYAOT_PW_RQF(A, O, OUT)                                                                  \
-    "vmov s14, " A "\n\t"                                                                          \
-    "vcvt.f32.s32 s14, s14\n\t"                                                                    \
-    "vmul.f32 s14, s14, s15\n\t"                                                                   \
-    "vcvtr.s32.f32 s14, s14\n\t"                                                                   \
-    "vmov " A ", s14\n\t"                                                                          \
-    "qadd " A ", " A ", r10\n\t"                                                                   \
-    "ssat " A ", #8, " A "\n\t"                                                                    \
-    "strb " A ", [" O ", #" OUT "]\n\t"
+    TINYAOT_RQF_REGS(A, "s14", "s15", "r10") "strb " A ", [" O ", #" OUT "]\n\t"
 #define TINYAOT_PW_BIAS_FSAT "ldr r0, [r8]\n\t" "ldr r2, [r8, #8]\n\t"
 #define TINYAOT_PW_RQ4_FSAT                                                                        \
     "vldr s15, [r8, #4]\n\t"                                                                       \

@@ -124,14 +124,19 @@ enum {
 #define TINYAOT_HAVE_FPU_ASM 1
 /* One output: A (an int32 register operand, overwritten) -> int8 at O + OOFF,
  * with the channel's scale in float operand sc; operands f (float scratch), zp. */
+/* Its arithmetic with the registers named by the caller (operand strings, or
+ * the register names of an asm that holds every register): A -> the int8 in A,
+ * float scratch F, scale SC, zero point ZP. */
+#define TINYAOT_RQF_REGS(A, F, SC, ZP)                                                             \
+    "vmov " F ", " A "\n\t"                                                                         \
+    "vcvt.f32.s32 " F ", " F "\n\t"                                                                 \
+    "vmul.f32 " F ", " F ", " SC "\n\t"                                                             \
+    "vcvtr.s32.f32 " F ", " F "\n\t"                                                                \
+    "vmov " A ", " F "\n\t"                                                                         \
+    "qadd " A ", " A ", " ZP "\n\t"                                                                 \
+    "ssat " A ", #8, " A "\n\t"
 #define TINYAOT_RQF_ONE(A, O, OOFF)                                                                \
-    "vmov %[f], %[" A "]\n\t"                                                                      \
-    "vcvt.f32.s32 %[f], %[f]\n\t"                                                                 \
-    "vmul.f32 %[f], %[f], %[sc]\n\t"                                                              \
-    "vcvtr.s32.f32 %[f], %[f]\n\t"                                                                \
-    "vmov %[" A "], %[f]\n\t"                                                                      \
-    "qadd %[" A "], %[" A "], %[zp]\n\t"                                                            \
-    "ssat %[" A "], #8, %[" A "]\n\t"                                                               \
+    TINYAOT_RQF_REGS("%[" A "]", "%[f]", "%[sc]", "%[zp]")                                         \
     "strb %[" A "], [%[" O "], #" OOFF "]\n\t"
 static inline __attribute__((always_inline)) int8_t tinyaot_requant_float_sat(int32_t acc,
                                                                               int32_t scale_bits,
