@@ -8,6 +8,8 @@ Lavin and Gray, "Fast Algorithms for Convolutional Neural Networks" (2016), F(2x
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from .fast_pack import pack_gemm
@@ -47,3 +49,28 @@ def scratch_bytes(cin):
     """tinyaot_convolve_winograd_s8_get_buffer_size: one tile pair's transformed input,
     16 positions x cin / 4 quads x 4 words."""
     return 16 * 4 * (cin // 4) * 4
+
+
+
+def consume_bands(d):
+    """A layer (ConvDims d) run on tinyaot_convolve_winograd_s8 with no scratch of its own, as
+    two bands of output rows: [(band dims, input offset, output offset, where the band's
+    scratch is: ("output" or "input", byte offset)), ...], or None when the layer is too small.
+    The second band starts at the first even output row r0 whose input rows begin at least
+    one scratch (s bytes) into the input: its scratch is the input's first s bytes, which no
+    row it reads holds. The first band writes the output's rows before r0, which must end
+    before the output's last s bytes (from a word boundary): its scratch."""
+    s = scratch_bytes(d.in_c)
+    row_in, row_out = d.in_w * d.in_c, d.out_w * d.out_c
+    tail = (d.out_h * row_out - s) & ~3
+    for r0 in range(2, d.out_h, 2):
+        iy = r0 - d.pad_top  # the second band's first input row
+        if iy * row_in >= s:
+            break
+    else:
+        return None
+    if r0 * row_out > tail:
+        return None
+    return [(replace(d, out_h=r0), 0, 0, ("output", tail)),
+            (replace(d, in_h=d.in_h - iy, out_h=d.out_h - r0, pad_top=0), iy * row_in,
+             r0 * row_out, ("input", 0))]

@@ -420,14 +420,27 @@ def _winograd(n, x, w, y):
             and y.size // y.shape[1] > W8_PIXELS and wino.fits(w.data, x.shape[1]))
 
 
+def _at(ptr, off):
+    """C expression of the address `off` bytes past `ptr` (an arena expression)."""
+    return f"({ptr} + {off})" if off else ptr
+
+
 def _emit_winograd(em, lid, n, p, info, dims, w):
     """tinyaot_convolve_winograd_s8: the transformed weights (kernels/winograd_pack.py)."""
     q, rec = emit_records_requant(em, lid, p)
     filt = em.const("int32_t", f"{lid}_wp", wino.pack_winograd(w.data), align=8)
     info["kernel"] = "tinyaot_convolve_winograd_s8"
     em.specialize(spec.winograd_uses(rec, conv_dims(em.g, n)))
-    em.call(info["kernel"], [dims, q, em.ptr(n.inputs[0]), filt, em.scratch(n, "uint32_t"),
-                             em.ptr(n.outputs[0])])
+    x, y = em.ptr(n.inputs[0]), em.ptr(n.outputs[0])
+    if dims is None:  # no scratch of its own: two bands, each's in bytes of x or y that are
+        # free while it runs (planner/winograd.py: x dies here)
+        for k, (d, x_off, y_off, (where, s_off)) in enumerate(
+                wino.consume_bands(conv_dims(em.g, n)), 1):
+            em.consts.append(c_struct(f"{lid}_d{k}", d))
+            s = f"(uint32_t *)(void *){_at(x if where == 'input' else y, s_off)}"
+            em.call(info["kernel"], [f"&{lid}_d{k}", q, _at(x, x_off), filt, s, _at(y, y_off)])
+        return
+    em.call(info["kernel"], [dims, q, x, filt, em.scratch(n, "uint32_t"), y])
 
 
 def _emit_fast_w8(em, lid, n, p, info, dims, w):
@@ -470,7 +483,8 @@ class Conv2d(Op):
                     n.attrs["winograd_candidate"] = True  # planner/winograd.py decides
                     if n.attrs.get("winograd"):
                         n.attrs["fast_kernel"] = "winograd"
-                        n.attrs["scratch_bytes"] = wino.scratch_bytes(cin)
+                        n.attrs["scratch_bytes"] = (0 if n.attrs["winograd"] == "consume"
+                                                    else wino.scratch_bytes(cin))
                 if (optimize == "speed" and w.dtype == "int8" and y.size // cout <= W8_PIXELS
                         and w.size >= W8_MIN_WEIGHTS):
                     n.attrs["w8_columns"] = True  # a candidate of planner/w8_columns.py
@@ -495,9 +509,11 @@ class Conv2d(Op):
         w = em.g.tensors[n.inputs[1]]
         x = em.g.tensors[n.inputs[0]]
         y = em.g.tensors[n.outputs[0]]
-        dims = emit_conv_dims(em, lid, n)
         kh, kw = n.attrs["kernel"]
         info["macs"] = int(y.size * kh * kw * (w.shape[1]))
+        if n.attrs.get("winograd") == "consume" and n.attrs.get("fast_kernel") == "winograd":
+            return _emit_winograd(em, lid, n, p, info, None, w)  # its bands' dims
+        dims = emit_conv_dims(em, lid, n)
         if n.attrs.get("f32_w8"):  # --optimize size
             return emit_conv_w8(em, lid, n, p, info, dims)
         if n.attrs.get("fast_kernel") == "sparse":  # mostly zero weights (SPARSE_DENSITY)

@@ -3,15 +3,16 @@ a larger scratch (planner/winograd.py, planner/w8_columns.py) try it layer by la
 from __future__ import annotations
 
 
-def first_arena_free(g, n, plan, replan, reselect, attr, values):
+def first_arena_free(g, n, plan, replan, reselect, attr, values, ok=None):
     """Set n.attrs[attr] to each of `values` in turn (reselect(n): the node's Op.select,
     which reads it) and return the plan of the first that leaves the arena as small as
-    `plan`'s; if none does, drop the attr (reselect again) and return `plan`."""
+    `plan`'s (and that ok(value, plan) accepts, when given); if none does, drop the attr
+    (reselect again) and return `plan`."""
     for v in values:
         n.attrs[attr] = v
         reselect(n)
         trial = replan(g)
-        if trial.size <= plan.size:
+        if trial.size <= plan.size and (ok is None or ok(v, trial)):
             return trial
     n.attrs.pop(attr)
     reselect(n)

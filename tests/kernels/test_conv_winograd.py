@@ -10,6 +10,11 @@ the int16 transforms (inputs at both ends of int8 with zero points -128 and 127,
 -128 and 127, in_c 192: the largest sums the kernel accepts). The transform matrices are
 checked against the direct convolution, and the scratch size the compiler plans
 (kernels/winograd_pack.py) is the kernel's own.
+
+A layer with no scratch of its own (winograd_pack.consume_bands: two bands of output rows,
+the first's scratch in the output's last bytes, the second's in the input's first bytes)
+gives the same outputs, input and output in one guarded buffer as in the arena: on ic01's
+geometry and on every layer of a grid that it accepts, in every record variant.
 """
 from __future__ import annotations
 
@@ -146,3 +151,59 @@ def test_winograd_asm_on_qemu_m4(tmp_path):
     res = run_firmware(elf, board, timeout=300)
     assert len(res.outputs) == len(calls)
     assert_outputs(res, [c[4] for c in cases], [c[5] for c in cases])
+
+
+def _bands_run(rng, dims, q, x, w, want, gap=16):
+    """The layer as the compiler emits it with no scratch: consume_bands' calls on one buffer
+    (input at 16, output `gap` bytes after it, canaries around), checked against want."""
+    from codegen.ops.conv_records import ConvDims
+    from tests.helpers import kernels_cffi as kf
+    d = ConvDims(*dims)
+    bands = wino.consume_bands(d)
+    assert bands is not None, d
+    nx, ny = x.size, want.size
+    x_at, y_at = 16, 16 + (nx + gap + 3) // 4 * 4
+    buf = kf.OutBuf(y_at + ny, rng)
+    buf.raw[kf.GUARD + x_at:kf.GUARD + x_at + nx] = x.reshape(-1)
+    keep = []
+    qs = kf.new_struct("tinyaot_requant_t", q, keep)
+    ws = kf.cbuf(w, np.int32, keep)
+    for bd, x_off, y_off, (where, s_off) in bands:
+        ds = kf.new_struct("tinyaot_conv_dims_t", {f: getattr(bd, f) for f in
+                                                   kf.struct_fields("tinyaot_conv_dims_t")}, keep)
+        scratch = (x_at if where == "input" else y_at) + s_off
+        kf._call("tinyaot_convolve_winograd_s8", ds, qs, buf.ptr + x_at + x_off, ws,
+                 kf.ffi.cast("uint32_t *", buf.ptr + scratch), buf.ptr + y_at + y_off)
+    got = buf.result("the bands")[y_at:y_at + ny]
+    np.testing.assert_array_equal(got.reshape(want.shape), want, err_msg=str(d))
+
+
+def test_no_scratch_bands_equal_the_numpy_reference():
+    """ic01's second 16-channel layer in every variant, then a grid of geometries: each one
+    consume_bands accepts runs exact in its two bands (its scratch overwrites the input's
+    head and the output's tail while they are free), and it refuses layers too small."""
+    from codegen.ops.conv_records import ConvDims
+    rng = np.random.default_rng(12)
+    for vi, (numerics, records, clamp) in enumerate(VARIANTS):
+        dims, q, x, w, want, _ = _case(np.random.default_rng(90 + vi), numerics, records, clamp,
+                                       16, 16, (32, 32), (1, 1, 1, 1))
+        _bands_run(rng, dims, q, x, w, want)
+    ran = refused = 0
+    for cin in (4, 8, 20, 32):
+        for cout in (3, 16, 40):
+            for hw in ((3, 3), (6, 16), (9, 7), (14, 11), (16, 5)):
+                for pads in ((0, 0, 0, 0), (1, 1, 1, 1), (2, 0, 1, 2)):
+                    oh, ow = hw[0] + pads[0] + pads[2] - 2, hw[1] + pads[1] + pads[3] - 2
+                    x = np.zeros((1, cin) + hw, np.int8)
+                    attrs = {"kernel": (3, 3), "strides": (1, 1), "dilations": (1, 1),
+                             "group": 1, "pads": pads}
+                    if wino.consume_bands(ConvDims(*conv_dims_fields(
+                            x.shape, (1, cout, oh, ow), attrs))) is None:
+                        refused += 1
+                        continue
+                    numerics, records, clamp = VARIANTS[ran % len(VARIANTS)]
+                    dims, q, x, w, want, _ = _case(rng, numerics, records, clamp, cin, cout, hw,
+                                                   pads)
+                    _bands_run(rng, dims, q, x, w, want, gap=int(rng.integers(0, 64)))
+                    ran += 1
+    assert ran >= 20 and refused >= 40, (ran, refused)
