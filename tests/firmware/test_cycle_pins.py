@@ -38,16 +38,17 @@ from tests.helpers.env import require_arm_toolchain, shared_model
 # the fast conv's onnxruntime {bias, scale} channel pairs did the same as the one-SMLAL ones
 # (vww01 ort -0.7 %, kws01 ort -1.0 %, sww01 ort -0.4 %; tflite runs moved by up to 0.2 %
 # with branch-target alignment), and when ic01's second 16-channel 3x3 conv (the arena's
-# peak) ran Winograd with no scratch of its own (tflite -4.3 %, ort -2.4 %).
+# peak) ran Winograd with no scratch of its own (tflite -4.3 %, ort -2.4 %), and when the
+# table add's loop became asm with the output zero point folded (ic01 tflite -1.2 %).
 PINNED = {
     ("ad01", "tflite"): {"ideal": 377970},
     ("kws01", "tflite"): {"ideal": 5404199},
-    ("ic01", "tflite"): {"ideal": 16781846},
+    ("ic01", "tflite"): {"ideal": 16581163},
     ("vww01", "tflite"): {"ideal": 12841181},
     ("sww01", "tflite"): {"ideal": 1522317},
     ("ad01", "ort"): {"ideal": 779016},
     ("kws01", "ort"): {"ideal": 5947630},
-    ("ic01", "ort"): {"ideal": 31454125},
+    ("ic01", "ort"): {"ideal": 31454128},
     ("vww01", "ort"): {"ideal": 13445575},
     ("sww01", "ort"): {"ideal": 1580646},
 }

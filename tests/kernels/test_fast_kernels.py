@@ -951,3 +951,77 @@ def test_fast_conv_asm_on_qemu_m4(tmp_path):
         assert np.array_equal(got, c["expected"]), (what, np.argwhere(got != c["expected"])[:4])
         nonsat += np.count_nonzero((got > c["lo"]) & (got < c["hi"]))
     assert nonsat > sum(c["n_out"] for c in cases) // 2  # mostly unclamped outputs
+
+
+def _fragile_pairs(a_lut, b_lut, out_rq, rng, n):
+    """n input pairs, most of them where a rounding step decides the output: the one-SMLAL
+    rescale's high word h = (R + v * m - 2^31 [v < 0]) >> 32 (v = a_lut[a] + b_lut[b]) at a
+    multiple of 2^sh or one below it (an error of one in h, or in the negative-sum
+    correction's borrow, changes the output), or v < 0 with the low word borrowing. (Pairs
+    where both hold, so that a lost borrow would change the output, do not occur with
+    TFLite's add parameters here: rlo = 2^30.)"""
+    av, bv = np.meshgrid(np.arange(-128, 128), np.arange(-128, 128), indexing="ij")
+    v = a_lut[av + 128].astype(np.int64) + b_lut[bv + 128].astype(np.int64)
+    m, sh, rlo, rhi = (int(x) for x in out_rq[:4])
+    r = (rhi << 32) + (rlo & 0xFFFFFFFF)
+    full = r + v * m - np.where(v < 0, 1 << 31, 0)
+    h = full >> 32
+    edge = ((h & ((1 << sh) - 1)) == 0) | ((h & ((1 << sh) - 1)) == (1 << sh) - 1)
+    borrow = (v < 0) & (((r + v * m) & 0xFFFFFFFF) < (1 << 31))
+    pick = np.flatnonzero((edge | borrow).reshape(-1))
+    pick = rng.choice(pick, min(pick.size, n * 3 // 4), replace=False)
+    pick = np.concatenate([pick, rng.integers(0, 65536, n)])[:n]
+    return ((pick // 256) - 128).astype(np.int8), ((pick % 256) - 128).astype(np.int8)
+
+
+@pytest.mark.qemu
+def test_fast_add_tables_asm_on_qemu_m4(tmp_path, lib):
+    """The table add's asm loop (the whole int8 range, b not broadcast, the output zero point
+    folded into the rounding: shifts up to 22) on qemu-m4 against the reference kernel on the
+    host, over zero points at both ends and shifts on both sides of the fold's limit (the C
+    loops take those above it)."""
+    require_arm_toolchain()
+    from codegen.numerics import tflite_fixedpoint as tfp
+    from codegen.targets.qemu import load_board
+    from tests.helpers.kernel_firmware import assert_outputs, c_words, cases_firmware
+    ffi, L = lib
+    board = load_board("qemu-m4")
+    rng = np.random.default_rng(23)
+    src = ["#include <stdint.h>", "#include <string.h>", '#include "harness.h"',
+           '#include "tinyaot_fast_kernels.h"']
+    calls, wants, labels, shifts = [], [], [], set()
+    calls.append("    case -1: return (int)scratch[0]; /* (the harness's scratch, unused) */")
+    for i in range(16):
+        sa, sb = (float(v) for v in rng.uniform(0.005, 0.2, 2))
+        so = float(rng.uniform(1.0, 2.5)) * max(sa, sb) * (1.0 if i % 2 else 2.0 ** 6)
+        za, zb = (int(v) for v in rng.integers(-128, 128, 2))
+        zo = (-128, 127, 0)[i % 3] if i < 6 else int(rng.integers(-128, 128))
+        prm = tfp.add_params(sa, za, sb, zb, so, zo)
+        a_lut, b_lut, out_rq = add_tables(prm)
+        shifts.add(int(out_rq[1]) <= 22)
+        a, b = _fragile_pairs(a_lut, b_lut, out_rq, rng, 1000 + 131 * i)
+        n = a.size
+        p = ffi.new("tinyaot_add_params_t *")
+        p.act_min, p.act_max, p.use_float = -128, 127, 0
+        for key, val in prm.items():
+            setattr(p, key, int(val))
+        ref = np.zeros(n, np.int8)
+        assert L.tinyaot_add_s8(n, p, _ptr(ffi, a, "int8_t"), _ptr(ffi, b, "int8_t"), 1,
+                                _ptr(ffi, ref, "int8_t")) == 0
+        fields = ", ".join(f".{k} = {int(v)}" for k, v in prm.items())
+        src += [c_words(f"a{i}", "int8_t", a), c_words(f"b{i}", "int8_t", b),
+                c_words(f"la{i}", "int32_t", a_lut), c_words(f"lb{i}", "int32_t", b_lut),
+                c_words(f"r{i}", "int32_t", out_rq),
+                f"static const tinyaot_add_params_t p{i} = {{ {fields}, .act_min = -128, "
+                f".act_max = 127, .a_lut = la{i}, .b_lut = lb{i}, .out_rq = r{i} }};"]
+        calls.append(f"    case {i}: return tinyaot_add_fast_s8({n}, &p{i}, a{i}, b{i}, 1, output);")
+        wants.append(ref)
+        labels.append((zo, int(out_rq[1])))
+    assert shifts == {True, False}, labels
+    elf, asm = cases_firmware(tmp_path, board, "add_tables", src, calls, 4,
+                              max(w.size for w in wants),
+                              ["tinyaot_add_fast_s8.c", "tinyaot_add_s8.c"])
+    assert re.search(r"\sand(\.w)?\s.*#2147483648", asm), "the asm loop is not in the firmware"
+    from codegen.targets.qemu import run_firmware
+    res = run_firmware(elf, board, timeout=300)
+    assert_outputs(res, wants, labels)

@@ -103,7 +103,48 @@ int tinyaot_add_fast_s8(int32_t n, const tinyaot_add_params_t *p, const int8_t *
         const int32_t *la = p->a_lut + 128, *lb = p->b_lut + 128, *r = p->out_rq;
         const int32_t m = r[0], sh = r[1], rhi = r[3];
         const uint32_t rlo = (uint32_t)r[2];
-        if (lo <= -128 && hi >= 127) {
+        if (lo <= -128 && hi >= 127 && b_stride == 1 && sh <= 22) {
+            /* out_zp folded into the rounding's high word: (h + zp * 2^sh) >> sh =
+             * (h >> sh) + zp, and |h| < 2^30 (|sum * m| < 2^62) leaves room for
+             * |zp * 2^sh| <= 2^29; fewer live values, so no reloads in the loop */
+            const int32_t rz = rhi + (int32_t)((uint32_t)out_zp << sh);
+            const int8_t *const end = a + n;
+#if TINYAOT_HAVE_ALLREG_ASM
+            /* tinyaot_mbqm_smlal's negative-sum correction (- 2^31 when sum < 0) as
+             * AND / SUBS / SBC: no register for its constant, so the loop's 14 values
+             * fit the register file */
+            if (n > 0) {
+                uint32_t x, y, l, h;
+                __asm__ volatile("1:\n\t"
+                                 "ldrsb %[x], [%[a]], #1\n\t"
+                                 "ldrsb %[y], [%[b]], #1\n\t"
+                                 "ldr %[x], [%[la], %[x], lsl #2]\n\t"
+                                 "ldr %[y], [%[lb], %[y], lsl #2]\n\t"
+                                 "add %[x], %[x], %[y]\n\t"
+                                 "mov %[l], %[rlo]\n\t"
+                                 "mov %[h], %[rz]\n\t"
+                                 "smlal %[l], %[h], %[x], %[m]\n\t"
+                                 "and %[y], %[x], #0x80000000\n\t"
+                                 "subs %[l], %[l], %[y]\n\t"
+                                 "sbc %[h], %[h], #0\n\t"
+                                 "asr %[h], %[h], %[sh]\n\t"
+                                 "ssat %[h], #8, %[h]\n\t"
+                                 "strb %[h], [%[o]], #1\n\t"
+                                 "cmp %[a], %[end]\n\t"
+                                 "bne 1b"
+                                 : [a] "+r"(a), [b] "+r"(b), [o] "+r"(output), [x] "=&r"(x),
+                                   [y] "=&r"(y), [l] "=&r"(l), [h] "=&r"(h)
+                                 : [la] "r"(la), [lb] "r"(lb), [m] "r"(m), [sh] "r"(sh),
+                                   [rlo] "r"(rlo), [rz] "r"(rz), [end] "r"(end)
+                                 : "cc", "memory");
+            }
+#else
+            while (a < end) {
+                const int32_t sum = tinyaot_fp_wrap_add(la[*a++], lb[*b++]);
+                *output++ = (int8_t)__SSAT(tinyaot_mbqm_smlal(sum, m, sh, rlo, rz), 8);
+            }
+#endif
+        } else if (lo <= -128 && hi >= 127) {
             for (int32_t i = 0; i < n; ++i) {
                 const int32_t sum = tinyaot_fp_wrap_add(la[a[i]], lb[b[i * b_stride]]);
                 output[i] = (int8_t)__SSAT(tinyaot_mbqm_smlal(sum, m, sh, rlo, rhi) + out_zp, 8);
