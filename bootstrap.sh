@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 
-APT_PACKAGES=(gcc make gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm cppcheck)
+APT_PACKAGES=(gcc make gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm qemu-user cppcheck)
 
 missing=()
 for p in "${APT_PACKAGES[@]}"; do

@@ -139,9 +139,10 @@ int tinyaot_add_fast_s8(int32_t n, const tinyaot_add_params_t *p, const int8_t *
                                  : "cc", "memory");
             }
 #else
-            while (a < end) {
+            while (a < end) { /* (the clamp branch-free: the same count for every input) */
                 const int32_t sum = tinyaot_fp_wrap_add(la[*a++], lb[*b++]);
-                *output++ = (int8_t)__SSAT(tinyaot_mbqm_smlal(sum, m, sh, rlo, rz), 8);
+                *output++ = (int8_t)tinyaot_fp_clamp(tinyaot_mbqm_smlal(sum, m, sh, rlo, rz),
+                                                     -128, 127);
             }
 #endif
         } else if (lo <= -128 && hi >= 127) {
