@@ -51,7 +51,6 @@ def scratch_bytes(cin):
     return 16 * 4 * (cin // 4) * 4
 
 
-
 def consume_bands(d):
     """A layer (ConvDims d) run on tinyaot_convolve_winograd_s8 with no scratch of its own, as
     two bands of output rows: [(band dims, input offset, output offset, where the band's

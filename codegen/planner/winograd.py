@@ -16,6 +16,7 @@ which its Op.select reads.
 from __future__ import annotations
 
 from ..kernels import winograd_pack as wino
+from ..ops.conv_records import conv_dims
 from .arena_free import first_arena_free
 
 
@@ -33,7 +34,6 @@ def plan_winograd(g, plan, replan, reselect):
 
 def _fits(g, n):
     """Is the layer large enough to run with no scratch (winograd_pack.consume_bands)?"""
-    from ..ops.conv_records import conv_dims
     return wino.consume_bands(conv_dims(g, n)) is not None
 
 
