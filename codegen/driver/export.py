@@ -43,6 +43,11 @@ from ..targets.boards import board_or_error
 # Flags the library needs whatever the user's own flags are: C99, and no
 # fused multiply-add (the ort numerics repeat MLAS's float order exactly).
 REQUIRED_CFLAGS = ["-std=c99", "-ffp-contract=off"]
+# The library's own optimization level, after the user's flags (the last -O wins): the DSP
+# kernels' inline asm takes all 14 free core registers, which arm-none-eabi-gcc allocates at
+# -O2 (the level every board, test and benchmark builds) but not at every level (-O0, -Og,
+# -O1 and -O3 fail with "impossible constraints" in some kernels). TINYAOT_OPT overrides it.
+KERNEL_OPT = "-O2"
 _INCLUDE_RE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 _CALL_RE = re.compile(r"\b(tinyaot_[A-Za-z0-9_]+)\s*\(")
 
@@ -276,6 +281,9 @@ def _makefile(srcs, libm, part=None):
 #
 #   include path/to/this/folder/tinyaot.mk
 #   CFLAGS += <your -mcpu/-mthumb/-mfloat-abi/-O flags>
+#
+# The library compiles at $(TINYAOT_OPT) (default {KERNEL_OPT}, after your CFLAGS), whatever
+# your -O: its inline asm needs the registers GCC frees at that level.
 #   app.elf: main.o $(TINYAOT_LIB)
 #   	$(CC) $(CFLAGS) ... -o $@ main.o $(TINYAOT_LIB) $(TINYAOT_LDLIBS)
 #   main.o: CFLAGS += $(TINYAOT_INCLUDES)
@@ -289,7 +297,8 @@ TINYAOT_DIR := $(dir $(lastword $(MAKEFILE_LIST)))
 TINYAOT_SRCS := \\
     {src_list}
 TINYAOT_INCLUDES := -I$(TINYAOT_DIR)include
-TINYAOT_CFLAGS := $(TINYAOT_INCLUDES) {' '.join(REQUIRED_CFLAGS)}
+TINYAOT_OPT ?= {KERNEL_OPT}
+TINYAOT_CFLAGS := $(TINYAOT_INCLUDES) {' '.join(REQUIRED_CFLAGS)} $(TINYAOT_OPT)
 TINYAOT_LDLIBS := {'-lm' if libm else ''}
 TINYAOT_OBJDIR ?= build/tinyaot
 TINYAOT_OBJS := $(patsubst $(TINYAOT_DIR)src/%.c,$(TINYAOT_OBJDIR)/%.o,$(TINYAOT_SRCS))
@@ -328,8 +337,14 @@ def _cmake(srcs, libm, part=None):
 # defines the static library target `tinyaot` (include directory PUBLIC);
 # then: target_link_libraries(your_app PRIVATE tinyaot)
 # Your toolchain / CMAKE_C_FLAGS give the -mcpu etc.; the library adds
-# only what bit-exactness needs (C99, -ffp-contract=off).
+# what bit-exactness needs (C99, -ffp-contract=off) and its own optimization
+# level, TINYAOT_OPT (default {KERNEL_OPT}, after CMAKE_C_FLAGS_<CONFIG>: a Debug
+# or Release build too), because its inline asm needs the registers GCC frees
+# at that level.
 set(TINYAOT_DIR ${{CMAKE_CURRENT_LIST_DIR}})
+if(NOT DEFINED TINYAOT_OPT)
+  set(TINYAOT_OPT {KERNEL_OPT})
+endif()
 set(TINYAOT_SOURCES
 {src_list}
 )
@@ -337,7 +352,7 @@ if(NOT TARGET tinyaot)
   add_library(tinyaot STATIC ${{TINYAOT_SOURCES}})
   target_include_directories(tinyaot PUBLIC ${{TINYAOT_DIR}}/include)
   set_target_properties(tinyaot PROPERTIES C_STANDARD 99 C_STANDARD_REQUIRED ON C_EXTENSIONS OFF)
-  target_compile_options(tinyaot PRIVATE -ffp-contract=off)
+  target_compile_options(tinyaot PRIVATE -ffp-contract=off ${{TINYAOT_OPT}})
 {'  target_link_libraries(tinyaot PUBLIC m)' if libm else ''}
 endif()
 {_cmake_part(part)}"""

@@ -95,9 +95,12 @@ def _user_data(app, models):
     (app / "main.c").write_text(MAIN_C)
 
 
-def _user_makefile(app, lib, board):
+def _user_makefile(app, lib, board, opt=None):
+    """opt: the user's -O flag instead of the board's."""
     common = BOARDS_DIR / "common"
-    cflags = board["cflags"] + board["opt_cflags"] + board["warn_cflags"] + \
+    opt_cflags = board["opt_cflags"] if opt is None else \
+        [f for f in board["opt_cflags"] if not f.startswith("-O")] + [opt]
+    cflags = board["cflags"] + opt_cflags + board["warn_cflags"] + \
         [f"-D{d}" for d in board.get("defines", [])]
     ldflags = board["ldflags"] + [f"-T{board['linker_script']}",
                                   f"-Wl,--defsym=__stack_size={board['stack_size']}"]
@@ -173,14 +176,14 @@ def _check_files(lib):
 _INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
 
-def _make_and_run(tmp_path, lib, models, board_name="qemu-m4"):
+def _make_and_run(tmp_path, lib, models, board_name="qemu-m4", opt=None, make_args=()):
     board = qemu.load_board(board_name)
     app = tmp_path / "app"
     app.mkdir()
     _user_data(app, models)
-    _user_makefile(app, lib, board)
+    _user_makefile(app, lib, board, opt)
     # Plain make: no Python, no SCons on the command line or in the Makefiles.
-    proc = subprocess.run(["make", "-C", str(app)], capture_output=True, text=True)
+    proc = subprocess.run(["make", "-C", str(app), *make_args], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "python" not in proc.stdout.lower() and "scons" not in proc.stdout.lower()
     # The library objects came from the exported folder only.
@@ -212,6 +215,56 @@ def test_export_make_qemu_m4(tmp_path):
         assert word in readme
     inputs, expected = _golden(DEFAULT_MODEL, DEFAULT_GOLDEN, "outputs")
     _make_and_run(tmp_path, lib, [("digits_cnn_int8", inputs, expected)])
+
+
+@pytest.mark.qemu
+@pytest.mark.parametrize("opt", ["-O0", "-O3"])
+def test_export_builds_at_any_user_optimization_level(tmp_path, opt):
+    """A user's -O0 (a debug build) or -O3 in CFLAGS: the library compiles at its own
+    TINYAOT_OPT after them (the fast kernels' inline asm needs the registers GCC frees at
+    -O2) and runs bit-exact on qemu-m4; with TINYAOT_OPT set to -O0 too the same build
+    fails, which is why the library sets it."""
+    require_arm_toolchain()
+    lib = tmp_path / "lib"
+    _export([DEFAULT_MODEL], "qemu-m4", lib)
+    inputs, expected = _golden(DEFAULT_MODEL, DEFAULT_GOLDEN, "outputs")
+    models = [("digits_cnn_int8", inputs, expected)]
+    _make_and_run(tmp_path, lib, models, opt=opt)
+    if opt == "-O0":  # (the default model's kernels compile at -O3 on their own)
+        bad = tmp_path / "bad"
+        bad.mkdir()
+        with pytest.raises(AssertionError, match="impossible constraints"):
+            _make_and_run(bad, lib, models, opt=opt, make_args=[f"TINYAOT_OPT={opt}"])
+
+
+@pytest.mark.parametrize("build_type", ["Debug", "Release"])
+def test_export_cmake_arm_build_types(tmp_path, build_type):
+    """The CMake snippet with arm-none-eabi-gcc: the library target builds in a Debug
+    (-O0) and a Release (-O3) configuration (TINYAOT_OPT after CMAKE_C_FLAGS_<CONFIG>)."""
+    require_arm_toolchain()
+    if shutil.which("cmake") is None:
+        pytest.skip("cmake missing")
+    lib = tmp_path / "lib"
+    _export([DEFAULT_MODEL], "qemu-m4", lib)
+    board = qemu.load_board("qemu-m4")
+    app = tmp_path / "app"
+    app.mkdir()
+    (app / "CMakeLists.txt").write_text(f"""cmake_minimum_required(VERSION 3.13)
+project(user_app C)
+add_subdirectory({lib} tinyaot)
+""")
+    b = tmp_path / "b"
+    cmds = (["cmake", "-S", str(app), "-B", str(b), "-DCMAKE_SYSTEM_NAME=Generic",
+             "-DCMAKE_C_COMPILER=arm-none-eabi-gcc", "-DCMAKE_TRY_COMPILE_TARGET_TYPE=STATIC_LIBRARY",
+             f"-DCMAKE_BUILD_TYPE={build_type}",
+             f"-DCMAKE_C_FLAGS={' '.join(board['cflags'] + board['warn_cflags'])}"],
+            ["cmake", "--build", str(b), "--target", "tinyaot", "--verbose"])
+    for cmd in cmds:
+        p = subprocess.run(cmd, capture_output=True, text=True)
+        assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    line = next(ln for ln in p.stdout.splitlines()
+                if "tinyaot_convolve_fast_s8.c" in ln and "arm-none-eabi-gcc" in ln)
+    assert line.index(" -O2") > (line.index(" -O3") if build_type == "Release" else 0), line
 
 
 def test_export_cmake_host(tmp_path):
