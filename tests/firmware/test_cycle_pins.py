@@ -39,16 +39,18 @@ from tests.helpers.env import require_arm_toolchain, shared_model
 # (vww01 ort -0.7 %, kws01 ort -1.0 %, sww01 ort -0.4 %; tflite runs moved by up to 0.2 %
 # with branch-target alignment), and when ic01's second 16-channel 3x3 conv (the arena's
 # peak) ran Winograd with no scratch of its own (tflite -4.3 %, ort -2.4 %), and when the
-# table add's loop became asm with the output zero point folded (ic01 tflite -1.2 %).
+# table add's loop became asm with the output zero point folded (ic01 tflite -1.2 %), and
+# when Winograd's tile pairs wholly inside the layer skipped the per-output edge tests
+# (ic01 -0.3 %, ort -0.1 %).
 PINNED = {
     ("ad01", "tflite"): {"ideal": 377970},
     ("kws01", "tflite"): {"ideal": 5404199},
-    ("ic01", "tflite"): {"ideal": 16581163},
+    ("ic01", "tflite"): {"ideal": 16525131},
     ("vww01", "tflite"): {"ideal": 12841181},
     ("sww01", "tflite"): {"ideal": 1522317},
     ("ad01", "ort"): {"ideal": 779016},
     ("kws01", "ort"): {"ideal": 5947630},
-    ("ic01", "ort"): {"ideal": 31454128},
+    ("ic01", "ort"): {"ideal": 31421703},
     ("vww01", "ort"): {"ideal": 13445575},
     ("sww01", "ort"): {"ideal": 1580646},
 }

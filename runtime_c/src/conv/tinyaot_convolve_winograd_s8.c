@@ -263,6 +263,25 @@ static inline __attribute__((always_inline)) const uint32_t *pair_m(
         output_transform(m + i, y[i]);
     }
     const int32_t rw = TINYAOT_RQ_WORDS(mode), rb = TINYAOT_RQ_BIAS(mode);
+    if (rec && two && pix[0][3] >= 0 && pix[1][3] >= 0) {
+        /* both tiles wholly inside (output 3, the bottom right, is inside only then):
+         * outputs k at a fixed offset from each tile's first, no test per output */
+        const int32_t *p = rq->rq + rw * oc;
+        const int32_t b0 = p[rb], b1 = p[rw + rb];
+        int8_t *o0 = output + pix[0][0] * out_c + oc, *o1 = output + pix[1][0] * out_c + oc;
+        const int32_t dy = (pix[0][2] - pix[0][0]) * out_c; /* one output row */
+        for (int32_t k = 0; k < 4; ++k) {
+            const int32_t off = (k & 1) * out_c + (k >> 1) * dy;
+            const uint32_t acc[4] = {(uint32_t)(y[0][k] + b0), (uint32_t)(y[1][k] + b0),
+                                     (uint32_t)(y[2][k] + b1), (uint32_t)(y[3][k] + b1)};
+            if (mode == TINYAOT_RQ_FLOAT_SAT) {
+                tinyaot_rqf_2x2_sat(acc, p, rq->zp, o0 + off, o1 + off);
+            } else {
+                tinyaot_rq_2x2_sat(acc, p, rq->zp, o0 + off, o1 + off);
+            }
+        }
+        return u;
+    }
     for (int32_t k = 0; k < 4; ++k) {
         const int32_t p0 = pix[0][k], p1 = pix[1][k];
         /* no pointer is formed outside the output */
