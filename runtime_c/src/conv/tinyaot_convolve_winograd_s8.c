@@ -246,6 +246,24 @@ static __attribute__((noinline)) const uint32_t *dots16(const uint32_t *v, const
     return dots16_m(v, u, nq, m, -1);
 }
 
+/* Output k of the four columns y ([oc0 t0, oc0 t1, oc1 t0, oc1 t1][output]),
+ * plus the biases b0, b1 of oc, oc + 1, through a saturating record mode's 2x2
+ * requantization (p: oc's records, oc + 1's after them): tile 0's two
+ * channels to o0[0], o0[1], tile 1's to o1[0], o1[1]. */
+static inline __attribute__((always_inline)) void rq_2x2_k(const int32_t y[4][4], int32_t k,
+                                                           int32_t b0, int32_t b1,
+                                                           const int32_t *p, int32_t zp,
+                                                           int8_t *o0, int8_t *o1, int mode)
+{
+    const uint32_t acc[4] = {(uint32_t)(y[0][k] + b0), (uint32_t)(y[1][k] + b0),
+                             (uint32_t)(y[2][k] + b1), (uint32_t)(y[3][k] + b1)};
+    if (mode == TINYAOT_RQ_FLOAT_SAT) {
+        tinyaot_rqf_2x2_sat(acc, p, zp, o0, o1);
+    } else {
+        tinyaot_rq_2x2_sat(acc, p, zp, o0, o1);
+    }
+}
+
 /* One channel pair (oc, oc + 1; `two` 0 when oc is the last channel) of a
  * tile pair: its 16 positions' 2x2 dots from u, the output transforms, and the
  * requantization of the outputs that lie inside the layer (pix[t][k]: tile t's
@@ -272,13 +290,7 @@ static inline __attribute__((always_inline)) const uint32_t *pair_m(
         const int32_t dy = (pix[0][2] - pix[0][0]) * out_c; /* one output row */
         for (int32_t k = 0; k < 4; ++k) {
             const int32_t off = (k & 1) * out_c + (k >> 1) * dy;
-            const uint32_t acc[4] = {(uint32_t)(y[0][k] + b0), (uint32_t)(y[1][k] + b0),
-                                     (uint32_t)(y[2][k] + b1), (uint32_t)(y[3][k] + b1)};
-            if (mode == TINYAOT_RQ_FLOAT_SAT) {
-                tinyaot_rqf_2x2_sat(acc, p, rq->zp, o0 + off, o1 + off);
-            } else {
-                tinyaot_rq_2x2_sat(acc, p, rq->zp, o0 + off, o1 + off);
-            }
+            rq_2x2_k(y, k, b0, b1, p, rq->zp, o0 + off, o1 + off, mode);
         }
         return u;
     }
@@ -289,14 +301,7 @@ static inline __attribute__((always_inline)) const uint32_t *pair_m(
         int8_t *o1 = p1 >= 0 ? output + p1 * out_c + oc : output;
         if (rec && two && p0 >= 0 && p1 >= 0) {
             const int32_t *p = rq->rq + rw * oc;
-            const uint32_t acc[4] = {(uint32_t)(y[0][k] + p[rb]), (uint32_t)(y[1][k] + p[rb]),
-                                     (uint32_t)(y[2][k] + p[rw + rb]),
-                                     (uint32_t)(y[3][k] + p[rw + rb])};
-            if (mode == TINYAOT_RQ_FLOAT_SAT) {
-                tinyaot_rqf_2x2_sat(acc, p, rq->zp, o0, o1);
-            } else {
-                tinyaot_rq_2x2_sat(acc, p, rq->zp, o0, o1);
-            }
+            rq_2x2_k(y, k, p[rb], p[rw + rb], p, rq->zp, o0, o1, mode);
             continue;
         }
         for (int32_t j = 0; j < 1 + two; ++j) {
