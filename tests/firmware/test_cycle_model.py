@@ -100,6 +100,13 @@ SNIPPETS = {
     # -> 1 + 7 + 45 + 4 + 1 = 58
     "flash_loop": ("movs r0, #3\n" + "nop\n" * 7 + "1:\n" + "nop\n" * 14
                    + "subs r0, r0, #1\nbne 1b\n", 58, 58),
+    # multi-word loads from flash (a second table, flash_tab2: one 32-byte line of 8 words,
+    # which no other snippet reads): MOVW + MOVT 2, then LDM 1 + 4 = 5 -> 7; and
+    # MOVW + MOVT 2, LDRD 1 + 2 = 3 (words 5 and 6: two flash words of 8 bytes) -> 5
+    "flash_ldm": ("movw r6, #:lower16:flash_tab2\nmovt r6, #:upper16:flash_tab2\n"
+                  "ldmia.w r6, {r0-r3}\n", 7, 7),
+    "flash_ldrd": ("movw r6, #:lower16:flash_tab2\nmovt r6, #:upper16:flash_tab2\n"
+                   "ldrd r0, r1, [r6, #20]\n", 5, 5),
 }
 M3_ONLY_SKIP = {"dsp", "fpu"}
 # Snippets that start at a flash line (64 bytes apart, so that no prefetch of one
@@ -111,6 +118,7 @@ def _asm(names):
     out = [".syntax unified", ".thumb",
            ".section .rodata.flash_tab,\"a\"", ".balign 16", "flash_tab: .word " +
            ", ".join(str(i) for i in range(16)),
+           ".balign 32", "flash_tab2: .word " + ", ".join(str(i) for i in range(8)),
            ".bss", ".balign 16", "ram_buf: .space 512",
            ".text",
            ".type leaf, %function", ".thumb_func", "leaf: bx lr"]
@@ -263,6 +271,22 @@ def test_flash_with_prefetch_and_caches(firmware):
     # miss at t: stall 12, line ready at t+13; next line ready at t+26 but wanted at
     # t+12+8 = t+20: stall 26 - 21 = 5 per following line (4 of them incl. bx lr's)
     assert got["flash_fetch"].cycles["slow"] == 32 + OVERHEAD + ws + 4 * 5
+
+
+def test_multi_word_flash_loads_wait_one_after_another(firmware):
+    """An LDM's (LDRD's) word accesses go out one after another, each once the one before
+    has its data (Cortex-M4 TRM, load/store timings: LDM costs 1 + N, one access per
+    cycle; a wait state holds the bus). A miss fills the 32-byte line from its first
+    flash word of 8 bytes, each flash word ws + 1 cycles after the one before."""
+    ws = 5
+    got, _ = _run(firmware, "qemu-m4", [_part("line", ws, dcache=(1, 32, 1), read=8)])
+    # LDM of words 0-3 at t: word 0 misses: ws (flash word 0 at t + ws + 1); word 1 is in
+    # it: 0; word 2 starts at t + ws + 2, flash word 1 arrives at t + 2(ws + 1): ws - 1;
+    # word 3 is in it: 0. Counting each access from t would give ws + ws + 2(ws + 1) x 2.
+    assert got["flash_ldm"].data_stall["line"] == 2 * ws - 1
+    # LDRD of words 5 and 6: word 5 misses: ws (its flash word 2 first, at t + ws + 1);
+    # word 6 starts at t + ws + 2, flash word 3 arrives at t + 2(ws + 1): ws.
+    assert got["flash_ldrd"].data_stall["line"] == 2 * ws
 
 
 @pytest.mark.shared

@@ -367,10 +367,14 @@ static void on_mem(unsigned int vcpu, qemu_plugin_meminfo_t info, uint64_t addr,
     }
     for (unsigned k = 0; k < nparts; k++) {
         part_t *p = &parts[k];
-        p->extra += unaligned;
         if (!store && in_flash(p, addr)) {
-            p->extra += cache_access(p, &p->dc, addr, p->now, 0);
+            /* an LDM/LDRD/VLDM's accesses go out one after another, each once the one
+             * before has its data: access k starts k cycles and the stalls so far after
+             * the first (not all at the instruction's start, which would count the wait
+             * for one flash word once per access reading it) */
+            p->extra += cache_access(p, &p->dc, addr, p->now + p->extra + (cur_nmem - 1), 0);
         }
+        p->extra += unaligned;
     }
     if (store && addr >= mark_lo && addr < mark_hi && counting && out) {
         fprintf(out, "MARK %u %" PRIu64 " %" PRIu64, infer_idx, (addr - mark_lo) / 4, ninsn - i0);
