@@ -46,65 +46,276 @@ int32_t tinyaot_convolve_winograd_s8_get_buffer_size(const tinyaot_conv_dims_t *
         (Y3) = __SSUB16((X1), (X3));                                                               \
     } while (0)
 
-/* A quad of channels of a 4x4 patch wholly inside the input (b: its top-left
- * word, rows rs bytes apart, columns ch), half h (0: channels {0, 2}, 1: {1,
- * 3}; a constant): V = B^T d B into v[position * ps]. Row k of B^T d takes two
- * patch rows (k 1 and 2 the same two), so each pass loads two rows (8 words)
- * and writes one or two rows of V. */
-static inline __attribute__((always_inline)) uint32_t wg_ld(const int8_t *p, uint32_t off, int h)
+/* One word of channels {0, 2} (h 0) or {1, 3} (h 1) of a patch word, minus the
+ * zero point (off: -zp in both lanes). */
+static inline __attribute__((always_inline)) uint32_t wg_ld(uint32_t w, uint32_t off, int h)
 {
-    uint32_t w;
-    memcpy(&w, p, 4);
     return h ? __SXTAB16_ROR8(off, w) : __SXTAB16(off, w);
 }
 
-static inline __attribute__((always_inline)) void transform_quad_inside(const int8_t *b,
-                                                                       int32_t rs, int32_t ch,
-                                                                       uint32_t off, uint32_t *v,
-                                                                       int32_t ps, int h)
+/* V = B^T d B of one quad of channels, both halves, in two passes through t
+ * (fewer values live at once than V's 16 sums). Pass 1, each patch row r
+ * (words at b + r * rs + c * ch): (d B)[r] = B^T of the row, half h's column j
+ * into t[h][j][r]. Pass 2, each column j: B^T of (d B)'s column into V's
+ * positions 4k + j, half h at v[(4k + j) * ps + h]. Exact: |d B| <= 510 and |V|
+ * <= 1020 fit int16 lanes. */
+static inline __attribute__((always_inline)) void transform_quad(const int8_t *b, int32_t rs,
+                                                                int32_t ch, uint32_t off,
+                                                                uint32_t *v, int32_t ps)
 {
-    const int8_t *r0 = b, *r1 = b + rs, *r2 = r1 + rs, *r3 = r2 + rs;
-    uint32_t a0, a1, a2, a3, c0, c1, c2, c3, t0, t1, t2, t3, u0, u1, u2, u3;
-    /* rows 1 and 2: V rows 1 (d1 + d2) and 2 (d2 - d1) */
-    a0 = wg_ld(r1, off, h), a1 = wg_ld(r1 + ch, off, h);
-    a2 = wg_ld(r1 + 2 * ch, off, h), a3 = wg_ld(r1 + 3 * ch, off, h);
-    c0 = wg_ld(r2, off, h), c1 = wg_ld(r2 + ch, off, h);
-    c2 = wg_ld(r2 + 2 * ch, off, h), c3 = wg_ld(r2 + 3 * ch, off, h);
-    t0 = __SADD16(a0, c0), t1 = __SADD16(a1, c1), t2 = __SADD16(a2, c2), t3 = __SADD16(a3, c3);
-    WG_BT(t0, t1, t2, t3, v[4 * ps], v[5 * ps], v[6 * ps], v[7 * ps]);
-    u0 = __SSUB16(c0, a0), u1 = __SSUB16(c1, a1), u2 = __SSUB16(c2, a2), u3 = __SSUB16(c3, a3);
-    WG_BT(u0, u1, u2, u3, v[8 * ps], v[9 * ps], v[10 * ps], v[11 * ps]);
-    /* row 0: d0 - d2 (row 2 still in c) */
-    a0 = wg_ld(r0, off, h), a1 = wg_ld(r0 + ch, off, h);
-    a2 = wg_ld(r0 + 2 * ch, off, h), a3 = wg_ld(r0 + 3 * ch, off, h);
-    t0 = __SSUB16(a0, c0), t1 = __SSUB16(a1, c1), t2 = __SSUB16(a2, c2), t3 = __SSUB16(a3, c3);
-    WG_BT(t0, t1, t2, t3, v[0], v[ps], v[2 * ps], v[3 * ps]);
-    /* row 3: d1 - d3 */
-    a0 = wg_ld(r1, off, h), a1 = wg_ld(r1 + ch, off, h);
-    a2 = wg_ld(r1 + 2 * ch, off, h), a3 = wg_ld(r1 + 3 * ch, off, h);
-    c0 = wg_ld(r3, off, h), c1 = wg_ld(r3 + ch, off, h);
-    c2 = wg_ld(r3 + 2 * ch, off, h), c3 = wg_ld(r3 + 3 * ch, off, h);
-    t0 = __SSUB16(a0, c0), t1 = __SSUB16(a1, c1), t2 = __SSUB16(a2, c2), t3 = __SSUB16(a3, c3);
-    WG_BT(t0, t1, t2, t3, v[12 * ps], v[13 * ps], v[14 * ps], v[15 * ps]);
-}
-
-/* The same for a patch cut by the input's edges: words outside the input
- * (bit c of ok[r] clear) are zero. */
-static void transform_quad_cut(const int8_t *b, int32_t rs, int32_t ch, uint32_t off,
-                               const uint8_t ok[4], uint32_t *v, int32_t ps)
-{
-    for (int32_t h = 0; h < 2; ++h) {
-        uint32_t t[4][4]; /* B^T d, column by column */
-        for (int32_t c = 0; c < 4; ++c) {
-            uint32_t x[4];
-            for (int32_t r = 0; r < 4; ++r) {
-                x[r] = ((ok[r] >> c) & 1u) ? wg_ld(b + r * rs + c * ch, off, h) : 0u;
-            }
-            WG_BT(x[0], x[1], x[2], x[3], t[0][c], t[1][c], t[2][c], t[3][c]);
+    uint32_t t[2][4][4];
+#if TINYAOT_HAVE_DSP_ASM
+    { /* pass 1: 13 registers; pass 2: 8 (the C below: GCC spills its offsets) */
+        uint32_t w0, w1, w2, w3, x0, x1, x2, x3;
+        __asm__("" /* the four rows straight-line; t's offsets immediate */
+        "ldr %[w0], [%[b]]\n\t"
+        "ldr %[w1], [%[b], %[ch]]\n\t"
+        "ldr %[w2], [%[b], %[ch], lsl #1]\n\t"
+        "add %[x0], %[b], %[ch]\n\t"
+        "ldr %[w3], [%[x0], %[ch], lsl #1]\n\t"
+        "add %[b], %[b], %[rs]\n\t"
+        "sxtab16 %[x0], %[off], %[w0]\n\t"
+        "sxtab16 %[x1], %[off], %[w1]\n\t"
+        "sxtab16 %[x2], %[off], %[w2]\n\t"
+        "sxtab16 %[x3], %[off], %[w3]\n\t"
+        "ssub16 %[x0], %[x0], %[x2]\n\t"
+        "str %[x0], [%[t], #0]\n\t"
+        "sadd16 %[x0], %[x1], %[x2]\n\t"
+        "str %[x0], [%[t], #16]\n\t"
+        "ssub16 %[x2], %[x2], %[x1]\n\t"
+        "str %[x2], [%[t], #32]\n\t"
+        "ssub16 %[x1], %[x1], %[x3]\n\t"
+        "str %[x1], [%[t], #48]\n\t"
+        "sxtab16 %[x0], %[off], %[w0], ror #8\n\t"
+        "sxtab16 %[x1], %[off], %[w1], ror #8\n\t"
+        "sxtab16 %[x2], %[off], %[w2], ror #8\n\t"
+        "sxtab16 %[x3], %[off], %[w3], ror #8\n\t"
+        "ssub16 %[x0], %[x0], %[x2]\n\t"
+        "str %[x0], [%[t], #64]\n\t"
+        "sadd16 %[x0], %[x1], %[x2]\n\t"
+        "str %[x0], [%[t], #80]\n\t"
+        "ssub16 %[x2], %[x2], %[x1]\n\t"
+        "str %[x2], [%[t], #96]\n\t"
+        "ssub16 %[x1], %[x1], %[x3]\n\t"
+        "str %[x1], [%[t], #112]\n\t"
+        "ldr %[w0], [%[b]]\n\t"
+        "ldr %[w1], [%[b], %[ch]]\n\t"
+        "ldr %[w2], [%[b], %[ch], lsl #1]\n\t"
+        "add %[x0], %[b], %[ch]\n\t"
+        "ldr %[w3], [%[x0], %[ch], lsl #1]\n\t"
+        "add %[b], %[b], %[rs]\n\t"
+        "sxtab16 %[x0], %[off], %[w0]\n\t"
+        "sxtab16 %[x1], %[off], %[w1]\n\t"
+        "sxtab16 %[x2], %[off], %[w2]\n\t"
+        "sxtab16 %[x3], %[off], %[w3]\n\t"
+        "ssub16 %[x0], %[x0], %[x2]\n\t"
+        "str %[x0], [%[t], #4]\n\t"
+        "sadd16 %[x0], %[x1], %[x2]\n\t"
+        "str %[x0], [%[t], #20]\n\t"
+        "ssub16 %[x2], %[x2], %[x1]\n\t"
+        "str %[x2], [%[t], #36]\n\t"
+        "ssub16 %[x1], %[x1], %[x3]\n\t"
+        "str %[x1], [%[t], #52]\n\t"
+        "sxtab16 %[x0], %[off], %[w0], ror #8\n\t"
+        "sxtab16 %[x1], %[off], %[w1], ror #8\n\t"
+        "sxtab16 %[x2], %[off], %[w2], ror #8\n\t"
+        "sxtab16 %[x3], %[off], %[w3], ror #8\n\t"
+        "ssub16 %[x0], %[x0], %[x2]\n\t"
+        "str %[x0], [%[t], #68]\n\t"
+        "sadd16 %[x0], %[x1], %[x2]\n\t"
+        "str %[x0], [%[t], #84]\n\t"
+        "ssub16 %[x2], %[x2], %[x1]\n\t"
+        "str %[x2], [%[t], #100]\n\t"
+        "ssub16 %[x1], %[x1], %[x3]\n\t"
+        "str %[x1], [%[t], #116]\n\t"
+        "ldr %[w0], [%[b]]\n\t"
+        "ldr %[w1], [%[b], %[ch]]\n\t"
+        "ldr %[w2], [%[b], %[ch], lsl #1]\n\t"
+        "add %[x0], %[b], %[ch]\n\t"
+        "ldr %[w3], [%[x0], %[ch], lsl #1]\n\t"
+        "add %[b], %[b], %[rs]\n\t"
+        "sxtab16 %[x0], %[off], %[w0]\n\t"
+        "sxtab16 %[x1], %[off], %[w1]\n\t"
+        "sxtab16 %[x2], %[off], %[w2]\n\t"
+        "sxtab16 %[x3], %[off], %[w3]\n\t"
+        "ssub16 %[x0], %[x0], %[x2]\n\t"
+        "str %[x0], [%[t], #8]\n\t"
+        "sadd16 %[x0], %[x1], %[x2]\n\t"
+        "str %[x0], [%[t], #24]\n\t"
+        "ssub16 %[x2], %[x2], %[x1]\n\t"
+        "str %[x2], [%[t], #40]\n\t"
+        "ssub16 %[x1], %[x1], %[x3]\n\t"
+        "str %[x1], [%[t], #56]\n\t"
+        "sxtab16 %[x0], %[off], %[w0], ror #8\n\t"
+        "sxtab16 %[x1], %[off], %[w1], ror #8\n\t"
+        "sxtab16 %[x2], %[off], %[w2], ror #8\n\t"
+        "sxtab16 %[x3], %[off], %[w3], ror #8\n\t"
+        "ssub16 %[x0], %[x0], %[x2]\n\t"
+        "str %[x0], [%[t], #72]\n\t"
+        "sadd16 %[x0], %[x1], %[x2]\n\t"
+        "str %[x0], [%[t], #88]\n\t"
+        "ssub16 %[x2], %[x2], %[x1]\n\t"
+        "str %[x2], [%[t], #104]\n\t"
+        "ssub16 %[x1], %[x1], %[x3]\n\t"
+        "str %[x1], [%[t], #120]\n\t"
+        "ldr %[w0], [%[b]]\n\t"
+        "ldr %[w1], [%[b], %[ch]]\n\t"
+        "ldr %[w2], [%[b], %[ch], lsl #1]\n\t"
+        "add %[x0], %[b], %[ch]\n\t"
+        "ldr %[w3], [%[x0], %[ch], lsl #1]\n\t"
+        "add %[b], %[b], %[rs]\n\t"
+        "sxtab16 %[x0], %[off], %[w0]\n\t"
+        "sxtab16 %[x1], %[off], %[w1]\n\t"
+        "sxtab16 %[x2], %[off], %[w2]\n\t"
+        "sxtab16 %[x3], %[off], %[w3]\n\t"
+        "ssub16 %[x0], %[x0], %[x2]\n\t"
+        "str %[x0], [%[t], #12]\n\t"
+        "sadd16 %[x0], %[x1], %[x2]\n\t"
+        "str %[x0], [%[t], #28]\n\t"
+        "ssub16 %[x2], %[x2], %[x1]\n\t"
+        "str %[x2], [%[t], #44]\n\t"
+        "ssub16 %[x1], %[x1], %[x3]\n\t"
+        "str %[x1], [%[t], #60]\n\t"
+        "sxtab16 %[x0], %[off], %[w0], ror #8\n\t"
+        "sxtab16 %[x1], %[off], %[w1], ror #8\n\t"
+        "sxtab16 %[x2], %[off], %[w2], ror #8\n\t"
+        "sxtab16 %[x3], %[off], %[w3], ror #8\n\t"
+        "ssub16 %[x0], %[x0], %[x2]\n\t"
+        "str %[x0], [%[t], #76]\n\t"
+        "sadd16 %[x0], %[x1], %[x2]\n\t"
+        "str %[x0], [%[t], #92]\n\t"
+        "ssub16 %[x2], %[x2], %[x1]\n\t"
+        "str %[x2], [%[t], #108]\n\t"
+        "ssub16 %[x1], %[x1], %[x3]\n\t"
+        "str %[x1], [%[t], #124]\n\t"
+                : [w0] "=&r"(w0), [w1] "=&r"(w1), [w2] "=&r"(w2), [w3] "=&r"(w3),
+                  [x0] "=&r"(x0), [x1] "=&r"(x1), [x2] "=&r"(x2), [x3] "=&r"(x3),
+                  [b] "+&r"(b), "=m"(t)
+                : [rs] "r"(rs), [ch] "r"(ch), [off] "r"(off), [t] "r"(&t[0][0][0])
+                : "memory");
+        const uint32_t *tp = &t[0][0][0];
+        uint32_t *o = v, c0, c1, c2, c3;
+        const int32_t pj = ps * (int32_t)sizeof(uint32_t); /* one position, in bytes */
+        __asm__ volatile("" /* volatile: its only effect is the stores */
+        "ldrd %[c0], %[c1], [%[t], #0]\n\t"
+        "ldrd %[c2], %[c3], [%[t], #8]\n\t"
+        "ssub16 %[c0], %[c0], %[c2]\n\t"
+        "str %[c0], [%[o]]\n\t"
+        "sadd16 %[c0], %[c1], %[c2]\n\t"
+        "str %[c0], [%[o], %[pj], lsl #2]\n\t"
+        "ssub16 %[c2], %[c2], %[c1]\n\t"
+        "str %[c2], [%[o], %[pj], lsl #3]\n\t"
+        "ssub16 %[c1], %[c1], %[c3]\n\t"
+        "add %[c3], %[o], %[pj], lsl #2\n\t"
+        "str %[c1], [%[c3], %[pj], lsl #3]\n\t"
+        "add %[o], %[o], %[pj]\n\t"
+        "ldrd %[c0], %[c1], [%[t], #16]\n\t"
+        "ldrd %[c2], %[c3], [%[t], #24]\n\t"
+        "ssub16 %[c0], %[c0], %[c2]\n\t"
+        "str %[c0], [%[o]]\n\t"
+        "sadd16 %[c0], %[c1], %[c2]\n\t"
+        "str %[c0], [%[o], %[pj], lsl #2]\n\t"
+        "ssub16 %[c2], %[c2], %[c1]\n\t"
+        "str %[c2], [%[o], %[pj], lsl #3]\n\t"
+        "ssub16 %[c1], %[c1], %[c3]\n\t"
+        "add %[c3], %[o], %[pj], lsl #2\n\t"
+        "str %[c1], [%[c3], %[pj], lsl #3]\n\t"
+        "add %[o], %[o], %[pj]\n\t"
+        "ldrd %[c0], %[c1], [%[t], #32]\n\t"
+        "ldrd %[c2], %[c3], [%[t], #40]\n\t"
+        "ssub16 %[c0], %[c0], %[c2]\n\t"
+        "str %[c0], [%[o]]\n\t"
+        "sadd16 %[c0], %[c1], %[c2]\n\t"
+        "str %[c0], [%[o], %[pj], lsl #2]\n\t"
+        "ssub16 %[c2], %[c2], %[c1]\n\t"
+        "str %[c2], [%[o], %[pj], lsl #3]\n\t"
+        "ssub16 %[c1], %[c1], %[c3]\n\t"
+        "add %[c3], %[o], %[pj], lsl #2\n\t"
+        "str %[c1], [%[c3], %[pj], lsl #3]\n\t"
+        "add %[o], %[o], %[pj]\n\t"
+        "ldrd %[c0], %[c1], [%[t], #48]\n\t"
+        "ldrd %[c2], %[c3], [%[t], #56]\n\t"
+        "ssub16 %[c0], %[c0], %[c2]\n\t"
+        "str %[c0], [%[o]]\n\t"
+        "sadd16 %[c0], %[c1], %[c2]\n\t"
+        "str %[c0], [%[o], %[pj], lsl #2]\n\t"
+        "ssub16 %[c2], %[c2], %[c1]\n\t"
+        "str %[c2], [%[o], %[pj], lsl #3]\n\t"
+        "ssub16 %[c1], %[c1], %[c3]\n\t"
+        "add %[c3], %[o], %[pj], lsl #2\n\t"
+        "str %[c1], [%[c3], %[pj], lsl #3]\n\t"
+        "add %[o], %[v], #4\n\t"
+        "ldrd %[c0], %[c1], [%[t], #64]\n\t"
+        "ldrd %[c2], %[c3], [%[t], #72]\n\t"
+        "ssub16 %[c0], %[c0], %[c2]\n\t"
+        "str %[c0], [%[o]]\n\t"
+        "sadd16 %[c0], %[c1], %[c2]\n\t"
+        "str %[c0], [%[o], %[pj], lsl #2]\n\t"
+        "ssub16 %[c2], %[c2], %[c1]\n\t"
+        "str %[c2], [%[o], %[pj], lsl #3]\n\t"
+        "ssub16 %[c1], %[c1], %[c3]\n\t"
+        "add %[c3], %[o], %[pj], lsl #2\n\t"
+        "str %[c1], [%[c3], %[pj], lsl #3]\n\t"
+        "add %[o], %[o], %[pj]\n\t"
+        "ldrd %[c0], %[c1], [%[t], #80]\n\t"
+        "ldrd %[c2], %[c3], [%[t], #88]\n\t"
+        "ssub16 %[c0], %[c0], %[c2]\n\t"
+        "str %[c0], [%[o]]\n\t"
+        "sadd16 %[c0], %[c1], %[c2]\n\t"
+        "str %[c0], [%[o], %[pj], lsl #2]\n\t"
+        "ssub16 %[c2], %[c2], %[c1]\n\t"
+        "str %[c2], [%[o], %[pj], lsl #3]\n\t"
+        "ssub16 %[c1], %[c1], %[c3]\n\t"
+        "add %[c3], %[o], %[pj], lsl #2\n\t"
+        "str %[c1], [%[c3], %[pj], lsl #3]\n\t"
+        "add %[o], %[o], %[pj]\n\t"
+        "ldrd %[c0], %[c1], [%[t], #96]\n\t"
+        "ldrd %[c2], %[c3], [%[t], #104]\n\t"
+        "ssub16 %[c0], %[c0], %[c2]\n\t"
+        "str %[c0], [%[o]]\n\t"
+        "sadd16 %[c0], %[c1], %[c2]\n\t"
+        "str %[c0], [%[o], %[pj], lsl #2]\n\t"
+        "ssub16 %[c2], %[c2], %[c1]\n\t"
+        "str %[c2], [%[o], %[pj], lsl #3]\n\t"
+        "ssub16 %[c1], %[c1], %[c3]\n\t"
+        "add %[c3], %[o], %[pj], lsl #2\n\t"
+        "str %[c1], [%[c3], %[pj], lsl #3]\n\t"
+        "add %[o], %[o], %[pj]\n\t"
+        "ldrd %[c0], %[c1], [%[t], #112]\n\t"
+        "ldrd %[c2], %[c3], [%[t], #120]\n\t"
+        "ssub16 %[c0], %[c0], %[c2]\n\t"
+        "str %[c0], [%[o]]\n\t"
+        "sadd16 %[c0], %[c1], %[c2]\n\t"
+        "str %[c0], [%[o], %[pj], lsl #2]\n\t"
+        "ssub16 %[c2], %[c2], %[c1]\n\t"
+        "str %[c2], [%[o], %[pj], lsl #3]\n\t"
+        "ssub16 %[c1], %[c1], %[c3]\n\t"
+        "add %[c3], %[o], %[pj], lsl #2\n\t"
+        "str %[c1], [%[c3], %[pj], lsl #3]\n\t"
+                         : [c0] "=&r"(c0), [c1] "=&r"(c1), [c2] "=&r"(c2), [c3] "=&r"(c3),
+                           [o] "+&r"(o)
+                         : [t] "r"(tp), [pj] "r"(pj), [v] "r"(v), "m"(t)
+                         : "memory");
+        return;
+    }
+#endif
+    for (int32_t r = 0; r < 4; ++r, b += rs) {
+        uint32_t w0, w1, w2, w3;
+        memcpy(&w0, b, 4);
+        memcpy(&w1, b + ch, 4);
+        memcpy(&w2, b + 2 * ch, 4);
+        memcpy(&w3, b + 3 * ch, 4);
+        for (int h = 0; h < 2; ++h) {
+            const uint32_t x0 = wg_ld(w0, off, h), x1 = wg_ld(w1, off, h);
+            const uint32_t x2 = wg_ld(w2, off, h), x3 = wg_ld(w3, off, h);
+            WG_BT(x0, x1, x2, x3, t[h][0][r], t[h][1][r], t[h][2][r], t[h][3][r]);
         }
-        for (int32_t k = 0; k < 4; ++k) { /* then (B^T d) B, row by row */
-            WG_BT(t[k][0], t[k][1], t[k][2], t[k][3], v[(4 * k + 0) * ps + h],
-                  v[(4 * k + 1) * ps + h], v[(4 * k + 2) * ps + h], v[(4 * k + 3) * ps + h]);
+    }
+    for (int32_t h = 0; h < 2; ++h) {
+        for (int32_t j = 0; j < 4; ++j) {
+            const uint32_t *c = t[h][j];
+            uint32_t *o = v + j * ps + h;
+            WG_BT(c[0], c[1], c[2], c[3], o[0], o[4 * ps], o[8 * ps], o[12 * ps]);
         }
     }
 }
@@ -112,7 +323,9 @@ static void transform_quad_cut(const int8_t *b, int32_t rs, int32_t ch, uint32_t
 /* One tile's transformed input into slot `slot` of the pair's columns v
  * ([position][quad][4 words]; v points at the slot's first word): the 4x4
  * patch at input row iy0, column ix0 (parts outside the input are the zero
- * point: 0 once it is subtracted). */
+ * point: 0 once it is subtracted). A patch cut by the input's edges is copied
+ * quad by quad into p first, the zero point's word where it is outside, and
+ * transformed as one inside. */
 static __attribute__((noinline)) void transform_tile(const tinyaot_conv_dims_t *d,
                                                      const int8_t *input, int32_t iy0,
                                                      int32_t ix0, uint32_t off, uint32_t *v)
@@ -122,21 +335,30 @@ static __attribute__((noinline)) void transform_tile(const tinyaot_conv_dims_t *
     const int8_t *b = input + (iy0 * in_w + ix0) * ch;
     if (iy0 >= 0 && iy0 + 4 <= in_h && ix0 >= 0 && ix0 + 4 <= in_w) {
         for (int32_t j = 0; j < nq; ++j, b += 4, v += 4) {
-            transform_quad_inside(b, rs, ch, off, v, ps, 0);
-            transform_quad_inside(b, rs, ch, off, v + 1, ps, 1);
+            transform_quad(b, rs, ch, off, v, ps);
         }
         return;
     }
-    uint8_t ok[4];
+    /* the zero point's byte in each of a word's four: x - zp = 0; the words outside
+     * the input are that in every quad, the inside ones (n of them) are copied */
+    const uint32_t zpw = (uint32_t)(uint8_t)(-(int16_t)(off & 0xffffu)) * 0x01010101u;
+    uint32_t p[16];     /* the quad's patch, word r * 4 + c */
+    int32_t src[16], n = 0; /* an inside word's offset from b */
+    uint8_t dst[16];        /* its place in p */
     for (int32_t r = 0; r < 4; ++r) {
-        ok[r] = 0u;
         for (int32_t c = 0; c < 4; ++c) {
-            const int in = iy0 + r >= 0 && iy0 + r < in_h && ix0 + c >= 0 && ix0 + c < in_w;
-            ok[r] = (uint8_t)(ok[r] | (in << c));
+            p[4 * r + c] = zpw;
+            if (iy0 + r >= 0 && iy0 + r < in_h && ix0 + c >= 0 && ix0 + c < in_w) {
+                src[n] = r * rs + c * ch;
+                dst[n++] = (uint8_t)(4 * r + c);
+            }
         }
     }
     for (int32_t j = 0; j < nq; ++j, b += 4, v += 4) {
-        transform_quad_cut(b, rs, ch, off, ok, v, ps);
+        for (int32_t k = 0; k < n; ++k) {
+            memcpy(&p[dst[k]], b + src[k], 4);
+        }
+        transform_quad((const int8_t *)p, 16, 4, off, v, ps);
     }
 }
 
