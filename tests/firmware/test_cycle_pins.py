@@ -42,16 +42,18 @@ from tests.helpers.env import require_arm_toolchain, shared_model
 # table add's loop became asm with the output zero point folded (ic01 tflite -1.2 %), and
 # when Winograd's tile pairs wholly inside the layer skipped the per-output edge tests
 # (ic01 -0.3 %, ort -0.1 %), and when Winograd's input transform ran in two passes (asm)
-# and patches cut by the input's edge were copied first (ic01 tflite -2.9 %, ort -1.0 %).
+# and patches cut by the input's edge were copied first (ic01 tflite -2.9 %, ort -1.0 %), and
+# when the few-pixel convs' blocks of pixel pairs became equal parts, not halves (ic01's 8x8
+# 64-channel conv in 3 blocks, not 4: tflite -0.5 %, ort -0.2 %).
 PINNED = {
     ("ad01", "tflite"): {"ideal": 377970},
     ("kws01", "tflite"): {"ideal": 5404199},
-    ("ic01", "tflite"): {"ideal": 16045427},
+    ("ic01", "tflite"): {"ideal": 15969571},
     ("vww01", "tflite"): {"ideal": 12841181},
     ("sww01", "tflite"): {"ideal": 1522317},
     ("ad01", "ort"): {"ideal": 779016},
     ("kws01", "ort"): {"ideal": 5947630},
-    ("ic01", "ort"): {"ideal": 31119927},
+    ("ic01", "ort"): {"ideal": 31044133},
     ("vww01", "ort"): {"ideal": 13445575},
     ("sww01", "ort"): {"ideal": 1580646},
 }

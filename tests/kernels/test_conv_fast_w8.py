@@ -66,7 +66,7 @@ def _cases():
 
 
 def _blocks(shapes):
-    """Blocks of pixel pairs to run a case with: all pairs, the planner's halves, one pair."""
+    """Blocks of pixel pairs to run a case with: the planner's (all pairs, then equal parts), one pair."""
     return sorted(set(block_sizes(conv_pixel_pairs(shapes[2])) + [1]), reverse=True)
 
 
