@@ -139,26 +139,45 @@ static inline void tinyaot_dot_w8_12(const int16_t *c, const int8_t *w, int32_t 
 /* s = {w0.x, w1.x, w2.x, w3.x}: a group of 4 rows (fully connected: per
  * group of 4 values the 4 rows' words, one LDM) against one column c. */
 #if TINYAOT_DOT_W8_ASM
-static inline void tinyaot_dot_w8_41(const int16_t *c, const int8_t *w, int32_t q4, int32_t s[4])
+static inline __attribute__((always_inline)) void tinyaot_dot_w8_41(const int16_t *c,
+                                                                    const int8_t *w, int32_t q4,
+                                                                    int32_t s[4])
 {
     uint32_t a0 = 0, a1 = 0, a2 = 0, a3 = 0, xa, xb, t;
-    const int16_t *end = c + 4 * q4;
+    /* four groups per pass while four are left (the loop's compare and branch once per
+     * 64 MACs, not 16), then one per pass */
+    const int16_t *end4 = c + 4 * (q4 & ~3), *end = c + 4 * q4;
 #define TINYAOT_W8_ROW(A, R)                                                                       \
     "sxtb16 %[t], " R "\n\t"                                                                      \
     "smlad %[" A "], %[t], %[xa], %[" A "]\n\t"                                                   \
     "sxtb16 " R ", " R ", ror #8\n\t"                                                             \
     "smlad %[" A "], " R ", %[xb], %[" A "]\n\t"
-    __asm__("1:\n\t"
-            "ldrd %[xa], %[xb], [%[c]], #8\n\t"
-            "ldmia.w %[w]!, {r8, r9, r10, r11}\n\t"
-            TINYAOT_W8_ROW("a0", "r8") TINYAOT_W8_ROW("a1", "r9") TINYAOT_W8_ROW("a2", "r10")
-            TINYAOT_W8_ROW("a3", "r11")
-            "cmp %[c], %[end]\n\t"
-            "bne 1b"
-            : [a0] "+r"(a0), [a1] "+r"(a1), [a2] "+r"(a2), [a3] "+r"(a3), [xa] "=&r"(xa),
-              [xb] "=&r"(xb), [t] "=&r"(t), [c] "+r"(c), [w] "+r"(w)
-            : [end] "r"(end)
-            : "r8", "r9", "r10", "r11", "cc", "memory");
+#define TINYAOT_W8_GROUP                                                                           \
+    "ldrd %[xa], %[xb], [%[c]], #8\n\t"                                                           \
+    "ldmia.w %[w]!, {r8, r9, r10, r11}\n\t"                                                       \
+    TINYAOT_W8_ROW("a0", "r8") TINYAOT_W8_ROW("a1", "r9") TINYAOT_W8_ROW("a2", "r10")              \
+    TINYAOT_W8_ROW("a3", "r11")
+    if (end4 != c) {
+        __asm__("1:\n\t"
+                TINYAOT_W8_GROUP TINYAOT_W8_GROUP TINYAOT_W8_GROUP TINYAOT_W8_GROUP
+                "cmp %[c], %[end]\n\t"
+                "bne 1b"
+                : [a0] "+r"(a0), [a1] "+r"(a1), [a2] "+r"(a2), [a3] "+r"(a3), [xa] "=&r"(xa),
+                  [xb] "=&r"(xb), [t] "=&r"(t), [c] "+r"(c), [w] "+r"(w)
+                : [end] "r"(end4)
+                : "r8", "r9", "r10", "r11", "cc", "memory");
+    }
+    if (end != c) {
+        __asm__("1:\n\t"
+                TINYAOT_W8_GROUP
+                "cmp %[c], %[end]\n\t"
+                "bne 1b"
+                : [a0] "+r"(a0), [a1] "+r"(a1), [a2] "+r"(a2), [a3] "+r"(a3), [xa] "=&r"(xa),
+                  [xb] "=&r"(xb), [t] "=&r"(t), [c] "+r"(c), [w] "+r"(w)
+                : [end] "r"(end)
+                : "r8", "r9", "r10", "r11", "cc", "memory");
+    }
+#undef TINYAOT_W8_GROUP
 #undef TINYAOT_W8_ROW
     s[0] = (int32_t)a0;
     s[1] = (int32_t)a1;
