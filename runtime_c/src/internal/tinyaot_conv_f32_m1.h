@@ -22,7 +22,7 @@
 enum { M1_KIND_M1 = 1 }; /* segment kind 1; 2 is m1tb */
 enum { RUN_4 = 0, RUN_2 = 1, RUN_1 = 2 }; /* the M=1 transpose-B lane reductions */
 
-#if defined(__ARM_FP) && (__ARM_FP & 4)
+#if defined(__ARM_FP) && (__ARM_FP & 4) && defined(__OPTIMIZE__) /* -O0: see TINYAOT_HAVE_DSP_ASM */
 #define TINYAOT_M1_ASM 1
 static const float zero8[8];
 #endif

@@ -36,8 +36,12 @@
 
 #include <stdint.h>
 
+/* Not at -O0 (no __OPTIMIZE__): the kernels' asm needs the optimizer's register
+ * allocation (at -O0 GCC keeps r7 as the frame pointer and finds no registers for
+ * the asm that holds every core register), so a Debug build runs the portable C
+ * twins throughout: the same bits, the reference code. */
 #if defined(__ARM_FEATURE_DSP) && __ARM_FEATURE_DSP && defined(__GNUC__) && \
-    !defined(TINYAOT_PORTABLE_INTRINSICS)
+    defined(__OPTIMIZE__) && !defined(TINYAOT_PORTABLE_INTRINSICS)
 #define TINYAOT_HAVE_DSP_ASM 1
 #else
 #define TINYAOT_HAVE_DSP_ASM 0
