@@ -46,3 +46,25 @@ def require_arm_toolchain():
     for tool in ("arm-none-eabi-gcc", "qemu-system-arm"):
         if shutil.which(tool) is None:
             _missing(tool)
+
+
+def build_every_kernel(cpu_flags, out_dir):
+    """Compile every runtime_c kernel with arm-none-eabi-gcc, -Wall -Wextra -Werror and
+    `cpu_flags` (CPU, float ABI, optimization level): {file name: the compiler's last
+    words} for those that fail; the objects land in out_dir."""
+    import subprocess
+
+    from codegen.paths import RUNTIME_INCLUDE, RUNTIME_SRC
+
+    srcs = sorted(RUNTIME_SRC.rglob("*.c"))
+    assert len(srcs) > 30
+    bad = {}
+    for src in srcs:
+        proc = subprocess.run(["arm-none-eabi-gcc", "-mthumb", *cpu_flags, "-std=c99",
+                               "-ffp-contract=off", "-Wall", "-Wextra", "-Werror",
+                               f"-I{RUNTIME_INCLUDE}", "-c", str(src), "-o",
+                               str(Path(out_dir) / (src.stem + ".o"))],
+                              capture_output=True, text=True)
+        if proc.returncode:
+            bad[src.name] = proc.stderr[-500:]
+    return bad

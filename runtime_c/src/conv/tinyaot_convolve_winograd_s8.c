@@ -67,235 +67,67 @@ static inline __attribute__((always_inline)) void transform_quad(const int8_t *b
 #if TINYAOT_HAVE_DSP_ASM
     { /* pass 1: 13 registers; pass 2: 8 (the C below: GCC spills its offsets) */
         uint32_t w0, w1, w2, w3, x0, x1, x2, x3;
-        __asm__("" /* the four rows straight-line; t's offsets immediate */
-        "ldr %[w0], [%[b]]\n\t"
-        "ldr %[w1], [%[b], %[ch]]\n\t"
-        "ldr %[w2], [%[b], %[ch], lsl #1]\n\t"
-        "add %[x0], %[b], %[ch]\n\t"
-        "ldr %[w3], [%[x0], %[ch], lsl #1]\n\t"
-        "add %[b], %[b], %[rs]\n\t"
-        "sxtab16 %[x0], %[off], %[w0]\n\t"
-        "sxtab16 %[x1], %[off], %[w1]\n\t"
-        "sxtab16 %[x2], %[off], %[w2]\n\t"
-        "sxtab16 %[x3], %[off], %[w3]\n\t"
-        "ssub16 %[x0], %[x0], %[x2]\n\t"
-        "str %[x0], [%[t], #0]\n\t"
-        "sadd16 %[x0], %[x1], %[x2]\n\t"
-        "str %[x0], [%[t], #16]\n\t"
-        "ssub16 %[x2], %[x2], %[x1]\n\t"
-        "str %[x2], [%[t], #32]\n\t"
-        "ssub16 %[x1], %[x1], %[x3]\n\t"
-        "str %[x1], [%[t], #48]\n\t"
-        "sxtab16 %[x0], %[off], %[w0], ror #8\n\t"
-        "sxtab16 %[x1], %[off], %[w1], ror #8\n\t"
-        "sxtab16 %[x2], %[off], %[w2], ror #8\n\t"
-        "sxtab16 %[x3], %[off], %[w3], ror #8\n\t"
-        "ssub16 %[x0], %[x0], %[x2]\n\t"
-        "str %[x0], [%[t], #64]\n\t"
-        "sadd16 %[x0], %[x1], %[x2]\n\t"
-        "str %[x0], [%[t], #80]\n\t"
-        "ssub16 %[x2], %[x2], %[x1]\n\t"
-        "str %[x2], [%[t], #96]\n\t"
-        "ssub16 %[x1], %[x1], %[x3]\n\t"
-        "str %[x1], [%[t], #112]\n\t"
-        "ldr %[w0], [%[b]]\n\t"
-        "ldr %[w1], [%[b], %[ch]]\n\t"
-        "ldr %[w2], [%[b], %[ch], lsl #1]\n\t"
-        "add %[x0], %[b], %[ch]\n\t"
-        "ldr %[w3], [%[x0], %[ch], lsl #1]\n\t"
-        "add %[b], %[b], %[rs]\n\t"
-        "sxtab16 %[x0], %[off], %[w0]\n\t"
-        "sxtab16 %[x1], %[off], %[w1]\n\t"
-        "sxtab16 %[x2], %[off], %[w2]\n\t"
-        "sxtab16 %[x3], %[off], %[w3]\n\t"
-        "ssub16 %[x0], %[x0], %[x2]\n\t"
-        "str %[x0], [%[t], #4]\n\t"
-        "sadd16 %[x0], %[x1], %[x2]\n\t"
-        "str %[x0], [%[t], #20]\n\t"
-        "ssub16 %[x2], %[x2], %[x1]\n\t"
-        "str %[x2], [%[t], #36]\n\t"
-        "ssub16 %[x1], %[x1], %[x3]\n\t"
-        "str %[x1], [%[t], #52]\n\t"
-        "sxtab16 %[x0], %[off], %[w0], ror #8\n\t"
-        "sxtab16 %[x1], %[off], %[w1], ror #8\n\t"
-        "sxtab16 %[x2], %[off], %[w2], ror #8\n\t"
-        "sxtab16 %[x3], %[off], %[w3], ror #8\n\t"
-        "ssub16 %[x0], %[x0], %[x2]\n\t"
-        "str %[x0], [%[t], #68]\n\t"
-        "sadd16 %[x0], %[x1], %[x2]\n\t"
-        "str %[x0], [%[t], #84]\n\t"
-        "ssub16 %[x2], %[x2], %[x1]\n\t"
-        "str %[x2], [%[t], #100]\n\t"
-        "ssub16 %[x1], %[x1], %[x3]\n\t"
-        "str %[x1], [%[t], #116]\n\t"
-        "ldr %[w0], [%[b]]\n\t"
-        "ldr %[w1], [%[b], %[ch]]\n\t"
-        "ldr %[w2], [%[b], %[ch], lsl #1]\n\t"
-        "add %[x0], %[b], %[ch]\n\t"
-        "ldr %[w3], [%[x0], %[ch], lsl #1]\n\t"
-        "add %[b], %[b], %[rs]\n\t"
-        "sxtab16 %[x0], %[off], %[w0]\n\t"
-        "sxtab16 %[x1], %[off], %[w1]\n\t"
-        "sxtab16 %[x2], %[off], %[w2]\n\t"
-        "sxtab16 %[x3], %[off], %[w3]\n\t"
-        "ssub16 %[x0], %[x0], %[x2]\n\t"
-        "str %[x0], [%[t], #8]\n\t"
-        "sadd16 %[x0], %[x1], %[x2]\n\t"
-        "str %[x0], [%[t], #24]\n\t"
-        "ssub16 %[x2], %[x2], %[x1]\n\t"
-        "str %[x2], [%[t], #40]\n\t"
-        "ssub16 %[x1], %[x1], %[x3]\n\t"
-        "str %[x1], [%[t], #56]\n\t"
-        "sxtab16 %[x0], %[off], %[w0], ror #8\n\t"
-        "sxtab16 %[x1], %[off], %[w1], ror #8\n\t"
-        "sxtab16 %[x2], %[off], %[w2], ror #8\n\t"
-        "sxtab16 %[x3], %[off], %[w3], ror #8\n\t"
-        "ssub16 %[x0], %[x0], %[x2]\n\t"
-        "str %[x0], [%[t], #72]\n\t"
-        "sadd16 %[x0], %[x1], %[x2]\n\t"
-        "str %[x0], [%[t], #88]\n\t"
-        "ssub16 %[x2], %[x2], %[x1]\n\t"
-        "str %[x2], [%[t], #104]\n\t"
-        "ssub16 %[x1], %[x1], %[x3]\n\t"
-        "str %[x1], [%[t], #120]\n\t"
-        "ldr %[w0], [%[b]]\n\t"
-        "ldr %[w1], [%[b], %[ch]]\n\t"
-        "ldr %[w2], [%[b], %[ch], lsl #1]\n\t"
-        "add %[x0], %[b], %[ch]\n\t"
-        "ldr %[w3], [%[x0], %[ch], lsl #1]\n\t"
-        "add %[b], %[b], %[rs]\n\t"
-        "sxtab16 %[x0], %[off], %[w0]\n\t"
-        "sxtab16 %[x1], %[off], %[w1]\n\t"
-        "sxtab16 %[x2], %[off], %[w2]\n\t"
-        "sxtab16 %[x3], %[off], %[w3]\n\t"
-        "ssub16 %[x0], %[x0], %[x2]\n\t"
-        "str %[x0], [%[t], #12]\n\t"
-        "sadd16 %[x0], %[x1], %[x2]\n\t"
-        "str %[x0], [%[t], #28]\n\t"
-        "ssub16 %[x2], %[x2], %[x1]\n\t"
-        "str %[x2], [%[t], #44]\n\t"
-        "ssub16 %[x1], %[x1], %[x3]\n\t"
-        "str %[x1], [%[t], #60]\n\t"
-        "sxtab16 %[x0], %[off], %[w0], ror #8\n\t"
-        "sxtab16 %[x1], %[off], %[w1], ror #8\n\t"
-        "sxtab16 %[x2], %[off], %[w2], ror #8\n\t"
-        "sxtab16 %[x3], %[off], %[w3], ror #8\n\t"
-        "ssub16 %[x0], %[x0], %[x2]\n\t"
-        "str %[x0], [%[t], #76]\n\t"
-        "sadd16 %[x0], %[x1], %[x2]\n\t"
-        "str %[x0], [%[t], #92]\n\t"
-        "ssub16 %[x2], %[x2], %[x1]\n\t"
-        "str %[x2], [%[t], #108]\n\t"
-        "ssub16 %[x1], %[x1], %[x3]\n\t"
-        "str %[x1], [%[t], #124]\n\t"
+/* patch row R's four words (then b moves to the next row), and half H of them (ROR:
+ * "" or ", ror #8") through B^T into t[H][j][R] (byte offset 4R + 64H + 16j) */
+#define WG_ROW_LOAD                                                                                \
+    "ldr %[w0], [%[b]]\n\t"                                                                        \
+    "ldr %[w1], [%[b], %[ch]]\n\t"                                                                 \
+    "ldr %[w2], [%[b], %[ch], lsl #1]\n\t"                                                         \
+    "add %[x0], %[b], %[ch]\n\t"                                                                   \
+    "ldr %[w3], [%[x0], %[ch], lsl #1]\n\t"                                                        \
+    "add %[b], %[b], %[rs]\n\t"
+#define WG_T(R, H, J) "[%[t], #(4*" #R "+64*" #H "+16*" #J ")]\n\t"
+#define WG_ROW_HALF(R, H, ROR)                                                                     \
+    "sxtab16 %[x0], %[off], %[w0]" ROR "\n\t"                                                      \
+    "sxtab16 %[x1], %[off], %[w1]" ROR "\n\t"                                                      \
+    "sxtab16 %[x2], %[off], %[w2]" ROR "\n\t"                                                      \
+    "sxtab16 %[x3], %[off], %[w3]" ROR "\n\t"                                                      \
+    "ssub16 %[x0], %[x0], %[x2]\n\t"                                                               \
+    "str %[x0], " WG_T(R, H, 0)                                                                    \
+    "sadd16 %[x0], %[x1], %[x2]\n\t"                                                               \
+    "str %[x0], " WG_T(R, H, 1)                                                                    \
+    "ssub16 %[x2], %[x2], %[x1]\n\t"                                                               \
+    "str %[x2], " WG_T(R, H, 2)                                                                    \
+    "ssub16 %[x1], %[x1], %[x3]\n\t"                                                               \
+    "str %[x1], " WG_T(R, H, 3)
+#define WG_ROW(R) WG_ROW_LOAD WG_ROW_HALF(R, 0, "") WG_ROW_HALF(R, 1, ", ror #8")
+        __asm__(WG_ROW(0) WG_ROW(1) WG_ROW(2) WG_ROW(3) /* straight-line; t's offsets immediate */
                 : [w0] "=&r"(w0), [w1] "=&r"(w1), [w2] "=&r"(w2), [w3] "=&r"(w3),
                   [x0] "=&r"(x0), [x1] "=&r"(x1), [x2] "=&r"(x2), [x3] "=&r"(x3),
                   [b] "+&r"(b), "=m"(t)
                 : [rs] "r"(rs), [ch] "r"(ch), [off] "r"(off), [t] "r"(&t[0][0][0])
                 : "memory");
-        const uint32_t *tp = &t[0][0][0];
+#undef WG_ROW
+#undef WG_ROW_HALF
+#undef WG_T
+#undef WG_ROW_LOAD
         uint32_t *o = v, c0, c1, c2, c3;
         const int32_t pj = ps * (int32_t)sizeof(uint32_t); /* one position, in bytes */
-        __asm__ volatile("" /* volatile: its only effect is the stores */
-        "ldrd %[c0], %[c1], [%[t], #0]\n\t"
-        "ldrd %[c2], %[c3], [%[t], #8]\n\t"
-        "ssub16 %[c0], %[c0], %[c2]\n\t"
-        "str %[c0], [%[o]]\n\t"
-        "sadd16 %[c0], %[c1], %[c2]\n\t"
-        "str %[c0], [%[o], %[pj], lsl #2]\n\t"
-        "ssub16 %[c2], %[c2], %[c1]\n\t"
-        "str %[c2], [%[o], %[pj], lsl #3]\n\t"
-        "ssub16 %[c1], %[c1], %[c3]\n\t"
-        "add %[c3], %[o], %[pj], lsl #2\n\t"
-        "str %[c1], [%[c3], %[pj], lsl #3]\n\t"
-        "add %[o], %[o], %[pj]\n\t"
-        "ldrd %[c0], %[c1], [%[t], #16]\n\t"
-        "ldrd %[c2], %[c3], [%[t], #24]\n\t"
-        "ssub16 %[c0], %[c0], %[c2]\n\t"
-        "str %[c0], [%[o]]\n\t"
-        "sadd16 %[c0], %[c1], %[c2]\n\t"
-        "str %[c0], [%[o], %[pj], lsl #2]\n\t"
-        "ssub16 %[c2], %[c2], %[c1]\n\t"
-        "str %[c2], [%[o], %[pj], lsl #3]\n\t"
-        "ssub16 %[c1], %[c1], %[c3]\n\t"
-        "add %[c3], %[o], %[pj], lsl #2\n\t"
-        "str %[c1], [%[c3], %[pj], lsl #3]\n\t"
-        "add %[o], %[o], %[pj]\n\t"
-        "ldrd %[c0], %[c1], [%[t], #32]\n\t"
-        "ldrd %[c2], %[c3], [%[t], #40]\n\t"
-        "ssub16 %[c0], %[c0], %[c2]\n\t"
-        "str %[c0], [%[o]]\n\t"
-        "sadd16 %[c0], %[c1], %[c2]\n\t"
-        "str %[c0], [%[o], %[pj], lsl #2]\n\t"
-        "ssub16 %[c2], %[c2], %[c1]\n\t"
-        "str %[c2], [%[o], %[pj], lsl #3]\n\t"
-        "ssub16 %[c1], %[c1], %[c3]\n\t"
-        "add %[c3], %[o], %[pj], lsl #2\n\t"
-        "str %[c1], [%[c3], %[pj], lsl #3]\n\t"
-        "add %[o], %[o], %[pj]\n\t"
-        "ldrd %[c0], %[c1], [%[t], #48]\n\t"
-        "ldrd %[c2], %[c3], [%[t], #56]\n\t"
-        "ssub16 %[c0], %[c0], %[c2]\n\t"
-        "str %[c0], [%[o]]\n\t"
-        "sadd16 %[c0], %[c1], %[c2]\n\t"
-        "str %[c0], [%[o], %[pj], lsl #2]\n\t"
-        "ssub16 %[c2], %[c2], %[c1]\n\t"
-        "str %[c2], [%[o], %[pj], lsl #3]\n\t"
-        "ssub16 %[c1], %[c1], %[c3]\n\t"
-        "add %[c3], %[o], %[pj], lsl #2\n\t"
-        "str %[c1], [%[c3], %[pj], lsl #3]\n\t"
-        "add %[o], %[v], #4\n\t"
-        "ldrd %[c0], %[c1], [%[t], #64]\n\t"
-        "ldrd %[c2], %[c3], [%[t], #72]\n\t"
-        "ssub16 %[c0], %[c0], %[c2]\n\t"
-        "str %[c0], [%[o]]\n\t"
-        "sadd16 %[c0], %[c1], %[c2]\n\t"
-        "str %[c0], [%[o], %[pj], lsl #2]\n\t"
-        "ssub16 %[c2], %[c2], %[c1]\n\t"
-        "str %[c2], [%[o], %[pj], lsl #3]\n\t"
-        "ssub16 %[c1], %[c1], %[c3]\n\t"
-        "add %[c3], %[o], %[pj], lsl #2\n\t"
-        "str %[c1], [%[c3], %[pj], lsl #3]\n\t"
-        "add %[o], %[o], %[pj]\n\t"
-        "ldrd %[c0], %[c1], [%[t], #80]\n\t"
-        "ldrd %[c2], %[c3], [%[t], #88]\n\t"
-        "ssub16 %[c0], %[c0], %[c2]\n\t"
-        "str %[c0], [%[o]]\n\t"
-        "sadd16 %[c0], %[c1], %[c2]\n\t"
-        "str %[c0], [%[o], %[pj], lsl #2]\n\t"
-        "ssub16 %[c2], %[c2], %[c1]\n\t"
-        "str %[c2], [%[o], %[pj], lsl #3]\n\t"
-        "ssub16 %[c1], %[c1], %[c3]\n\t"
-        "add %[c3], %[o], %[pj], lsl #2\n\t"
-        "str %[c1], [%[c3], %[pj], lsl #3]\n\t"
-        "add %[o], %[o], %[pj]\n\t"
-        "ldrd %[c0], %[c1], [%[t], #96]\n\t"
-        "ldrd %[c2], %[c3], [%[t], #104]\n\t"
-        "ssub16 %[c0], %[c0], %[c2]\n\t"
-        "str %[c0], [%[o]]\n\t"
-        "sadd16 %[c0], %[c1], %[c2]\n\t"
-        "str %[c0], [%[o], %[pj], lsl #2]\n\t"
-        "ssub16 %[c2], %[c2], %[c1]\n\t"
-        "str %[c2], [%[o], %[pj], lsl #3]\n\t"
-        "ssub16 %[c1], %[c1], %[c3]\n\t"
-        "add %[c3], %[o], %[pj], lsl #2\n\t"
-        "str %[c1], [%[c3], %[pj], lsl #3]\n\t"
-        "add %[o], %[o], %[pj]\n\t"
-        "ldrd %[c0], %[c1], [%[t], #112]\n\t"
-        "ldrd %[c2], %[c3], [%[t], #120]\n\t"
-        "ssub16 %[c0], %[c0], %[c2]\n\t"
-        "str %[c0], [%[o]]\n\t"
-        "sadd16 %[c0], %[c1], %[c2]\n\t"
-        "str %[c0], [%[o], %[pj], lsl #2]\n\t"
-        "ssub16 %[c2], %[c2], %[c1]\n\t"
-        "str %[c2], [%[o], %[pj], lsl #3]\n\t"
-        "ssub16 %[c1], %[c1], %[c3]\n\t"
-        "add %[c3], %[o], %[pj], lsl #2\n\t"
-        "str %[c1], [%[c3], %[pj], lsl #3]\n\t"
+/* column K = 4h + j of (d B) (t[h][j], byte offset 16K) through B^T into positions 4k + j,
+ * half h: o, o + 4 pj, o + 8 pj, o + 12 pj */
+#define WG_COL(K)                                                                                  \
+    "ldrd %[c0], %[c1], [%[t], #(16*" #K ")]\n\t"                                                  \
+    "ldrd %[c2], %[c3], [%[t], #(16*" #K "+8)]\n\t"                                                \
+    "ssub16 %[c0], %[c0], %[c2]\n\t"                                                               \
+    "str %[c0], [%[o]]\n\t"                                                                        \
+    "sadd16 %[c0], %[c1], %[c2]\n\t"                                                               \
+    "str %[c0], [%[o], %[pj], lsl #2]\n\t"                                                         \
+    "ssub16 %[c2], %[c2], %[c1]\n\t"                                                               \
+    "str %[c2], [%[o], %[pj], lsl #3]\n\t"                                                         \
+    "ssub16 %[c1], %[c1], %[c3]\n\t"                                                               \
+    "add %[c3], %[o], %[pj], lsl #2\n\t"                                                           \
+    "str %[c1], [%[c3], %[pj], lsl #3]\n\t"
+#define WG_NEXT "add %[o], %[o], %[pj]\n\t" /* the next column j */
+        /* volatile: its only effect is the stores */
+        __asm__ volatile(WG_COL(0) WG_NEXT WG_COL(1) WG_NEXT WG_COL(2) WG_NEXT WG_COL(3)
+                         "add %[o], %[v], #4\n\t" /* half 1 */
+                         WG_COL(4) WG_NEXT WG_COL(5) WG_NEXT WG_COL(6) WG_NEXT WG_COL(7)
                          : [c0] "=&r"(c0), [c1] "=&r"(c1), [c2] "=&r"(c2), [c3] "=&r"(c3),
                            [o] "+&r"(o)
-                         : [t] "r"(tp), [pj] "r"(pj), [v] "r"(v), "m"(t)
+                         : [t] "r"(&t[0][0][0]), [pj] "r"(pj), [v] "r"(v), "m"(t)
                          : "memory");
+#undef WG_NEXT
+#undef WG_COL
         return;
     }
 #endif

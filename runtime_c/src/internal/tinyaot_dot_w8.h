@@ -157,26 +157,20 @@ static inline __attribute__((always_inline)) void tinyaot_dot_w8_41(const int16_
     "ldmia.w %[w]!, {r8, r9, r10, r11}\n\t"                                                       \
     TINYAOT_W8_ROW("a0", "r8") TINYAOT_W8_ROW("a1", "r9") TINYAOT_W8_ROW("a2", "r10")              \
     TINYAOT_W8_ROW("a3", "r11")
+#define TINYAOT_W8_LOOP(GROUPS, END)                                                              \
+    __asm__("1:\n\t" GROUPS "cmp %[c], %[end]\n\t"                                                 \
+                            "bne 1b"                                                                \
+            : [a0] "+r"(a0), [a1] "+r"(a1), [a2] "+r"(a2), [a3] "+r"(a3), [xa] "=&r"(xa),         \
+              [xb] "=&r"(xb), [t] "=&r"(t), [c] "+r"(c), [w] "+r"(w)                              \
+            : [end] "r"(END)                                                                       \
+            : "r8", "r9", "r10", "r11", "cc", "memory")
     if (end4 != c) {
-        __asm__("1:\n\t"
-                TINYAOT_W8_GROUP TINYAOT_W8_GROUP TINYAOT_W8_GROUP TINYAOT_W8_GROUP
-                "cmp %[c], %[end]\n\t"
-                "bne 1b"
-                : [a0] "+r"(a0), [a1] "+r"(a1), [a2] "+r"(a2), [a3] "+r"(a3), [xa] "=&r"(xa),
-                  [xb] "=&r"(xb), [t] "=&r"(t), [c] "+r"(c), [w] "+r"(w)
-                : [end] "r"(end4)
-                : "r8", "r9", "r10", "r11", "cc", "memory");
+        TINYAOT_W8_LOOP(TINYAOT_W8_GROUP TINYAOT_W8_GROUP TINYAOT_W8_GROUP TINYAOT_W8_GROUP, end4);
     }
     if (end != c) {
-        __asm__("1:\n\t"
-                TINYAOT_W8_GROUP
-                "cmp %[c], %[end]\n\t"
-                "bne 1b"
-                : [a0] "+r"(a0), [a1] "+r"(a1), [a2] "+r"(a2), [a3] "+r"(a3), [xa] "=&r"(xa),
-                  [xb] "=&r"(xb), [t] "=&r"(t), [c] "+r"(c), [w] "+r"(w)
-                : [end] "r"(end)
-                : "r8", "r9", "r10", "r11", "cc", "memory");
+        TINYAOT_W8_LOOP(TINYAOT_W8_GROUP, end);
     }
+#undef TINYAOT_W8_LOOP
 #undef TINYAOT_W8_GROUP
 #undef TINYAOT_W8_ROW
     s[0] = (int32_t)a0;
