@@ -44,17 +44,19 @@ from tests.helpers.env import require_arm_toolchain, shared_model
 # (ic01 -0.3 %, ort -0.1 %), and when Winograd's input transform ran in two passes (asm)
 # and patches cut by the input's edge were copied first (ic01 tflite -2.9 %, ort -1.0 %), and
 # when the few-pixel convs' blocks of pixel pairs became equal parts, not halves (ic01's 8x8
-# 64-channel conv in 3 blocks, not 4: tflite -0.5 %, ort -0.2 %).
+# 64-channel conv in 3 blocks, not 4: tflite -0.5 %, ort -0.2 %), and when the depthwise 3x3
+# windows cut by the input's edge ran straight-line (kws01 -1.5 % / -1.0 %, vww01 -1.1 % /
+# -0.8 %).
 PINNED = {
     ("ad01", "tflite"): {"ideal": 377970},
-    ("kws01", "tflite"): {"ideal": 5404199},
+    ("kws01", "tflite"): {"ideal": 5325615},
     ("ic01", "tflite"): {"ideal": 15969571},
-    ("vww01", "tflite"): {"ideal": 12841181},
+    ("vww01", "tflite"): {"ideal": 12694126},
     ("sww01", "tflite"): {"ideal": 1522317},
     ("ad01", "ort"): {"ideal": 779016},
-    ("kws01", "ort"): {"ideal": 5947630},
+    ("kws01", "ort"): {"ideal": 5887178},
     ("ic01", "ort"): {"ideal": 31044133},
-    ("vww01", "ort"): {"ideal": 13445575},
+    ("vww01", "ort"): {"ideal": 13339700},
     ("sww01", "ort"): {"ideal": 1580646},
 }
 
