@@ -46,16 +46,17 @@ from tests.helpers.env import require_arm_toolchain, shared_model
 # when the few-pixel convs' blocks of pixel pairs became equal parts, not halves (ic01's 8x8
 # 64-channel conv in 3 blocks, not 4: tflite -0.5 %, ort -0.2 %), and when the depthwise 3x3
 # windows cut by the input's edge ran straight-line (kws01 -1.5 % / -1.0 %, vww01 -1.1 % /
-# -0.8 %).
+# -0.8 %), and when Winograd's cut patches listed their inside words without a branch (ic01
+# -0.1 %).
 PINNED = {
     ("ad01", "tflite"): {"ideal": 377970},
     ("kws01", "tflite"): {"ideal": 5325615},
-    ("ic01", "tflite"): {"ideal": 15969571},
+    ("ic01", "tflite"): {"ideal": 15950105},
     ("vww01", "tflite"): {"ideal": 12694126},
     ("sww01", "tflite"): {"ideal": 1522317},
     ("ad01", "ort"): {"ideal": 779016},
     ("kws01", "ort"): {"ideal": 5887178},
-    ("ic01", "ort"): {"ideal": 31044133},
+    ("ic01", "ort"): {"ideal": 31032337},
     ("vww01", "ort"): {"ideal": 13339700},
     ("sww01", "ort"): {"ideal": 1580646},
 }

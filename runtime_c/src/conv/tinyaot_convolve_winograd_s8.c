@@ -175,15 +175,14 @@ static __attribute__((noinline)) void transform_tile(const tinyaot_conv_dims_t *
      * the input are that in every quad, the inside ones (n of them) are copied */
     const uint32_t zpw = (uint32_t)(uint8_t)(-(int16_t)(off & 0xffffu)) * 0x01010101u;
     uint32_t p[16];     /* the quad's patch, word r * 4 + c */
-    int32_t src[16], n = 0; /* an inside word's offset from b */
-    uint8_t dst[16];        /* its place in p */
+    int32_t src[16], n = 0; /* the first n: an inside word's offset from b */
+    uint8_t dst[16];        /* and its place in p */
     for (int32_t r = 0; r < 4; ++r) {
         for (int32_t c = 0; c < 4; ++c) {
             p[4 * r + c] = zpw;
-            if (iy0 + r >= 0 && iy0 + r < in_h && ix0 + c >= 0 && ix0 + c < in_w) {
-                src[n] = r * rs + c * ch;
-                dst[n++] = (uint8_t)(4 * r + c);
-            }
+            src[n] = r * rs + c * ch; /* kept only when inside: n moves on */
+            dst[n] = (uint8_t)(4 * r + c);
+            n += iy0 + r >= 0 && iy0 + r < in_h && ix0 + c >= 0 && ix0 + c < in_w;
         }
     }
     for (int32_t j = 0; j < nq; ++j, b += 4, v += 4) {

@@ -139,9 +139,7 @@ static inline void tinyaot_dot_w8_12(const int16_t *c, const int8_t *w, int32_t 
 /* s = {w0.x, w1.x, w2.x, w3.x}: a group of 4 rows (fully connected: per
  * group of 4 values the 4 rows' words, one LDM) against one column c. */
 #if TINYAOT_DOT_W8_ASM
-static inline __attribute__((always_inline)) void tinyaot_dot_w8_41(const int16_t *c,
-                                                                    const int8_t *w, int32_t q4,
-                                                                    int32_t s[4])
+static inline void tinyaot_dot_w8_41(const int16_t *c, const int8_t *w, int32_t q4, int32_t s[4])
 {
     uint32_t a0 = 0, a1 = 0, a2 = 0, a3 = 0, xa, xb, t;
     /* four groups per pass while four are left (the loop's compare and branch once per
