@@ -50,10 +50,29 @@ REQUIRED_CFLAGS = ["-std=c99", "-ffp-contract=off"]
 KERNEL_OPT = "-O2"
 _INCLUDE_RE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 _CALL_RE = re.compile(r"\b(tinyaot_[A-Za-z0-9_]+)\s*\(")
+_COMMENT_RE = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
+
+
+def _source_text(src):
+    """A kernel's source with the files it includes from runtime_c/src (its .inc parts,
+    the internal headers), comments dropped: a call in any of them links against another
+    kernel."""
+    texts, todo, seen = [], [src], set()
+    while todo:
+        f = todo.pop()
+        if f in seen or not f.is_file():
+            continue
+        seen.add(f)
+        text = _COMMENT_RE.sub(" ", f.read_text())
+        texts.append(text)
+        todo += [(f.parent / inc).resolve() for inc in _INCLUDE_RE.findall(text)
+                 if (f.parent / inc).resolve().is_relative_to(RUNTIME_SRC.resolve())]
+    return "\n".join(texts)
 
 
 def kernel_closure(kernels):
-    """Kernel source files for `kernels`, plus any other public kernel they call."""
+    """Kernel source files for `kernels`, plus any other public kernel they call (a
+    kernel's <name>_get_buffer_size is in <name>.c)."""
     have = {p.stem: p for p in runtime_sources()}
     todo, done = [k for k in sorted(kernels)], set()
     while todo:
@@ -63,7 +82,8 @@ def kernel_closure(kernels):
         if k not in have:
             raise TinyAotError(f"internal: no runtime_c/src/{k}.c for kernel '{k}'")
         done.add(k)
-        for callee in _CALL_RE.findall(have[k].read_text()):
+        for callee in _CALL_RE.findall(_source_text(have[k])):
+            callee = callee.removesuffix("_get_buffer_size")
             if callee in have and callee not in done:
                 todo.append(callee)
     return [have[k] for k in sorted(done)]

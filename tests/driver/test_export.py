@@ -243,6 +243,21 @@ def test_export_builds_at_any_user_optimization_level(tmp_path, opt):
         assert not re.search(r"\tsmlad\s", asm)  # -O0: the C twins
 
 
+@pytest.mark.qemu
+@pytest.mark.shared
+def test_export_debug_build_of_a_float_model(tmp_path):
+    """TINYAOT_OPT=-O0 on ic01 under ort: its float convs and float FC (whose asm
+    faulted at -O0, an unaligned VLDM), Winograd and the int8-weight conv all on their C
+    twins, bit-exact on qemu-m4."""
+    require_arm_toolchain()
+    model, golden = shared_model("ic01")
+    lib = tmp_path / "lib"
+    _export([model], "qemu-m4", lib)
+    inputs, expected = load_golden(golden, "outputs_onnxruntime")
+    models = [(model.stem.lower(), inputs[:1], expected[:1])]
+    _make_and_run(tmp_path, lib, models, opt="-O0", make_args=["TINYAOT_OPT=-O0"])
+
+
 @pytest.mark.parametrize("build_type", ["Debug", "Release"])
 def test_export_cmake_arm_build_types(tmp_path, build_type):
     """The CMake snippet with arm-none-eabi-gcc: the library target builds in a Debug
@@ -370,3 +385,34 @@ def test_export_user_errors(tmp_path, capsys):
     assert not (tmp_path / "x").exists() and not (tmp_path / "y").exists()
     assert not (tmp_path / "z").exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["mine"]
+
+
+@pytest.mark.parametrize("opt", ["-O2", "-O0"])
+def test_every_kernels_export_closure_links(tmp_path, opt):
+    """For every runtime_c kernel, the sources export copies for it (kernel_closure) define
+    every tinyaot_ symbol their objects call: a model that uses only that kernel links.
+    (tinyaot_convolve_f32_m1_s8 calls tinyaot_convolve_f32_s8_get_buffer_size from one of
+    its .inc parts: sww01 under ort, which has no other float conv, did not link.)"""
+    require_arm_toolchain()
+    from codegen.driver.export import kernel_closure
+    from codegen.paths import runtime_sources
+    undefined, defined = {}, {}
+    for src in runtime_sources():
+        obj = tmp_path / (src.stem + ".o")
+        subprocess.run(["arm-none-eabi-gcc", "-mcpu=cortex-m4", "-mthumb", "-mfloat-abi=hard",
+                        "-mfpu=fpv4-sp-d16", opt, "-std=c99", "-ffp-contract=off",
+                        f"-I{RUNTIME_INCLUDE}", "-c", str(src), "-o", str(obj)], check=True)
+        syms = subprocess.run(["arm-none-eabi-nm", str(obj)], capture_output=True, text=True,
+                              check=True).stdout.split("\n")
+        undefined[src.stem] = {ln.split()[-1] for ln in syms if ln.strip().startswith("U ")
+                               and ln.split()[-1].startswith("tinyaot_")}
+        defined[src.stem] = {ln.split()[-1] for ln in syms if len(ln.split()) == 3
+                             and ln.split()[1] in "TDRB"}
+    missing = {}
+    for k in undefined:
+        files = [p.stem for p in kernel_closure([k])]
+        need = set().union(*(undefined[f] for f in files))
+        have = set().union(*(defined[f] for f in files))
+        if need - have:
+            missing[k] = sorted(need - have)
+    assert not missing, missing

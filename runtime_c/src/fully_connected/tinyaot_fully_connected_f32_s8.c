@@ -22,7 +22,8 @@
 /* The asm also uses DSP-extension instructions (QADD, SSAT, SSUB8, SEL): a
  * single-precision FPU alone (a Cortex-M4F-like core built without DSP) takes
  * the C. */
-#if defined(__ARM_FP) && (__ARM_FP & 4) && defined(__thumb2__) && defined(__ARM_FEATURE_DSP)
+#if defined(__ARM_FP) && (__ARM_FP & 4) && defined(__thumb2__) && defined(__ARM_FEATURE_DSP) && \
+    defined(__OPTIMIZE__) /* -O0: see TINYAOT_HAVE_DSP_ASM */
 #define TINYAOT_FC_F32_ASM 1
 #endif
 
