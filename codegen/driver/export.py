@@ -55,19 +55,10 @@ _COMMENT_RE = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
 
 def _source_text(src):
     """A kernel's source with the files it includes from runtime_c/src (its .inc parts,
-    the internal headers), comments dropped: a call in any of them links against another
-    kernel."""
-    texts, todo, seen = [], [src], set()
-    while todo:
-        f = todo.pop()
-        if f in seen or not f.is_file():
-            continue
-        seen.add(f)
-        text = _COMMENT_RE.sub(" ", f.read_text())
-        texts.append(text)
-        todo += [(f.parent / inc).resolve() for inc in _INCLUDE_RE.findall(text)
-                 if (f.parent / inc).resolve().is_relative_to(RUNTIME_SRC.resolve())]
-    return "\n".join(texts)
+    the internal headers: include_closure), comments dropped: a call in any of them links
+    against another kernel."""
+    parts = [src] + [RUNTIME_SRC / rel for rel in include_closure([], [src])[1]]
+    return "\n".join(_COMMENT_RE.sub(" ", f.read_text()) for f in parts)
 
 
 def kernel_closure(kernels):

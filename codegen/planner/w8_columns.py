@@ -4,10 +4,10 @@ on tinyaot_convolve_fast_w8_s8, where its columns cost no arena.
 The kernel widens each channel pair's int8 weights once per block of pixel pairs and runs
 the fast kernel's GEMM on them, so it costs what the int16 fast kernel does plus one
 widening per weight and block; its scratch holds the block's columns. For each candidate
-layer, plan again with the largest block (all the layer's pixel pairs), then the pairs
-in two, three, ... equal blocks down to MIN_BLOCK pairs (below that the widening costs a quarter of the GEMM and more), and
-keep the first that leaves the arena as small as it was; if none does, the layer keeps the
-fast kernel's int16 copy. Cycles are bought with flash, never with RAM. The decision is the
+layer, plan again with the largest block (all the layer's pixel pairs), then the pairs in
+two, three, ... equal blocks down to MIN_BLOCK pairs (below that the widening costs a
+quarter of the GEMM and more), and keep the first that leaves the arena as small as it
+was; if none does, the layer keeps the fast kernel's int16 copy. Cycles are bought with flash, never with RAM. The decision is the
 node's attr "w8_block_pairs", which its Op.select reads.
 """
 from __future__ import annotations
@@ -19,8 +19,8 @@ MIN_BLOCK = 4
 
 
 def block_sizes(pairs):
-    """The blocks tried, largest first: the fewest blocks (each pass widens every weight
-    once), all pairs, then the pairs in 2, 3, ... blocks of equal size, down to
+    """The blocks tried, largest first (the fewer blocks, the fewer times each weight is
+    widened): all pairs, then the pairs in 2, 3, ... blocks of equal size, down to
     MIN_BLOCK."""
     out, k = [], 1
     while True:

@@ -395,18 +395,16 @@ def test_every_kernels_export_closure_links(tmp_path, opt):
     its .inc parts: sww01 under ort, which has no other float conv, did not link.)"""
     require_arm_toolchain()
     from codegen.driver.export import kernel_closure
-    from codegen.paths import runtime_sources
+    from tests.helpers.env import build_every_kernel
+    assert not build_every_kernel(["-mcpu=cortex-m4", "-mfloat-abi=hard", "-mfpu=fpv4-sp-d16",
+                                   opt], tmp_path)
     undefined, defined = {}, {}
-    for src in runtime_sources():
-        obj = tmp_path / (src.stem + ".o")
-        subprocess.run(["arm-none-eabi-gcc", "-mcpu=cortex-m4", "-mthumb", "-mfloat-abi=hard",
-                        "-mfpu=fpv4-sp-d16", opt, "-std=c99", "-ffp-contract=off",
-                        f"-I{RUNTIME_INCLUDE}", "-c", str(src), "-o", str(obj)], check=True)
+    for obj in tmp_path.glob("*.o"):
         syms = subprocess.run(["arm-none-eabi-nm", str(obj)], capture_output=True, text=True,
                               check=True).stdout.split("\n")
-        undefined[src.stem] = {ln.split()[-1] for ln in syms if ln.strip().startswith("U ")
+        undefined[obj.stem] = {ln.split()[-1] for ln in syms if ln.strip().startswith("U ")
                                and ln.split()[-1].startswith("tinyaot_")}
-        defined[src.stem] = {ln.split()[-1] for ln in syms if len(ln.split()) == 3
+        defined[obj.stem] = {ln.split()[-1] for ln in syms if len(ln.split()) == 3
                              and ln.split()[1] in "TDRB"}
     missing = {}
     for k in undefined:

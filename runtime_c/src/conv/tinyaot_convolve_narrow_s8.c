@@ -16,7 +16,7 @@
  * copied with the zero point in the taps outside. Two output pixels of a row
  * share each weight load; the requantization is the fast kernels'. No scratch:
  * the edge windows and the sums of up to NARROW_QUADS_C quads live on the stack.
- * With TINYAOT_HAVE_ALLREG_ASM the taps are inline asm (11 cycles per 8 MACs on
+ * With TINYAOT_HAVE_DSP_ASM the taps are inline asm (11 cycles per 8 MACs on
  * a Cortex-M4), the one-SMLAL records applied in the same asm; the C twin
  * computes the same 64-bit sums. */
 #include <string.h>
@@ -49,9 +49,9 @@ typedef struct {
 } narrow_pass_t;
 
 /* The asm requantizes the one-SMLAL records itself (narrow_sums). */
-#define NARROW_ASM_RQ(mode) (TINYAOT_HAVE_ALLREG_ASM && (mode) == TINYAOT_RQ_SMLAL_SAT)
+#define NARROW_ASM_RQ(mode) (TINYAOT_HAVE_DSP_ASM && (mode) == TINYAOT_RQ_SMLAL_SAT)
 
-#if TINYAOT_HAVE_ALLREG_ASM
+#if TINYAOT_HAVE_DSP_ASM
 /* One tap (byte I of both windows' rows): 7 four-byte instructions, 28 bytes,
  * the unrolled row entered NARROW_ROW_MAX - n taps in. Registers: sums
  * r0:r1, r2:r3 (pixel 0) and r4:r5, r6:r7 (pixel 1); x r8; weights r9, r10;

@@ -17,11 +17,11 @@
 #include "../internal/tinyaot_requant_fast.h"
 
 /* Channel `oc` of the four pixels at x (rows k_in bytes apart). */
-#if TINYAOT_HAVE_ALLREG_ASM
+#if TINYAOT_HAVE_DSP_ASM
 /* One nonzero weight word V (weight in its top half, input channel in its
  * bottom half) of the four pixels: SMLATB takes the weight from V's top half,
  * so only the channel is extracted; two loads at a time pipeline. 14
- * registers: an optimizing build (TINYAOT_HAVE_ALLREG_ASM); inlined, as a call
+ * registers: an optimizing build (TINYAOT_HAVE_DSP_ASM); inlined, as a call
  * per channel costs more than a channel's few nonzero weights. */
 #define SPARSE_STEP                                                                                \
     "ldr %[v], [%[e]], #4\n\t"                                                                    \

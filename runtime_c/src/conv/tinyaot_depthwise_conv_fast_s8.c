@@ -23,7 +23,7 @@
 #include "tinyaot_depthwise_conv_fast_s8_quad.inc"
 #include "tinyaot_depthwise_conv_fast_s8_3x3.inc"
 
-#if TINYAOT_HAVE_ALLREG_ASM
+#if TINYAOT_HAVE_DSP_ASM
 /* 1-D kernels (k_w == 1) in the saturating record modes: all channel quads of
  * one output pixel in one asm statement, each quad's n >= 1 taps down the
  * column (input bytes st apart, 12 instructions per tap as dw_line), its bias
@@ -209,7 +209,7 @@ static inline __attribute__((always_inline)) void dw_pixel(
     }
     const int8_t *s0 = input + ((iy0 + ky_lo * dil_h) * in_w + ix0 + kx_lo * dil_w) * ch;
     const uint32_t *w0 = wbase + (ky_lo * k_w + kx_lo) * 2;
-#if TINYAOT_HAVE_ALLREG_ASM
+#if TINYAOT_HAVE_DSP_ASM
     if (dw_rec_mode(mode) && k_w == 1 && nkx > 0 && nq > 0 &&
         dw_col(s0, w0, nq, nkx, lstep, wquad, off, rq, out, mode)) {
         return;

@@ -109,7 +109,7 @@ int tinyaot_add_fast_s8(int32_t n, const tinyaot_add_params_t *p, const int8_t *
              * |zp * 2^sh| <= 2^29; fewer live values, so no reloads in the loop */
             const int32_t rz = rhi + (int32_t)((uint32_t)out_zp << sh);
             const int8_t *const end = a + n;
-#if TINYAOT_HAVE_ALLREG_ASM
+#if TINYAOT_HAVE_DSP_ASM
             /* tinyaot_mbqm_smlal's negative-sum correction (- 2^31 when sum < 0) as
              * AND / SUBS / SBC: no register for its constant, so the loop's 14 values
              * fit the register file */

@@ -387,7 +387,7 @@ static inline void tinyaot_rqf_2x1_sat(const uint32_t acc[2], const int32_t *p, 
 }
 #endif
 
-#if TINYAOT_HAVE_ALLREG_ASM
+#if TINYAOT_HAVE_DSP_ASM
 /* The saturating-record channel pairs (one-SMLAL, or onnxruntime's {bias,
  * scale}) of two interleaved columns in one asm statement:
  * for each pair, accumulators r0-r3 start at the records' biases, the dot
@@ -579,7 +579,7 @@ static inline __attribute__((always_inline)) void tinyaot_gemm_2col_m(
 {
     const uint32_t *wp = (const uint32_t *)(const void *)w;
     int32_t oc = 0;
-#if TINYAOT_HAVE_ALLREG_ASM
+#if TINYAOT_HAVE_DSP_ASM
     if ((mode == TINYAOT_RQ_SMLAL_SAT || (mode == TINYAOT_RQ_FLOAT_SAT && TINYAOT_PW_HAVE_FSAT)) &&
         rem >= 0) { /* (an odd last channel: below) */
         if (out_c > 1) { /* pixels o0 and o1 = o0 + out_c (conv_pixels' pairs) */

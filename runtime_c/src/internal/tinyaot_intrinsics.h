@@ -47,15 +47,6 @@
 #define TINYAOT_HAVE_DSP_ASM 0
 #endif
 
-/* Asm statements that take all 14 free core registers (r0-r12, lr) need an
- * optimizing build: at -O0 GCC keeps r7 as the frame pointer (their C twins
- * run there instead). */
-#if TINYAOT_HAVE_DSP_ASM && defined(__OPTIMIZE__)
-#define TINYAOT_HAVE_ALLREG_ASM 1
-#else
-#define TINYAOT_HAVE_ALLREG_ASM 0
-#endif
-
 /* ---- portable reference versions (always defined, tested on the host) ---- */
 
 static inline int32_t tinyaot_pi_s32(uint32_t u)
