@@ -27,6 +27,7 @@ from .passes.layout import assign_layouts
 from .passes.uint8 import uint8_to_int8
 from .planner import check_plan, plan_arena
 from .planner.depthwise_inplace import plan_with_depthwise_inplace
+from .planner.float_conv_blocks import plan_float_conv_blocks
 from .planner.float_conv_scratch import plan_float_conv_scratch
 from .planner.w8_columns import plan_w8_columns
 from .planner.winograd import plan_winograd
@@ -166,6 +167,10 @@ def _plan(b):
         plan = plan_float_conv_scratch(g, plan, plain)
     if o.depthwise_inplace:  # planner/depthwise_inplace.py: a planner option, off by default
         plan = plan_with_depthwise_inplace(g, o.io_buffers, plain)
+    # the passes below fill the arena the passes above leave, never grow it
+    if o.numerics == "ort" and o.optimize == "speed":  # float convs: int8 weights in flash,
+        # dequantized a block at a time where the block costs no arena
+        plan = plan_float_conv_blocks(g, plan, plain, lambda n: ops.get(n.op).select(g, n, "speed"))
     # 3x3 stride-1 convs: Winograd where its scratch costs no arena
     plan = plan_winograd(g, plan, plain, lambda n: ops.get(n.op).select(g, n, "speed"))
     # few-pixel convs: the fast GEMM on int8 weights where its columns cost no arena (last:

@@ -129,6 +129,30 @@ def packed_weights(w, group, compact=False):
     return out.reshape(group, tiles, TILE, k).transpose(0, 1, 3, 2).copy(), tiles, k
 
 
+def packed_int8(w):
+    """int8 weights [O, cg, kh, kw] (groups 1) -> [tile][k][4] as packed_weights lays out
+    their floats (zero rows to a multiple of 4): tinyaot_convolve_f32_b8_s8's filter."""
+    o = w.shape[0]
+    k = int(np.prod(w.shape[1:]))
+    tiles = -(-o // TILE)
+    out = np.zeros((tiles * TILE, k), dtype=np.int8)
+    out[:o] = np.asarray(w.data).reshape(o, k)
+    return out.reshape(tiles, TILE, k).transpose(0, 2, 1).copy()
+
+
+def blocks_candidate(x_shape, y_shape, attrs):
+    """Can tinyaot_convolve_f32_b8_s8 run the layer (int8 weights dequantized a block of
+    tiles at a time)? Groups 1 and an fma segment (the tiles it blocks)."""
+    return attrs["group"] == 1 and has_fma(segment_words(x_shape, y_shape, attrs)[0])
+
+
+def block_scratch_bytes(x_shape, w_shape, y_shape, attrs, block_tiles):
+    """tinyaot_convolve_f32_b8_s8_get_buffer_size: a block of dequantized tiles, then
+    tinyaot_convolve_f32_s8's scratch."""
+    k = int(np.prod(w_shape[1:]))
+    return block_tiles * TILE * k * 4 + scratch_bytes(x_shape, w_shape, y_shape, attrs)
+
+
 def tap_offsets(x_shape, w_shape, attrs, width=None):
     """Per k = (c, ky, kx): the offset of its input (NHWC, rows of `width`
     pixels, default the input's) from the window's origin."""
@@ -155,10 +179,13 @@ def band_taps(x_shape, w_shape, width):
     return (((r + ky) % kh) * cin * width + c * width + kx).reshape(-1).astype(np.int32)
 
 
-def plan_fields(x_shape, y_shape, w, attrs, in_scale, in_zp):
-    """tinyaot_conv_f32_plan_t's fields (arrays for the pointers)."""
+def plan_fields(x_shape, y_shape, w, attrs, in_scale, in_zp, int8=False):
+    """tinyaot_conv_f32_plan_t's fields (arrays for the pointers); with int8, "weights" is
+    tinyaot_convolve_f32_b8_s8's int8 filter instead of the packed floats."""
     words, nseg = segment_words(x_shape, y_shape, attrs)
     packed, tiles, k = packed_weights(w, attrs["group"], compact=not has_fma(words))
+    if int8:
+        packed = packed_int8(w)
     mode = input_mode(x_shape, y_shape, w.shape, attrs)
     width = padded_hw(y_shape, w.shape, attrs)[1]
     taps = (band_taps(x_shape, w.shape, width) if mode == 2 else

@@ -4,7 +4,9 @@
 The layer's kernel is chosen here (`select`), in one place:
   ort_float (frontend/ort_facts.py: onnxruntime keeps the layer in float):
       speed: tinyaot_convolve_f32_s8 (MLAS's summation order, kernels/conv_f32_pack.py;
-             tinyaot_convolve_f32_m1_s8 when the order has no fma tile);
+             tinyaot_convolve_f32_m1_s8 when the order has no fma tile), or
+             tinyaot_convolve_f32_b8_s8 (int8 weights dequantized a block of channels at
+             a time) where planner/float_conv_blocks.py finds a block that costs no arena;
       size:  tinyaot_convolve_f32_w8_s8 (int8 weights in flash, size_kernels.py);
   ConvInteger's epilogue (integer_forms.py): the portable integer kernels;
   otherwise, integer: groups 1 -> the fast conv (int16-packed weights, im2col scratch),
@@ -33,7 +35,8 @@ import numpy as np
 
 from ..kernels import specialize as spec
 from ..kernels.c_format import c_struct
-from ..kernels.conv_f32_pack import plan_fields, scratch_bytes
+from ..kernels.conv_f32_pack import (block_scratch_bytes, blocks_candidate, plan_fields,
+                                     scratch_bytes)
 from ..kernels import winograd_pack as wino
 from ..kernels.fast_pack import (conv_gemm_weights, conv_scratch_bytes, conv_w8_scratch_bytes,
                                  fold_input_zero_point, narrow_fits, pack_depthwise, pack_gemm,
@@ -308,16 +311,29 @@ def _in_place(em, n):
 
 
 def _emit_float(em, lid, n, p, info, dims, w):
-    """tinyaot_convolve_f32_s8 and its plan (kernels/conv_f32_pack.py)."""
+    """tinyaot_convolve_f32_s8 and its plan (kernels/conv_f32_pack.py); with the planner's
+    "f32_block_tiles" (planner/float_conv_blocks.py), tinyaot_convolve_f32_b8_s8: the same
+    plan, int8 weights in the layer record."""
     x, y = em.g.tensors[n.inputs[0]], em.g.tensors[n.outputs[0]]
-    f = plan_fields(x.shape, y.shape, w, n.attrs, p.in_scale, p.in_zp)
-    fp = emit_float_layer(em, lid, p, "0")  # output quantization and bias; weights in the plan
-    weights = em.const("float", f"{lid}_wp", f["weights"], align=8)  # report: weights
+    block = n.attrs.get("f32_block_tiles") if n.attrs.get("f32_blocks_candidate") else None
+    f = plan_fields(x.shape, y.shape, w, n.attrs, p.in_scale, p.in_zp, int8=bool(block))
+    if block:
+        filt = em.const("int8_t", f"{lid}_wp", f["weights"], align=4)  # report: weights
+        fp = emit_float_layer(em, lid, p, filt)
+        weights = "0"
+    else:
+        fp = emit_float_layer(em, lid, p, "0")  # output quantization and bias; weights in the plan
+        weights = em.const("float", f"{lid}_wp", f["weights"], align=8)  # report: weights
     segments = em.const("int32_t", f"{lid}_seg", f["segments"])
     table = em.const("float", f"{lid}_xt", f["table"])
     taps = em.const("int32_t", f"{lid}_taps", f["taps"])
     plan = ConvF32Plan(table, weights, segments, taps, f["nseg"], f["k"], f["tiles"], f["padded"])
     em.consts.append(c_struct(f"{lid}_pl", plan))
+    if block:
+        info["kernel"] = "tinyaot_convolve_f32_b8_s8"
+        em.call(info["kernel"], [dims, fp, f"&{lid}_pl", str(block), em.ptr(x.name),
+                                 em.scratch(n, "float"), em.ptr(y.name)])
+        return
     # plans with no fma tile (depthwise, one pixel: MLAS's M=1 kernels) have their own kernel
     info["kernel"] = "tinyaot_convolve_f32_s8" if f["tiles"] else "tinyaot_convolve_f32_m1_s8"
     em.call(info["kernel"], [dims, fp, f"&{lid}_pl", em.ptr(x.name), em.scratch(n, "float"),
@@ -461,12 +477,19 @@ class Conv2d(Op):
 
     def select(self, g, n, optimize):
         for k in ("fast_kernel", "int_w8", "f32_w8", "scratch_bytes", "w8_columns",
-                  "winograd_candidate"):  # not "w8_block_pairs" nor "winograd": the
-            # planner's decisions (planner/w8_columns.py, planner/winograd.py)
+                  "winograd_candidate", "f32_blocks_candidate"):  # not "w8_block_pairs",
+            # "winograd" nor "f32_block_tiles": the planner's decisions
+            # (planner/w8_columns.py, planner/winograd.py, planner/float_conv_blocks.py)
             n.attrs.pop(k, None)  # chosen afresh
         x, w, y = (g.tensors[t] for t in (n.inputs[0], n.inputs[1], n.outputs[0]))
         if n.attrs.get("ort_float"):  # pixel columns + one tile
             n.attrs["scratch_bytes"] = scratch_bytes(x.shape, w.shape, y.shape, n.attrs)
+            if optimize == "speed" and blocks_candidate(x.shape, y.shape, n.attrs):
+                n.attrs["f32_blocks_candidate"] = True  # planner/float_conv_blocks.py decides
+                block = n.attrs.get("f32_block_tiles")  # the planner's: no arena cost
+                if block:
+                    n.attrs["scratch_bytes"] = block_scratch_bytes(x.shape, w.shape, y.shape,
+                                                                   n.attrs, block)
         elif not n.attrs.get("int_epilogue"):  # ConvInteger (float epilogue): portable kernels
             cin, cout = x.shape[1], y.shape[1]
             kh, kw = n.attrs["kernel"]

@@ -141,6 +141,20 @@ int tinyaot_convolve_f32_s8(const tinyaot_conv_dims_t *d, const tinyaot_float_co
 int32_t tinyaot_convolve_f32_s8_get_buffer_size(const tinyaot_conv_dims_t *d,
                                                 const tinyaot_conv_f32_plan_t *pl);
 
+/* tinyaot_convolve_f32_s8 on int8 weights in flash: p->filter holds them packed as
+ * pl->weights would be ([tile][k][channel % 4], zero rows up to a multiple of 4; pl->weights
+ * is not read), p->filter_scale one scale per output channel. Per block of `block_tiles`
+ * tiles (4 output channels each) the weights are dequantized, float(q) * scale (exactly
+ * DequantizeLinear's float32), into the scratch, and the block's channels run as in
+ * tinyaot_convolve_f32_s8: the same sums, columns gathered once per block. Groups 1.
+ * scratch: *_get_buffer_size bytes, in the arena. */
+int tinyaot_convolve_f32_b8_s8(const tinyaot_conv_dims_t *d, const tinyaot_float_conv_t *p,
+                               const tinyaot_conv_f32_plan_t *pl, int32_t block_tiles,
+                               const int8_t *input, float *scratch, int8_t *output);
+int32_t tinyaot_convolve_f32_b8_s8_get_buffer_size(const tinyaot_conv_dims_t *d,
+                                                   const tinyaot_conv_f32_plan_t *pl,
+                                                   int32_t block_tiles);
+
 /* tinyaot_convolve_f32_s8 for the plans without an fma segment (tiles 0:
  * every MLAS call is an M=1 kernel, e.g. depthwise or one output pixel).
  * scratch: tinyaot_convolve_f32_s8_get_buffer_size bytes. */

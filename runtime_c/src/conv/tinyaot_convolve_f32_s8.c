@@ -29,6 +29,7 @@
 #include <string.h>
 
 #include "../internal/tinyaot_conv_f32_m1.h"
+#include "../internal/tinyaot_conv_f32_tiles.h"
 #include "tinyaot_kernels.h"
 #include "../internal/tinyaot_requant.h"
 
@@ -71,14 +72,15 @@ int32_t tinyaot_convolve_f32_s8_get_buffer_size(const tinyaot_conv_dims_t *d,
  * and MLAS's M=1 sum of the segment's kind (m1tb: rows are the pixels). The
  * scratch's 4 columns and tile hold the two (4 k + 16 >= 2 k8). */
 static void m1_channel(const tinyaot_conv_dims_t *d, const tinyaot_float_conv_t *p,
-                       const tinyaot_conv_f32_plan_t *pl, const int32_t *seg, int32_t g,
-                       const int8_t *input, float *x, int8_t *output)
+                       const tinyaot_conv_f32_plan_t *pl, const float *weights, int32_t t_lo,
+                       const int32_t *seg, int32_t g, const int8_t *input, float *x,
+                       int8_t *output)
 {
     const int32_t m = seg[1], n0 = seg[3], n1 = seg[4];
     const int32_t kk = pl->k, k8 = (kk + 7) & ~7;
     const int32_t oc = g * (d->out_c / d->groups) + m;
     const int32_t rows = n1 - n0, four = rows / 4 * 4, two = four + (rows - four) / 2 * 2;
-    const float *wt = pl->weights + (g * pl->tiles + m / TILE) * kk * TILE + m % TILE;
+    const float *wt = weights + (g * pl->tiles + m / TILE - t_lo) * kk * TILE + m % TILE;
     float *w = x + k8;
     for (int32_t k = 0; k < kk; ++k) {
         w[k] = wt[k * TILE];
@@ -103,13 +105,14 @@ static void m1_channel(const tinyaot_conv_dims_t *d, const tinyaot_float_conv_t 
     }
 }
 
-int tinyaot_convolve_f32_s8(const tinyaot_conv_dims_t *d, const tinyaot_float_conv_t *p,
-                            const tinyaot_conv_f32_plan_t *pl, const int8_t *input,
-                            float *scratch, int8_t *output)
+/* The fma segments' tiles [t_lo, t_hi) of every group; `weights` holds tile t_lo's
+ * packed weights first (pl->weights for the whole layer; tinyaot_convolve_f32_b8_s8's
+ * block dequantized into its scratch). Out of line, so that the two kernels share it. */
+__attribute__((noinline)) void tinyaot_convolve_f32_s8_tiles(
+    const tinyaot_conv_dims_t *d, const tinyaot_float_conv_t *p, const tinyaot_conv_f32_plan_t *pl,
+    const float *weights, int32_t t_lo, int32_t t_hi, const int8_t *input, float *scratch,
+    int8_t *output)
 {
-    if (pl->tiles == 0) { /* M=1-only plans are tinyaot_convolve_f32_m1_s8's (the emitter picks it) */
-        return TINYAOT_ERR_ARG;
-    }
     const int32_t cout_g = d->out_c / d->groups;
     const int32_t out_c = d->out_c;
     const float osc = p->out_scale;
@@ -132,9 +135,12 @@ int tinyaot_convolve_f32_s8(const tinyaot_conv_dims_t *d, const tinyaot_float_co
         const int32_t *seg = pl->segments;
         for (int32_t si = 0; si < pl->nseg; seg += 6 + seg[5], ++si) {
             const int32_t m0 = seg[1], m1 = seg[2], n0 = seg[3], n1 = seg[4];
+            if (m1 <= t_lo * TILE || m0 >= t_hi * TILE) {
+                continue; /* none of its channels in these tiles */
+            }
             /* an M=1 segment: rare (2+ ORT threads), kept off the fma path's registers */
             if (__builtin_expect(seg[0] != SEG_FMA, 0)) {
-                m1_channel(d, p, pl, seg, g, input, xt, output);
+                m1_channel(d, p, pl, weights, t_lo, seg, g, input, xt, output);
                 continue;
             }
 #if defined(TINYAOT_F32_FUSED)
@@ -156,14 +162,14 @@ int tinyaot_convolve_f32_s8(const tinyaot_conv_dims_t *d, const tinyaot_float_co
                 } else {
                     im2col4(d, pl->table, pl->taps, input, zp_row, g, n, np, xt);
                 }
-                int32_t t = m0 / TILE;
+                int32_t t = m0 / TILE > t_lo ? m0 / TILE : t_lo;
 #if defined(TINYAOT_F32_FUSED)
-                if (np == TILE && t * TILE == m0) { /* the full tiles: one asm block each */
+                if (np == TILE && t * TILE >= m0) { /* the full tiles: one asm block each */
                     const int32_t kstep = pl->k * TILE;
-                    const float *w = pl->weights + (g * pl->tiles + t) * kstep;
+                    const float *w = weights + (g * pl->tiles + t - t_lo) * kstep;
                     ft.bias = p->bias_f + g * cout_g + t * TILE;
                     ft.out = output + n * out_c + g * cout_g + t * TILE;
-                    for (; t * TILE + TILE <= m1; ++t, w += kstep) {
+                    for (; t * TILE + TILE <= m1 && t < t_hi; ++t, w += kstep) {
                         tile_fused(xt, w, seg + 6, &ft);
 #ifdef TINYAOT_F32_CAPTURE
                         for (int32_t j = 0; j < TILE * TILE; ++j) {
@@ -175,8 +181,8 @@ int tinyaot_convolve_f32_s8(const tinyaot_conv_dims_t *d, const tinyaot_float_co
                     }
                 }
 #endif
-                for (; t * TILE < m1; ++t) {
-                    const float *w = pl->weights + (g * pl->tiles + t) * pl->k * TILE;
+                for (; t * TILE < m1 && t < t_hi; ++t) {
+                    const float *w = weights + (g * pl->tiles + t - t_lo) * pl->k * TILE;
                     int32_t k0 = 0;
                     for (int32_t s = 0; s < seg[5]; ++s) {
                         const int32_t k1 = seg[6 + s];
@@ -200,5 +206,15 @@ int tinyaot_convolve_f32_s8(const tinyaot_conv_dims_t *d, const tinyaot_float_co
             }
         }
     }
+}
+
+int tinyaot_convolve_f32_s8(const tinyaot_conv_dims_t *d, const tinyaot_float_conv_t *p,
+                            const tinyaot_conv_f32_plan_t *pl, const int8_t *input,
+                            float *scratch, int8_t *output)
+{
+    if (pl->tiles == 0) { /* M=1-only plans are tinyaot_convolve_f32_m1_s8's (the emitter picks it) */
+        return TINYAOT_ERR_ARG;
+    }
+    tinyaot_convolve_f32_s8_tiles(d, p, pl, pl->weights, 0, pl->tiles, input, scratch, output);
     return TINYAOT_OK;
 }
