@@ -30,7 +30,8 @@ def add_optimize(p):
     """--optimize speed|size (codegen/passes/kernel_select.py) on a command that compiles."""
     p.add_argument("--optimize", default="speed", choices=["speed", "size"],
                    help="speed (default): fast kernels, float weights for onnxruntime's float "
-                        "layers; size: int8 weights in flash and portable kernels (less flash, "
+                        "layers (int8 for its convs where the arena has room for a block "
+                        "of them); size: int8 weights in flash and portable kernels (less flash, "
                         "more instructions, the same outputs)")
 
 

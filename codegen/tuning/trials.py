@@ -45,8 +45,14 @@ def unrolled_code(map_text, model_name, board):
 
 
 def layer_kernels(kernel_text, linked):
-    """The kernel objects a layer calls, of those linked."""
-    return sorted(set(_KERNEL_RE.findall(str(kernel_text or ""))) & set(linked))
+    """The kernel objects a layer links, of those linked: the kernels it calls and the ones
+    they call (driver/export.py's closure: tinyaot_convolve_f32_b8_s8 runs
+    tinyaot_convolve_f32_tiles_s8), so a layer's choice carries all the code it brings."""
+    from ..driver.export import kernel_closure
+    from ..paths import runtime_sources
+    files = {f.stem for f in runtime_sources()}
+    called = set(_KERNEL_RE.findall(str(kernel_text or ""))) & files
+    return sorted({f.stem for f in kernel_closure(called)} & set(linked))
 
 
 def run_trial(spec):

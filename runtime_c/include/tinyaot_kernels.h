@@ -141,6 +141,16 @@ int tinyaot_convolve_f32_s8(const tinyaot_conv_dims_t *d, const tinyaot_float_co
 int32_t tinyaot_convolve_f32_s8_get_buffer_size(const tinyaot_conv_dims_t *d,
                                                 const tinyaot_conv_f32_plan_t *pl);
 
+/* The fma tiles of tinyaot_convolve_f32_s8, the building block it and
+ * tinyaot_convolve_f32_b8_s8 share: tiles [t_lo, t_hi) (4 output channels each; with
+ * groups > 1 all of them) in MLAS's order, `weights` starting with tile t_lo's packed
+ * weights ([tile][k][4] floats); pl->weights is not read. scratch:
+ * tinyaot_convolve_f32_s8_get_buffer_size bytes. */
+int tinyaot_convolve_f32_tiles_s8(const tinyaot_conv_dims_t *d, const tinyaot_float_conv_t *p,
+                                  const tinyaot_conv_f32_plan_t *pl, const float *weights,
+                                  int32_t t_lo, int32_t t_hi, const int8_t *input,
+                                  float *scratch, int8_t *output);
+
 /* tinyaot_convolve_f32_s8 on int8 weights in flash: p->filter holds them packed as
  * pl->weights would be ([tile][k][channel % 4], zero rows up to a multiple of 4; pl->weights
  * is not read), p->filter_scale one scale per output channel. Per block of `block_tiles`

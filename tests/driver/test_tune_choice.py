@@ -208,3 +208,17 @@ def test_compile_and_export_take_a_tuning_record(tmp_path, capsys):
     assert main(["export", str(DEFAULT_MODEL), "--board", "host", "-o", str(tmp_path / "lib"),
                  "--tuning", str(rec), "--no-measure"]) == 0
     assert "tinyaot_convolve_w8_s8(" in (tmp_path / "lib" / "src" / "digits_cnn_int8.c").read_text()
+
+
+def test_a_layer_carries_the_code_its_kernel_calls():
+    """A float conv on int8 weights links the tiles it shares with the float-weight kernel
+    (and that kernel's object, for its scratch size): the tuner must count that code with
+    the layer's choice, or a tuned build that picks it overruns the flash limit (seen on a
+    second model whose one build for the image had not linked them)."""
+    from codegen.tuning.trials import layer_kernels
+    linked = {"tinyaot_convolve_f32_b8_s8", "tinyaot_convolve_f32_tiles_s8",
+              "tinyaot_convolve_f32_s8", "tinyaot_add_s8", "tinyaot_convolve_w8_s8"}
+    assert layer_kernels("tinyaot_convolve_f32_b8_s8", linked) == [
+        "tinyaot_convolve_f32_b8_s8", "tinyaot_convolve_f32_s8", "tinyaot_convolve_f32_tiles_s8"]
+    assert layer_kernels("tinyaot_convolve_w8_s8", linked) == ["tinyaot_convolve_w8_s8"]
+    assert layer_kernels("alias (zero-copy)", linked) == []

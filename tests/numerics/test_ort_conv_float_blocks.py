@@ -23,6 +23,7 @@ from tests.helpers.ort_conv_cases import SHAPES, ort_case
 CAPTURE_C = r"""
 static float *cap_;
 #define TINYAOT_F32_CAPTURE(y) (*cap_++ = (y))
+#include "conv/tinyaot_convolve_f32_tiles_s8.c"
 #include "conv/tinyaot_convolve_f32_s8.c"
 #include "conv/tinyaot_convolve_f32_b8_s8.c"
 int run_capture(const tinyaot_conv_dims_t *d, const tinyaot_float_conv_t *p,
@@ -216,6 +217,7 @@ HARNESS_C = r"""
 static float *cap_;
 #define TINYAOT_F32_CAPTURE(y) (*cap_++ = (y))
 #define TINYAOT_F32_CAPTURE_PTR cap_ /* inline-asm loops store y through it */
+#include "conv/tinyaot_convolve_f32_tiles_s8.c"
 #include "conv/tinyaot_convolve_f32_s8.c"
 #include "conv/tinyaot_convolve_f32_b8_s8.c"
 #include "case_data.h"

@@ -11,7 +11,8 @@ every rounding difference, so the order is checked on the float itself:
   intra_op_num_threads = 1 and 2 (the independent oracle), against
 * the numpy reference (codegen/ops/conv2d.conv2d_f32 with the same
   thread count), and
-* the C kernel runtime_c/src/conv/tinyaot_convolve_f32_s8.c with the compile-time
+* the C kernel runtime_c/src/conv/tinyaot_convolve_f32_s8.c (its tiles:
+  tinyaot_convolve_f32_tiles_s8.c) with the compile-time
   data the backend emits, compiled with TINYAOT_F32_CAPTURE recording the
   float before its QuantizeLinear: on the host (portable C, every shape) and
   in a qemu-m4 firmware (the FPv4 inline-asm path, a subset).
@@ -34,6 +35,7 @@ CAPTURE_C = r"""
 static float *cap_;
 #define TINYAOT_F32_CAPTURE(y) (*cap_++ = (y))
 #include "conv/tinyaot_convolve_f32_m1_s8.c"
+#include "conv/tinyaot_convolve_f32_tiles_s8.c"
 #include "conv/tinyaot_convolve_f32_s8.c"
 int run_capture(const tinyaot_conv_dims_t *d, const tinyaot_float_conv_t *p,
                 const tinyaot_conv_f32_plan_t *pl, const int8_t *input, float *scratch,
@@ -175,6 +177,7 @@ static float *cap_;
 #define TINYAOT_F32_CAPTURE(y) (*cap_++ = (y))
 #define TINYAOT_F32_CAPTURE_PTR cap_ /* inline-asm loops store y through it */
 #include "conv/tinyaot_convolve_f32_m1_s8.c"
+#include "conv/tinyaot_convolve_f32_tiles_s8.c"
 #include "conv/tinyaot_convolve_f32_s8.c"
 #include "case_data.h"
 const uint32_t tinyaot_harness_num_inputs = 1u;

@@ -3,11 +3,10 @@
  * (4 channels each); each block's weights are dequantized once into the scratch, float(q)
  * * scale (one exact conversion, one rounded multiply: the float32 DequantizeLinear
  * gives, the value tinyaot_convolve_f32_s8 stores), packed as tinyaot_convolve_f32_s8
- * reads them, and its tiles run there (tinyaot_convolve_f32_s8_tiles). The sums are that
+ * reads them, and its tiles run there (tinyaot_convolve_f32_tiles_s8). The sums are that
  * kernel's, so are the bits. What it costs: each weight converted once per inference,
  * and the pixel columns gathered once per block instead of once. The compiler sizes the
  * block to the arena free at the layer (codegen/planner/float_conv_blocks.py). */
-#include "../internal/tinyaot_conv_f32_tiles.h"
 #include "tinyaot_kernels.h"
 
 #define TILE 4
@@ -52,7 +51,10 @@ int tinyaot_convolve_f32_b8_s8(const tinyaot_conv_dims_t *d, const tinyaot_float
     for (int32_t t0 = 0; t0 < pl->tiles; t0 += block_tiles) {
         const int32_t nt = pl->tiles - t0 < block_tiles ? pl->tiles - t0 : block_tiles;
         dequantize_tiles(p->filter, p->filter_scale, d->out_c, t0, nt, pl->k, w);
-        tinyaot_convolve_f32_s8_tiles(d, p, pl, w, t0, t0 + nt, input, rest, output);
+        const int rc = tinyaot_convolve_f32_tiles_s8(d, p, pl, w, t0, t0 + nt, input, rest, output);
+        if (rc != TINYAOT_OK) {
+            return rc;
+        }
     }
     return TINYAOT_OK;
 }
