@@ -82,6 +82,12 @@ SPARSE_DENSITY = 0.25
 # fast conv keeps it.
 NARROW_OUT_C = 8
 
+# An ORT float conv (--optimize speed) with at least this many weights may keep them int8
+# in flash on tinyaot_convolve_f32_b8_s8 (planner/float_conv_blocks.py): 3 bytes saved per
+# weight, 768 here, more than the kernel's own code (412 B on a Cortex-M4); below it the
+# float weights cost less flash than the kernel would.
+F32_B8_MIN_WEIGHTS = 256
+
 
 @dataclass
 class ConvF32Plan:  # tinyaot_conv_f32_plan_t
@@ -484,7 +490,8 @@ class Conv2d(Op):
         x, w, y = (g.tensors[t] for t in (n.inputs[0], n.inputs[1], n.outputs[0]))
         if n.attrs.get("ort_float"):  # pixel columns + one tile
             n.attrs["scratch_bytes"] = scratch_bytes(x.shape, w.shape, y.shape, n.attrs)
-            if optimize == "speed" and blocks_candidate(x.shape, y.shape, n.attrs):
+            if (optimize == "speed" and w.size >= F32_B8_MIN_WEIGHTS
+                    and blocks_candidate(x.shape, y.shape, n.attrs)):
                 n.attrs["f32_blocks_candidate"] = True  # planner/float_conv_blocks.py decides
                 block = n.attrs.get("f32_block_tiles")  # the planner's: no arena cost
                 if block:

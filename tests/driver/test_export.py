@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from codegen.cli import main as cli_main
-from codegen.driver.export import header_closure
+from codegen.driver.export import header_closure, kernel_closure
 from codegen.paths import BOARDS_DIR, RUNTIME_INCLUDE, RUNTIME_SRC
 from codegen.targets import qemu
 from codegen.driver.verify import load_golden
@@ -141,8 +141,9 @@ def _export(models, board, lib, numerics="ort", measure=False):
 
 
 def _check_files(lib):
-    """Exactly the kernels and headers the models use, byte-identical to runtime_c, in
-    runtime_c's folders; include/ holds the public API only (no internal helper)."""
+    """Exactly the kernels and headers the models use (and the kernels those call: the
+    float convs' tiles), byte-identical to runtime_c, in runtime_c's folders; include/
+    holds the public API only (no internal helper)."""
     import json
     rep = json.loads((lib / "report.json").read_text())
     names = set(rep)
@@ -150,7 +151,8 @@ def _check_files(lib):
     src = lib / "src"
     files = {p.relative_to(src).as_posix() for p in src.rglob("*") if p.is_file()}
     cs = {f for f in files if f.endswith(".c")}
-    assert {Path(f).name for f in cs} == {n + ".c" for n in names} | {k + ".c" for k in kernels}
+    assert ({Path(f).name for f in cs}
+            == {n + ".c" for n in names} | {p.name for p in kernel_closure(kernels)})
     assert all(n + ".c" in cs for n in names)          # the models' C at the top of src/
     for f in files - {n + ".c" for n in names}:
         assert (src / f).read_bytes() == (RUNTIME_SRC / f).read_bytes(), f

@@ -36,10 +36,10 @@ PINNED = {
     ("vww01", "tflite"): 8655241,
     ("sww01", "tflite"): 944005,
     ("ad01", "ort"): 289541,
-    ("kws01", "ort"): 3488201,
-    ("ic01", "ort"): 13187735,
-    ("vww01", "ort"): 8640901,
-    ("sww01", "ort"): 976682,
+    ("kws01", "ort"): 3488249,
+    ("ic01", "ort"): 13187879,
+    ("vww01", "ort"): 8639391,
+    ("sww01", "ort"): 976690,
 }
 # TFLite Micro + CMSIS-NN, arm-none-eabi-gcc 12.2 -O2, mps2-an386, -icount shift=0
 TFLM_CMSIS_NN = {"ad01": 582880, "kws01": 7697360, "ic01": 29863240, "vww01": 24101880,

@@ -6,6 +6,7 @@ import pytest
 
 import codegen.compiler as compiler
 from codegen.compiler import compile_model
+from codegen.ops.conv2d import F32_B8_MIN_WEIGHTS
 from codegen.planner.float_conv_blocks import MAX_BLOCKS, block_sizes
 
 from tests.helpers.env import DEFAULT_MODEL, shared_model
@@ -56,12 +57,22 @@ def test_ic01_float_convs_take_int8_weights_at_the_same_arena(monkeypatch):
     assert cc.report["macs"] == before.report["macs"]
 
 
-def test_tflite_numerics_and_size_builds_have_no_block_kernel():
+@pytest.mark.shared
+def test_only_ort_speed_builds_have_the_block_kernel():
     """The pass is for onnxruntime's float layers under --optimize speed only."""
-    path = DEFAULT_MODEL
-    kernels = {o: {la["kernel"] for la in compile_model(path, numerics="ort", optimize=o)
-                   .module.layers} for o in ("speed", "size")}
-    assert "tinyaot_convolve_f32_b8_s8" in kernels["speed"]
-    assert "tinyaot_convolve_f32_b8_s8" not in kernels["size"]
+    path, _ = shared_model("ic01")
+    size = {la["kernel"] for la in compile_model(path, numerics="ort", optimize="size")
+            .module.layers}
+    assert "tinyaot_convolve_f32_w8_s8" in size and "tinyaot_convolve_f32_b8_s8" not in size
     tfl = {la["kernel"] for la in compile_model(path, numerics="tflite").module.layers}
     assert not any("f32" in k for k in tfl)
+
+
+def test_a_float_conv_with_few_weights_keeps_them_float():
+    """Below F32_B8_MIN_WEIGHTS the block kernel's code would cost more flash than the
+    int8 weights save: the default model's first conv (72 weights) stays on float weights."""
+    cc = compile_model(DEFAULT_MODEL, numerics="ort")
+    first = next(n for n in cc.graph.nodes if n.op == "conv2d")
+    assert cc.graph.tensors[first.inputs[1]].size < F32_B8_MIN_WEIGHTS
+    assert cc.module.layers[cc.graph.nodes.index(first)]["kernel"] == "tinyaot_convolve_f32_s8"
+    assert "tinyaot_convolve_f32_b8_s8" not in cc.module.kernels
