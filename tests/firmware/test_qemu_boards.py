@@ -90,8 +90,12 @@ def test_verify_ort(board):
     assert rep["vectors_passed"] == rep["vectors"] > 0
     assert rep["firmware_size"]["text"] + rep["firmware_size"]["data"] <= board["flash_size"]
     if board["has_fpu"]:
-        assert rep["instructions_same_for_all_inputs"], (rep["instructions_min"],
-                                                         rep["instructions_per_inference"])
+        # one timer read per inference has a phase jitter of a few instructions, so a
+        # count near a tick edge can read as either tick: counted exactly instead (each
+        # input run instructions_per_tick times between two reads)
+        inputs, _ = load_golden(DEFAULT_GOLDEN)
+        counts = _exact_counts(board, inputs[:8], "ort")
+        assert len(set(counts)) == 1, counts
     else:
         # Soft float: libgcc's IEEE routines take data-dependent paths (zero
         # operands, normalisation), so the count varies a little by input.
@@ -123,13 +127,13 @@ def test_tflite_matches_host(board):
         assert len(set(counts)) == 1
 
 
-def _exact_counts(board, inputs):
+def _exact_counts(board, inputs, numerics="tflite"):
     from codegen.compiler import compile_model
     from codegen.paths import REPO_ROOT
     from codegen.driver.firmware import Variant, build_compiled, private_dir
 
     rep = int(board["instructions_per_tick"])
-    c = compile_model(DEFAULT_MODEL, numerics="tflite")
+    c = compile_model(DEFAULT_MODEL, numerics=numerics)
     per = np.asarray(inputs).reshape(len(inputs), -1).view(np.int8)
     out_dir = private_dir(c, f"exact-{board['name']}")
     try:

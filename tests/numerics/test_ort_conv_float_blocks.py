@@ -12,12 +12,11 @@ The scratch starts as NaN: a weight or column read before it is written would sh
 import numpy as np
 import pytest
 
-from codegen.kernels.conv_f32_pack import (block_scratch_bytes, blocks_candidate, plan_fields,
-                                           scratch_bytes)
+from codegen.kernels.conv_f32_pack import block_scratch_bytes, blocks_candidate, plan_fields
 from codegen.numerics.mlas_conv_order import node_segments
 
-from tests.helpers.kernels_cffi import (CONV_F32_STRUCTS_CDEF, INCLUDE, SRC, capture_library,
-                                        conv_dims_fields)
+from tests.helpers.float_conv_firmware import case_header, qemu_m4, run_case
+from tests.helpers.kernels_cffi import CONV_F32_STRUCTS_CDEF, capture_library, conv_dims_fields
 from tests.helpers.ort_conv_cases import SHAPES, ort_case
 
 CAPTURE_C = r"""
@@ -118,14 +117,13 @@ def _weights(shape):
     return _T(np.ones((cout, cin // group) + k, np.int8), np.ones(cout, np.float32))
 
 
-def _run(capture_lib, x, wt, bf, sx, zx, attrs, out_shape, block, osc=1.0, ozp=0, lo=-128,
-         hi=127):
-    ffi, lib = capture_lib
-    _, cout, oh, ow = out_shape
-    dims = ffi.new("tinyaot_conv_dims_t *", conv_dims_fields(x.shape, out_shape, attrs))
+def _structs(ffi, x, wt, bf, sx, zx, attrs, out_shape, osc=1.0, ozp=0, lo=-128, hi=127):
+    """dims, tinyaot_float_conv_t (int8 filter, scales), plan (weights NULL), plan fields,
+    and the arrays they point into (kept alive by the caller)."""
     f = plan_fields(x.shape, out_shape, wt, attrs, sx, zx, int8=True)
     keep = [np.ascontiguousarray(a) for a in (f["table"], f["weights"], f["segments"], bf,
                                               f["taps"], wt.q.scale.astype(np.float32))]
+    dims = ffi.new("tinyaot_conv_dims_t *", conv_dims_fields(x.shape, out_shape, attrs))
     fp = ffi.new("tinyaot_float_conv_t *", [sx, zx, osc, ozp, lo, hi,
                                             ffi.from_buffer("int8_t[]", keep[1]),
                                             ffi.from_buffer("float[]", keep[5]),
@@ -134,6 +132,14 @@ def _run(capture_lib, x, wt, bf, sx, zx, attrs, out_shape, block, osc=1.0, ozp=0
                                                ffi.from_buffer("int32_t[]", keep[2]),
                                                ffi.from_buffer("int32_t[]", keep[4]),
                                                f["nseg"], f["k"], f["tiles"], f["padded"]])
+    return dims, fp, pl, f, keep
+
+
+def _run(capture_lib, x, wt, bf, sx, zx, attrs, out_shape, block, osc=1.0, ozp=0, lo=-128,
+         hi=127):
+    ffi, lib = capture_lib
+    _, cout, oh, ow = out_shape
+    dims, fp, pl, f, keep = _structs(ffi, x, wt, bf, sx, zx, attrs, out_shape, osc, ozp, lo, hi)
     nbytes = lib.tinyaot_convolve_f32_b8_s8_get_buffer_size(dims, pl, block)
     assert nbytes == block_scratch_bytes(x.shape, wt.shape, out_shape, attrs, block)
     scratch = np.full(nbytes // 4, np.nan, np.float32)
@@ -186,78 +192,32 @@ def test_block_kernel_refuses_what_it_cannot_run(capture_lib):
     x = np.zeros((1, shape[0], *shape[3]), np.int8)
     out_shape = _out_shape(shape)
     wt = _weights(shape)
-    f = plan_fields(x.shape, out_shape, wt, attrs, 0.1, 0, int8=True)
-    keep = [np.ascontiguousarray(a) for a in (f["table"], f["weights"], f["segments"],
-                                              f["taps"], np.ones(shape[1], np.float32))]
-    fp = ffi.new("tinyaot_float_conv_t *", [0.1, 0, 1.0, 0, -128, 127,
-                                            ffi.from_buffer("int8_t[]", keep[1]),
-                                            ffi.from_buffer("float[]", keep[4]),
-                                            ffi.from_buffer("float[]", keep[4])])
-    pl = ffi.new("tinyaot_conv_f32_plan_t *", [ffi.from_buffer("float[]", keep[0]), ffi.NULL,
-                                               ffi.from_buffer("int32_t[]", keep[2]),
-                                               ffi.from_buffer("int32_t[]", keep[3]),
-                                               f["nseg"], f["k"], f["tiles"], f["padded"]])
-    fields = conv_dims_fields(x.shape, out_shape, attrs)
-    scratch = np.zeros(scratch_bytes(x.shape, wt.shape, out_shape, attrs) // 4 + 4 * f["k"] * 4,
+    dims, fp, pl, f, keep = _structs(ffi, x, wt, np.ones(shape[1], np.float32), 0.1, 0, attrs,
+                                     out_shape)
+    scratch = np.zeros(block_scratch_bytes(x.shape, wt.shape, out_shape, attrs, 1) // 4,
                        np.float32)
     out = np.zeros(int(np.prod(out_shape)), np.int8)
     y = np.zeros(out.size, np.float32)
     args = (ffi.from_buffer("int8_t[]", x), ffi.from_buffer("float[]", scratch),
             ffi.from_buffer("int8_t[]", out), ffi.from_buffer("float[]", y))
-    grouped = ffi.new("tinyaot_conv_dims_t *", fields[:-1] + [2])
+    grouped = ffi.new("tinyaot_conv_dims_t *", conv_dims_fields(x.shape, out_shape, attrs)[:-1]
+                      + [2])
     assert lib.run_capture(grouped, fp, pl, 1, *args) != 0
-    dims = ffi.new("tinyaot_conv_dims_t *", fields)
     assert lib.run_capture(dims, fp, pl, 0, *args) != 0
     assert not out.any()
 
 
-HARNESS_C = r"""
-#include <string.h>
-#include "harness.h"
-static float *cap_;
-#define TINYAOT_F32_CAPTURE(y) (*cap_++ = (y))
-#define TINYAOT_F32_CAPTURE_PTR cap_ /* inline-asm loops store y through it */
-#include "conv/tinyaot_convolve_f32_tiles_s8.c"
-#include "conv/tinyaot_convolve_f32_s8.c"
-#include "conv/tinyaot_convolve_f32_b8_s8.c"
-#include "case_data.h"
-const uint32_t tinyaot_harness_num_inputs = 1u;
-const uint32_t tinyaot_harness_input_size = IN_SIZE;
-const uint32_t tinyaot_harness_output_size = OUT_SIZE * 5u; /* y floats, then the int8 */
-static float scratch[SCRATCH / 4 + 1];
-static int8_t out8[OUT_SIZE];
-static float y[OUT_SIZE];
-int tinyaot_harness_run(const int8_t *input, int8_t *output)
-{
-    cap_ = y;
-    int rc = tinyaot_convolve_f32_b8_s8(&dims, &fp, &plan, BLOCK, input, scratch, out8);
-    memcpy(output, y, sizeof(y));
-    memcpy(output + sizeof(y), out8, sizeof(out8));
-    return rc;
-}
-"""
-
-
-def _c_array(ctype, name, a):
-    if ctype == "float":  # 10 significant digits: the float32 round-trips exactly
-        vals = ", ".join(f"{np.float32(v).item():.9e}f" for v in a)
-    else:
-        vals = ", ".join(str(int(v)) for v in a)
-    return f"static const {ctype} {name}[] = {{ {vals} }};\n"
-
-
 # the asm tiles with blocks: ic01's layers 2 (band), 1 (padded copy) and a stride-2 layer
 # (int8 input columns), partial tiles (24 and 6 channels), an M=1 segment among tiles
+KERNELS = ["conv/tinyaot_convolve_f32_tiles_s8.c", "conv/tinyaot_convolve_f32_s8.c",
+           "conv/tinyaot_convolve_f32_b8_s8.c"]
 QEMU_CASES = [(SHAPES[0], 1, 2), (SHAPES[2], 1, 3), (SHAPES[1], 1, 3), (SHAPES[7], 1, 2),
               (SHAPES[9], 1, 1), (MIXED[1], 2, 1)]
 
 
 @pytest.mark.qemu
 def test_block_kernel_asm_bit_exact_on_qemu_m4(tmp_path):
-    from tests.helpers.env import require_arm_toolchain
-    from codegen.targets.qemu import build_firmware, load_board, run_firmware
-    require_arm_toolchain()
-    board = load_board("qemu-m4")
+    board = qemu_m4()
     rng = np.random.default_rng(29)
     bad = []
     for i, (shape, threads, block) in enumerate(QEMU_CASES):
@@ -270,29 +230,18 @@ def test_block_kernel_asm_bit_exact_on_qemu_m4(tmp_path):
         ozp, lo = (9, 9) if relu else (-7, -128)
         dims = conv_dims_fields(x.shape, y.shape, attrs)
         xin = np.ascontiguousarray(x[0].transpose(1, 2, 0)).reshape(-1)
-        case = tmp_path / f"case{i}"
-        case.mkdir()
-        (case / "case_data.h").write_text(
-            f"#define IN_SIZE {xin.size}u\n#define OUT_SIZE {y.size}\n#define BLOCK {block}\n"
-            f"#define SCRATCH {block_scratch_bytes(x.shape, wt.shape, y.shape, attrs, block)}\n"
-            + _c_array("float", "tbl", f["table"])
-            + _c_array("int8_t", "w8", f["weights"]) + _c_array("int32_t", "segs", f["segments"])
-            + _c_array("float", "ws", wt.q.scale) + _c_array("float", "bias", bf)
-            + _c_array("int32_t", "taps", f["taps"])
-            + f"static const tinyaot_conv_dims_t dims = {{ {', '.join(map(str, dims))} }};\n"
-            f"static const tinyaot_float_conv_t fp = {{ 1.0f, {zx}, {osc.item():.9e}f, {ozp}, "
-            f"{lo}, 127, w8, ws, bias }};\n"
-            f"static const tinyaot_conv_f32_plan_t plan = {{ tbl, 0, segs, taps, {f['nseg']}, "
-            f"{f['k']}, {f['tiles']}, {f['padded']} }};\n")
-        (case / "harness_data.c").write_text(
-            HARNESS_C + _c_array("int8_t", "in_", xin).replace("static const int8_t in_[]",
-                                                              "const int8_t tinyaot_harness_inputs[]"))
-        elf = build_firmware([board["harness_main"], case / "harness_data.c"], [INCLUDE, SRC, case],
-                             board, case / "f.elf",
-                             defines=[f"TINYAOT_HARNESS_MAX_OUTPUT={5 * y.size + 64}"])
-        res = run_firmware(elf, board, timeout=120)
-        got = np.frombuffer(res.outputs[0].data[:4 * y.size], dtype="<f4").copy()
-        got8 = np.frombuffer(res.outputs[0].data[4 * y.size:], dtype=np.int8)
+        header = case_header(
+            xin.size, y.size, block_scratch_bytes(x.shape, wt.shape, y.shape, attrs, block), dims,
+            [("float", "tbl", f["table"]), ("int8_t", "w8", f["weights"]),
+             ("int32_t", "segs", f["segments"]), ("float", "ws", wt.q.scale),
+             ("float", "bias", bf), ("int32_t", "taps", f["taps"])],
+            ["1.0f", str(zx), f"{osc.item():.9e}f", str(ozp), str(lo), "127", "w8", "ws", "bias"],
+            ["tbl", "0", "segs", "taps", f["nseg"], f["k"], f["tiles"], f["padded"]],
+            extra=f"#define BLOCK {block}\n")
+        _, got, got8 = run_case(
+            board, tmp_path / f"case{i}", KERNELS,
+            "tinyaot_convolve_f32_b8_s8(&dims, &fp, &plan, BLOCK, input, scratch, out8)",
+            header, xin, y.size)
         want8 = np.clip(np.rint(y / osc) + ozp, lo, 127).astype(np.int8)
         want8 = want8[0].transpose(1, 2, 0).reshape(-1)
         cy = np.full(y.shape, np.nan, np.float32)

@@ -27,8 +27,8 @@ from codegen.numerics.ort_float import float_bias
 from codegen.ops.conv2d import conv2d_f32
 from codegen.numerics.mlas_conv_order import node_segments
 
-from tests.helpers.kernels_cffi import (CONV_F32_STRUCTS_CDEF, INCLUDE, SRC, capture_library,
-                                        conv_dims_fields)
+from tests.helpers.float_conv_firmware import case_header, qemu_m4, run_case
+from tests.helpers.kernels_cffi import CONV_F32_STRUCTS_CDEF, capture_library, conv_dims_fields
 from tests.helpers.ort_conv_cases import SHAPES, ort_case
 
 CAPTURE_C = r"""
@@ -169,49 +169,13 @@ def test_float_value_bit_exact_with_onnxruntime(capture_lib, threads):
 QEMU_SHAPES = [SHAPES[0], SHAPES[4], SHAPES[2], SHAPES[12], SHAPES[16], SHAPES[14], SHAPES[10],
                *SHAPES[26:33], SHAPES[13], SHAPES[17], SHAPES[19]]
 QEMU_CASES = [(shape, 1) for shape in QEMU_SHAPES] + [(shape, 2) for shape in MIXED_SHAPES]
-
-HARNESS_C = r"""
-#include <string.h>
-#include "harness.h"
-static float *cap_;
-#define TINYAOT_F32_CAPTURE(y) (*cap_++ = (y))
-#define TINYAOT_F32_CAPTURE_PTR cap_ /* inline-asm loops store y through it */
-#include "conv/tinyaot_convolve_f32_m1_s8.c"
-#include "conv/tinyaot_convolve_f32_tiles_s8.c"
-#include "conv/tinyaot_convolve_f32_s8.c"
-#include "case_data.h"
-const uint32_t tinyaot_harness_num_inputs = 1u;
-const uint32_t tinyaot_harness_input_size = IN_SIZE;
-const uint32_t tinyaot_harness_output_size = OUT_SIZE * 5u; /* y floats, then the int8 */
-static float scratch[SCRATCH / 4 + 1];
-static int8_t out8[OUT_SIZE];
-static float y[OUT_SIZE];
-int tinyaot_harness_run(const int8_t *input, int8_t *output)
-{
-    cap_ = y;
-    int rc = plan.tiles ? tinyaot_convolve_f32_s8(&dims, &fp, &plan, input, scratch, out8)
-                        : tinyaot_convolve_f32_m1_s8(&dims, &fp, &plan, input, scratch, out8);
-    memcpy(output, y, sizeof(y));
-    memcpy(output + sizeof(y), out8, sizeof(out8));
-    return rc;
-}
-"""
-
-
-def _c_array(ctype, name, a):
-    if ctype == "float":  # 10 significant digits: the float32 round-trips exactly
-        vals = ", ".join(f"{np.float32(v).item():.9e}f" for v in a)
-    else:
-        vals = ", ".join(str(int(v)) for v in a)
-    return f"static const {ctype} {name}[] = {{ {vals} }};\n"
+KERNELS = ["conv/tinyaot_convolve_f32_m1_s8.c", "conv/tinyaot_convolve_f32_tiles_s8.c",
+           "conv/tinyaot_convolve_f32_s8.c"]
 
 
 @pytest.mark.qemu
 def test_asm_float_value_bit_exact_on_qemu_m4(tmp_path):
-    from tests.helpers.env import require_arm_toolchain
-    from codegen.targets.qemu import build_firmware, load_board, run_firmware
-    require_arm_toolchain()
-    board = load_board("qemu-m4")
+    board = qemu_m4()
     rng = np.random.default_rng(11)
     bad = []
     for i, ((cin, cout, group, hw, k, s, pads, d, relu), threads) in enumerate(QEMU_CASES):
@@ -228,33 +192,22 @@ def test_asm_float_value_bit_exact_on_qemu_m4(tmp_path):
         ow = y.shape[3]
         dims = conv_dims_fields(x.shape, y.shape, attrs)
         xin = np.ascontiguousarray(x[0].transpose(1, 2, 0)).reshape(-1)
-        case = tmp_path / f"case{i}"
-        case.mkdir()
-        (case / "case_data.h").write_text(
-            f"#define IN_SIZE {xin.size}u\n#define OUT_SIZE {y.size}\n"
-            f"#define SCRATCH {scratch_bytes(x.shape, wt.shape, y.shape, attrs)}\n"
-            + _c_array("float", "tbl", f["table"])
-            + _c_array("float", "wts", f["weights"]) + _c_array("int32_t", "segs", f["segments"])
-            + _c_array("float", "bias", bf)
-            + _c_array("int32_t", "taps", f["taps"])
-            + f"static const tinyaot_conv_dims_t dims = {{ {', '.join(map(str, dims))} }};\n"
-            f"static const tinyaot_float_conv_t fp = {{ 1.0f, {zx}, {osc.item():.9e}f, {ozp}, {lo}, "
-            f"{hi}, 0, 0, bias }};\n"
-            f"static const tinyaot_conv_f32_plan_t plan = {{ tbl, wts, segs, taps, {f['nseg']}, "
-            f"{f['k']}, {f['tiles']}, {f['padded']} }};\n")
-        (case / "harness_data.c").write_text(
-            HARNESS_C + _c_array("int8_t", "in_", xin).replace("static const int8_t in_[]",
-                                                              "const int8_t tinyaot_harness_inputs[]"))
-        elf = build_firmware([board["harness_main"], case / "harness_data.c"], [INCLUDE, SRC, case],
-                             board, case / "f.elf",
-                             defines=[f"TINYAOT_HARNESS_MAX_OUTPUT={5 * y.size + 64}"])
+        header = case_header(
+            xin.size, y.size, scratch_bytes(x.shape, wt.shape, y.shape, attrs), dims,
+            [("float", "tbl", f["table"]), ("float", "wts", f["weights"]),
+             ("int32_t", "segs", f["segments"]), ("float", "bias", bf),
+             ("int32_t", "taps", f["taps"])],
+            ["1.0f", str(zx), f"{osc.item():.9e}f", str(ozp), str(lo), str(hi), "0", "0", "bias"],
+            ["tbl", "wts", "segs", "taps", f["nseg"], f["k"], f["tiles"], f["padded"]])
+        elf, got, got8 = run_case(
+            board, tmp_path / f"case{i}", KERNELS,
+            "plan.tiles ? tinyaot_convolve_f32_s8(&dims, &fp, &plan, input, scratch, out8)"
+            " : tinyaot_convolve_f32_m1_s8(&dims, &fp, &plan, input, scratch, out8)",
+            header, xin, y.size)
         if i == 0:
             asm = subprocess.run([board["toolchain_prefix"] + "objdump", "-d", str(elf)],
                                  capture_output=True, text=True, check=True).stdout
             assert "vfma.f32" in asm and "vcvtr.s32.f32" in asm, "not the FPv4 asm path"
-        res = run_firmware(elf, board, timeout=120)
-        got = np.frombuffer(res.outputs[0].data[:4 * y.size], dtype="<f4").copy()
-        got8 = np.frombuffer(res.outputs[0].data[4 * y.size:], dtype=np.int8)
         # ONNX QuantizeLinear of onnxruntime's float y (half to even, saturate), then the clamp
         want8 = np.clip(np.rint(y / osc) + ozp, lo, hi).astype(np.int8)
         want8 = want8[0].transpose(1, 2, 0).reshape(-1)  # NHWC
