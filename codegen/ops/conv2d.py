@@ -84,7 +84,7 @@ NARROW_OUT_C = 8
 
 # An ORT float conv (--optimize speed) with at least this many weights may keep them int8
 # in flash on tinyaot_convolve_f32_b8_s8 (planner/float_conv_blocks.py): 3 bytes saved per
-# weight, 768 here, more than the kernel's own code (412 B on a Cortex-M4); below it the
+# weight, 768 here, more than the kernel's own code (360 B on a Cortex-M4); below it the
 # float weights cost less flash than the kernel would.
 F32_B8_MIN_WEIGHTS = 256
 

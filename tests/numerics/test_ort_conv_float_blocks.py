@@ -9,6 +9,8 @@ output must be QuantizeLinear of onnxruntime's float. On the host (portable C) f
 groups-1 shape with fma tiles, and in a qemu-m4 firmware (the FPv4 asm tiles) for a subset.
 The scratch starts as NaN: a weight or column read before it is written would show.
 """
+import subprocess
+
 import numpy as np
 import pytest
 
@@ -238,10 +240,16 @@ def test_block_kernel_asm_bit_exact_on_qemu_m4(tmp_path):
             ["1.0f", str(zx), f"{osc.item():.9e}f", str(ozp), str(lo), "127", "w8", "ws", "bias"],
             ["tbl", "0", "segs", "taps", f["nseg"], f["k"], f["tiles"], f["padded"]],
             extra=f"#define BLOCK {block}\n")
-        _, got, got8 = run_case(
+        elf, got, got8 = run_case(
             board, tmp_path / f"case{i}", KERNELS,
             "tinyaot_convolve_f32_b8_s8(&dims, &fp, &plan, BLOCK, input, scratch, out8)",
             header, xin, y.size)
+        if i == 0:  # the asm dequantization (4 weights a row, one VSTM), not GCC's loop
+            asm = subprocess.run([board["toolchain_prefix"] + "objdump", "-d", str(elf)],
+                                 capture_output=True, text=True, check=True).stdout
+            body = asm[asm.index("<tinyaot_convolve_f32_b8_s8>:"):]
+            body = body[:body.index("\n\n")]
+            assert "sbfx" in body and "vstmia" in body and "{s0-s3}" in body, body
         want8 = np.clip(np.rint(y / osc) + ozp, lo, 127).astype(np.int8)
         want8 = want8[0].transpose(1, 2, 0).reshape(-1)
         cy = np.full(y.shape, np.nan, np.float32)
