@@ -111,33 +111,24 @@ def has_fma(words):
     return True
 
 
-def packed_weights(w, group, compact=False):
+def packed_weights(w, group, compact=False, int8=False):
     """float weights [O, cg, kh, kw] -> [group][tile][k][4] (zero rows to a multiple of
     4), or with compact (no fma segment: tinyaot_convolve_f32_m1_s8 reads one channel
-    at a time, 8 k per step) [O][k rounded up to 8, zero padded] and tiles 0."""
-    wf = float_weights(w)
+    at a time, 8 k per step) [O][k rounded up to 8, zero padded] and tiles 0. With int8,
+    the int8 weights themselves in the same layout (tinyaot_convolve_f32_b8_s8's filter,
+    dequantized by the kernel)."""
+    wf = np.asarray(w.data, dtype=np.int8) if int8 else float_weights(w)
     o = wf.shape[0]
     og = o // group
     k = int(np.prod(wf.shape[1:]))
     if compact:
-        out = np.zeros((o, -(-k // 8) * 8), dtype=np.float32)
+        out = np.zeros((o, -(-k // 8) * 8), dtype=wf.dtype)
         out[:, :k] = wf.reshape(o, k)
         return out, 0, k
     tiles = -(-og // TILE)
-    out = np.zeros((group, tiles * TILE, k), dtype=np.float32)
+    out = np.zeros((group, tiles * TILE, k), dtype=wf.dtype)
     out[:, :og] = wf.reshape(group, og, k)
     return out.reshape(group, tiles, TILE, k).transpose(0, 1, 3, 2).copy(), tiles, k
-
-
-def packed_int8(w):
-    """int8 weights [O, cg, kh, kw] (groups 1) -> [tile][k][4] as packed_weights lays out
-    their floats (zero rows to a multiple of 4): tinyaot_convolve_f32_b8_s8's filter."""
-    o = w.shape[0]
-    k = int(np.prod(w.shape[1:]))
-    tiles = -(-o // TILE)
-    out = np.zeros((tiles * TILE, k), dtype=np.int8)
-    out[:o] = np.asarray(w.data).reshape(o, k)
-    return out.reshape(tiles, TILE, k).transpose(0, 2, 1).copy()
 
 
 def blocks_candidate(x_shape, y_shape, attrs):
@@ -183,9 +174,7 @@ def plan_fields(x_shape, y_shape, w, attrs, in_scale, in_zp, int8=False):
     """tinyaot_conv_f32_plan_t's fields (arrays for the pointers); with int8, "weights" is
     tinyaot_convolve_f32_b8_s8's int8 filter instead of the packed floats."""
     words, nseg = segment_words(x_shape, y_shape, attrs)
-    packed, tiles, k = packed_weights(w, attrs["group"], compact=not has_fma(words))
-    if int8:
-        packed = packed_int8(w)
+    packed, tiles, k = packed_weights(w, attrs["group"], compact=not has_fma(words), int8=int8)
     mode = input_mode(x_shape, y_shape, w.shape, attrs)
     width = padded_hw(y_shape, w.shape, attrs)[1]
     taps = (band_taps(x_shape, w.shape, width) if mode == 2 else

@@ -12,16 +12,15 @@ leaves the arena as small as it was:
   2. all in one block, the input gathered from the int8 tensor instead of a float copy
      (f32_compact_input, as planner/float_conv_scratch.py sets it): the copy's arena can
      hold the weights, and a slower gather once costs less than a second pass of columns
-     (ResNet-8's first 16-channel 3x3 conv: +0.19M cycles, against +0.81M in 2 blocks);
+     (ResNet-8's first 16-channel 3x3 conv: +0.16M cycles, against +0.81M in 2 blocks);
   3. the tiles in 2, 3, ... MAX_BLOCKS equal blocks.
 If none fits, the layer keeps its float weights. Flash is bought with cycles, never with
 RAM. The decision is the node's attr "f32_block_tiles" (and "f32_compact_input").
 """
 from __future__ import annotations
 
-from ..kernels.conv_f32_pack import input_mode
+from ..kernels.conv_f32_pack import TILE, input_mode
 
-TILE = 4
 # Each block gathers the layer's pixel columns again: measured on a Cortex-M4 (ideal part),
 # 3 blocks cost ResNet-8's 64-channel 3x3 conv 9 % and the KWS DS-CNN's first conv 7 % of
 # the layer's cycles. At most this many blocks.
