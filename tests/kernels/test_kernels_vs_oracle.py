@@ -598,6 +598,31 @@ def test_pool_s8(numerics, op, case):
 
 
 @pytest.mark.parametrize("numerics", NUMERICS)
+@pytest.mark.parametrize("hw", [(16, 16), (1, 257)])
+@pytest.mark.parametrize("c", [8, 7])
+@pytest.mark.parametrize("fill", ["min", "max", "random"])
+def test_avgpool_large_windows(numerics, hw, c, fill):
+    """Global windows of 256 values (the most the kernel's int16 channel pairs sum:
+    256 * -128 = -32768) and of 257 (summed per channel instead), at the extremes where
+    a wider window would wrap the pairs; 7 channels: one quad and three lone ones."""
+    h, w = hw
+    x = qt("x", (1, c, h, w), F32(0.02), 3)
+    y = qt("y", (1, c, 1, 1), F32(0.02), 3)
+    attrs = {"kernel": (h, w), "strides": (1, 1), "pads": (0, 0, 0, 0), "count_include_pad": 0,
+             "act_lo": None, "act_hi": None}
+    g, n = one_node("avgpool", [x], [y], attrs)
+    rng = np.random.default_rng(h * 100 + c)
+    xv = {"min": np.full((1, c, h, w), -128, np.int8), "max": np.full((1, c, h, w), 127, np.int8),
+          "random": rng.integers(-128, 128, (1, c, h, w), dtype=np.int8)}[fill]
+    p = codegen_ops.prepare(g, n, numerics)
+    expected = codegen_ops.get("avgpool").reference(g, n, [xv], p, numerics)
+    if fill != "random":  # the mean of equal values is that value (an oracle of its own)
+        assert (expected == xv[:, :, :1, :1]).all()
+    got = K.avgpool_s8(pool_fields(g, n, p), nhwc(xv))
+    assert_bit_exact(expected, from_nhwc(got, y.shape), f"tinyaot_avgpool_s8 [{numerics}]", g, n, p)
+
+
+@pytest.mark.parametrize("numerics", NUMERICS)
 @SETTINGS
 @given(case=st.data())
 def test_softmax_s8(numerics, case):

@@ -1,6 +1,16 @@
-/* int8 average pooling, NHWC. */
+/* int8 average pooling, NHWC. Four channels share each pass over the window:
+ * the integer sums (TFLite) as two int16 pairs per word (__SXTAB16: one instruction adds two channels' bytes),
+ * onnxruntime's float sums as four accumulators, each still in window order.
+ * Every sum is the one the per-channel loop gives. */
+#include <string.h>
+
 #include "tinyaot_kernels.h"
+#include "../internal/tinyaot_intrinsics.h"
 #include "../internal/tinyaot_requant.h"
+
+/* The int16 halves hold a window's sum exactly while it lies in
+ * [-128 * count, 127 * count] within [-32768, 32767]: up to 256 values. */
+#define AVG_QUAD_MAX_COUNT 256
 
 /* onnxruntime's float window sum of one channel, in window order (rows ya..yb,
  * columns xa..xb), each value dequantized by the table (or computed). */
@@ -33,6 +43,107 @@ static float window_sum_f32(const tinyaot_pool_params_t *p, const int8_t *src, i
     return acc;
 }
 
+/* The same sums for channels c..c+3 (src: channel c's first value), the four
+ * accumulators side by side: each is channel k's window_sum_f32, add for add. */
+static void window_sum4_f32(const tinyaot_pool_params_t *p, const int8_t *src, int32_t rows,
+                            int32_t cols, float acc[4])
+{
+    const int32_t c = p->c, row_step = p->in_w * c;
+    float a0 = 0.0f, a1 = 0.0f, a2 = 0.0f, a3 = 0.0f;
+    if (p->dq_lut) {
+        const float *lut = p->dq_lut + 128;
+#if defined(__GNUC__)
+        __asm__("" : "+r"(lut)); /* as in window_sum_f32 */
+#endif
+        for (int32_t y = 0; y < rows; ++y) {
+            const int8_t *s = src, *end = src + cols * c;
+            while (s != end) {
+                a0 = a0 + lut[s[0]];
+                a1 = a1 + lut[s[1]];
+                a2 = a2 + lut[s[2]];
+                a3 = a3 + lut[s[3]];
+                s += c;
+            }
+            src += row_step;
+        }
+    } else {
+        const float sc = p->in_scale;
+        const int32_t zp = p->in_zp;
+        for (int32_t y = 0; y < rows; ++y) {
+            for (int32_t x = 0; x < cols; ++x) {
+                const int8_t *s = src + x * c;
+                a0 = a0 + (float)(s[0] - zp) * sc;
+                a1 = a1 + (float)(s[1] - zp) * sc;
+                a2 = a2 + (float)(s[2] - zp) * sc;
+                a3 = a3 + (float)(s[3] - zp) * sc;
+            }
+            src += row_step;
+        }
+    }
+    acc[0] = a0;
+    acc[1] = a1;
+    acc[2] = a2;
+    acc[3] = a3;
+}
+
+/* The integer window sums of channels c..c+3 (src: channel c's first value)
+ * over at most AVG_QUAD_MAX_COUNT values each: one word load and two
+ * __SXTAB16 per pixel. */
+static void window_sum4_s32(const tinyaot_pool_params_t *p, const int8_t *src, int32_t rows,
+                            int32_t cols, int32_t acc[4])
+{
+    const int32_t c = p->c, row_step = p->in_w * c;
+    uint32_t e = 0u, o = 0u; /* channels {0, 2} and {1, 3}, int16 each */
+    for (int32_t y = 0; y < rows; ++y) {
+        const int8_t *s = src, *end = src + cols * c;
+        while (s != end) {
+            uint32_t w;
+            memcpy(&w, s, 4);
+            e = __SXTAB16(e, w);
+            o = __SXTAB16_ROR8(o, w);
+            s += c;
+        }
+        src += row_step;
+    }
+    acc[0] = (int32_t)(int16_t)(uint16_t)(e & 0xffffu);
+    acc[1] = (int32_t)(int16_t)(uint16_t)(o & 0xffffu);
+    acc[2] = (int32_t)(int16_t)(uint16_t)(e >> 16);
+    acc[3] = (int32_t)(int16_t)(uint16_t)(o >> 16);
+}
+
+/* One output value from channel c's window sum (use_float 1, 3: the float sum). */
+static int8_t avg_out_f32(const tinyaot_pool_params_t *p, float acc, int32_t count)
+{
+    if (p->use_float == 3) {
+        /* onnxruntime QLinearAveragePool: nearbyintf(mean / s + zp); mean_bias
+         * is the zero point shift of a uint8 model (passes/uint8.py). */
+        float t = acc / (float)count / p->out_scale + (float)(p->out_zp + p->mean_bias);
+        if (t < -4194304.0f) t = -4194304.0f; /* saturates below; keeps the */
+        if (t > 4194304.0f) t = 4194304.0f;   /* round-to-even trick exact */
+        int32_t r = tinyaot_round_even_f32(t) - p->mean_bias;
+        if (r < p->act_min) r = p->act_min;
+        if (r > p->act_max) r = p->act_max;
+        return (int8_t)r;
+    }
+    /* onnxruntime: sum of dequantized values in window order, / count. */
+    return tinyaot_quantize_f32(acc / (float)count, p->out_scale, p->out_zp, p->act_min,
+                                p->act_max);
+}
+
+/* One output value from channel c's integer window sum (use_float 0, 2). */
+static int8_t avg_out_s32(const tinyaot_pool_params_t *p, int32_t acc, int32_t count)
+{
+    if (p->use_float == 2) {
+        /* TFLM MEAN (reference_ops::QuantizedMeanOrSum): the sum less
+         * the input zero points, rescaled with 1 / count folded in. */
+        acc = tinyaot_mbqm(acc - p->in_zp * count, p->mean_mult, p->mean_shift) + p->mean_bias;
+    } else {
+        /* TFLite: integer sum, rounded division (ties away from zero). */
+        acc = tinyaot_avgpool_round_tflite(acc, count);
+    }
+    return (int8_t)tinyaot_fp_clamp(acc, p->act_min, p->act_max);
+}
+
 int tinyaot_avgpool_s8(const tinyaot_pool_params_t *p, const int8_t *input, int8_t *output)
 {
     for (int32_t oy = 0; oy < p->out_h; ++oy) {
@@ -45,41 +156,35 @@ int tinyaot_avgpool_s8(const tinyaot_pool_params_t *p, const int8_t *input, int8
             const int32_t xb = (x0 + p->k_w) > p->in_w ? p->in_w : (x0 + p->k_w);
             const int32_t count = p->count_include_pad ? p->k_h * p->k_w : (yb - ya) * (xb - xa);
             int8_t *out = output + (oy * p->out_w + ox) * p->c;
-            for (int32_t c = 0; c < p->c; ++c) {
-                const int8_t *win = input + (ya * p->in_w + xa) * p->c + c;
-                if (p->use_float == 3) {
-                    /* onnxruntime QLinearAveragePool: nearbyintf(mean / s + zp); mean_bias
-                     * is the zero point shift of a uint8 model (passes/uint8.py). */
-                    const float acc = window_sum_f32(p, win, yb - ya, xb - xa);
-                    float t = acc / (float)count / p->out_scale + (float)(p->out_zp + p->mean_bias);
-                    if (t < -4194304.0f) t = -4194304.0f; /* saturates below; keeps the */
-                    if (t > 4194304.0f) t = 4194304.0f;   /* round-to-even trick exact */
-                    int32_t r = tinyaot_round_even_f32(t) - p->mean_bias;
-                    if (r < p->act_min) r = p->act_min;
-                    if (r > p->act_max) r = p->act_max;
-                    out[c] = (int8_t)r;
-                } else if (p->use_float == 1) {
-                    /* onnxruntime: sum of dequantized values in window order, / count. */
-                    const float acc = window_sum_f32(p, win, yb - ya, xb - xa);
-                    out[c] = tinyaot_quantize_f32(acc / (float)count, p->out_scale, p->out_zp,
-                                                  p->act_min, p->act_max);
+            const int32_t rows = yb - ya, cols = xb - xa;
+            const int8_t *win0 = input + (ya * p->in_w + xa) * p->c;
+            const int is_float = p->use_float == 1 || p->use_float == 3;
+            int32_t c = 0;
+            if (is_float || rows * cols <= AVG_QUAD_MAX_COUNT) {
+                for (; c + 4 <= p->c; c += 4) {
+                    if (is_float) {
+                        float acc[4];
+                        window_sum4_f32(p, win0 + c, rows, cols, acc);
+                        for (int32_t k = 0; k < 4; ++k) out[c + k] = avg_out_f32(p, acc[k], count);
+                    } else {
+                        int32_t acc[4];
+                        window_sum4_s32(p, win0 + c, rows, cols, acc);
+                        for (int32_t k = 0; k < 4; ++k) out[c + k] = avg_out_s32(p, acc[k], count);
+                    }
+                }
+            }
+            for (; c < p->c; ++c) {
+                const int8_t *win = win0 + c;
+                if (is_float) {
+                    out[c] = avg_out_f32(p, window_sum_f32(p, win, rows, cols), count);
                 } else {
-                    /* TFLite: integer sum, rounded division (ties away from zero). */
                     int32_t acc = 0;
-                    for (int32_t y = ya; y < yb; ++y) {
-                        for (int32_t x = xa; x < xb; ++x) {
-                            acc += input[(y * p->in_w + x) * p->c + c];
+                    for (int32_t y = 0; y < rows; ++y) {
+                        for (int32_t x = 0; x < cols; ++x) {
+                            acc += win[y * p->in_w * p->c + x * p->c];
                         }
                     }
-                    if (p->use_float == 2) {
-                        /* TFLM MEAN (reference_ops::QuantizedMeanOrSum): the sum less
-                         * the input zero points, rescaled with 1 / count folded in. */
-                        acc = tinyaot_mbqm(acc - p->in_zp * count, p->mean_mult, p->mean_shift) +
-                              p->mean_bias;
-                    } else {
-                        acc = tinyaot_avgpool_round_tflite(acc, count);
-                    }
-                    out[c] = (int8_t)tinyaot_fp_clamp(acc, p->act_min, p->act_max);
+                    out[c] = avg_out_s32(p, acc, count);
                 }
             }
         }
