@@ -276,15 +276,29 @@ static inline __attribute__((always_inline)) void dw_run(const tinyaot_conv_dims
             }
             if (dw_rec_mode(mode) && ox < x_b) {
                 const int8_t *s3 = input + (iy0 * in_w + ox * sw - d->pad_left) * ch;
-                if (mode == TINYAOT_RQ_FLOAT_SAT) {
-                    dw3x3_row_fsat(s3, wbase, nq, in_w * ch, off, rq->rq, rq->zp, out, x_b - ox,
-                                   sw * ch);
-                } else {
-                    dw3x3_row_sat(s3, wbase, nq, in_w * ch, off, rq->rq, rq->zp, out, x_b - ox,
-                                  sw * ch);
+#if TINYAOT_HAVE_DSP_ASM
+                /* stride 1: three outputs at a time share their input columns */
+                if (sw == 1 && nq >= DW3_MIN_QUADS && x_b - ox >= 3 &&
+                    (mode != TINYAOT_RQ_FLOAT_SAT || TINYAOT_DW3_HAVE_FSAT)) {
+                    const int32_t n3 = (x_b - ox) / 3;
+                    dw3x3_triples(s3, wbase, nq, in_w * ch, off, rq->rq, rq->zp, out, n3,
+                                  mode == TINYAOT_RQ_FLOAT_SAT);
+                    s3 += 3 * n3 * ch;
+                    out += 3 * n3 * ch;
+                    ox += 3 * n3;
                 }
-                out += (x_b - ox) * ch;
-                ox = x_b;
+#endif
+                if (ox < x_b) {
+                    if (mode == TINYAOT_RQ_FLOAT_SAT) {
+                        dw3x3_row_fsat(s3, wbase, nq, in_w * ch, off, rq->rq, rq->zp, out,
+                                       x_b - ox, sw * ch);
+                    } else {
+                        dw3x3_row_sat(s3, wbase, nq, in_w * ch, off, rq->rq, rq->zp, out,
+                                      x_b - ox, sw * ch);
+                    }
+                    out += (x_b - ox) * ch;
+                    ox = x_b;
+                }
             }
         }
         for (; ox < d->out_w; ++ox) {
