@@ -49,18 +49,21 @@ from tests.helpers.env import require_arm_toolchain, shared_model
 # -0.8 %), and when Winograd's cut patches listed their inside words without a branch (ic01
 # -0.1 %); and rose when onnxruntime's float convs took int8 weights dequantized a block of
 # channels at a time (flash, not cycles, on the ideal part: ic01 ort +2.6 %, kws01 ort
-# +1.5 %, with the dequantization in asm; on the STM32L4R5 model ic01 ort is faster).
+# +1.5 %, with the dequantization in asm; on the STM32L4R5 model ic01 ort is faster); and fell
+# when average pooling summed four channels per pass and 3x3 stride-1 depthwise layers of
+# 8+ channel quads took a row's inside outputs three at a time (together: kws01 tflite
+# -3.9 %, ort -2.2 %; vww01 -1.9 % / -1.2 %; ic01 -0.2 % / -0.1 %).
 PINNED = {
     ("ad01", "tflite"): {"ideal": 377970},
-    ("kws01", "tflite"): {"ideal": 5325615},
-    ("ic01", "tflite"): {"ideal": 15950105},
-    ("vww01", "tflite"): {"ideal": 12694126},
-    ("sww01", "tflite"): {"ideal": 1522317},
+    ("kws01", "tflite"): {"ideal": 5117737},
+    ("ic01", "tflite"): {"ideal": 15918895},
+    ("vww01", "tflite"): {"ideal": 12447276},
+    ("sww01", "tflite"): {"ideal": 1522309},
     ("ad01", "ort"): {"ideal": 779016},
-    ("kws01", "ort"): {"ideal": 5975473},
-    ("ic01", "ort"): {"ideal": 31832401},
-    ("vww01", "ort"): {"ideal": 13339594},
-    ("sww01", "ort"): {"ideal": 1580655},
+    ("kws01", "ort"): {"ideal": 5846932},
+    ("ic01", "ort"): {"ideal": 31812068},
+    ("vww01", "ort"): {"ideal": 13180688},
+    ("sww01", "ort"): {"ideal": 1580573},
 }
 
 
