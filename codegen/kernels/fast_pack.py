@@ -166,21 +166,54 @@ def fc_scratch_bytes(k):
     return (k + 3) // 4 * 4 * 2
 
 
-def smlal_requant(mult, shift, bias):
+def smlal_mbqm(v, m, e):
+    """TFLite's MultiplyByQuantizedMultiplier of int v by multiplier m, shift -e (e >= 1)
+    in the one-SMLAL form the kernels compute (tinyaot_mbqm_smlal): Python integers."""
+    return ((1 << 30) + (1 << (30 + e)) + v * m - (1 << 31) * (v < 0)) >> (31 + e)
+
+
+def smlal_requant(mult, shift, bias, zp=0, acc_range=None):
     """Per-channel records {mult, e - 1, R low, R high, bias} for the one-SMLAL
     requantization (tinyaot_mbqm_smlal, tinyaot_requant_fast.h), e = -shift in
-    [1, 31], R = 2^30 + 2^(30+e). A channel with multiplier 0 (any shift) gets
-    mult 0, e 1: MBQM is 0 either way. None when a channel fits neither, or a
-    multiplier is outside [0, 2^31): the kernels then use the general form."""
+    [1, 31], R = 2^30 + 2^(30+e) + zp * 2^(31+e): the output zero point zp rides
+    in R's high word, since (h + zp * 2^(e-1)) >> (e-1) = (h >> (e-1)) + zp, so
+    the kernels add nothing after the shift. That needs h + zp * 2^(e-1) to be an
+    int32 for every accumulator v, h the high word of R + v * m - [v < 0] * 2^31:
+    v in [-2^31, 2^31), or in acc_range (per channel: the least and the greatest
+    accumulator, the bias included) when the caller knows them. A channel whose
+    MBQM is one value c over its range (a multiplier 0, or a bias that dwarfs what
+    the weights can add) gets mult 0, e 1 and c in R: its output is c + zp. None
+    when a channel fits none of this or a multiplier is outside [0, 2^31): the
+    kernels then use the general form."""
     m = np.asarray(mult, dtype=np.int64).reshape(-1)
     e = -np.asarray(shift, dtype=np.int64).reshape(-1)
     b = np.broadcast_to(np.asarray(bias, dtype=np.int64), m.shape)
-    e = np.where(m == 0, 1, e)
-    if m.size == 0 or np.any(e < 1) or np.any(e > 31) or np.any(m < 0) or np.any(m >= 1 << 31):
+    if m.size == 0 or np.any(m < 0) or np.any(m >= 1 << 31):
         return None
-    r = (np.int64(1) << 30) + (np.int64(1) << (30 + e))
-    lo = r & 0xFFFFFFFF
-    words = np.stack([m, e - 1, lo, r >> 32, b], axis=1)
+    z = np.broadcast_to(np.asarray(zp, dtype=np.int64), m.shape)  # (one per record: tests)
+    if acc_range is None:
+        lo, hi = [-(1 << 31)] * m.size, [(1 << 31) - 1] * m.size
+    else:
+        lo, hi = ([int(v) for v in np.broadcast_to(np.asarray(r, dtype=np.int64), m.shape)]
+                  for r in acc_range)
+    words = []
+    for c in range(m.size):  # Python integers: v * m passes 2^63
+        mc, ec, zc = int(m[c]), int(e[c]), int(z[c])
+        if mc == 0:
+            ec = 1  # MBQM is 0 for any shift
+        elif ec < 1 or ec > 31:
+            return None
+        const = smlal_mbqm(lo[c], mc, ec) if mc else 0
+        if const == smlal_mbqm(hi[c], mc, ec):  # (MBQM is monotone in v)
+            mc, ec = 0, 1
+        r = (1 << 30) + (1 << (30 + ec))
+        rhi = (r >> 32) + (const if mc == 0 else 0)
+        # the high word over the range, with the zero point in it
+        h = [(r + v * mc - (1 << 31) * (v < 0)) >> 32 for v in (lo[c], hi[c])]
+        if mc and not all(-(1 << 31) <= x + (zc << (ec - 1)) < 1 << 31 for x in h):
+            return None
+        words.append([mc, ec - 1, r & 0xFFFFFFFF, rhi + (zc << (ec - 1)), int(b[c])])
+    words = np.array(words, dtype=np.int64)
     words = np.where(words >= 1 << 31, words - (1 << 32), words)
     return words.astype(np.int32).reshape(-1)
 
@@ -209,6 +242,7 @@ def add_tables(p):
         v = (x - int(zp)) * (1 << int(p["left_shift"]))
         luts.append(np.asarray(tfp.multiply_by_quantized_multiplier_smaller_than_one_exp(
             v, int(m), int(s)), dtype=np.int64).astype(np.int32))
+    # (zero point 0: the add kernel folds its own at run time)
     return luts[0], luts[1], smlal_requant([p["out_mult"]], [p["out_shift"]], [0])
 
 

@@ -351,7 +351,8 @@ def _emit_fast(em, lid, n, p, info, dims, w):
     if p.mode == TFLITE and np.any(np.asarray(p.mult) < 0):
         raise NotImplementedError("fast kernels need non-negative multipliers")
     # the records alone when there are some: these kernels read no other bias then
-    q, rec = emit_requant_record(em, lid, p, fast=True, float_records=True, bias_in_records=True)
+    q, rec = emit_requant_record(em, lid, p, fast=True, float_records=True, bias_in_records=True,
+                                 weights=w.data)
     x, y = n.inputs[0], n.outputs[0]
     if n.attrs["fast_kernel"] == "depthwise":
         em.specialize(spec.depthwise_uses(rec))
@@ -398,7 +399,7 @@ def _emit_folded(em, lid, n, p, info, dims, kernel, words, suffix):
     w = em.g.tensors[n.inputs[1]]
     bias = fold_input_zero_point(p.bias, w.data.reshape(w.shape[0], -1), p.in_zp)
     assert np.all(np.abs(bias) < 1 << 31), f"{kernel}: folded bias outside int32 (_fold_fits)"
-    q, rec = emit_records_requant(em, lid, replace(p, bias=bias.astype(np.int32)))
+    q, rec = emit_records_requant(em, lid, replace(p, bias=bias.astype(np.int32)), w.data)
     filt = em.const("int32_t", f"{lid}{suffix}", words, align=4)
     info["kernel"] = kernel
     em.call(kernel, [dims, q, em.ptr(n.inputs[0]), f"(const uint32_t *)(const void *){filt}",
@@ -449,7 +450,7 @@ def _at(ptr, off):
 
 def _emit_winograd(em, lid, n, p, info, dims, w):
     """tinyaot_convolve_winograd_s8: the transformed weights (kernels/winograd_pack.py)."""
-    q, rec = emit_records_requant(em, lid, p)
+    q, rec = emit_records_requant(em, lid, p, w.data)
     filt = em.const("int32_t", f"{lid}_wp", wino.pack_winograd(w.data), align=8)
     info["kernel"] = "tinyaot_convolve_winograd_s8"
     em.specialize(spec.winograd_uses(rec, conv_dims(em.g, n)))
@@ -467,7 +468,7 @@ def _emit_winograd(em, lid, n, p, info, dims, w):
 
 def _emit_fast_w8(em, lid, n, p, info, dims, w):
     """tinyaot_convolve_fast_w8_s8: int8 weights [oc][kq], in the columns' order."""
-    q, rec = emit_records_requant(em, lid, p)
+    q, rec = emit_records_requant(em, lid, p, w.data)
     filt = em.const("int8_t", f"{lid}_w", conv_gemm_weights(w.data).astype(np.int8), align=4)
     info["kernel"] = "tinyaot_convolve_fast_w8_s8"
     em.specialize(spec.conv_w8_uses(rec, conv_dims(em.g, n)))

@@ -84,22 +84,37 @@ def emit_requant(em, lid, p: ConvParams, fast=False, float_records=False, bias_i
     return emit_requant_record(em, lid, p, fast, float_records, bias_in_records)[0]
 
 
+def acc_range(bias, weights):
+    """Per output channel, the least and the greatest int32 accumulator a kernel can
+    requantize: bias -/+ 256 * sum |w| (|x - in_zp| <= 255; with the input zero point
+    folded into the bias, bias - in_zp * sum w, raw int8 inputs add at most 128 * sum |w|).
+    None without weights."""
+    if weights is None:
+        return None
+    w = np.abs(np.asarray(weights, dtype=np.int64)).reshape(np.shape(weights)[0], -1)
+    b = np.broadcast_to(np.asarray(bias, dtype=np.int64), (w.shape[0],))
+    span = 256 * w.sum(axis=1)
+    return np.maximum(b - span, -(1 << 31)), np.minimum(b + span, (1 << 31) - 1)
+
+
 def emit_requant_record(em, lid, p: ConvParams, fast=False, float_records=False,
-                        bias_in_records=False):
+                        bias_in_records=False, weights=None):
     """The layer's tinyaot_requant_t (and its arrays); returns the C expression of its address
     and the RequantRecord (what a fast kernel will read: kernels/specialize.py).
     `fast` (a fast kernel's): also the one-SMLAL records when every channel allows
     (fast_pack.smlal_requant); `float_records` (fast conv / depthwise, ort, whole int8
     range): the {bias, scale} records (fast_pack.float_requant); `bias_in_records`
     (kernels that read only the records when there are some: the size kernels, the fast
-    conv and depthwise kernels): no separate bias array then."""
+    conv and depthwise kernels): no separate bias array then. `weights` (the layer's,
+    [out channels][...]): they bound the accumulators, so that more layers' records can
+    hold the output zero point (fast_pack.smlal_requant)."""
     assert p.mode in (ORT, TFLITE, EPILOGUE), p.mode
     words = None  # the records, emitted where the speed build always had them
     if p.mode == ORT:
         if float_records and p.act_min <= -128 and p.act_max >= 127:
             words = float_requant(p.scale, p.bias)
     elif p.mode == TFLITE and fast:
-        words = smlal_requant(p.mult, p.shift, p.bias)
+        words = smlal_requant(p.mult, p.shift, p.bias, p.out_zp, acc_range(p.bias, weights))
     r = RequantRecord(p.in_zp, p.out_zp, p.act_min, p.act_max)
     if words is None or not bias_in_records:
         r.bias = em.const("int32_t", f"{lid}_bias", p.bias)
@@ -117,7 +132,7 @@ def emit_requant_record(em, lid, p: ConvParams, fast=False, float_records=False,
     return f"&{lid}_q", r
 
 
-def emit_records_requant(em, lid, p: ConvParams):
+def emit_records_requant(em, lid, p: ConvParams, weights=None):
     """emit_requant_record for the kernels that read only the per-channel records when a
     layer has them (the size kernels, tinyaot_convolve_fast_w8_s8, tinyaot_convolve_sparse_s8):
     the fast kernels' records (one-SMLAL under tflite, {bias, scale} under ort over the whole
@@ -125,7 +140,8 @@ def emit_records_requant(em, lid, p: ConvParams):
     no records (the general form)."""
     if p.mode == TFLITE and np.any(np.asarray(p.mult) < 0):
         return emit_requant_record(em, lid, p)
-    return emit_requant_record(em, lid, p, fast=True, float_records=True, bias_in_records=True)
+    return emit_requant_record(em, lid, p, fast=True, float_records=True, bias_in_records=True,
+                               weights=weights)
 
 
 def emit_float_layer(em, lid, p: ConvParams, filt):

@@ -229,7 +229,8 @@ def _emit_fast(em, lid, n, p, info, rows):
         raise NotImplementedError("fast kernels need non-negative multipliers")
     fixed = (fc_fixed_requant(w.data, p.bias, p.scale, p.in_zp, p.out_zp, p.act_min, p.act_max)
              if p.mode == ORT else None)
-    q, rec = (None, None) if fixed is not None else emit_requant_record(em, lid, p, fast=True)
+    q, rec = (None, None) if fixed is not None else emit_requant_record(em, lid, p, fast=True,
+                                                                          weights=w.data)
     em.specialize(spec.fc_uses(rec, fixed is not None))
     scratch = em.scratch(n, "uint32_t")
     nout, k = w.shape

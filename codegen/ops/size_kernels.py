@@ -93,7 +93,7 @@ def emit_fc_w8(em, lid, n, p, info, rows):
 
 def emit_conv_int_w8(em, lid, n, p, info, dims):
     x, w, y = (em.g.tensors[t] for t in (n.inputs[0], n.inputs[1], n.outputs[0]))
-    q, _ = emit_records_requant(em, lid, p)
+    q, _ = emit_records_requant(em, lid, p, w.data)
     if n.attrs["int_w8"] == "depthwise":  # [k_h][k_w][c], no scratch
         filt = em.const("int8_t", f"{lid}_w", w.data[:, 0].transpose(1, 2, 0), align=4)
         info["kernel"] = "tinyaot_depthwise_conv_w8_s8"
@@ -109,7 +109,7 @@ def emit_conv_int_w8(em, lid, n, p, info, dims):
 def emit_fc_int_w8(em, lid, n, p, info, rows):
     x, w, y = (em.g.tensors[t] for t in (n.inputs[0], n.inputs[1], n.outputs[0]))
     nout, k = w.shape
-    q, _ = emit_records_requant(em, lid, p)
+    q, _ = emit_records_requant(em, lid, p, w.data)
     filt = em.const("int8_t", f"{lid}_w", w8_pack(w.data, 4), align=4)
     info["kernel"] = "tinyaot_fully_connected_w8_s8"
     em.call(info["kernel"], [str(rows), str(k), str(nout), q, em.ptr(x.name), filt,

@@ -25,6 +25,6 @@ def requant_fields(rng, cout, in_zp, numerics, records=False):
     if records:
         from codegen.kernels.fast_pack import float_requant, smlal_requant
         q["rq"] = (float_requant(q["scale"], bias) if numerics == "ort"
-                   else smlal_requant(q["mult"], q["shift"], bias))
+                   else smlal_requant(q["mult"], q["shift"], bias, p.out_zp))
         q["bias"] = None  # the records hold it (size_kernels.py emits no bias array then)
     return q, p

@@ -60,7 +60,7 @@ def _case(rng, numerics, records, clamp, cin, cout, hw, k, s, pads, x=None, w=No
     if records:
         from codegen.kernels.fast_pack import float_requant, smlal_requant
         q["rq"] = (float_requant(q["scale"], folded) if numerics == "ort"
-                   else smlal_requant(q["mult"], q["shift"], folded))
+                   else smlal_requant(q["mult"], q["shift"], folded, q["out_zp"]))
         q["bias"] = None  # the records hold it
     dims = conv_dims_fields(x.shape, (1, cout) + _out_hw(hw, k, s, pads), attrs)
     return (dims, q, x[0].transpose(1, 2, 0), pack_narrow(w), want.transpose(1, 2, 0),

@@ -46,7 +46,7 @@ def _cases():
             q["bias"] = folded
             if records:
                 q["rq"] = (float_requant(q["scale"], folded) if numerics == "ort"
-                           else smlal_requant(q["mult"], q["shift"], folded))
+                           else smlal_requant(q["mult"], q["shift"], folded, q["out_zp"]))
                 q["bias"] = None  # the records hold it
             dims = conv_dims_fields(x.shape, (1, cout) + hw, ATTRS)
             out.append((dims, q, x[0].transpose(1, 2, 0), pack_sparse(w2d),

@@ -148,8 +148,7 @@ def lib():
         void shim_requant(int32_t n, const int32_t *acc, const int32_t *mult,
                           const int32_t *shift, const int32_t *zp, int8_t *ref, int8_t *fast);
         void shim_srdhm(int32_t n, const int32_t *a, const int32_t *b, int32_t *ref, int32_t *fast);
-        void shim_requant_smlal(int32_t n, const int32_t *acc, const int32_t *rq, const int32_t *zp,
-                                int8_t *out);
+        void shim_requant_smlal(int32_t n, const int32_t *acc, const int32_t *rq, int8_t *out);
     """)
     d = tempfile.mkdtemp(prefix="tinyaot-fast-")
     so = Path(d) / "libfast.so"
@@ -316,13 +315,20 @@ def test_smlal_requant_equals_double_rounding(lib):
     acc, mult, shift, zp = (x.astype(np.int32) for x in (acc, mult, shift, zp))
     mult[5:200] = 0
     shift[5:100] = rng.integers(0, 4, 95)  # multiplier 0: any shift
-    rq = smlal_requant(mult, shift, 0)
-    assert rq is not None and smlal_requant(mult, np.where(shift == -3, 1, shift), 0) is None
+    # the zero point rides in R (its high word gets zp * 2^(e-1)) where that fits an int32:
+    # |zp| * 2^(e-1) <= 2^29; a layer with a channel beyond it gets no records
+    e1 = np.where(mult == 0, 1, -shift.astype(np.int64))
+    fits = np.abs(zp.astype(np.int64)) << (e1 - 1) <= 2**29
+    assert 0 < np.count_nonzero(~fits) < n // 2
+    assert smlal_requant(mult, shift, 0, zp) is None
+    zp = np.where(fits, zp, 0).astype(np.int32)
+    rq = smlal_requant(mult, shift, 0, zp)
+    assert rq is not None and smlal_requant(mult, np.where(shift == -3, 1, shift), 0, zp) is None
     out = np.zeros(n, np.int8)
     ref = np.zeros(n, np.int8)
     ref_fast = np.zeros(n, np.int8)
     L.shim_requant_smlal(n, _ptr(ffi, acc, "int32_t"), _ptr(ffi, rq, "int32_t"),
-                         _ptr(ffi, zp, "int32_t"), _ptr(ffi, out, "int8_t"))
+                         _ptr(ffi, out, "int8_t"))
     L.shim_requant(n, *(_ptr(ffi, x, "int32_t") for x in (acc, mult, shift, zp)),
                    _ptr(ffi, ref, "int8_t"), _ptr(ffi, ref_fast, "int8_t"))
     assert np.count_nonzero((ref != -128) & (ref != 127)) > n // 4  # not all saturated
@@ -330,6 +336,47 @@ def test_smlal_requant_equals_double_rounding(lib):
     assert bad.size == 0, (acc[bad[0]], mult[bad[0]], shift[bad[0]], ref[bad[0]], out[bad[0]])
     sel = rng.choice(n, 20000, replace=False)
     assert np.array_equal(out[sel], _mbqm_oracle(acc[sel], mult[sel], shift[sel], zp[sel]))
+
+
+def test_smlal_records_hold_the_zero_point_over_an_accumulator_range(lib):
+    """With each channel's accumulator range (codegen/ops/conv_records.acc_range), the
+    records hold the output zero point where no range could: shifts down to -31 (R's
+    high word alone would pass int32 there), and channels whose bias dwarfs what their
+    weights add (vww01's late layers: a bias near 2^30, shift -27), whose MBQM is one
+    value over the range and whose records say so (multiplier 0). Every accumulator of
+    the range through the records (tinyaot_mbqm_smlal's portable twin, no zero point
+    added) equals the double-rounding oracle plus the zero point."""
+    ffi, L = lib
+    rng = np.random.default_rng(23)
+    n = 3000
+    mult = rng.integers(2**30, 2**31, n)
+    shift = rng.integers(-31, 0, n)
+    zp = rng.integers(-128, 128, n)
+    span = rng.integers(0, 2**16, n)
+    bias = rng.integers(-2**20, 2**20, n)
+    big = rng.random(n) < 0.3  # bias-dominated channels
+    bias[big] = rng.choice([-1, 1], np.count_nonzero(big)) * rng.integers(2**29, 2**30, np.count_nonzero(big))
+    shift[big] = rng.integers(-31, -22, np.count_nonzero(big))
+    lo, hi = bias - span, bias + span
+    assert smlal_requant(mult, shift, bias, zp) is None  # not without the ranges
+    rq = smlal_requant(mult, shift, bias, zp, (lo, hi))
+    assert rq is not None
+    words = rq.reshape(n, 5)
+    assert np.count_nonzero(words[big, 0] == 0) > np.count_nonzero(big) // 2  # constant
+    assert np.count_nonzero(words[~big, 0] != 0) > np.count_nonzero(~big) // 2
+    # the range's ends, and points inside it, each channel's record repeated
+    k = 8
+    t = np.concatenate([np.zeros((n, 1)), np.ones((n, 1)), rng.random((n, k - 2))], axis=1)
+    acc = (lo[:, None] + np.round(t * (hi - lo)[:, None])).astype(np.int64).reshape(-1)
+    ch = np.repeat(np.arange(n), k)
+    recs = np.ascontiguousarray(words[ch].reshape(-1)).astype(np.int32)
+    acc32 = acc.astype(np.int32)
+    out = np.zeros(acc.size, np.int8)
+    L.shim_requant_smlal(acc.size, _ptr(ffi, acc32, "int32_t"), _ptr(ffi, recs, "int32_t"),
+                         _ptr(ffi, out, "int8_t"))
+    want = _mbqm_oracle(acc32, mult[ch].astype(np.int32), shift[ch].astype(np.int32), zp[ch])
+    assert np.array_equal(out, want)
+    assert len(np.unique(want)) > 100  # not all saturated
 
 
 # ------------------------------------------------------------------ kernels
@@ -373,7 +420,7 @@ def _attach_smlal(ffi, keep, q, cout, numerics):
     mult = np.frombuffer(ffi.buffer(q.mult, 4 * cout), np.int32)
     shift = np.frombuffer(ffi.buffer(q.shift, 4 * cout), np.int32)
     bias = np.frombuffer(ffi.buffer(q.bias, 4 * cout), np.int32)
-    rq = smlal_requant(mult, shift, bias)
+    rq = smlal_requant(mult, shift, bias, q.out_zp)
     assert rq is not None
     keep.append(rq)
     q.rq = _ptr(ffi, rq, "int32_t")
@@ -560,7 +607,8 @@ def _fc_case(rows, k, n, numerics, clamp, seed, scale_mul=1.0, out_zp=None):
         c["mult"] = rng.integers(2**30, 2**31, n).astype(np.int32)
         sh = -int(np.round(np.log2(spread / 40)))
         c["shift"] = (sh + rng.integers(-1, 2, n)).clip(-31, -1).astype(np.int32)
-        c["rq"] = smlal_requant(c["mult"], c["shift"], c["bias"]) if numerics == "tflite_smlal" \
+        c["rq"] = smlal_requant(c["mult"], c["shift"], c["bias"], c["out_zp"]) \
+            if numerics == "tflite_smlal" \
             else None
         exp = _mbqm_oracle(acc.reshape(-1), np.tile(c["mult"], rows), np.tile(c["shift"], rows),
                            np.full(acc.size, c["out_zp"])).reshape(rows, n)
@@ -904,7 +952,8 @@ def _conv_case(case, numerics, seed):
         c["mult"] = rng.integers(2**30, 2**31, cout).astype(np.int32)
         sh = -int(np.round(np.log2(spread / 40)))
         c["shift"] = (sh + rng.integers(-1, 2, cout)).clip(-31, -1).astype(np.int32)
-        c["rq"] = smlal_requant(c["mult"], c["shift"], c["bias"]) if numerics == "tflite_smlal" \
+        c["rq"] = smlal_requant(c["mult"], c["shift"], c["bias"], c["out_zp"]) \
+            if numerics == "tflite_smlal" \
             else None
         exp = _mbqm_oracle(acc, np.tile(c["mult"], oh * ow), np.tile(c["shift"], oh * ow),
                            np.full(acc.size, c["out_zp"]))

@@ -307,7 +307,7 @@ def fast_requant_fields(p):
     them for a fast kernel (conv_records.emit_requant)."""
     f = requant_fields(p)
     if p.mode == TFLITE:
-        rq = fast_pack.smlal_requant(p.mult, p.shift, p.bias)
+        rq = fast_pack.smlal_requant(p.mult, p.shift, p.bias, p.out_zp)
         if rq is not None:
             f.update(rq=rq, mult=None, shift=None)
     return f

@@ -118,7 +118,7 @@ static inline __attribute__((always_inline)) void pair_m(const uint32_t *x, cons
         if (mode == TINYAOT_RQ_FLOAT_SAT) {
             tinyaot_rqf_2x2_sat(acc, p, zp, o, o + out_c);
         } else {
-            tinyaot_rq_2x2_sat(acc, p, zp, o, o + out_c);
+            tinyaot_rq_2x2_sat(acc, p, o, o + out_c);
         }
     }
     if (lone) {
@@ -127,7 +127,7 @@ static inline __attribute__((always_inline)) void pair_m(const uint32_t *x, cons
         if (mode == TINYAOT_RQ_FLOAT_SAT) {
             tinyaot_rqf_2x1_sat(acc, p, zp, o);
         } else {
-            tinyaot_rq_2x1_sat(acc, p, zp, o);
+            tinyaot_rq_2x1_sat(acc, p, o);
         }
     }
 }

@@ -45,7 +45,6 @@ typedef struct {
     int64_t *acc;          /* 4 sums per quad */
     const int32_t *rq;     /* the first quad's records {m, e - 1, R lo, R hi, bias}, or NULL */
     int8_t *o0, *o1;       /* the two pixels' outputs of the first quad (with rq) */
-    int32_t zp;            /* the output zero point (with rq) */
 } narrow_pass_t;
 
 /* The asm requantizes the one-SMLAL records itself (narrow_sums). */
@@ -72,12 +71,12 @@ typedef struct {
     "orr " HI ", " LO ", " HI ", lsl #11\n\t"                                                      \
     "sub " LO ", r9, #0x100000\n\t"
 /* Sum A (bias not included) -> int8 at [r12], next: the channel's record by one
- * LDM (r8 its cursor), 0x80000000 in r10, the zero point in r11 (as
+ * LDM (r8 its cursor; the zero point in its R), 0x80000000 in r10 (as
  * tinyaot_rq_smlal_out, saturated). */
 #define NARROW_RQ_ASM(A)                                                                           \
     "ldmia r8!, {r4, r5, r6, r7, r9}\n\t"                                                          \
     "add " A ", " A ", r9\n\t"                                                                     \
-    TINYAOT_RQ_SMLAL_REGS(A, "r4", "r5", "r6", "r7", "r10", "r11")                                 \
+    TINYAOT_RQ_SMLAL_REGS(A, "r4", "r5", "r6", "r7", "r10")                                 \
     "strb r7, [r12], #1\n\t"
 #define NARROW_RQ4_ASM NARROW_RQ_ASM("r0") NARROW_RQ_ASM("r1") NARROW_RQ_ASM("r2") NARROW_RQ_ASM("r3")
 
@@ -88,7 +87,7 @@ static __attribute__((noinline)) void narrow_sums(const narrow_pass_t *P)
     const int32_t skip = NARROW_ROW_MAX - P->n;
     const int8_t *s0 = P->s0 - skip, *s1 = P->s1 - skip;
     const uint32_t *w = P->w;
-    const int32_t rstep = P->rstep, k_h = P->k_h, zp = P->zp;
+    const int32_t rstep = P->rstep, k_h = P->k_h;
     /* the row's entry: this offset from label 3, then (the asm) its address */
     uint32_t entry = (uint32_t)skip * NARROW_TAP_BYTES + 1u; /* + 1: Thumb */
     int64_t *acc = P->acc;
@@ -137,7 +136,6 @@ static __attribute__((noinline)) void narrow_sums(const narrow_pass_t *P)
                      "strd r4, r5, %[t01]\n\t"
                      "strd r6, r7, %[t23]\n\t"
                      "mov r10, #0x80000000\n\t"
-                     "ldr r11, %[zp]\n\t"
                      "ldr r12, %[o0]\n\t"
                      NARROW_RQ4_ASM
                      "str r12, %[o0]\n\t"
@@ -162,7 +160,7 @@ static __attribute__((noinline)) void narrow_sums(const narrow_pass_t *P)
                        [acc] "+m"(acc), [rq] "+m"(rq), [o0] "+m"(o0), [o1] "+m"(o1),
                        [t01] "=m"(t01), [t23] "=m"(t23)
                      : [s0] "m"(s0), [s1] "m"(s1), [w] "m"(w), [rstep] "m"(rstep),
-                       [k_h] "m"(k_h), [zp] "m"(zp)
+                       [k_h] "m"(k_h)
                      : "r0", "r1", "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11",
                        "r12", "lr", "cc", "memory");
 }
@@ -249,7 +247,7 @@ static inline __attribute__((always_inline)) void narrow_requant(const tinyaot_r
             const uint32_t a[4] = {(uint32_t)(v0[h] + b0), (uint32_t)(v1[h] + b0),
                                    (uint32_t)(v0[h + 1] + b1), (uint32_t)(v1[h + 1] + b1)};
             if (mode == TINYAOT_RQ_SMLAL_SAT) {
-                tinyaot_rq_2x2_sat(a, p, rq->zp, o0 + c + h, o1 + h);
+                tinyaot_rq_2x2_sat(a, p, o0 + c + h, o1 + h);
             } else {
                 tinyaot_rqf_2x2_sat(a, p, rq->zp, o0 + c + h, o1 + h);
             }
@@ -279,7 +277,6 @@ static inline __attribute__((always_inline)) void narrow_run(const tinyaot_conv_
     P.n = n;
     P.rq = NULL;
     P.o0 = P.o1 = NULL;
-    P.zp = rq->zp;
     for (int32_t oy = 0; oy < d->out_h; ++oy) {
         const int32_t iy0 = oy * d->stride_h - d->pad_top;
         const int rows_in = iy0 >= 0 && iy0 + d->k_h <= d->in_h;

@@ -100,10 +100,10 @@ static inline __attribute__((always_inline)) void requant4(const tinyaot_rqc_t *
 {
     if (mode == TINYAOT_RQ_SMLAL || mode == TINYAOT_RQ_SMLAL_SAT) {
         const int32_t *p = rq->rq + 5 * oc;
-        const int32_t m = p[0], sh = p[1], hi = p[3], b = p[4], zp = rq->zp;
+        const int32_t m = p[0], sh = p[1], hi = p[3], b = p[4]; /* the zero point in hi */
         const uint32_t lo = (uint32_t)p[2];
         for (int32_t i = 0; i < 4; ++i, o += st) {
-            const int32_t v = tinyaot_mbqm_smlal(s[i] + b, m, sh, lo, hi) + zp;
+            const int32_t v = tinyaot_mbqm_smlal(s[i] + b, m, sh, lo, hi);
             *o = (int8_t)(mode == TINYAOT_RQ_SMLAL_SAT ? __SSAT(v, 8)
                                                        : tinyaot_fp_clamp(v, rq->lo, rq->hi));
         }

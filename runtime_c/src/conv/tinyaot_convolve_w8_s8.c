@@ -53,7 +53,7 @@ static inline __attribute__((always_inline)) void requant_22(const tinyaot_rqc_t
         p += 5 * oc;
         const uint32_t acc[4] = {(uint32_t)(s[0] + p[4]), (uint32_t)(s[1] + p[4]),
                                  (uint32_t)(s[2] + p[9]), (uint32_t)(s[3] + p[9])};
-        tinyaot_rq_2x2_sat(acc, p, r->zp, o0, o1);
+        tinyaot_rq_2x2_sat(acc, p, o0, o1);
         break;
     }
     case TINYAOT_RQ_FLOAT_SAT: { /* records {bias, scale} */

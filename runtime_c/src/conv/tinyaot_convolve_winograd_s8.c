@@ -313,7 +313,7 @@ static inline __attribute__((always_inline)) void rq_2x2_k(const int32_t y[4][4]
     if (mode == TINYAOT_RQ_FLOAT_SAT) {
         tinyaot_rqf_2x2_sat(acc, p, zp, o0, o1);
     } else {
-        tinyaot_rq_2x2_sat(acc, p, zp, o0, o1);
+        tinyaot_rq_2x2_sat(acc, p, o0, o1);
     }
 }
 

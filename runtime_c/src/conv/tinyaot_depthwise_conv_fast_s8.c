@@ -64,8 +64,7 @@ typedef struct {
     "2:\n\t" TINYAOT_DWC_TAP TINYAOT_DWC_TAP                                                        \
     "subs r9, r9, #1\n\t"                                                                          \
     "bne 2b\n\t"                                                                                   \
-    "4:\n\t"                                                                                       \
-    "ldr r9, %[zp]\n\t"
+    "4:\n\t"
 /* next quad (input, weights, records + RB bytes, output + 4); the input,
  * weights, records and output cursors stay in r7, r8, r12, lr */
 #define TINYAOT_DWC_TAIL(RB)                                                                       \
@@ -90,7 +89,7 @@ typedef struct {
 #define TINYAOT_DWC_RQ(A, OFF, OFF8, OUT)                                                          \
     "ldrd r4, r5, [r12, #" OFF "]\n\t"                                                             \
     "ldrd r6, r10, [r12, #" OFF8 "]\n\t"                                                           \
-    TINYAOT_RQ_SMLAL_REGS(A, "r4", "r5", "r6", "r10", "r11", "r9")                                 \
+    TINYAOT_RQ_SMLAL_REGS(A, "r4", "r5", "r6", "r10", "r11")                                 \
     "strb r10, [lr, #" OUT "]\n\t"
 static __attribute__((noinline)) void dw_col_sat(dw_col_t L)
 {
@@ -124,6 +123,7 @@ static __attribute__((noinline)) void dw_col_fsat(dw_col_t L)
                      "ldr r2, [r12, #16]\n\t"
                      "ldr r3, [r12, #24]\n\t"
                      TINYAOT_DWC_TAPS
+                     "ldr r9, %[zp]\n\t"
                      TINYAOT_DWC_RQF("r0", "4", "0") TINYAOT_DWC_RQF("r1", "12", "1")
                      TINYAOT_DWC_RQF("r2", "20", "2") TINYAOT_DWC_RQF("r3", "28", "3")
                      TINYAOT_DWC_TAIL("32")

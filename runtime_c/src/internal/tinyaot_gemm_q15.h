@@ -170,27 +170,27 @@ static inline __attribute__((always_inline)) const uint32_t *tinyaot_dot_2x2(con
 }
 
 /* Four accumulators (bias included) {oc col0, oc col1, oc+1 col0, oc+1 col1}
- * -> int8 through the one-SMLAL records p (of oc; oc + 1 follows) plus the
- * zero point, saturated: o0[0], o1[0], o0[1], o1[1]. 8.5 instructions per
- * output. TINYAOT_RQ_ONE (also used by the depthwise kernel): one output,
- * with m, sh loaded; operands named m, sh, lo, hi, p, mn (0x80000000), zp. */
+ * -> int8 through the one-SMLAL records p (of oc; oc + 1 follows; the output
+ * zero point is in their R, fast_pack.smlal_requant), saturated: o0[0],
+ * o1[0], o0[1], o1[1]. 7.5 instructions per output. TINYAOT_RQ_ONE (also used
+ * by the depthwise kernel): one output, with m, sh loaded; operands named m,
+ * sh, lo, hi, p, mn (0x80000000). */
 /* Its arithmetic, the registers named by the caller (operands such as "%[lo]",
  * or the register names of an asm that holds every register): accumulator A
  * (bias included; overwritten), multiplier M, shift SH, rounding constant
- * LO:HI (loaded), MN = 0x80000000, zero point ZP -> the int8 in HI. */
-#define TINYAOT_RQ_SMLAL_REGS(A, M, SH, LO, HI, MN, ZP)                                            \
+ * LO:HI (loaded; the zero point folded in), MN = 0x80000000 -> the int8 in HI. */
+#define TINYAOT_RQ_SMLAL_REGS(A, M, SH, LO, HI, MN)                                                \
     "smlal " LO ", " HI ", " A ", " M "\n\t"                                                        \
     "lsr " A ", " A ", #31\n\t"                                                                    \
     "smlal " LO ", " HI ", " A ", " MN "\n\t"                                                       \
     "asr " HI ", " HI ", " SH "\n\t"                                                                \
-    "add " HI ", " HI ", " ZP "\n\t"                                                                \
     "ssat " HI ", #8, " HI "\n\t"
 #define TINYAOT_RQ_ONE(A, POFF, O, OOFF)                                                           \
     "ldrd %[lo], %[hi], [%[p], #" POFF "]\n\t"                                                     \
-    TINYAOT_RQ_SMLAL_REGS("%[" A "]", "%[m]", "%[sh]", "%[lo]", "%[hi]", "%[mn]", "%[zp]")          \
+    TINYAOT_RQ_SMLAL_REGS("%[" A "]", "%[m]", "%[sh]", "%[lo]", "%[hi]", "%[mn]")                   \
     "strb %[hi], [%[" O "], #" OOFF "]\n\t"
 static inline __attribute__((always_inline)) void tinyaot_rq_2x2_sat(const uint32_t acc[4],
-                                                                     const int32_t *p, int32_t zp,
+                                                                     const int32_t *p,
                                                                      int8_t *o0, int8_t *o1)
 {
     uint32_t a00 = acc[0], a01 = acc[1], a10 = acc[2], a11 = acc[3], m, sh, lo, hi;
@@ -201,15 +201,14 @@ static inline __attribute__((always_inline)) void tinyaot_rq_2x2_sat(const uint3
                      TINYAOT_RQ_ONE("a10", "28", "o0", "1") TINYAOT_RQ_ONE("a11", "28", "o1", "1")
                      : [a00] "+r"(a00), [a01] "+r"(a01), [a10] "+r"(a10), [a11] "+r"(a11),
                        [m] "=&r"(m), [sh] "=&r"(sh), [lo] "=&r"(lo), [hi] "=&r"(hi)
-                     : [p] "r"(p), [o0] "r"(o0), [o1] "r"(o1), [mn] "r"(0x80000000u), [zp] "r"(zp)
+                     : [p] "r"(p), [o0] "r"(o0), [o1] "r"(o1), [mn] "r"(0x80000000u)
                      : "memory");
 }
 
 /* Two accumulators (bias included) of channels oc, oc + 1 (records p) of one
  * column -> o[0], o[1]. */
 static inline __attribute__((always_inline)) void tinyaot_rq_2x1_sat(const uint32_t acc[2],
-                                                                     const int32_t *p, int32_t zp,
-                                                                     int8_t *o)
+                                                                     const int32_t *p, int8_t *o)
 {
     uint32_t a0 = acc[0], a1 = acc[1], m, sh, lo, hi;
     /* volatile: its only effect is the stores */
@@ -219,7 +218,7 @@ static inline __attribute__((always_inline)) void tinyaot_rq_2x1_sat(const uint3
                      TINYAOT_RQ_ONE("a1", "28", "o", "1")
                      : [a0] "+r"(a0), [a1] "+r"(a1), [m] "=&r"(m), [sh] "=&r"(sh), [lo] "=&r"(lo),
                        [hi] "=&r"(hi)
-                     : [p] "r"(p), [o] "r"(o), [mn] "r"(0x80000000u), [zp] "r"(zp)
+                     : [p] "r"(p), [o] "r"(o), [mn] "r"(0x80000000u)
                      : "memory");
 }
 
@@ -330,24 +329,23 @@ static inline const uint32_t *tinyaot_dot_2x2_p(const uint32_t *x, const uint32_
     return tinyaot_dot_2x2(x, w, nq, acc);
 }
 
-static inline void tinyaot_rq_2x2_sat(const uint32_t acc[4], const int32_t *p, int32_t zp,
-                                      int8_t *o0, int8_t *o1)
+static inline void tinyaot_rq_2x2_sat(const uint32_t acc[4], const int32_t *p, int8_t *o0,
+                                      int8_t *o1)
 {
     int8_t *o[4] = {o0, o1, o0 + 1, o1 + 1};
     for (int32_t i = 0; i < 4; ++i) {
         const int32_t *r = p + 5 * (i >> 1);
         *o[i] = (int8_t)__SSAT(
-            tinyaot_mbqm_smlal(tinyaot_fp_s32(acc[i]), r[0], r[1], (uint32_t)r[2], r[3]) + zp, 8);
+            tinyaot_mbqm_smlal(tinyaot_fp_s32(acc[i]), r[0], r[1], (uint32_t)r[2], r[3]), 8);
     }
 }
 
-static inline void tinyaot_rq_2x1_sat(const uint32_t acc[2], const int32_t *p, int32_t zp,
-                                      int8_t *o)
+static inline void tinyaot_rq_2x1_sat(const uint32_t acc[2], const int32_t *p, int8_t *o)
 {
     for (int32_t i = 0; i < 2; ++i) {
         const int32_t *r = p + 5 * i;
         o[i] = (int8_t)__SSAT(
-            tinyaot_mbqm_smlal(tinyaot_fp_s32(acc[i]), r[0], r[1], (uint32_t)r[2], r[3]) + zp, 8);
+            tinyaot_mbqm_smlal(tinyaot_fp_s32(acc[i]), r[0], r[1], (uint32_t)r[2], r[3]), 8);
     }
 }
 
@@ -431,10 +429,10 @@ static inline __attribute__((always_inline)) void tinyaot_pw_loop_init(
                           "cmp r12, r4\n\t"                                                        \
                           "bne 3b\n\t"
 /* accumulator A -> int8 at [O, #OOFF]: records cursor r8 (m r4, sh r5
- * loaded), 0x80000000 in r9, zero point in r10 */
+ * loaded), 0x80000000 in r9 */
 #define TINYAOT_PW_RQ(A, POFF, O, OOFF)                                                            \
     "ldrd r6, r7, [r8, #" POFF "]\n\t"                                                             \
-    TINYAOT_RQ_SMLAL_REGS(A, "r4", "r5", "r6", "r7", "r9", "r10")                                  \
+    TINYAOT_RQ_SMLAL_REGS(A, "r4", "r5", "r6", "r7", "r9")                                         \
     "strb r7, [" O ", #" OOFF "]\n\t"
 #define TINYAOT_PW_FN(NAME, DOT, BIAS, RQ4, RB, CLOBBERS)                                          \
     static __attribute__((noinline, unused)) const uint32_t *NAME(                                 \
@@ -450,7 +448,6 @@ static inline __attribute__((always_inline)) void tinyaot_pw_loop_init(
                          "mov r3, r2\n\t"                                                          \
                          "ldr r12, %[col]\n\t" DOT                                                 \
                          "ldr r8, %[p]\n\t"                                                        \
-                         "ldr r10, %[zp]\n\t"                                                      \
                          "ldr r11, %[o0]\n\t"                                                      \
                          "ldr r12, %[o1]\n\t" RQ4                                                  \
                          "add r8, r8, #" RB "\n\t"                                                 \
@@ -507,6 +504,7 @@ TINYAOT_PW_VARIANTS(TINYAOT_PW_SAT, tinyaot_pw)
     TINYAOT_RQF_REGS(A, "s14", "s15", "r10") "strb " A ", [" O ", #" OUT "]\n\t"
 #define TINYAOT_PW_BIAS_FSAT "ldr r0, [r8]\n\t" "ldr r2, [r8, #8]\n\t"
 #define TINYAOT_PW_RQ4_FSAT                                                                        \
+    "ldr r10, %[zp]\n\t"                                                                            \
     "vldr s15, [r8, #4]\n\t"                                                                       \
     TINYAOT_PW_RQF("r0", "r11", "0") TINYAOT_PW_RQF("r1", "r12", "0")                              \
     "vldr s15, [r8, #12]\n\t"                                                                      \
@@ -600,7 +598,7 @@ static inline __attribute__((always_inline)) void tinyaot_gemm_2col_m(
             if (mode == TINYAOT_RQ_FLOAT_SAT) {
                 tinyaot_rqf_2x2_sat(acc, p, zp, o0 + oc, o1 + oc);
             } else {
-                tinyaot_rq_2x2_sat(acc, p, zp, o0 + oc, o1 + oc);
+                tinyaot_rq_2x2_sat(acc, p, o0 + oc, o1 + oc);
             }
             p += 2 * rw;
         }
@@ -652,11 +650,10 @@ static inline __attribute__((always_inline)) void tinyaot_gemm_1col(const uint32
     int32_t oc = 0;
     if (((modes >> TINYAOT_RQ_SMLAL_SAT) & 1u) && rq->mode == TINYAOT_RQ_SMLAL_SAT) { /* as in tinyaot_gemm_2col_m */
         const int32_t *p = rq->rq;
-        const int32_t zp = rq->zp;
         for (; oc + 1 < out_c; oc += 2) {
             uint32_t acc[2] = {(uint32_t)p[4], (uint32_t)p[9]};
             wp = tinyaot_dot_2x1(col, wp, nquads, acc);
-            tinyaot_rq_2x1_sat(acc, p, zp, o + oc);
+            tinyaot_rq_2x1_sat(acc, p, o + oc);
             p += 10;
         }
     }

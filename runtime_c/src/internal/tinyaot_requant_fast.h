@@ -280,13 +280,13 @@ static inline __attribute__((always_inline)) int8_t tinyaot_rqc_out(const tinyao
 }
 
 /* SMLAL modes: acc (without bias) -> int8 with the record p of its channel
- * ({mult, e - 1, R low, R high, bias}). */
+ * ({mult, e - 1, R low, R high, bias}; the output zero point is in R). */
 static inline __attribute__((always_inline)) int8_t tinyaot_rq_smlal_out(const tinyaot_rqc_t *r,
                                                                          int32_t acc,
                                                                          const int32_t *p,
                                                                          int mode)
 {
-    const int32_t v = tinyaot_mbqm_smlal(acc + p[4], p[0], p[1], (uint32_t)p[2], p[3]) + r->zp;
+    const int32_t v = tinyaot_mbqm_smlal(acc + p[4], p[0], p[1], (uint32_t)p[2], p[3]);
     if (mode == TINYAOT_RQ_SMLAL_SAT) {
         return (int8_t)__SSAT(v, 8);
     }

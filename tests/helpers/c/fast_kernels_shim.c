@@ -68,14 +68,14 @@ void shim_srdhm(int32_t n, const int32_t *a, const int32_t *b, int32_t *ref, int
     }
 }
 
-/* tinyaot_mbqm_smlal + zp, saturated to int8 (rq: the 5-word records of
- * codegen/kernels/fast_pack.py:smlal_requant; their bias unused) */
-void shim_requant_smlal(int32_t n, const int32_t *acc, const int32_t *rq, const int32_t *zp,
-                        int8_t *out)
+/* tinyaot_mbqm_smlal, saturated to int8 (rq: the 5-word records of
+ * codegen/kernels/fast_pack.py:smlal_requant, the zero point in their R; their
+ * bias unused) */
+void shim_requant_smlal(int32_t n, const int32_t *acc, const int32_t *rq, int8_t *out)
 {
     for (int32_t i = 0; i < n; ++i) {
         const int32_t *p = rq + 5 * i;
-        const int32_t v = tinyaot_mbqm_smlal(acc[i], p[0], p[1], (uint32_t)p[2], p[3]) + zp[i];
+        const int32_t v = tinyaot_mbqm_smlal(acc[i], p[0], p[1], (uint32_t)p[2], p[3]);
         out[i] = (int8_t)tinyaot_fp_clamp(v, -128, 127);
     }
 }
