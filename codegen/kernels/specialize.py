@@ -32,10 +32,13 @@ IM2COL_QUADS, IM2COL_TAILS = 0, 1
 WINO_MODES = "TINYAOT_SPEC_WINO_MODES"
 WINO_REMS = "TINYAOT_SPEC_WINO_REMS"
 DW_MODES = "TINYAOT_SPEC_DW_MODES"
+DW_KINDS = "TINYAOT_SPEC_DW_KINDS"
+DW_ROW3 = 0
+DW_ROW3_MIN_QUADS = 8  # DW3_MIN_QUADS (tinyaot_depthwise_conv_fast_s8_3x3.inc)
 FC_MODES = "TINYAOT_SPEC_FC_MODES"
 NARROW_MODES = "TINYAOT_SPEC_NARROW_MODES"
 MASKS = (CONV_MODES, CONV_REMS, CONV_KINDS, CONVW8_MODES, CONVW8_REMS, IM2COL, WINO_MODES,
-         WINO_REMS, DW_MODES, FC_MODES, NARROW_MODES)
+         WINO_REMS, DW_MODES, DW_KINDS, FC_MODES, NARROW_MODES)
 
 _NULL = "NULL"
 
@@ -101,9 +104,28 @@ def winograd_uses(r, d) -> dict:
     return _records_uses(r, WINO_MODES, WINO_REMS, d.in_c // 4)
 
 
-def depthwise_uses(r) -> dict:
-    """{mask: bits} of one tinyaot_depthwise_conv_fast_s8 call."""
-    return {DW_MODES: 1 << rq_mode(r)}
+def depthwise_row3(mode: int, d) -> bool:
+    """Does tinyaot_depthwise_conv_fast_s8 run some of this layer's outputs three at a time
+    (dw_run: a record mode, 3x3 undilated at stride 1 along the row, at least
+    DW_ROW3_MIN_QUADS channel quads, three outputs of a row whose windows lie inside
+    the input, in a row whose window rows all do)?"""
+    if (mode not in (RQ_SMLAL_SAT, RQ_FLOAT_SAT) or (d.k_h, d.k_w) != (3, 3)
+            or (d.dil_h, d.dil_w) != (1, 1) or d.stride_w != 1
+            or d.in_c // 4 < DW_ROW3_MIN_QUADS or d.in_w - 3 + d.pad_left < 0):
+        return False
+    inside = min((d.in_w - 3 + d.pad_left) + 1, d.out_w) - min(d.pad_left, d.out_w)
+    rows = any(0 <= oy * d.stride_h - d.pad_top <= d.in_h - 3 for oy in range(d.out_h))
+    return inside >= 3 and rows
+
+
+def depthwise_uses(r, d=None) -> dict:
+    """{mask: bits} of one tinyaot_depthwise_conv_fast_s8 call (ConvDims d: whether its
+    three-output rows run)."""
+    mode = rq_mode(r)
+    out = {DW_MODES: 1 << mode}
+    if d is not None and depthwise_row3(mode, d):
+        out[DW_KINDS] = 1 << DW_ROW3
+    return out
 
 
 def narrow_uses(r) -> dict:

@@ -355,7 +355,7 @@ def _emit_fast(em, lid, n, p, info, dims, w):
                                  weights=w.data)
     x, y = n.inputs[0], n.outputs[0]
     if n.attrs["fast_kernel"] == "depthwise":
-        em.specialize(spec.depthwise_uses(rec))
+        em.specialize(spec.depthwise_uses(rec, conv_dims(em.g, n)))
         wt = w.data[:, 0].transpose(1, 2, 0)  # [k_h][k_w][c]
         filt = em.const("int32_t", f"{lid}_wp", pack_depthwise(wt.reshape(-1, wt.shape[-1])),
                         align=8)

@@ -81,3 +81,36 @@ def test_kws01_specialized_kernels_exact_smaller_and_refuse_what_is_not_built(nu
 def _build_and_run_dir(gen_dir):
     elf = firmware.build_generated(str(gen_dir), "qemu-m4", harness=True)
     return elf, run_firmware(elf, board_or_error("qemu-m4"), timeout=120)
+
+
+def test_three_output_depthwise_rows_are_compiled_where_a_layer_runs_them(tmp_path):
+    """The depthwise kernel's three-output rows (about 1.4 KB of asm) are in a firmware
+    only when one of its layers takes them (TINYAOT_SPEC_DW_KINDS): kws01's 64-channel
+    3x3 stride-1 layers do, the default model's 8-channel one does not (below
+    DW_ROW3_MIN_QUADS quads), and the default model's image is as small as before them.
+    The threshold is the kernel's own constant."""
+    import re
+
+    from codegen.paths import DEFAULT_MODEL
+    from tests.helpers.env import REPO
+    require_arm_toolchain()
+    inc = (REPO / "runtime_c/src/conv/tinyaot_depthwise_conv_fast_s8_3x3.inc").read_text()
+    assert int(re.search(r"#define DW3_MIN_QUADS (\d+)", inc).group(1)) == \
+        specialize.DW_ROW3_MIN_QUADS
+    from tests.helpers.env import DEFAULT_GOLDEN
+    model, golden = shared_model("kws01")
+    for path, gold, numerics, row3 in ((model, golden, "tflite", True),
+                                       (model, golden, "ort", True),
+                                       (DEFAULT_MODEL, DEFAULT_GOLDEN, "ort", False)):
+        c = compile_model(str(path), numerics=numerics)
+        out = tmp_path / f"{path.stem}-{numerics}"
+        inputs, _ = load_golden(gold, "outputs_onnxruntime" if numerics == "ort" else
+                                "outputs_tflm")
+        records = firmware.as_records(firmware.harness_layout_of(c), [inputs[:1]])
+        fw = firmware.build_compiled(c, "qemu-m4", out, records)
+        header = (out / specialize.HEADER).read_text()
+        bits = int(re.search(rf"#define {specialize.DW_KINDS} 0x(\w+)u", header).group(1), 16)
+        syms = subprocess.run(["arm-none-eabi-nm", str(fw.elf)], capture_output=True,
+                              text=True, check=True).stdout
+        assert bool(bits >> specialize.DW_ROW3 & 1) == row3, (path, numerics)
+        assert ("dw3x3_triples" in syms) == row3, (path, numerics)

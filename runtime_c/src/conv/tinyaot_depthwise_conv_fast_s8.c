@@ -278,7 +278,8 @@ static inline __attribute__((always_inline)) void dw_run(const tinyaot_conv_dims
                 const int8_t *s3 = input + (iy0 * in_w + ox * sw - d->pad_left) * ch;
 #if TINYAOT_HAVE_DSP_ASM
                 /* stride 1: three outputs at a time share their input columns */
-                if (sw == 1 && nq >= DW3_MIN_QUADS && x_b - ox >= 3 &&
+                if (TINYAOT_SPEC_HAS(TINYAOT_SPEC_DW_KINDS, TINYAOT_SPEC_DW_ROW3) && sw == 1 &&
+                    nq >= DW3_MIN_QUADS && x_b - ox >= 3 &&
                     (mode != TINYAOT_RQ_FLOAT_SAT || TINYAOT_DW3_HAVE_FSAT)) {
                     const int32_t n3 = (x_b - ox) / 3;
                     dw3x3_triples(s3, wbase, nq, in_w * ch, off, rq->rq, rq->zp, out, n3,

@@ -1,12 +1,21 @@
 /* int8 average pooling, NHWC. Four channels share each pass over the window:
- * the integer sums (TFLite) as two int16 pairs per word (__SXTAB16: one instruction adds two channels' bytes),
- * onnxruntime's float sums as four accumulators, each still in window order.
+ * the integer sums (TFLite) as two int16 pairs per word (__SXTAB16: one
+ * instruction adds two channels' bytes), onnxruntime's float sums (from the
+ * dequantization table) as four accumulators, each still in window order.
  * Every sum is the one the per-channel loop gives. */
 #include <string.h>
 
 #include "tinyaot_kernels.h"
 #include "../internal/tinyaot_intrinsics.h"
 #include "../internal/tinyaot_requant.h"
+
+/* The four-channel passes (about 400 B of code) in speed builds; a size build
+ * (-Os) sums each channel on its own. */
+#if defined(__OPTIMIZE_SIZE__)
+#define AVG_QUADS 0
+#else
+#define AVG_QUADS 1
+#endif
 
 /* The int16 halves hold a window's sum exactly while it lies in
  * [-128 * count, 127 * count] within [-32768, 32767]: up to 256 values. */
@@ -43,42 +52,29 @@ static float window_sum_f32(const tinyaot_pool_params_t *p, const int8_t *src, i
     return acc;
 }
 
+#if AVG_QUADS
 /* The same sums for channels c..c+3 (src: channel c's first value), the four
- * accumulators side by side: each is channel k's window_sum_f32, add for add. */
+ * accumulators side by side: each is channel k's window_sum_f32, add for add
+ * (the table's values: the emitter gives onnxruntime's average one). */
 static void window_sum4_f32(const tinyaot_pool_params_t *p, const int8_t *src, int32_t rows,
                             int32_t cols, float acc[4])
 {
     const int32_t c = p->c, row_step = p->in_w * c;
-    float a0 = 0.0f, a1 = 0.0f, a2 = 0.0f, a3 = 0.0f;
-    if (p->dq_lut) {
-        const float *lut = p->dq_lut + 128;
+    const float *lut = p->dq_lut + 128;
 #if defined(__GNUC__)
-        __asm__("" : "+r"(lut)); /* as in window_sum_f32 */
+    __asm__("" : "+r"(lut)); /* as in window_sum_f32 */
 #endif
-        for (int32_t y = 0; y < rows; ++y) {
-            const int8_t *s = src, *end = src + cols * c;
-            while (s != end) {
-                a0 = a0 + lut[s[0]];
-                a1 = a1 + lut[s[1]];
-                a2 = a2 + lut[s[2]];
-                a3 = a3 + lut[s[3]];
-                s += c;
-            }
-            src += row_step;
+    float a0 = 0.0f, a1 = 0.0f, a2 = 0.0f, a3 = 0.0f;
+    for (int32_t y = 0; y < rows; ++y) {
+        const int8_t *s = src, *end = src + cols * c;
+        while (s != end) {
+            a0 = a0 + lut[s[0]];
+            a1 = a1 + lut[s[1]];
+            a2 = a2 + lut[s[2]];
+            a3 = a3 + lut[s[3]];
+            s += c;
         }
-    } else {
-        const float sc = p->in_scale;
-        const int32_t zp = p->in_zp;
-        for (int32_t y = 0; y < rows; ++y) {
-            for (int32_t x = 0; x < cols; ++x) {
-                const int8_t *s = src + x * c;
-                a0 = a0 + (float)(s[0] - zp) * sc;
-                a1 = a1 + (float)(s[1] - zp) * sc;
-                a2 = a2 + (float)(s[2] - zp) * sc;
-                a3 = a3 + (float)(s[3] - zp) * sc;
-            }
-            src += row_step;
-        }
+        src += row_step;
     }
     acc[0] = a0;
     acc[1] = a1;
@@ -110,6 +106,8 @@ static void window_sum4_s32(const tinyaot_pool_params_t *p, const int8_t *src, i
     acc[2] = (int32_t)(int16_t)(uint16_t)(e >> 16);
     acc[3] = (int32_t)(int16_t)(uint16_t)(o >> 16);
 }
+
+#endif
 
 /* One output value from channel c's window sum (use_float 1, 3: the float sum). */
 static int8_t avg_out_f32(const tinyaot_pool_params_t *p, float acc, int32_t count)
@@ -160,7 +158,8 @@ int tinyaot_avgpool_s8(const tinyaot_pool_params_t *p, const int8_t *input, int8
             const int8_t *win0 = input + (ya * p->in_w + xa) * p->c;
             const int is_float = p->use_float == 1 || p->use_float == 3;
             int32_t c = 0;
-            if (is_float || rows * cols <= AVG_QUAD_MAX_COUNT) {
+#if AVG_QUADS
+            if (is_float ? p->dq_lut != 0 : rows * cols <= AVG_QUAD_MAX_COUNT) {
                 for (; c + 4 <= p->c; c += 4) {
                     if (is_float) {
                         float acc[4];
@@ -173,6 +172,7 @@ int tinyaot_avgpool_s8(const tinyaot_pool_params_t *p, const int8_t *input, int8
                     }
                 }
             }
+#endif
             for (; c < p->c; ++c) {
                 const int8_t *win = win0 + c;
                 if (is_float) {
