@@ -52,18 +52,20 @@ from tests.helpers.env import require_arm_toolchain, shared_model
 # +1.5 %, with the dequantization in asm; on the STM32L4R5 model ic01 ort is faster); and fell
 # when average pooling summed four channels per pass and 3x3 stride-1 depthwise layers of
 # 8+ channel quads took a row's inside outputs three at a time (together: kws01 tflite
-# -3.9 %, ort -2.2 %; vww01 -1.9 % / -1.2 %; ic01 -0.2 % / -0.1 %).
+# -3.9 %, ort -2.2 %; vww01 -1.9 % / -1.2 %; ic01 -0.2 % / -0.1 %), and when the one-SMLAL
+# records took the output zero point into their rounding constant (tflite: kws01 -2.7 %,
+# vww01 -3.1 %, sww01 -1.4 %, ic01 -0.4 %, ad01 -0.6 %).
 PINNED = {
-    ("ad01", "tflite"): {"ideal": 377970},
-    ("kws01", "tflite"): {"ideal": 5117737},
-    ("ic01", "tflite"): {"ideal": 15918895},
-    ("vww01", "tflite"): {"ideal": 12447276},
-    ("sww01", "tflite"): {"ideal": 1522309},
+    ("ad01", "tflite"): {"ideal": 375880},
+    ("kws01", "tflite"): {"ideal": 4979660},
+    ("ic01", "tflite"): {"ideal": 15847916},
+    ("vww01", "tflite"): {"ideal": 12059871},
+    ("sww01", "tflite"): {"ideal": 1501252},
     ("ad01", "ort"): {"ideal": 779016},
-    ("kws01", "ort"): {"ideal": 5846932},
-    ("ic01", "ort"): {"ideal": 31812068},
-    ("vww01", "ort"): {"ideal": 13180688},
-    ("sww01", "ort"): {"ideal": 1580573},
+    ("kws01", "ort"): {"ideal": 5845434},
+    ("ic01", "ort"): {"ideal": 31811274},
+    ("vww01", "ort"): {"ideal": 13180760},
+    ("sww01", "ort"): {"ideal": 1580655},
 }
 
 
