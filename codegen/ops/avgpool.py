@@ -19,13 +19,14 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import TinyAotError
+from ..kernels import specialize as spec
 from ..kernels.c_format import c_struct
 from ..kernels.fast_pack import dequant_table
 from ..numerics import ort_float as of
 from ..numerics import tflite_fixedpoint as tfp
 from ..numerics.quant import act_bounds
 from . import pooling as pl
-from .base import Op, Pending, Traits, Unsupported
+from .base import Op, Pending, Traits, Unsupported, layer_mode
 from .reduce_sum import lower_tflite as lower_reduce_tflite
 from .requantize import RequantizeParams
 
@@ -206,6 +207,8 @@ class AvgPool(Op):
         dq = None
         if p.use_float in (pl.ORT_FLOAT, pl.ORT_QLINEAR):  # every int8's DequantizeLinear
             dq = dequant_table(p.in_scale, p.in_zp)
+        if layer_mode(em, n) == "speed":  # its four-channel passes (code a size build saves)
+            em.specialize({spec.POOL_KINDS: 1 << spec.POOL_QUADS})
         pl.emit_pool(em, lid, n, p, info, "tinyaot_avgpool_s8", dq)
 
 

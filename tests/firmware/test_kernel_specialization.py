@@ -114,3 +114,31 @@ def test_three_output_depthwise_rows_are_compiled_where_a_layer_runs_them(tmp_pa
                               text=True, check=True).stdout
         assert bool(bits >> specialize.DW_ROW3 & 1) == row3, (path, numerics)
         assert ("dw3x3_triples" in syms) == row3, (path, numerics)
+
+
+def test_average_pooling_four_channel_passes_only_in_speed_builds(tmp_path):
+    """tinyaot_avgpool_s8's four-channel passes (about 400 B) are compiled into a speed
+    build only (TINYAOT_SPEC_POOL_KINDS): the default model's size build sums each channel
+    on its own and is no larger than before them; both give the golden outputs."""
+    import re
+
+    from codegen.paths import DEFAULT_MODEL
+    from tests.helpers.env import DEFAULT_GOLDEN
+    require_arm_toolchain()
+    inputs, expected = load_golden(DEFAULT_GOLDEN, "outputs_onnxruntime")
+    code = {}
+    for optimize, quads in (("speed", True), ("size", False)):
+        c = compile_model(str(DEFAULT_MODEL), optimize=optimize)
+        out = tmp_path / optimize
+        records = firmware.as_records(firmware.harness_layout_of(c), [inputs[:2]])
+        elf, res = _build_and_run(c, out, records)
+        assert [r.data for r in res.outputs] == [w.astype("int8").tobytes() for w in expected[:2]]
+        header = (out / specialize.HEADER).read_text()
+        bits = int(re.search(rf"#define {specialize.POOL_KINDS} 0x(\w+)u", header).group(1), 16)
+        syms = subprocess.run(["arm-none-eabi-nm", "-S", str(elf)], capture_output=True,
+                              text=True, check=True).stdout
+        assert bool(bits >> specialize.POOL_QUADS & 1) == quads
+        # the kernel and its static helpers (inlined or not)
+        code[optimize] = sum(int(p[1], 16) for p in (ln.split() for ln in syms.splitlines())
+                             if len(p) == 4 and any(k in p[3] for k in ("avgpool", "window_sum", "avg_out")))
+    assert code["speed"] > code["size"] + 300, code

@@ -467,7 +467,8 @@ static inline __attribute__((always_inline)) void tinyaot_pw_loop_init(
                            "r11", "r12", "lr", "cc", "memory" CLOBBERS);                          \
         return L.w;                                                                                \
     }
-/* One-SMLAL records {m, e - 1, R lo, R hi, bias} (20 bytes a channel). */
+/* One-SMLAL records {m, e - 1, R lo, R hi, bias} (20 bytes a channel, the
+ * output zero point in R). */
 #define TINYAOT_PW_BIAS_SAT "ldr r0, [r8, #16]\n\t" "ldr r2, [r8, #36]\n\t"
 #define TINYAOT_PW_RQ4_SAT                                                                         \
     "mov r9, #0x80000000\n\t"                                                                      \

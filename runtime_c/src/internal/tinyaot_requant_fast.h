@@ -72,6 +72,11 @@ static inline int8_t tinyaot_requant_tflite_fast(int32_t acc, int32_t mult, int3
  *   the high word shifted right by e - 1: SMLAL, LSR, SMLAL (by INT32_MIN), ASR.
  *   |v*m| < 2^62 and R <= 2^61 + 2^30, so the 64-bit sum does not overflow.
  *   (m = 0 gives 0 for every shift, so such channels take e = 1.)
+ * The records' R also holds the layer's output zero point, zp * 2^(31+e):
+ * the high word gains zp * 2^(e-1) and the shift gives MBQM(v) + zp, where the
+ * code generator has checked that the high word stays an int32 over the
+ * channel's accumulators (codegen/kernels/fast_pack.py: smlal_requant); this
+ * function is the same either way.
  * The portable form computes the same sum modulo 2^64 (the exact sum fits). */
 #if TINYAOT_HAVE_DSP_ASM
 static inline __attribute__((always_inline)) int32_t tinyaot_mbqm_smlal(int32_t v, int32_t m,

@@ -28,7 +28,9 @@
  *   TINYAOT_SPEC_FC_MODES    tinyaot_fully_connected_fast_s8: bits 0-3 TINYAOT_RQ_ORT ..
  *                            SMLAL_SAT, 4 ort over the whole int8 range, 5 the same
  *                            with zero point -128, 6 the fixed-point records
- *   TINYAOT_SPEC_NARROW_MODES tinyaot_convolve_narrow_s8, bit TINYAOT_RQ_* mode */
+ *   TINYAOT_SPEC_NARROW_MODES tinyaot_convolve_narrow_s8, bit TINYAOT_RQ_* mode
+ *   TINYAOT_SPEC_POOL_KINDS  tinyaot_avgpool_s8: bit 0 its four-channel passes (speed
+ *                            builds; a size build sums each channel on its own) */
 #ifndef TINYAOT_SPECIALIZE_H
 #define TINYAOT_SPECIALIZE_H
 
@@ -74,6 +76,9 @@
 #ifndef TINYAOT_SPEC_NARROW_MODES
 #define TINYAOT_SPEC_NARROW_MODES 0xffu
 #endif
+#ifndef TINYAOT_SPEC_POOL_KINDS
+#define TINYAOT_SPEC_POOL_KINDS 0x1u
+#endif
 
 /* Is bit n of mask set? (a constant wherever n is) */
 #define TINYAOT_SPEC_HAS(mask, n) ((((unsigned)(mask)) >> (n)) & 1u)
@@ -83,5 +88,6 @@
 #define TINYAOT_SPEC_IM2COL_QUADS 0
 #define TINYAOT_SPEC_IM2COL_TAILS 1
 #define TINYAOT_SPEC_DW_ROW3 0
+#define TINYAOT_SPEC_POOL_QUADS 0
 
 #endif

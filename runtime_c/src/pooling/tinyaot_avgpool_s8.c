@@ -8,14 +8,11 @@
 #include "tinyaot_kernels.h"
 #include "../internal/tinyaot_intrinsics.h"
 #include "../internal/tinyaot_requant.h"
+#include "../internal/tinyaot_specialize.h"
 
-/* The four-channel passes (about 400 B of code) in speed builds; a size build
- * (-Os) sums each channel on its own. */
-#if defined(__OPTIMIZE_SIZE__)
-#define AVG_QUADS 0
-#else
-#define AVG_QUADS 1
-#endif
+/* The four-channel passes (about 400 B of code): speed builds
+ * (TINYAOT_SPEC_POOL_KINDS); a size build sums each channel on its own. */
+#define AVG_QUADS TINYAOT_SPEC_HAS(TINYAOT_SPEC_POOL_KINDS, TINYAOT_SPEC_POOL_QUADS)
 
 /* The int16 halves hold a window's sum exactly while it lies in
  * [-128 * count, 127 * count] within [-32768, 32767]: up to 256 values. */
@@ -52,12 +49,12 @@ static float window_sum_f32(const tinyaot_pool_params_t *p, const int8_t *src, i
     return acc;
 }
 
-#if AVG_QUADS
 /* The same sums for channels c..c+3 (src: channel c's first value), the four
  * accumulators side by side: each is channel k's window_sum_f32, add for add
  * (the table's values: the emitter gives onnxruntime's average one). */
-static void window_sum4_f32(const tinyaot_pool_params_t *p, const int8_t *src, int32_t rows,
-                            int32_t cols, float acc[4])
+static __attribute__((unused)) void window_sum4_f32(const tinyaot_pool_params_t *p,
+                                                    const int8_t *src, int32_t rows,
+                                                    int32_t cols, float acc[4])
 {
     const int32_t c = p->c, row_step = p->in_w * c;
     const float *lut = p->dq_lut + 128;
@@ -85,8 +82,9 @@ static void window_sum4_f32(const tinyaot_pool_params_t *p, const int8_t *src, i
 /* The integer window sums of channels c..c+3 (src: channel c's first value)
  * over at most AVG_QUAD_MAX_COUNT values each: one word load and two
  * __SXTAB16 per pixel. */
-static void window_sum4_s32(const tinyaot_pool_params_t *p, const int8_t *src, int32_t rows,
-                            int32_t cols, int32_t acc[4])
+static __attribute__((unused)) void window_sum4_s32(const tinyaot_pool_params_t *p,
+                                                    const int8_t *src, int32_t rows,
+                                                    int32_t cols, int32_t acc[4])
 {
     const int32_t c = p->c, row_step = p->in_w * c;
     uint32_t e = 0u, o = 0u; /* channels {0, 2} and {1, 3}, int16 each */
@@ -106,8 +104,6 @@ static void window_sum4_s32(const tinyaot_pool_params_t *p, const int8_t *src, i
     acc[2] = (int32_t)(int16_t)(uint16_t)(e >> 16);
     acc[3] = (int32_t)(int16_t)(uint16_t)(o >> 16);
 }
-
-#endif
 
 /* One output value from channel c's window sum (use_float 1, 3: the float sum). */
 static int8_t avg_out_f32(const tinyaot_pool_params_t *p, float acc, int32_t count)
@@ -158,8 +154,7 @@ int tinyaot_avgpool_s8(const tinyaot_pool_params_t *p, const int8_t *input, int8
             const int8_t *win0 = input + (ya * p->in_w + xa) * p->c;
             const int is_float = p->use_float == 1 || p->use_float == 3;
             int32_t c = 0;
-#if AVG_QUADS
-            if (is_float ? p->dq_lut != 0 : rows * cols <= AVG_QUAD_MAX_COUNT) {
+            if (AVG_QUADS && (is_float ? p->dq_lut != 0 : rows * cols <= AVG_QUAD_MAX_COUNT)) {
                 for (; c + 4 <= p->c; c += 4) {
                     if (is_float) {
                         float acc[4];
@@ -172,7 +167,6 @@ int tinyaot_avgpool_s8(const tinyaot_pool_params_t *p, const int8_t *input, int8
                     }
                 }
             }
-#endif
             for (; c < p->c; ++c) {
                 const int8_t *win = win0 + c;
                 if (is_float) {
