@@ -139,6 +139,7 @@ def test_average_pooling_four_channel_passes_only_in_speed_builds(tmp_path):
                               text=True, check=True).stdout
         assert bool(bits >> specialize.POOL_QUADS & 1) == quads
         # the kernel and its static helpers (inlined or not)
+        names = ("avgpool", "window_sum", "avg_out")
         code[optimize] = sum(int(p[1], 16) for p in (ln.split() for ln in syms.splitlines())
-                             if len(p) == 4 and any(k in p[3] for k in ("avgpool", "window_sum", "avg_out")))
+                             if len(p) == 4 and any(k in p[3] for k in names))
     assert code["speed"] > code["size"] + 300, code

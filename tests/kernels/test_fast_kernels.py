@@ -355,8 +355,9 @@ def test_smlal_records_hold_the_zero_point_over_an_accumulator_range(lib):
     span = rng.integers(0, 2**16, n)
     bias = rng.integers(-2**20, 2**20, n)
     big = rng.random(n) < 0.3  # bias-dominated channels
-    bias[big] = rng.choice([-1, 1], np.count_nonzero(big)) * rng.integers(2**29, 2**30, np.count_nonzero(big))
-    shift[big] = rng.integers(-31, -22, np.count_nonzero(big))
+    nb = np.count_nonzero(big)
+    bias[big] = rng.choice([-1, 1], nb) * rng.integers(2**29, 2**30, nb)
+    shift[big] = rng.integers(-31, -22, nb)
     lo, hi = bias - span, bias + span
     assert smlal_requant(mult, shift, bias, zp) is None  # not without the ranges
     rq = smlal_requant(mult, shift, bias, zp, (lo, hi))
