@@ -100,3 +100,12 @@ def conv_cases_on_qemu_m4(tmp_path, name, cases, header, kernel_c, call):
     assert len(res.outputs) == len(calls)  # (the last input: the unused case)
     assert_outputs(res, [c[4] for c in cases], [c[5] for c in cases])
     return asm
+
+
+def depthwise_fast_cases_on_qemu_m4(tmp_path, name, cases):
+    """conv_cases_on_qemu_m4 for tinyaot_depthwise_conv_fast_s8 (weights: pack_depthwise's
+    words); returns the firmware's disassembly."""
+    return conv_cases_on_qemu_m4(tmp_path, name, cases, "tinyaot_fast_kernels.h",
+                                 "tinyaot_depthwise_conv_fast_s8.c",
+                                 lambda i: f"tinyaot_depthwise_conv_fast_s8(&d{i}, &q{i}, x{i}, "
+                                           f"w{i}, output)")

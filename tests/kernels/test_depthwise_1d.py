@@ -53,9 +53,6 @@ def test_depthwise_1d_equals_the_numpy_reference():
 @pytest.mark.qemu
 def test_depthwise_1d_on_qemu_m4(tmp_path):
     require_arm_toolchain()
-    from tests.helpers.kernel_firmware import conv_cases_on_qemu_m4
-    asm = conv_cases_on_qemu_m4(tmp_path, "dw1d", _cases(), "tinyaot_fast_kernels.h",
-                                "tinyaot_depthwise_conv_fast_s8.c",
-                                lambda i: f"tinyaot_depthwise_conv_fast_s8(&d{i}, &q{i}, x{i}, "
-                                          f"w{i}, output)")
+    from tests.helpers.kernel_firmware import depthwise_fast_cases_on_qemu_m4
+    asm = depthwise_fast_cases_on_qemu_m4(tmp_path, "dw1d", _cases())
     assert "vcvtr.s32.f32" in asm and "smlal" in asm  # both records' asm compiled

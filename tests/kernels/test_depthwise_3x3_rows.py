@@ -56,10 +56,7 @@ def test_depthwise_3x3_rows_equal_the_numpy_reference():
 @pytest.mark.qemu
 def test_depthwise_3x3_rows_on_qemu_m4(tmp_path):
     require_arm_toolchain()
-    from tests.helpers.kernel_firmware import conv_cases_on_qemu_m4
-    asm = conv_cases_on_qemu_m4(tmp_path, "dw3x3", _cases(), "tinyaot_fast_kernels.h",
-                                "tinyaot_depthwise_conv_fast_s8.c",
-                                lambda i: f"tinyaot_depthwise_conv_fast_s8(&d{i}, &q{i}, x{i}, "
-                                          f"w{i}, output)")
+    from tests.helpers.kernel_firmware import depthwise_fast_cases_on_qemu_m4
+    asm = depthwise_fast_cases_on_qemu_m4(tmp_path, "dw3x3", _cases())
     # both records' three-pixel passes are in the firmware (and the cases above reach them)
     assert "<dw3x3_row3_sat>:" in asm and "<dw3x3_row3_fsat>:" in asm
