@@ -20,6 +20,7 @@ from onnx import numpy_helper
 from codegen.cli import main
 from codegen.compiler import compile_model
 from codegen.errors import TinyAotError
+from codegen.targets.boards import board_or_error
 from codegen.driver.verify import default_golden_key, load_golden, run_model, verify_model
 
 from tests.helpers.env import require_arm_toolchain, shared_model
@@ -106,7 +107,11 @@ def test_ad01_ort_fits_qemu_m55_only_with_size(tmp_path, capsys):
                      key="outputs_onnxruntime", optimize="size")
     assert r["mismatches"] == 0 and r["vectors_passed"] == r["vectors"] == 8
     assert r["flash"]["total"] <= 512 * 1024
-    assert r["instructions_same_for_all_inputs"]
+    # one timer read per inference: an input-independent count reads within one tick
+    # (a count near a tick's edge reads either side of it; the exact per-input counts
+    # are firmware/test_instruction_counts.py's and test_models_on_qemu_m4.py's)
+    tick = board_or_error("qemu-m55")["instructions_per_tick"]
+    assert r["instructions_per_inference"] - r["instructions_min"] <= tick
 
 
 # ------------------------------------------------------------------ the option

@@ -75,12 +75,20 @@ static inline int32_t tinyaot_fp_wrap_shl(int32_t x, int32_t s) {
   return tinyaot_fp_s32((uint32_t)x << s);
 }
 
-/* floor(x / 2^s) (arithmetic shift right), 0 <= s <= 31. */
+/* floor(x / 2^s) (arithmetic shift right), 0 <= s <= 31, with no branch: one
+ * inference must cost the same for every input, and GCC does not always turn a
+ * two-way form (x >= 0 ? x >> s : ~(~x >> s)) into one ASR (it left a branch on
+ * the sign in some inlined copies for Cortex-M3). GCC and Clang define >> of a
+ * negative int as sign extension (the manuals' implementation-defined
+ * behavior): one ASR; elsewhere ~(~x >> s) for a negative x by an XOR with its
+ * sign mask. */
 static inline int32_t tinyaot_fp_asr(int32_t x, int32_t s) {
-  if (x >= 0) {
-    return x >> s;
-  }
-  return (int32_t)~(~x >> s);
+#if defined(__GNUC__)
+  return x >> s;
+#else
+  const uint32_t m = 0u - ((uint32_t)x >> 31);
+  return tinyaot_fp_s32((((uint32_t)x ^ m) >> s) ^ m);
+#endif
 }
 
 /* v < lo ? lo : (v > hi ? hi : v), exactly (also for lo > hi). On Thumb-2 a
