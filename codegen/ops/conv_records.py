@@ -88,13 +88,16 @@ def acc_range(bias, weights):
     """Per output channel, the least and the greatest int32 accumulator a kernel can
     requantize: bias -/+ 256 * sum |w| (|x - in_zp| <= 255; with the input zero point
     folded into the bias, bias - in_zp * sum w, raw int8 inputs add at most 128 * sum |w|).
+    A channel whose sums could pass int32 wraps as TFLite's does: any int32 then.
     None without weights."""
     if weights is None:
         return None
     w = np.abs(np.asarray(weights, dtype=np.int64)).reshape(np.shape(weights)[0], -1)
     b = np.broadcast_to(np.asarray(bias, dtype=np.int64), (w.shape[0],))
     span = 256 * w.sum(axis=1)
-    return np.maximum(b - span, -(1 << 31)), np.minimum(b + span, (1 << 31) - 1)
+    lo, hi = b - span, b + span
+    wraps = (lo < -(1 << 31)) | (hi > (1 << 31) - 1)
+    return np.where(wraps, -(1 << 31), lo), np.where(wraps, (1 << 31) - 1, hi)
 
 
 def emit_requant_record(em, lid, p: ConvParams, fast=False, float_records=False,

@@ -380,6 +380,28 @@ def test_smlal_records_hold_the_zero_point_over_an_accumulator_range(lib):
     assert len(np.unique(want)) > 100  # not all saturated
 
 
+def test_accumulator_range_holds_every_sum_a_layer_can_make():
+    """conv_records.acc_range (what the records' zero point is checked over) contains
+    every accumulator: bias + sum w * (x - zp) at its extreme inputs for any input zero
+    point, and the folded form (bias - zp * sum w) + sum w * x; a channel whose sums can
+    pass int32 gets the whole int32 range (the kernels wrap as TFLite does)."""
+    from codegen.ops.conv_records import acc_range
+    rng = np.random.default_rng(31)
+    w = rng.integers(-127, 128, (64, 75))
+    bias = rng.integers(-2**20, 2**20, 64)
+    lo, hi = acc_range(bias, w)
+    for zp in (-128, -5, 0, 127):
+        up = np.where(w > 0, 127 - zp, -128 - zp)  # the input that maximizes each product
+        top = bias + (w * up).sum(axis=1)
+        bot = bias + (w * np.where(w > 0, -128 - zp, 127 - zp)).sum(axis=1)
+        assert np.all(lo <= bot) and np.all(top <= hi)
+        folded = bias - zp * w.sum(axis=1)
+        assert np.all(lo <= folded - 128 * np.abs(w).sum(axis=1))
+        assert np.all(folded + 128 * np.abs(w).sum(axis=1) <= hi)
+    lo, hi = acc_range(np.array([2**31 - 100]), np.ones((1, 4)))
+    assert (lo[0], hi[0]) == (-(1 << 31), (1 << 31) - 1)
+
+
 # ------------------------------------------------------------------ kernels
 
 def _requant(ffi, keep, cout, numerics, rng, in_zp, out_zp, lo=-128, hi=127):
