@@ -76,7 +76,7 @@ typedef struct {
 #define NARROW_RQ_ASM(A)                                                                           \
     "ldmia r8!, {r4, r5, r6, r7, r9}\n\t"                                                          \
     "add " A ", " A ", r9\n\t"                                                                     \
-    TINYAOT_RQ_SMLAL_REGS(A, "r4", "r5", "r6", "r7", "r10")                                 \
+    TINYAOT_RQ_SMLAL_REGS(A, "r4", "r5", "r6", "r7", "r10")                                        \
     "strb r7, [r12], #1\n\t"
 #define NARROW_RQ4_ASM NARROW_RQ_ASM("r0") NARROW_RQ_ASM("r1") NARROW_RQ_ASM("r2") NARROW_RQ_ASM("r3")
 

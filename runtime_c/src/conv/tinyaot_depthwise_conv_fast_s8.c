@@ -89,7 +89,7 @@ typedef struct {
 #define TINYAOT_DWC_RQ(A, OFF, OFF8, OUT)                                                          \
     "ldrd r4, r5, [r12, #" OFF "]\n\t"                                                             \
     "ldrd r6, r10, [r12, #" OFF8 "]\n\t"                                                           \
-    TINYAOT_RQ_SMLAL_REGS(A, "r4", "r5", "r6", "r10", "r11")                                 \
+    TINYAOT_RQ_SMLAL_REGS(A, "r4", "r5", "r6", "r10", "r11")                                       \
     "strb r10, [lr, #" OUT "]\n\t"
 static __attribute__((noinline)) void dw_col_sat(dw_col_t L)
 {

@@ -187,7 +187,7 @@ static inline __attribute__((always_inline)) const uint32_t *tinyaot_dot_2x2(con
     "ssat " HI ", #8, " HI "\n\t"
 #define TINYAOT_RQ_ONE(A, POFF, O, OOFF)                                                           \
     "ldrd %[lo], %[hi], [%[p], #" POFF "]\n\t"                                                     \
-    TINYAOT_RQ_SMLAL_REGS("%[" A "]", "%[m]", "%[sh]", "%[lo]", "%[hi]", "%[mn]")                   \
+    TINYAOT_RQ_SMLAL_REGS("%[" A "]", "%[m]", "%[sh]", "%[lo]", "%[hi]", "%[mn]")                  \
     "strb %[hi], [%[" O "], #" OOFF "]\n\t"
 static inline __attribute__((always_inline)) void tinyaot_rq_2x2_sat(const uint32_t acc[4],
                                                                      const int32_t *p,
