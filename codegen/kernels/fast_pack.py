@@ -166,12 +166,6 @@ def fc_scratch_bytes(k):
     return (k + 3) // 4 * 4 * 2
 
 
-def smlal_mbqm(v, m, e):
-    """TFLite's MultiplyByQuantizedMultiplier of int v by multiplier m, shift -e (e >= 1)
-    in the one-SMLAL form the kernels compute (tinyaot_mbqm_smlal): Python integers."""
-    return ((1 << 30) + (1 << (30 + e)) + v * m - (1 << 31) * (v < 0)) >> (31 + e)
-
-
 def smlal_requant(mult, shift, bias, zp=0, acc_range=None):
     """Per-channel records {mult, e - 1, R low, R high, bias} for the one-SMLAL
     requantization (tinyaot_mbqm_smlal, tinyaot_requant_fast.h), e = -shift in
@@ -196,6 +190,8 @@ def smlal_requant(mult, shift, bias, zp=0, acc_range=None):
     else:
         lo, hi = ([int(v) for v in np.broadcast_to(np.asarray(r, dtype=np.int64), m.shape)]
                   for r in acc_range)
+    from ..numerics.tflite_fixedpoint import multiply_by_quantized_multiplier as mbqm
+
     words = []
     for c in range(m.size):  # Python integers: v * m passes 2^63
         mc, ec, zc = int(m[c]), int(e[c]), int(z[c])
@@ -203,8 +199,8 @@ def smlal_requant(mult, shift, bias, zp=0, acc_range=None):
             ec = 1  # MBQM is 0 for any shift
         elif ec < 1 or ec > 31:
             return None
-        const = smlal_mbqm(lo[c], mc, ec) if mc else 0
-        if const == smlal_mbqm(hi[c], mc, ec):  # (MBQM is monotone in v)
+        const = int(mbqm(lo[c], mc, -ec)) if mc else 0
+        if const == int(mbqm(hi[c], mc, -ec)):  # (MBQM is monotone in v)
             mc, ec = 0, 1
         r = (1 << 30) + (1 << (30 + ec))
         rhi = (r >> 32) + (const if mc == 0 else 0)
