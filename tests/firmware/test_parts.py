@@ -388,19 +388,19 @@ def test_armv6m_takes_the_portable_paths(tmp_path):
     """The compile-time selection: on Armv6-M no DSP asm, no FPU asm, no Thumb-2 asm."""
     if not shutil.which("arm-none-eabi-gcc"):
         pytest.skip("arm-none-eabi-gcc missing")
-    probe = RUNTIME_SRC / "conv" / "_armv6m_probe.c"
+    # The probe lives in tmp_path, never in runtime_c/: the firmware builds of
+    # other test workers glob runtime_c/src, and a file there that vanishes
+    # mid-build fails them. -I runtime_c/src/conv resolves its "../internal/" includes.
+    probe = tmp_path / "_armv6m_probe.c"
     probe.write_text('#include "../internal/tinyaot_intrinsics.h"\n'
                      '#include "../internal/tinyaot_fixedpoint.h"\n'
                      "#if TINYAOT_HAVE_DSP_ASM\n#error DSP asm selected\n#endif\n"
                      "#if defined(__ARM_FP) || defined(__thumb2__)\n#error FPU or Thumb-2\n#endif\n"
                      "int probe;\n")
-    try:
-        proc = subprocess.run(["arm-none-eabi-gcc", "-mcpu=cortex-m0", "-mthumb", "-O2",
-                               "-std=c99", "-Wall", "-Wextra", "-Werror", f"-I{RUNTIME_INCLUDE}",
-                               "-c", str(probe), "-o", str(tmp_path / "p.o")],
-                              capture_output=True, text=True)
-    finally:
-        probe.unlink()
+    proc = subprocess.run(["arm-none-eabi-gcc", "-mcpu=cortex-m0", "-mthumb", "-O2",
+                           "-std=c99", "-Wall", "-Wextra", "-Werror", f"-I{RUNTIME_INCLUDE}",
+                           f"-I{RUNTIME_SRC / 'conv'}", "-c", str(probe), "-o",
+                           str(tmp_path / "p.o")], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
 
 
