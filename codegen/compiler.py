@@ -29,6 +29,7 @@ from .planner import check_plan, plan_arena
 from .planner.depthwise_inplace import plan_with_depthwise_inplace
 from .planner.float_conv_blocks import plan_float_conv_blocks
 from .planner.float_conv_scratch import plan_float_conv_scratch
+from .planner.staged_weights import plan_staged_weights
 from .planner.w8_columns import plan_w8_columns
 from .planner.winograd import plan_winograd
 from .planner.order import choose_order
@@ -76,6 +77,9 @@ class Options:
     # {"variant": speed|size|loop, "signature": layer_signature key}}, None: --optimize alone
     tuning: dict | None = None
     tuning_source: str | None = None  # the record's file, for messages
+    # planner/staged_weights.py: fast layers read their weights from a copy in free arena
+    # bytes (tests turn it off to compare)
+    stage_weights: bool = True
 
 
 @dataclass
@@ -176,6 +180,9 @@ def _plan(b):
     # few-pixel convs: the fast GEMM on int8 weights where its columns cost no arena (last:
     # it fills the arena up to the peak the passes above leave)
     plan = plan_w8_columns(g, plan, plain, lambda n: ops.get(n.op).select(g, n, "speed"))
+    # weights read once per output pixel: copied to the arena bytes still free at their step
+    if o.stage_weights:
+        plan = plan_staged_weights(g, plan, plain)
     check_plan(g, plan)
     check_plan_limits(plan, b.path)
     b.plan = plan
@@ -286,12 +293,14 @@ PIPELINE = [
 def compile_model(path, numerics=None, name=None, input_shapes=None, dump=None,
                   hooks=False, io_buffers="arena", search_order=True, integrity=None,
                   io="model", depthwise_inplace=False, ort_threads=1,
-                  optimize="speed", float_fallback=True, tuning=None) -> Compiled:
+                  optimize="speed", float_fallback=True, tuning=None,
+                  stage_weights=True) -> Compiled:
     """tuning: None, or a tuning record's path or codegen/tuning/record.py's
     (choices, source) pair: each layer's kernel variant (`tinyaot tune`)."""
     choices, source = _tuning_choices(tuning)
     opt = Options(numerics, name, input_shapes, dump, hooks, io_buffers, search_order, integrity,
-                  io, depthwise_inplace, ort_threads, optimize, float_fallback, choices, source)
+                  io, depthwise_inplace, ort_threads, optimize, float_fallback, choices, source,
+                  stage_weights)
     b = _Build(path, opt)
     for title, stage, dump_title in PIPELINE:
         stage(b)

@@ -16,7 +16,7 @@ from ..kernels.c_format import c_array, c_float, c_ident
 from ..kernels.specialize import merge as merge_spec
 from . import io_api
 from .io_buffers import header_api, run_functions
-from ..planner.arena import scratch_name
+from ..planner.arena import scratch_name, staged_name
 from ..planner.poison import POISON_DEFAULTS, poison_after, poison_prologue
 
 
@@ -61,6 +61,7 @@ class _Emitter:
         self.layers = []
         self.kernels = set()
         self.spec = {}  # kernels/specialize.py: {mask: bits} of the fast kernels' calls
+        self.staged = {}  # node name -> its _Staging (planner/staged_weights.py)
 
     def const(self, ctype, cname, values, align=None):
         arr = np.asarray(values)
@@ -88,6 +89,15 @@ class _Emitter:
         where = f"(ARENA + {self.plan.where[scratch_name(n)].offset})"
         return where if ctype is None else f"({ctype} *)(void *){where}"
 
+    def staging(self, n):
+        """The copier into node n's staged-weights block (planner/staged_weights.py), or
+        None when the planner gave it none."""
+        b = self.plan.where.get(staged_name(n))
+        if b is None:
+            return None
+        self.staged[n.name] = _Staging(self, b)
+        return self.staged[n.name]
+
     def specialize(self, uses):
         """Record what a fast kernel call needs compiled (kernels/specialize.py)."""
         merge_spec(self.spec, uses)
@@ -105,7 +115,32 @@ class _Emitter:
         before = self.weights_bytes
         ops.get(op).emit(self, lid, n, p, info)  # the operator's module (codegen/ops/)
         info["weight_bytes"] = self.weights_bytes - before
+        if staged_name(n) in self.plan.where:  # planner/staged_weights.py
+            st = self.staged.get(n.name)
+            if st is None or st.used == 0:
+                raise AssertionError(f"{n.name}: a staged block the kernel does not read")
+            info["staged_bytes"] = st.used
         self.layers.append(info)
+
+
+class _Staging:
+    """Copies a layer's constants into its staged block, one after another (8-aligned),
+    before its kernel call; the kernel is then given the copies."""
+
+    def __init__(self, em, block):
+        self.em, self.block, self.used = em, block, 0
+
+    def copy(self, cname):
+        """Emit the copy of const array `cname` and return the C expression of the copy,
+        typed as the array's elements."""
+        ctype, arr = next((t, a) for name, t, a in self.em.blobs if name == cname)
+        nbytes = arr.size * {"int8_t": 1, "int16_t": 2, "int32_t": 4, "float": 4}[ctype]
+        off = self.block.offset + self.used
+        self.used += -(-nbytes // 8) * 8
+        if self.used > self.block.size:
+            raise AssertionError(f"{cname}: {self.used} B staged in a block of {self.block.size}")
+        self.em.body.append(f"    __builtin_memcpy(ARENA + {off}, {cname}, sizeof {cname});")
+        return f"(const {ctype} *)(const void *)(ARENA + {off})"
 
 
 _HOOK_DEFAULTS = """/* Debug hooks (tinyaot validate / profile): empty unless a build defines

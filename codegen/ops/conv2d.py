@@ -68,6 +68,15 @@ F32 = np.float32
 W8_PIXELS = 64
 W8_MIN_WEIGHTS = 2048
 
+# --optimize speed: a fast conv, depthwise or narrow layer with at least this many output
+# pixels reads each weight (and record) at least 8 times: it is a candidate to read them from
+# a copy in free arena bytes (planner/staged_weights.py), which on parts with flash wait
+# states removes most of its data stalls for about one cycle per byte copied.
+STAGE_MIN_PIXELS = 16
+# per-channel record words the copy makes room for: fast_pack.smlal_requant's 5 (tflite;
+# fast_pack.float_requant's 2 under ort)
+STAGE_RECORD_WORDS = 5
+
 # An integer pointwise conv whose weights are at most this share nonzero runs
 # tinyaot_convolve_sparse_s8 (both --optimize modes): only the nonzero weights are stored
 # (4 bytes each) and multiplied (about 3.5 cycles per nonzero weight and pixel on a
@@ -351,22 +360,49 @@ def _emit_fast(em, lid, n, p, info, dims, w):
     if p.mode == TFLITE and np.any(np.asarray(p.mult) < 0):
         raise NotImplementedError("fast kernels need non-negative multipliers")
     # the records alone when there are some: these kernels read no other bias then
+    st = em.staging(n)  # planner/staged_weights.py: records and weights read from the arena
     q, rec = emit_requant_record(em, lid, p, fast=True, float_records=True, bias_in_records=True,
-                                 weights=w.data)
+                                 weights=w.data, staging=st)
     x, y = n.inputs[0], n.outputs[0]
     if n.attrs["fast_kernel"] == "depthwise":
         em.specialize(spec.depthwise_uses(rec, conv_dims(em.g, n)))
-        wt = w.data[:, 0].transpose(1, 2, 0)  # [k_h][k_w][c]
-        filt = em.const("int32_t", f"{lid}_wp", pack_depthwise(wt.reshape(-1, wt.shape[-1])),
-                        align=8)
+        filt = _staged(st, em.const("int32_t", f"{lid}_wp", _depthwise_words(w), align=8))
         info["kernel"] = "tinyaot_depthwise_conv_fast_s8"
         em.call(info["kernel"], [dims, q, em.ptr(x), filt, em.ptr(y)])
         return
     scratch = em.scratch(n, "uint32_t")
-    filt = em.const("int32_t", f"{lid}_wp", pack_gemm(conv_gemm_weights(w.data)), align=8)
+    filt = _staged(st, em.const("int32_t", f"{lid}_wp", _gemm_words(w), align=8))
     info["kernel"] = "tinyaot_convolve_fast_s8"
     em.specialize(spec.conv_uses(rec, conv_dims(em.g, n)))
     em.call(info["kernel"], [dims, q, em.ptr(x), filt, scratch, em.ptr(y)])
+
+
+def _gemm_words(w):
+    """The fast conv's weights (int16 pairs in words, kernels/fast_pack.py)."""
+    return pack_gemm(conv_gemm_weights(w.data))
+
+
+def _depthwise_words(w):
+    """The fast depthwise kernel's weights, [k_h][k_w][c] packed by channel quad."""
+    wt = w.data[:, 0].transpose(1, 2, 0)
+    return pack_depthwise(wt.reshape(-1, wt.shape[-1]))
+
+
+def _staged(st, cname):
+    """The C expression a kernel reads const array `cname` through: its copy in the
+    layer's staged block when the planner gave it one (planner/staged_weights.py)."""
+    return cname if st is None else st.copy(cname)
+
+
+def _stage_candidate(n, w, y):
+    """The bytes a fast layer's weights and records take in a staged block, or 0 when the
+    layer reads each weight too few times for the copy to pay (STAGE_MIN_PIXELS)."""
+    if y.size // y.shape[1] < STAGE_MIN_PIXELS or w.data is None:
+        return 0
+    words = {"conv": _gemm_words, "depthwise": _depthwise_words,
+             "narrow": lambda w: pack_narrow(w.data)}[n.attrs["fast_kernel"]](w)
+    return sum(-(-nbytes // 8) * 8 for nbytes in (words.size * 4,
+                                                   y.shape[1] * STAGE_RECORD_WORDS * 4))
 
 
 def _fold_fits(g, n, w):
@@ -399,8 +435,9 @@ def _emit_folded(em, lid, n, p, info, dims, kernel, words, suffix):
     w = em.g.tensors[n.inputs[1]]
     bias = fold_input_zero_point(p.bias, w.data.reshape(w.shape[0], -1), p.in_zp)
     assert np.all(np.abs(bias) < 1 << 31), f"{kernel}: folded bias outside int32 (_fold_fits)"
-    q, rec = emit_records_requant(em, lid, replace(p, bias=bias.astype(np.int32)), w.data)
-    filt = em.const("int32_t", f"{lid}{suffix}", words, align=4)
+    st = em.staging(n)  # narrow: planner/staged_weights.py
+    q, rec = emit_records_requant(em, lid, replace(p, bias=bias.astype(np.int32)), w.data, st)
+    filt = _staged(st, em.const("int32_t", f"{lid}{suffix}", words, align=4))
     info["kernel"] = kernel
     em.call(kernel, [dims, q, em.ptr(n.inputs[0]), f"(const uint32_t *)(const void *){filt}",
                      em.ptr(n.outputs[0])])
@@ -484,9 +521,10 @@ class Conv2d(Op):
 
     def select(self, g, n, optimize):
         for k in ("fast_kernel", "int_w8", "f32_w8", "scratch_bytes", "w8_columns",
-                  "winograd_candidate", "f32_blocks_candidate"):  # not "w8_block_pairs",
-            # "winograd" nor "f32_block_tiles": the planner's decisions
-            # (planner/w8_columns.py, planner/winograd.py, planner/float_conv_blocks.py)
+                  "winograd_candidate", "f32_blocks_candidate", "stage_candidate"):  # not
+            # "w8_block_pairs", "winograd", "f32_block_tiles" nor "staged_bytes": the planner's
+            # decisions (planner/w8_columns.py, planner/winograd.py,
+            # planner/float_conv_blocks.py, planner/staged_weights.py)
             n.attrs.pop(k, None)  # chosen afresh
         x, w, y = (g.tensors[t] for t in (n.inputs[0], n.inputs[1], n.outputs[0]))
         if n.attrs.get("ort_float"):  # pixel columns + one tile
@@ -506,6 +544,7 @@ class Conv2d(Op):
                 return
             if n.attrs["group"] == 1 and optimize == "speed" and _narrow(g, n, x, w):
                 n.attrs["fast_kernel"] = "narrow"  # no scratch
+                n.attrs["stage_candidate"] = _stage_candidate(n, w, y)
                 return
             if n.attrs["group"] == 1:
                 n.attrs["fast_kernel"] = "conv"
@@ -525,6 +564,8 @@ class Conv2d(Op):
                         n.attrs["scratch_bytes"] = conv_w8_scratch_bytes(w.shape, block)
             elif _depthwise(g, n) and cout == cin and cin % 4 == 0:
                 n.attrs["fast_kernel"] = "depthwise"
+            if optimize == "speed" and n.attrs.get("fast_kernel") in ("conv", "depthwise"):
+                n.attrs["stage_candidate"] = _stage_candidate(n, w, y)
         if optimize == "size":
             select_size(g, n)
 

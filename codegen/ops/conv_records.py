@@ -101,7 +101,7 @@ def acc_range(bias, weights):
 
 
 def emit_requant_record(em, lid, p: ConvParams, fast=False, float_records=False,
-                        bias_in_records=False, weights=None):
+                        bias_in_records=False, weights=None, staging=None):
     """The layer's tinyaot_requant_t (and its arrays); returns the C expression of its address
     and the RequantRecord (what a fast kernel will read: kernels/specialize.py).
     `fast` (a fast kernel's): also the one-SMLAL records when every channel allows
@@ -110,7 +110,8 @@ def emit_requant_record(em, lid, p: ConvParams, fast=False, float_records=False,
     (kernels that read only the records when there are some: the size kernels, the fast
     conv and depthwise kernels): no separate bias array then. `weights` (the layer's,
     [out channels][...]): they bound the accumulators, so that more layers' records can
-    hold the output zero point (fast_pack.smlal_requant)."""
+    hold the output zero point (fast_pack.smlal_requant). `staging` (the emitter's, for a
+    layer with staged weights): the kernel reads the records from their copy in the arena."""
     assert p.mode in (ORT, TFLITE, EPILOGUE), p.mode
     words = None  # the records, emitted where the speed build always had them
     if p.mode == ORT:
@@ -131,11 +132,13 @@ def emit_requant_record(em, lid, p: ConvParams, fast=False, float_records=False,
         r.shift = em.const("int32_t", f"{lid}_shift", p.shift)
     if words is not None:  # with TFLITE they hold mult and shift too
         r.rq = em.const("int32_t", f"{lid}_rq", words, align=8)
+        if staging is not None:
+            r.rq = staging.copy(r.rq)
     em.consts.append(c_struct(f"{lid}_q", r))
     return f"&{lid}_q", r
 
 
-def emit_records_requant(em, lid, p: ConvParams, weights=None):
+def emit_records_requant(em, lid, p: ConvParams, weights=None, staging=None):
     """emit_requant_record for the kernels that read only the per-channel records when a
     layer has them (the size kernels, tinyaot_convolve_fast_w8_s8, tinyaot_convolve_sparse_s8):
     the fast kernels' records (one-SMLAL under tflite, {bias, scale} under ort over the whole
@@ -144,7 +147,7 @@ def emit_records_requant(em, lid, p: ConvParams, weights=None):
     if p.mode == TFLITE and np.any(np.asarray(p.mult) < 0):
         return emit_requant_record(em, lid, p)
     return emit_requant_record(em, lid, p, fast=True, float_records=True, bias_in_records=True,
-                               weights=weights)
+                               weights=weights, staging=staging)
 
 
 def emit_float_layer(em, lid, p: ConvParams, filt):

@@ -106,11 +106,10 @@ def build_blocks(g):
         b.last = end
         b.external = "input+output" if b.external == "input" else "output"
     # Scratch of a kernel (Node.attrs["scratch_bytes"], e.g. im2col columns of
-    # the fast conv): a block live only at that node's step.
+    # the fast conv) and its staged weights (Node.attrs["staged_bytes"],
+    # planner/staged_weights.py): blocks live only at that node's step.
     for step, n in enumerate(g.nodes):
-        nbytes = int(n.attrs.get("scratch_bytes", 0) or 0)
-        if nbytes > 0:
-            sname = scratch_name(n)
+        for sname, nbytes in node_blocks(n):
             b = Block(sname, nbytes, step, step, [sname])
             b.scratch = True
             b.node = n
@@ -121,6 +120,21 @@ def build_blocks(g):
 def scratch_name(node):
     """Plan key (ArenaPlan.where) of a node's scratch block."""
     return f"{node.name}::scratch"
+
+
+def staged_name(node):
+    """Plan key (ArenaPlan.where) of a node's staged-weights block."""
+    return f"{node.name}::staged"
+
+
+def node_blocks(n):
+    """[(plan key, bytes)] of the blocks node n alone uses, live only at its step."""
+    out = []
+    for name, attr in ((scratch_name(n), "scratch_bytes"), (staged_name(n), "staged_bytes")):
+        nbytes = int(n.attrs.get(attr, 0) or 0)
+        if nbytes > 0:
+            out.append((name, nbytes))
+    return out
 
 
 def lower_bound(blocks, steps):

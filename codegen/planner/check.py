@@ -32,6 +32,7 @@ Alignment: every arena tensor at a multiple of max(align, its element size,
 from __future__ import annotations
 
 from .. import ops
+from .arena import node_blocks
 
 
 class PlanError(Exception):
@@ -155,20 +156,19 @@ def check_plan(g, plan, align=4, io_buffers=None):
         if off % want:
             raise PlanError(f"tensor {r} at offset {off} not {want}-aligned")
         spans.append((r, a, b, off, off + size))
-    for step, n in enumerate(g.nodes):  # kernel scratch: live at its node's step only
-        nbytes = int(n.attrs.get("scratch_bytes", 0) or 0)
-        if nbytes <= 0:
-            continue
-        key = f"{n.name}::scratch"
-        blk = plan.where.get(key)
-        if blk is None:
-            raise PlanError(f"scratch of node {n.name} has no place in the plan")
-        off = blk.offset
-        if blk.size < nbytes or off < 0 or off + nbytes > plan.size:
-            raise PlanError(f"scratch of {n.name} [{off}, {off + nbytes}) outside arena of {plan.size} B")
-        if off % max(align, 8):
-            raise PlanError(f"scratch of {n.name} at offset {off} not {max(align, 8)}-aligned")
-        spans.append((key, step, step, off, off + nbytes))
+    for step, n in enumerate(g.nodes):  # kernel scratch, staged weights: live at its node's step only
+        for key, nbytes in node_blocks(n):
+            what = key.rsplit("::", 1)[1]
+            blk = plan.where.get(key)
+            if blk is None:
+                raise PlanError(f"{what} of node {n.name} has no place in the plan")
+            off = blk.offset
+            if blk.size < nbytes or off < 0 or off + nbytes > plan.size:
+                raise PlanError(f"{what} of {n.name} [{off}, {off + nbytes}) outside arena of "
+                                f"{plan.size} B")
+            if off % max(align, 8):
+                raise PlanError(f"{what} of {n.name} at offset {off} not {max(align, 8)}-aligned")
+            spans.append((key, step, step, off, off + nbytes))
     for i in range(len(spans)):
         for j in range(i + 1, len(spans)):
             r1, a1, b1, lo1, hi1 = spans[i]
