@@ -68,8 +68,9 @@ F32 = np.float32
 W8_PIXELS = 64
 W8_MIN_WEIGHTS = 2048
 
-# --optimize speed: a fast conv, depthwise or narrow layer with at least this many output
-# pixels reads each weight (and record) at least 8 times: it is a candidate to read them from
+# --optimize speed: a fast conv, depthwise, narrow or Winograd layer with at least this many
+# output pixels reads each weight (and record) at least 8 times (Winograd: once per pair of
+# 2x2 tiles): it is a candidate to read them from
 # a copy in free arena bytes (planner/staged_weights.py), which on parts with flash wait
 # states removes most of its data stalls for about one cycle per byte copied.
 STAGE_MIN_PIXELS = 16
@@ -400,7 +401,8 @@ def _stage_candidate(n, w, y):
     if y.size // y.shape[1] < STAGE_MIN_PIXELS or w.data is None:
         return 0
     words = {"conv": _gemm_words, "depthwise": _depthwise_words,
-             "narrow": lambda w: pack_narrow(w.data)}[n.attrs["fast_kernel"]](w)
+             "narrow": lambda w: pack_narrow(w.data),
+             "winograd": lambda w: wino.pack_winograd(w.data)}[n.attrs["fast_kernel"]](w)
     return sum(-(-nbytes // 8) * 8 for nbytes in (words.size * 4,
                                                    y.shape[1] * STAGE_RECORD_WORDS * 4))
 
@@ -487,8 +489,9 @@ def _at(ptr, off):
 
 def _emit_winograd(em, lid, n, p, info, dims, w):
     """tinyaot_convolve_winograd_s8: the transformed weights (kernels/winograd_pack.py)."""
-    q, rec = emit_records_requant(em, lid, p, w.data)
-    filt = em.const("int32_t", f"{lid}_wp", wino.pack_winograd(w.data), align=8)
+    st = em.staging(n)  # planner/staged_weights.py: records and weights read from the arena
+    q, rec = emit_records_requant(em, lid, p, w.data, st)
+    filt = _staged(st, em.const("int32_t", f"{lid}_wp", wino.pack_winograd(w.data), align=8))
     info["kernel"] = "tinyaot_convolve_winograd_s8"
     em.specialize(spec.winograd_uses(rec, conv_dims(em.g, n)))
     x, y = em.ptr(n.inputs[0]), em.ptr(n.outputs[0])
@@ -564,7 +567,8 @@ class Conv2d(Op):
                         n.attrs["scratch_bytes"] = conv_w8_scratch_bytes(w.shape, block)
             elif _depthwise(g, n) and cout == cin and cin % 4 == 0:
                 n.attrs["fast_kernel"] = "depthwise"
-            if optimize == "speed" and n.attrs.get("fast_kernel") in ("conv", "depthwise"):
+            if optimize == "speed" and n.attrs.get("fast_kernel") in ("conv", "depthwise",
+                                                                       "winograd"):
                 n.attrs["stage_candidate"] = _stage_candidate(n, w, y)
         if optimize == "size":
             select_size(g, n)
