@@ -130,11 +130,19 @@ class _Staging:
     def __init__(self, em, block):
         self.em, self.block, self.used = em, block, 0
 
+    def fits(self, cname):
+        """Is there room left in the block for const array `cname`?"""
+        return self.used + -(-self._bytes(cname) // 8) * 8 <= self.block.size
+
+    def _bytes(self, cname):
+        ctype, arr = next((t, a) for name, t, a in self.em.blobs if name == cname)
+        return arr.size * {"int8_t": 1, "int16_t": 2, "int32_t": 4, "float": 4}[ctype]
+
     def copy(self, cname):
         """Emit the copy of const array `cname` and return the C expression of the copy,
         typed as the array's elements."""
-        ctype, arr = next((t, a) for name, t, a in self.em.blobs if name == cname)
-        nbytes = arr.size * {"int8_t": 1, "int16_t": 2, "int32_t": 4, "float": 4}[ctype]
+        ctype = next(t for name, t, _ in self.em.blobs if name == cname)
+        nbytes = self._bytes(cname)
         off = self.block.offset + self.used
         self.used += -(-nbytes // 8) * 8
         if self.used > self.block.size:

@@ -35,8 +35,9 @@ import numpy as np
 
 from ..kernels import specialize as spec
 from ..kernels.c_format import c_struct
-from ..kernels.conv_f32_pack import (block_scratch_bytes, blocks_candidate, plan_fields,
-                                     scratch_bytes)
+from ..kernels.conv_f32_pack import (block_scratch_bytes, blocks_candidate, has_fma,
+                                     packed_weights, plan_fields, scratch_bytes,
+                                     segment_words)
 from ..kernels import winograd_pack as wino
 from ..kernels.fast_pack import (conv_gemm_weights, conv_scratch_bytes, conv_w8_scratch_bytes,
                                  fold_input_zero_point, narrow_fits, pack_depthwise, pack_gemm,
@@ -333,6 +334,7 @@ def _emit_float(em, lid, n, p, info, dims, w):
     x, y = em.g.tensors[n.inputs[0]], em.g.tensors[n.outputs[0]]
     block = n.attrs.get("f32_block_tiles") if n.attrs.get("f32_blocks_candidate") else None
     f = plan_fields(x.shape, y.shape, w, n.attrs, p.in_scale, p.in_zp, int8=bool(block))
+    st = em.staging(n)  # planner/staged_weights.py: the input table and float weights
     if block:
         filt = em.const("int8_t", f"{lid}_wp", f["weights"], align=4)  # report: weights
         fp = emit_float_layer(em, lid, p, filt)
@@ -341,7 +343,9 @@ def _emit_float(em, lid, n, p, info, dims, w):
         fp = emit_float_layer(em, lid, p, "0")  # output quantization and bias; weights in the plan
         weights = em.const("float", f"{lid}_wp", f["weights"], align=8)  # report: weights
     segments = em.const("int32_t", f"{lid}_seg", f["segments"])
-    table = em.const("float", f"{lid}_xt", f["table"])
+    table = _staged(st, em.const("float", f"{lid}_xt", f["table"]))
+    if not block and st is not None and st.fits(weights):  # (or the table alone)
+        weights = st.copy(weights)
     taps = em.const("int32_t", f"{lid}_taps", f["taps"])
     plan = ConvF32Plan(table, weights, segments, taps, f["nseg"], f["k"], f["tiles"], f["padded"])
     em.consts.append(c_struct(f"{lid}_pl", plan))
@@ -393,6 +397,22 @@ def _staged(st, cname):
     """The C expression a kernel reads const array `cname` through: its copy in the
     layer's staged block when the planner gave it one (planner/staged_weights.py)."""
     return cname if st is None else st.copy(cname)
+
+
+def _float_stage_candidate(n, x, w, y):
+    """The sizes an onnxruntime float conv's staged block may take, largest first: its
+    input table (256 floats, read at random by the input bytes) and packed float weights,
+    or the table alone (where the weights do not fit, or the planner runs the layer on
+    int8 weights it dequantizes into its own scratch: planner/float_conv_blocks.py);
+    none with too few output pixels (STAGE_MIN_PIXELS)."""
+    if y.size // y.shape[1] < STAGE_MIN_PIXELS:
+        return []
+    table = 256 * 4
+    if n.attrs.get("f32_block_tiles"):
+        return [table]
+    words, _ = segment_words(x.shape, y.shape, n.attrs)
+    packed, _, _ = packed_weights(w, n.attrs["group"], compact=not has_fma(words))
+    return [table + -(-packed.size * 4 // 8) * 8, table]
 
 
 def _stage_candidate(n, w, y):
@@ -532,6 +552,8 @@ class Conv2d(Op):
         x, w, y = (g.tensors[t] for t in (n.inputs[0], n.inputs[1], n.outputs[0]))
         if n.attrs.get("ort_float"):  # pixel columns + one tile
             n.attrs["scratch_bytes"] = scratch_bytes(x.shape, w.shape, y.shape, n.attrs)
+            if optimize == "speed":
+                n.attrs["stage_candidate"] = _float_stage_candidate(n, x, w, y)
             if (optimize == "speed" and w.size >= F32_B8_MIN_WEIGHTS
                     and blocks_candidate(x.shape, y.shape, n.attrs)):
                 n.attrs["f32_blocks_candidate"] = True  # planner/float_conv_blocks.py decides

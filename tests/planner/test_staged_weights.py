@@ -48,13 +48,22 @@ def _live_spans(c, step):
 
 
 def test_staged_only_in_free_arena_bytes():
-    """mbv2_block: two layers staged, the arena as small as without staging (at its lower
-    bound); each staged block overlaps no tensor live at its step; the depthwise candidate
-    that is not staged would grow the arena."""
+    """mbv2_block (ort): four layers staged (two integer convs their weights and records,
+    two float convs their input table alone: their float weights would not fit), the arena
+    as small as without staging (at its lower bound); each staged block overlaps no tensor
+    live at its step; the depthwise candidate that is not staged would grow the arena."""
     c = compile_model(MBV2, numerics="ort")
     plain = compile_model(MBV2, numerics="ort", stage_weights=False)
     staged = _staged(c)
-    assert sorted(staged) == ["/conv/Conv", "/project/Conv"], sorted(staged)
+    assert sorted(staged) == ["/conv/Conv", "/expand/Conv", "/project/Conv", "/stem/Conv"], \
+        sorted(staged)
+    floats = {n.name: n for n in c.graph.nodes if n.attrs.get("ort_float")}
+    for name in ("/stem/Conv", "/expand/Conv"):  # the table alone: the larger size grows it
+        n = floats[name]
+        assert n.attrs["staged_bytes"] == 1024 < n.attrs["stage_candidate"][0]
+        n.attrs["staged_bytes"] = n.attrs["stage_candidate"][0]
+        assert plan_arena(c.graph, io_buffers="arena").size > c.plan.size, name
+        n.attrs["staged_bytes"] = 1024
     assert c.plan.size == plain.plan.size == c.plan.lower_bound
     steps = {n.name: s for s, n in enumerate(c.graph.nodes)}
     for name, b in staged.items():
@@ -106,6 +115,23 @@ def test_staged_outputs_stay_exact_on_the_host():
     assert rep["mismatches"] == 0 and rep["vectors_passed"] == rep["vectors"] > 0
 
 
+def test_float_layers_read_the_staged_table():
+    """mbv2_block (ort): a float conv with its input table staged reads the table's copy
+    (its plan struct points at it) and its float weights from flash; onnxruntime's golden
+    vectors stay exact (test_staged_outputs_stay_exact_on_the_host)."""
+    c = compile_model(MBV2, numerics="ort")
+    steps = {n.name: s for s, n in enumerate(c.graph.nodes)}
+    for name in ("/stem/Conv", "/expand/Conv"):
+        lid, b = f"l{steps[name]}", c.plan.where[staged_name(c.graph.nodes[steps[name]])]
+        src = c.module.source
+        off = int(re.search(rf"__builtin_memcpy\(ARENA \+ (\d+), {lid}_xt, sizeof {lid}_xt\);",
+                            src).group(1))
+        assert b.offset <= off < b.offset + b.size
+        pl = re.search(rf"{lid}_pl = {{[^}}]*}}", src).group(0)
+        assert f".table = (const float *)(const void *)(ARENA + {off})" in pl, pl
+        assert f".weights = {lid}_wp" in pl, pl
+
+
 @pytest.mark.shared
 def test_shared_models_stage_where_the_arena_has_room():
     """kws01: every pointwise and depthwise layer is at the arena's peak, so only the first
@@ -129,6 +155,11 @@ def test_shared_models_stage_where_the_arena_has_room():
     kinds = {la["kernel"] for la in c.report["layers"] if la.get("staged_bytes")}
     assert kinds == {"tinyaot_convolve_fast_s8", "tinyaot_convolve_winograd_s8"}, kinds
     assert c.plan.size == c.plan.lower_bound
+    model, _ = shared_model("vww01")  # ort: the float first conv's table and weights
+    c = compile_model(model.with_suffix(".onnx"), numerics="ort")
+    first = c.report["layers"][1]
+    assert first["kernel"] == "tinyaot_convolve_f32_s8" and first["staged_bytes"] > 1024
+    assert "sizeof l1_wp" in c.module.source
 
 
 @pytest.mark.qemu
