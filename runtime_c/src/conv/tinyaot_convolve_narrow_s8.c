@@ -137,13 +137,21 @@ static __attribute__((noinline)) void narrow_sums(const narrow_pass_t *P)
                      "strd r6, r7, %[t23]\n\t"
                      "mov r10, #0x80000000\n\t"
                      "ldr r12, %[o0]\n\t"
+                     "mov r11, #0\n\t"
+                     /* one copy of the four requantizations, run for pixel 0 then
+                        pixel 1 (r11): the loop stays within a 1 KB instruction cache */
+                     "8:\n\t"
                      NARROW_RQ4_ASM
+                     "cmp r11, #0\n\t"
+                     "bne 9f\n\t"
                      "str r12, %[o0]\n\t"
                      "ldr r8, %[rq]\n\t"
                      "ldrd r0, r1, %[t01]\n\t"
                      "ldrd r2, r3, %[t23]\n\t"
                      "ldr r12, %[o1]\n\t"
-                     NARROW_RQ4_ASM
+                     "mov r11, #1\n\t"
+                     "b 8b\n\t"
+                     "9:\n\t"
                      "str r12, %[o1]\n\t"
                      "str r8, %[rq]\n\t"
                      "b 7f\n\t"
