@@ -44,6 +44,7 @@ from .physical import physical
 
 F32 = np.float32
 TFLITE, ORT_FLOAT, ORT_QLINEAR = 0, 1, 2
+STAGE_MIN_READS = 16  # speed builds: tables read this often are staged (select)
 ORT_QLINEAR_EACH = 3  # ORT_QLINEAR with a constant b that a kernel call repeats (stride 0)
 
 
@@ -169,6 +170,14 @@ class Add(Op):
     onnx = {"Add": lower_onnx}
     tflite = {"ADD": lower_tflite, "SUB": lower_tflite}
 
+    def select(self, g, n, optimize):
+        # the fast kernel's two 1 KB tables (and the output record), read at random by the
+        # input bytes: a copy in free arena bytes (planner/staged_weights.py) where each
+        # entry is read STAGE_MIN_READS times on average
+        n.attrs.pop("stage_candidate", None)
+        if optimize == "speed" and g.tensors[n.outputs[0]].size >= STAGE_MIN_READS * 256:
+            n.attrs["stage_candidate"] = 2 * 256 * 4 + 24
+
     def prepare(self, g, n, numerics):
         a, b = (g.tensors[i] for i in n.inputs)
         y = g.tensors[n.outputs[0]]
@@ -218,17 +227,19 @@ class Add(Op):
             runs = _const_runs(em.g, n)
             stride = runs[-1][1]
         speed = layer_mode(em, n) == "speed"  # size: tinyaot_add_s8 computes what the tables hold
+        st = em.staging(n)  # planner/staged_weights.py: the tables read from the arena
+
+        def table(name, values):
+            c = em.const("int32_t", f"{lid}_{name}", values)
+            return c if st is None else st.copy(c)
         if speed and p.use_float != TFLITE:
             tables = ort_add_tables(_as_mapping(p), stride == 0 and p.use_float != ORT_QLINEAR_EACH)
             if tables is not None:
-                p = replace(p, a_lut=em.const("int32_t", f"{lid}_alut", tables[0]),
-                            b_lut=em.const("int32_t", f"{lid}_blut", tables[1]))
+                p = replace(p, a_lut=table("alut", tables[0]), b_lut=table("blut", tables[1]))
         elif speed:
             a_lut, b_lut, out_rq = add_tables(_as_mapping(p))
-            p = replace(p, a_lut=em.const("int32_t", f"{lid}_alut", a_lut),
-                        b_lut=em.const("int32_t", f"{lid}_blut", b_lut),
-                        out_rq=("NULL" if out_rq is None
-                                else em.const("int32_t", f"{lid}_orq", out_rq)))
+            p = replace(p, a_lut=table("alut", a_lut), b_lut=table("blut", b_lut),
+                        out_rq="NULL" if out_rq is None else table("orq", out_rq))
         em.consts.append(c_struct(f"{lid}_p", p))
         kernel = "tinyaot_add_fast_s8" if speed else "tinyaot_add_s8"
         if p.use_float != TFLITE:  # ort: the fast kernel falls back to it without tables

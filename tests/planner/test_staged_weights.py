@@ -136,8 +136,8 @@ def test_float_layers_read_the_staged_table():
 def test_shared_models_stage_where_the_arena_has_room():
     """kws01: every pointwise and depthwise layer is at the arena's peak, so only the first
     conv (6.4 KB of weights and records, 7.6 KB free at its step) is staged; vww01: the
-    sixteen layers with room and at least 16 output pixels; ic01: three fast convs and a
-    Winograd layer. Arenas unchanged."""
+    sixteen layers with room and at least 16 output pixels; ic01: three fast convs, a
+    Winograd layer and the three residual adds' tables. Arenas unchanged."""
     model, _ = shared_model("kws01")
     c = compile_model(model.with_suffix(".tflite"), numerics="tflite")
     steps = {n.name: s for s, n in enumerate(c.graph.nodes)}
@@ -153,8 +153,15 @@ def test_shared_models_stage_where_the_arena_has_room():
     model, _ = shared_model("ic01")  # the first Winograd layer too (its weights: 8.5 KB)
     c = compile_model(model.with_suffix(".tflite"), numerics="tflite")
     kinds = {la["kernel"] for la in c.report["layers"] if la.get("staged_bytes")}
-    assert kinds == {"tinyaot_convolve_fast_s8", "tinyaot_convolve_winograd_s8"}, kinds
+    assert kinds == {"tinyaot_convolve_fast_s8", "tinyaot_convolve_winograd_s8",
+                     "tinyaot_add_fast_s8"}, kinds
     assert c.plan.size == c.plan.lower_bound
+    adds = [la["index"] for la in c.report["layers"] if la["kernel"] == "tinyaot_add_fast_s8"]
+    assert len(adds) == 3
+    for i in adds:  # the residual adds read their two tables and output record from the arena
+        p = re.search(rf"l{i}_p = {{[^}}]*}}", c.module.source).group(0)
+        for f in ("a_lut", "b_lut", "out_rq"):
+            assert f".{f} = (const int32_t *)(const void *)(ARENA + " in p, (f, p)
     model, _ = shared_model("vww01")  # ort: the float first conv's table and weights
     c = compile_model(model.with_suffix(".onnx"), numerics="ort")
     first = c.report["layers"][1]
