@@ -22,7 +22,7 @@ import numpy as np
 # set by kernel selection (ops/*.select, passes/kernel_select.py): not what the layer is
 _SELECTION_ATTRS = {"fast_kernel", "int_w8", "f32_w8", "scratch_bytes", "variant", "w8_columns",
                     "w8_block_pairs", "winograd_candidate", "winograd", "onnx_tensors",
-                    "f32_blocks_candidate", "f32_block_tiles"}
+                    "f32_blocks_candidate", "f32_block_tiles", "stage_candidate", "staged_bytes"}
 
 
 def _quant_class(t):
