@@ -54,18 +54,23 @@ from tests.helpers.env import require_arm_toolchain, shared_model
 # 8+ channel quads took a row's inside outputs three at a time (together: kws01 tflite
 # -3.9 %, ort -2.2 %; vww01 -1.9 % / -1.2 %; ic01 -0.2 % / -0.1 %), and when the one-SMLAL
 # records took the output zero point into their rounding constant (tflite: kws01 -2.7 %,
-# vww01 -3.1 %, sww01 -1.4 %, ic01 -0.4 %, ad01 -0.6 %).
+# vww01 -3.1 %, sww01 -1.4 %, ic01 -0.4 %, ad01 -0.6 %); and rose when layers with free
+# arena bytes read their weights and tables from a copy made there before the call (the
+# copies: vww01 +0.35 % / +0.25 %, ic01 +0.14 % / +0.03 %, kws01 +0.1 %, sww01 +0.06 % /
+# +0.12 %; on the STM32L4R5 model vww01 tflite -10 %, ic01 -3 %) and when the narrow conv
+# ran one copy of its requantization for both pixels of a pair, to fit a 1 KB instruction
+# cache (vww01 tflite +0.2 %; on the STM32L4R5 model its first layer -12 %).
 PINNED = {
     ("ad01", "tflite"): {"ideal": 375880},
-    ("kws01", "tflite"): {"ideal": 4979660},
-    ("ic01", "tflite"): {"ideal": 15847916},
-    ("vww01", "tflite"): {"ideal": 12061217},
-    ("sww01", "tflite"): {"ideal": 1501252},
+    ("kws01", "tflite"): {"ideal": 4984808},
+    ("ic01", "tflite"): {"ideal": 15870129},
+    ("vww01", "tflite"): {"ideal": 12126743},
+    ("sww01", "tflite"): {"ideal": 1502136},
     ("ad01", "ort"): {"ideal": 779016},
     ("kws01", "ort"): {"ideal": 5845434},
-    ("ic01", "ort"): {"ideal": 31811274},
-    ("vww01", "ort"): {"ideal": 13181751},
-    ("sww01", "ort"): {"ideal": 1580655},
+    ("ic01", "ort"): {"ideal": 31820520},
+    ("vww01", "ort"): {"ideal": 13215205},
+    ("sww01", "ort"): {"ideal": 1582539},
 }
 
 

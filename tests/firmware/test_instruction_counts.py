@@ -30,18 +30,21 @@ from tests.helpers.exact_counts import EXACT_SHARED, exact_counts, with_adversar
 # the depthwise 3x3 windows cut by the edge straight-line; and rose when ort's float convs
 # took int8 weights, dequantized a block of channels at a time (for flash); and fell when
 # average pooling summed four channels per pass and stride-1 3x3 depthwise rows went three
-# outputs at a time, and the one-SMLAL records held the output zero point
+# outputs at a time, and the one-SMLAL records held the output zero point; and rose when
+# layers with free arena bytes copied their weights and tables there before the call (for
+# parts with flash wait states) and the narrow conv looped over its pixel pair's
+# requantization (to fit a 1 KB instruction cache)
 PINNED = {
     ("ad01", "tflite"): 195723,
-    ("kws01", "tflite"): 3200020,
-    ("ic01", "tflite"): 9827890,
-    ("vww01", "tflite"): 8192635,
-    ("sww01", "tflite"): 924940,
+    ("kws01", "tflite"): 3203456,
+    ("ic01", "tflite"): 9842722,
+    ("vww01", "tflite"): 8237157,
+    ("sww01", "tflite"): 925536,
     ("ad01", "ort"): 289541,
     ("kws01", "ort"): 3427310,
-    ("ic01", "ort"): 13124772,
-    ("vww01", "ort"): 8581165,
-    ("sww01", "ort"): 976690,
+    ("ic01", "ort"): 13130955,
+    ("vww01", "ort"): 8603521,
+    ("sww01", "ort"): 977949,
 }
 # TFLite Micro + CMSIS-NN, arm-none-eabi-gcc 12.2 -O2, mps2-an386, -icount shift=0
 TFLM_CMSIS_NN = {"ad01": 582880, "kws01": 7697360, "ic01": 29863240, "vww01": 24101880,
