@@ -32,7 +32,6 @@ Alignment: every arena tensor at a multiple of max(align, its element size,
 from __future__ import annotations
 
 from .. import ops
-from .arena import node_blocks
 
 
 class PlanError(Exception):
@@ -157,8 +156,11 @@ def check_plan(g, plan, align=4, io_buffers=None):
             raise PlanError(f"tensor {r} at offset {off} not {want}-aligned")
         spans.append((r, a, b, off, off + size))
     for step, n in enumerate(g.nodes):  # kernel scratch, staged weights: live at its node's step only
-        for key, nbytes in node_blocks(n):
-            what = key.rsplit("::", 1)[1]
+        for what, attr in (("scratch", "scratch_bytes"), ("staged", "staged_bytes")):
+            nbytes = int(n.attrs.get(attr, 0) or 0)
+            if nbytes <= 0:
+                continue
+            key = f"{n.name}::{what}"
             blk = plan.where.get(key)
             if blk is None:
                 raise PlanError(f"{what} of node {n.name} has no place in the plan")

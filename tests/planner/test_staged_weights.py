@@ -76,6 +76,25 @@ def test_staged_only_in_free_arena_bytes():
     assert plan_arena(c.graph, io_buffers="arena").size > c.plan.size
 
 
+def test_the_checker_sees_staged_blocks():
+    """planner/check.py (independent of the planner) refuses a staged block moved onto a
+    tensor live at its step, or one smaller than the node asks for."""
+    from codegen.planner.check import PlanError, check_plan
+    c = compile_model(MBV2, numerics="ort")
+    check_plan(c.graph, c.plan)
+    steps = {n.name: s for s, n in enumerate(c.graph.nodes)}
+    name, b = sorted(_staged(c).items())[0]
+    t, lo, _ = _live_spans(c, steps[name])[0]
+    keep = b.offset
+    b.offset = lo
+    with pytest.raises(PlanError, match="staged|tensors"):
+        check_plan(c.graph, c.plan)
+    b.offset = keep
+    b.size -= 8
+    with pytest.raises(PlanError, match="staged"):
+        check_plan(c.graph, c.plan)
+
+
 def test_the_kernel_reads_the_copy():
     """The staged layers' calls get the arena copies of their weights, their records'
     struct points at the copy of the records, and both copies are made before the call;
