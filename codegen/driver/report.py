@@ -102,6 +102,9 @@ def report_model(model, board="qemu-m4", numerics="ort", compiled=None, keep_dir
             "inputs": [list(g.tensors[i].shape) for i in n.inputs if i and not g.tensors[i].is_const],
             "output": list(g.tensors[n.outputs[0]].shape),
             "macs": li["macs"], "weight_bytes": li["weight_bytes"],
+            # weights and tables copied into free arena bytes before the layer runs
+            # (planner/staged_weights.py): read from RAM, not flash
+            "staged_bytes": li.get("staged_bytes", 0),
             "flash_weights": per["weights"], "flash_tables": per["tables"],
             "arena_offset": (blk.offset if blk is not None and not blk.external else None),
             "buffer": (blk.external if blk is not None and blk.external else "arena"),
@@ -118,6 +121,8 @@ def report_model(model, board="qemu-m4", numerics="ort", compiled=None, keep_dir
         "totals": {
             "macs": sum(x["macs"] for x in layers),
             "arena_bytes": c.plan.size, "arena_lower_bound_bytes": c.plan.lower_bound,
+            "staged_bytes": sum(x["staged_bytes"] for x in layers),
+            "staged_layers": sum(1 for x in layers if x["staged_bytes"]),
             "flash": {k: v for k, v in flash.items() if k not in ("per_layer",)},
             "stack": {"worst_case_bytes": stack, "path": path, "notes": notes,
                       "firmware_worst_case_bytes": fw_stack, "firmware_path": fw_path,
@@ -194,7 +199,9 @@ def report_totals(r):
     cs = f["code_split"]
     st = t["stack"]
     lines = [
-        f"arena        {t['arena_bytes']:,} B (lower bound {t['arena_lower_bound_bytes']:,} B)",
+        f"arena        {t['arena_bytes']:,} B (lower bound {t['arena_lower_bound_bytes']:,} B)"
+        + (f"; {t['staged_layers']} layers read {t['staged_bytes']:,} B of weights and tables "
+           "from copies in its free bytes" if t.get("staged_bytes") else ""),
         f"flash        {f['total']:,} B = code {f['code']:,} B (run {f['model_run_code']:,} + "
         + (f"unrolled layers {f['unrolled_code']:,} + " if f.get("unrolled_code") else "")
         + f"kernels {cs['kernels']:,} + support {cs['support']:,} + libc/libgcc "

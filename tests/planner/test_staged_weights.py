@@ -122,6 +122,23 @@ def test_the_kernel_reads_the_copy():
         {steps[n] for n in staged}
 
 
+def test_report_says_what_is_staged():
+    """tinyaot report: each layer's staged bytes, their sum and count under the arena line;
+    a model with none says nothing more."""
+    require_arm_toolchain()
+    from codegen.driver.report import report_model, report_totals
+    c = compile_model(MBV2, numerics="ort")
+    r = report_model(MBV2, numerics="ort", compiled=c)
+    want = {la["index"]: la["staged_bytes"] for la in c.report["layers"] if la.get("staged_bytes")}
+    assert {x["index"]: x["staged_bytes"] for x in r["layers"] if x["staged_bytes"]} == want
+    t = r["totals"]
+    assert t["staged_bytes"] == sum(want.values()) and t["staged_layers"] == len(want) == 4
+    assert f"4 layers read {sum(want.values()):,} B of weights and tables" in report_totals(r)[0]
+    plain = report_model(MBV2, numerics="ort",
+                         compiled=compile_model(MBV2, numerics="ort", stage_weights=False))
+    assert plain["totals"]["staged_bytes"] == 0 and "layers read" not in report_totals(plain)[0]
+
+
 def test_staged_outputs_stay_exact_on_the_host():
     """mbv2_block's golden vectors (onnxruntime's) through the staged build on host gcc.
     Under tflite numerics the staged shared models (vww01's sixteen layers, kws01's and
