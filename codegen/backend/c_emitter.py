@@ -41,6 +41,9 @@ def _dims4(shape):
     return s
 
 
+_CTYPE_BYTES = {"int8_t": 1, "int16_t": 2, "int32_t": 4, "float": 4}
+
+
 class _Emitter:
     def __init__(self, g: Graph, plan, params, numerics, name, optimize="speed", unroll_fc=True,
                  external=None):
@@ -67,7 +70,7 @@ class _Emitter:
         arr = np.asarray(values)
         self.consts.append(c_array(ctype, cname, arr, align=align))
         self.blobs.append((cname, ctype, arr))
-        self.weights_bytes += arr.size * {"int8_t": 1, "int16_t": 2, "int32_t": 4, "float": 4}[ctype]
+        self.weights_bytes += arr.size * _CTYPE_BYTES[ctype]
         return cname
 
     def const_once(self, ctype, cname, values, align=None):
@@ -134,7 +137,7 @@ class _Staging:
 
     def _bytes(self, cname):
         ctype, arr = next((t, a) for name, t, a in self.em.blobs if name == cname)
-        return arr.size * {"int8_t": 1, "int16_t": 2, "int32_t": 4, "float": 4}[ctype]
+        return arr.size * _CTYPE_BYTES[ctype]
 
     def copy(self, cname):
         """Emit the copy of const array `cname` and return the C expression of the copy,

@@ -71,9 +71,9 @@ W8_MIN_WEIGHTS = 2048
 
 # --optimize speed: a fast conv, depthwise, narrow or Winograd layer with at least this many
 # output pixels reads each weight (and record) at least 8 times (Winograd: once per pair of
-# 2x2 tiles): it is a candidate to read them from
-# a copy in free arena bytes (planner/staged_weights.py), which on parts with flash wait
-# states removes most of its data stalls for about one cycle per byte copied.
+# 2x2 tiles): it is a candidate to read them from a copy in free arena bytes
+# (planner/staged_weights.py), which on parts with flash wait states removes most of its
+# data stalls for about one cycle per byte copied.
 STAGE_MIN_PIXELS = 16
 # per-channel record words the copy makes room for: fast_pack.smlal_requant's 5 (tflite;
 # fast_pack.float_requant's 2 under ort)
