@@ -93,12 +93,9 @@ class _Emitter:
         return where if ctype is None else f"({ctype} *)(void *){where}"
 
     def staging(self, n):
-        """The copier into node n's staged-weights block (planner/staged_weights.py), or
-        None when the planner gave it none."""
-        b = self.plan.where.get(staged_name(n))
-        if b is None:
-            return None
-        self.staged[n.name] = _Staging(self, b)
+        """The copier into node n's staged-weights block (planner/staged_weights.py); with no
+        block (the planner gave it none) its copy() hands back the flash array itself."""
+        self.staged[n.name] = _Staging(self, self.plan.where.get(staged_name(n)))
         return self.staged[n.name]
 
     def specialize(self, uses):
@@ -125,27 +122,30 @@ class _Emitter:
 
 
 class _Staging:
-    """Copies a layer's constants into its staged block, one after another (8-aligned),
-    before its kernel call; the kernel is then given the copies."""
+    """Copies a layer's constants into its staged block (None: the layer has none), one
+    after another (8-aligned), before its kernel call; the kernel is then given the copies."""
 
     def __init__(self, em, block):
         self.em, self.block, self.used = em, block, 0
 
+    def _array(self, cname):
+        """(C element type, bytes, 8-aligned bytes) of const array `cname`."""
+        ctype, arr = next((t, a) for name, t, a in self.em.blobs if name == cname)
+        nbytes = arr.size * _CTYPE_BYTES[ctype]
+        return ctype, nbytes, -(-nbytes // 8) * 8
+
     def fits(self, cname):
         """Is there room left in the block for const array `cname`?"""
-        return self.used + -(-self._bytes(cname) // 8) * 8 <= self.block.size
-
-    def _bytes(self, cname):
-        ctype, arr = next((t, a) for name, t, a in self.em.blobs if name == cname)
-        return arr.size * _CTYPE_BYTES[ctype]
+        return self.block is not None and self.used + self._array(cname)[2] <= self.block.size
 
     def copy(self, cname):
-        """Emit the copy of const array `cname` and return the C expression of the copy,
-        typed as the array's elements."""
-        ctype = next(t for name, t, _ in self.em.blobs if name == cname)
-        nbytes = self._bytes(cname)
+        """The C expression the kernel reads const array `cname` through: the copy this
+        emits into the block, typed as the array's elements; `cname` itself with no block."""
+        if self.block is None:
+            return cname
+        ctype, _, padded = self._array(cname)
         off = self.block.offset + self.used
-        self.used += -(-nbytes // 8) * 8
+        self.used += padded
         if self.used > self.block.size:
             raise AssertionError(f"{cname}: {self.used} B staged in a block of {self.block.size}")
         self.em.body.append(f"    __builtin_memcpy(ARENA + {off}, {cname}, sizeof {cname});")

@@ -176,7 +176,7 @@ class Add(Op):
         # entry is read STAGE_MIN_READS times on average
         n.attrs.pop("stage_candidate", None)
         if optimize == "speed" and g.tensors[n.outputs[0]].size >= STAGE_MIN_READS * 256:
-            n.attrs["stage_candidate"] = 2 * 256 * 4 + 24
+            n.attrs["stage_candidate"] = [2 * 256 * 4 + 24]
 
     def prepare(self, g, n, numerics):
         a, b = (g.tensors[i] for i in n.inputs)
@@ -230,8 +230,7 @@ class Add(Op):
         st = em.staging(n)  # planner/staged_weights.py: the tables read from the arena
 
         def table(name, values):
-            c = em.const("int32_t", f"{lid}_{name}", values)
-            return c if st is None else st.copy(c)
+            return st.copy(em.const("int32_t", f"{lid}_{name}", values))
         if speed and p.use_float != TFLITE:
             tables = ort_add_tables(_as_mapping(p), stride == 0 and p.use_float != ORT_QLINEAR_EACH)
             if tables is not None:

@@ -343,8 +343,8 @@ def _emit_float(em, lid, n, p, info, dims, w):
         fp = emit_float_layer(em, lid, p, "0")  # output quantization and bias; weights in the plan
         weights = em.const("float", f"{lid}_wp", f["weights"], align=8)  # report: weights
     segments = em.const("int32_t", f"{lid}_seg", f["segments"])
-    table = _staged(st, em.const("float", f"{lid}_xt", f["table"]))
-    if not block and st is not None and st.fits(weights):  # (or the table alone)
+    table = st.copy(em.const("float", f"{lid}_xt", f["table"]))
+    if not block and st.fits(weights):  # (or the table alone)
         weights = st.copy(weights)
     taps = em.const("int32_t", f"{lid}_taps", f["taps"])
     plan = ConvF32Plan(table, weights, segments, taps, f["nseg"], f["k"], f["tiles"], f["padded"])
@@ -371,12 +371,12 @@ def _emit_fast(em, lid, n, p, info, dims, w):
     x, y = n.inputs[0], n.outputs[0]
     if n.attrs["fast_kernel"] == "depthwise":
         em.specialize(spec.depthwise_uses(rec, conv_dims(em.g, n)))
-        filt = _staged(st, em.const("int32_t", f"{lid}_wp", _depthwise_words(w), align=8))
+        filt = st.copy(em.const("int32_t", f"{lid}_wp", _depthwise_words(w), align=8))
         info["kernel"] = "tinyaot_depthwise_conv_fast_s8"
         em.call(info["kernel"], [dims, q, em.ptr(x), filt, em.ptr(y)])
         return
     scratch = em.scratch(n, "uint32_t")
-    filt = _staged(st, em.const("int32_t", f"{lid}_wp", _gemm_words(w), align=8))
+    filt = st.copy(em.const("int32_t", f"{lid}_wp", _gemm_words(w), align=8))
     info["kernel"] = "tinyaot_convolve_fast_s8"
     em.specialize(spec.conv_uses(rec, conv_dims(em.g, n)))
     em.call(info["kernel"], [dims, q, em.ptr(x), filt, scratch, em.ptr(y)])
@@ -393,10 +393,10 @@ def _depthwise_words(w):
     return pack_depthwise(wt.reshape(-1, wt.shape[-1]))
 
 
-def _staged(st, cname):
-    """The C expression a kernel reads const array `cname` through: its copy in the
-    layer's staged block when the planner gave it one (planner/staged_weights.py)."""
-    return cname if st is None else st.copy(cname)
+def _offer_staging(n, sizes):
+    """The layer's staged-block sizes for planner/staged_weights.py, when it has any."""
+    if sizes:
+        n.attrs["stage_candidate"] = sizes
 
 
 def _float_stage_candidate(n, x, w, y):
@@ -416,15 +416,15 @@ def _float_stage_candidate(n, x, w, y):
 
 
 def _stage_candidate(n, w, y):
-    """The bytes a fast layer's weights and records take in a staged block, or 0 when the
-    layer reads each weight too few times for the copy to pay (STAGE_MIN_PIXELS)."""
+    """[the bytes a fast layer's weights and records take in a staged block], or none when
+    the layer reads each weight too few times for the copy to pay (STAGE_MIN_PIXELS)."""
     if y.size // y.shape[1] < STAGE_MIN_PIXELS or w.data is None:
-        return 0
+        return []
     words = {"conv": _gemm_words, "depthwise": _depthwise_words,
              "narrow": lambda w: pack_narrow(w.data),
              "winograd": lambda w: wino.pack_winograd(w.data)}[n.attrs["fast_kernel"]](w)
-    return sum(-(-nbytes // 8) * 8 for nbytes in (words.size * 4,
-                                                   y.shape[1] * STAGE_RECORD_WORDS * 4))
+    return [sum(-(-nbytes // 8) * 8 for nbytes in (words.size * 4,
+                                                    y.shape[1] * STAGE_RECORD_WORDS * 4))]
 
 
 def _fold_fits(g, n, w):
@@ -459,7 +459,7 @@ def _emit_folded(em, lid, n, p, info, dims, kernel, words, suffix):
     assert np.all(np.abs(bias) < 1 << 31), f"{kernel}: folded bias outside int32 (_fold_fits)"
     st = em.staging(n)  # narrow: planner/staged_weights.py
     q, rec = emit_records_requant(em, lid, replace(p, bias=bias.astype(np.int32)), w.data, st)
-    filt = _staged(st, em.const("int32_t", f"{lid}{suffix}", words, align=4))
+    filt = st.copy(em.const("int32_t", f"{lid}{suffix}", words, align=4))
     info["kernel"] = kernel
     em.call(kernel, [dims, q, em.ptr(n.inputs[0]), f"(const uint32_t *)(const void *){filt}",
                      em.ptr(n.outputs[0])])
@@ -511,7 +511,7 @@ def _emit_winograd(em, lid, n, p, info, dims, w):
     """tinyaot_convolve_winograd_s8: the transformed weights (kernels/winograd_pack.py)."""
     st = em.staging(n)  # planner/staged_weights.py: records and weights read from the arena
     q, rec = emit_records_requant(em, lid, p, w.data, st)
-    filt = _staged(st, em.const("int32_t", f"{lid}_wp", wino.pack_winograd(w.data), align=8))
+    filt = st.copy(em.const("int32_t", f"{lid}_wp", wino.pack_winograd(w.data), align=8))
     info["kernel"] = "tinyaot_convolve_winograd_s8"
     em.specialize(spec.winograd_uses(rec, conv_dims(em.g, n)))
     x, y = em.ptr(n.inputs[0]), em.ptr(n.outputs[0])
@@ -553,7 +553,7 @@ class Conv2d(Op):
         if n.attrs.get("ort_float"):  # pixel columns + one tile
             n.attrs["scratch_bytes"] = scratch_bytes(x.shape, w.shape, y.shape, n.attrs)
             if optimize == "speed":
-                n.attrs["stage_candidate"] = _float_stage_candidate(n, x, w, y)
+                _offer_staging(n, _float_stage_candidate(n, x, w, y))
             if (optimize == "speed" and w.size >= F32_B8_MIN_WEIGHTS
                     and blocks_candidate(x.shape, y.shape, n.attrs)):
                 n.attrs["f32_blocks_candidate"] = True  # planner/float_conv_blocks.py decides
@@ -569,7 +569,7 @@ class Conv2d(Op):
                 return
             if n.attrs["group"] == 1 and optimize == "speed" and _narrow(g, n, x, w):
                 n.attrs["fast_kernel"] = "narrow"  # no scratch
-                n.attrs["stage_candidate"] = _stage_candidate(n, w, y)
+                _offer_staging(n, _stage_candidate(n, w, y))
                 return
             if n.attrs["group"] == 1:
                 n.attrs["fast_kernel"] = "conv"
@@ -591,7 +591,7 @@ class Conv2d(Op):
                 n.attrs["fast_kernel"] = "depthwise"
             if optimize == "speed" and n.attrs.get("fast_kernel") in ("conv", "depthwise",
                                                                        "winograd"):
-                n.attrs["stage_candidate"] = _stage_candidate(n, w, y)
+                _offer_staging(n, _stage_candidate(n, w, y))
         if optimize == "size":
             select_size(g, n)
 

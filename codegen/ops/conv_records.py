@@ -132,7 +132,7 @@ def emit_requant_record(em, lid, p: ConvParams, fast=False, float_records=False,
         r.shift = em.const("int32_t", f"{lid}_shift", p.shift)
     if words is not None:  # with TFLITE they hold mult and shift too
         r.rq = em.const("int32_t", f"{lid}_rq", words, align=8)
-        if staging is not None:
+        if staging is not None:  # (the emitter's: the copy's expression, or the array)
             r.rq = staging.copy(r.rq)
     em.consts.append(c_struct(f"{lid}_q", r))
     return f"&{lid}_q", r

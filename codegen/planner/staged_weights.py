@@ -9,8 +9,8 @@ order), and every later read is zero-wait. On a zero-wait part the copy is a sma
 only layers that read each weight many times are candidates (ops/conv2d.py: at least
 STAGE_MIN_PIXELS output pixels).
 
-For each candidate (Node.attrs["stage_candidate"]: the bytes its copy needs, or a list of
-sizes, largest first, when part of it is worth copying alone), plan again with a block of
+For each candidate (Node.attrs["stage_candidate"]: the sizes its block may take, largest
+first: all it reads again, then a part worth copying alone), plan again with a block of
 that size live at its step ("<node>::staged", planner/arena.py) and keep
 it when the arena stays as small: cycles are bought with free arena bytes, never with
 RAM. Runs last: it takes the room the passes that change kernels leave. The decision is
@@ -26,9 +26,8 @@ def plan_staged_weights(g, plan, replan):
     """`plan` of `g`, with every candidate layer's weights staged where that keeps the
     arena as small."""
     for n in g.nodes:
-        cand = n.attrs.get("stage_candidate") or []
-        sizes = [int(v) for v in (cand if isinstance(cand, (list, tuple)) else [cand]) if v]
         n.attrs.pop("staged_bytes", None)
-        if sizes:
-            plan = first_arena_free(g, n, plan, replan, lambda _n: None, "staged_bytes", sizes)
+        if n.attrs.get("stage_candidate"):
+            plan = first_arena_free(g, n, plan, replan, lambda _n: None, "staged_bytes",
+                                    n.attrs["stage_candidate"])
     return plan

@@ -71,8 +71,8 @@ def test_staged_only_in_free_arena_bytes():
         for t, lo, hi in _live_spans(c, steps[name]):
             assert hi <= b.offset or b.offset + b.size <= lo, (name, t)
     dw = next(n for n in c.graph.nodes if n.name == "/dw/Conv")
-    assert dw.attrs["stage_candidate"] > 0 and "staged_bytes" not in dw.attrs
-    dw.attrs["staged_bytes"] = dw.attrs["stage_candidate"]
+    assert dw.attrs["stage_candidate"][0] > 0 and "staged_bytes" not in dw.attrs
+    dw.attrs["staged_bytes"] = dw.attrs["stage_candidate"][0]
     assert plan_arena(c.graph, io_buffers="arena").size > c.plan.size
 
 
