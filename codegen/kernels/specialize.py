@@ -110,14 +110,19 @@ def depthwise_row3(mode: int, d) -> bool:
     """Does tinyaot_depthwise_conv_fast_s8 run some of this layer's outputs three at a time
     (dw_run: a record mode, 3x3 undilated at stride 1 along the row, at least
     DW_ROW3_MIN_QUADS channel quads, three outputs of a row whose windows lie inside
-    the input, in a row whose window rows all do)?"""
+    the input, in a row whose window rows all do; or, in a 'same' layer at stride 1,
+    three edge outputs down a side column or along the top and bottom rows)?"""
     if (mode not in (RQ_SMLAL_SAT, RQ_FLOAT_SAT) or (d.k_h, d.k_w) != (3, 3)
             or (d.dil_h, d.dil_w) != (1, 1) or d.stride_w != 1
             or d.in_c // 4 < DW_ROW3_MIN_QUADS or d.in_w - 3 + d.pad_left < 0):
         return False
     inside = min((d.in_w - 3 + d.pad_left) + 1, d.out_w) - min(d.pad_left, d.out_w)
     rows = any(0 <= oy * d.stride_h - d.pad_top <= d.in_h - 3 for oy in range(d.out_h))
-    return inside >= 3 and rows
+    # a 'same' layer at stride 1 also takes its edges three at a time (dw_run: nv, nh)
+    same = (d.stride_h == 1 and d.pad_top == 1 and d.pad_left == 1 and d.out_h == d.in_h
+            and d.out_w == d.in_w and d.in_h >= 2 and d.in_w >= 2)
+    edges = same and (d.in_h >= 5 or d.in_w >= 5)
+    return (inside >= 3 and rows) or edges
 
 
 def depthwise_uses(r, d=None) -> dict:

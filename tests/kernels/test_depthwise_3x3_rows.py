@@ -7,7 +7,10 @@ one-pixel path. Against the numpy oracle of the conv operator (codegen/ops/conv2
 conv2d_int, groups = channels), on the host (the C path) and on qemu-m4 (the asm), with
 the saturating records of both numerics: rows of 1 to 11 inner outputs (so 0 to 3
 groups of three and every remainder), padding on either side, 8, 12 and 16 quads and
-4 (below the threshold), stride 2 (not taken)."""
+4 (below the threshold), stride 2 (not taken); and 'same' layers, whose edge outputs
+(the side columns below the top row, the top and bottom rows) go three at a time
+through two-line passes (dw3x3_left3_*, _right3_, _top3_, _bottom3_), with 0 to 3
+groups and every remainder."""
 from __future__ import annotations
 
 import numpy as np
@@ -25,7 +28,14 @@ SHAPES = [(64, 12, 5, 1, 1, 1, 1, 1),    # kws01's depthwise layers (fewer rows)
           (32, 5, 6, 1, 0, 1, 0, 0),     # left padding only: 4 inner
           (64, 4, 3, 1, 1, 1, 1, 1),     # 1 inner output: no group
           (16, 5, 9, 1, 1, 1, 1, 1),     # 4 quads: the one-pixel path
-          (32, 7, 9, 2, 1, 1, 1, 1)]     # stride 2: the one-pixel path
+          (32, 7, 9, 2, 1, 1, 1, 1),     # stride 2: the one-pixel path
+          # 'same' at stride 1, the edges three at a time (nv groups down each side
+          # column, nh along the top and bottom rows): nv 2, nh 3, none left
+          (32, 8, 11, 1, 1, 1, 1, 1),
+          (32, 10, 7, 1, 1, 1, 1, 1),    # nv 2 and two rows left, nh 1 and two left
+          (32, 5, 2, 1, 1, 1, 1, 1),     # two columns: nv 1, no row groups
+          (36, 2, 6, 1, 1, 1, 1, 1),     # two rows: nh 1, no column groups; 9 quads
+          (32, 6, 6, 1, 1, 1, 1, 0)]     # padding not 'same': no edge groups
 NUMERICS = ("tflite", "ort")
 
 
@@ -59,4 +69,5 @@ def test_depthwise_3x3_rows_on_qemu_m4(tmp_path):
     from tests.helpers.kernel_firmware import depthwise_fast_cases_on_qemu_m4
     asm = depthwise_fast_cases_on_qemu_m4(tmp_path, "dw3x3", _cases())
     # both records' three-pixel passes are in the firmware (and the cases above reach them)
-    assert "<dw3x3_row3_sat>:" in asm and "<dw3x3_row3_fsat>:" in asm
+    for kind in ("row3", "top3", "bottom3", "left3", "right3"):
+        assert f"<dw3x3_{kind}_sat>:" in asm and f"<dw3x3_{kind}_fsat>:" in asm

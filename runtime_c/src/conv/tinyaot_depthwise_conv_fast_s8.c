@@ -262,14 +262,39 @@ static inline __attribute__((always_inline)) void dw_run(const tinyaot_conv_dims
         if (x_b > d->out_w) x_b = d->out_w;
         if (x_a > x_b) x_a = x_b;
     }
+    /* A 3x3 'same' layer at stride 1 (one row and column of padding on each side):
+     * its edge outputs go three at a time as well, down the left and right columns
+     * (nv groups each, rows 1 .. 3 nv) and along the top and bottom rows (nh groups
+     * each, columns 1 .. 3 nh), through the two-line passes; the corners and the
+     * rest one at a time. */
+    int32_t nv = 0, nh = 0;
+#if TINYAOT_HAVE_DSP_ASM
+    if (TINYAOT_SPEC_HAS(TINYAOT_SPEC_DW_KINDS, TINYAOT_SPEC_DW_ROW3) && fast3 &&
+        dw_rec_mode(mode) && sw == 1 && d->stride_h == 1 && nq >= DW3_MIN_QUADS &&
+        d->pad_top == 1 && d->pad_left == 1 && d->out_h == in_h && d->out_w == in_w &&
+        in_h >= 2 && in_w >= 2 && (mode != TINYAOT_RQ_FLOAT_SAT || TINYAOT_DW3_HAVE_FSAT)) {
+        nv = (in_h - 2) / 3;
+        nh = (in_w - 2) / 3;
+    }
+#endif
     int8_t *out = output;
     for (int32_t oy = 0; oy < d->out_h; ++oy) {
         const int32_t iy0 = oy * d->stride_h - d->pad_top;
         int32_t ky_lo = 0, ky_hi = k_h;
         while (ky_lo < ky_hi && iy0 + ky_lo * dil_h < 0) ++ky_lo;
         while (ky_hi > ky_lo && iy0 + (ky_hi - 1) * dil_h >= in_h) --ky_hi;
+        /* its first and last outputs in the side columns' groups (rows 1 .. 3 nv; then
+         * x_a is 1) */
+        const int32_t side = (uint32_t)(oy - 1) < (uint32_t)(3 * nv);
+        const int32_t ox_end = side ? d->out_w - 1 : d->out_w;
+        /* in the top and bottom rows, the groups' outputs [1, 1 + 3 nh) */
+        const int32_t gap = nh > 0 && (oy == 0 || oy == d->out_h - 1) ? 1 : -1;
         int32_t ox = 0;
         if (fast3 && ky_lo == 0 && ky_hi == 3) {
+            if (side) {
+                ox = x_a;
+                out += x_a * ch;
+            }
             for (; ox < x_a; ++ox) {
                 dw_pixel(d, rq, input, wbase, iy0, ox * sw - d->pad_left, 0, 3, off, out, mode);
                 out += ch;
@@ -282,8 +307,8 @@ static inline __attribute__((always_inline)) void dw_run(const tinyaot_conv_dims
                     nq >= DW3_MIN_QUADS && x_b - ox >= 3 &&
                     (mode != TINYAOT_RQ_FLOAT_SAT || TINYAOT_DW3_HAVE_FSAT)) {
                     const int32_t n3 = (x_b - ox) / 3;
-                    dw3x3_triples(s3, wbase, nq, in_w * ch, off, rq->rq, rq->zp, out, n3,
-                                  mode == TINYAOT_RQ_FLOAT_SAT);
+                    dw3x3_triples(DW3_ROW, s3, wbase, nq, ch, in_w * ch, ch, off, rq->rq,
+                                  rq->zp, out, n3, mode == TINYAOT_RQ_FLOAT_SAT);
                     s3 += 3 * n3 * ch;
                     out += 3 * n3 * ch;
                     ox += 3 * n3;
@@ -302,11 +327,32 @@ static inline __attribute__((always_inline)) void dw_run(const tinyaot_conv_dims
                 }
             }
         }
-        for (; ox < d->out_w; ++ox) {
+        for (; ox < ox_end; ++ox) {
+            if (ox == gap) { /* (1 + 3 nh <= out_w - 1: never past the row) */
+                ox += 3 * nh;
+                out += 3 * nh * ch;
+            }
             dw_pixel(d, rq, input, wbase, iy0, ox * sw - d->pad_left, ky_lo, ky_hi, off, out, mode);
             out += ch;
         }
+        out += (d->out_w - ox_end) * ch;
     }
+#if TINYAOT_HAVE_DSP_ASM
+    const int32_t rs = in_w * ch; /* in_w == out_w here */
+    const int fl = mode == TINYAOT_RQ_FLOAT_SAT;
+    if (nv > 0) { /* rows 1 .. 3 nv of columns 0 and in_w - 1; their inputs from row 0 */
+        dw3x3_triples(DW3_LEFT, input, wbase, nq, rs, ch, rs, off, rq->rq, rq->zp,
+                      output + rs, nv, fl);
+        dw3x3_triples(DW3_RIGHT, input + (in_w - 2) * ch, wbase, nq, rs, ch, rs, off, rq->rq,
+                      rq->zp, output + rs + (in_w - 1) * ch, nv, fl);
+    }
+    if (nh > 0) { /* columns 1 .. 3 nh of rows 0 and in_h - 1; their inputs from column 0 */
+        dw3x3_triples(DW3_TOP, input, wbase, nq, ch, rs, ch, off, rq->rq, rq->zp, output + ch,
+                      nh, fl);
+        dw3x3_triples(DW3_BOTTOM, input + (in_h - 2) * rs, wbase, nq, ch, rs, ch, off, rq->rq,
+                      rq->zp, output + (in_h - 1) * rs + ch, nh, fl);
+    }
+#endif
 }
 
 /* onnxruntime layers with {bias, scale} records, apart from the other modes'
