@@ -59,18 +59,20 @@ from tests.helpers.env import require_arm_toolchain, shared_model
 # copies: vww01 +0.35 % / +0.25 %, ic01 +0.14 % / +0.03 %, kws01 +0.1 %, sww01 +0.06 % /
 # +0.12 %; on the STM32L4R5 model vww01 tflite -10 %, ic01 -3 %) and when the narrow conv
 # ran one copy of its requantization for both pixels of a pair, to fit a 1 KB instruction
-# cache (vww01 tflite +0.2 %; on the STM32L4R5 model its first layer -12 %).
+# cache (vww01 tflite +0.2 %; on the STM32L4R5 model its first layer -12 %); and fell
+# when a 'same' 3x3 depthwise layer's edge outputs went three at a time over two kernel
+# lines (kws01 -3.0 % / -3.2 %, vww01 -1.2 % / -1.4 %; sww01 +0.02 %: the new per-row tests).
 PINNED = {
     ("ad01", "tflite"): {"ideal": 375880},
-    ("kws01", "tflite"): {"ideal": 4984808},
+    ("kws01", "tflite"): {"ideal": 4833548},
     ("ic01", "tflite"): {"ideal": 15870129},
-    ("vww01", "tflite"): {"ideal": 12126743},
-    ("sww01", "tflite"): {"ideal": 1502136},
+    ("vww01", "tflite"): {"ideal": 11981582},
+    ("sww01", "tflite"): {"ideal": 1502424},
     ("ad01", "ort"): {"ideal": 779016},
-    ("kws01", "ort"): {"ideal": 5845434},
+    ("kws01", "ort"): {"ideal": 5655926},
     ("ic01", "ort"): {"ideal": 31820520},
-    ("vww01", "ort"): {"ideal": 13215205},
-    ("sww01", "ort"): {"ideal": 1582539},
+    ("vww01", "ort"): {"ideal": 13030536},
+    ("sww01", "ort"): {"ideal": 1582707},
 }
 
 
