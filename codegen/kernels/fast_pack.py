@@ -34,6 +34,24 @@ def pack_gemm(w2d, group=2):
     return _words(p).reshape(-1)
 
 
+def pack_conv_gemm(w2d):
+    """tinyaot_convolve_fast_s8's W[oc][k]: the first oc // 4 * 4 rows in groups of four,
+    int32 words [group][quad][half][row of the group] (half 0: {k0, k2}, 1: {k1, k3}; the
+    order the kernel's 4-channel x 2-pixel block reads them), then the oc % 4 rows left as
+    pack_gemm's pairs (an odd last row with a zero row)."""
+    w = np.asarray(w2d, dtype=np.int16)
+    oc, k = w.shape
+    g = oc // 4 * 4
+    kp = (k + 3) // 4 * 4
+    p = np.zeros((g, kp), dtype=np.int16)
+    p[:, :k] = w[:g]
+    p = p.reshape(g // 4, 4, kp // 4, 4)[..., QUAD_ORDER].reshape(g // 4, 4, kp // 4, 2, 2)
+    parts = [_words(p.transpose(0, 2, 3, 1, 4)).reshape(-1)]
+    if g < oc:
+        parts.append(pack_gemm(w[g:], 2))
+    return np.concatenate(parts)
+
+
 def pack_depthwise(w_tap_c):
     """W[tap][c] int8 (c % 4 == 0) -> int32 words [quad][tap][2]: one channel
     quad's taps are contiguous, so the kernel reaches them by immediate offsets."""

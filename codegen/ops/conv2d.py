@@ -40,7 +40,7 @@ from ..kernels.conv_f32_pack import (block_scratch_bytes, blocks_candidate, has_
                                      segment_words)
 from ..kernels import winograd_pack as wino
 from ..kernels.fast_pack import (conv_gemm_weights, conv_scratch_bytes, conv_w8_scratch_bytes,
-                                 fold_input_zero_point, narrow_fits, pack_depthwise, pack_gemm,
+                                 fold_input_zero_point, narrow_fits, pack_conv_gemm, pack_depthwise,
                                  pack_narrow, pack_sparse, sparse_density)
 from ..numerics import ort_float as of
 from ..numerics import u8s8_pairs as u8s8
@@ -384,7 +384,7 @@ def _emit_fast(em, lid, n, p, info, dims, w):
 
 def _gemm_words(w):
     """The fast conv's weights (int16 pairs in words, kernels/fast_pack.py)."""
-    return pack_gemm(conv_gemm_weights(w.data))
+    return pack_conv_gemm(conv_gemm_weights(w.data))
 
 
 def _depthwise_words(w):

@@ -24,6 +24,10 @@
  *       word 0 = { W[2P+r][4j+0], W[2P+r][4j+2] }
  *       word 1 = { W[2P+r][4j+1], W[2P+r][4j+3] }
  *   which is the order __SXTAB16 / __SXTAB16_ROR8 widen four int8 inputs.
+ *   The conv kernel (tinyaot_convolve_fast_s8) reads its first out_c / 4 * 4
+ *   rows in groups of four, the words of a quad by half (fast_pack.
+ *   pack_conv_gemm): for group G, for quad j, word 0 of rows 0..3, then word
+ *   1 of rows 0..3; the out_c % 4 rows left follow as pairs (above).
  *   The FC kernel reads groups of four rows instead of pairs (rows padded
  *   with zero rows to a multiple of 4; pack_gemm(w, 4)): for group G, for
  *   quad j, for row r of the group, the same two words.

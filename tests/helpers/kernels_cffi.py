@@ -423,7 +423,7 @@ def _conv_with_scratch(name, dims, q, x, weights, wtype, extra, scratch_bytes, r
 
 
 def convolve_fast_s8(dims, q, x, packed, scratch_bytes, rng=None):
-    """tinyaot_convolve_fast_s8: packed = fast_pack.pack_gemm(conv_gemm_weights(w))."""
+    """tinyaot_convolve_fast_s8: packed = fast_pack.pack_conv_gemm(conv_gemm_weights(w))."""
     return _conv_with_scratch("tinyaot_convolve_fast_s8", dims, q, x, packed, np.int32, (),
                               scratch_bytes, rng)
 

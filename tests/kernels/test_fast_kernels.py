@@ -24,8 +24,8 @@ import numpy as np
 import pytest
 
 from codegen.kernels.fast_pack import (add_tables, conv_gemm_weights, conv_scratch_bytes,
-                                       fc_scratch_bytes, float_requant, pack_depthwise, pack_gemm,
-                                       smlal_requant)
+                                       fc_scratch_bytes, float_requant, pack_conv_gemm,
+                                       pack_depthwise, pack_gemm, smlal_requant)
 
 from tests.helpers.env import C_DIR, REPO, require_arm_toolchain
 from tests.helpers.kernel_firmware import c_words, cases_firmware, requant_c
@@ -501,7 +501,9 @@ CONV_CASES = [  # h, w, cin, cout, kh, kw, stride, dil, pads(t, l, b, r)
 ]
 # in_c % 4 == 0: edge windows as zero quads + one run (padding at every edge,
 # a window wider than the input, one wholly in the padding), and every
-# nquads % 8 of the unrolled GEMM (nquads = k_h * ceil(k_w * in_c / 4))
+# nquads % 8 of the unrolled GEMM (nquads = k_h * ceil(k_w * in_c / 4)): the
+# 4-channel group loop's nquads % 4 below and above 4 quads, with 0-3 channels
+# left after the groups
 QUAD_CONV_CASES = [  # nquads, pixels, out_c
     (6, 7, 16, 6, 3, 3, (1, 1), (1, 1), (1, 1, 1, 1)),    # 36 (% 8 = 4), 42, 6
     (5, 5, 8, 7, 3, 3, (1, 1), (1, 1), (2, 1, 0, 2)),     # 18 (2), 30, odd 7
@@ -518,6 +520,7 @@ QUAD_CONV_CASES = [  # nquads, pixels, out_c
     (4, 5, 4, 6, 1, 1, (1, 1), (1, 1), (0, 0, 0, 0)),     # 1, 20, 6
     (3, 5, 16, 6, 1, 1, (1, 1), (1, 1), (0, 0, 0, 0)),    # 4, 15 odd, 6
     (3, 4, 8, 1, 1, 1, (1, 1), (1, 1), (0, 0, 0, 0)),     # 2, 12, 1
+    (3, 5, 12, 8, 1, 1, (1, 1), (1, 1), (0, 0, 0, 0)),    # 3, 15 odd, 8: two groups of four
 ]
 
 
@@ -540,7 +543,7 @@ def test_fast_conv_matches_reference_kernel_and_numpy(lib, case, numerics):
     d = _dims(ffi, [h, wd, cin, oh, ow, cout, kh, kw, stride[0], stride[1], dil[0], dil[1],
                     pads[0], pads[1], 1])
     wref = np.ascontiguousarray(w.transpose(0, 2, 3, 1))
-    wp = pack_gemm(conv_gemm_weights(w))
+    wp = pack_conv_gemm(conv_gemm_weights(w))
     nbytes = L.tinyaot_convolve_fast_s8_get_buffer_size(d)
     assert nbytes == conv_scratch_bytes(kh, kw, cin)
     scratch = np.zeros(nbytes // 4 + 4, np.uint32)
@@ -963,7 +966,7 @@ def _conv_case(case, numerics, seed):
         c["lo"], c["hi"] = c["out_zp"], int(rng.integers(60, 127))
     c["x"] = rng.integers(-128, 128, (h, wd, cin)).astype(np.int8)
     w = rng.integers(-127, 128, (cout, cin, kh, kw)).astype(np.int8)
-    c["w"] = pack_gemm(conv_gemm_weights(w))
+    c["w"] = pack_conv_gemm(conv_gemm_weights(w))
     c["bias"] = rng.integers(-3000, 3000, cout).astype(np.int32)
     acc = (np_conv(c["x"].astype(np.int64), w, c["in_zp"], stride, dil, pads) + c["bias"]).reshape(-1)
     spread = float(np.sqrt(kh * kw * cin)) * 150 * 74  # ~ the accumulators' standard deviation
@@ -987,8 +990,9 @@ def _conv_case(case, numerics, seed):
 
 @pytest.mark.qemu
 def test_fast_conv_asm_on_qemu_m4(tmp_path):
-    """The inline-asm paths of tinyaot_convolve_fast_s8 (LDM GEMM for every
-    nquads % 8, im2col, edge windows) on qemu-m4 against the numpy oracle."""
+    """The inline-asm paths of tinyaot_convolve_fast_s8 (the 4-channel x 2-pixel
+    group loop for every nquads % 4, the channels left after the groups, im2col,
+    edge windows) on qemu-m4 against the numpy oracle."""
     require_arm_toolchain()
     from codegen.targets.qemu import load_board, run_firmware
 
@@ -1011,7 +1015,7 @@ def test_fast_conv_asm_on_qemu_m4(tmp_path):
                      "scratch, output);")
     elf, asm = cases_firmware(tmp_path, board, "conv", src, calls, scratch, out_size,
                                "tinyaot_convolve_fast_s8.c")
-    for pat in (r"ldmia(\.w)?\s+(r\d+|ip)!, \{r4, r5, r6, r7\}", r"strd\s+\w+, \w+, \[\w+\], #16",
+    for pat in (r"smlad\s+lr, r3, r5, lr", r"strd\s+\w+, \w+, \[\w+\], #16",
                 r"vcvtr\.s32\.f32"):
         assert re.search(pat, asm), f"{pat} not in the firmware"
     res = run_firmware(elf, board, timeout=300)

@@ -370,7 +370,7 @@ def test_conv_s8(numerics, kind, case):
     elif kind == "conv" and n.attrs["group"] == 1:
         kh, kw = n.attrs["kernel"]
         got = K.convolve_fast_s8(dims, q, nhwc(xv),
-                                 fast_pack.pack_gemm(fast_pack.conv_gemm_weights(wt.data)),
+                                 fast_pack.pack_conv_gemm(fast_pack.conv_gemm_weights(wt.data)),
                                  fast_pack.conv_scratch_bytes(kh, kw, cin))
     else:
         return

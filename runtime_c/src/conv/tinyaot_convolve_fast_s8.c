@@ -1,10 +1,12 @@
 /* Fast int8 2-D convolution (groups == 1): partial im2col of two output
  * pixels into int16 columns (../internal/tinyaot_im2col_q15.h,
- * shared with tinyaot_convolve_fast_w8_s8), then a 2x2-blocked __SMLAD GEMM against
- * compile-time packed int16 weights (tinyaot_fast_kernels.h; the GEMM cores
- * are ../internal/tinyaot_gemm_q15.h's: DSP inline asm, or C on the portable
- * intrinsics). This file: the scratch size and the loops over pixel pairs,
- * one inlined copy per requantization mode. */
+ * shared with tinyaot_convolve_fast_w8_s8), then an __SMLAD GEMM of four
+ * output channels x two pixels per block (the out_c % 4 channels left: two)
+ * against compile-time packed int16 weights (tinyaot_fast_kernels.h,
+ * fast_pack.pack_conv_gemm; the GEMM cores are ../internal/tinyaot_gemm_q15.h's:
+ * DSP inline asm, or C on the portable intrinsics). This file: the scratch
+ * size and the loops over pixel pairs, one inlined copy per requantization
+ * mode. */
 #include "tinyaot_fast_kernels.h"
 #include "../internal/tinyaot_gemm_q15.h"
 #include "../internal/tinyaot_specialize.h"
@@ -58,8 +60,7 @@ static inline __attribute__((always_inline)) int conv_pixels(const tinyaot_conv_
     if (CONV_HAS_KIND(TINYAOT_SPEC_KIND_POINTWISE) && pointwise) {
         const int32_t cin = d->in_c;
         for (; p + 1 < npix; p += 2) {
-            widen_run_st(input + p * cin, cin, scratch, 4, off, in_zp);
-            widen_run_st(input + (p + 1) * cin, cin, scratch + 2, 4, off, in_zp);
+            widen_pixel_pair(input + p * cin, cin, scratch, off, in_zp);
             TINYAOT_CONV_GEMM2(output + p * out_c, output + (p + 1) * out_c);
         }
         oy = p / out_w;
@@ -183,8 +184,7 @@ int tinyaot_convolve_fast_s8(const tinyaot_conv_dims_t *d, const tinyaot_requant
     if (CONV_HAS_KIND(TINYAOT_SPEC_KIND_POINTWISE) && is_pointwise(d)) {
         const int32_t cin = d->in_c;
         for (; p + 1 < npix; p += 2) {
-            widen_run_st(input + p * cin, cin, scratch, 4, off, in_zp);
-            widen_run_st(input + (p + 1) * cin, cin, scratch + 2, 4, off, in_zp);
+            widen_pixel_pair(input + p * cin, cin, scratch, off, in_zp);
             tinyaot_gemm_2col(scratch, nquads, packed_weights, out_c, &rq, output + p * out_c,
                               output + (p + 1) * out_c, CONV_LOOP_MODES);
         }

@@ -385,26 +385,74 @@ static inline void tinyaot_rqf_2x1_sat(const uint32_t acc[2], const int32_t *p, 
 }
 #endif
 
+/* The conv GEMM's weights come in groups of four output channels, 8 words
+ * per quad [group][j][half][channel] (half 0: the words {k0, k2}, 1: {k1,
+ * k3}; in the order the group loop reads them), then the out_c % 4 channels
+ * left in the pairs above (fast_pack.pack_conv_gemm): four channels take a
+ * quad of both columns in 12 loads and 16 SMLADs, a pair in 8 loads and 8.
+ * The C dots of a group (the portable twin, the modes without an asm loop,
+ * a lone column); with the DSP asm the saturating record modes run the
+ * group loop below. acc[2c + col] += channel c's row . column col; returns
+ * the next group's weights. */
+static inline __attribute__((always_inline)) const uint32_t *tinyaot_dot_4x2(const uint32_t *x,
+                                                                             const uint32_t *w,
+                                                                             int32_t nq,
+                                                                             uint32_t acc[8])
+{
+    for (int32_t j = 0; j < nq; ++j, x += 4, w += 8) {
+        for (int32_t c = 0; c < 4; ++c) {
+            acc[2 * c] = __SMLAD(x[0], w[c], acc[2 * c]);
+            acc[2 * c] = __SMLAD(x[1], w[4 + c], acc[2 * c]);
+            acc[2 * c + 1] = __SMLAD(x[2], w[c], acc[2 * c + 1]);
+            acc[2 * c + 1] = __SMLAD(x[3], w[4 + c], acc[2 * c + 1]);
+        }
+    }
+    return w;
+}
+
+/* acc[c] += channel c's row . one column (2 words per quad). */
+static inline __attribute__((always_inline)) const uint32_t *tinyaot_dot_4x1(const uint32_t *x,
+                                                                             const uint32_t *w,
+                                                                             int32_t nq,
+                                                                             uint32_t acc[4])
+{
+    for (int32_t j = 0; j < nq; ++j, x += 2, w += 8) {
+        for (int32_t c = 0; c < 4; ++c) {
+            acc[c] = __SMLAD(x[0], w[c], acc[c]);
+            acc[c] = __SMLAD(x[1], w[4 + c], acc[c]);
+        }
+    }
+    return w;
+}
+
 #if TINYAOT_HAVE_DSP_ASM
-/* The saturating-record channel pairs (one-SMLAL, or onnxruntime's {bias,
- * scale}) of two interleaved columns in one asm statement:
- * for each pair, accumulators r0-r3 start at the records' biases, the dot
- * product takes the nquads % 8 quads straight, then (nquads >= 8) eight per
- * loop pass (per quad one LDM of both columns' quad, one of the weights, eight
- * SMLAD), and the four outputs are requantized by their one-SMLAL records
- * (TINYAOT_RQ_ONE's sequence). Every register is the loop's, so its state
- * lives in memory operands (locals of this frame, sp-relative): no moves or
- * reloads around each pair's blocks. One function per nquads % 8 and per
- * nquads < 8 or not (tinyaot_gemm_2col_sat), so no jump into the quads. */
+/* The saturating-record channel groups (one-SMLAL, or onnxruntime's {bias,
+ * scale}) of two interleaved columns in one asm statement: for each group of
+ * four output channels, accumulators r6-r12, lr ({channel, column}, in that
+ * order) start at the records' biases, the dot product takes the nquads % 4
+ * quads straight, then (nquads >= 4) four per loop pass, and the eight
+ * outputs are requantized. A half quad (one k pair) is one run of four LDRs
+ * (both columns' words, two channels' weight words: 5 cycles on the M4, the
+ * loads pipelined), 4 SMLADs, two LDRs of the other two channels' words (3
+ * cycles), 4 SMLADs: 32 cycles per 32 MACs, where a channel pair's two LDMs
+ * of four and 8 SMLADs took 18 per 16. The cursors (columns r0, weights r1)
+ * move by immediate offsets and one ADD per run of quads; loads between low
+ * registers within 124 bytes are 16-bit instructions, and four quads a pass
+ * keep a group's code (about 0.7 KB) inside a 1 KB instruction cache
+ * (docs/cycle-model.md: the STM32L4R5's ART). Every register is the loop's,
+ * so its state lives in memory operands (locals of this frame,
+ * sp-relative). One function per nquads % 4 and per nquads < 4 or not
+ * (tinyaot_gemm_2col_sat), so no jump into the quads. */
 typedef struct {
     const uint32_t *col, *col_end, *w;
     const int32_t *p;
     int8_t *o0, *o1;
     const int8_t *o_end;
     int32_t zp;
+    uint64_t spill; /* the one-SMLAL records' requantization is two registers short */
 } tinyaot_pw_loop_t;
 
-/* The loop's state for the channel pairs of pixels o0, o0 + out_c (the
+/* The loop's state for the channel groups of pixels o0, o0 + out_c (the
  * caller's frame holds none of it: it is on the asm function's own). */
 static inline __attribute__((always_inline)) void tinyaot_pw_loop_init(
     tinyaot_pw_loop_t *L, const uint32_t *cols, int32_t nquads, const uint32_t *w, int32_t out_c,
@@ -416,51 +464,64 @@ static inline __attribute__((always_inline)) void tinyaot_pw_loop_init(
     L->p = rq->rq;
     L->o0 = o0;
     L->o1 = o0 + out_c;
-    L->o_end = o0 + 2 * (out_c >> 1);
+    L->o_end = o0 + 4 * (out_c >> 2);
     L->zp = rq->zp;
+    L->spill = 0u;
 }
 
-#define TINYAOT_PW_QUAD TINYAOT_DOT2X2_LDM_REGS("r12", "lr", "r0", "r1", "r2", "r3")
-#define TINYAOT_PW_Q2 TINYAOT_PW_QUAD TINYAOT_PW_QUAD
-#define TINYAOT_PW_Q4 TINYAOT_PW_Q2 TINYAOT_PW_Q2
-#define TINYAOT_PW_Q8 TINYAOT_PW_Q4 TINYAOT_PW_Q4
+/* Half H of quad Q (H "0": the words {k0, k2} of each, "1": {k1, k3};
+ * byte offsets as assembler expressions): a column quad is 4 words
+ * [col][half], a weight quad 8 words [half][channel], read in that order */
+#define TINYAOT_PW_HALF(Q, H)                                                                      \
+    "ldr r2, [r0, #(16 * " Q " + 4 * " H ")]\n\t"                                                  \
+    "ldr r3, [r0, #(16 * " Q " + 8 + 4 * " H ")]\n\t"                                              \
+    "ldr r4, [r1, #(32 * " Q " + 16 * " H ")]\n\t"                                                 \
+    "ldr r5, [r1, #(32 * " Q " + 4 + 16 * " H ")]\n\t"                                             \
+    "smlad r6, r2, r4, r6\n\t"                                                                     \
+    "smlad r7, r3, r4, r7\n\t"                                                                     \
+    "smlad r8, r2, r5, r8\n\t"                                                                     \
+    "smlad r9, r3, r5, r9\n\t"                                                                     \
+    "ldr r4, [r1, #(32 * " Q " + 8 + 16 * " H ")]\n\t"                                             \
+    "ldr r5, [r1, #(32 * " Q " + 12 + 16 * " H ")]\n\t"                                            \
+    "smlad r10, r2, r4, r10\n\t"                                                                   \
+    "smlad r11, r3, r4, r11\n\t"                                                                   \
+    "smlad r12, r2, r5, r12\n\t"                                                                   \
+    "smlad lr, r3, r5, lr\n\t"
+#define TINYAOT_PW_QUAD(Q) TINYAOT_PW_HALF(Q, "0") TINYAOT_PW_HALF(Q, "1")
+#define TINYAOT_PW_QS1 TINYAOT_PW_QUAD("0")
+#define TINYAOT_PW_QS2 TINYAOT_PW_QS1 TINYAOT_PW_QUAD("1")
+#define TINYAOT_PW_QS3 TINYAOT_PW_QS2 TINYAOT_PW_QUAD("2")
+#define TINYAOT_PW_QS4 TINYAOT_PW_QS3 TINYAOT_PW_QUAD("3")
+/* N quads straight, then both cursors past them */
+#define TINYAOT_PW_RUN(N)                                                                          \
+    TINYAOT_PW_QS##N "adds r0, r0, #(16 * " #N ")\n\t"                                              \
+                     "adds r1, r1, #(32 * " #N ")\n\t"
 #define TINYAOT_PW_LOOP                                                                            \
-    "3:\n\t" TINYAOT_PW_Q8 "ldr r4, %[col_end]\n\t"                                                \
-                          "cmp r12, r4\n\t"                                                        \
-                          "bne 3b\n\t"
-/* accumulator A -> int8 at [O, #OOFF]: records cursor r8 (m r4, sh r5
- * loaded), 0x80000000 in r9 */
-#define TINYAOT_PW_RQ(A, POFF, O, OOFF)                                                            \
-    "ldrd r6, r7, [r8, #" POFF "]\n\t"                                                             \
-    TINYAOT_RQ_SMLAL_REGS(A, "r4", "r5", "r6", "r7", "r9")                                         \
-    "strb r7, [" O ", #" OOFF "]\n\t"
-#define TINYAOT_PW_FN(NAME, DOT, BIAS, RQ4, RB, CLOBBERS)                                          \
+    "3:\n\t" TINYAOT_PW_RUN(4) "ldr r2, %[col_end]\n\t"                                            \
+                               "cmp r0, r2\n\t"                                                    \
+                               "bne 3b\n\t"
+/* BIAS: r6, r8, r10, r12 from the records at r0; RQ8: the eight outputs
+ * (r0-r5 free, lr too once stored), the cursors advanced and stored, the
+ * flags set for "bne" to the next group */
+#define TINYAOT_PW_FN(NAME, DOT, BIAS, RQ8, CLOBBERS)                                              \
     static __attribute__((noinline, unused)) const uint32_t *NAME(                                 \
         const uint32_t *cols, int32_t nquads, const uint32_t *w, int32_t out_c,                    \
         const tinyaot_rqc_t *rq, int8_t *o0)                                                       \
     {                                                                                              \
         tinyaot_pw_loop_t L;                                                                       \
         tinyaot_pw_loop_init(&L, cols, nquads, w, out_c, rq, o0);                                  \
-        __asm__ volatile("ldr lr, %[w]\n\t"                                                        \
-                         "1:\n\t"                                                                  \
-                         "ldr r8, %[p]\n\t" BIAS                                                   \
-                         "mov r1, r0\n\t"                                                          \
-                         "mov r3, r2\n\t"                                                          \
-                         "ldr r12, %[col]\n\t" DOT                                                 \
-                         "ldr r8, %[p]\n\t"                                                        \
-                         "ldr r11, %[o0]\n\t"                                                      \
-                         "ldr r12, %[o1]\n\t" RQ4                                                  \
-                         "add r8, r8, #" RB "\n\t"                                                 \
-                         "str r8, %[p]\n\t"                                                        \
-                         "add r12, r12, #2\n\t"                                                    \
-                         "str r12, %[o1]\n\t"                                                      \
-                         "add r11, r11, #2\n\t"                                                    \
-                         "str r11, %[o0]\n\t"                                                      \
-                         "ldr r4, %[o_end]\n\t"                                                    \
-                         "cmp r11, r4\n\t"                                                         \
-                         "bne 1b\n\t"                                                              \
-                         "str lr, %[w]"                                                            \
-                         : [p] "+m"(L.p), [o0] "+m"(L.o0), [o1] "+m"(L.o1), [w] "+m"(L.w)       \
+        __asm__ volatile("1:\n\t"                                                                  \
+                         "ldr r0, %[p]\n\t" BIAS                                                   \
+                         "mov r7, r6\n\t"                                                          \
+                         "mov r9, r8\n\t"                                                          \
+                         "mov r11, r10\n\t"                                                        \
+                         "mov lr, r12\n\t"                                                         \
+                         "ldr r0, %[col]\n\t"                                                      \
+                         "ldr r1, %[w]\n\t" DOT                                                    \
+                         "str r1, %[w]\n\t" RQ8                                                    \
+                         "bne 1b"                                                                  \
+                         : [p] "+m"(L.p), [o0] "+m"(L.o0), [o1] "+m"(L.o1), [w] "+m"(L.w),       \
+                           [spill] "+m"(L.spill)                                                   \
                          : [col] "m"(L.col), [col_end] "m"(L.col_end), [zp] "m"(L.zp),          \
                            [o_end] "m"(L.o_end)                                                    \
                          : "r0", "r1", "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10",     \
@@ -468,55 +529,99 @@ static inline __attribute__((always_inline)) void tinyaot_pw_loop_init(
         return L.w;                                                                                \
     }
 /* One-SMLAL records {m, e - 1, R lo, R hi, bias} (20 bytes a channel, the
- * output zero point in R). */
-#define TINYAOT_PW_BIAS_SAT "ldr r0, [r8, #16]\n\t" "ldr r2, [r8, #36]\n\t"
-#define TINYAOT_PW_RQ4_SAT                                                                         \
-    "mov r9, #0x80000000\n\t"                                                                      \
-    "ldrd r4, r5, [r8]\n\t"                                                                        \
-    TINYAOT_PW_RQ("r0", "8", "r11", "0") TINYAOT_PW_RQ("r1", "8", "r12", "0")                      \
-    "ldrd r4, r5, [r8, #20]\n\t"                                                                   \
-    TINYAOT_PW_RQ("r2", "28", "r11", "1") TINYAOT_PW_RQ("r3", "28", "r12", "1")
+ * output zero point in R) at r0. Accumulator A -> int8 at [O, #OOFF] (m r4,
+ * sh r5 loaded; 0x80000000 in r3; R into r6:r7): TINYAOT_RQ_SMLAL_REGS with
+ * the shift and the store on low registers (16-bit instructions; the flags
+ * are free until the loop test). Eight registers besides the accumulators:
+ * channel 0's two wait in `spill` until channel 3's are done. */
+#define TINYAOT_PW_RQ(A, POFF, O, OOFF)                                                            \
+    "ldrd r6, r7, [r0, #" POFF "]\n\t"                                                             \
+    "smlal r6, r7, " A ", r4\n\t"                                                                  \
+    "lsr " A ", " A ", #31\n\t"                                                                    \
+    "smlal r6, r7, " A ", r3\n\t"                                                                  \
+    "asrs r7, r7, r5\n\t"                                                                          \
+    "ssat r7, #8, r7\n\t"                                                                          \
+    "strb r7, [" O ", #" OOFF "]\n\t"
+#define TINYAOT_PW_BIAS_SAT                                                                        \
+    "ldr r6, [r0, #16]\n\t"                                                                        \
+    "ldr r8, [r0, #36]\n\t"                                                                        \
+    "ldr r10, [r0, #56]\n\t"                                                                       \
+    "ldr r12, [r0, #76]\n\t"
+#define TINYAOT_PW_RQ8_SAT                                                                         \
+    "strd r6, r7, %[spill]\n\t"                                                                    \
+    "ldr r0, %[p]\n\t"                                                                             \
+    "ldr r1, %[o0]\n\t"                                                                            \
+    "ldr r2, %[o1]\n\t"                                                                            \
+    "mov r3, #0x80000000\n\t"                                                                      \
+    "ldrd r4, r5, [r0, #20]\n\t"                                                                   \
+    TINYAOT_PW_RQ("r8", "28", "r1", "1") TINYAOT_PW_RQ("r9", "28", "r2", "1")                      \
+    "ldrd r4, r5, [r0, #40]\n\t"                                                                   \
+    TINYAOT_PW_RQ("r10", "48", "r1", "2") TINYAOT_PW_RQ("r11", "48", "r2", "2")                    \
+    "ldrd r4, r5, [r0, #60]\n\t"                                                                   \
+    TINYAOT_PW_RQ("r12", "68", "r1", "3") TINYAOT_PW_RQ("lr", "68", "r2", "3")                     \
+    "ldrd r8, r9, %[spill]\n\t"                                                                    \
+    "ldrd r4, r5, [r0]\n\t"                                                                        \
+    TINYAOT_PW_RQ("r8", "8", "r1", "0") TINYAOT_PW_RQ("r9", "8", "r2", "0")                        \
+    "adds r0, r0, #80\n\t"                                                                         \
+    "str r0, %[p]\n\t"                                                                             \
+    "adds r1, r1, #4\n\t"                                                                          \
+    "str r1, %[o0]\n\t"                                                                            \
+    "adds r2, r2, #4\n\t"                                                                          \
+    "str r2, %[o1]\n\t"                                                                            \
+    "ldr r3, %[o_end]\n\t"                                                                         \
+    "cmp r1, r3\n\t"
 #define TINYAOT_PW_SAT(NAME, DOT)                                                                  \
-    TINYAOT_PW_FN(NAME, DOT, TINYAOT_PW_BIAS_SAT, TINYAOT_PW_RQ4_SAT, "40", )
-/* One function per variant FN(name, its dot product): P_s<n> for nquads < 8
- * (its n quads straight), P_l<n> for nquads >= 8 with nquads % 8 = n. */
+    TINYAOT_PW_FN(NAME, DOT, TINYAOT_PW_BIAS_SAT, TINYAOT_PW_RQ8_SAT, )
+/* One function per variant FN(name, its dot product): P_s<n> for nquads < 4
+ * (its n quads straight), P_l<n> for nquads >= 4 with nquads % 4 = n. */
 #define TINYAOT_PW_VARIANTS(FN, P)                                                                 \
-    FN(P##_s1, TINYAOT_PW_QUAD)                                                                    \
-    FN(P##_s2, TINYAOT_PW_Q2)                                                                      \
-    FN(P##_s3, TINYAOT_PW_Q2 TINYAOT_PW_QUAD)                                                      \
-    FN(P##_s4, TINYAOT_PW_Q4)                                                                      \
-    FN(P##_s5, TINYAOT_PW_Q4 TINYAOT_PW_QUAD)                                                      \
-    FN(P##_s6, TINYAOT_PW_Q4 TINYAOT_PW_Q2)                                                        \
-    FN(P##_s7, TINYAOT_PW_Q4 TINYAOT_PW_Q2 TINYAOT_PW_QUAD)                                        \
+    FN(P##_s1, TINYAOT_PW_RUN(1))                                                                  \
+    FN(P##_s2, TINYAOT_PW_RUN(2))                                                                  \
+    FN(P##_s3, TINYAOT_PW_RUN(3))                                                                  \
     FN(P##_l0, TINYAOT_PW_LOOP)                                                                    \
-    FN(P##_l1, TINYAOT_PW_QUAD TINYAOT_PW_LOOP)                                                    \
-    FN(P##_l2, TINYAOT_PW_Q2 TINYAOT_PW_LOOP)                                                      \
-    FN(P##_l3, TINYAOT_PW_Q2 TINYAOT_PW_QUAD TINYAOT_PW_LOOP)                                      \
-    FN(P##_l4, TINYAOT_PW_Q4 TINYAOT_PW_LOOP)                                                      \
-    FN(P##_l5, TINYAOT_PW_Q4 TINYAOT_PW_QUAD TINYAOT_PW_LOOP)                                      \
-    FN(P##_l6, TINYAOT_PW_Q4 TINYAOT_PW_Q2 TINYAOT_PW_LOOP)                                        \
-    FN(P##_l7, TINYAOT_PW_Q4 TINYAOT_PW_Q2 TINYAOT_PW_QUAD TINYAOT_PW_LOOP)
+    FN(P##_l1, TINYAOT_PW_RUN(1) TINYAOT_PW_LOOP)                                                  \
+    FN(P##_l2, TINYAOT_PW_RUN(2) TINYAOT_PW_LOOP)                                                  \
+    FN(P##_l3, TINYAOT_PW_RUN(3) TINYAOT_PW_LOOP)
 TINYAOT_PW_VARIANTS(TINYAOT_PW_SAT, tinyaot_pw)
 #if TINYAOT_HAVE_FPU_ASM
 #define TINYAOT_PW_HAVE_FSAT 1
-/* onnxruntime's records {bias, scale} (8 bytes a channel): accumulator A ->
- * int8 at [O, #OUT], the channel's scale in s15, zero point in r10 */
+/* onnxruntime's records {bias, scale} (8 bytes a channel) at r0: accumulator
+ * A -> int8 at [O, #OUT], the channel's scale in s15, zero point in r3 */
 #define TINYAOT_PW_RQF(A, O, OUT)                                                                  \
-    TINYAOT_RQF_REGS(A, "s14", "s15", "r10") "strb " A ", [" O ", #" OUT "]\n\t"
-#define TINYAOT_PW_BIAS_FSAT "ldr r0, [r8]\n\t" "ldr r2, [r8, #8]\n\t"
-#define TINYAOT_PW_RQ4_FSAT                                                                        \
-    "ldr r10, %[zp]\n\t"                                                                            \
-    "vldr s15, [r8, #4]\n\t"                                                                       \
-    TINYAOT_PW_RQF("r0", "r11", "0") TINYAOT_PW_RQF("r1", "r12", "0")                              \
-    "vldr s15, [r8, #12]\n\t"                                                                      \
-    TINYAOT_PW_RQF("r2", "r11", "1") TINYAOT_PW_RQF("r3", "r12", "1")
+    TINYAOT_RQF_REGS(A, "s14", "s15", "r3") "strb " A ", [" O ", #" OUT "]\n\t"
+#define TINYAOT_PW_BIAS_FSAT                                                                       \
+    "ldr r6, [r0]\n\t"                                                                             \
+    "ldr r8, [r0, #8]\n\t"                                                                         \
+    "ldr r10, [r0, #16]\n\t"                                                                       \
+    "ldr r12, [r0, #24]\n\t"
+#define TINYAOT_PW_RQ8_FSAT                                                                        \
+    "ldr r0, %[p]\n\t"                                                                             \
+    "ldr r3, %[zp]\n\t"                                                                            \
+    "ldr r1, %[o0]\n\t"                                                                            \
+    "ldr r2, %[o1]\n\t"                                                                            \
+    "vldr s15, [r0, #4]\n\t"                                                                       \
+    TINYAOT_PW_RQF("r6", "r1", "0") TINYAOT_PW_RQF("r7", "r2", "0")                                \
+    "vldr s15, [r0, #12]\n\t"                                                                      \
+    TINYAOT_PW_RQF("r8", "r1", "1") TINYAOT_PW_RQF("r9", "r2", "1")                                \
+    "vldr s15, [r0, #20]\n\t"                                                                      \
+    TINYAOT_PW_RQF("r10", "r1", "2") TINYAOT_PW_RQF("r11", "r2", "2")                              \
+    "vldr s15, [r0, #28]\n\t"                                                                      \
+    TINYAOT_PW_RQF("r12", "r1", "3") TINYAOT_PW_RQF("lr", "r2", "3")                               \
+    "adds r0, r0, #32\n\t"                                                                         \
+    "str r0, %[p]\n\t"                                                                             \
+    "adds r1, r1, #4\n\t"                                                                          \
+    "str r1, %[o0]\n\t"                                                                            \
+    "adds r2, r2, #4\n\t"                                                                          \
+    "str r2, %[o1]\n\t"                                                                            \
+    "ldr r4, %[o_end]\n\t"                                                                         \
+    "cmp r1, r4\n\t"
 #define TINYAOT_PW_CLOB_FSAT , "s14", "s15"
 #define TINYAOT_PW_FSAT(NAME, DOT)                                                                 \
-    TINYAOT_PW_FN(NAME, DOT, TINYAOT_PW_BIAS_FSAT, TINYAOT_PW_RQ4_FSAT, "16", TINYAOT_PW_CLOB_FSAT)
+    TINYAOT_PW_FN(NAME, DOT, TINYAOT_PW_BIAS_FSAT, TINYAOT_PW_RQ8_FSAT, TINYAOT_PW_CLOB_FSAT)
 TINYAOT_PW_VARIANTS(TINYAOT_PW_FSAT, tinyaot_pwf)
 #undef TINYAOT_PW_RQF
 #undef TINYAOT_PW_BIAS_FSAT
-#undef TINYAOT_PW_RQ4_FSAT
+#undef TINYAOT_PW_RQ8_FSAT
 #undef TINYAOT_PW_FSAT
 #undef TINYAOT_PW_CLOB_FSAT
 #else
@@ -524,29 +629,29 @@ TINYAOT_PW_VARIANTS(TINYAOT_PW_FSAT, tinyaot_pwf)
 #endif
 #undef TINYAOT_PW_VARIANTS
 #undef TINYAOT_PW_BIAS_SAT
-#undef TINYAOT_PW_RQ4_SAT
+#undef TINYAOT_PW_RQ8_SAT
 #undef TINYAOT_PW_SAT
 #undef TINYAOT_PW_FN
 #undef TINYAOT_PW_RQ
 #undef TINYAOT_PW_LOOP
-#undef TINYAOT_PW_Q8
-#undef TINYAOT_PW_Q4
-#undef TINYAOT_PW_Q2
+#undef TINYAOT_PW_RUN
+#undef TINYAOT_PW_QS4
+#undef TINYAOT_PW_QS3
+#undef TINYAOT_PW_QS2
+#undef TINYAOT_PW_QS1
 #undef TINYAOT_PW_QUAD
+#undef TINYAOT_PW_HALF
 
-/* The channel pairs (out_c >= 2) of two interleaved columns of nquads quads,
- * nquads % 8 = rem (a constant), for pixels o0 and o0 + out_c, records of
- * `mode` (SMLAL_SAT, or FLOAT_SAT with TINYAOT_PW_HAVE_FSAT): the function for
- * rem and for nquads < 8 or not. Returns the weights after the last pair. */
+/* The channel groups (out_c >= 4: out_c / 4 of them) of two interleaved
+ * columns of nquads quads, nquads % 8 = rem (a constant), for pixels o0 and
+ * o0 + out_c, records of `mode` (SMLAL_SAT, or FLOAT_SAT with
+ * TINYAOT_PW_HAVE_FSAT): the function for nquads % 4 and for nquads < 4 or
+ * not. Returns the weights after the last group. */
 #define TINYAOT_PW_PICK(P)                                                                         \
-    switch (rem) {                                                                                 \
+    switch (rem & 3) {                                                                             \
     case 1: return shrt ? P##_s1(TINYAOT_PW_ARGS) : P##_l1(TINYAOT_PW_ARGS);                       \
     case 2: return shrt ? P##_s2(TINYAOT_PW_ARGS) : P##_l2(TINYAOT_PW_ARGS);                       \
     case 3: return shrt ? P##_s3(TINYAOT_PW_ARGS) : P##_l3(TINYAOT_PW_ARGS);                       \
-    case 4: return shrt ? P##_s4(TINYAOT_PW_ARGS) : P##_l4(TINYAOT_PW_ARGS);                       \
-    case 5: return shrt ? P##_s5(TINYAOT_PW_ARGS) : P##_l5(TINYAOT_PW_ARGS);                       \
-    case 6: return shrt ? P##_s6(TINYAOT_PW_ARGS) : P##_l6(TINYAOT_PW_ARGS);                       \
-    case 7: return shrt ? P##_s7(TINYAOT_PW_ARGS) : P##_l7(TINYAOT_PW_ARGS);                       \
     default: return P##_l0(TINYAOT_PW_ARGS);                                                       \
     }
 #define TINYAOT_PW_ARGS cols, nquads, w, out_c, rq, o0
@@ -554,7 +659,7 @@ static inline __attribute__((always_inline)) const uint32_t *tinyaot_gemm_2col_s
     const uint32_t *cols, int32_t nquads, const uint32_t *w, int32_t out_c,
     const tinyaot_rqc_t *rq, int8_t *o0, int mode, int rem)
 {
-    const int shrt = nquads < 8;
+    const int shrt = nquads < 4;
 #if TINYAOT_PW_HAVE_FSAT
     if (mode == TINYAOT_RQ_FLOAT_SAT) {
         TINYAOT_PW_PICK(tinyaot_pwf)
@@ -572,26 +677,48 @@ static inline __attribute__((always_inline)) const uint32_t *tinyaot_gemm_2col_s
  * tinyaot_rqc, chosen per call; TINYAOT_RQ_FLOAT_SAT layers call
  * tinyaot_gemm_2col_m with the mode as a constant.) With a known rem >= 0 the
  * two columns are consecutive pixels: o1 = o0 + out_c (conv_pixels). */
-static inline __attribute__((always_inline)) void tinyaot_gemm_2col_m(
-    const uint32_t *cols, int32_t nquads, const int32_t *w, int32_t out_c, const tinyaot_rqc_t *rq,
-    int8_t *o0, int8_t *o1, int mode, int rem)
+/* One group of four channels from channel oc in C (tinyaot_dot_4x2), both
+ * columns requantized by `mode`; returns the next group's weights. */
+static inline __attribute__((always_inline)) const uint32_t *tinyaot_group_2col(
+    const uint32_t *cols, int32_t nquads, const uint32_t *wp, const tinyaot_rqc_t *rq, int32_t oc,
+    int8_t *o0, int8_t *o1, int mode)
 {
-    const uint32_t *wp = (const uint32_t *)(const void *)w;
-    int32_t oc = 0;
-#if TINYAOT_HAVE_DSP_ASM
-    if ((mode == TINYAOT_RQ_SMLAL_SAT || (mode == TINYAOT_RQ_FLOAT_SAT && TINYAOT_PW_HAVE_FSAT)) &&
-        rem >= 0) { /* (an odd last channel: below) */
-        if (out_c > 1) { /* pixels o0 and o1 = o0 + out_c (conv_pixels' pairs) */
-            wp = tinyaot_gemm_2col_sat(cols, nquads, wp, out_c, rq, o0, mode, rem);
-        }
-        oc = out_c & ~1;
-    } else
-#endif
+    uint32_t acc[8] = {0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u};
     if (mode == TINYAOT_RQ_SMLAL_SAT || mode == TINYAOT_RQ_FLOAT_SAT) {
         /* accumulators start at the biases; straight-line requantization */
-        const int32_t *p = rq->rq;
+        const int32_t rw = TINYAOT_RQ_WORDS(mode), rb = TINYAOT_RQ_BIAS(mode);
+        const int32_t *p = rq->rq + oc * rw;
+        for (int32_t c = 0; c < 4; ++c) {
+            acc[2 * c] = acc[2 * c + 1] = (uint32_t)p[c * rw + rb];
+        }
+        wp = tinyaot_dot_4x2(cols, wp, nquads, acc);
+        for (int32_t h = 0; h < 4; h += 2) { /* channel pairs oc + h, oc + h + 1 */
+            if (mode == TINYAOT_RQ_FLOAT_SAT) {
+                tinyaot_rqf_2x2_sat(acc + 2 * h, p + h * rw, rq->zp, o0 + oc + h, o1 + oc + h);
+            } else {
+                tinyaot_rq_2x2_sat(acc + 2 * h, p + h * rw, o0 + oc + h, o1 + oc + h);
+            }
+        }
+        return wp;
+    }
+    wp = tinyaot_dot_4x2(cols, wp, nquads, acc);
+    for (int32_t c = 0; c < 4; ++c) {
+        tinyaot_rqc_apply2_m(rq, tinyaot_fp_s32(acc[2 * c]), tinyaot_fp_s32(acc[2 * c + 1]),
+                             oc + c, o0 + oc + c, o1 + oc + c, mode);
+    }
+    return wp;
+}
+
+/* Channels oc .. out_c - 1 (fewer than four after the groups), in pairs (an
+ * odd last one: a zero row). */
+static inline __attribute__((always_inline)) void tinyaot_gemm_2col_rest(
+    const uint32_t *cols, int32_t nquads, const uint32_t *wp, int32_t out_c,
+    const tinyaot_rqc_t *rq, int8_t *o0, int8_t *o1, int32_t oc, int mode, int rem)
+{
+    if (mode == TINYAOT_RQ_SMLAL_SAT || mode == TINYAOT_RQ_FLOAT_SAT) {
         const int32_t zp = rq->zp;
         const int32_t rw = TINYAOT_RQ_WORDS(mode), rb = TINYAOT_RQ_BIAS(mode);
+        const int32_t *p = rq->rq + oc * rw;
         for (; oc + 1 < out_c; oc += 2) {
             uint32_t acc[4] = {(uint32_t)p[rb], (uint32_t)p[rb], (uint32_t)p[rw + rb],
                                (uint32_t)p[rw + rb]};
@@ -614,6 +741,50 @@ static inline __attribute__((always_inline)) void tinyaot_gemm_2col_m(
                                  o0 + oc + 1, o1 + oc + 1, mode);
         }
     }
+}
+
+#if TINYAOT_HAVE_DSP_ASM
+/* The channels left after the asm groups, out of the pixel loop's way: its
+ * code and the group function stay within the instruction cache. */
+static __attribute__((noinline, unused)) void tinyaot_pw_rest(const uint32_t *cols,
+                                                               int32_t nquads, const uint32_t *wp,
+                                                               int32_t out_c,
+                                                               const tinyaot_rqc_t *rq,
+                                                               int8_t *o0, int mode)
+{
+    const int32_t oc = out_c & ~3;
+    if (mode == TINYAOT_RQ_FLOAT_SAT) {
+        tinyaot_gemm_2col_rest(cols, nquads, wp, out_c, rq, o0, o0 + out_c, oc,
+                               TINYAOT_RQ_FLOAT_SAT, -1);
+    } else {
+        tinyaot_gemm_2col_rest(cols, nquads, wp, out_c, rq, o0, o0 + out_c, oc,
+                               TINYAOT_RQ_SMLAL_SAT, -1);
+    }
+}
+#endif
+
+static inline __attribute__((always_inline)) void tinyaot_gemm_2col_m(
+    const uint32_t *cols, int32_t nquads, const int32_t *w, int32_t out_c, const tinyaot_rqc_t *rq,
+    int8_t *o0, int8_t *o1, int mode, int rem)
+{
+    const uint32_t *wp = (const uint32_t *)(const void *)w;
+    int32_t oc = 0;
+#if TINYAOT_HAVE_DSP_ASM
+    if ((mode == TINYAOT_RQ_SMLAL_SAT || (mode == TINYAOT_RQ_FLOAT_SAT && TINYAOT_PW_HAVE_FSAT)) &&
+        rem >= 0) { /* pixels o0 and o1 = o0 + out_c (conv_pixels' pairs) */
+        if (out_c > 3) {
+            wp = tinyaot_gemm_2col_sat(cols, nquads, wp, out_c, rq, o0, mode, rem);
+        }
+        if (out_c & 3) {
+            tinyaot_pw_rest(cols, nquads, wp, out_c, rq, o0, mode);
+        }
+        return;
+    }
+#endif
+    for (; oc + 3 < out_c; oc += 4) {
+        wp = tinyaot_group_2col(cols, nquads, wp, rq, oc, o0, o1, mode);
+    }
+    tinyaot_gemm_2col_rest(cols, nquads, wp, out_c, rq, o0, o1, oc, mode, rem);
 }
 
 /* modes: the modes compiled (bit TINYAOT_RQ_*, a constant, tinyaot_specialize.h); the
@@ -642,7 +813,8 @@ static inline __attribute__((always_inline)) void tinyaot_gemm_2col(const uint32
     }
 }
 
-/* One column x nquads, two channels at a time. */
+/* One column x nquads: the groups of four channels, then the channels left
+ * two at a time. */
 static inline __attribute__((always_inline)) void tinyaot_gemm_1col(const uint32_t *col, int32_t nquads, const int32_t *w,
                                      int32_t out_c, const tinyaot_rqc_t *rq, int8_t *o,
                                      unsigned modes)
@@ -651,11 +823,24 @@ static inline __attribute__((always_inline)) void tinyaot_gemm_1col(const uint32
     int32_t oc = 0;
     if (((modes >> TINYAOT_RQ_SMLAL_SAT) & 1u) && rq->mode == TINYAOT_RQ_SMLAL_SAT) { /* as in tinyaot_gemm_2col_m */
         const int32_t *p = rq->rq;
+        for (; oc + 3 < out_c; oc += 4, p += 20) {
+            uint32_t acc[4] = {(uint32_t)p[4], (uint32_t)p[9], (uint32_t)p[14], (uint32_t)p[19]};
+            wp = tinyaot_dot_4x1(col, wp, nquads, acc);
+            tinyaot_rq_2x1_sat(acc, p, o + oc);
+            tinyaot_rq_2x1_sat(acc + 2, p + 10, o + oc + 2);
+        }
         for (; oc + 1 < out_c; oc += 2) {
             uint32_t acc[2] = {(uint32_t)p[4], (uint32_t)p[9]};
             wp = tinyaot_dot_2x1(col, wp, nquads, acc);
             tinyaot_rq_2x1_sat(acc, p, o + oc);
             p += 10;
+        }
+    }
+    for (; oc + 3 < out_c; oc += 4) {
+        uint32_t acc[4] = {0u, 0u, 0u, 0u};
+        wp = tinyaot_dot_4x1(col, wp, nquads, acc);
+        for (int32_t c = 0; c < 4; ++c) {
+            o[oc + c] = tinyaot_rqc_apply_in(rq, tinyaot_fp_s32(acc[c]), oc + c, modes);
         }
     }
     for (; oc < out_c; oc += 2) {
@@ -677,6 +862,12 @@ static inline __attribute__((always_inline)) void tinyaot_gemm_1col_float_sat(
     const uint32_t *wp = (const uint32_t *)(const void *)w;
     const int32_t *p = rq->rq;
     int32_t oc = 0;
+    for (; oc + 3 < out_c; oc += 4, p += 8) {
+        uint32_t acc[4] = {(uint32_t)p[0], (uint32_t)p[2], (uint32_t)p[4], (uint32_t)p[6]};
+        wp = tinyaot_dot_4x1(col, wp, nquads, acc);
+        tinyaot_rqf_2x1_sat(acc, p, rq->zp, o + oc);
+        tinyaot_rqf_2x1_sat(acc + 2, p + 4, rq->zp, o + oc + 2);
+    }
     for (; oc + 1 < out_c; oc += 2, p += 4) {
         uint32_t acc[2] = {(uint32_t)p[0], (uint32_t)p[2]};
         wp = tinyaot_dot_2x1(col, wp, nquads, acc);
