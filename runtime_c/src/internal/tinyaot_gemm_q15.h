@@ -501,8 +501,8 @@ static inline __attribute__((always_inline)) void tinyaot_pw_loop_init(
                                "cmp r0, r2\n\t"                                                    \
                                "bne 3b\n\t"
 /* BIAS: r6, r8, r10, r12 from the records at r0; RQ8: the eight outputs
- * (r0-r5 free, lr too once stored), the cursors advanced and stored, the
- * flags set for "bne" to the next group */
+ * (r0-r5 free, the weight cursor stored), the cursors advanced and stored,
+ * the flags set for "bne" to the next group */
 #define TINYAOT_PW_FN(NAME, DOT, BIAS, RQ8, CLOBBERS)                                              \
     static __attribute__((noinline, unused)) const uint32_t *NAME(                                 \
         const uint32_t *cols, int32_t nquads, const uint32_t *w, int32_t out_c,                    \
