@@ -7,7 +7,9 @@
  * __SXTAB16 and __SXTAB16_ROR8 give for one loaded word). Two-column buffers
  * interleave the columns per quad: words [j][col][2]. Weights come in pairs
  * of output channels, 4 words per quad: [pair][j][channel][2]
- * (codegen/kernels/fast_pack.py:pack_gemm).
+ * (codegen/kernels/fast_pack.py:pack_gemm); tinyaot_convolve_fast_s8's in
+ * groups of four first, 8 words per quad [group][j][half][channel], then
+ * its out_c % 4 channels left in pairs (fast_pack.pack_conv_gemm).
  *
  * The GEMM cores and the saturating requantizations are inline asm with
  * TINYAOT_HAVE_DSP_ASM (and VFP asm for onnxruntime's float records when
