@@ -80,8 +80,21 @@ static inline __attribute__((always_inline)) int conv_pixels(const tinyaot_conv_
         }
         TINYAOT_CONV_GEMM2(output + p * out_c, output + (p + 1) * out_c);
     }
-#undef TINYAOT_CONV_GEMM2
     if (p < npix) {
+#if TINYAOT_HAVE_DSP_ASM
+        if (p > 0) {
+            /* the last odd pixel in a pair with the one before it, whose outputs
+             * are stored again, the same bytes (a conv's output never overlaps
+             * its input: planner/check.py): the group loop's asm takes less than
+             * the one-column C dot (tinyaot_dot_4x1, its sums in memory) for the
+             * lone pixel alone */
+            im2col_pixel(d, input, ox > 0 ? oy : oy - 1, ox > 0 ? ox - 1 : out_w - 1, scratch,
+                         off, in_zp);
+            im2col_pixel(d, input, oy, ox, scratch + 2, off, in_zp);
+            TINYAOT_CONV_GEMM2(output + (p - 1) * out_c, output + p * out_c);
+            return TINYAOT_OK;
+        }
+#endif
         im2col_pixel_1(d, input, oy, ox, scratch, off, in_zp);
         if (mode == TINYAOT_RQ_FLOAT_SAT) {
             tinyaot_gemm_1col_float_sat(scratch, nquads, packed_weights, out_c, rq,
@@ -91,6 +104,7 @@ static inline __attribute__((always_inline)) int conv_pixels(const tinyaot_conv_
                               1u << mode);
         }
     }
+#undef TINYAOT_CONV_GEMM2
     return TINYAOT_OK;
 }
 

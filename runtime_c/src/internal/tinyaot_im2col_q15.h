@@ -390,8 +390,39 @@ static inline __attribute__((always_inline)) void im2col_pixel_st(
     /* undilated with whole quads per input pixel: a window crossing the left /
      * right edge is zero quads, one run, zero quads */
     const int quad_px = d->dil_w == 1 && (cin & 3) == 0;
+    /* undilated rows of at most one quad, input rows of at least a word: a window
+     * crossing an edge crosses only one (the input is wider than it) */
+    const int word_row = d->dil_w == 1 && row <= 4 && in_w * cin >= 4;
     const int32_t kx_lo = ix0 < 0 ? (-ix0 < k_w ? -ix0 : k_w) : 0;
     const int32_t kx_hi = in_w - ix0 < k_w ? (in_w - ix0 > kx_lo ? in_w - ix0 : kx_lo) : k_w;
+    if (word_row && !inside_x) {
+        /* rows of one quad (k_w * in_c <= 4) cut by one edge: per row, the input
+         * row's first (left edge) or last (right edge) word shifted into place and
+         * the zero point's bytes (they widen to 0, as the padding's values) in the
+         * rest; a quarter of the value-by-value loop's cycles (kws01's first conv:
+         * 10x4 on one channel, two of its five output columns cut) */
+        const uint32_t zpw = (uint32_t)(uint8_t)in_zp * 0x01010101u;
+        const int32_t n = (kx_hi - kx_lo) * cin; /* the values inside, 0 to 3 */
+        const int left = ix0 < 0;
+        /* the left edge: row bytes 0 .. n - 1 to kx_lo * cin ..; the right: the
+         * last n to 0 .. (no shifts, an empty mask: no values inside) */
+        const uint32_t lsh = left && n > 0 ? 8u * (uint32_t)(kx_lo * cin) : 0u;
+        const uint32_t rsh = !left && n > 0 ? 8u * (uint32_t)(4 - n) : 0u;
+        const uint32_t mask = n > 0 ? (0xffffffffu >> (32u - 8u * (uint32_t)n)) << lsh : 0u;
+        const int8_t *src = input + (left ? 0 : in_w * cin - 4);
+        for (int32_t ky = 0; ky < d->k_h; ++ky) {
+            const int32_t iy = iy0 + ky * d->dil_h;
+            uint32_t x = zpw;
+            if (iy >= 0 && iy < d->in_h) {
+                memcpy(&x, src + iy * in_w * cin, 4);
+                x = (((x << lsh) >> rsh) & mask) | (zpw & ~mask);
+            }
+            dst[0] = __SXTAB16(off, x);
+            dst[1] = __SXTAB16_ROR8(off, x);
+            dst += st;
+        }
+        return;
+    }
     for (int32_t ky = 0; ky < d->k_h; ++ky) {
         const int32_t iy = iy0 + ky * d->dil_h;
         if (iy < 0 || iy >= d->in_h) {
