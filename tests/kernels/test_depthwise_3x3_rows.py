@@ -10,7 +10,9 @@ groups of three and every remainder), padding on either side, 8, 12 and 16 quads
 4 (below the threshold), stride 2 (not taken); and 'same' layers, whose edge outputs
 (the side columns below the top row, the top and bottom rows) go three at a time
 through two-line passes (dw3x3_left3_*, _right3_, _top3_, _bottom3_), with 0 to 3
-groups and every remainder."""
+groups and every remainder. The passes run quad by quad over all their groups of three
+(the rows' inner outputs: all rows at once), or an edge with few groups group by group
+over all quads."""
 from __future__ import annotations
 
 import numpy as np
@@ -35,7 +37,11 @@ SHAPES = [(64, 12, 5, 1, 1, 1, 1, 1),    # kws01's depthwise layers (fewer rows)
           (32, 10, 7, 1, 1, 1, 1, 1),    # nv 2 and two rows left, nh 1 and two left
           (32, 5, 2, 1, 1, 1, 1, 1),     # two columns: nv 1, no row groups
           (36, 2, 6, 1, 1, 1, 1, 1),     # two rows: nh 1, no column groups; 9 quads
-          (32, 6, 6, 1, 1, 1, 1, 0)]     # padding not 'same': no edge groups
+          (32, 6, 6, 1, 1, 1, 1, 0),     # padding not 'same': no edge groups
+          # an edge with at least a third as many groups as quads goes quad by quad
+          # over its groups (here the side columns: nv 4 on 8 quads), one with fewer
+          # group by group over the quads (the top and bottom rows: nh 1)
+          (32, 14, 5, 1, 1, 1, 1, 1)]
 NUMERICS = ("tflite", "ort")
 
 

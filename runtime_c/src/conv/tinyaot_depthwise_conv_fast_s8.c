@@ -268,7 +268,16 @@ static inline __attribute__((always_inline)) void dw_run(const tinyaot_conv_dims
      * each, columns 1 .. 3 nh), through the two-line passes; the corners and the
      * rest one at a time. */
     int32_t nv = 0, nh = 0;
+    /* the rows whose windows are inside vertically: their outputs [x_a, x_a + 3 n3)
+     * through the three-output pass, after the row loop (quad-major, all rows);
+     * the first of them and how many */
+    int32_t n3 = 0, oy3 = -1, ny3 = 0;
 #if TINYAOT_HAVE_DSP_ASM
+    if (TINYAOT_SPEC_HAS(TINYAOT_SPEC_DW_KINDS, TINYAOT_SPEC_DW_ROW3) && fast3 &&
+        dw_rec_mode(mode) && sw == 1 && nq >= DW3_MIN_QUADS &&
+        (mode != TINYAOT_RQ_FLOAT_SAT || TINYAOT_DW3_HAVE_FSAT)) {
+        n3 = (x_b - x_a) / 3;
+    }
     if (TINYAOT_SPEC_HAS(TINYAOT_SPEC_DW_KINDS, TINYAOT_SPEC_DW_ROW3) && fast3 &&
         dw_rec_mode(mode) && sw == 1 && d->stride_h == 1 && nq >= DW3_MIN_QUADS &&
         d->pad_top == 1 && d->pad_left == 1 && d->out_h == in_h && d->out_w == in_w &&
@@ -301,19 +310,12 @@ static inline __attribute__((always_inline)) void dw_run(const tinyaot_conv_dims
             }
             if (dw_rec_mode(mode) && ox < x_b) {
                 const int8_t *s3 = input + (iy0 * in_w + ox * sw - d->pad_left) * ch;
-#if TINYAOT_HAVE_DSP_ASM
-                /* stride 1: three outputs at a time share their input columns */
-                if (TINYAOT_SPEC_HAS(TINYAOT_SPEC_DW_KINDS, TINYAOT_SPEC_DW_ROW3) && sw == 1 &&
-                    nq >= DW3_MIN_QUADS && x_b - ox >= 3 &&
-                    (mode != TINYAOT_RQ_FLOAT_SAT || TINYAOT_DW3_HAVE_FSAT)) {
-                    const int32_t n3 = (x_b - ox) / 3;
-                    dw3x3_triples(DW3_ROW, s3, wbase, nq, ch, in_w * ch, ch, off, rq->rq,
-                                  rq->zp, out, n3, mode == TINYAOT_RQ_FLOAT_SAT);
+                if (n3 > 0) { /* (ox is x_a here) the three-output pass's, after the loop */
+                    oy3 = ny3++ == 0 ? oy : oy3;
                     s3 += 3 * n3 * ch;
                     out += 3 * n3 * ch;
                     ox += 3 * n3;
                 }
-#endif
                 if (ox < x_b) {
                     if (mode == TINYAOT_RQ_FLOAT_SAT) {
                         dw3x3_row_fsat(s3, wbase, nq, in_w * ch, off, rq->rq, rq->zp, out,
@@ -338,19 +340,26 @@ static inline __attribute__((always_inline)) void dw_run(const tinyaot_conv_dims
         out += (d->out_w - ox_end) * ch;
     }
 #if TINYAOT_HAVE_DSP_ASM
-    const int32_t rs = in_w * ch; /* in_w == out_w here */
     const int fl = mode == TINYAOT_RQ_FLOAT_SAT;
+    if (ny3 > 0) { /* rows oy3 .. oy3 + ny3 - 1, n3 groups each from x_a */
+        const int32_t irow = in_w * ch, orow = d->out_w * ch;
+        dw3x3_triples(DW3_ROW, input + ((oy3 * d->stride_h - d->pad_top) * in_w + x_a -
+                                        d->pad_left) * ch,
+                      wbase, nq, ch, irow, ch, off, rq->rq, rq->zp, output + (oy3 * d->out_w + x_a) * ch,
+                      ny3, d->stride_h * irow, orow, n3, 3 * ch, 3 * ch, fl);
+    }
+    const int32_t rs = in_w * ch; /* in_w == out_w here */
     if (nv > 0) { /* rows 1 .. 3 nv of columns 0 and in_w - 1; their inputs from row 0 */
         dw3x3_triples(DW3_LEFT, input, wbase, nq, rs, ch, rs, off, rq->rq, rq->zp,
-                      output + rs, nv, fl);
+                      output + rs, nv, 3 * rs, 3 * rs, 1, 0, 0, fl);
         dw3x3_triples(DW3_RIGHT, input + (in_w - 2) * ch, wbase, nq, rs, ch, rs, off, rq->rq,
-                      rq->zp, output + rs + (in_w - 1) * ch, nv, fl);
+                      rq->zp, output + rs + (in_w - 1) * ch, nv, 3 * rs, 3 * rs, 1, 0, 0, fl);
     }
     if (nh > 0) { /* columns 1 .. 3 nh of rows 0 and in_h - 1; their inputs from column 0 */
         dw3x3_triples(DW3_TOP, input, wbase, nq, ch, rs, ch, off, rq->rq, rq->zp, output + ch,
-                      nh, fl);
+                      nh, 3 * ch, 3 * ch, 1, 0, 0, fl);
         dw3x3_triples(DW3_BOTTOM, input + (in_h - 2) * rs, wbase, nq, ch, rs, ch, off, rq->rq,
-                      rq->zp, output + (in_h - 1) * rs + ch, nh, fl);
+                      rq->zp, output + (in_h - 1) * rs + ch, nh, 3 * ch, 3 * ch, 1, 0, 0, fl);
     }
 #endif
 }
