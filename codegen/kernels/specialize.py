@@ -34,7 +34,11 @@ WINO_REMS = "TINYAOT_SPEC_WINO_REMS"
 DW_MODES = "TINYAOT_SPEC_DW_MODES"
 DW_KINDS = "TINYAOT_SPEC_DW_KINDS"
 DW_ROW3 = 0
+DW_ROW3G = 1  # the rows' pass group by group (dw3_group_major)
 DW_ROW3_MIN_QUADS = 8  # DW3_MIN_QUADS (tinyaot_depthwise_conv_fast_s8_3x3.inc)
+# dw3_group_major's constants (tinyaot_depthwise_conv_fast_s8_3x3.inc)
+DW3_CODE_BYTES = 1300
+DW3_QUAD_BYTES = 152
 FC_MODES = "TINYAOT_SPEC_FC_MODES"
 NARROW_MODES = "TINYAOT_SPEC_NARROW_MODES"
 POOL_KINDS = "TINYAOT_SPEC_POOL_KINDS"
@@ -125,13 +129,31 @@ def depthwise_row3(mode: int, d) -> bool:
     return (inside >= 3 and rows) or edges
 
 
+def dw3_group_major(nq: int, ngroups: int, ncol: int) -> bool:
+    """The kernel's dw3_group_major: does a three-output pass of ngroups groups (ncol
+    runs) on nq quads read fewer bytes from flash group by group (a call per group: the
+    pass's code and every quad's weights and records) than quad by quad (a call per quad
+    and run: the code and one quad's)?"""
+    return (ngroups * (DW3_CODE_BYTES + nq * DW3_QUAD_BYTES)
+            < nq * ncol * (DW3_CODE_BYTES + DW3_QUAD_BYTES))
+
+
+def depthwise_row3_group_major(d) -> bool:
+    """Do the inner outputs of this layer's rows (depthwise_row3) go group by group
+    (dw_run: n3 groups of three from x_a in each row whose window rows are inside)?"""
+    inside = min((d.in_w - 3 + d.pad_left) + 1, d.out_w) - min(d.pad_left, d.out_w)
+    rows = sum(0 <= oy * d.stride_h - d.pad_top <= d.in_h - 3 for oy in range(d.out_h))
+    n3 = max(inside, 0) // 3
+    return n3 > 0 and rows > 0 and dw3_group_major(d.in_c // 4, rows * n3, n3)
+
+
 def depthwise_uses(r, d=None) -> dict:
     """{mask: bits} of one tinyaot_depthwise_conv_fast_s8 call (ConvDims d: whether its
-    three-output rows run)."""
+    three-output rows run, and group by group)."""
     mode = rq_mode(r)
     out = {DW_MODES: 1 << mode}
     if d is not None and depthwise_row3(mode, d):
-        out[DW_KINDS] = 1 << DW_ROW3
+        out[DW_KINDS] = 1 << DW_ROW3 | (1 << DW_ROW3G if depthwise_row3_group_major(d) else 0)
     return out
 
 

@@ -114,6 +114,37 @@ def test_three_output_depthwise_rows_are_compiled_where_a_layer_runs_them(tmp_pa
                               text=True, check=True).stdout
         assert bool(bits >> specialize.DW_ROW3 & 1) == row3, (path, numerics)
         assert ("dw3x3_triples" in syms) == row3, (path, numerics)
+        # kws01's rows go quad by quad: the group-by-group pass is not compiled
+        assert not bits >> specialize.DW_ROW3G & 1 and "dw3x3_row3g" not in syms, path
+
+
+def test_depthwise_rows_group_by_group_where_that_reads_less_flash():
+    """The three-output rows' pass goes group by group (a call per group over all quads,
+    dw3x3_row3g_*, TINYAOT_SPEC_DW_ROW3G) where that reads fewer bytes of code, weights and
+    records from flash than quad by quad: vww01's 6x6 layers (4 groups, 32 quads: 4 x
+    (1300 + 32 x 152) = 24,656 B against 32 x 1452 = 46,464 B), not kws01's 25x5 ones (23
+    groups, 16 quads) nor vww01's 24x24 ones (154 groups on 8 quads). The constants are the
+    kernel's; a model with such a layer compiles the pass, one without does not."""
+    import re
+    from types import SimpleNamespace
+
+    from tests.helpers.env import REPO
+    inc = (REPO / "runtime_c/src/conv/tinyaot_depthwise_conv_fast_s8_3x3.inc").read_text()
+    for name in ("DW3_CODE_BYTES", "DW3_QUAD_BYTES"):
+        assert int(re.search(rf"#define {name} (\d+)", inc).group(1)) == getattr(specialize, name)
+
+    def dims(c, h, w):  # 3x3 'same' at stride 1
+        return SimpleNamespace(in_c=c, in_h=h, in_w=w, out_h=h, out_w=w, k_h=3, k_w=3,
+                               stride_h=1, stride_w=1, dil_h=1, dil_w=1, pad_top=1,
+                               pad_left=1)
+    assert specialize.depthwise_row3_group_major(dims(128, 6, 6))
+    assert not specialize.depthwise_row3_group_major(dims(64, 25, 5))
+    assert not specialize.depthwise_row3_group_major(dims(32, 24, 24))
+    for key, group in (("vww01", True), ("kws01", False)):
+        model, _ = shared_model(key)
+        c = compile_model(str(model), numerics="tflite")
+        bits = c.module.spec.get(specialize.DW_KINDS, 0)
+        assert bool(bits >> specialize.DW_ROW3G & 1) == group, key
 
 
 def test_average_pooling_four_channel_passes_only_in_speed_builds(tmp_path):

@@ -268,9 +268,12 @@ static inline __attribute__((always_inline)) void dw_run(const tinyaot_conv_dims
      * each, columns 1 .. 3 nh), through the two-line passes; the corners and the
      * rest one at a time. */
     int32_t nv = 0, nh = 0;
-    /* the rows whose windows are inside vertically: their outputs [x_a, x_a + 3 n3)
-     * through the three-output pass, after the row loop (quad-major, all rows);
-     * the first of them and how many */
+    /* The rows whose windows are inside vertically (the record modes): their outputs
+     * [x_a, x_b) after the row loop, phase by phase over all those rows (the first of
+     * them oy3, ny3 of them): [x_a, x_a + 3 n3) through the three-output pass, the rest
+     * by dw3x3_row_*. Each phase's code then stays in a small instruction cache (the
+     * row loop's single pixels, the passes, the rows' loop: vww01's 48x48 layer
+     * fetched its code again in every row). */
     int32_t n3 = 0, oy3 = -1, ny3 = 0;
 #if TINYAOT_HAVE_DSP_ASM
     if (TINYAOT_SPEC_HAS(TINYAOT_SPEC_DW_KINDS, TINYAOT_SPEC_DW_ROW3) && fast3 &&
@@ -308,25 +311,10 @@ static inline __attribute__((always_inline)) void dw_run(const tinyaot_conv_dims
                 dw_pixel(d, rq, input, wbase, iy0, ox * sw - d->pad_left, 0, 3, off, out, mode);
                 out += ch;
             }
-            if (dw_rec_mode(mode) && ox < x_b) {
-                const int8_t *s3 = input + (iy0 * in_w + ox * sw - d->pad_left) * ch;
-                if (n3 > 0) { /* (ox is x_a here) the three-output pass's, after the loop */
-                    oy3 = ny3++ == 0 ? oy : oy3;
-                    s3 += 3 * n3 * ch;
-                    out += 3 * n3 * ch;
-                    ox += 3 * n3;
-                }
-                if (ox < x_b) {
-                    if (mode == TINYAOT_RQ_FLOAT_SAT) {
-                        dw3x3_row_fsat(s3, wbase, nq, in_w * ch, off, rq->rq, rq->zp, out,
-                                       x_b - ox, sw * ch);
-                    } else {
-                        dw3x3_row_sat(s3, wbase, nq, in_w * ch, off, rq->rq, rq->zp, out,
-                                      x_b - ox, sw * ch);
-                    }
-                    out += (x_b - ox) * ch;
-                    ox = x_b;
-                }
+            if (dw_rec_mode(mode) && ox < x_b) { /* (ox is x_a here) after the loop */
+                oy3 = ny3++ == 0 ? oy : oy3;
+                out += (x_b - ox) * ch;
+                ox = x_b;
             }
         }
         for (; ox < ox_end; ++ox) {
@@ -339,9 +327,21 @@ static inline __attribute__((always_inline)) void dw_run(const tinyaot_conv_dims
         }
         out += (d->out_w - ox_end) * ch;
     }
+    /* the inner outputs of rows oy3 .. oy3 + ny3 - 1 past the groups: x_a + 3 n3 .. */
+    for (int32_t r = 0, x = x_a + 3 * n3; r < ny3 && x < x_b; ++r) {
+        const int32_t oy = oy3 + r;
+        const int8_t *s3 = input + ((oy * d->stride_h - d->pad_top) * in_w + x * sw -
+                                    d->pad_left) * ch;
+        int8_t *o3 = output + (oy * d->out_w + x) * ch;
+        if (mode == TINYAOT_RQ_FLOAT_SAT) {
+            dw3x3_row_fsat(s3, wbase, nq, in_w * ch, off, rq->rq, rq->zp, o3, x_b - x, sw * ch);
+        } else {
+            dw3x3_row_sat(s3, wbase, nq, in_w * ch, off, rq->rq, rq->zp, o3, x_b - x, sw * ch);
+        }
+    }
 #if TINYAOT_HAVE_DSP_ASM
     const int fl = mode == TINYAOT_RQ_FLOAT_SAT;
-    if (ny3 > 0) { /* rows oy3 .. oy3 + ny3 - 1, n3 groups each from x_a */
+    if (ny3 > 0 && n3 > 0) { /* rows oy3 .. oy3 + ny3 - 1, n3 groups each from x_a */
         const int32_t irow = in_w * ch, orow = d->out_w * ch;
         dw3x3_triples(DW3_ROW, input + ((oy3 * d->stride_h - d->pad_top) * in_w + x_a -
                                         d->pad_left) * ch,
