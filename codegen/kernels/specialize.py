@@ -28,7 +28,7 @@ CONV_KINDS = "TINYAOT_SPEC_CONV_KINDS"
 CONVW8_MODES = "TINYAOT_SPEC_CONVW8_MODES"
 CONVW8_REMS = "TINYAOT_SPEC_CONVW8_REMS"
 IM2COL = "TINYAOT_SPEC_IM2COL"
-IM2COL_QUADS, IM2COL_TAILS = 0, 1
+IM2COL_QUADS, IM2COL_TAILS, IM2COL_WORD = 0, 1, 2
 WINO_MODES = "TINYAOT_SPEC_WINO_MODES"
 WINO_REMS = "TINYAOT_SPEC_WINO_REMS"
 DW_MODES = "TINYAOT_SPEC_DW_MODES"
@@ -67,9 +67,17 @@ def rq_mode(r, records=True) -> int:
 
 
 def im2col_uses(d) -> dict:
-    """{mask: bits} of the im2col columns of a fast conv (whole-quad rows or tails)."""
+    """{mask: bits} of the im2col columns of a fast conv (whole-quad rows or tails; rows
+    of at most one quad cut by an edge as one shifted word: im2col_word_rows, where an
+    undilated window row is at most a quad, the input row at least one, and a window
+    crosses the left or right edge)."""
     tails = conv_column_tails(d.k_h, d.k_w, d.in_c)
-    return {IM2COL: 1 << (IM2COL_TAILS if tails else IM2COL_QUADS)}
+    bits = 1 << (IM2COL_TAILS if tails else IM2COL_QUADS)
+    cut = d.pad_left > 0 or (d.out_w - 1) * d.stride_w - d.pad_left + d.k_w > d.in_w
+    if (not tails and d.dil_w == 1 and d.k_w * d.in_c <= 4 and d.in_c % 4
+            and d.in_w * d.in_c >= 4 and cut):
+        bits |= 1 << IM2COL_WORD
+    return {IM2COL: bits}
 
 
 def conv_uses(r, d) -> dict:

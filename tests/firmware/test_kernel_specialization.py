@@ -118,6 +118,31 @@ def test_three_output_depthwise_rows_are_compiled_where_a_layer_runs_them(tmp_pa
         assert not bits >> specialize.DW_ROW3G & 1 and "dw3x3_row3g" not in syms, path
 
 
+def test_one_word_window_rows_are_compiled_where_a_layer_has_them():
+    """The im2col columns' one-shifted-word rows (im2col_word_rows, TINYAOT_SPEC_IM2COL_WORD)
+    are compiled for a conv whose undilated window rows are at most a quad, on an input row
+    of a word or more, with a window crossing the left or right edge; not for whole-quad
+    rows, rows with tails, or windows that never cross an edge."""
+    from types import SimpleNamespace
+
+    def uses(in_c, in_w, k_h, k_w, pad_left, out_w, stride_w=1):
+        d = SimpleNamespace(in_c=in_c, in_w=in_w, k_h=k_h, k_w=k_w, pad_left=pad_left,
+                            out_w=out_w, stride_w=stride_w, dil_w=1)
+        return bool(specialize.im2col_uses(d)[specialize.IM2COL] >> specialize.IM2COL_WORD & 1)
+    assert uses(1, 10, 10, 4, 1, 5, 2)          # kws01's first conv
+    assert uses(1, 28, 3, 3, 1, 28)             # 3x3 'same' on one channel
+    assert uses(2, 8, 3, 2, 0, 8)               # cut by the right edge only
+    assert not uses(1, 28, 3, 3, 0, 26)         # 'valid': no window crosses an edge
+    assert not uses(4, 8, 3, 3, 1, 8)           # whole quads per pixel
+    assert not uses(3, 8, 3, 3, 1, 8)           # 3x3 on 3 channels: tails
+    assert not uses(1, 3, 3, 3, 1, 3)           # an input row narrower than a word
+    # kws01's first conv (10x4 on one channel, 'same') compiles them; vww01 has no such layer
+    for key, word in (("kws01", True), ("vww01", False)):
+        model, _ = shared_model(key)
+        c = compile_model(str(model.with_suffix(".tflite")), numerics="tflite")
+        assert bool(c.module.spec.get(specialize.IM2COL, 0) >> specialize.IM2COL_WORD & 1) == word
+
+
 def test_depthwise_rows_group_by_group_where_that_reads_less_flash():
     """The three-output rows' pass goes group by group (a call per group over all quads,
     dw3x3_row3g_*, TINYAOT_SPEC_DW_ROW3G) where that reads fewer bytes of code, weights and

@@ -57,9 +57,16 @@ static inline __attribute__((always_inline)) int conv_pixels(const tinyaot_conv_
     if (!CONV_HAS_KIND(pointwise ? TINYAOT_SPEC_KIND_POINTWISE : TINYAOT_SPEC_KIND_IM2COL)) {
         return TINYAOT_ERR_NOT_BUILT; /* (a constant test when both kinds are compiled) */
     }
+    /* With the DSP asm an odd last pixel goes in a pair with the one before it,
+     * whose outputs are stored again, the same bytes (a conv's output never
+     * overlaps its input: planner/check.py): the group loop's asm takes less than
+     * the one-column C dot (tinyaot_dot_4x1, its sums in memory) for the lone
+     * pixel alone. The pairs' loops take it (one copy of their code). */
+    const int32_t end = TINYAOT_HAVE_DSP_ASM && npix > 1 ? npix : npix - 1;
     if (CONV_HAS_KIND(TINYAOT_SPEC_KIND_POINTWISE) && pointwise) {
         const int32_t cin = d->in_c;
-        for (; p + 1 < npix; p += 2) {
+        for (; p < end; p += 2) {
+            p -= p + 1 == npix; /* the odd last pixel: with the one before it */
             widen_pixel_pair(input + p * cin, cin, scratch, off, in_zp);
             TINYAOT_CONV_GEMM2(output + p * out_c, output + (p + 1) * out_c);
         }
@@ -67,7 +74,16 @@ static inline __attribute__((always_inline)) int conv_pixels(const tinyaot_conv_
         ox = p - oy * out_w;
     }
     /* (none left after the pointwise loop but the last odd pixel) */
-    for (; CONV_HAS_KIND(TINYAOT_SPEC_KIND_IM2COL) && p + 1 < npix; p += 2) {
+    for (; CONV_HAS_KIND(TINYAOT_SPEC_KIND_IM2COL) && p < end; p += 2) {
+        if (p + 1 == npix) { /* the odd last pixel: with the one before it */
+            --p;
+            if (ox > 0) {
+                --ox;
+            } else {
+                ox = out_w - 1;
+                --oy;
+            }
+        }
         im2col_pixel(d, input, oy, ox, scratch, off, in_zp);
         if (++ox == out_w) {
             ox = 0;
@@ -81,20 +97,6 @@ static inline __attribute__((always_inline)) int conv_pixels(const tinyaot_conv_
         TINYAOT_CONV_GEMM2(output + p * out_c, output + (p + 1) * out_c);
     }
     if (p < npix) {
-#if TINYAOT_HAVE_DSP_ASM
-        if (p > 0) {
-            /* the last odd pixel in a pair with the one before it, whose outputs
-             * are stored again, the same bytes (a conv's output never overlaps
-             * its input: planner/check.py): the group loop's asm takes less than
-             * the one-column C dot (tinyaot_dot_4x1, its sums in memory) for the
-             * lone pixel alone */
-            im2col_pixel(d, input, ox > 0 ? oy : oy - 1, ox > 0 ? ox - 1 : out_w - 1, scratch,
-                         off, in_zp);
-            im2col_pixel(d, input, oy, ox, scratch + 2, off, in_zp);
-            TINYAOT_CONV_GEMM2(output + (p - 1) * out_c, output + p * out_c);
-            return TINYAOT_OK;
-        }
-#endif
         im2col_pixel_1(d, input, oy, ox, scratch, off, in_zp);
         if (mode == TINYAOT_RQ_FLOAT_SAT) {
             tinyaot_gemm_1col_float_sat(scratch, nquads, packed_weights, out_c, rq,

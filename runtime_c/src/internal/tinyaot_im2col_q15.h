@@ -358,6 +358,42 @@ static inline __attribute__((always_inline)) void im2col_tails_st(
     __asm__ volatile("" ::: "memory");
 }
 
+/* The column of a window whose rows are at most one quad (k_w * in_c <= 4,
+ * undilated) and which one edge of the input cuts (the input row is a word or
+ * more: not both), kx in [kx_lo, kx_hi) inside: per row, the input row's first
+ * (left edge) or last (right edge) word shifted into place and the zero point's
+ * bytes (they widen to 0, as the padding's values) in the rest; a quarter of the
+ * value-by-value loop's cycles (kws01's first conv: 10x4 on one channel, two of
+ * its five output columns cut). Compiled where a layer has such rows
+ * (TINYAOT_SPEC_IM2COL_WORD); a function of its own, so the two im2col_pixel
+ * copies do not each inline it. */
+static __attribute__((noinline, unused)) void im2col_word_rows(
+    const tinyaot_conv_dims_t *d, const int8_t *input, int32_t iy0, int32_t ix0, int32_t kx_lo,
+    int32_t kx_hi, uint32_t *dst, int32_t st, uint32_t off, int32_t in_zp)
+{
+    const int32_t cin = d->in_c, in_w = d->in_w;
+    const uint32_t zpw = (uint32_t)(uint8_t)in_zp * 0x01010101u;
+    const int32_t n = (kx_hi - kx_lo) * cin; /* the values inside, 0 to 3 */
+    const int left = ix0 < 0;
+    /* the left edge: row bytes 0 .. n - 1 to kx_lo * cin ..; the right: the last n
+     * to 0 .. (no shifts, an empty mask: no values inside) */
+    const uint32_t lsh = left && n > 0 ? 8u * (uint32_t)(kx_lo * cin) : 0u;
+    const uint32_t rsh = !left && n > 0 ? 8u * (uint32_t)(4 - n) : 0u;
+    const uint32_t mask = n > 0 ? (0xffffffffu >> (32u - 8u * (uint32_t)n)) << lsh : 0u;
+    const int8_t *src = input + (left ? 0 : in_w * cin - 4);
+    for (int32_t ky = 0; ky < d->k_h; ++ky) {
+        const int32_t iy = iy0 + ky * d->dil_h;
+        uint32_t x = zpw;
+        if (iy >= 0 && iy < d->in_h) {
+            memcpy(&x, src + iy * in_w * cin, 4);
+            x = (((x << lsh) >> rsh) & mask) | (zpw & ~mask);
+        }
+        dst[0] = __SXTAB16(off, x);
+        dst[1] = __SXTAB16_ROR8(off, x);
+        dst += st;
+    }
+}
+
 /* The column of output pixel (oy, ox): k_h rows of k_w * in_c values (zero
  * where the window leaves the input), each row whole quads (else
  * im2col_tails_st); st is a constant at each (inlined) call. */
@@ -392,35 +428,12 @@ static inline __attribute__((always_inline)) void im2col_pixel_st(
     const int quad_px = d->dil_w == 1 && (cin & 3) == 0;
     /* undilated rows of at most one quad, input rows of at least a word: a window
      * crossing an edge crosses only one (the input is wider than it) */
-    const int word_row = d->dil_w == 1 && row <= 4 && in_w * cin >= 4;
+    const int word_row = TINYAOT_SPEC_HAS(TINYAOT_SPEC_IM2COL, TINYAOT_SPEC_IM2COL_WORD) &&
+                         d->dil_w == 1 && row <= 4 && in_w * cin >= 4;
     const int32_t kx_lo = ix0 < 0 ? (-ix0 < k_w ? -ix0 : k_w) : 0;
     const int32_t kx_hi = in_w - ix0 < k_w ? (in_w - ix0 > kx_lo ? in_w - ix0 : kx_lo) : k_w;
     if (word_row && !inside_x) {
-        /* rows of one quad (k_w * in_c <= 4) cut by one edge: per row, the input
-         * row's first (left edge) or last (right edge) word shifted into place and
-         * the zero point's bytes (they widen to 0, as the padding's values) in the
-         * rest; a quarter of the value-by-value loop's cycles (kws01's first conv:
-         * 10x4 on one channel, two of its five output columns cut) */
-        const uint32_t zpw = (uint32_t)(uint8_t)in_zp * 0x01010101u;
-        const int32_t n = (kx_hi - kx_lo) * cin; /* the values inside, 0 to 3 */
-        const int left = ix0 < 0;
-        /* the left edge: row bytes 0 .. n - 1 to kx_lo * cin ..; the right: the
-         * last n to 0 .. (no shifts, an empty mask: no values inside) */
-        const uint32_t lsh = left && n > 0 ? 8u * (uint32_t)(kx_lo * cin) : 0u;
-        const uint32_t rsh = !left && n > 0 ? 8u * (uint32_t)(4 - n) : 0u;
-        const uint32_t mask = n > 0 ? (0xffffffffu >> (32u - 8u * (uint32_t)n)) << lsh : 0u;
-        const int8_t *src = input + (left ? 0 : in_w * cin - 4);
-        for (int32_t ky = 0; ky < d->k_h; ++ky) {
-            const int32_t iy = iy0 + ky * d->dil_h;
-            uint32_t x = zpw;
-            if (iy >= 0 && iy < d->in_h) {
-                memcpy(&x, src + iy * in_w * cin, 4);
-                x = (((x << lsh) >> rsh) & mask) | (zpw & ~mask);
-            }
-            dst[0] = __SXTAB16(off, x);
-            dst[1] = __SXTAB16_ROR8(off, x);
-            dst += st;
-        }
+        im2col_word_rows(d, input, iy0, ix0, kx_lo, kx_hi, dst, st, off, in_zp);
         return;
     }
     for (int32_t ky = 0; ky < d->k_h; ++ky) {

@@ -19,7 +19,8 @@
  *   TINYAOT_SPEC_CONVW8_REMS its record modes, bit nquads % 8
  *   TINYAOT_SPEC_IM2COL      the two convs' im2col columns (tinyaot_im2col_q15.h): bit 0
  *                            window rows of whole quads (or one row), bit 1 rows with
- *                            tails (k_h > 1, k_w * in_c % 4 != 0)
+ *                            tails (k_h > 1, k_w * in_c % 4 != 0), bit 2 rows of at most
+ *                            one quad cut by an edge as one shifted word
  *   TINYAOT_SPEC_WINO_MODES  tinyaot_convolve_winograd_s8: as TINYAOT_SPEC_CONVW8_MODES
  *   TINYAOT_SPEC_WINO_REMS   its record modes, bit (in_c / 4) % 8
  *   TINYAOT_SPEC_DW_MODES    tinyaot_depthwise_conv_fast_s8, bit TINYAOT_RQ_* mode
@@ -57,7 +58,7 @@
 #define TINYAOT_SPEC_CONVW8_REMS 0xffu
 #endif
 #ifndef TINYAOT_SPEC_IM2COL
-#define TINYAOT_SPEC_IM2COL 0x3u
+#define TINYAOT_SPEC_IM2COL 0x7u
 #endif
 #ifndef TINYAOT_SPEC_WINO_MODES
 #define TINYAOT_SPEC_WINO_MODES 0xffu
@@ -88,6 +89,7 @@
 #define TINYAOT_SPEC_KIND_IM2COL 1
 #define TINYAOT_SPEC_IM2COL_QUADS 0
 #define TINYAOT_SPEC_IM2COL_TAILS 1
+#define TINYAOT_SPEC_IM2COL_WORD 2
 #define TINYAOT_SPEC_DW_ROW3 0
 #define TINYAOT_SPEC_DW_ROW3G 1
 #define TINYAOT_SPEC_POOL_QUADS 0
