@@ -63,18 +63,23 @@ from tests.helpers.env import require_arm_toolchain, shared_model
 # when a 'same' 3x3 depthwise layer's edge outputs went three at a time over two kernel
 # lines (kws01 -3.0 % / -3.2 %, vww01 -1.2 % / -1.4 %; sww01 +0.02 %: the new per-row tests);
 # and fell when the fast conv's GEMM took four output channels x two pixels per block
-# (kws01 -6.0 % / -4.8 %, vww01 -3.4 % / -3.6 %, sww01 -3.2 % / -3.2 %, ic01 -1.5 %).
+# (kws01 -6.0 % / -4.8 %, vww01 -3.4 % / -3.6 %, sww01 -3.2 % / -3.2 %, ic01 -1.5 %),
+# and when a layer's odd last pixel joined the pair loops and one-quad window rows cut by
+# an edge became one shifted word, with the depthwise 3x3 passes run quad by quad where
+# that reads less flash (together: kws01 -1.7 % / -0.26 %, its first conv -70K and the
+# depthwise layers +1.7K each; vww01 -0.03 % / +0.05 %, ic01 tflite +0.03 %, sww01 0.0 %;
+# on the STM32L4R5 model kws01 tflite -0.25M).
 PINNED = {
     ("ad01", "tflite"): {"ideal": 375880},
-    ("kws01", "tflite"): {"ideal": 4543176},
-    ("ic01", "tflite"): {"ideal": 15637317},
-    ("vww01", "tflite"): {"ideal": 11570033},
-    ("sww01", "tflite"): {"ideal": 1454137},
+    ("kws01", "tflite"): {"ideal": 4466437},
+    ("ic01", "tflite"): {"ideal": 15642413},
+    ("vww01", "tflite"): {"ideal": 11566935},
+    ("sww01", "tflite"): {"ideal": 1454129},
     ("ad01", "ort"): {"ideal": 779016},
-    ("kws01", "ort"): {"ideal": 5387238},
+    ("kws01", "ort"): {"ideal": 5373310},
     ("ic01", "ort"): {"ideal": 31820520},
-    ("vww01", "ort"): {"ideal": 12555607},
-    ("sww01", "ort"): {"ideal": 1532362},
+    ("vww01", "ort"): {"ideal": 12561876},
+    ("sww01", "ort"): {"ideal": 1532729},
 }
 
 
