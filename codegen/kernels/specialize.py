@@ -35,7 +35,10 @@ DW_MODES = "TINYAOT_SPEC_DW_MODES"
 DW_KINDS = "TINYAOT_SPEC_DW_KINDS"
 DW_ROW3 = 0
 DW_ROW3G = 1  # the rows' pass group by group (dw3_group_major)
-DW_ROW3_MIN_QUADS = 8  # DW3_MIN_QUADS (tinyaot_depthwise_conv_fast_s8_3x3.inc)
+# a model compiles the three-output passes (about 6 KB of code) when one of its layers
+# runs at least this many groups of three outputs x channel quads through them (each
+# saves some 300 cycles against the one-output path)
+DW_ROW3_MIN_GROUPS = 64
 # dw3_group_major's constants (tinyaot_depthwise_conv_fast_s8_3x3.inc)
 DW3_CODE_BYTES = 1300
 DW3_QUAD_BYTES = 152
@@ -119,22 +122,23 @@ def winograd_uses(r, d) -> dict:
 
 
 def depthwise_row3(mode: int, d) -> bool:
-    """Does tinyaot_depthwise_conv_fast_s8 run some of this layer's outputs three at a time
-    (dw_run: a record mode, 3x3 undilated at stride 1 along the row, at least
-    DW_ROW3_MIN_QUADS channel quads, three outputs of a row whose windows lie inside
-    the input, in a row whose window rows all do; or, in a 'same' layer at stride 1,
-    three edge outputs down a side column or along the top and bottom rows)?"""
+    """Does tinyaot_depthwise_conv_fast_s8 run enough of this layer's outputs three at a
+    time to compile its passes (dw_run: a record mode, 3x3 undilated at stride 1 along
+    the row; three outputs of a row whose windows lie inside the input, in a row whose
+    window rows all do; in a 'same' layer at stride 1 also three edge outputs down a side
+    column or along the top and bottom rows): DW_ROW3_MIN_GROUPS groups x quads?"""
     if (mode not in (RQ_SMLAL_SAT, RQ_FLOAT_SAT) or (d.k_h, d.k_w) != (3, 3)
             or (d.dil_h, d.dil_w) != (1, 1) or d.stride_w != 1
-            or d.in_c // 4 < DW_ROW3_MIN_QUADS or d.in_w - 3 + d.pad_left < 0):
+            or d.in_w - 3 + d.pad_left < 0):
         return False
     inside = min((d.in_w - 3 + d.pad_left) + 1, d.out_w) - min(d.pad_left, d.out_w)
-    rows = any(0 <= oy * d.stride_h - d.pad_top <= d.in_h - 3 for oy in range(d.out_h))
+    rows = sum(0 <= oy * d.stride_h - d.pad_top <= d.in_h - 3 for oy in range(d.out_h))
+    groups = rows * (max(inside, 0) // 3)
     # a 'same' layer at stride 1 also takes its edges three at a time (dw_run: nv, nh)
-    same = (d.stride_h == 1 and d.pad_top == 1 and d.pad_left == 1 and d.out_h == d.in_h
-            and d.out_w == d.in_w and d.in_h >= 2 and d.in_w >= 2)
-    edges = same and (d.in_h >= 5 or d.in_w >= 5)
-    return (inside >= 3 and rows) or edges
+    if (d.stride_h == 1 and d.pad_top == 1 and d.pad_left == 1 and d.out_h == d.in_h
+            and d.out_w == d.in_w and d.in_h >= 2 and d.in_w >= 2):
+        groups += 2 * ((d.in_h - 2) // 3) + 2 * ((d.in_w - 2) // 3)
+    return groups * (d.in_c // 4) >= DW_ROW3_MIN_GROUPS
 
 
 def dw3_group_major(nq: int, ngroups: int, ncol: int) -> bool:

@@ -84,19 +84,26 @@ def _build_and_run_dir(gen_dir):
 
 
 def test_three_output_depthwise_rows_are_compiled_where_a_layer_runs_them(tmp_path):
-    """The depthwise kernel's three-output rows (about 1.4 KB of asm) are in a firmware
-    only when one of its layers takes them (TINYAOT_SPEC_DW_KINDS): kws01's 64-channel
-    3x3 stride-1 layers do, the default model's 8-channel one does not (below
-    DW_ROW3_MIN_QUADS quads), and the default model's image is as small as before them.
-    The threshold is the kernel's own constant."""
+    """The depthwise kernel's three-output passes (about 6 KB of asm) are in a firmware
+    only when one of its layers runs enough groups of three outputs x channel quads through
+    them (TINYAOT_SPEC_DW_KINDS, DW_ROW3_MIN_GROUPS): kws01's 64-channel 3x3 stride-1
+    layers do; the default model's one depthwise layer (onnxruntime's float path) does not,
+    and its image is as small as before them. Any number of quads takes the passes (vww01's
+    8-channel 48x48 layer); a small layer alone (8x8 on 8 channels) does not compile them."""
     import re
+    from types import SimpleNamespace
 
     from codegen.paths import DEFAULT_MODEL
-    from tests.helpers.env import REPO
     require_arm_toolchain()
-    inc = (REPO / "runtime_c/src/conv/tinyaot_depthwise_conv_fast_s8_3x3.inc").read_text()
-    assert int(re.search(r"#define DW3_MIN_QUADS (\d+)", inc).group(1)) == \
-        specialize.DW_ROW3_MIN_QUADS
+
+    def dims(c, h, w):  # 3x3 'same' at stride 1
+        return SimpleNamespace(in_c=c, in_h=h, in_w=w, out_h=h, out_w=w, k_h=3, k_w=3,
+                               stride_h=1, stride_w=1, dil_h=1, dil_w=1, pad_top=1,
+                               pad_left=1)
+    sat = specialize.RQ_SMLAL_SAT
+    assert specialize.depthwise_row3(sat, dims(8, 48, 48))   # 2 quads, 705 groups
+    assert not specialize.depthwise_row3(sat, dims(8, 8, 8))  # 2 quads x 20 groups
+    assert specialize.depthwise_row3(sat, dims(32, 8, 8))     # 8 quads x 20 groups
     from tests.helpers.env import DEFAULT_GOLDEN
     model, golden = shared_model("kws01")
     for path, gold, numerics, row3 in ((model, golden, "tflite", True),

@@ -1,13 +1,12 @@
 """tinyaot_depthwise_conv_fast_s8 on 3x3 windows at stride 1, where on DSP cores the
 outputs of a row whose windows lie inside the input go three at a time through one asm
 pass per channel-quad half (dw3x3_row3_sat / dw3x3_row3_fsat: each input column widened
-once for the three outputs that use it, the sums requantized in the same statement), for
-layers of at least 8 channel quads; the rest of the row and fewer quads take the
-one-pixel path. Against the numpy oracle of the conv operator (codegen/ops/conv2d.py:
+once for the three outputs that use it, the sums requantized in the same statement), any
+number of channel quads; the rest of the row takes the one-pixel path. Against the numpy oracle of the conv operator (codegen/ops/conv2d.py:
 conv2d_int, groups = channels), on the host (the C path) and on qemu-m4 (the asm), with
 the saturating records of both numerics: rows of 1 to 11 inner outputs (so 0 to 3
-groups of three and every remainder), padding on either side, 8, 12 and 16 quads and
-4 (below the threshold), stride 2 (not taken); and 'same' layers, whose edge outputs
+groups of three and every remainder), padding on either side, 1, 4, 8, 12 and 16
+quads, stride 2 (not taken); and 'same' layers, whose edge outputs
 (the side columns below the top row, the top and bottom rows) go three at a time
 through two-line passes (dw3x3_left3_*, _right3_, _top3_, _bottom3_), with 0 to 3
 groups and every remainder. The passes run quad by quad over all their groups of three
@@ -29,7 +28,8 @@ SHAPES = [(64, 12, 5, 1, 1, 1, 1, 1),    # kws01's depthwise layers (fewer rows)
           (48, 3, 7, 1, 0, 0, 0, 0),     # no padding: 5 inner, one group and two
           (32, 5, 6, 1, 0, 1, 0, 0),     # left padding only: 4 inner
           (64, 4, 3, 1, 1, 1, 1, 1),     # 1 inner output: no group
-          (16, 5, 9, 1, 1, 1, 1, 1),     # 4 quads: the one-pixel path
+          (16, 5, 9, 1, 1, 1, 1, 1),     # 4 quads
+          (4, 7, 8, 1, 1, 1, 1, 1),      # one quad
           (32, 7, 9, 2, 1, 1, 1, 1),     # stride 2: the one-pixel path
           # 'same' at stride 1, the edges three at a time (nv groups down each side
           # column, nh along the top and bottom rows): nv 2, nh 3, none left

@@ -277,12 +277,12 @@ static inline __attribute__((always_inline)) void dw_run(const tinyaot_conv_dims
     int32_t n3 = 0, oy3 = -1, ny3 = 0;
 #if TINYAOT_HAVE_DSP_ASM
     if (TINYAOT_SPEC_HAS(TINYAOT_SPEC_DW_KINDS, TINYAOT_SPEC_DW_ROW3) && fast3 &&
-        dw_rec_mode(mode) && sw == 1 && nq >= DW3_MIN_QUADS &&
+        dw_rec_mode(mode) && sw == 1 &&
         (mode != TINYAOT_RQ_FLOAT_SAT || TINYAOT_DW3_HAVE_FSAT)) {
         n3 = (x_b - x_a) / 3;
     }
     if (TINYAOT_SPEC_HAS(TINYAOT_SPEC_DW_KINDS, TINYAOT_SPEC_DW_ROW3) && fast3 &&
-        dw_rec_mode(mode) && sw == 1 && d->stride_h == 1 && nq >= DW3_MIN_QUADS &&
+        dw_rec_mode(mode) && sw == 1 && d->stride_h == 1 &&
         d->pad_top == 1 && d->pad_left == 1 && d->out_h == in_h && d->out_w == in_w &&
         in_h >= 2 && in_w >= 2 && (mode != TINYAOT_RQ_FLOAT_SAT || TINYAOT_DW3_HAVE_FSAT)) {
         nv = (in_h - 2) / 3;
