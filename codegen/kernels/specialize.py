@@ -35,6 +35,7 @@ DW_MODES = "TINYAOT_SPEC_DW_MODES"
 DW_KINDS = "TINYAOT_SPEC_DW_KINDS"
 DW_ROW3 = 0
 DW_ROW3G = 1  # the rows' pass group by group (dw3_group_major)
+DW_ROW3S2 = 2  # the rows' three outputs at stride 2
 # a model compiles the three-output passes (about 6 KB of code) when one of its layers
 # runs at least this many groups of three outputs x channel quads through them (each
 # saves some 300 cycles against the one-output path)
@@ -159,13 +160,29 @@ def depthwise_row3_group_major(d) -> bool:
     return n3 > 0 and rows > 0 and dw3_group_major(d.in_c // 4, rows * n3, n3)
 
 
+def depthwise_row3_s2(mode: int, d) -> bool:
+    """Does a 3x3 stride-2 depthwise layer run DW_ROW3_MIN_GROUPS groups x quads through
+    the rows' stride-2 pass (dw_run: three outputs of a row whose windows lie inside the
+    input, x_a .. x_b, in the rows whose window rows all do)?"""
+    if (mode not in (RQ_SMLAL_SAT, RQ_FLOAT_SAT) or (d.k_h, d.k_w) != (3, 3)
+            or (d.dil_h, d.dil_w) != (1, 1) or d.stride_w != 2
+            or d.in_w - 3 + d.pad_left < 0):
+        return False
+    x_a = -(-d.pad_left // 2)
+    x_b = min((d.in_w - 3 + d.pad_left) // 2 + 1, d.out_w)
+    rows = sum(0 <= oy * d.stride_h - d.pad_top <= d.in_h - 3 for oy in range(d.out_h))
+    return rows * (max(x_b - x_a, 0) // 3) * (d.in_c // 4) >= DW_ROW3_MIN_GROUPS
+
+
 def depthwise_uses(r, d=None) -> dict:
     """{mask: bits} of one tinyaot_depthwise_conv_fast_s8 call (ConvDims d: whether its
-    three-output rows run, and group by group)."""
+    three-output rows run, group by group, or at stride 2)."""
     mode = rq_mode(r)
     out = {DW_MODES: 1 << mode}
     if d is not None and depthwise_row3(mode, d):
         out[DW_KINDS] = 1 << DW_ROW3 | (1 << DW_ROW3G if depthwise_row3_group_major(d) else 0)
+    if d is not None and depthwise_row3_s2(mode, d):
+        out[DW_KINDS] = out.get(DW_KINDS, 0) | 1 << DW_ROW3S2
     return out
 
 

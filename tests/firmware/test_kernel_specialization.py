@@ -177,6 +177,9 @@ def test_depthwise_rows_group_by_group_where_that_reads_less_flash():
         c = compile_model(str(model), numerics="tflite")
         bits = c.module.spec.get(specialize.DW_KINDS, 0)
         assert bool(bits >> specialize.DW_ROW3G & 1) == group, key
+        # the stride-2 rows' pass: vww01's 3x3 stride-2 layers (48x48 -> 24x24 on 4 quads:
+        # 22 rows x 7 groups), kws01 has none
+        assert bool(bits >> specialize.DW_ROW3S2 & 1) == group, key
 
 
 def test_average_pooling_four_channel_passes_only_in_speed_builds(tmp_path):

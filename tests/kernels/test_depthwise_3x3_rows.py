@@ -6,7 +6,7 @@ number of channel quads; the rest of the row takes the one-pixel path. Against t
 conv2d_int, groups = channels), on the host (the C path) and on qemu-m4 (the asm), with
 the saturating records of both numerics: rows of 1 to 11 inner outputs (so 0 to 3
 groups of three and every remainder), padding on either side, 1, 4, 8, 12 and 16
-quads, stride 2 (not taken); and 'same' layers, whose edge outputs
+quads, stride 2 (its own pass, seven input columns for three outputs); and 'same' layers, whose edge outputs
 (the side columns below the top row, the top and bottom rows) go three at a time
 through two-line passes (dw3x3_left3_*, _right3_, _top3_, _bottom3_), with 0 to 3
 groups and every remainder. The passes run quad by quad over all their groups of three
@@ -30,7 +30,10 @@ SHAPES = [(64, 12, 5, 1, 1, 1, 1, 1),    # kws01's depthwise layers (fewer rows)
           (64, 4, 3, 1, 1, 1, 1, 1),     # 1 inner output: no group
           (16, 5, 9, 1, 1, 1, 1, 1),     # 4 quads
           (4, 7, 8, 1, 1, 1, 1, 1),      # one quad
-          (32, 7, 9, 2, 1, 1, 1, 1),     # stride 2: the one-pixel path
+          # stride 2: three outputs from seven input columns (dw3x3_row3s2_*)
+          (32, 7, 9, 2, 1, 1, 1, 1),     # 3 inner: one group
+          (16, 9, 15, 2, 1, 1, 1, 1),    # 6 inner: two groups
+          (8, 8, 12, 2, 0, 0, 1, 1),     # no padding: 5 inner, one group and two
           # 'same' at stride 1, the edges three at a time (nv groups down each side
           # column, nh along the top and bottom rows): nv 2, nh 3, none left
           (32, 8, 11, 1, 1, 1, 1, 1),

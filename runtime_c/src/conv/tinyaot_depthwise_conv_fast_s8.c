@@ -276,10 +276,10 @@ static inline __attribute__((always_inline)) void dw_run(const tinyaot_conv_dims
      * fetched its code again in every row). */
     int32_t n3 = 0, oy3 = -1, ny3 = 0;
 #if TINYAOT_HAVE_DSP_ASM
-    if (TINYAOT_SPEC_HAS(TINYAOT_SPEC_DW_KINDS, TINYAOT_SPEC_DW_ROW3) && fast3 &&
-        dw_rec_mode(mode) && sw == 1 &&
-        (mode != TINYAOT_RQ_FLOAT_SAT || TINYAOT_DW3_HAVE_FSAT)) {
-        n3 = (x_b - x_a) / 3;
+    if (fast3 && dw_rec_mode(mode) && (mode != TINYAOT_RQ_FLOAT_SAT || TINYAOT_DW3_HAVE_FSAT) &&
+        ((sw == 1 && TINYAOT_SPEC_HAS(TINYAOT_SPEC_DW_KINDS, TINYAOT_SPEC_DW_ROW3)) ||
+         (sw == 2 && TINYAOT_SPEC_HAS(TINYAOT_SPEC_DW_KINDS, TINYAOT_SPEC_DW_ROW3S2)))) {
+        n3 = (x_b - x_a) / 3; /* (stride 2: dw3x3_row3s2_*, seven input columns a group) */
     }
     if (TINYAOT_SPEC_HAS(TINYAOT_SPEC_DW_KINDS, TINYAOT_SPEC_DW_ROW3) && fast3 &&
         dw_rec_mode(mode) && sw == 1 && d->stride_h == 1 &&
@@ -343,10 +343,10 @@ static inline __attribute__((always_inline)) void dw_run(const tinyaot_conv_dims
     const int fl = mode == TINYAOT_RQ_FLOAT_SAT;
     if (ny3 > 0 && n3 > 0) { /* rows oy3 .. oy3 + ny3 - 1, n3 groups each from x_a */
         const int32_t irow = in_w * ch, orow = d->out_w * ch;
-        dw3x3_triples(DW3_ROW, input + ((oy3 * d->stride_h - d->pad_top) * in_w + x_a -
-                                        d->pad_left) * ch,
+        dw3x3_triples(sw == 2 ? DW3_ROW_S2 : DW3_ROW,
+                      input + ((oy3 * d->stride_h - d->pad_top) * in_w + x_a * sw - d->pad_left) * ch,
                       wbase, nq, ch, irow, ch, off, rq->rq, rq->zp, output + (oy3 * d->out_w + x_a) * ch,
-                      ny3, d->stride_h * irow, orow, n3, 3 * ch, 3 * ch, fl);
+                      ny3, d->stride_h * irow, orow, n3, 3 * sw * ch, 3 * ch, fl);
     }
     const int32_t rs = in_w * ch; /* in_w == out_w here */
     if (nv > 0) { /* rows 1 .. 3 nv of columns 0 and in_w - 1; their inputs from row 0 */

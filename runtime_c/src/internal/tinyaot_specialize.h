@@ -26,7 +26,8 @@
  *   TINYAOT_SPEC_DW_MODES    tinyaot_depthwise_conv_fast_s8, bit TINYAOT_RQ_* mode
  *   TINYAOT_SPEC_DW_KINDS    its bit 0: rows of 3x3 stride-1 outputs three at a time
  *                            (models with a layer of DW_ROW3_MIN_GROUPS), bit 1
- *                            their pass group by group (dw3_group_major)
+ *                            their pass group by group (dw3_group_major), bit 2 the
+ *                            rows' three outputs at stride 2
  *   TINYAOT_SPEC_FC_MODES    tinyaot_fully_connected_fast_s8: bits 0-3 TINYAOT_RQ_ORT ..
  *                            SMLAL_SAT, 4 ort over the whole int8 range, 5 the same
  *                            with zero point -128, 6 the fixed-point records
@@ -70,7 +71,7 @@
 #define TINYAOT_SPEC_DW_MODES 0xffu
 #endif
 #ifndef TINYAOT_SPEC_DW_KINDS
-#define TINYAOT_SPEC_DW_KINDS 0x3u
+#define TINYAOT_SPEC_DW_KINDS 0x7u
 #endif
 #ifndef TINYAOT_SPEC_FC_MODES
 #define TINYAOT_SPEC_FC_MODES 0xffu
@@ -92,6 +93,7 @@
 #define TINYAOT_SPEC_IM2COL_WORD 2
 #define TINYAOT_SPEC_DW_ROW3 0
 #define TINYAOT_SPEC_DW_ROW3G 1
+#define TINYAOT_SPEC_DW_ROW3S2 2
 #define TINYAOT_SPEC_POOL_QUADS 0
 
 #endif
