@@ -36,10 +36,12 @@ DW_KINDS = "TINYAOT_SPEC_DW_KINDS"
 DW_ROW3 = 0
 DW_ROW3G = 1  # the rows' pass group by group (dw3_group_major)
 DW_ROW3S2 = 2  # the rows' three outputs at stride 2
-# a model compiles the three-output passes (about 6 KB of code) when one of its layers
-# runs at least this many groups of three outputs x channel quads through them (each
-# saves some 300 cycles against the one-output path)
-DW_ROW3_MIN_GROUPS = 64
+# a model compiles the three-output passes (about 6 KB of code) when one of its layers of
+# 8 or more channel quads runs some outputs through them (the rule since they came), or any
+# layer at least this many groups of three outputs x channel quads (measured: 100 to 180
+# cycles saved per group and quad, so some 25K cycles or more for the code's 6 KB)
+DW_ROW3_MIN_QUADS = 8
+DW_ROW3_MIN_GROUPS = 256
 # dw3_group_major's constants (tinyaot_depthwise_conv_fast_s8_3x3.inc)
 DW3_CODE_BYTES = 1300
 DW3_QUAD_BYTES = 152
@@ -127,7 +129,8 @@ def depthwise_row3(mode: int, d) -> bool:
     time to compile its passes (dw_run: a record mode, 3x3 undilated at stride 1 along
     the row; three outputs of a row whose windows lie inside the input, in a row whose
     window rows all do; in a 'same' layer at stride 1 also three edge outputs down a side
-    column or along the top and bottom rows): DW_ROW3_MIN_GROUPS groups x quads?"""
+    column or along the top and bottom rows): on DW_ROW3_MIN_QUADS quads or more, or
+    DW_ROW3_MIN_GROUPS groups x quads?"""
     if (mode not in (RQ_SMLAL_SAT, RQ_FLOAT_SAT) or (d.k_h, d.k_w) != (3, 3)
             or (d.dil_h, d.dil_w) != (1, 1) or d.stride_w != 1
             or d.in_w - 3 + d.pad_left < 0):
@@ -139,7 +142,8 @@ def depthwise_row3(mode: int, d) -> bool:
     if (d.stride_h == 1 and d.pad_top == 1 and d.pad_left == 1 and d.out_h == d.in_h
             and d.out_w == d.in_w and d.in_h >= 2 and d.in_w >= 2):
         groups += 2 * ((d.in_h - 2) // 3) + 2 * ((d.in_w - 2) // 3)
-    return groups * (d.in_c // 4) >= DW_ROW3_MIN_GROUPS
+    nq = d.in_c // 4
+    return groups > 0 and (nq >= DW_ROW3_MIN_QUADS or groups * nq >= DW_ROW3_MIN_GROUPS)
 
 
 def dw3_group_major(nq: int, ngroups: int, ncol: int) -> bool:

@@ -85,11 +85,12 @@ def _build_and_run_dir(gen_dir):
 
 def test_three_output_depthwise_rows_are_compiled_where_a_layer_runs_them(tmp_path):
     """The depthwise kernel's three-output passes (about 6 KB of asm) are in a firmware
-    only when one of its layers runs enough groups of three outputs x channel quads through
-    them (TINYAOT_SPEC_DW_KINDS, DW_ROW3_MIN_GROUPS): kws01's 64-channel 3x3 stride-1
-    layers do; the default model's one depthwise layer (onnxruntime's float path) does not,
-    and its image is as small as before them. Any number of quads takes the passes (vww01's
-    8-channel 48x48 layer); a small layer alone (8x8 on 8 channels) does not compile them."""
+    only when one of its layers takes them on DW_ROW3_MIN_QUADS quads or more, or runs
+    DW_ROW3_MIN_GROUPS groups of three outputs x quads through them (TINYAOT_SPEC_DW_KINDS):
+    kws01's 64-channel 3x3 stride-1 layers do; the default model's one depthwise layer
+    (onnxruntime's float path) does not, and its image is as small as before them. Any
+    number of quads takes the passes (vww01's 8-channel 48x48 layer); a small layer of
+    fewer quads alone (8x8 on 8 or 24 channels) does not compile them."""
     import re
     from types import SimpleNamespace
 
@@ -104,6 +105,7 @@ def test_three_output_depthwise_rows_are_compiled_where_a_layer_runs_them(tmp_pa
     assert specialize.depthwise_row3(sat, dims(8, 48, 48))   # 2 quads, 705 groups
     assert not specialize.depthwise_row3(sat, dims(8, 8, 8))  # 2 quads x 20 groups
     assert specialize.depthwise_row3(sat, dims(32, 8, 8))     # 8 quads x 20 groups
+    assert not specialize.depthwise_row3(sat, dims(24, 8, 8))  # 6 quads x 20 groups
     from tests.helpers.env import DEFAULT_GOLDEN
     model, golden = shared_model("kws01")
     for path, gold, numerics, row3 in ((model, golden, "tflite", True),

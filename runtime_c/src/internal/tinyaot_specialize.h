@@ -25,7 +25,7 @@
  *   TINYAOT_SPEC_WINO_REMS   its record modes, bit (in_c / 4) % 8
  *   TINYAOT_SPEC_DW_MODES    tinyaot_depthwise_conv_fast_s8, bit TINYAOT_RQ_* mode
  *   TINYAOT_SPEC_DW_KINDS    its bit 0: rows of 3x3 stride-1 outputs three at a time
- *                            (models with a layer of DW_ROW3_MIN_GROUPS), bit 1
+ *                            (codegen/kernels/specialize.py: depthwise_row3), bit 1
  *                            their pass group by group (dw3_group_major), bit 2 the
  *                            rows' three outputs at stride 2
  *   TINYAOT_SPEC_FC_MODES    tinyaot_fully_connected_fast_s8: bits 0-3 TINYAOT_RQ_ORT ..
