@@ -68,17 +68,19 @@ from tests.helpers.env import require_arm_toolchain, shared_model
 # an edge became one shifted word, with the depthwise 3x3 passes run quad by quad where
 # that reads less flash (together: kws01 -1.7 % / -0.26 %, its first conv -70K and the
 # depthwise layers +1.7K each; vww01 -0.03 % / +0.05 %, ic01 tflite +0.03 %, sww01 0.0 %;
-# on the STM32L4R5 model kws01 tflite -0.25M).
+# on the STM32L4R5 model kws01 tflite -0.25M), and when the depthwise 3x3 passes took
+# layers of any number of quads and a stride-2 pass came (vww01 -2.8 % / -1.9 %: its
+# 8-channel 48x48 layer -27 %, its stride-2 layers -11 % and -7 %).
 PINNED = {
     ("ad01", "tflite"): {"ideal": 375880},
-    ("kws01", "tflite"): {"ideal": 4466437},
+    ("kws01", "tflite"): {"ideal": 4466929},
     ("ic01", "tflite"): {"ideal": 15642413},
-    ("vww01", "tflite"): {"ideal": 11566935},
+    ("vww01", "tflite"): {"ideal": 11245280},
     ("sww01", "tflite"): {"ideal": 1454129},
     ("ad01", "ort"): {"ideal": 779016},
-    ("kws01", "ort"): {"ideal": 5373310},
+    ("kws01", "ort"): {"ideal": 5373098},
     ("ic01", "ort"): {"ideal": 31820520},
-    ("vww01", "ort"): {"ideal": 12561876},
+    ("vww01", "ort"): {"ideal": 12317377},
     ("sww01", "ort"): {"ideal": 1532729},
 }
 
