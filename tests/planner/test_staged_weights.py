@@ -209,8 +209,11 @@ def test_shared_models_stage_where_the_arena_has_room():
 @pytest.mark.shared
 def test_staging_removes_the_data_stalls_on_the_stm32l4r5():
     """vww01 (tflite) on qemu-m4, priced for the STM32L4R5 (5 wait states, 256-byte data
-    cache): with staging the data stalls fall by more than 75 % (1.91 M -> 0.25 M when
-    this was written) while the ideal part's cycles grow by less than 1 % (the copies)."""
+    cache): with staging the data stalls fall by more than 70 % (1.91 M -> 0.25 M when
+    this was written; 1.28 M -> 0.32 M since the depthwise 3x3 passes read a channel
+    quad's weights once per call, not once per three outputs, which left staging less to
+    remove: the part's cycles -7 %, not -12 %) while the ideal part's cycles grow by less
+    than 1 % (the copies)."""
     require_arm_toolchain()
     from codegen.driver.profile import profile_model
     model, _ = shared_model("vww01")
@@ -222,6 +225,6 @@ def test_staging_removes_the_data_stalls_on_the_stm32l4r5():
                           parts=["ideal", "stm32l4r5"])
         runs[stage] = {p["name"]: p for p in r["cycles"]["parts"]}
     on, off = runs[True], runs[False]
-    assert on["stm32l4r5"]["data_stall"] < 0.25 * off["stm32l4r5"]["data_stall"]
-    assert on["stm32l4r5"]["cycles"] < 0.92 * off["stm32l4r5"]["cycles"]
+    assert on["stm32l4r5"]["data_stall"] < 0.30 * off["stm32l4r5"]["data_stall"]
+    assert on["stm32l4r5"]["cycles"] < 0.95 * off["stm32l4r5"]["cycles"]
     assert off["ideal"]["cycles"] < on["ideal"]["cycles"] < 1.01 * off["ideal"]["cycles"]
