@@ -8,6 +8,7 @@ symbol sizes for the code the header leaves out.
 """
 from __future__ import annotations
 
+import functools
 import os
 import subprocess
 
@@ -21,6 +22,14 @@ from codegen.targets.boards import board_or_error
 from codegen.targets.qemu import run_firmware
 
 from tests.helpers.env import require_arm_toolchain, shared_model
+
+
+@functools.lru_cache(maxsize=None)
+def _tflite_spec(key: str) -> dict:
+    """The specialization masks of shared model `key`'s .tflite under tflite (compiled once
+    per worker: two tests read vww01's and kws01's)."""
+    model, _ = shared_model(key)
+    return compile_model(str(model.with_suffix(".tflite")), numerics="tflite").module.spec
 
 pytestmark = [pytest.mark.qemu, pytest.mark.shared]
 
@@ -147,9 +156,8 @@ def test_one_word_window_rows_are_compiled_where_a_layer_has_them():
     assert not uses(1, 3, 3, 3, 1, 3)           # an input row narrower than a word
     # kws01's first conv (10x4 on one channel, 'same') compiles them; vww01 has no such layer
     for key, word in (("kws01", True), ("vww01", False)):
-        model, _ = shared_model(key)
-        c = compile_model(str(model.with_suffix(".tflite")), numerics="tflite")
-        assert bool(c.module.spec.get(specialize.IM2COL, 0) >> specialize.IM2COL_WORD & 1) == word
+        assert bool(_tflite_spec(key).get(specialize.IM2COL, 0) >> specialize.IM2COL_WORD & 1) \
+            == word, key
 
 
 def test_depthwise_rows_group_by_group_where_that_reads_less_flash():
@@ -175,9 +183,7 @@ def test_depthwise_rows_group_by_group_where_that_reads_less_flash():
     assert not specialize.depthwise_row3_group_major(dims(64, 25, 5))
     assert not specialize.depthwise_row3_group_major(dims(32, 24, 24))
     for key, group in (("vww01", True), ("kws01", False)):
-        model, _ = shared_model(key)
-        c = compile_model(str(model), numerics="tflite")
-        bits = c.module.spec.get(specialize.DW_KINDS, 0)
+        bits = _tflite_spec(key).get(specialize.DW_KINDS, 0)
         assert bool(bits >> specialize.DW_ROW3G & 1) == group, key
         # the stride-2 rows' pass: vww01's 3x3 stride-2 layers (48x48 -> 24x24 on 4 quads:
         # 22 rows x 7 groups), kws01 has none
