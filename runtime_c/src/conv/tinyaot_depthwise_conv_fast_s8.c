@@ -344,9 +344,11 @@ static inline __attribute__((always_inline)) void dw_run(const tinyaot_conv_dims
     if (ny3 > 0 && n3 > 0) { /* rows oy3 .. oy3 + ny3 - 1, n3 groups each from x_a */
         const int32_t irow = in_w * ch, orow = d->out_w * ch;
         dw3x3_triples(sw == 2 ? DW3_ROW_S2 : DW3_ROW,
-                      input + ((oy3 * d->stride_h - d->pad_top) * in_w + x_a * sw - d->pad_left) * ch,
-                      wbase, nq, ch, irow, ch, off, rq->rq, rq->zp, output + (oy3 * d->out_w + x_a) * ch,
-                      ny3, d->stride_h * irow, orow, n3, 3 * sw * ch, 3 * ch, fl);
+                      input + ((oy3 * d->stride_h - d->pad_top) * in_w + x_a * sw -
+                               d->pad_left) * ch,
+                      wbase, nq, ch, irow, ch, off, rq->rq, rq->zp,
+                      output + (oy3 * d->out_w + x_a) * ch, ny3, d->stride_h * irow, orow, n3,
+                      3 * sw * ch, 3 * ch, fl);
     }
     const int32_t rs = in_w * ch; /* in_w == out_w here */
     if (nv > 0) { /* rows 1 .. 3 nv of columns 0 and in_w - 1; their inputs from row 0 */
