@@ -124,6 +124,17 @@ def winograd_uses(r, d) -> dict:
     return _records_uses(r, WINO_MODES, WINO_REMS, d.in_c // 4)
 
 
+def _dw3_row_groups(d) -> tuple[int, int]:
+    """(rows, groups per row) of a 3x3 depthwise layer's three-output rows, as dw_run
+    finds them: the rows whose window rows all lie inside the input, and in each the
+    outputs [x_a, x_b) whose windows do, three to a group."""
+    sw = d.stride_w
+    x_a = -(-d.pad_left // sw)
+    x_b = min((d.in_w - 3 + d.pad_left) // sw + 1, d.out_w)
+    rows = sum(0 <= oy * d.stride_h - d.pad_top <= d.in_h - 3 for oy in range(d.out_h))
+    return rows, max(x_b - x_a, 0) // 3
+
+
 def depthwise_row3(mode: int, d) -> bool:
     """Does tinyaot_depthwise_conv_fast_s8 run enough of this layer's outputs three at a
     time to compile its passes (dw_run: a record mode, 3x3 undilated at stride 1 along
@@ -135,9 +146,8 @@ def depthwise_row3(mode: int, d) -> bool:
             or (d.dil_h, d.dil_w) != (1, 1) or d.stride_w != 1
             or d.in_w - 3 + d.pad_left < 0):
         return False
-    inside = min((d.in_w - 3 + d.pad_left) + 1, d.out_w) - min(d.pad_left, d.out_w)
-    rows = sum(0 <= oy * d.stride_h - d.pad_top <= d.in_h - 3 for oy in range(d.out_h))
-    groups = rows * (max(inside, 0) // 3)
+    rows, n3 = _dw3_row_groups(d)
+    groups = rows * n3
     # a 'same' layer at stride 1 also takes its edges three at a time (dw_run: nv, nh)
     if (d.stride_h == 1 and d.pad_top == 1 and d.pad_left == 1 and d.out_h == d.in_h
             and d.out_w == d.in_w and d.in_h >= 2 and d.in_w >= 2):
@@ -158,9 +168,7 @@ def dw3_group_major(nq: int, ngroups: int, ncol: int) -> bool:
 def depthwise_row3_group_major(d) -> bool:
     """Do the inner outputs of this layer's rows (depthwise_row3) go group by group
     (dw_run: n3 groups of three from x_a in each row whose window rows are inside)?"""
-    inside = min((d.in_w - 3 + d.pad_left) + 1, d.out_w) - min(d.pad_left, d.out_w)
-    rows = sum(0 <= oy * d.stride_h - d.pad_top <= d.in_h - 3 for oy in range(d.out_h))
-    n3 = max(inside, 0) // 3
+    rows, n3 = _dw3_row_groups(d)
     return n3 > 0 and rows > 0 and dw3_group_major(d.in_c // 4, rows * n3, n3)
 
 
@@ -172,10 +180,8 @@ def depthwise_row3_s2(mode: int, d) -> bool:
             or (d.dil_h, d.dil_w) != (1, 1) or d.stride_w != 2
             or d.in_w - 3 + d.pad_left < 0):
         return False
-    x_a = -(-d.pad_left // 2)
-    x_b = min((d.in_w - 3 + d.pad_left) // 2 + 1, d.out_w)
-    rows = sum(0 <= oy * d.stride_h - d.pad_top <= d.in_h - 3 for oy in range(d.out_h))
-    return rows * (max(x_b - x_a, 0) // 3) * (d.in_c // 4) >= DW_ROW3_MIN_GROUPS
+    rows, n3 = _dw3_row_groups(d)
+    return rows * n3 * (d.in_c // 4) >= DW_ROW3_MIN_GROUPS
 
 
 def depthwise_uses(r, d=None) -> dict:
