@@ -112,12 +112,18 @@ def conv_pixel_pairs(y_shape):
     return (int(np.prod(y_shape)) // y_shape[1] + 1) // 2
 
 
+# tinyaot_convolve_fast_w8_s8's W8_GROUP_QUADS: layers of at least this many quads widen
+# their weights four channels at a time (the group loop's), the others two
+W8_GROUP_QUADS = 16
+
+
 def conv_w8_scratch_bytes(w_shape, block_pairs):
     """tinyaot_convolve_fast_w8_s8_get_buffer_size: the two columns of each of block_pairs
-    pixel pairs and one channel pair's widened weights, 4 words per quad each."""
+    pixel pairs (4 words per quad) and the widened weights of a channel pair (4) or, from
+    W8_GROUP_QUADS quads, of a group of four channels (8)."""
     _, cin, kh, kw = w_shape
     nquads = conv_column_k(kh, kw, cin) // 4
-    return (block_pairs + 1) * 4 * nquads * 4
+    return (block_pairs + 1 + (nquads >= W8_GROUP_QUADS)) * 4 * nquads * 4
 
 
 def sparse_density(w2d):

@@ -39,6 +39,12 @@ SHAPES = [(128, 16, (6, 6), (1, 1), (1, 1), (0, 0, 0, 0), (1, 1)),    # 32 quads
 SHAPES += [(16 * 4, 4, (3, 1), (1, 1), (1, 1), (0, 0, 0, 0), (1, 1)),  # 16: 0
            (12 * 4, 3, (1, 3), (1, 1), (1, 1), (0, 0, 0, 0), (1, 1)),  # 12: 4
            (14 * 4, 2, (2, 2), (1, 1), (1, 1), (0, 0, 0, 0), (1, 1))]  # 14: 6
+# 16 quads and more (the DSP asm's group loop, W8_GROUP_QUADS) with nquads % 4 from 1 to
+# 3, channels left over, odd pixel counts
+SHAPES += [(17 * 4, 7, (3, 5), (1, 1), (1, 1), (0, 0, 0, 0), (1, 1)),  # 17: 1, 15 pixels
+           (19 * 4, 6, (1, 5), (1, 1), (1, 1), (0, 0, 0, 0), (1, 1)),  # 19: 3, 5 pixels
+           (22 * 4, 8, (3, 3), (1, 1), (1, 1), (0, 0, 0, 0), (1, 1)),  # 22: 6, 9 pixels
+           (12, 4, (4, 4), (3, 3), (1, 1), (1, 1, 1, 1), (1, 1))]      # 3 x 9 quads: 3, edges
 
 VARIANTS = [("ort", False, False), ("ort", True, False), ("ort", False, True),
             ("tflite", False, False), ("tflite", True, False), ("tflite", True, True)]
@@ -84,8 +90,11 @@ def test_fast_w8_equals_the_numpy_reference():
 
 @pytest.mark.qemu
 def test_fast_w8_asm_on_qemu_m4(tmp_path):
-    """The same cases through the DSP inline asm (the widening loop, the GEMM core's
-    unrolled LDM loops for every nquads % 8, the asm requantizations)."""
+    """The same cases through the DSP inline asm (the widening loops, the fast kernel's
+    group loop for four channels at a time, the GEMM core's unrolled LDM loops for the
+    channels left, every nquads % 8, the asm requantizations). An odd last pixel goes in
+    a pair with the one before it, also when it is alone in its block; nothing is stored
+    past a case's output."""
     require_arm_toolchain()
     from codegen.targets.qemu import load_board, run_firmware
     from tests.helpers.kernel_firmware import assert_outputs, cases_firmware, conv_case_c
@@ -97,16 +106,22 @@ def test_fast_w8_asm_on_qemu_m4(tmp_path):
     calls, scratch = [], 4
     for i, (dims, q, x, w, want, shapes) in enumerate(cases):
         src += conv_case_c(i, dims, q, x, w)
-        # the largest block, or one of 3 pairs (blocks and a last partial block on the M4)
-        block = conv_pixel_pairs(shapes[2]) if i % 2 else 3
+        # one of 3 pairs, the largest block, or all pairs but one (blocks, a last partial
+        # block, a last block of one pair on the M4)
+        pairs = conv_pixel_pairs(shapes[2])
+        block = (3, pairs, max(1, pairs - 1))[i % 3]
         scratch = max(scratch, columns_bytes(shapes[1], block))
         calls.append(f"    case {i}: return tinyaot_convolve_fast_w8_s8(&d{i}, &q{i}, x{i}, w{i}, "
                      f"{block}, scratch, output);")
-    out_size = max(c[4].size for c in cases)
+    out_size = max(c[4].size for c in cases) + 256  # room to see a store past the output
     elf, asm = cases_firmware(tmp_path, board, "fast_w8", src, calls, scratch, out_size,
                               "tinyaot_convolve_fast_w8_s8.c")
     for insn in ("sxtb16", "smlad", "ldmia", "strd", "smlal", "ssat"):
         assert re.search(rf"\s{re.escape(insn)}(\.w)?\s", asm), f"{insn} not in the firmware"
+    for pat in (r"stmia(\.w)?\s+\w+!, \{r8, r9, sl, fp\}", r"smlad\s+lr, r3, r5, lr"):
+        assert re.search(pat, asm), f"{pat} not in the firmware"  # widen_group, group loop
     res = run_firmware(elf, board, timeout=300)
     assert len(res.outputs) == len(calls)
     assert_outputs(res, [c[4] for c in cases], [c[5] for c in cases])
+    for c, r in zip(cases, res.outputs):  # (the harness zeroes the output buffer)
+        assert not np.frombuffer(r.data, np.int8)[c[4].size:].any(), (c[5], "stored past")

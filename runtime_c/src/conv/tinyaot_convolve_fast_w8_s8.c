@@ -5,7 +5,9 @@
  * per quad), then per pair of output channels the two weight rows are widened
  * once (__SXTB16 / __SXTB16_ROR8 give the fast kernel's packed int16 words) into
  * the scratch and run against every pixel pair through the fast kernel's 2x2
- * GEMM core and requantization (../internal/tinyaot_gemm_q15.h). Weights thus
+ * GEMM core and requantization (../internal/tinyaot_gemm_q15.h); with the DSP
+ * asm a layer of W8_GROUP_QUADS quads or more widens four rows at a time and
+ * runs them through the fast kernel's group loop instead. Weights thus
  * cross the bus once per inference as 1 byte each, and the GEMM is the fast
  * kernel's, so the integers are tinyaot_convolve_s8's and the cost that of
  * tinyaot_convolve_fast_s8 plus one widening per weight and block; the price
@@ -25,12 +27,29 @@
 
 #include "../internal/tinyaot_im2col_q15.h"
 
-/* The columns of block_pairs pixel pairs (4 words per quad) and one channel
- * pair's widened weights (4 words per quad), in bytes. */
+/* Layers of at least this many quads run four channels at a time through the
+ * fast kernel's group loop with the DSP asm (gemm_m): it takes 32 cycles a quad
+ * where two channel pairs take 36, but a call per pixel pair (about 30 cycles
+ * more than the pairs' calls), and 28 instructions a quad where they take 20. */
+#define W8_GROUP_QUADS 16
+
+/* The columns of block_pairs pixel pairs (4 words per quad) and the widened
+ * weights of one channel pair (4 words per quad) or, from W8_GROUP_QUADS
+ * quads, of a group of four (8), in bytes (on every core: one plan). */
 int32_t tinyaot_convolve_fast_w8_s8_get_buffer_size(const tinyaot_conv_dims_t *d,
                                                     int32_t block_pairs)
 {
-    return (block_pairs + 1) * 4 * im2col_nquads(d) * (int32_t)sizeof(uint32_t);
+    const int32_t nq = im2col_nquads(d);
+    return (block_pairs + 1 + (nq >= W8_GROUP_QUADS)) * 4 * nq * (int32_t)sizeof(uint32_t);
+}
+
+/* With the DSP asm an odd last pixel (of more than one) goes in a pair with the
+ * one before it, whose outputs are stored again, the same bytes (as in
+ * tinyaot_convolve_fast_s8: a conv's output never overlaps its input), so the
+ * group loop takes every pair; elsewhere it has a lone column. */
+static inline __attribute__((always_inline)) int pair_back(int32_t npix)
+{
+    return TINYAOT_HAVE_DSP_ASM && npix > 1 && (npix & 1);
 }
 
 /* Rows a and b (b NULL: zeros) of nq >= 1 quads -> the fast kernel's packed
@@ -79,17 +98,51 @@ static void widen_pair(const int8_t *a, const int8_t *b, int32_t nq, uint32_t *d
     }
 }
 
+#if TINYAOT_HAVE_DSP_ASM
+/* Rows a .. a + 3 * kq of a group of four output channels (nq >= 1 quads) ->
+ * the group loop's packed words [quad][half][channel] (half 0: {k0, k2}, 1:
+ * {k1, k3}; tinyaot_gemm_q15.h): 16 instructions per quad. */
+static void widen_group(const int8_t *a, int32_t kq, int32_t nq, uint32_t *dst)
+{
+    const int8_t *c = a + 2 * kq, *end = a + 4 * nq;
+    /* volatile: its only effect is the stores */
+    __asm__ volatile("1:\n\t"
+                     "ldr r5, [%[a], %[kq]]\n\t"
+                     "ldr r4, [%[a]], #4\n\t"
+                     "ldr r7, [%[c], %[kq]]\n\t"
+                     "ldr r6, [%[c]], #4\n\t"
+                     "sxtb16 r8, r4\n\t"
+                     "sxtb16 r9, r5\n\t"
+                     "sxtb16 r10, r6\n\t"
+                     "sxtb16 r11, r7\n\t"
+                     "stmia %[d]!, {r8, r9, r10, r11}\n\t"
+                     "sxtb16 r8, r4, ror #8\n\t"
+                     "sxtb16 r9, r5, ror #8\n\t"
+                     "sxtb16 r10, r6, ror #8\n\t"
+                     "sxtb16 r11, r7, ror #8\n\t"
+                     "stmia %[d]!, {r8, r9, r10, r11}\n\t"
+                     "cmp %[a], %[end]\n\t"
+                     "bne 1b"
+                     : [a] "+&r"(a), [c] "+&r"(c), [d] "+&r"(dst)
+                     : [kq] "r"(kq), [end] "r"(end)
+                     : "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "cc", "memory");
+}
+#endif
+
 /* The two columns of each pixel pair of the block (pixels pix0 .. pix0 + 2 *
  * npairs - 1), pair i at cols + 4 * nq * i; an odd last pixel of the layer
- * gets a lone column (2 words per quad) in its pair's place. */
+ * gets a lone column (2 words per quad) in its pair's place, or (pair_back)
+ * the pair of it and the pixel before it. */
 static void build_columns(const tinyaot_conv_dims_t *d, const int8_t *input, int32_t in_zp,
                           int32_t pix0, int32_t npairs, uint32_t *cols)
 {
     const int32_t nq = im2col_nquads(d), npix = d->out_h * d->out_w, out_w = d->out_w;
     const uint32_t off = tinyaot_pack16(-in_zp, -in_zp);
     for (int32_t i = 0; i < npairs; ++i, cols += 4 * nq) {
-        const int32_t p0 = pix0 + 2 * i, p1 = p0 + 1;
-        if (p1 == npix) {
+        int32_t p0 = pix0 + 2 * i, p1 = p0 + 1;
+        if (p1 == npix && pair_back(npix)) {
+            p1 = p0--;
+        } else if (p1 == npix) {
             im2col_pixel_1(d, input, p0 / out_w, p0 % out_w, cols, off, in_zp);
             break;
         }
@@ -101,24 +154,26 @@ static void build_columns(const tinyaot_conv_dims_t *d, const int8_t *input, int
 /* One channel pair (widened weights w) against every pixel pair of a block,
  * record mode `mode` (accumulators start at the biases), nq % 8 = rem
  * (constants); lone: the last pair is an odd last pixel alone (a lone column,
- * tinyaot_dot_2x1). A function of its own with few live values: the GEMM
+ * tinyaot_dot_2x1); back: the last pair's outputs one pixel back (pair_back).
+ * A function of its own with few live values: the GEMM
  * core's unrolled loop needs r4-r11 besides its six operands. */
 static inline __attribute__((always_inline)) void pair_m(const uint32_t *x, const uint32_t *w,
                                                          int32_t nq, int32_t npairs,
                                                          const int32_t *p, int32_t zp,
                                                          int8_t *o, int32_t out_c, int lone,
-                                                         int mode, int rem)
+                                                         int back, int mode, int rem)
 {
     const int32_t rw = TINYAOT_RQ_WORDS(mode), rb = TINYAOT_RQ_BIAS(mode);
     const int32_t full = npairs - lone;
     for (int32_t i = 0; i < full; ++i, x += 4 * nq, o += 2 * out_c) {
         uint32_t acc[4] = {(uint32_t)p[rb], (uint32_t)p[rb], (uint32_t)p[rw + rb],
                            (uint32_t)p[rw + rb]};
+        int8_t *oi = back && i + 1 == full ? o - out_c : o;
         tinyaot_dot_2x2_p(x, w, nq, acc, rem);
         if (mode == TINYAOT_RQ_FLOAT_SAT) {
-            tinyaot_rqf_2x2_sat(acc, p, zp, o, o + out_c);
+            tinyaot_rqf_2x2_sat(acc, p, zp, oi, oi + out_c);
         } else {
-            tinyaot_rq_2x2_sat(acc, p, o, o + out_c);
+            tinyaot_rq_2x2_sat(acc, p, oi, oi + out_c);
         }
     }
     if (lone) {
@@ -143,21 +198,43 @@ static inline __attribute__((always_inline)) void gemm_m(const tinyaot_conv_dims
 {
     const int32_t nq = im2col_nquads(d), npix = d->out_h * d->out_w, out_c = d->out_c;
     const int32_t kq = 4 * nq;
-    const int lone = pix0 + 2 * npairs > npix; /* the block's last pair: one pixel */
+    const int odd = pix0 + 2 * npairs > npix; /* the block's last pair: the odd pixel */
+    const int back = odd && pair_back(npix), lone = odd && !back;
     const int rec = mode == TINYAOT_RQ_SMLAL_SAT || mode == TINYAOT_RQ_FLOAT_SAT;
     uint32_t *wbuf = scratch + npairs * 4 * nq;
+    int32_t oc = 0;
     output += pix0 * out_c;
-    for (int32_t oc = 0; oc < out_c; oc += 2) {
+#if TINYAOT_HAVE_DSP_ASM
+    /* Four channels at a time through the fast kernel's group loop (32 cycles
+     * per 32 MACs, where the channel pair's 2x2 core takes 18 per 16), a call
+     * per pixel pair (W8_GROUP_QUADS); the channels left (out_c % 4) in pairs
+     * below. */
+    if ((mode == TINYAOT_RQ_SMLAL_SAT || (mode == TINYAOT_RQ_FLOAT_SAT && TINYAOT_PW_HAVE_FSAT)) &&
+        nq >= W8_GROUP_QUADS && !lone) {
+        const int32_t rw = TINYAOT_RQ_WORDS(mode);
+        for (; oc + 3 < out_c; oc += 4) {
+            const uint32_t *x = scratch;
+            int8_t *o = output + oc;
+            widen_group(filter + oc * kq, kq, nq, wbuf);
+            for (int32_t i = 0; i < npairs; ++i, x += 4 * nq, o += 2 * out_c) {
+                tinyaot_gemm_group_sat(x, nq, wbuf, out_c, rq->rq + rw * oc, rq->zp,
+                                       back && i + 1 == npairs ? o - out_c : o, mode, rem);
+            }
+        }
+    }
+#endif
+    for (; oc < out_c; oc += 2) {
         const int two = oc + 1 < out_c;
         widen_pair(filter + oc * kq, two ? filter + (oc + 1) * kq : 0, nq, wbuf);
         if (rec && two) {
             pair_m(scratch, wbuf, nq, npairs, rq->rq + TINYAOT_RQ_WORDS(mode) * oc, rq->zp,
-                   output + oc, out_c, lone, mode, rem);
+                   output + oc, out_c, lone, back, mode, rem);
             continue;
         }
         const uint32_t *x = scratch;
         for (int32_t i = 0; i < npairs; ++i, x += 4 * nq) {
-            int8_t *o0 = output + 2 * i * out_c + oc, *o1 = o0 + out_c;
+            int8_t *o0 = output + (2 * i - (back && i + 1 == npairs)) * out_c + oc;
+            int8_t *o1 = o0 + out_c;
             uint32_t acc[4] = {0u, 0u, 0u, 0u};
             const int one = lone && i + 1 == npairs;
             if (one) { /* acc[0], acc[1]: channels oc, oc + 1 of the lone pixel */

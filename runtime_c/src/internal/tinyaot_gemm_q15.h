@@ -504,7 +504,26 @@ static inline __attribute__((always_inline)) void tinyaot_pw_loop_init(
                                "bne 3b\n\t"
 /* BIAS: r6, r8, r10, r12 from the records at r0; RQ8: the eight outputs
  * (r0-r5 free, the weight cursor stored), the cursors advanced and stored,
- * the flags set for "bne" to the next group */
+ * the flags set for "bne" to the next group. The loop on the state L. */
+#define TINYAOT_PW_ASM(DOT, BIAS, RQ8, ...) /* ...: the extra clobbers */                      \
+    __asm__ volatile("1:\n\t"                                                                      \
+                     "ldr r0, %[p]\n\t" BIAS                                                       \
+                     "mov r7, r6\n\t"                                                              \
+                     "mov r9, r8\n\t"                                                              \
+                     "mov r11, r10\n\t"                                                            \
+                     "mov lr, r12\n\t"                                                             \
+                     "ldr r0, %[col]\n\t"                                                          \
+                     "ldr r1, %[w]\n\t" DOT                                                        \
+                     "str r1, %[w]\n\t" RQ8                                                        \
+                     "bne 1b"                                                                      \
+                     : [p] "+m"(L.p), [o0] "+m"(L.o0), [o1] "+m"(L.o1), [w] "+m"(L.w),           \
+                       [spill] "+m"(L.spill)                                                       \
+                     : [col] "m"(L.col), [col_end] "m"(L.col_end), [zp] "m"(L.zp),              \
+                       [o_end] "m"(L.o_end)                                                        \
+                     : "r0", "r1", "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11",  \
+                       "r12", "lr", "cc", "memory" __VA_ARGS__)
+/* NAME: every group of the pixel pair; NAME##_1: the one group of weights w
+ * (records p) at o0 (tinyaot_convolve_fast_w8_s8 widens a group at a time) */
 #define TINYAOT_PW_FN(NAME, DOT, BIAS, RQ8, CLOBBERS)                                              \
     static __attribute__((noinline, unused)) const uint32_t *NAME(                                 \
         const uint32_t *cols, int32_t nquads, const uint32_t *w, int32_t out_c,                    \
@@ -512,23 +531,24 @@ static inline __attribute__((always_inline)) void tinyaot_pw_loop_init(
     {                                                                                              \
         tinyaot_pw_loop_t L;                                                                       \
         tinyaot_pw_loop_init(&L, cols, nquads, w, out_c, rq, o0);                                  \
-        __asm__ volatile("1:\n\t"                                                                  \
-                         "ldr r0, %[p]\n\t" BIAS                                                   \
-                         "mov r7, r6\n\t"                                                          \
-                         "mov r9, r8\n\t"                                                          \
-                         "mov r11, r10\n\t"                                                        \
-                         "mov lr, r12\n\t"                                                         \
-                         "ldr r0, %[col]\n\t"                                                      \
-                         "ldr r1, %[w]\n\t" DOT                                                    \
-                         "str r1, %[w]\n\t" RQ8                                                    \
-                         "bne 1b"                                                                  \
-                         : [p] "+m"(L.p), [o0] "+m"(L.o0), [o1] "+m"(L.o1), [w] "+m"(L.w),       \
-                           [spill] "+m"(L.spill)                                                   \
-                         : [col] "m"(L.col), [col_end] "m"(L.col_end), [zp] "m"(L.zp),          \
-                           [o_end] "m"(L.o_end)                                                    \
-                         : "r0", "r1", "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10",     \
-                           "r11", "r12", "lr", "cc", "memory" CLOBBERS);                          \
+        TINYAOT_PW_ASM(DOT, BIAS, RQ8, CLOBBERS);                                                  \
         return L.w;                                                                                \
+    }                                                                                              \
+    static __attribute__((noinline, unused)) void NAME##_1(                                        \
+        const uint32_t *cols, int32_t nquads, const uint32_t *w, int32_t out_c, const int32_t *p,  \
+        int32_t zp, int8_t *o0)                                                                    \
+    {                                                                                              \
+        tinyaot_pw_loop_t L;                                                                       \
+        L.col = cols;                                                                              \
+        L.col_end = cols + 4 * nquads;                                                             \
+        L.w = w;                                                                                   \
+        L.p = p;                                                                                   \
+        L.o0 = o0;                                                                                 \
+        L.o1 = o0 + out_c;                                                                         \
+        L.o_end = o0 + 4;                                                                          \
+        L.zp = zp;                                                                                 \
+        L.spill = 0u;                                                                              \
+        TINYAOT_PW_ASM(DOT, BIAS, RQ8, CLOBBERS);                                                  \
     }
 /* One-SMLAL records {m, e - 1, R lo, R hi, bias} (20 bytes a channel, the
  * output zero point in R) at r0. Accumulator A -> int8 at [O, #OOFF] (m r4,
@@ -634,6 +654,7 @@ TINYAOT_PW_VARIANTS(TINYAOT_PW_FSAT, tinyaot_pwf)
 #undef TINYAOT_PW_RQ8_SAT
 #undef TINYAOT_PW_SAT
 #undef TINYAOT_PW_FN
+#undef TINYAOT_PW_ASM
 #undef TINYAOT_PW_RQ
 #undef TINYAOT_PW_LOOP
 #undef TINYAOT_PW_RUN
@@ -672,6 +693,32 @@ static inline __attribute__((always_inline)) const uint32_t *tinyaot_gemm_2col_s
 }
 #undef TINYAOT_PW_ARGS
 #undef TINYAOT_PW_PICK
+
+/* The same loop for one group of four channels: weights w (8 words a quad),
+ * records p, outputs at o0 and o0 + out_c. */
+#define TINYAOT_PW_PICK1(P)                                                                        \
+    switch (rem & 3) {                                                                             \
+    case 1: shrt ? P##_s1_1(TINYAOT_PW_ARGS) : P##_l1_1(TINYAOT_PW_ARGS); return;                  \
+    case 2: shrt ? P##_s2_1(TINYAOT_PW_ARGS) : P##_l2_1(TINYAOT_PW_ARGS); return;                  \
+    case 3: shrt ? P##_s3_1(TINYAOT_PW_ARGS) : P##_l3_1(TINYAOT_PW_ARGS); return;                  \
+    default: P##_l0_1(TINYAOT_PW_ARGS); return;                                                    \
+    }
+#define TINYAOT_PW_ARGS cols, nquads, w, out_c, p, zp, o0
+static inline __attribute__((always_inline)) void tinyaot_gemm_group_sat(
+    const uint32_t *cols, int32_t nquads, const uint32_t *w, int32_t out_c, const int32_t *p,
+    int32_t zp, int8_t *o0, int mode, int rem)
+{
+    const int shrt = nquads < 4;
+#if TINYAOT_PW_HAVE_FSAT
+    if (mode == TINYAOT_RQ_FLOAT_SAT) {
+        TINYAOT_PW_PICK1(tinyaot_pwf)
+    }
+#endif
+    (void)mode;
+    TINYAOT_PW_PICK1(tinyaot_pw)
+}
+#undef TINYAOT_PW_ARGS
+#undef TINYAOT_PW_PICK1
 #endif
 
 /* Two interleaved columns x nquads, all out_c channels; o0 / o1 get the
