@@ -43,13 +43,21 @@ int32_t tinyaot_convolve_fast_w8_s8_get_buffer_size(const tinyaot_conv_dims_t *d
     return (block_pairs + 1 + (nq >= W8_GROUP_QUADS)) * 4 * nq * (int32_t)sizeof(uint32_t);
 }
 
-/* With the DSP asm an odd last pixel (of more than one) goes in a pair with the
- * one before it, whose outputs are stored again, the same bytes (as in
- * tinyaot_convolve_fast_s8: a conv's output never overlaps its input), so the
- * group loop takes every pair; elsewhere it has a lone column. */
-static inline __attribute__((always_inline)) int pair_back(int32_t npix)
+/* Does the fast kernel's group loop take this layer's channel groups (the DSP
+ * asm, a saturating record mode, W8_GROUP_QUADS)? Its odd last pixel then goes
+ * in a pair with the one before it, whose outputs are stored again, the same
+ * bytes (as in tinyaot_convolve_fast_s8: a conv's output never overlaps its
+ * input); elsewhere it has a lone column. */
+static inline __attribute__((always_inline)) int w8_group(const tinyaot_conv_dims_t *d, int mode)
 {
-    return TINYAOT_HAVE_DSP_ASM && npix > 1 && (npix & 1);
+#if TINYAOT_HAVE_DSP_ASM
+    return (mode == TINYAOT_RQ_SMLAL_SAT || (mode == TINYAOT_RQ_FLOAT_SAT && TINYAOT_PW_HAVE_FSAT)) &&
+           im2col_nquads(d) >= W8_GROUP_QUADS && d->out_h * d->out_w > 1;
+#else
+    (void)d;
+    (void)mode;
+    return 0;
+#endif
 }
 
 /* Rows a and b (b NULL: zeros) of nq >= 1 quads -> the fast kernel's packed
@@ -131,16 +139,16 @@ static void widen_group(const int8_t *a, int32_t kq, int32_t nq, uint32_t *dst)
 
 /* The two columns of each pixel pair of the block (pixels pix0 .. pix0 + 2 *
  * npairs - 1), pair i at cols + 4 * nq * i; an odd last pixel of the layer
- * gets a lone column (2 words per quad) in its pair's place, or (pair_back)
- * the pair of it and the pixel before it. */
+ * gets a lone column (2 words per quad) in its pair's place or, with `back`
+ * (w8_group), the pair of it and the pixel before it. */
 static void build_columns(const tinyaot_conv_dims_t *d, const int8_t *input, int32_t in_zp,
-                          int32_t pix0, int32_t npairs, uint32_t *cols)
+                          int32_t pix0, int32_t npairs, uint32_t *cols, int back)
 {
     const int32_t nq = im2col_nquads(d), npix = d->out_h * d->out_w, out_w = d->out_w;
     const uint32_t off = tinyaot_pack16(-in_zp, -in_zp);
     for (int32_t i = 0; i < npairs; ++i, cols += 4 * nq) {
         int32_t p0 = pix0 + 2 * i, p1 = p0 + 1;
-        if (p1 == npix && pair_back(npix)) {
+        if (p1 == npix && back) {
             p1 = p0--;
         } else if (p1 == npix) {
             im2col_pixel_1(d, input, p0 / out_w, p0 % out_w, cols, off, in_zp);
@@ -154,26 +162,24 @@ static void build_columns(const tinyaot_conv_dims_t *d, const int8_t *input, int
 /* One channel pair (widened weights w) against every pixel pair of a block,
  * record mode `mode` (accumulators start at the biases), nq % 8 = rem
  * (constants); lone: the last pair is an odd last pixel alone (a lone column,
- * tinyaot_dot_2x1); back: the last pair's outputs one pixel back (pair_back).
- * A function of its own with few live values: the GEMM
+ * tinyaot_dot_2x1). A function of its own with few live values: the GEMM
  * core's unrolled loop needs r4-r11 besides its six operands. */
 static inline __attribute__((always_inline)) void pair_m(const uint32_t *x, const uint32_t *w,
                                                          int32_t nq, int32_t npairs,
                                                          const int32_t *p, int32_t zp,
                                                          int8_t *o, int32_t out_c, int lone,
-                                                         int back, int mode, int rem)
+                                                         int mode, int rem)
 {
     const int32_t rw = TINYAOT_RQ_WORDS(mode), rb = TINYAOT_RQ_BIAS(mode);
     const int32_t full = npairs - lone;
     for (int32_t i = 0; i < full; ++i, x += 4 * nq, o += 2 * out_c) {
         uint32_t acc[4] = {(uint32_t)p[rb], (uint32_t)p[rb], (uint32_t)p[rw + rb],
                            (uint32_t)p[rw + rb]};
-        int8_t *oi = back && i + 1 == full ? o - out_c : o;
         tinyaot_dot_2x2_p(x, w, nq, acc, rem);
         if (mode == TINYAOT_RQ_FLOAT_SAT) {
-            tinyaot_rqf_2x2_sat(acc, p, zp, oi, oi + out_c);
+            tinyaot_rqf_2x2_sat(acc, p, zp, o, o + out_c);
         } else {
-            tinyaot_rq_2x2_sat(acc, p, oi, oi + out_c);
+            tinyaot_rq_2x2_sat(acc, p, o, o + out_c);
         }
     }
     if (lone) {
@@ -199,7 +205,7 @@ static inline __attribute__((always_inline)) void gemm_m(const tinyaot_conv_dims
     const int32_t nq = im2col_nquads(d), npix = d->out_h * d->out_w, out_c = d->out_c;
     const int32_t kq = 4 * nq;
     const int odd = pix0 + 2 * npairs > npix; /* the block's last pair: the odd pixel */
-    const int back = odd && pair_back(npix), lone = odd && !back;
+    const int group = w8_group(d, mode), back = odd && group, lone = odd && !back;
     const int rec = mode == TINYAOT_RQ_SMLAL_SAT || mode == TINYAOT_RQ_FLOAT_SAT;
     uint32_t *wbuf = scratch + npairs * 4 * nq;
     int32_t oc = 0;
@@ -209,8 +215,7 @@ static inline __attribute__((always_inline)) void gemm_m(const tinyaot_conv_dims
      * per 32 MACs, where the channel pair's 2x2 core takes 18 per 16), a call
      * per pixel pair (W8_GROUP_QUADS); the channels left (out_c % 4) in pairs
      * below. */
-    if ((mode == TINYAOT_RQ_SMLAL_SAT || (mode == TINYAOT_RQ_FLOAT_SAT && TINYAOT_PW_HAVE_FSAT)) &&
-        nq >= W8_GROUP_QUADS && !lone) {
+    if (group) {
         const int32_t rw = TINYAOT_RQ_WORDS(mode);
         for (; oc + 3 < out_c; oc += 4) {
             const uint32_t *x = scratch;
@@ -226,9 +231,9 @@ static inline __attribute__((always_inline)) void gemm_m(const tinyaot_conv_dims
     for (; oc < out_c; oc += 2) {
         const int two = oc + 1 < out_c;
         widen_pair(filter + oc * kq, two ? filter + (oc + 1) * kq : 0, nq, wbuf);
-        if (rec && two) {
+        if (rec && two && !back) { /* (back: the channels left after the groups, below) */
             pair_m(scratch, wbuf, nq, npairs, rq->rq + TINYAOT_RQ_WORDS(mode) * oc, rq->zp,
-                   output + oc, out_c, lone, back, mode, rem);
+                   output + oc, out_c, lone, mode, rem);
             continue;
         }
         const uint32_t *x = scratch;
@@ -357,7 +362,7 @@ int tinyaot_convolve_fast_w8_s8(const tinyaot_conv_dims_t *d, const tinyaot_requ
     for (int32_t i = 0; i < npairs; i += block_pairs) {
         const int32_t n = npairs - i < block_pairs ? npairs - i : block_pairs;
         int r;
-        build_columns(d, input, q->in_zp, 2 * i, n, scratch);
+        build_columns(d, input, q->in_zp, 2 * i, n, scratch, w8_group(d, mode));
         if (mode == TINYAOT_RQ_FLOAT_SAT) {
             r = gemm_float_sat(d, q, filter, 2 * i, n, scratch, output);
         } else if (mode == TINYAOT_RQ_SMLAL_SAT) {
