@@ -73,7 +73,7 @@ from tests.helpers.env import require_arm_toolchain, shared_model
 # 8-channel 48x48 layer -27 %, its stride-2 layers -11 % and -7 %), and when the
 # few-pixel convs of 16 quads or more took the fast kernel's four-channel group loop
 # (ic01 -2.9 % / -0.94 %, vww01 -0.65 % / -0.67 %, sww01 -7.0 % / -6.9 %: its 15-pixel
-# layer on the int16 kernel; on the STM32L4R5 model ic01 tflite -0.83M).
+# layer on the int16 kernel; on the STM32L4R5 model ic01 tflite -0.45M).
 PINNED = {
     ("ad01", "tflite"): {"ideal": 375880},
     ("kws01", "tflite"): {"ideal": 4466929},
