@@ -454,20 +454,21 @@ typedef struct {
     uint64_t spill; /* the one-SMLAL records' requantization is two registers short */
 } tinyaot_pw_loop_t;
 
-/* The loop's state for the channel groups of pixels o0, o0 + out_c (the
- * caller's frame holds none of it: it is on the asm function's own). */
+/* The loop's state for the channel groups of pixels o0, o0 + out_c from records
+ * p up to output o_end (the caller's frame holds none of it: it is on the asm
+ * function's own). */
 static inline __attribute__((always_inline)) void tinyaot_pw_loop_init(
     tinyaot_pw_loop_t *L, const uint32_t *cols, int32_t nquads, const uint32_t *w, int32_t out_c,
-    const tinyaot_rqc_t *rq, int8_t *o0)
+    const int32_t *p, int32_t zp, int8_t *o0, const int8_t *o_end)
 {
     L->col = cols;
     L->col_end = cols + 4 * nquads;
     L->w = w;
-    L->p = rq->rq;
+    L->p = p;
     L->o0 = o0;
     L->o1 = o0 + out_c;
-    L->o_end = o0 + 4 * (out_c >> 2);
-    L->zp = rq->zp;
+    L->o_end = o_end;
+    L->zp = zp;
     L->spill = 0u;
 }
 
@@ -530,7 +531,8 @@ static inline __attribute__((always_inline)) void tinyaot_pw_loop_init(
         const tinyaot_rqc_t *rq, int8_t *o0)                                                       \
     {                                                                                              \
         tinyaot_pw_loop_t L;                                                                       \
-        tinyaot_pw_loop_init(&L, cols, nquads, w, out_c, rq, o0);                                  \
+        tinyaot_pw_loop_init(&L, cols, nquads, w, out_c, rq->rq, rq->zp, o0,                       \
+                             o0 + 4 * (out_c >> 2));                                               \
         TINYAOT_PW_ASM(DOT, BIAS, RQ8, CLOBBERS);                                                  \
         return L.w;                                                                                \
     }                                                                                              \
@@ -539,15 +541,7 @@ static inline __attribute__((always_inline)) void tinyaot_pw_loop_init(
         int32_t zp, int8_t *o0)                                                                    \
     {                                                                                              \
         tinyaot_pw_loop_t L;                                                                       \
-        L.col = cols;                                                                              \
-        L.col_end = cols + 4 * nquads;                                                             \
-        L.w = w;                                                                                   \
-        L.p = p;                                                                                   \
-        L.o0 = o0;                                                                                 \
-        L.o1 = o0 + out_c;                                                                         \
-        L.o_end = o0 + 4;                                                                          \
-        L.zp = zp;                                                                                 \
-        L.spill = 0u;                                                                              \
+        tinyaot_pw_loop_init(&L, cols, nquads, w, out_c, p, zp, o0, o0 + 4);                       \
         TINYAOT_PW_ASM(DOT, BIAS, RQ8, CLOBBERS);                                                  \
     }
 /* One-SMLAL records {m, e - 1, R lo, R hi, bias} (20 bytes a channel, the
