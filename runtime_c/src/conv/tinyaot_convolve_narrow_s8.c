@@ -16,7 +16,7 @@
  * copied with the zero point in the taps outside. Two output pixels of a row
  * share each weight load; the requantization is the fast kernels'. No scratch:
  * the edge windows and the sums of up to NARROW_QUADS_C quads live on the stack.
- * With TINYAOT_HAVE_DSP_ASM the taps are inline asm (11 cycles per 8 MACs on
+ * With TINYAOT_HAVE_DSP_ASM the taps are inline asm (10 cycles per 8 MACs on
  * a Cortex-M4), the one-SMLAL records applied in the same asm; the C twin
  * computes the same 64-bit sums. */
 #include <string.h>
@@ -51,19 +51,22 @@ typedef struct {
 #define NARROW_ASM_RQ(mode) (TINYAOT_HAVE_DSP_ASM && (mode) == TINYAOT_RQ_SMLAL_SAT)
 
 #if TINYAOT_HAVE_DSP_ASM
-/* One tap (byte I of both windows' rows): 7 four-byte instructions, 28 bytes,
+/* One tap (byte I of both windows' rows): 8 four-byte instructions, 32 bytes,
  * the unrolled row entered NARROW_ROW_MAX - n taps in. Registers: sums
  * r0:r1, r2:r3 (pixel 0) and r4:r5, r6:r7 (pixel 1); x r8; weights r9, r10;
- * windows r11, r12 (offset back by the skipped taps); weight cursor lr. */
+ * windows r11, r12 (offset back by the skipped taps); weight cursor lr. The
+ * weight words are two LDRs, not an LDRD: after the LDRSB each takes one cycle
+ * (an LDR right after an LDR is pipelined; an LDRD never is: three). */
 #define NARROW_TAP(I)                                                                              \
     "ldrsb.w r8, [r11, #" #I "]\n\t"                                                               \
-    "ldrd r9, r10, [lr], #8\n\t"                                                                   \
+    "ldr r9, [lr], #4\n\t"                                                                         \
+    "ldr r10, [lr], #4\n\t"                                                                        \
     "smlal r0, r1, r8, r9\n\t"                                                                     \
     "smlal r2, r3, r8, r10\n\t"                                                                    \
     "ldrsb.w r8, [r12, #" #I "]\n\t"                                                               \
     "smlal r4, r5, r8, r9\n\t"                                                                     \
     "smlal r6, r7, r8, r10\n\t"
-#define NARROW_TAP_BYTES 28u
+#define NARROW_TAP_BYTES 32u
 /* The sum LO:HI = 2^20 + A + B * 2^21 -> LO = A, HI = B (r9 scratch). */
 #define NARROW_SPLIT_ASM(LO, HI)                                                                   \
     "ubfx r9, " LO ", #0, #21\n\t"                                                                 \

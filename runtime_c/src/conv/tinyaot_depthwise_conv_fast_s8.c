@@ -87,8 +87,10 @@ typedef struct {
 /* one-SMLAL records {m, e - 1, R lo, R hi, bias}: channel A's at OFF;
  * 0x80000000 in r11 */
 #define TINYAOT_DWC_RQ(A, OFF, OFF8, OUT)                                                          \
-    "ldrd r4, r5, [r12, #" OFF "]\n\t"                                                             \
-    "ldrd r6, r10, [r12, #" OFF8 "]\n\t"                                                           \
+    "ldr r4, [r12, #" OFF "]\n\t"                                                                  \
+    "ldr r5, [r12, #(" OFF " + 4)]\n\t"                                                            \
+    "ldr r6, [r12, #" OFF8 "]\n\t"                                                                 \
+    "ldr r10, [r12, #(" OFF8 " + 4)]\n\t"                                                          \
     TINYAOT_RQ_SMLAL_REGS(A, "r4", "r5", "r6", "r10", "r11")                                       \
     "strb r10, [lr, #" OUT "]\n\t"
 static __attribute__((noinline)) void dw_col_sat(dw_col_t L)

@@ -551,7 +551,16 @@ static inline __attribute__((always_inline)) void tinyaot_pw_loop_init(
  * are free until the loop test). Eight registers besides the accumulators:
  * channel 0's two wait in `spill` until channel 3's are done. */
 #define TINYAOT_PW_RQ(A, POFF, O, OOFF)                                                            \
-    "ldrd r6, r7, [r0, #" POFF "]\n\t"                                                             \
+    "ldrd r6, r7, [r0, #" POFF "]\n\t" TINYAOT_PW_RQ_BODY(A, O, OOFF)
+/* The same for a channel's first output, its record's first four words
+ * {m, e - 1, R lo, R hi} at MOFF loaded into r4-r7 by single LDRs: after a
+ * load each takes one cycle (an LDRD takes three, the two of them six). */
+#define TINYAOT_PW_RQ_FIRST(A, MOFF, O, OOFF)                                                      \
+    "ldr r4, [r0, #" MOFF "]\n\t"                                                                  \
+    "ldr r5, [r0, #(" MOFF " + 4)]\n\t"                                                            \
+    "ldr r6, [r0, #(" MOFF " + 8)]\n\t"                                                            \
+    "ldr r7, [r0, #(" MOFF " + 12)]\n\t" TINYAOT_PW_RQ_BODY(A, O, OOFF)
+#define TINYAOT_PW_RQ_BODY(A, O, OOFF)                                                             \
     "smlal r6, r7, " A ", r4\n\t"                                                                  \
     "lsr " A ", " A ", #31\n\t"                                                                    \
     "smlal r6, r7, " A ", r3\n\t"                                                                  \
@@ -565,19 +574,15 @@ static inline __attribute__((always_inline)) void tinyaot_pw_loop_init(
     "ldr r12, [r0, #76]\n\t"
 #define TINYAOT_PW_RQ8_SAT                                                                         \
     "strd r6, r7, %[spill]\n\t"                                                                    \
+    "mov r3, #0x80000000\n\t"                                                                      \
     "ldr r0, %[p]\n\t"                                                                             \
     "ldr r1, %[o0]\n\t"                                                                            \
     "ldr r2, %[o1]\n\t"                                                                            \
-    "mov r3, #0x80000000\n\t"                                                                      \
-    "ldrd r4, r5, [r0, #20]\n\t"                                                                   \
-    TINYAOT_PW_RQ("r8", "28", "r1", "1") TINYAOT_PW_RQ("r9", "28", "r2", "1")                      \
-    "ldrd r4, r5, [r0, #40]\n\t"                                                                   \
-    TINYAOT_PW_RQ("r10", "48", "r1", "2") TINYAOT_PW_RQ("r11", "48", "r2", "2")                    \
-    "ldrd r4, r5, [r0, #60]\n\t"                                                                   \
-    TINYAOT_PW_RQ("r12", "68", "r1", "3") TINYAOT_PW_RQ("lr", "68", "r2", "3")                     \
+    TINYAOT_PW_RQ_FIRST("r8", "20", "r1", "1") TINYAOT_PW_RQ("r9", "28", "r2", "1")                \
+    TINYAOT_PW_RQ_FIRST("r10", "40", "r1", "2") TINYAOT_PW_RQ("r11", "48", "r2", "2")              \
+    TINYAOT_PW_RQ_FIRST("r12", "60", "r1", "3") TINYAOT_PW_RQ("lr", "68", "r2", "3")               \
     "ldrd r8, r9, %[spill]\n\t"                                                                    \
-    "ldrd r4, r5, [r0]\n\t"                                                                        \
-    TINYAOT_PW_RQ("r8", "8", "r1", "0") TINYAOT_PW_RQ("r9", "8", "r2", "0")                        \
+    TINYAOT_PW_RQ_FIRST("r8", "0", "r1", "0") TINYAOT_PW_RQ("r9", "8", "r2", "0")                  \
     "adds r0, r0, #80\n\t"                                                                         \
     "str r0, %[p]\n\t"                                                                             \
     "adds r1, r1, #4\n\t"                                                                          \
@@ -650,6 +655,8 @@ TINYAOT_PW_VARIANTS(TINYAOT_PW_FSAT, tinyaot_pwf)
 #undef TINYAOT_PW_FN
 #undef TINYAOT_PW_ASM
 #undef TINYAOT_PW_RQ
+#undef TINYAOT_PW_RQ_FIRST
+#undef TINYAOT_PW_RQ_BODY
 #undef TINYAOT_PW_LOOP
 #undef TINYAOT_PW_RUN
 #undef TINYAOT_PW_QS4
