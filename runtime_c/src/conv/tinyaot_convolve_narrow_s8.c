@@ -67,19 +67,27 @@ typedef struct {
     "smlal r4, r5, r8, r9\n\t"                                                                     \
     "smlal r6, r7, r8, r10\n\t"
 #define NARROW_TAP_BYTES 32u
-/* The sum LO:HI = 2^20 + A + B * 2^21 -> LO = A, HI = B (r9 scratch). */
+/* The sum LO:HI = 2^20 + A + B * 2^21 -> LO = A, HI = B (r9 scratch). The
+ * code of a pixel pair fits the STM32L4R5's 1 KB instruction cache with little
+ * to spare (a few bytes more took vww01's first layer 0.3M cycles of fetch
+ * stalls in one placement), so where the flags are dead the instructions are
+ * the 16-bit flag-setting forms (LSRS, ASRS, MOVS). */
 #define NARROW_SPLIT_ASM(LO, HI)                                                                   \
     "ubfx r9, " LO ", #0, #21\n\t"                                                                 \
-    "lsr " LO ", " LO ", #21\n\t"                                                                  \
+    "lsrs " LO ", " LO ", #21\n\t"                                                                 \
     "orr " HI ", " LO ", " HI ", lsl #11\n\t"                                                      \
     "sub " LO ", r9, #0x100000\n\t"
 /* Sum A (bias not included) -> int8 at [r12], next: the channel's record by one
  * LDM (r8 its cursor; the zero point in its R), 0x80000000 in r10 (as
- * tinyaot_rq_smlal_out, saturated). */
+ * tinyaot_rq_smlal_out, saturated: TINYAOT_RQ_SMLAL_REGS in its 16-bit forms). */
 #define NARROW_RQ_ASM(A)                                                                           \
     "ldmia r8!, {r4, r5, r6, r7, r9}\n\t"                                                          \
     "add " A ", " A ", r9\n\t"                                                                     \
-    TINYAOT_RQ_SMLAL_REGS(A, "r4", "r5", "r6", "r7", "r10")                                        \
+    "smlal r6, r7, " A ", r4\n\t"                                                                  \
+    "lsrs " A ", " A ", #31\n\t"                                                                   \
+    "smlal r6, r7, " A ", r10\n\t"                                                                 \
+    "asrs r7, r7, r5\n\t"                                                                          \
+    "ssat r7, #8, r7\n\t"                                                                          \
     "strb r7, [r12], #1\n\t"
 #define NARROW_RQ4_ASM NARROW_RQ_ASM("r0") NARROW_RQ_ASM("r1") NARROW_RQ_ASM("r2") NARROW_RQ_ASM("r3")
 
@@ -106,16 +114,16 @@ static __attribute__((noinline)) void narrow_sums(const narrow_pass_t *P)
                      "5:\n\t"
                      "ldr r11, %[s0]\n\t"
                      "ldr r12, %[s1]\n\t"
-                     "ldr r8, %[k_h]\n\t"
-                     "str r8, %[rows]\n\t"
+                     "ldr r0, %[k_h]\n\t"
+                     "str r0, %[rows]\n\t"
                      "mov r0, #0x100000\n\t"
-                     "mov r1, #0\n\t"
-                     "mov r2, #0x100000\n\t"
-                     "mov r3, #0\n\t"
-                     "mov r4, #0x100000\n\t"
-                     "mov r5, #0\n\t"
-                     "mov r6, #0x100000\n\t"
-                     "mov r7, #0\n\t"
+                     "movs r1, #0\n\t"
+                     "mov r2, r0\n\t"
+                     "movs r3, #0\n\t"
+                     "mov r4, r0\n\t"
+                     "movs r5, #0\n\t"
+                     "mov r6, r0\n\t"
+                     "movs r7, #0\n\t"
                      "1:\n\t"
                      "ldr pc, %[entry]\n\t"
                      ".p2align 2\n\t"
