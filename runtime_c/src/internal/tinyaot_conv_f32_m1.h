@@ -122,12 +122,15 @@ static inline void m1_gather(const int8_t *b, const float *tbl, const int32_t *t
         "asrs %[n], %[n], #1\n\t"
         "beq 3f\n"
         "1:\n\t"
-        "ldrd %[o], %[o2], [%[tp]], #8\n\t"
+        /* two taps by LDRs, stored by STRs: the LDRSB after an LDR is pipelined,
+         * an STR with an immediate offset takes one cycle (LDRD, STRD: three) */
+        "ldr %[o], [%[tp]], #4\n\t"
+        "ldr %[o2], [%[tp]], #4\n\t"
         "ldrsb %[v], [%[b], %[o]]\n\t"
         "ldrsb %[v2], [%[b], %[o2]]\n\t"
         "ldr %[v], [%[t], %[v], lsl #2]\n\t"
         "ldr %[v2], [%[t], %[v2], lsl #2]\n\t"
-        "strd %[v], %[v2], [%[x]], #8\n\t"
+        "str %[v2], [%[x], #4]\n\t" "str %[v], [%[x]], #8\n\t"
         "subs %[n], %[n], #1\n\t"
         "bne 1b\n"
         "3:"
