@@ -75,7 +75,7 @@ from tests.helpers.env import require_arm_toolchain, shared_model
 # (ic01 -2.9 % / -0.94 %, vww01 -0.65 % / -0.67 %, sww01 -7.0 % / -6.9 %: its 15-pixel
 # layer on the int16 kernel; on the STM32L4R5 model ic01 tflite -0.45M), and when records'
 # and taps' words that follow a load became single LDRs (pipelined; an LDRD is not): vww01
-# -1.7 % / -0.25 %, sww01 -1.4 % / -0.6 %, kws01 -0.96 % / -0.05 %, ic01 tflite -0.17 %),
+# -1.7 % / -0.25 %, sww01 -1.4 % / -0.6 %, kws01 -0.96 % / -0.05 %, ic01 tflite -0.17 %,
 # and when onnxruntime's float convs stored by STRs, not STRDs (ort: ic01 -0.49 %, vww01
 # -0.25 %, sww01 -0.19 %, kws01 -0.14 %).
 PINNED = {
