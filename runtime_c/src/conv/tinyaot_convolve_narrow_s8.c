@@ -132,12 +132,12 @@ static __attribute__((noinline)) void narrow_sums(const narrow_pass_t *P)
                      NARROW_TAP(4) NARROW_TAP(5) NARROW_TAP(6) NARROW_TAP(7)
                      NARROW_TAP(8) NARROW_TAP(9) NARROW_TAP(10) NARROW_TAP(11)
                      NARROW_TAP(12) NARROW_TAP(13) NARROW_TAP(14) NARROW_TAP(15)
-                     "ldr r8, %[rstep]\n\t"
+                     "ldr r8, %[rstep]\n\t" /* (r9: its load pipelined behind r8's) */
+                     "ldr r9, %[rows]\n\t"
                      "add r11, r11, r8\n\t"
                      "add r12, r12, r8\n\t"
-                     "ldr r8, %[rows]\n\t"
-                     "subs r8, r8, #1\n\t"
-                     "str r8, %[rows]\n\t"
+                     "subs r9, r9, #1\n\t"
+                     "str r9, %[rows]\n\t"
                      "bne 1b\n\t"
                      "ldr r8, %[rq]\n\t"
                      "cmp r8, #0\n\t"

@@ -68,13 +68,13 @@ typedef struct {
 /* next quad (input, weights, records + RB bytes, output + 4); the input,
  * weights, records and output cursors stay in r7, r8, r12, lr */
 #define TINYAOT_DWC_TAIL(RB)                                                                       \
-    "ldr r10, %[back]\n\t"                                                                         \
+    "ldr r10, %[back]\n\t" /* (the three loads one after another: pipelined) */                   \
+    "ldr r9, %[o_end]\n\t"                                                                         \
+    "ldr r11, %[wskip]\n\t"                                                                        \
     "sub r7, r7, r10\n\t"                                                                          \
-    "ldr r10, %[wskip]\n\t"                                                                        \
-    "add r8, r8, r10\n\t"                                                                          \
+    "add r8, r8, r11\n\t"                                                                          \
     "add r12, r12, #" RB "\n\t"                                                                    \
     "add lr, lr, #4\n\t"                                                                           \
-    "ldr r9, %[o_end]\n\t"                                                                         \
     "cmp lr, r9\n\t"                                                                               \
     "bne 1b"
 #define TINYAOT_DWC_OPS                                                                            \
