@@ -78,18 +78,20 @@ from tests.helpers.env import require_arm_toolchain, shared_model
 # -1.7 % / -0.25 %, sww01 -1.4 % / -0.6 %, kws01 -0.96 % / -0.05 %, ic01 tflite -0.17 %,
 # and when onnxruntime's float convs stored by STRs, not STRDs (ort: ic01 -0.49 %, vww01
 # -0.25 %, sww01 -0.19 %, kws01 -0.14 %), and when the depthwise 3x3 passes loaded their
-# state one load after another (vww01 -0.25 % / -0.22 %, kws01 -0.27 % / -0.22 %).
+# state one load after another (vww01 -0.25 % / -0.22 %, kws01 -0.27 % / -0.22 %), as did
+# the 1-D depthwise loop's end and the narrow conv's row end (sww01 -0.23 % / -0.18 %,
+# vww01 tflite -0.06 %).
 PINNED = {
     ("ad01", "tflite"): {"ideal": 375880},
     ("kws01", "tflite"): {"ideal": 4412161},
     ("ic01", "tflite"): {"ideal": 15164570},
-    ("vww01", "tflite"): {"ideal": 10948342},
-    ("sww01", "tflite"): {"ideal": 1333170},
+    ("vww01", "tflite"): {"ideal": 10941430},
+    ("sww01", "tflite"): {"ideal": 1330050},
     ("ad01", "ort"): {"ideal": 779016},
     ("kws01", "ort"): {"ideal": 5350829},
     ("ic01", "ort"): {"ideal": 31365856},
     ("vww01", "ort"): {"ideal": 12146899},
-    ("sww01", "ort"): {"ideal": 1415418},
+    ("sww01", "ort"): {"ideal": 1412922},
 }
 
 
