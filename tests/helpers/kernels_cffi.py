@@ -12,9 +12,9 @@ nothing else: if the header drifted (a field added, renamed or removed) the
 test fails with one line naming the struct and the fields, instead of
 silently passing zeros to a kernel.
 
-Build: gcc -O1 -shared -fPIC -std=c99 -ffp-contract=off runtime_c/src/*/*.c
--lm, into a private temporary directory (so parallel sessions never share a
-.so). By default it is compiled with -fsanitize=undefined (libubsan loads
+Build: gcc -O1 -fPIC -std=c99 -ffp-contract=off -c runtime_c/src/*/*.c (two
+compilers at a time), linked -shared with -lm, into a private temporary
+directory (so parallel sessions never share a .so). By default it is compiled with -fsanitize=undefined (libubsan loads
 fine in-process via dlopen; ASan would not) and every wrapper captures the
 call's stderr, so a UBSan report in a kernel fails the test that triggered
 it (UBSan reports each source location once per process).
@@ -34,6 +34,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import cffi
@@ -232,12 +233,12 @@ class _Lib:
             fcntl.flock(lock, fcntl.LOCK_EX)
             if not (cache / name).is_file():
                 tmp = cache / f"{name}.{os.getpid()}.tmp"
-                p = subprocess.run(cmd + [str(tmp)], capture_output=True, text=True)
-                if p.returncode != 0:
+                err = _compile_and_link(cc, srcs, extra, tmp)
+                if err is not None:
                     if required:
                         raise RuntimeError("building runtime_c failed:\n" + " ".join(cmd) +
-                                           "\n" + p.stdout + p.stderr)
-                    self.build_log += p.stderr
+                                           "\n" + err)
+                    self.build_log += err
                     return None
                 os.replace(tmp, cache / name)
             shutil.copyfile(cache / name, out)
@@ -265,6 +266,31 @@ class _Lib:
         if "runtime error" in text:
             raise KernelUB(f"UBSan in {name}:\n{text}")
         return rc
+
+
+def _compile_and_link(cc, srcs, extra, out):
+    """The sources compiled to objects on up to two cores, then linked into `out`; the
+    compiler's messages if a step fails, else None. The xdist workers wait on this
+    build at the start of a cold session (one builds under the lock, the other waits):
+    the waiting worker's core compiles too."""
+    compile_flags = [f for f in BASE_FLAGS if f != "-shared"] + list(extra) + [f"-I{INCLUDE}"]
+    objs = Path(tempfile.mkdtemp(prefix="objs-", dir=out.parent))
+    try:
+        def one(i_src):
+            obj = objs / f"{i_src[0]:03d}.o"
+            p = subprocess.run([cc, *compile_flags, "-c", i_src[1], "-o", str(obj)],
+                               capture_output=True, text=True)
+            return obj, p
+        with ThreadPoolExecutor(max(1, min(2, os.cpu_count() or 1))) as ex:
+            done = list(ex.map(one, enumerate(srcs)))
+        bad = [p.stdout + p.stderr for _, p in done if p.returncode != 0]
+        if bad:
+            return "".join(bad)
+        p = subprocess.run([cc, *BASE_FLAGS, *extra, *(str(o) for o, _ in done), "-lm", "-o",
+                            str(out)], capture_output=True, text=True)
+        return None if p.returncode == 0 else p.stdout + p.stderr
+    finally:
+        shutil.rmtree(objs, ignore_errors=True)
 
 
 @functools.lru_cache(maxsize=None)
