@@ -218,14 +218,14 @@ def test_float_input_quantized_twice_alike_is_one_input(tmp_path):
 @pytest.mark.shared
 @pytest.mark.parametrize("key", sorted(H.FLOAT_MODELS))
 @pytest.mark.parametrize("numerics", ["ort", "tflite"])
-def test_shared_float_models_verify_on_host(key, numerics, tmp_path):
+def test_shared_float_models_verify_on_host(key, numerics):
     model, golden = H.shared_float_model(key)
     gkey = H.ORT_KEY[key] if numerics == "ort" else "outputs_tflm"
-    r = H.verify_cli(model, golden, "host", numerics, gkey, tmp_path)
+    r = H.verify_cli(model, golden, "host", numerics, gkey)
     assert r["outputs_compared"][0]["compared_as"] == "float32"
     assert r["mismatches"] == 0 and r["vectors_passed"] == r["vectors"] == 8, r
     # the int8 tensor before the final DequantizeLinear, compared as integers
-    rq = H.verify_cli(model, golden, "host", numerics, "outputs_q", tmp_path)
+    rq = H.verify_cli(model, golden, "host", numerics, "outputs_q")
     if numerics == "tflite":  # TFLite Micro's own tensor
         assert rq["outputs_compared"][0]["compared_as"] == "int8 (requantized)"
         assert rq["mismatches"] == 0
@@ -233,11 +233,11 @@ def test_shared_float_models_verify_on_host(key, numerics, tmp_path):
 
 @pytest.mark.shared
 @pytest.mark.parametrize("key", sorted(H.FLOAT_MODELS))
-def test_shared_float_models_tflite_form_verify_on_host(key, tmp_path):
+def test_shared_float_models_tflite_form_verify_on_host(key):
     """The .tflite original declares the same float ends (QUANTIZE after the input,
     DEQUANTIZE before the output): its API takes the golden's float inputs and returns
     floats equal to TFLite Micro's, bit for bit."""
     model, golden = H.shared_float_model(key, ".tflite")
-    r = H.verify_cli(model, golden, "host", "tflite", "outputs_tflm", tmp_path)
+    r = H.verify_cli(model, golden, "host", "tflite", "outputs_tflm")
     assert r["outputs_compared"][0]["compared_as"] == "float32"
     assert r["mismatches"] == 0 and r["vectors_passed"] == r["vectors"] == 8, r

@@ -27,11 +27,11 @@ def model(tmp_path_factory):
 @pytest.mark.qemu
 @pytest.mark.parametrize("key", sorted(H.FLOAT_MODELS))
 @pytest.mark.parametrize("numerics", ["ort", "tflite"])
-def test_shared_float_models_verify_on_qemu_m4(key, numerics, tmp_path):
+def test_shared_float_models_verify_on_qemu_m4(key, numerics):
     require_arm_toolchain()
     model, golden = H.shared_float_model(key)
     gkey = H.ORT_KEY[key] if numerics == "ort" else "outputs_tflm"
-    r = H.verify_cli(model, golden, "qemu-m4", numerics, gkey, tmp_path)
+    r = H.verify_cli(model, golden, "qemu-m4", numerics, gkey)
     assert r["mismatches"] == 0 and r["vectors_passed"] == 8, r
     assert r["instructions_same_for_all_inputs"] is not None
 
