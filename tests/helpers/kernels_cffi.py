@@ -14,9 +14,9 @@ silently passing zeros to a kernel.
 
 Build: gcc -O1 -fPIC -std=c99 -ffp-contract=off -c runtime_c/src/*/*.c (two
 compilers at a time), linked -shared with -lm, into a private temporary
-directory (so parallel sessions never share a .so). By default it is compiled with -fsanitize=undefined (libubsan loads
-fine in-process via dlopen; ASan would not) and every wrapper captures the
-call's stderr, so a UBSan report in a kernel fails the test that triggered
+directory (so parallel sessions never share a .so). By default it is
+compiled with -fsanitize=undefined (libubsan loads fine in-process via
+dlopen; ASan would not) and every wrapper captures the call's stderr, so a UBSan report in a kernel fails the test that triggered
 it (UBSan reports each source location once per process).
 TINYAOT_KERNEL_UBSAN=0 builds without it; TINYAOT_CC picks the compiler;
 TINYAOT_RUNTIME_C=DIR tests another copy of runtime_c/ (how the tests were

@@ -79,15 +79,11 @@ typedef struct {
     "sub " LO ", r9, #0x100000\n\t"
 /* Sum A (bias not included) -> int8 at [r12], next: the channel's record by one
  * LDM (r8 its cursor; the zero point in its R), 0x80000000 in r10 (as
- * tinyaot_rq_smlal_out, saturated: TINYAOT_RQ_SMLAL_REGS in its 16-bit forms). */
+ * tinyaot_rq_smlal_out, saturated: TINYAOT_RQ_SMLAL_REGS_S, the 16-bit forms). */
 #define NARROW_RQ_ASM(A)                                                                           \
     "ldmia r8!, {r4, r5, r6, r7, r9}\n\t"                                                          \
     "add " A ", " A ", r9\n\t"                                                                     \
-    "smlal r6, r7, " A ", r4\n\t"                                                                  \
-    "lsrs " A ", " A ", #31\n\t"                                                                   \
-    "smlal r6, r7, " A ", r10\n\t"                                                                 \
-    "asrs r7, r7, r5\n\t"                                                                          \
-    "ssat r7, #8, r7\n\t"                                                                          \
+    TINYAOT_RQ_SMLAL_REGS_S(A, "r4", "r5", "r6", "r7", "r10")                                      \
     "strb r7, [r12], #1\n\t"
 #define NARROW_RQ4_ASM NARROW_RQ_ASM("r0") NARROW_RQ_ASM("r1") NARROW_RQ_ASM("r2") NARROW_RQ_ASM("r3")
 

@@ -86,11 +86,8 @@ typedef struct {
         "memory"
 /* one-SMLAL records {m, e - 1, R lo, R hi, bias}: channel A's at OFF;
  * 0x80000000 in r11 */
-#define TINYAOT_DWC_RQ(A, OFF, OFF8, OUT)                                                          \
-    "ldr r4, [r12, #" OFF "]\n\t"                                                                  \
-    "ldr r5, [r12, #(" OFF " + 4)]\n\t"                                                            \
-    "ldr r6, [r12, #" OFF8 "]\n\t"                                                                 \
-    "ldr r10, [r12, #(" OFF8 " + 4)]\n\t"                                                          \
+#define TINYAOT_DWC_RQ(A, OFF, OUT)                                                                \
+    TINYAOT_LDR4("r12", OFF, "r4", "r5", "r6", "r10")                                              \
     TINYAOT_RQ_SMLAL_REGS(A, "r4", "r5", "r6", "r10", "r11")                                       \
     "strb r10, [lr, #" OUT "]\n\t"
 static __attribute__((noinline)) void dw_col_sat(dw_col_t L)
@@ -102,8 +99,8 @@ static __attribute__((noinline)) void dw_col_sat(dw_col_t L)
                      "ldr r3, [r12, #76]\n\t"
                      TINYAOT_DWC_TAPS
                      "mov r11, #0x80000000\n\t"
-                     TINYAOT_DWC_RQ("r0", "0", "8", "0") TINYAOT_DWC_RQ("r1", "20", "28", "1")
-                     TINYAOT_DWC_RQ("r2", "40", "48", "2") TINYAOT_DWC_RQ("r3", "60", "68", "3")
+                     TINYAOT_DWC_RQ("r0", "0", "0") TINYAOT_DWC_RQ("r1", "20", "1")
+                     TINYAOT_DWC_RQ("r2", "40", "2") TINYAOT_DWC_RQ("r3", "60", "3")
                      TINYAOT_DWC_TAIL("80")
                      TINYAOT_DWC_OPS
                      : TINYAOT_DWC_CLOBBERS);

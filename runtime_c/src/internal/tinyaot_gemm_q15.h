@@ -187,6 +187,19 @@ static inline __attribute__((always_inline)) const uint32_t *tinyaot_dot_2x2(con
     "smlal " LO ", " HI ", " A ", " MN "\n\t"                                                       \
     "asr " HI ", " HI ", " SH "\n\t"                                                                \
     "ssat " HI ", #8, " HI "\n\t"
+/* The same in the flag-setting forms (LSRS, ASRS: 16-bit on low registers), for
+ * an asm whose flags are dead there and that declares "cc". */
+#define TINYAOT_RQ_SMLAL_REGS_S(A, M, SH, LO, HI, MN)                                              \
+    "smlal " LO ", " HI ", " A ", " M "\n\t"                                                        \
+    "lsrs " A ", " A ", #31\n\t"                                                                   \
+    "smlal " LO ", " HI ", " A ", " MN "\n\t"                                                       \
+    "asrs " HI ", " HI ", " SH "\n\t"                                                               \
+    "ssat " HI ", #8, " HI "\n\t"
+/* Four consecutive words at BASE + OFF into R0-R3 by single LDRs: behind a load
+ * each takes one cycle on the Cortex-M4 (pipelined), where two LDRDs take six. */
+#define TINYAOT_LDR4(BASE, OFF, R0, R1, R2, R3)                                                    \
+    "ldr " R0 ", [" BASE ", #" OFF "]\n\t" "ldr " R1 ", [" BASE ", #(" OFF " + 4)]\n\t"            \
+    "ldr " R2 ", [" BASE ", #(" OFF " + 8)]\n\t" "ldr " R3 ", [" BASE ", #(" OFF " + 12)]\n\t"
 #define TINYAOT_RQ_ONE(A, POFF, O, OOFF)                                                           \
     "ldrd %[lo], %[hi], [%[p], #" POFF "]\n\t"                                                     \
     TINYAOT_RQ_SMLAL_REGS("%[" A "]", "%[m]", "%[sh]", "%[lo]", "%[hi]", "%[mn]")                  \
@@ -553,13 +566,10 @@ static inline __attribute__((always_inline)) void tinyaot_pw_loop_init(
 #define TINYAOT_PW_RQ(A, POFF, O, OOFF)                                                            \
     "ldrd r6, r7, [r0, #" POFF "]\n\t" TINYAOT_PW_RQ_BODY(A, O, OOFF)
 /* The same for a channel's first output, its record's first four words
- * {m, e - 1, R lo, R hi} at MOFF loaded into r4-r7 by single LDRs: after a
- * load each takes one cycle (an LDRD takes three, the two of them six). */
+ * {m, e - 1, R lo, R hi} at MOFF into r4-r7 (TINYAOT_LDR4: behind the loads
+ * before them). */
 #define TINYAOT_PW_RQ_FIRST(A, MOFF, O, OOFF)                                                      \
-    "ldr r4, [r0, #" MOFF "]\n\t"                                                                  \
-    "ldr r5, [r0, #(" MOFF " + 4)]\n\t"                                                            \
-    "ldr r6, [r0, #(" MOFF " + 8)]\n\t"                                                            \
-    "ldr r7, [r0, #(" MOFF " + 12)]\n\t" TINYAOT_PW_RQ_BODY(A, O, OOFF)
+    TINYAOT_LDR4("r0", MOFF, "r4", "r5", "r6", "r7") TINYAOT_PW_RQ_BODY(A, O, OOFF)
 #define TINYAOT_PW_RQ_BODY(A, O, OOFF)                                                             \
     "smlal r6, r7, " A ", r4\n\t"                                                                  \
     "lsr " A ", " A ", #31\n\t"                                                                    \
