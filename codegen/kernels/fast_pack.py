@@ -34,6 +34,39 @@ def pack_gemm(w2d, group=2):
     return _words(p).reshape(-1)
 
 
+# tinyaot_fully_connected_fast_w8_s8: a row pair's hi sum comes out of 32-bit sums as
+# (A - S) / 256, so it must lie in [-2^23, 2^23)
+FC_PAIR_SUM_BITS = 24
+
+
+def pack_fc_pairs(w2d, in_zp):
+    """tinyaot_fully_connected_fast_w8_s8's W[n][k] int8: rows in pairs (lo, hi) = (2p,
+    2p + 1), an odd N padded with a zero hi row; each pair one int16 per k, H = 256 * hi +
+    lo (one byte a weight); int32 words [group of up to 4 pairs][quad][pair][2] ({H0, H2},
+    {H1, H3}: the column's order), the last group with the pairs left. None when a pair
+    does not fit: an H outside int16 (a hi weight of -128 over a negative lo one), or a
+    hi row whose sum over inputs x - in_zp (x int8) can leave [-2^23, 2^23)."""
+    w = np.asarray(w2d, dtype=np.int64)
+    n, k = w.shape
+    kp = (k + 3) // 4 * 4
+    npairs = (n + 1) // 2
+    p = np.zeros((2 * npairs, kp), dtype=np.int64)
+    p[:n, :k] = w
+    h = 256 * p[1::2] + p[0::2]
+    if h.min() < -(1 << 15) or h.max() >= 1 << 15:
+        return None
+    lo, hi = -128 - int(in_zp), 127 - int(in_zp)
+    hw = p[1::2]
+    top = np.maximum(hw * lo, hw * hi).sum(axis=1)
+    bottom = np.minimum(hw * lo, hw * hi).sum(axis=1)
+    lim = 1 << (FC_PAIR_SUM_BITS - 1)
+    if np.any(top >= lim) or np.any(bottom < -lim):
+        return None
+    q = h.reshape(npairs, kp // 4, 4)[..., QUAD_ORDER].reshape(npairs, kp // 4, 2, 2)
+    parts = [_words(q[g:g + 4].transpose(1, 0, 2, 3)).reshape(-1) for g in range(0, npairs, 4)]
+    return np.concatenate(parts)
+
+
 def pack_conv_gemm(w2d):
     """tinyaot_convolve_fast_s8's W[oc][k]: the first oc // 4 * 4 rows in groups of four,
     int32 words [group][quad][half][row of the group] (half 0: {k0, k2}, 1: {k1, k3}; the

@@ -24,7 +24,8 @@ from ..ir import QParams
 from ..kernels import fc_float_unrolled as fu
 from ..kernels import specialize as spec
 from ..kernels.c_format import c_struct
-from ..kernels.fast_pack import fc_scratch_bytes, pack_gemm, pack_gemm_fixed
+from ..kernels.fast_pack import (fc_scratch_bytes, pack_fc_pairs, pack_gemm,
+                                 pack_gemm_fixed, smlal_requant)
 from ..kernels.fc_float_pack import fc_float_scratch_bytes, input_table, pack_fc_float
 from ..kernels.ort_requant_fixed import fc_fixed_requant
 from ..numerics import ort_float as of
@@ -35,7 +36,8 @@ from . import integer_forms
 from .base import Op, Pending, Traits, Unsupported, layer_mode
 from .conv_params import FLOAT, ORT, TFLITE, ConvParams, prepare_conv_like, requantize_sums
 from .conv_lowering import WEIGHT_TYPES, layer_weights
-from .conv_records import RequantRecord, emit_requant, emit_requant_record
+from .conv_records import (RequantRecord, acc_range, emit_records_requant, emit_requant,
+                           emit_requant_record)
 from .matmul import lower_onnx as lower_activation_matmul
 from .size_kernels import emit_fc_int_w8, emit_fc_w8, select_size
 from .tflite_filters import tflite_bias, tflite_weights
@@ -220,20 +222,44 @@ def _emit_unrolled(em, lid, n, p, wf, bf, x_max, rows):
     return fname
 
 
+def _pairs(w, p):
+    """fast_pack.pack_fc_pairs's words when the layer takes tinyaot_fully_connected_fast_w8_s8:
+    tflite over the whole int8 range with one-SMLAL records for every channel (the
+    kernel's one requantization), N a multiple of 8 (every row in its asm groups of four
+    pairs), the pairs' sums within its bound; else None."""
+    if (p.mode != TFLITE or p.act_min > -128 or p.act_max < 127 or w.shape[0] % 8
+            or np.any(np.asarray(p.mult) < 0)
+            or smlal_requant(p.mult, p.shift, p.bias, p.out_zp, acc_range(p.bias, w)) is None):
+        return None
+    return pack_fc_pairs(w, p.in_zp)
+
+
 def _emit_fast(em, lid, n, p, info, rows):
     """tinyaot_fully_connected_fast_s8 (runtime_c/include/tinyaot_fast_kernels.h): it keeps
     the float scales (not the records), or under ort reads an exact fixed-point
-    requantization from its weight stream."""
+    requantization from its weight stream; tflite layers that _pairs allows run
+    tinyaot_fully_connected_fast_w8_s8 (int8 weights in flash, two rows per int16 lane:
+    half the flash, and on a part with flash wait states half the weight reads, at fewer
+    cycles per MAC than the int16 kernel)."""
     w = em.g.tensors[n.inputs[1]]
     if p.mode == TFLITE and np.any(np.asarray(p.mult) < 0):
         raise NotImplementedError("fast kernels need non-negative multipliers")
+    nout, k = w.shape
+    pairs = _pairs(w.data, p)
+    if pairs is not None:
+        q, _ = emit_records_requant(em, lid, p, w.data)
+        filt = em.const("int32_t", f"{lid}_wp", pairs, align=8)
+        info["kernel"] = "tinyaot_fully_connected_fast_w8_s8"
+        em.call(info["kernel"], [str(rows), str(k), str(nout), q, em.ptr(n.inputs[0]),
+                                 filt, em.scratch(n, "uint32_t"),
+                                 em.ptr(n.outputs[0])])
+        return
     fixed = (fc_fixed_requant(w.data, p.bias, p.scale, p.in_zp, p.out_zp, p.act_min, p.act_max)
              if p.mode == ORT else None)
     q, rec = (None, None) if fixed is not None else emit_requant_record(em, lid, p, fast=True,
                                                                           weights=w.data)
     em.specialize(spec.fc_uses(rec, fixed is not None))
     scratch = em.scratch(n, "uint32_t")
-    nout, k = w.shape
     if fixed is None:
         filt = em.const("int32_t", f"{lid}_wp", pack_gemm(w.data, 4), align=8)
     else:  # the requantization inline in the weight stream, q without arrays

@@ -92,6 +92,15 @@ int tinyaot_fully_connected_fast_s8(int32_t rows, int32_t in_features, int32_t o
                                     int8_t *output);
 int32_t tinyaot_fully_connected_fast_s8_get_buffer_size(int32_t in_features);
 
+/* tinyaot_fully_connected_fast_s8 with int8 weights, two rows per int16 lane
+ * (codegen/kernels/fast_pack.py:pack_fc_pairs, which checks the layer's bound);
+ * one-SMLAL records over the whole int8 range only (else TINYAOT_ERR_ARG). */
+int tinyaot_fully_connected_fast_w8_s8(int32_t rows, int32_t in_features, int32_t out_features,
+                                       const tinyaot_requant_t *q, const int8_t *input,
+                                       const int32_t *packed_weights, uint32_t *scratch,
+                                       int8_t *output);
+int32_t tinyaot_fully_connected_fast_w8_s8_get_buffer_size(int32_t in_features);
+
 /* tinyaot_add_s8, bit-identical; the tflite path is faster (falls back to
  * tinyaot_add_s8 for float numerics or parameters outside its preconditions:
  * multipliers >= 0, shifts <= 0). */

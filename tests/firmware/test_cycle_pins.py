@@ -80,9 +80,10 @@ from tests.helpers.env import require_arm_toolchain, shared_model
 # -0.25 %, sww01 -0.19 %, kws01 -0.14 %), and when the depthwise 3x3 passes loaded their
 # state one load after another (vww01 -0.25 % / -0.22 %, kws01 -0.27 % / -0.22 %), as did
 # the 1-D depthwise loop's end and the narrow conv's row end (sww01 -0.23 % / -0.18 %,
-# vww01 tflite -0.06 %).
+# vww01 tflite -0.06 %), and when tflite FC layers took int8 weights two rows to an int16
+# lane (tinyaot_fully_connected_fast_w8_s8: ad01 -0.65 %; on the STM32L4R5 model -27 %).
 PINNED = {
-    ("ad01", "tflite"): {"ideal": 375880},
+    ("ad01", "tflite"): {"ideal": 373438},
     ("kws01", "tflite"): {"ideal": 4412161},
     ("ic01", "tflite"): {"ideal": 15164570},
     ("vww01", "tflite"): {"ideal": 10941430},

@@ -525,6 +525,18 @@ def fully_connected_fast_s8(rows, k, n, q, x, packed, scratch_bytes, rng=None):
     return out.result("tinyaot_fully_connected_fast_s8")
 
 
+def fully_connected_fast_w8_s8(rows, k, n, q, x, packed, scratch_bytes, rng=None):
+    """packed: fast_pack.pack_fc_pairs's int32 words."""
+    keep = []
+    out = OutBuf(rows * n, rng)
+    scratch = OutBuf(scratch_bytes, rng)
+    _call("tinyaot_fully_connected_fast_w8_s8", rows, k, n, _requant(q, keep),
+          cbuf(x, np.int8, keep), cbuf(packed, np.int32, keep),
+          ffi.cast("uint32_t *", scratch.ptr), out.ptr)
+    scratch.result("tinyaot_fully_connected_fast_w8_s8 scratch")
+    return out.result("tinyaot_fully_connected_fast_w8_s8")
+
+
 def add_fast_s8(n, params, a, b, b_stride, rng=None):
     keep = []
     p = new_struct("tinyaot_add_params_t", params, keep)

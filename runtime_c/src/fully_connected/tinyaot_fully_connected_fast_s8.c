@@ -100,7 +100,7 @@ int tinyaot_fully_connected_fast_s8(int32_t rows, int32_t in_features, int32_t o
     }
     for (int32_t r = 0; r < rows; ++r) {
         int8_t *o = output + r * out_features;
-        fc_widen(input + r * in_features, in_features, scratch, off, q->in_zp);
+        tinyaot_widen_row(input + r * in_features, in_features, scratch, off, q->in_zp);
         /* (a mode not compiled was refused above) */
         switch (rq.mode) {
         case TINYAOT_RQ_ORT:

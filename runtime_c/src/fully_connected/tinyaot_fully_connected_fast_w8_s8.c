@@ -1,0 +1,224 @@
+/* Fast fully connected with int8 weights in flash: two output rows per int16
+ * lane. The weights of a row pair (lo, hi) are stored as one halfword per
+ * input k, H = 256 * w_hi[k] + w_lo[k] (codegen/kernels/fast_pack.py:
+ * pack_fc_pairs; one byte a weight, as int8 weights take). Against a column
+ * word {x_a, x_b} (the fast FC's int16 column, tinyaot_widen_row):
+ *   SMLAD(word, x)          adds 256 * (hi's two MACs) + lo's two MACs,
+ *   SMLAD(SXTB16(word), x)  adds lo's two MACs (the low bytes, sign-extended),
+ * so per weight word (4 MACs) one load, one SXTB16 and two SMLADs, where
+ * int8 weights otherwise take two SXTB16s and int16 weights two loads. With
+ * A and S those two sums (both started at the lo row's bias), hi's sum is
+ * (A - S) / 256, exact as long as it is within [-2^23, 2^23): the compiler
+ * checks that bound for every row from the weights and the input range
+ * (pack_fc_pairs) and H within int16 (TFLite's weights are in [-127, 127]),
+ * and keeps the int16 kernel where either fails. A and S wrap mod 2^32, as
+ * SMLAD does, and the difference is still exact.
+ *
+ * Stream: per group of up to four pairs (rows 8g .. 8g + 7), per quad of k
+ * (column words {x0, x2}, {x1, x3}), each pair's words {H0, H2}, {H1, H3};
+ * the last group has the pairs left (a zero hi row pads an odd N). The
+ * requantization is the one-SMLAL records' (tinyaot_requant_fast.h) over
+ * the whole int8 range, the mode every TFLite layer the compiler gives this
+ * kernel has; others are refused (TINYAOT_ERR_ARG).
+ *
+ * With the DSP extension (optimized builds) every whole group runs in one asm
+ * statement: per quad 38 cycles for 32 MACs on the M4, the weights read one
+ * 8-byte flash word at a time so a line's second word arrives while the first
+ * is in use (docs/cycle-model.md). Elsewhere, and for the last group's pairs,
+ * the same integers in C on the intrinsics of tinyaot_intrinsics.h. */
+#include "tinyaot_fast_kernels.h"
+#include "../internal/tinyaot_fixedpoint.h"
+#include "../internal/tinyaot_gemm_q15.h"
+
+#if TINYAOT_HAVE_DSP_ASM && defined(__OPTIMIZE__)
+#define FCP_ASM 1
+#else
+#define FCP_ASM 0
+#endif
+
+int32_t tinyaot_fully_connected_fast_w8_s8_get_buffer_size(int32_t in_features)
+{
+    return ((in_features + 3) / 4) * 4 * (int32_t)sizeof(int16_t);
+}
+
+/* Channel ch's sum (bias not included) -> int8 (one-SMLAL record, saturating). */
+static inline int8_t fcp_out(const int32_t *rq, int32_t sum, int32_t ch)
+{
+    const int32_t *p = rq + 5 * ch;
+    const int32_t v = tinyaot_fp_s32((uint32_t)sum + (uint32_t)p[4]); /* mod 2^32, as the asm */
+    return (int8_t)__SSAT(tinyaot_mbqm_smlal(v, p[0], p[1], (uint32_t)p[2], p[3]), 8);
+}
+
+/* One group of np <= 4 pairs (rows ch0 .. ch0 + 2 np - 1, n of them real)
+ * over nq quads of the column. Returns the next group's weights. */
+static const uint32_t *fcp_group(const uint32_t *col, int32_t nq, const uint32_t *w, int32_t np,
+                                 const int32_t *rq, int32_t ch0, int32_t n, int8_t *o)
+{
+    uint32_t a[4] = {0u, 0u, 0u, 0u}, s[4] = {0u, 0u, 0u, 0u};
+    for (int32_t j = 0; j < nq; ++j) {
+        const uint32_t xa = col[2 * j], xb = col[2 * j + 1];
+        for (int32_t p = 0; p < np; ++p, w += 2) {
+            a[p] = __SMLAD(w[0], xa, a[p]);
+            s[p] = __SMLAD(__SXTB16(w[0]), xa, s[p]);
+            a[p] = __SMLAD(w[1], xb, a[p]);
+            s[p] = __SMLAD(__SXTB16(w[1]), xb, s[p]);
+        }
+    }
+    for (int32_t p = 0; p < np; ++p) {
+        const int32_t lo = tinyaot_fp_s32(s[p]);
+        o[2 * p] = fcp_out(rq, lo, ch0 + 2 * p);
+        if (2 * p + 1 < n) {
+            o[2 * p + 1] = fcp_out(rq, tinyaot_fp_asr(tinyaot_fp_s32(a[p] - s[p]), 8),
+                                   ch0 + 2 * p + 1);
+        }
+    }
+    return w;
+}
+
+#if FCP_ASM
+/* The whole groups of four pairs in one asm statement. Registers: column r0,
+ * weights r1, column words r2, r3, weight words r4, r5 (their SXTB16 in
+ * place), sums A/S of pair p in r6/r7, r8/r9, r10/r11, r12/lr; the loads
+ * between low registers are 16-bit instructions. Every register is the
+ * loop's, so its state is in memory operands (this frame's locals). */
+typedef struct {
+    const uint32_t *col, *end4, *end; /* the column, its last whole 4 quads, its end */
+    const uint32_t *w;
+    const int32_t *p; /* records, 5 words a channel */
+    int8_t *o;
+    const int8_t *o_end;
+    uint64_t spill; /* pair 0's sums while the others are requantized */
+} fcp_loop_t;
+
+/* pair (A, S) += words r4, r5 of quad Q (column r2, r3) */
+#define FCP_PAIR(A, S)                                                                             \
+    "smlad " A ", r4, r2, " A "\n\t" "sxtb16 r4, r4\n\t" "smlad " S ", r4, r2, " S "\n\t"        \
+    "smlad " A ", r5, r3, " A "\n\t" "sxtb16 r5, r5\n\t" "smlad " S ", r5, r3, " S "\n\t"
+#define FCP_W(Q, P) "ldrd r4, r5, [r1, #(32 * " Q " + 8 * " P ")]\n\t"
+/* quad Q of the column: its two words, then each pair's two words (one LDRD
+ * of one 8-byte flash word) */
+#define FCP_QUAD(Q)                                                                                \
+    "ldrd r2, r3, [r0, #(8 * " Q ")]\n\t"                                                         \
+    FCP_W(Q, "0") FCP_PAIR("r6", "r7") FCP_W(Q, "1") FCP_PAIR("r8", "r9")                         \
+    FCP_W(Q, "2") FCP_PAIR("r10", "r11") FCP_W(Q, "3") FCP_PAIR("r12", "lr")
+/* requantize sum A (bias included: lo rows; hi rows add theirs, the record's
+ * fifth word, first) of the channel whose record is POFF bytes on (r0) into
+ * [r1, #OOFF]; 0x80000000 in r6 (TINYAOT_RQ_SMLAL_REGS_S: the flags are dead) */
+#define FCP_RQ(A, POFF, OOFF)                                                                      \
+    TINYAOT_LDR4("r0", POFF, "r2", "r3", "r4", "r5")                                               \
+    TINYAOT_RQ_SMLAL_REGS_S(A, "r2", "r3", "r4", "r5", "r6") "strb r5, [r1, #" OOFF "]\n\t"
+#define FCP_RQ_HI(A, POFF, OOFF)                                                                   \
+    "ldr r7, [r0, #(" POFF " + 16)]\n\t"                                                           \
+    TINYAOT_LDR4("r0", POFF, "r2", "r3", "r4", "r5") "add " A ", " A ", r7\n\t"                    \
+    TINYAOT_RQ_SMLAL_REGS_S(A, "r2", "r3", "r4", "r5", "r6") "strb r5, [r1, #" OOFF "]\n\t"
+
+static __attribute__((noinline)) const uint32_t *fcp_groups_asm(fcp_loop_t *Lp)
+{
+    fcp_loop_t L = *Lp;
+    __asm__ volatile(
+        "1:\n\t"
+        "ldr r0, %[p]\n\t" /* the sums start at the lo rows' biases */
+        "ldr r6, [r0, #16]\n\t"
+        "ldr r8, [r0, #56]\n\t"
+        "ldr r10, [r0, #96]\n\t"
+        "ldr r12, [r0, #136]\n\t"
+        "ldr r0, %[col]\n\t"
+        "ldr r1, %[w]\n\t"
+        "mov r7, r6\n\t"
+        "mov r9, r8\n\t"
+        "mov r11, r10\n\t"
+        "mov lr, r12\n\t"
+        "ldr r2, %[end4]\n\t"
+        "cmp r0, r2\n\t"
+        "beq 3f\n\t"
+        "2:\n\t" FCP_QUAD("0") FCP_QUAD("1") FCP_QUAD("2") FCP_QUAD("3")
+        "adds r0, r0, #32\n\t"
+        "adds r1, r1, #128\n\t"
+        "ldr r2, %[end4]\n\t"
+        "cmp r0, r2\n\t"
+        "bne 2b\n\t"
+        "3:\n\t"
+        "ldr r2, %[end]\n\t"
+        "cmp r0, r2\n\t"
+        "beq 5f\n\t"
+        "4:\n\t" FCP_QUAD("0")
+        "adds r0, r0, #8\n\t"
+        "adds r1, r1, #32\n\t"
+        "ldr r2, %[end]\n\t"
+        "cmp r0, r2\n\t"
+        "bne 4b\n\t"
+        "5:\n\t"
+        "str r1, %[w]\n\t"
+        /* the hi rows' sums (A - S) / 256 (their biases still to add) */
+        "sub r6, r6, r7\n\t" "asr r6, r6, #8\n\t"
+        "sub r8, r8, r9\n\t" "asr r8, r8, #8\n\t"
+        "sub r10, r10, r11\n\t" "asr r10, r10, #8\n\t"
+        "sub r12, r12, lr\n\t" "asr r12, r12, #8\n\t"
+        "strd r6, r7, %[spill]\n\t"
+        "mov r6, #0x80000000\n\t"
+        "ldr r0, %[p]\n\t"
+        "ldr r1, %[o]\n\t"
+        FCP_RQ("r9", "40", "2") FCP_RQ_HI("r8", "60", "3")
+        FCP_RQ("r11", "80", "4") FCP_RQ_HI("r10", "100", "5")
+        FCP_RQ("lr", "120", "6") FCP_RQ_HI("r12", "140", "7")
+        "ldrd r8, r9, %[spill]\n\t"
+        FCP_RQ("r9", "0", "0") FCP_RQ_HI("r8", "20", "1")
+        "adds r0, r0, #160\n\t"
+        "str r0, %[p]\n\t"
+        "adds r1, r1, #8\n\t"
+        "str r1, %[o]\n\t"
+        "ldr r2, %[o_end]\n\t"
+        "cmp r1, r2\n\t"
+        "bne 1b"
+        : [w] "+m"(L.w), [p] "+m"(L.p), [o] "+m"(L.o), [spill] "+m"(L.spill)
+        : [col] "m"(L.col), [end4] "m"(L.end4), [end] "m"(L.end), [o_end] "m"(L.o_end)
+        : "r0", "r1", "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "r12", "lr",
+          "cc", "memory");
+    return L.w;
+}
+#undef FCP_PAIR
+#undef FCP_W
+#undef FCP_QUAD
+#undef FCP_RQ
+#undef FCP_RQ_HI
+#endif
+
+int tinyaot_fully_connected_fast_w8_s8(int32_t rows, int32_t in_features, int32_t out_features,
+                                       const tinyaot_requant_t *q, const int8_t *input,
+                                       const int32_t *packed_weights, uint32_t *scratch,
+                                       int8_t *output)
+{
+    const tinyaot_rqc_t rq = tinyaot_rqc(q);
+    if (rq.mode != TINYAOT_RQ_SMLAL_SAT || in_features < 1 || out_features < 1) {
+        return TINYAOT_ERR_ARG;
+    }
+    const int32_t nq = (in_features + 3) / 4;
+    const uint32_t off = tinyaot_pack16(-q->in_zp, -q->in_zp);
+    for (int32_t r = 0; r < rows; ++r) {
+        int8_t *o = output + r * out_features;
+        const uint32_t *w = (const uint32_t *)(const void *)packed_weights;
+        int32_t ch = 0;
+        tinyaot_widen_row(input + r * in_features, in_features, scratch, off, q->in_zp);
+#if FCP_ASM
+        const int32_t groups = out_features / 8;
+        if (groups > 0) {
+            fcp_loop_t L;
+            L.col = scratch;
+            L.end4 = scratch + 2 * (nq & ~3);
+            L.end = scratch + 2 * nq;
+            L.w = w;
+            L.p = rq.rq;
+            L.o = o;
+            L.o_end = o + 8 * groups;
+            L.spill = 0u;
+            w = fcp_groups_asm(&L);
+            ch = 8 * groups;
+        }
+#endif
+        for (; ch < out_features; ch += 8) {
+            const int32_t n = out_features - ch < 8 ? out_features - ch : 8;
+            w = fcp_group(scratch, nq, w, (n + 1) / 2, rq.rq, ch, n, o + ch);
+        }
+    }
+    return TINYAOT_OK;
+}
