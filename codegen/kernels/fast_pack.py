@@ -43,11 +43,14 @@ def pack_fc_pairs(w2d, in_zp):
     """tinyaot_fully_connected_fast_w8_s8's W[n][k] int8: rows in pairs (lo, hi) = (2p,
     2p + 1), an odd N padded with a zero hi row; each pair one int16 per k, H = 256 * hi +
     lo (one byte a weight); int32 words [group of up to 4 pairs][quad][pair][2] ({H0, H2},
-    {H1, H3}: the column's order), the last group with the pairs left. None when a pair
-    does not fit: an H outside int16 (a hi weight of -128 over a negative lo one), or a
-    hi row whose sum over inputs x - in_zp (x int8) can leave [-2^23, 2^23)."""
+    {H1, H3}: the column's order), the last group with the pairs left. None when a weight
+    is not an int8 (the kernel reads lo as the low byte) or a pair does not fit: an H
+    outside int16 (a hi weight of -128 over a negative lo one), or a hi row whose sum
+    over inputs x - in_zp (x int8) can leave [-2^23, 2^23)."""
     w = np.asarray(w2d, dtype=np.int64)
     n, k = w.shape
+    if w.size and (w.min() < -128 or w.max() > 127):  # (w - zp beyond int8: int16 weights)
+        return None
     kp = (k + 3) // 4 * 4
     npairs = (n + 1) // 2
     p = np.zeros((2 * npairs, kp), dtype=np.int64)

@@ -8,6 +8,9 @@ The layer's kernel is chosen here (`select`), in one place:
              weight-specialised straight-line code of kernels/fc_float_unrolled.py;
       size:  tinyaot_fully_connected_f32_w8_s8 (int8 weights in flash, size_kernels.py);
   MatMulInteger's epilogue (integer_forms.py): the portable tinyaot_fully_connected_s8;
+  tflite layers over the whole int8 range with one-SMLAL records, N % 8 == 0 and sums
+      within its bound (_pairs), in either build: tinyaot_fully_connected_fast_w8_s8 (int8
+      weights, two rows per int16 lane: kernels/fast_pack.py:pack_fc_pairs);
   otherwise the fast FC (int16-packed weights; under ort with the requantization as one
       exact SMMLAR in its weight stream when kernels/ort_requant_fixed.py finds one), or
       under --optimize size tinyaot_fully_connected_w8_s8 (size_kernels.py).
@@ -234,26 +237,29 @@ def _pairs(w, p):
     return pack_fc_pairs(w, p.in_zp)
 
 
+def _emit_pairs(em, lid, n, p, info, rows, pairs):
+    """tinyaot_fully_connected_fast_w8_s8 (a layer _pairs allows, in either build): int8
+    weights in flash, two rows per int16 lane; against the int16 kernel half the flash and,
+    on a part with flash wait states, half the weight reads, at fewer cycles per MAC; against
+    the size build's tinyaot_fully_connected_w8_s8 the same bytes, less code and fewer
+    cycles."""
+    w = em.g.tensors[n.inputs[1]]
+    nout, k = w.shape
+    q, _ = emit_records_requant(em, lid, p, w.data)
+    filt = em.const("int32_t", f"{lid}_wp", pairs, align=8)
+    info["kernel"] = "tinyaot_fully_connected_fast_w8_s8"
+    em.call(info["kernel"], [str(rows), str(k), str(nout), q, em.ptr(n.inputs[0]), filt,
+                             em.scratch(n, "uint32_t"), em.ptr(n.outputs[0])])
+
+
 def _emit_fast(em, lid, n, p, info, rows):
     """tinyaot_fully_connected_fast_s8 (runtime_c/include/tinyaot_fast_kernels.h): it keeps
     the float scales (not the records), or under ort reads an exact fixed-point
-    requantization from its weight stream; tflite layers that _pairs allows run
-    tinyaot_fully_connected_fast_w8_s8 (int8 weights in flash, two rows per int16 lane:
-    half the flash, and on a part with flash wait states half the weight reads, at fewer
-    cycles per MAC than the int16 kernel)."""
+    requantization from its weight stream."""
     w = em.g.tensors[n.inputs[1]]
     if p.mode == TFLITE and np.any(np.asarray(p.mult) < 0):
         raise NotImplementedError("fast kernels need non-negative multipliers")
     nout, k = w.shape
-    pairs = _pairs(w.data, p)
-    if pairs is not None:
-        q, _ = emit_records_requant(em, lid, p, w.data)
-        filt = em.const("int32_t", f"{lid}_wp", pairs, align=8)
-        info["kernel"] = "tinyaot_fully_connected_fast_w8_s8"
-        em.call(info["kernel"], [str(rows), str(k), str(nout), q, em.ptr(n.inputs[0]),
-                                 filt, em.scratch(n, "uint32_t"),
-                                 em.ptr(n.outputs[0])])
-        return
     fixed = (fc_fixed_requant(w.data, p.bias, p.scale, p.in_zp, p.out_zp, p.act_min, p.act_max)
              if p.mode == ORT else None)
     q, rec = (None, None) if fixed is not None else emit_requant_record(em, lid, p, fast=True,
@@ -309,6 +315,10 @@ class FullyConnected(Op):
         info["macs"] = int(rows * nout * k)
         if n.attrs.get("f32_w8"):  # --optimize size
             return emit_fc_w8(em, lid, n, p, info, rows)
+        integer = n.attrs.get("int_w8") or n.attrs.get("fast_kernel") == "fc"
+        pairs = _pairs(w.data, p) if integer else None
+        if pairs is not None:  # either build
+            return _emit_pairs(em, lid, n, p, info, rows, pairs)
         if n.attrs.get("int_w8"):  # --optimize size, integer FC
             return emit_fc_int_w8(em, lid, n, p, info, rows)
         if n.attrs.get("ort_float"):

@@ -80,6 +80,9 @@ def test_pack_refuses_what_the_kernel_cannot_do_exactly():
     assert pack_fc_pairs(w, 0) is None  # H = -32769
     w[2, 5], w[1, 2], w[0, 2] = 0, -128, -1  # the first pair's
     assert pack_fc_pairs(w, 0) is None
+    wide = np.zeros((2, 4), np.int16)  # weights minus a zero point beyond int8
+    wide[0, 1] = 130
+    assert pack_fc_pairs(wide, 0) is None
 
 
 def test_pack_layout():
