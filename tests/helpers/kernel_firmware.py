@@ -82,6 +82,18 @@ def cases_firmware(tmp_path, board, name, src, calls, scratch, out_size, kernel_
     return elf, asm
 
 
+def fast_cases_on_qemu_m4(tmp_path, name, case_src, calls, scratch, out_size, kernel_c):
+    """Builds and runs a qemu-m4 firmware of fast-kernel cases (`case_src`: their C
+    lines; `calls`: one `case i: return ...;` line each, the harness's `scratch` and
+    `output` in reach); returns (the run's result, the firmware's disassembly)."""
+    from codegen.targets.qemu import load_board, run_firmware
+    board = load_board("qemu-m4")
+    src = ["#include <stdint.h>", "#include <string.h>", '#include "harness.h"',
+           '#include "tinyaot_fast_kernels.h"', *case_src]
+    elf, asm = cases_firmware(tmp_path, board, name, src, calls, scratch, out_size, kernel_c)
+    return run_firmware(elf, board, timeout=300), asm
+
+
 def conv_cases_on_qemu_m4(tmp_path, name, cases, header, kernel_c, call):
     """Runs cases (dims, q, x, weight words, want, label) of one conv kernel in a qemu-m4
     firmware, weights as int32 words `w<i>`, `call(i)` the C expression of case i's call,

@@ -514,27 +514,27 @@ def depthwise_conv_fast_s8(dims, q, x, packed, rng=None):
     return out.result("tinyaot_depthwise_conv_fast_s8")
 
 
-def fully_connected_fast_s8(rows, k, n, q, x, packed, scratch_bytes, rng=None):
+def _fc_packed(name, rows, k, n, q, x, packed, scratch_bytes, rng):
+    """A fast FC kernel `name`(rows, k, n, q, x, (const int32_t *) packed, scratch, output),
+    its scratch and output checked for writes outside them."""
     keep = []
     out = OutBuf(rows * n, rng)
     scratch = OutBuf(scratch_bytes, rng)
-    _call("tinyaot_fully_connected_fast_s8", rows, k, n, _requant(q, keep),
-          cbuf(x, np.int8, keep), cbuf(packed, np.int32, keep),
-          ffi.cast("uint32_t *", scratch.ptr), out.ptr)
-    scratch.result("tinyaot_fully_connected_fast_s8 scratch")
-    return out.result("tinyaot_fully_connected_fast_s8")
+    _call(name, rows, k, n, _requant(q, keep), cbuf(x, np.int8, keep),
+          cbuf(packed, np.int32, keep), ffi.cast("uint32_t *", scratch.ptr), out.ptr)
+    scratch.result(f"{name} scratch")
+    return out.result(name)
+
+
+def fully_connected_fast_s8(rows, k, n, q, x, packed, scratch_bytes, rng=None):
+    return _fc_packed("tinyaot_fully_connected_fast_s8", rows, k, n, q, x, packed,
+                      scratch_bytes, rng)
 
 
 def fully_connected_fast_w8_s8(rows, k, n, q, x, packed, scratch_bytes, rng=None):
     """packed: fast_pack.pack_fc_pairs's int32 words."""
-    keep = []
-    out = OutBuf(rows * n, rng)
-    scratch = OutBuf(scratch_bytes, rng)
-    _call("tinyaot_fully_connected_fast_w8_s8", rows, k, n, _requant(q, keep),
-          cbuf(x, np.int8, keep), cbuf(packed, np.int32, keep),
-          ffi.cast("uint32_t *", scratch.ptr), out.ptr)
-    scratch.result("tinyaot_fully_connected_fast_w8_s8 scratch")
-    return out.result("tinyaot_fully_connected_fast_w8_s8")
+    return _fc_packed("tinyaot_fully_connected_fast_w8_s8", rows, k, n, q, x, packed,
+                      scratch_bytes, rng)
 
 
 def add_fast_s8(n, params, a, b, b_stride, rng=None):

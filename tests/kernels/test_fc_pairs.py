@@ -131,14 +131,10 @@ def test_fc_pairs_asm_on_qemu_m4(tmp_path):
     """The same cases through the DSP inline asm (whole groups of four pairs; the pairs
     left in C); nothing is stored past a case's output."""
     require_arm_toolchain()
-    from codegen.targets.qemu import load_board, run_firmware
-    from tests.helpers.kernel_firmware import assert_outputs, cases_firmware, conv_case_c
+    from tests.helpers.kernel_firmware import assert_outputs, conv_case_c, fast_cases_on_qemu_m4
 
-    board = load_board("qemu-m4")
     cases = _cases()
-    src = ["#include <stdint.h>", "#include <string.h>", '#include "harness.h"',
-           '#include "tinyaot_fast_kernels.h"']
-    calls, scratch = [], 4
+    src, calls, scratch = [], [], 4
     for i, (_, q, x, w, want) in enumerate(cases):
         rows, k = x.shape
         src += conv_case_c(i, None, q, x, pack_fc_pairs(w, q["in_zp"]), "int32_t")
@@ -146,11 +142,10 @@ def test_fc_pairs_asm_on_qemu_m4(tmp_path):
         calls.append(f"    case {i}: return tinyaot_fully_connected_fast_w8_s8({rows}, {k}, "
                      f"{w.shape[0]}, &q{i}, x{i}, w{i}, scratch, output);")
     out_size = max(c[4].size for c in cases) + 64  # room to see a store past the output
-    elf, asm = cases_firmware(tmp_path, board, "fc_pairs", src, calls, scratch, out_size,
-                              "tinyaot_fully_connected_fast_w8_s8.c")
+    res, asm = fast_cases_on_qemu_m4(tmp_path, "fc_pairs", src, calls, scratch, out_size,
+                                     "tinyaot_fully_connected_fast_w8_s8.c")
     for pat in (r"sxtb16\s+r4, r4", r"smlad\s+lr, r5, r3, lr", r"strd\s+r6, r7"):
         assert re.search(pat, asm), f"{pat} not in the firmware"  # the asm group loop
-    res = run_firmware(elf, board, timeout=300)
     assert len(res.outputs) == len(calls)
     assert_outputs(res, [c[4] for c in cases], [c[0] for c in cases])
     for c, r in zip(cases, res.outputs):  # (the harness zeroes the output buffer)
