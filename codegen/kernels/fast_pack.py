@@ -39,14 +39,15 @@ def pack_gemm(w2d, group=2):
 FC_PAIR_SUM_BITS = 24
 
 
-def pack_fc_pairs(w2d, in_zp):
-    """tinyaot_fully_connected_fast_w8_s8's W[n][k] int8: rows in pairs (lo, hi) = (2p,
-    2p + 1), an odd N padded with a zero hi row; each pair one int16 per k, H = 256 * hi +
-    lo (one byte a weight); int32 words [group of up to 4 pairs][quad][pair][2] ({H0, H2},
-    {H1, H3}: the column's order), the last group with the pairs left. None when a weight
-    is not an int8 (the kernel reads lo as the low byte) or a pair does not fit: an H
-    outside int16 (a hi weight of -128 over a negative lo one), or a hi row whose sum
-    over inputs x - in_zp (x int8) can leave [-2^23, 2^23)."""
+def _pair_halves(w2d, in_zp, bias_hi=None, free_hi=None):
+    """W[n][k] int8 -> the row pairs' int16 halfwords H = 256 * w[2p + 1] + w[2p], [pair][k4]
+    (an odd N padded with a zero hi row, k with zero columns to a multiple of 4), or None
+    when a weight is not an int8 (the kernels read lo as the low byte), an H is outside
+    int16 (a hi weight of -128 over a negative lo one), or a hi row's sum over inputs
+    x - in_zp (x int8), plus its bias_hi (the start the conv kernel gives it), can leave
+    [-2^23, 2^23): the kernels recover it from 32-bit sums as (A - S) / 256. A hi row
+    marked in free_hi (its record's multiplier is 0: the output does not depend on the
+    sum, fast_pack.smlal_requant) is not bounded."""
     w = np.asarray(w2d, dtype=np.int64)
     n, k = w.shape
     if w.size and (w.min() < -128 or w.max() > 127):  # (w - zp beyond int8: int16 weights)
@@ -60,14 +61,62 @@ def pack_fc_pairs(w2d, in_zp):
         return None
     lo, hi = -128 - int(in_zp), 127 - int(in_zp)
     hw = p[1::2]
-    top = np.maximum(hw * lo, hw * hi).sum(axis=1)
-    bottom = np.minimum(hw * lo, hw * hi).sum(axis=1)
+    b = np.zeros(npairs, np.int64)
+    if bias_hi is not None:
+        b[:] = np.asarray(bias_hi, dtype=np.int64)
+    top = np.maximum(hw * lo, hw * hi).sum(axis=1) + b
+    bottom = np.minimum(hw * lo, hw * hi).sum(axis=1) + b
     lim = 1 << (FC_PAIR_SUM_BITS - 1)
-    if np.any(top >= lim) or np.any(bottom < -lim):
+    bounded = np.ones(npairs, bool)
+    if free_hi is not None:
+        f = np.zeros(npairs, bool)
+        f[:len(free_hi)] = np.asarray(free_hi, bool)
+        bounded = ~f
+    if np.any((top >= lim) & bounded) or np.any((bottom < -lim) & bounded):
         return None
+    return h
+
+
+def pack_fc_pairs(w2d, in_zp, free=None):
+    """tinyaot_fully_connected_fast_w8_s8's W[n][k] int8: rows in pairs (lo, hi) = (2p,
+    2p + 1) as _pair_halves's H (one byte a weight); int32 words [group of up to 4
+    pairs][quad][pair][2] ({H0, H2}, {H1, H3}: the column's order), the last group with
+    the pairs left. None when _pair_halves refuses the layer (the kernel adds hi's bias
+    after its (A - S) / 256; free: per row, a record multiplier of 0)."""
+    h = _pair_halves(w2d, in_zp, free_hi=None if free is None else np.asarray(free)[1::2])
+    if h is None:
+        return None
+    npairs, kp = h.shape
     q = h.reshape(npairs, kp // 4, 4)[..., QUAD_ORDER].reshape(npairs, kp // 4, 2, 2)
     parts = [_words(q[g:g + 4].transpose(1, 0, 2, 3)).reshape(-1) for g in range(0, npairs, 4)]
     return np.concatenate(parts)
+
+
+def pack_conv_pairs(w2d, in_zp, bias, free=None):
+    """tinyaot_convolve_1x1_w8_s8's W[oc][in_c] int8 (oc % 4 == 0): _pair_halves's H with
+    hi's sum bounded with its bias (the kernel starts A at it: pair_records); int32 words
+    [group of 2 pairs][quad][half][pair] (half 0: {H0, H2}, 1: {H1, H3}). None when
+    _pair_halves refuses the layer (free: per channel, a record multiplier of 0)."""
+    b = np.asarray(bias, dtype=np.int64).reshape(-1)
+    h = _pair_halves(w2d, in_zp, b[1::2], None if free is None else np.asarray(free)[1::2])
+    if h is None:
+        return None
+    npairs, kp = h.shape
+    q = h.reshape(npairs // 2, 2, kp // 4, 4)[..., QUAD_ORDER]  # group, pair, quad, (k0 k2 k1 k3)
+    q = q.reshape(npairs // 2, 2, kp // 4, 2, 2).transpose(0, 2, 3, 1, 4)  # group quad half pair
+    return _words(q).reshape(-1)
+
+
+def pair_records(records, bias):
+    """One-SMLAL records {m, e - 1, R lo, R hi, bias} of a pair kernel's channels, each hi
+    channel's (odd) fifth word replaced by its pair's start, lo's bias + 256 * hi's bias
+    mod 2^32 (tinyaot_convolve_1x1_w8_s8 starts A there, S at lo's bias: A - S is then
+    256 times hi's sum with its bias)."""
+    r = np.asarray(records, dtype=np.int64).reshape(-1, 5).copy()
+    b = np.asarray(bias, dtype=np.int64).reshape(-1)
+    start = (b[0::2] + 256 * b[1::2]) & 0xFFFFFFFF
+    r[1::2, 4] = np.where(start >= 1 << 31, start - (1 << 32), start)
+    return r.reshape(-1).astype(np.int32)
 
 
 def pack_conv_gemm(w2d):

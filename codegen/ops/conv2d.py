@@ -15,7 +15,9 @@ The layer's kernel is chosen here (`select`), in one place:
       arena; a 3x3 stride-1 one with more pixels: tinyaot_convolve_winograd_s8 where
       planner/winograd.py finds its scratch costs no arena; a pointwise one with at most
       SPARSE_DENSITY nonzero weights (both modes): tinyaot_convolve_sparse_s8, its nonzero
-      weights alone; a narrow input (1-3 channels, window rows not whole quads: the
+      weights alone; under speed and tflite, a pointwise one of at least PAIRS_MIN_QUADS
+      quads that _pairs allows (also where the few-pixel kernel was chosen):
+      tinyaot_convolve_1x1_w8_s8, int8 weights two channels to an int16 lane; a narrow input (1-3 channels, window rows not whole quads: the
       first layer of image models) with at most NARROW_OUT_C outputs under speed:
       tinyaot_convolve_narrow_s8 where fast_pack.narrow_fits admits its weights;
       depthwise with channels % 4 == 0 -> the fast depthwise; under --optimize size both
@@ -40,8 +42,9 @@ from ..kernels.conv_f32_pack import (block_scratch_bytes, blocks_candidate, has_
                                      segment_words)
 from ..kernels import winograd_pack as wino
 from ..kernels.fast_pack import (conv_gemm_weights, conv_scratch_bytes, conv_w8_scratch_bytes,
-                                 fold_input_zero_point, narrow_fits, pack_conv_gemm, pack_depthwise,
-                                 pack_narrow, pack_sparse, sparse_density)
+                                 fold_input_zero_point, narrow_fits, pack_conv_gemm,
+                                 pack_conv_pairs, pack_depthwise, pack_narrow, pack_sparse,
+                                 pair_records, smlal_requant, sparse_density)
 from ..numerics import ort_float as of
 from ..numerics import u8s8_pairs as u8s8
 from ..numerics.mlas_conv_order import node_segments, run_segments
@@ -51,8 +54,9 @@ from .base import Op, Pending, Traits, Unsupported
 from .conv_lowering import WEIGHT_TYPES, layer_weights, reshape_to_2d
 from .conv_pads import conv_pads, tflite_pads
 from .conv_params import FLOAT, TFLITE, ConvParams, prepare_conv_like, requantize_sums
-from .conv_records import (conv_dims, emit_conv_dims, emit_float_layer, emit_records_requant,
-                           emit_requant, emit_requant_record)
+from .conv_records import (RequantRecord, acc_range, conv_dims, emit_conv_dims,
+                           emit_float_layer, emit_records_requant, emit_requant,
+                           emit_requant_record)
 from .size_kernels import emit_conv_int_w8, emit_conv_w8, select_size
 from .tflite_filters import tflite_bias, tflite_weights, tflite_window
 
@@ -84,6 +88,12 @@ STAGE_RECORD_WORDS = 5
 # (4 bytes each) and multiplied (about 3.5 cycles per nonzero weight and pixel on a
 # Cortex-M4, against 1.2 to 1.5 per MAC for the dense fast kernel).
 SPARSE_DENSITY = 0.25
+
+# tinyaot_convolve_1x1_w8_s8 (int8 weights, two channels per int16 lane) for tflite pointwise
+# layers of at least this many quads of input channels: it saves 2 cycles a quad on the
+# int16 group loop and spends about 17 a group of 4 channels x 2 pixels on recovering the
+# hi channels' sums and entering its straight quads.
+PAIRS_MIN_QUADS = 10
 
 # A conv on 1-3 input channels with at most this many outputs runs
 # tinyaot_convolve_narrow_s8 (--optimize speed): 1.375 cycles per MAC on a Cortex-M4 and
@@ -382,6 +392,39 @@ def _emit_fast(em, lid, n, p, info, dims, w):
     em.call(info["kernel"], [dims, q, em.ptr(x), filt, scratch, em.ptr(y)])
 
 
+def _pairs(n, p, w, y):
+    """pack_conv_pairs's words when the layer takes tinyaot_convolve_1x1_w8_s8: a 1x1
+    stride-1 unpadded conv, out_c % 4 == 0, at least PAIRS_MIN_QUADS quads of input
+    channels, tflite over the whole int8 range with one-SMLAL records for every channel,
+    its pairs' sums within the kernel's bound; else None."""
+    a = n.attrs
+    if (p.mode != TFLITE or p.act_min > -128 or p.act_max < 127
+            or tuple(a["kernel"]) != (1, 1) or tuple(a["strides"]) != (1, 1) or any(a["pads"])
+            or a["group"] != 1 or y.shape[1] % 4 or (w.shape[1] + 3) // 4 < PAIRS_MIN_QUADS
+            or w.dtype != "int8" or np.any(np.asarray(p.mult) < 0)):
+        return None
+    records = smlal_requant(p.mult, p.shift, p.bias, p.out_zp, acc_range(p.bias, w.data))
+    if records is None:
+        return None
+    free = records.reshape(-1, 5)[:, 0] == 0  # outputs that do not depend on the sum
+    return pack_conv_pairs(w.data.reshape(w.shape[0], -1), p.in_zp, p.bias, free)
+
+
+def _emit_pairs(em, lid, n, p, info, dims, w, words):
+    """tinyaot_convolve_1x1_w8_s8: its weights and its records (fast_pack.pair_records: the
+    pairs' starts in the hi channels' bias words), staged where the planner gave the layer
+    a block (the int16 kernel's size: these take less)."""
+    records = smlal_requant(p.mult, p.shift, p.bias, p.out_zp, acc_range(p.bias, w.data))
+    st = em.staging(n)
+    r = RequantRecord(p.in_zp, p.out_zp, p.act_min, p.act_max)
+    r.rq = st.copy(em.const("int32_t", f"{lid}_rq", pair_records(records, p.bias), align=8))
+    em.consts.append(c_struct(f"{lid}_q", r))
+    filt = st.copy(em.const("int32_t", f"{lid}_wp", words, align=8))
+    info["kernel"] = "tinyaot_convolve_1x1_w8_s8"
+    em.call(info["kernel"], [dims, f"&{lid}_q", em.ptr(n.inputs[0]), filt,
+                             em.scratch(n, "uint32_t"), em.ptr(n.outputs[0])])
+
+
 def _gemm_words(w):
     """The fast conv's weights (int16 pairs in words, kernels/fast_pack.py)."""
     return pack_conv_gemm(conv_gemm_weights(w.data))
@@ -620,6 +663,10 @@ class Conv2d(Op):
             return _emit_narrow(em, lid, n, p, info, dims, w)
         if n.attrs.get("fast_kernel") == "winograd":  # 3x3 stride 1 (planner/winograd.py)
             return _emit_winograd(em, lid, n, p, info, dims, w)
+        if n.attrs.get("fast_kernel") in ("conv", "conv_w8"):  # pointwise: int8 pairs?
+            words = _pairs(n, p, w, y)
+            if words is not None:
+                return _emit_pairs(em, lid, n, p, info, dims, w, words)
         if n.attrs.get("fast_kernel") == "conv_w8":  # few pixels (W8_PIXELS), columns in the arena
             return _emit_fast_w8(em, lid, n, p, info, dims, w)
         if n.attrs.get("int_w8") and not _in_place(em, n):  # --optimize size, integer conv

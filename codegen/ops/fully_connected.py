@@ -231,10 +231,12 @@ def _pairs(w, p):
     kernel's one requantization), N a multiple of 8 (every row in its asm groups of four
     pairs), the pairs' sums within its bound; else None."""
     if (p.mode != TFLITE or p.act_min > -128 or p.act_max < 127 or w.shape[0] % 8
-            or np.any(np.asarray(p.mult) < 0)
-            or smlal_requant(p.mult, p.shift, p.bias, p.out_zp, acc_range(p.bias, w)) is None):
+            or np.any(np.asarray(p.mult) < 0)):
         return None
-    return pack_fc_pairs(w, p.in_zp)
+    records = smlal_requant(p.mult, p.shift, p.bias, p.out_zp, acc_range(p.bias, w))
+    if records is None:
+        return None
+    return pack_fc_pairs(w, p.in_zp, records.reshape(-1, 5)[:, 0] == 0)
 
 
 def _emit_pairs(em, lid, n, p, info, rows, pairs):

@@ -11,7 +11,8 @@ what makes them bit-exact.
 
 speed (the default) keeps kernel selection as it is: the fast integer kernels
 (int16-packed weights, unrolled asm variants; int8 weights for convs with few
-output pixels, ops/conv2d.py: W8_PIXELS, and for the tflite FC layers that
+output pixels, ops/conv2d.py: W8_PIXELS, for the tflite pointwise convs that
+ops/conv2d.py:_pairs allows and for the tflite FC layers that
 ops/fully_connected.py:_pairs allows, in both builds) and, under `--numerics ort`,
 for the layers ORT runs in float, float weights dequantized at compile time
 (4 bytes each), or for convs int8 weights dequantized a block of channels at a

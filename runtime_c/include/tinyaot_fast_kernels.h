@@ -81,6 +81,15 @@ int tinyaot_convolve_winograd_s8(const tinyaot_conv_dims_t *d, const tinyaot_req
                                  uint32_t *scratch, int8_t *output);
 int32_t tinyaot_convolve_winograd_s8_get_buffer_size(const tinyaot_conv_dims_t *d);
 
+/* 1x1 stride-1 unpadded conv (groups 1, out_c % 4 == 0) with int8 weights, two channels
+ * per int16 lane (codegen/kernels/fast_pack.py:pack_conv_pairs, which checks the
+ * layer's bound), one-SMLAL records over the whole int8 range whose odd channels'
+ * fifth word is the pair's start (fast_pack.pair_records); else TINYAOT_ERR_ARG. */
+int tinyaot_convolve_1x1_w8_s8(const tinyaot_conv_dims_t *d, const tinyaot_requant_t *q,
+                               const int8_t *input, const int32_t *packed_weights,
+                               uint32_t *scratch, int8_t *output);
+int32_t tinyaot_convolve_1x1_w8_s8_get_buffer_size(const tinyaot_conv_dims_t *d);
+
 /* in_c == out_c, in_c % 4 == 0. No scratch. */
 int tinyaot_depthwise_conv_fast_s8(const tinyaot_conv_dims_t *d, const tinyaot_requant_t *q,
                                    const int8_t *input, const int32_t *packed_weights,

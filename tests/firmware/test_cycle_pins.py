@@ -81,13 +81,15 @@ from tests.helpers.env import require_arm_toolchain, shared_model
 # state one load after another (vww01 -0.25 % / -0.22 %, kws01 -0.27 % / -0.22 %), as did
 # the 1-D depthwise loop's end and the narrow conv's row end (sww01 -0.23 % / -0.18 %,
 # vww01 tflite -0.06 %), and when tflite FC layers took int8 weights two rows to an int16
-# lane (tinyaot_fully_connected_fast_w8_s8: ad01 -0.65 %; on the STM32L4R5 model -27 %).
+# lane (tinyaot_fully_connected_fast_w8_s8: ad01 -0.65 %; on the STM32L4R5 model -27 %),
+# and when pointwise layers of 10 quads or more did too (tinyaot_convolve_1x1_w8_s8: sww01
+# -8.3 %, vww01 -1.6 %, kws01 -1.2 %).
 PINNED = {
     ("ad01", "tflite"): {"ideal": 373438},
-    ("kws01", "tflite"): {"ideal": 4412161},
+    ("kws01", "tflite"): {"ideal": 4361006},
     ("ic01", "tflite"): {"ideal": 15164570},
-    ("vww01", "tflite"): {"ideal": 10941430},
-    ("sww01", "tflite"): {"ideal": 1330050},
+    ("vww01", "tflite"): {"ideal": 10761785},
+    ("sww01", "tflite"): {"ideal": 1220172},
     ("ad01", "ort"): {"ideal": 779016},
     ("kws01", "ort"): {"ideal": 5350829},
     ("ic01", "ort"): {"ideal": 31365856},

@@ -4,7 +4,9 @@ sizes it), bit-exact on qemu-m4, with the arena the planner had before int8 weig
 the speed build (the live-set bound; ic01's is now its activations' own, smaller).
 
 How: few-pixel convs keep int8 weights (tinyaot_convolve_fast_w8_s8, ops/conv2d.py:
-W8_PIXELS), mostly-zero pointwise convs keep only their nonzero weights
+W8_PIXELS; under tflite the pointwise ones, and the other pointwise layers of 10 quads or
+more, two channels to an int16 lane: tinyaot_convolve_1x1_w8_s8), mostly-zero pointwise
+convs keep only their nonzero weights
 (tinyaot_convolve_sparse_s8: vww01), and ic01 stays under it with Winograd on its 3x3
 layers (tinyaot_convolve_winograd_s8: 16/9 of their int16 weights, where its scratch costs
 no arena). ad01 cannot: its int8 weights alone are 0.79x TFLite Micro's image (docs/results.md); ic01 under `ort` keeps its float convs' float weights."""
@@ -17,7 +19,7 @@ from tests.helpers.env import _missing, require_arm_toolchain, shared_model
 pytestmark = [pytest.mark.qemu, pytest.mark.shared]
 
 # model, numerics, the kernels the default build must use, the arena before (B)
-CASES = [("vww01", "tflite", {"tinyaot_convolve_sparse_s8", "tinyaot_convolve_fast_w8_s8"}, 55328),
+CASES = [("vww01", "tflite", {"tinyaot_convolve_sparse_s8", "tinyaot_convolve_1x1_w8_s8"}, 55328),
          ("vww01", "ort", {"tinyaot_convolve_sparse_s8", "tinyaot_convolve_fast_w8_s8"}, 55328),
          # ic01: 49,728 B before its peak layer ran Winograd with no scratch (planner/winograd.py)
          ("ic01", "tflite", {"tinyaot_convolve_fast_w8_s8", "tinyaot_convolve_winograd_s8"}, 49152),

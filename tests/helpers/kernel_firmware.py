@@ -82,16 +82,30 @@ def cases_firmware(tmp_path, board, name, src, calls, scratch, out_size, kernel_
     return elf, asm
 
 
-def fast_cases_on_qemu_m4(tmp_path, name, case_src, calls, scratch, out_size, kernel_c):
-    """Builds and runs a qemu-m4 firmware of fast-kernel cases (`case_src`: their C
-    lines; `calls`: one `case i: return ...;` line each, the harness's `scratch` and
-    `output` in reach); returns (the run's result, the firmware's disassembly)."""
+def fast_cases_on_qemu_m4(tmp_path, name, case_src, calls, scratch, wants, labels, kernel_c,
+                          asm_patterns=()):
+    """Builds and runs a qemu-m4 firmware of fast-kernel cases (`case_src`: their C lines;
+    `calls`: one `case i: return ...;` line each, the harness's `scratch` (bytes) and
+    `output` in reach) and checks that the disassembly has each of `asm_patterns` (the
+    kernel's asm is in), that case i's output is wants[i] and that nothing was stored past
+    it (64 bytes of room)."""
+    import re
+
+    import numpy as np
+
     from codegen.targets.qemu import load_board, run_firmware
     board = load_board("qemu-m4")
     src = ["#include <stdint.h>", "#include <string.h>", '#include "harness.h"',
            '#include "tinyaot_fast_kernels.h"', *case_src]
+    out_size = max(w.size for w in wants) + 64
     elf, asm = cases_firmware(tmp_path, board, name, src, calls, scratch, out_size, kernel_c)
-    return run_firmware(elf, board, timeout=300), asm
+    for pat in asm_patterns:
+        assert re.search(pat, asm), f"{pat} not in the firmware"
+    res = run_firmware(elf, board, timeout=300)
+    assert len(res.outputs) == len(calls)
+    assert_outputs(res, wants, labels)
+    for want, label, r in zip(wants, labels, res.outputs):  # (the harness zeroes the buffer)
+        assert not np.frombuffer(r.data, np.int8)[want.size:].any(), (label, "stored past")
 
 
 def conv_cases_on_qemu_m4(tmp_path, name, cases, header, kernel_c, call):

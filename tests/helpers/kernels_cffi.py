@@ -461,6 +461,13 @@ def convolve_fast_w8_s8(dims, q, x, filt, block_pairs, scratch_bytes, rng=None):
                               (block_pairs,), scratch_bytes, rng)
 
 
+def convolve_1x1_w8_s8(dims, q, x, packed, scratch_bytes, rng=None):
+    """tinyaot_convolve_1x1_w8_s8: packed = fast_pack.pack_conv_pairs(w, in_zp, bias), q's
+    records from fast_pack.pair_records."""
+    return _conv_with_scratch("tinyaot_convolve_1x1_w8_s8", dims, q, x, packed, np.int32, (),
+                              scratch_bytes, rng)
+
+
 def convolve_winograd_s8(dims, q, x, packed, scratch_bytes, rng=None):
     """tinyaot_convolve_winograd_s8: packed = winograd_pack.pack_winograd(w), the scratch
     scratch_bytes long."""

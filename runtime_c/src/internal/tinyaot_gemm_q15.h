@@ -600,7 +600,8 @@ static inline __attribute__((always_inline)) void tinyaot_pw_loop_init(
  * sh r5 loaded; 0x80000000 in r3; R into r6:r7): TINYAOT_RQ_SMLAL_REGS with
  * the shift and the store on low registers (16-bit instructions; the flags
  * are free until the loop test). Eight registers besides the accumulators:
- * channel 0's two wait in `spill` until channel 3's are done. */
+ * channel 0's two wait in `spill` until channel 3's are done. (These three
+ * stay defined: tinyaot_convolve_1x1_w8_s8's group loop uses them too.) */
 #define TINYAOT_PW_RQ(A, POFF, O, OOFF)                                                            \
     "ldrd r6, r7, [r0, #" POFF "]\n\t" TINYAOT_PW_RQ_BODY(A, O, OOFF)
 /* The same for a channel's first output, its record's first four words
@@ -702,9 +703,6 @@ TINYAOT_PW_VARIANTS(TINYAOT_PW_FSAT, tinyaot_pwf)
 #undef TINYAOT_PW_SAT
 #undef TINYAOT_PW_FN
 #undef TINYAOT_PW_ASM
-#undef TINYAOT_PW_RQ
-#undef TINYAOT_PW_RQ_FIRST
-#undef TINYAOT_PW_RQ_BODY
 #undef TINYAOT_PW_LOOP
 #undef TINYAOT_PW_RUN
 #undef TINYAOT_PW_QS4

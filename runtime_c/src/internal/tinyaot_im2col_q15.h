@@ -501,7 +501,7 @@ static inline __attribute__((always_inline)) void im2col_pixel_st(
 }
 
 /* One column of a two-column buffer (quads 4 words apart) / of a lone column. */
-static __attribute__((noinline)) void im2col_pixel(const tinyaot_conv_dims_t *d,
+static __attribute__((noinline, unused)) void im2col_pixel(const tinyaot_conv_dims_t *d,
                                                    const int8_t *input, int32_t oy, int32_t ox,
                                                    uint32_t *dst, uint32_t off, int32_t in_zp)
 {

@@ -1,0 +1,157 @@
+"""tinyaot_convolve_1x1_w8_s8 (1x1 convs with int8 weights, two channels per int16 lane:
+H = 256 * hi + lo, hi's sum with its bias recovered as (A - S) / 256, A started at the
+pair's start word) against the numpy oracle of the conv operator (codegen/ops/conv2d.py:
+conv2d_int, int64 sums, TFLite's requantization), on the host (portable C, under UBSan)
+and on qemu-m4 (the DSP inline asm): quad counts from 1 to 36 (every count mod 4, the asm
+from 4 on: its straight quads entered part way), odd pixel counts (the last pixel in a
+pair with the one before it) and one pixel alone, hi sums with their biases at the edge
+of the kernel's 24-bit bound from both sides, hi weights of -128. The packing refuses
+what the kernel cannot do exactly.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from codegen.kernels.fast_pack import (conv_scratch_bytes, pack_conv_pairs, pair_records,
+                                       smlal_requant)
+from tests.helpers.env import require_arm_toolchain
+from tests.helpers.kernels_cffi import conv_dims_fields
+from tests.helpers.requant_cases import requant_fields
+
+# (in_c, out_c, pixels (h, w)): quads 16 (0 mod 4), 32, 10 (2), 4, 5 (1), 7 (3), 36, 1, 2, 3
+SHAPES = [(64, 16, (5, 5)), (128, 8, (3, 2)), (40, 12, (1, 7)), (16, 4, (2, 2)),
+          (20, 8, (1, 1)), (28, 4, (3, 1)), (144, 4, (1, 3)), (4, 8, (2, 3)), (7, 4, (1, 2)),
+          (12, 4, (3, 3))]
+ATTRS = {"kernel": (1, 1), "strides": (1, 1), "pads": (0, 0, 0, 0), "dilations": (1, 1),
+         "group": 1}
+
+
+def _layer(rng, cin, cout, hw, x=None, w=None, in_zp=None, bias=None, zero_mult=()):
+    """(dims fields, q fields, x NHWC, w [oc][ic], want NHWC): records with the pairs'
+    starts (pair_records), shifts spreading the outputs over int8; channels zero_mult
+    with multiplier 0 (their outputs do not depend on their sums)."""
+    from codegen.ops.conv2d import conv2d_int
+    if in_zp is None:
+        in_zp = int(rng.integers(-128, 128))
+    if x is None:
+        x = rng.integers(-128, 128, (1, cin) + hw).astype(np.int8)
+    if w is None:
+        w = rng.integers(-127, 128, (cout, cin)).astype(np.int8)
+    q, p = requant_fields(rng, cout, in_zp, "tflite")
+    if bias is not None:
+        q["bias"] = p.bias = np.asarray(bias, np.int32)
+    for c in zero_mult:
+        q["mult"][c] = 0
+    acc = np.einsum("chw,oc->ohw", x[0].astype(np.int64) - in_zp, w.astype(np.int64))
+    acc = acc + q["bias"].reshape(-1, 1, 1)
+    e = int(np.ceil(np.log2(max(float(np.abs(acc).max()), 1.0) / 90.0))) + 1
+    p.shift = q["shift"] = np.full(cout, -min(max(e, 1), 31), np.int32)
+    rec = smlal_requant(q["mult"], q["shift"], q["bias"], p.out_zp)
+    assert rec is not None
+    q["rq"] = pair_records(rec, q["bias"])
+    want = conv2d_int(x, w.reshape(cout, cin, 1, 1), ATTRS, p)[0]
+    q["bias"] = None  # the records hold it
+    dims = conv_dims_fields(x.shape, (1, cout) + want.shape[1:], ATTRS)
+    words = pack_conv_pairs(w, in_zp, p.bias, rec.reshape(-1, 5)[:, 0] == 0)
+    assert words is not None
+    return dims, q, x[0].transpose(1, 2, 0), words, want.transpose(1, 2, 0)
+
+
+def _cases():
+    rng = np.random.default_rng(91)
+    out = [(f"{cin}->{cout} {hw}",) + _layer(rng, cin, cout, hw) for cin, cout, hw in SHAPES]
+    # hi sums with their biases at the bound: 127 x 255 x 258 + bias = 2^23 - 1 - small
+    cin = 258
+    for sign, zp, xv in ((1, -128, 127), (-1, 127, -128), (-1, -128, 127), (1, 127, -128)):
+        w = rng.integers(-127, 128, (4, cin)).astype(np.int8)
+        w[1::2] = sign * 127
+        bias = rng.integers(-3000, 3000, 4)
+        # the hi sums' sign, their biases adding to it: |sum + bias| = 2^23 - 8
+        bias[1::2] = int(np.sign(sign * (xv - zp))) * (2 ** 23 - 1 - 127 * 255 * cin - 7)
+        x = np.full((1, cin, 1, 3), xv, np.int8)
+        out.append((f"bound {sign:+d} zp {zp}",) + _layer(rng, cin, 4, (1, 3), x, w, zp, bias))
+    # hi channels whose biases dwarf the bound, their multipliers 0 (vww01 has such)
+    bias = rng.integers(-3000, 3000, 8)
+    bias[1], bias[5] = 2 ** 30, -(2 ** 30)
+    out.append(("free hi",) + _layer(rng, 64, 8, (1, 5), bias=bias, zero_mult=(1, 5)))
+    w = rng.integers(-127, 128, (8, 48)).astype(np.int8)
+    w[1::2] = -128
+    w[0::2] = np.abs(w[0::2])
+    out.append(("hi -128",) + _layer(rng, 48, 8, (2, 3), w=w))
+    return out
+
+
+def test_pack_refuses_what_the_kernel_cannot_do_exactly():
+    cin = 258
+    w = np.zeros((4, cin), np.int8)
+    w[1] = 127
+    edge = 2 ** 23 - 1 - 127 * 255 * cin
+    assert pack_conv_pairs(w, -128, [0, edge, 0, 0]) is not None  # the greatest sum
+    assert pack_conv_pairs(w, -128, [0, edge + 1, 0, 0]) is None  # one past it
+    assert pack_conv_pairs(w, 127, [0, -edge - 1, 0, 0]) is not None  # x - zp = -255: -2^23
+    assert pack_conv_pairs(w, 127, [0, -edge - 2, 0, 0]) is None  # -2^23 - 1
+    w = np.zeros((4, 4), np.int8)
+    w[1, 2], w[0, 2] = -128, -1  # H = -32769
+    assert pack_conv_pairs(w, 0, [0, 0, 0, 0]) is None
+    w = np.ones((4, 4), np.int8)
+    big = [0, 2 ** 30, 0, 0]
+    assert pack_conv_pairs(w, 0, big) is None
+    assert pack_conv_pairs(w, 0, big, [False, True, False, False]) is not None  # its m is 0
+    assert pack_conv_pairs(w, 0, big, [True, False, True, True]) is None
+
+
+def test_pack_layout_and_records():
+    """Per group of two pairs, per quad: pair 0 {H0, H2}, pair 1 {H0, H2}, pair 0
+    {H1, H3}, pair 1 {H1, H3}; the hi channels' fifth record word is the start."""
+    rng = np.random.default_rng(3)
+    w = rng.integers(-127, 128, (8, 6)).astype(np.int8)
+    halves = pack_conv_pairs(w, 0, np.zeros(8)).view(np.int16)
+    p = np.zeros((8, 8), np.int64)
+    p[:, :6] = w
+    h = 256 * p[1::2] + p[0::2]
+    want = []
+    for g in range(2):
+        for j in range(2):
+            for half in ((0, 2), (1, 3)):
+                for pr in (2 * g, 2 * g + 1):
+                    want += [h[pr, 4 * j + half[0]], h[pr, 4 * j + half[1]]]
+    assert halves.tolist() == want
+    bias = np.array([5, -7, 2 ** 30, 2 ** 30], np.int64)
+    rec = np.arange(20, dtype=np.int32)
+    got = pair_records(rec, bias).reshape(4, 5)
+    assert got[0, 4] == 4 and got[2, 4] == 14  # lo channels keep theirs
+    assert got[1, 4] == 5 - 7 * 256
+    assert got[3, 4] == 2 ** 30  # 2^30 + 256 * 2^30 = 257 * 2^30, mod 2^32: 2^30
+
+
+def test_conv_1x1_pairs_equal_the_numpy_oracle_on_the_host():
+    from tests.helpers import kernels_cffi as kf
+    rng = np.random.default_rng(4)
+    for label, dims, q, x, words, want in _cases():
+        d = dict(zip(kf.struct_fields("tinyaot_conv_dims_t"), dims))
+        nbytes = kf.buffer_size("tinyaot_convolve_1x1_w8_s8", d)
+        assert nbytes == conv_scratch_bytes(1, 1, d["in_c"]), label
+        got = kf.convolve_1x1_w8_s8(d, q, x, words, nbytes, rng).reshape(want.shape)
+        np.testing.assert_array_equal(got, want, err_msg=label)
+        if not label.startswith(("bound", "free")):  # (constant inputs, constant channels)
+            assert want.size < 8 or len(np.unique(want)) >= min(want.size // 3, 20), label
+
+
+@pytest.mark.qemu
+def test_conv_1x1_pairs_asm_on_qemu_m4(tmp_path):
+    """The same cases through the DSP inline asm (4 quads or more; fewer in C)."""
+    require_arm_toolchain()
+    from tests.helpers.kernel_firmware import conv_case_c, fast_cases_on_qemu_m4
+
+    cases = _cases()
+    src, calls, scratch = [], [], 4
+    for i, (_, dims, q, x, words, want) in enumerate(cases):
+        src += conv_case_c(i, dims, q, x, words, "int32_t")
+        scratch = max(scratch, conv_scratch_bytes(1, 1, x.shape[-1]))
+        calls.append(f"    case {i}: return tinyaot_convolve_1x1_w8_s8(&d{i}, &q{i}, x{i}, "
+                     f"w{i}, scratch, output);")
+    fast_cases_on_qemu_m4(tmp_path, "conv_1x1_pairs", src, calls, scratch,
+                          [c[5] for c in cases], [c[0] for c in cases],
+                          "tinyaot_convolve_1x1_w8_s8.c",
+                          (r"smlad\s+lr, r5, r3, lr", r"bx\s+r2", r"strd\s+r6, r7"))
