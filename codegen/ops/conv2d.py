@@ -17,7 +17,8 @@ The layer's kernel is chosen here (`select`), in one place:
       SPARSE_DENSITY nonzero weights (both modes): tinyaot_convolve_sparse_s8, its nonzero
       weights alone; under speed and tflite, a pointwise one of at least PAIRS_MIN_QUADS
       quads that _pairs allows (also where the few-pixel kernel was chosen):
-      tinyaot_convolve_1x1_w8_s8, int8 weights two channels to an int16 lane; a narrow input (1-3 channels, window rows not whole quads: the
+      tinyaot_convolve_1x1_w8_s8, int8 weights two channels to an int16 lane (one pixel:
+      tinyaot_fully_connected_fast_w8_s8 where fully_connected.fc_pairs allows); a narrow input (1-3 channels, window rows not whole quads: the
       first layer of image models) with at most NARROW_OUT_C outputs under speed:
       tinyaot_convolve_narrow_s8 where fast_pack.narrow_fits admits its weights;
       depthwise with channels % 4 == 0 -> the fast depthwise; under --optimize size both
@@ -57,6 +58,7 @@ from .conv_params import FLOAT, TFLITE, ConvParams, prepare_conv_like, requantiz
 from .conv_records import (RequantRecord, acc_range, conv_dims, emit_conv_dims,
                            emit_float_layer, emit_records_requant, emit_requant,
                            emit_requant_record)
+from .fully_connected import emit_fc_pairs, fc_pairs
 from .size_kernels import emit_conv_int_w8, emit_conv_w8, select_size
 from .tflite_filters import tflite_bias, tflite_weights, tflite_window
 
@@ -392,15 +394,22 @@ def _emit_fast(em, lid, n, p, info, dims, w):
     em.call(info["kernel"], [dims, q, em.ptr(x), filt, scratch, em.ptr(y)])
 
 
+def _pointwise(n):
+    """A 1x1 stride-1 unpadded conv, groups 1."""
+    a = n.attrs
+    return (tuple(a["kernel"]) == (1, 1) and tuple(a["strides"]) == (1, 1)
+            and not any(a["pads"]) and a["group"] == 1)
+
+
 def _pairs(n, p, w, y):
     """pack_conv_pairs's words when the layer takes tinyaot_convolve_1x1_w8_s8: a 1x1
     stride-1 unpadded conv, out_c % 4 == 0, at least PAIRS_MIN_QUADS quads of input
     channels, tflite over the whole int8 range with one-SMLAL records for every channel,
-    its pairs' sums within the kernel's bound; else None."""
-    a = n.attrs
-    if (p.mode != TFLITE or p.act_min > -128 or p.act_max < 127
-            or tuple(a["kernel"]) != (1, 1) or tuple(a["strides"]) != (1, 1) or any(a["pads"])
-            or a["group"] != 1 or y.shape[1] % 4 or (w.shape[1] + 3) // 4 < PAIRS_MIN_QUADS
+    its pairs' sums within the kernel's bound; else None. (A one-pixel layer that
+    fully_connected.fc_pairs allows runs as a fully connected row instead: the conv kernel
+    would compute its pixel twice.)"""
+    if (p.mode != TFLITE or p.act_min > -128 or p.act_max < 127 or not _pointwise(n)
+            or y.shape[1] % 4 or (w.shape[1] + 3) // 4 < PAIRS_MIN_QUADS
             or w.dtype != "int8" or np.any(np.asarray(p.mult) < 0)):
         return None
     records = smlal_requant(p.mult, p.shift, p.bias, p.out_zp, acc_range(p.bias, w.data))
@@ -654,6 +663,12 @@ class Conv2d(Op):
         info["macs"] = int(y.size * kh * kw * (w.shape[1]))
         if n.attrs.get("winograd") == "consume" and n.attrs.get("fast_kernel") == "winograd":
             return _emit_winograd(em, lid, n, p, info, None, w)  # its bands' dims
+        if (n.attrs.get("fast_kernel") in ("conv", "conv_w8") and _pointwise(n)
+                and y.size == y.shape[1]):  # one pixel: a fully connected row, int8 pairs?
+            w2d = w.data.reshape(w.shape[0], -1)
+            rows = fc_pairs(w2d, p)
+            if rows is not None:
+                return emit_fc_pairs(em, lid, n, p, info, 1, w2d, rows)
         dims = emit_conv_dims(em, lid, n)
         if n.attrs.get("f32_w8"):  # --optimize size
             return emit_conv_w8(em, lid, n, p, info, dims)

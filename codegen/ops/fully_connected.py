@@ -9,7 +9,7 @@ The layer's kernel is chosen here (`select`), in one place:
       size:  tinyaot_fully_connected_f32_w8_s8 (int8 weights in flash, size_kernels.py);
   MatMulInteger's epilogue (integer_forms.py): the portable tinyaot_fully_connected_s8;
   tflite layers over the whole int8 range with one-SMLAL records, N % 8 == 0 and sums
-      within its bound (_pairs), in either build: tinyaot_fully_connected_fast_w8_s8 (int8
+      within its bound (fc_pairs), in either build: tinyaot_fully_connected_fast_w8_s8 (int8
       weights, two rows per int16 lane: kernels/fast_pack.py:pack_fc_pairs);
   otherwise the fast FC (int16-packed weights; under ort with the requantization as one
       exact SMMLAR in its weight stream when kernels/ort_requant_fixed.py finds one), or
@@ -225,11 +225,12 @@ def _emit_unrolled(em, lid, n, p, wf, bf, x_max, rows):
     return fname
 
 
-def _pairs(w, p):
-    """fast_pack.pack_fc_pairs's words when the layer takes tinyaot_fully_connected_fast_w8_s8:
-    tflite over the whole int8 range with one-SMLAL records for every channel (the
-    kernel's one requantization), N a multiple of 8 (every row in its asm groups of four
-    pairs), the pairs' sums within its bound; else None."""
+def fc_pairs(w, p):
+    """fast_pack.pack_fc_pairs's words when a layer of weights w [N][K] takes
+    tinyaot_fully_connected_fast_w8_s8: tflite over the whole int8 range with one-SMLAL
+    records for every channel (the kernel's one requantization), N a multiple of 8 (every
+    row in its asm groups of four pairs), the pairs' sums within its bound; else None.
+    (Also a one-pixel pointwise conv's, ops/conv2d.py.)"""
     if (p.mode != TFLITE or p.act_min > -128 or p.act_max < 127 or w.shape[0] % 8
             or np.any(np.asarray(p.mult) < 0)):
         return None
@@ -239,15 +240,14 @@ def _pairs(w, p):
     return pack_fc_pairs(w, p.in_zp, records.reshape(-1, 5)[:, 0] == 0)
 
 
-def _emit_pairs(em, lid, n, p, info, rows, pairs):
-    """tinyaot_fully_connected_fast_w8_s8 (a layer _pairs allows, in either build): int8
-    weights in flash, two rows per int16 lane; against the int16 kernel half the flash and,
-    on a part with flash wait states, half the weight reads, at fewer cycles per MAC; against
-    the size build's tinyaot_fully_connected_w8_s8 the same bytes, less code and fewer
-    cycles."""
-    w = em.g.tensors[n.inputs[1]]
+def emit_fc_pairs(em, lid, n, p, info, rows, w, pairs):
+    """tinyaot_fully_connected_fast_w8_s8 for node n (a layer fc_pairs allows, in either
+    build; w its weights [N][K]): int8 weights in flash, two rows per int16 lane; against
+    the int16 kernel half the flash and, on a part with flash wait states, half the weight
+    reads, at fewer cycles per MAC; against the size build's tinyaot_fully_connected_w8_s8
+    the same bytes, less code and fewer cycles."""
     nout, k = w.shape
-    q, _ = emit_records_requant(em, lid, p, w.data)
+    q, _ = emit_records_requant(em, lid, p, w)
     filt = em.const("int32_t", f"{lid}_wp", pairs, align=8)
     info["kernel"] = "tinyaot_fully_connected_fast_w8_s8"
     em.call(info["kernel"], [str(rows), str(k), str(nout), q, em.ptr(n.inputs[0]), filt,
@@ -318,9 +318,9 @@ class FullyConnected(Op):
         if n.attrs.get("f32_w8"):  # --optimize size
             return emit_fc_w8(em, lid, n, p, info, rows)
         integer = n.attrs.get("int_w8") or n.attrs.get("fast_kernel") == "fc"
-        pairs = _pairs(w.data, p) if integer else None
+        pairs = fc_pairs(w.data, p) if integer else None
         if pairs is not None:  # either build
-            return _emit_pairs(em, lid, n, p, info, rows, pairs)
+            return emit_fc_pairs(em, lid, n, p, info, rows, w.data, pairs)
         if n.attrs.get("int_w8"):  # --optimize size, integer FC
             return emit_fc_int_w8(em, lid, n, p, info, rows)
         if n.attrs.get("ort_float"):

@@ -83,18 +83,21 @@ from tests.helpers.env import require_arm_toolchain, shared_model
 # vww01 tflite -0.06 %), and when tflite FC layers took int8 weights two rows to an int16
 # lane (tinyaot_fully_connected_fast_w8_s8: ad01 -0.65 %; on the STM32L4R5 model -27 %),
 # and when pointwise layers of 10 quads or more did too (tinyaot_convolve_1x1_w8_s8: sww01
-# -8.3 %, vww01 -1.6 %, kws01 -1.2 %).
+# -8.3 %, vww01 -1.6 %, kws01 -1.2 %), and when that kernel's passes lost their straight
+# tail where nquads % 4 == 0, a one-pixel pointwise layer ran as a fully connected row and
+# a 1-D depthwise layer's rows went in one call of its column kernel (sww01 -2.2 % / -0.7 %,
+# kws01 -1.0 % / -0.01 %, vww01 -0.2 % / -0.01 %).
 PINNED = {
     ("ad01", "tflite"): {"ideal": 373438},
-    ("kws01", "tflite"): {"ideal": 4361006},
+    ("kws01", "tflite"): {"ideal": 4319354},
     ("ic01", "tflite"): {"ideal": 15164570},
-    ("vww01", "tflite"): {"ideal": 10761785},
-    ("sww01", "tflite"): {"ideal": 1220172},
+    ("vww01", "tflite"): {"ideal": 10740071},
+    ("sww01", "tflite"): {"ideal": 1192954},
     ("ad01", "ort"): {"ideal": 779016},
-    ("kws01", "ort"): {"ideal": 5350829},
+    ("kws01", "ort"): {"ideal": 5350457},
     ("ic01", "ort"): {"ideal": 31365856},
-    ("vww01", "ort"): {"ideal": 12146899},
-    ("sww01", "ort"): {"ideal": 1412922},
+    ("vww01", "ort"): {"ideal": 12145981},
+    ("sww01", "ort"): {"ideal": 1403334},
 }
 
 

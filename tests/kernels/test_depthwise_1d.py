@@ -1,7 +1,8 @@
 """tinyaot_depthwise_conv_fast_s8 on 1-D kernels (k_w == 1, the streaming keyword models'
 depthwise layers: [N, C, 1, L] as k_h x 1 windows) with the saturating records of both
 numerics: on qemu-m4 the whole pixel's channel quads run in one asm statement (taps odd
-then in pairs, bias start and requantization inline), on the host the C path. Against the
+then in pairs, bias start and requantization inline; a layer whose windows are all
+inside, every row in the same statement), on the host the C path. Against the
 numpy oracle of the conv operator (codegen/ops/conv2d.py: conv2d_int, groups = channels):
 tap counts 1 to 10 odd and even, windows cut by padding (fewer taps than k_h, the
 weights' skip), stride and dilation down the column, one and many channel quads."""
@@ -21,7 +22,8 @@ SHAPES = [(128, 28, 5, 1, 1, 0, 0),   # sww01's first depthwise layer
           (4, 7, 1, 1, 1, 0, 0),      # one tap, one quad
           (8, 9, 3, 2, 1, 1, 1),      # cut windows at both ends, stride 2
           (12, 11, 4, 1, 2, 3, 2),    # dilated, cut
-          (20, 6, 7, 1, 1, 3, 3)]     # every window cut
+          (20, 6, 7, 1, 1, 3, 3),     # every window cut
+          (8, 13, 3, 2, 2, 0, 0)]     # no window cut, stride and dilation: one call, 5 rows
 NUMERICS = ("tflite", "ort")
 
 

@@ -23,8 +23,9 @@
  * With the DSP extension (optimized builds, 4 quads or more) every group of a
  * pixel pair runs in one asm statement: per quad 30 cycles for 32 MACs on the
  * M4 where the int16 kernel's group loop takes 32; the quads left after the
- * loop's passes of four run straight, entered part way. Elsewhere the same
- * integers in C on the intrinsics of tinyaot_intrinsics.h. */
+ * loop's passes of four (nquads % 4 != 0: a function of their own) run
+ * straight, entered part way. Elsewhere the same integers in C on the
+ * intrinsics of tinyaot_intrinsics.h. */
 #include "tinyaot_fast_kernels.h"
 #include "../internal/tinyaot_fixedpoint.h"
 #include "../internal/tinyaot_gemm_q15.h"
@@ -84,8 +85,12 @@ static void c1_groups(const uint32_t *cols, int32_t nq, const uint32_t *w, int32
 #if C1_ASM
 /* Registers: columns r0, weights r1, column words r2 (px0), r3 (px1),
  * weight words r4 (pair 0), r5 (pair 1; their SXTB16 in place); sums
- * pair 0 A px0 r6, A px1 r7, S px0 r8, S px1 r9, pair 1 A r10, r11, S r12,
- * lr. Every register is the loop's, so its state is in memory operands. */
+ * pair 0 S px0 r6, px1 r7, A px0 r8, px1 r9, pair 1 S r10, r11, A r12, lr:
+ * channel c's two pixels where the fast conv's group loop has them, so that
+ * its bias start and requantization serve (tinyaot_gemm_q15.h:
+ * TINYAOT_PW_BIAS_SAT, TINYAOT_PW_RQ8_SAT; hi's start is in its record's
+ * bias word). Every register is the loop's, so its state is in memory
+ * operands. */
 typedef struct {
     const uint32_t *col, *col_end4; /* the columns, past their last whole 4 quads */
     const uint32_t *w;
@@ -104,75 +109,96 @@ typedef struct {
     "ldr r3, [r0, #(16 * " Q " + 8 + 4 * " H ")]\n\t"                                              \
     "ldr r4, [r1, #(16 * " Q " + 8 * " H ")]\n\t"                                                  \
     "ldr r5, [r1, #(16 * " Q " + 8 * " H " + 4)]\n\t"                                              \
-    "smlad r6, r4, r2, r6\n\t" "smlad r7, r4, r3, r7\n\t" "sxtb16 r4, r4\n\t"                     \
-    "smlad r8, r4, r2, r8\n\t" "smlad r9, r4, r3, r9\n\t"                                         \
-    "smlad r10, r5, r2, r10\n\t" "smlad r11, r5, r3, r11\n\t" "sxtb16 r5, r5\n\t"                 \
-    "smlad r12, r5, r2, r12\n\t" "smlad lr, r5, r3, lr\n\t"
+    "smlad r8, r4, r2, r8\n\t" "smlad r9, r4, r3, r9\n\t" "sxtb16 r4, r4\n\t"                     \
+    "smlad r6, r4, r2, r6\n\t" "smlad r7, r4, r3, r7\n\t"                                         \
+    "smlad r12, r5, r2, r12\n\t" "smlad lr, r5, r3, lr\n\t" "sxtb16 r5, r5\n\t"                   \
+    "smlad r10, r5, r2, r10\n\t" "smlad r11, r5, r3, r11\n\t"
 #define C1_QUAD(Q) C1_HALF(Q, "0") C1_HALF(Q, "1")
 
-static __attribute__((noinline)) void c1_groups_asm(c1_loop_t *Lp)
+/* A group's start: S at lo's bias, A at the start word in hi's record */
+#define C1_HEAD                                                                                    \
+    "1:\n\t"                                                                                       \
+    "ldr r0, %[p]\n\t" TINYAOT_PW_BIAS_SAT                                                         \
+    "ldr r0, %[col]\n\t"                                                                           \
+    "ldr r1, %[w]\n\t"                                                                             \
+    "mov r7, r6\n\t"                                                                               \
+    "mov r9, r8\n\t"                                                                               \
+    "mov r11, r10\n\t"                                                                             \
+    "mov lr, r12\n\t"
+/* the passes of four quads */
+#define C1_LOOP                                                                                    \
+    "3:\n\t" C1_QUAD("0") C1_QUAD("1") C1_QUAD("2") C1_QUAD("3")                                   \
+    "adds r0, r0, #64\n\t"                                                                         \
+    "adds r1, r1, #64\n\t"                                                                         \
+    "ldr r2, %[col_end4]\n\t"                                                                      \
+    "cmp r0, r2\n\t"                                                                               \
+    "bne 3b\n\t"
+/* the weights past the group stored, hi's sums (A - S) / 256 (their biases in), the
+ * eight outputs requantized, the next group */
+#define C1_RQ8                                                                                     \
+    "str r1, %[w]\n\t"                                                                             \
+    "sub r8, r8, r6\n\t" "asr r8, r8, #8\n\t"                                                      \
+    "sub r9, r9, r7\n\t" "asr r9, r9, #8\n\t"                                                      \
+    "sub r12, r12, r10\n\t" "asr r12, r12, #8\n\t"                                                 \
+    "sub lr, lr, r11\n\t" "asr lr, lr, #8\n\t" TINYAOT_PW_RQ8_SAT                                  \
+    "bne 1b"
+#define C1_OPS                                                                                     \
+    : [w] "+m"(L.w), [p] "+m"(L.p), [o0] "+m"(L.o0), [o1] "+m"(L.o1), [tail] "+m"(L.tail),       \
+      [spill] "+m"(L.spill)                                                                        \
+    : [col] "m"(L.col), [col_end4] "m"(L.col_end4), [o_end] "m"(L.o_end), [skip] "m"(L.skip),    \
+      [remb] "m"(L.remb)                                                                           \
+    : "r0", "r1", "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "r12", "lr",     \
+      "cc", "memory"
+
+/* The loop's state in this frame (the asm's memory operands), built here rather than
+ * copied from the caller's: one pixel pair's columns, nq quads of them. */
+#define C1_STATE                                                                                   \
+    c1_loop_t L;                                                                                   \
+    L.col = col;                                                                                   \
+    L.col_end4 = col + 4 * (nq & ~3);                                                              \
+    L.w = w;                                                                                       \
+    L.p = rq;                                                                                      \
+    L.o0 = o0;                                                                                     \
+    L.o1 = o1;                                                                                     \
+    L.o_end = o0 + out_c;                                                                          \
+    L.skip = (3u - (uint32_t)(nq & 3)) * C1_QUAD_BYTES + 1u;                                       \
+    L.tail = 0u;                                                                                   \
+    L.remb = 16u * (uint32_t)(nq & 3);                                                             \
+    L.spill = 0u
+#define C1_ARGS                                                                                    \
+    const uint32_t *col, int32_t nq, const uint32_t *w, const int32_t *rq, int8_t *o0,          \
+        int8_t *o1, int32_t out_c
+
+/* nquads % 4 == 0: the passes alone */
+static __attribute__((noinline)) void c1_groups_asm(C1_ARGS)
 {
-    c1_loop_t L = *Lp;
-    __asm__ volatile(
-        "adr.w r2, 5f\n\t" /* the straight quads' entry, once per call */
-        "ldr r3, %[skip]\n\t"
-        "add r2, r2, r3\n\t"
-        "str r2, %[tail]\n\t"
-        "1:\n\t"
-        "ldr r0, %[p]\n\t" /* S at lo's bias, A at the start word in hi's record */
-        "ldr r8, [r0, #16]\n\t"
-        "ldr r6, [r0, #36]\n\t"
-        "ldr r12, [r0, #56]\n\t"
-        "ldr r10, [r0, #76]\n\t"
-        "ldr r0, %[col]\n\t"
-        "ldr r1, %[w]\n\t"
-        "mov r9, r8\n\t"
-        "mov r7, r6\n\t"
-        "mov lr, r12\n\t"
-        "mov r11, r10\n\t"
-        "3:\n\t" C1_QUAD("0") C1_QUAD("1") C1_QUAD("2") C1_QUAD("3")
-        "adds r0, r0, #64\n\t"
-        "adds r1, r1, #64\n\t"
-        "ldr r2, %[col_end4]\n\t"
-        "cmp r0, r2\n\t"
-        "bne 3b\n\t"
-        "ldr r2, %[tail]\n\t"
-        "bx r2\n\t"
-        "5:\n\t" C1_QUAD("2") C1_QUAD("1") C1_QUAD("0") /* (any order: exact sums) */
-        "ldr r2, %[remb]\n\t"
-        "add r1, r1, r2\n\t"
-        "str r1, %[w]\n\t"
-        /* hi's sums (A - S) / 256, their biases in */
-        "sub r6, r6, r8\n\t" "asr r6, r6, #8\n\t"
-        "sub r7, r7, r9\n\t" "asr r7, r7, #8\n\t"
-        "sub r10, r10, r12\n\t" "asr r10, r10, #8\n\t"
-        "sub r11, r11, lr\n\t" "asr r11, r11, #8\n\t"
-        "strd r6, r7, %[spill]\n\t" /* channel 1's two */
-        "mov r3, #0x80000000\n\t"
-        "ldr r0, %[p]\n\t"
-        "ldr r1, %[o0]\n\t"
-        "ldr r2, %[o1]\n\t"
-        TINYAOT_PW_RQ_FIRST("r8", "0", "r1", "0") TINYAOT_PW_RQ("r9", "8", "r2", "0")
-        TINYAOT_PW_RQ_FIRST("r12", "40", "r1", "2") TINYAOT_PW_RQ("lr", "48", "r2", "2")
-        TINYAOT_PW_RQ_FIRST("r10", "60", "r1", "3") TINYAOT_PW_RQ("r11", "68", "r2", "3")
-        "ldrd r8, r9, %[spill]\n\t"
-        TINYAOT_PW_RQ_FIRST("r8", "20", "r1", "1") TINYAOT_PW_RQ("r9", "28", "r2", "1")
-        "adds r0, r0, #80\n\t"
-        "str r0, %[p]\n\t"
-        "adds r1, r1, #4\n\t"
-        "str r1, %[o0]\n\t"
-        "adds r2, r2, #4\n\t"
-        "str r2, %[o1]\n\t"
-        "ldr r3, %[o_end]\n\t"
-        "cmp r1, r3\n\t"
-        "bne 1b"
-        : [w] "+m"(L.w), [p] "+m"(L.p), [o0] "+m"(L.o0), [o1] "+m"(L.o1), [tail] "+m"(L.tail),
-          [spill] "+m"(L.spill)
-        : [col] "m"(L.col), [col_end4] "m"(L.col_end4), [o_end] "m"(L.o_end),
-          [skip] "m"(L.skip), [remb] "m"(L.remb)
-        : "r0", "r1", "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "r12", "lr",
-          "cc", "memory");
+    C1_STATE;
+    __asm__ volatile(C1_HEAD C1_LOOP C1_RQ8 C1_OPS);
 }
+
+/* nquads % 4 != 0: then the quads left, straight, entered part way (any order: exact
+ * sums), the weights past them */
+static __attribute__((noinline)) void c1_groups_tail_asm(C1_ARGS)
+{
+    C1_STATE;
+    __asm__ volatile("adr.w r2, 5f\n\t" /* the straight quads' entry, once per call */
+                     "ldr r3, %[skip]\n\t"
+                     "add r2, r2, r3\n\t"
+                     "str r2, %[tail]\n\t"
+                     C1_HEAD C1_LOOP
+                     "ldr r2, %[tail]\n\t"
+                     "bx r2\n\t"
+                     "5:\n\t" C1_QUAD("2") C1_QUAD("1") C1_QUAD("0")
+                     "ldr r2, %[remb]\n\t"
+                     "add r1, r1, r2\n\t"
+                     C1_RQ8 C1_OPS);
+}
+#undef C1_HEAD
+#undef C1_LOOP
+#undef C1_RQ8
+#undef C1_OPS
+#undef C1_STATE
+#undef C1_ARGS
 #undef C1_HALF
 #undef C1_QUAD
 #endif
@@ -203,19 +229,11 @@ int tinyaot_convolve_1x1_w8_s8(const tinyaot_conv_dims_t *d, const tinyaot_requa
         int8_t *o0 = output + p * out_c, *o1 = output + p1 * out_c;
 #if C1_ASM
         if (nq >= 4) {
-            c1_loop_t L;
-            L.col = scratch;
-            L.col_end4 = scratch + 4 * (nq & ~3);
-            L.w = w;
-            L.p = rq.rq;
-            L.o0 = o0;
-            L.o1 = o1;
-            L.o_end = o0 + out_c;
-            L.skip = (3u - (uint32_t)(nq & 3)) * C1_QUAD_BYTES + 1u;
-            L.tail = 0u;
-            L.remb = 16u * (uint32_t)(nq & 3);
-            L.spill = 0u;
-            c1_groups_asm(&L);
+            if (nq & 3) {
+                c1_groups_tail_asm(scratch, nq, w, rq.rq, o0, o1, out_c);
+            } else {
+                c1_groups_asm(scratch, nq, w, rq.rq, o0, o1, out_c);
+            }
             continue;
         }
 #endif

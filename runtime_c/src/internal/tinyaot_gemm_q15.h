@@ -600,8 +600,10 @@ static inline __attribute__((always_inline)) void tinyaot_pw_loop_init(
  * sh r5 loaded; 0x80000000 in r3; R into r6:r7): TINYAOT_RQ_SMLAL_REGS with
  * the shift and the store on low registers (16-bit instructions; the flags
  * are free until the loop test). Eight registers besides the accumulators:
- * channel 0's two wait in `spill` until channel 3's are done. (These three
- * stay defined: tinyaot_convolve_1x1_w8_s8's group loop uses them too.) */
+ * channel 0's two wait in `spill` until channel 3's are done. (These and
+ * the group's bias start and requantization, TINYAOT_PW_BIAS_SAT and
+ * TINYAOT_PW_RQ8_SAT, stay defined: tinyaot_convolve_1x1_w8_s8's group loop
+ * uses them too.) */
 #define TINYAOT_PW_RQ(A, POFF, O, OOFF)                                                            \
     "ldrd r6, r7, [r0, #" POFF "]\n\t" TINYAOT_PW_RQ_BODY(A, O, OOFF)
 /* The same for a channel's first output, its record's first four words
@@ -698,8 +700,6 @@ TINYAOT_PW_VARIANTS(TINYAOT_PW_FSAT, tinyaot_pwf)
 #define TINYAOT_PW_HAVE_FSAT 0
 #endif
 #undef TINYAOT_PW_VARIANTS
-#undef TINYAOT_PW_BIAS_SAT
-#undef TINYAOT_PW_RQ8_SAT
 #undef TINYAOT_PW_SAT
 #undef TINYAOT_PW_FN
 #undef TINYAOT_PW_ASM
