@@ -43,9 +43,13 @@ typedef struct {
     int32_t back;  /* bytes from the input after a quad's taps to the next quad's */
     int32_t wskip; /* bytes from the weights after a quad's taps to the next quad's */
     uint32_t off;
-    int32_t pix;   /* pixels left (the next pixel: input pstep, output orow bytes on) */
-    int32_t pstep, orow, och;
 } dw_col_t;
+/* dw_col_sat's: pixels left, the next one's input pstep bytes on and its outputs right
+ * after (one output column), och bytes of them */
+typedef struct {
+    dw_col_t c;
+    int32_t pix, pstep, och;
+} dw_cols_t;
 
 #define TINYAOT_DWC_HEAD                                                                           \
     "ldr r12, %[p]\n\t"                                                                            \
@@ -78,35 +82,36 @@ typedef struct {
     "add r12, r12, #" RB "\n\t"                                                                    \
     "add lr, lr, #4\n\t"                                                                           \
     "cmp lr, r9\n\t"                                                                               \
-    "bne 1b\n\t"                                                                                   \
-    TINYAOT_DWC_NEXT_PIXEL
-/* the next pixel while there are any: its input, its outputs, the weights and records
- * from their starts again (a call per pixel costs 200 instructions of C around it) */
+    "bne 1b"
+#define TINYAOT_DWC_OPS                                                                            \
+    :                                                                                              \
+    : [s] "m"(L.s), [w] "m"(L.w), [p] "m"(L.p), [o] "m"(L.o), [o_end] "m"(L.o_end), [n] "m"(L.n), \
+      [st] "m"(L.st), [back] "m"(L.back), [wskip] "m"(L.wskip), [zp] "m"(L.zp), [off] "m"(L.off)
+/* dw_col_sat: after the pixel's last quad, the next pixel while there are any (the
+ * weights and records from their start again; a call per pixel costs some 200
+ * instructions of C around it); its state's operands */
 #define TINYAOT_DWC_NEXT_PIXEL                                                                     \
+    "\n\t"                                                                                         \
     "ldr r9, %[pix]\n\t"                                                                           \
     "subs r9, r9, #1\n\t"                                                                          \
     "beq 9f\n\t"                                                                                   \
     "str r9, %[pix]\n\t"                                                                           \
     "ldr r7, %[s]\n\t"                                                                             \
     "ldr r10, %[pstep]\n\t"                                                                        \
-    "ldr lr, %[o]\n\t"                                                                             \
-    "ldr r9, %[orow]\n\t"                                                                          \
-    "add r7, r7, r10\n\t"                                                                          \
-    "str r7, %[s]\n\t"                                                                             \
-    "add lr, lr, r9\n\t"                                                                           \
-    "str lr, %[o]\n\t"                                                                             \
     "ldr r9, %[och]\n\t"                                                                           \
     "ldr r8, %[w]\n\t"                                                                             \
     "ldr r12, %[p]\n\t"                                                                            \
+    "add r7, r7, r10\n\t"                                                                          \
+    "str r7, %[s]\n\t"                                                                             \
     "add r9, lr, r9\n\t"                                                                           \
     "str r9, %[o_end]\n\t"                                                                         \
     "b 1b\n\t"                                                                                     \
-    "9:\n\t"
-#define TINYAOT_DWC_OPS                                                                            \
-    : [s] "+m"(L.s), [o] "+m"(L.o), [o_end] "+m"(L.o_end), [pix] "+m"(L.pix)                     \
-    : [w] "m"(L.w), [p] "m"(L.p), [n] "m"(L.n), [st] "m"(L.st), [back] "m"(L.back),              \
-      [wskip] "m"(L.wskip), [zp] "m"(L.zp), [off] "m"(L.off), [pstep] "m"(L.pstep),             \
-      [orow] "m"(L.orow), [och] "m"(L.och)
+    "9:"
+#define TINYAOT_DWC_OPS_N                                                                          \
+    : [s] "+m"(N.c.s), [o_end] "+m"(N.c.o_end), [pix] "+m"(N.pix)                                \
+    : [w] "m"(N.c.w), [p] "m"(N.c.p), [o] "m"(N.c.o), [n] "m"(N.c.n), [st] "m"(N.c.st),         \
+      [back] "m"(N.c.back), [wskip] "m"(N.c.wskip), [zp] "m"(N.c.zp), [off] "m"(N.c.off),       \
+      [pstep] "m"(N.pstep), [och] "m"(N.och)
 #define TINYAOT_DWC_CLOBBERS                                                                       \
     "r0", "r1", "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "r12", "lr", "cc",   \
         "memory"
@@ -116,7 +121,7 @@ typedef struct {
     TINYAOT_LDR4("r12", OFF, "r4", "r5", "r6", "r10")                                              \
     TINYAOT_RQ_SMLAL_REGS(A, "r4", "r5", "r6", "r10", "r11")                                       \
     "strb r10, [lr, #" OUT "]\n\t"
-static __attribute__((noinline)) void dw_col_sat(dw_col_t L)
+static __attribute__((noinline)) void dw_col_sat(dw_cols_t N)
 {
     __asm__ volatile(TINYAOT_DWC_HEAD
                      "ldr r0, [r12, #16]\n\t"
@@ -127,8 +132,8 @@ static __attribute__((noinline)) void dw_col_sat(dw_col_t L)
                      "mov r11, #0x80000000\n\t"
                      TINYAOT_DWC_RQ("r0", "0", "0") TINYAOT_DWC_RQ("r1", "20", "1")
                      TINYAOT_DWC_RQ("r2", "40", "2") TINYAOT_DWC_RQ("r3", "60", "3")
-                     TINYAOT_DWC_TAIL("80")
-                     TINYAOT_DWC_OPS
+                     TINYAOT_DWC_TAIL("80") TINYAOT_DWC_NEXT_PIXEL
+                     TINYAOT_DWC_OPS_N
                      : TINYAOT_DWC_CLOBBERS);
 }
 #undef TINYAOT_DWC_RQ
@@ -164,17 +169,17 @@ static __attribute__((noinline)) void dw_col_fsat(dw_col_t L)
 #undef TINYAOT_DWC_TAPS
 #undef TINYAOT_DWC_TAIL
 #undef TINYAOT_DWC_NEXT_PIXEL
+#undef TINYAOT_DWC_OPS_N
 #undef TINYAOT_DWC_OPS
 #undef TINYAOT_DWC_CLOBBERS
 
-/* The 1-D kernels' pix >= 1 pixels (input pstep, output orow bytes apart) by
- * dw_col_sat / dw_col_fsat; 0: no such path here (the caller's quad loop runs it). */
+/* The 1-D kernels' pixel by dw_col_sat / dw_col_fsat; 0: no such path here
+ * (the caller's quad loop runs it). */
 static inline __attribute__((always_inline)) int dw_col(const int8_t *s, const uint32_t *w,
                                                         int32_t nq, int32_t n, int32_t st,
                                                         int32_t wquad, uint32_t off,
                                                         const tinyaot_rqc_t *rq, int8_t *out,
-                                                        int mode, int32_t pix, int32_t pstep,
-                                                        int32_t orow)
+                                                        int mode)
 {
     if (mode == TINYAOT_RQ_FLOAT_SAT && !TINYAOT_DWC_HAVE_FSAT) {
         return 0;
@@ -191,29 +196,52 @@ static inline __attribute__((always_inline)) int dw_col(const int8_t *s, const u
     L.wskip = 4 * (wquad - 2 * n);
     L.zp = rq->zp;
     L.off = off;
-    L.pix = pix;
-    L.pstep = pstep;
-    L.orow = orow;
-    L.och = 4 * nq;
 #if TINYAOT_DWC_HAVE_FSAT
     if (mode == TINYAOT_RQ_FLOAT_SAT) {
         dw_col_fsat(L);
         return 1;
     }
 #endif
-    dw_col_sat(L);
+    dw_cols_t N;
+    N.c = L;
+    N.pix = 1;
+    dw_col_sat(N);
     return 1;
 }
-/* dw_col for one pixel (the edge rows of a padded 1-D layer, dw_pixel's): out of line,
- * so that dw_pixel's inlined copies stay as small as they were. */
-static __attribute__((noinline)) int dw_col_1(const int8_t *s, const uint32_t *w, int32_t nq,
-                                              int32_t n, int32_t st, int32_t wquad, uint32_t off,
-                                              const tinyaot_rqc_t *rq, int8_t *out, int mode)
+
+/* A 1-D layer down a column (k_w == 1, one input and output column) whose rows' taps
+ * all lie inside the input, in the one-SMLAL mode: every row in one dw_col_sat call.
+ * Returns 0 for any other layer (dw_run's). (Not onnxruntime's float records: their
+ * images are the ones at 0.8x TFLite Micro's, sww01's, and dw_col_fsat stays as small.) */
+static __attribute__((noinline)) int dw_columns_sat(const tinyaot_conv_dims_t *d,
+                                                    const tinyaot_rqc_t *rq, const int8_t *input,
+                                                    const uint32_t *wbase, uint32_t off,
+                                                    int8_t *output)
 {
-    return dw_col(s, w, nq, n, st, wquad, off, rq, out, mode, 1, 0, 0);
+    const int32_t ch = d->in_c, nq = ch >> 2, n = d->k_h;
+    if (d->k_w != 1 || d->in_w != 1 || d->out_w != 1 || nq == 0 || d->pad_top != 0 ||
+        (d->out_h - 1) * d->stride_h + (n - 1) * d->dil_h >= d->in_h) {
+        return 0;
+    }
+    dw_cols_t N;
+    N.c.s = input;
+    N.c.w = wbase;
+    N.c.p = rq->rq;
+    N.c.o = output;
+    N.c.o_end = output + ch;
+    N.c.n = n;
+    N.c.st = d->dil_h * ch;
+    N.c.back = n * N.c.st - 4;
+    N.c.wskip = 0; /* (a quad's 2 n weight words follow the last quad's) */
+    N.c.zp = rq->zp;
+    N.c.off = off;
+    N.pix = d->out_h;
+    N.pstep = d->stride_h * ch;
+    N.och = ch;
+    dw_col_sat(N);
+    return 1;
 }
 #endif
-
 
 /* One output pixel (all channels) over the taps [ky_lo, ky_hi) x [kx_lo, kx_hi)
  * that lie inside the input: one dw_line per kernel row (or one line down the
@@ -251,7 +279,7 @@ static inline __attribute__((always_inline)) void dw_pixel(
     const uint32_t *w0 = wbase + (ky_lo * k_w + kx_lo) * 2;
 #if TINYAOT_HAVE_DSP_ASM
     if (dw_rec_mode(mode) && k_w == 1 && nkx > 0 && nq > 0 &&
-        dw_col_1(s0, w0, nq, nkx, lstep, wquad, off, rq, out, mode)) {
+        dw_col(s0, w0, nq, nkx, lstep, wquad, off, rq, out, mode)) {
         return;
     }
 #endif
@@ -284,30 +312,6 @@ static inline __attribute__((always_inline)) void dw_pixel(
     }
 }
 
-/* A 1-D layer down a column (k_w == 1, one input and output column) whose rows' taps
- * all lie inside the input, in a record mode: every row in one call of the column
- * kernel (a call per pixel costs some 200 instructions of C around it). Returns 0 for
- * any other layer (dw_run's). Apart from dw_run, whose code stays as it was. */
-static __attribute__((noinline)) int dw_columns(const tinyaot_conv_dims_t *d,
-                                                const tinyaot_rqc_t *rq, const int8_t *input,
-                                                const uint32_t *wbase, uint32_t off,
-                                                int8_t *output, int mode)
-{
-#if TINYAOT_HAVE_DSP_ASM
-    const int32_t ch = d->in_c, nq = ch >> 2, k_h = d->k_h;
-    if (dw_rec_mode(mode) && d->k_w == 1 && d->in_w == 1 && d->out_w == 1 && nq > 0 &&
-        d->pad_top == 0 && (d->out_h - 1) * d->stride_h + (k_h - 1) * d->dil_h < d->in_h &&
-        (mode != TINYAOT_RQ_FLOAT_SAT || TINYAOT_DWC_HAVE_FSAT)) {
-        return dw_col(input, wbase, nq, k_h, d->dil_h * ch, 2 * k_h, off, rq, output,
-                      mode == TINYAOT_RQ_FLOAT_SAT ? TINYAOT_RQ_FLOAT_SAT : TINYAOT_RQ_SMLAL_SAT,
-                      d->out_h, d->stride_h * ch, ch);
-    }
-#else
-    (void)d, (void)rq, (void)input, (void)wbase, (void)off, (void)output, (void)mode;
-#endif
-    return 0;
-}
-
 static inline __attribute__((always_inline)) void dw_run(const tinyaot_conv_dims_t *d,
                                                          const tinyaot_rqc_t *rq,
                                                          const int8_t *input,
@@ -317,7 +321,6 @@ static inline __attribute__((always_inline)) void dw_run(const tinyaot_conv_dims
     const int32_t ch = d->in_c, nq = ch >> 2;
     const int32_t in_w = d->in_w, in_h = d->in_h, k_h = d->k_h;
     const int32_t dil_h = d->dil_h, sw = d->stride_w;
-
     /* 3x3 undilated: outputs whose window is inside the row are ox in [x_a, x_b) */
     const int32_t fast3 = d->k_h == 3 && d->k_w == 3 && d->dil_h == 1 && d->dil_w == 1;
     int32_t x_a = 0, x_b = 0;
@@ -439,9 +442,7 @@ static __attribute__((noinline)) void dw_run_float_sat(const tinyaot_conv_dims_t
                                                        uint32_t off, int8_t *output)
 {
     const tinyaot_rqc_t rq = tinyaot_rqc_records(q);
-    if (!dw_columns(d, &rq, input, wbase, off, output, TINYAOT_RQ_FLOAT_SAT)) {
-        dw_run(d, &rq, input, wbase, off, output, TINYAOT_RQ_FLOAT_SAT);
-    }
+    dw_run(d, &rq, input, wbase, off, output, TINYAOT_RQ_FLOAT_SAT);
 }
 
 /* The modes of tinyaot_rqc, one inlined copy of the loops each. */
@@ -462,10 +463,12 @@ static __attribute__((noinline)) int dw_fixed(const tinyaot_conv_dims_t *d,
     case TINYAOT_RQ_TFLITE: DW_MODE_CASE(TINYAOT_RQ_TFLITE);
     case TINYAOT_RQ_SMLAL: DW_MODE_CASE(TINYAOT_RQ_SMLAL);
     default:
+#if TINYAOT_HAVE_DSP_ASM
         if (DW_HAS_MODE(TINYAOT_RQ_SMLAL_SAT) &&
-            dw_columns(d, &rq, input, wbase, off, output, TINYAOT_RQ_SMLAL_SAT)) {
+            dw_columns_sat(d, &rq, input, wbase, off, output)) {
             return TINYAOT_OK;
         }
+#endif
         DW_MODE_CASE(TINYAOT_RQ_SMLAL_SAT);
     }
 #undef DW_MODE_CASE
