@@ -36,6 +36,7 @@ DW_KINDS = "TINYAOT_SPEC_DW_KINDS"
 DW_ROW3 = 0
 DW_ROW3G = 1  # the rows' pass group by group (dw3_group_major)
 DW_ROW3S2 = 2  # the rows' three outputs at stride 2
+DW_COLS = 3  # a 1-D layer's rows in one asm statement (tflite)
 # a model compiles the three-output passes (about 6 KB of code) when one of its layers of
 # 8 or more channel quads runs some outputs through them (the rule since they came), or any
 # layer at least this many groups of three outputs x channel quads (measured: 100 to 180
@@ -184,6 +185,15 @@ def depthwise_row3_s2(mode: int, d) -> bool:
     return rows * n3 * (d.in_c // 4) >= DW_ROW3_MIN_GROUPS
 
 
+def depthwise_cols(mode: int, d) -> bool:
+    """Does tinyaot_depthwise_conv_fast_s8 run this layer's rows in one asm statement
+    (dw_columns_sat: one-SMLAL records, a 1-D layer down one column whose windows all lie
+    inside the input)?"""
+    return (mode == RQ_SMLAL_SAT and d.k_w == 1 and d.in_w == 1 and d.out_w == 1
+            and d.in_c % 4 == 0 and d.in_c > 0 and d.pad_top == 0 and d.pad_left == 0
+            and (d.out_h - 1) * d.stride_h + (d.k_h - 1) * d.dil_h < d.in_h)
+
+
 def depthwise_uses(r, d=None) -> dict:
     """{mask: bits} of one tinyaot_depthwise_conv_fast_s8 call (ConvDims d: whether its
     three-output rows run, group by group, or at stride 2)."""
@@ -193,6 +203,8 @@ def depthwise_uses(r, d=None) -> dict:
         out[DW_KINDS] = 1 << DW_ROW3 | (1 << DW_ROW3G if depthwise_row3_group_major(d) else 0)
     if d is not None and depthwise_row3_s2(mode, d):
         out[DW_KINDS] = out.get(DW_KINDS, 0) | 1 << DW_ROW3S2
+    if d is not None and depthwise_cols(mode, d):
+        out[DW_KINDS] = out.get(DW_KINDS, 0) | 1 << DW_COLS
     return out
 
 

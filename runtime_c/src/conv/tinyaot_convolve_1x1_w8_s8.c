@@ -29,7 +29,6 @@
 #include "tinyaot_fast_kernels.h"
 #include "../internal/tinyaot_fixedpoint.h"
 #include "../internal/tinyaot_gemm_q15.h"
-#include "../internal/tinyaot_im2col_q15.h"
 
 #if TINYAOT_HAVE_DSP_ASM && defined(__OPTIMIZE__)
 #define C1_ASM 1

@@ -51,6 +51,27 @@ typedef struct {
     int32_t pix, pstep, och;
 } dw_cols_t;
 
+/* One pixel's column state: its quads' taps from s (input bytes st apart), weights w
+ * (wquad words a quad), records rq, outputs out. */
+static inline __attribute__((always_inline)) void dw_col_fill(dw_col_t *L, const int8_t *s,
+                                                              const uint32_t *w, int32_t nq,
+                                                              int32_t n, int32_t st, int32_t wquad,
+                                                              uint32_t off,
+                                                              const tinyaot_rqc_t *rq, int8_t *out)
+{
+    L->s = s;
+    L->w = w;
+    L->p = rq->rq;
+    L->o = out;
+    L->o_end = out + 4 * nq;
+    L->n = n;
+    L->st = st;
+    L->back = n * st - 4;
+    L->wskip = 4 * (wquad - 2 * n);
+    L->zp = rq->zp;
+    L->off = off;
+}
+
 #define TINYAOT_DWC_HEAD                                                                           \
     "ldr r12, %[p]\n\t"                                                                            \
     "ldr lr, %[o]\n\t"                                                                             \
@@ -121,22 +142,50 @@ typedef struct {
     TINYAOT_LDR4("r12", OFF, "r4", "r5", "r6", "r10")                                              \
     TINYAOT_RQ_SMLAL_REGS(A, "r4", "r5", "r6", "r10", "r11")                                       \
     "strb r10, [lr, #" OUT "]\n\t"
-static __attribute__((noinline)) void dw_col_sat(dw_cols_t N)
+/* a pixel's quads: the sums at the biases, the taps, the requantization, the next quad */
+#define TINYAOT_DWC_SAT                                                                            \
+    TINYAOT_DWC_HEAD                                                                               \
+    "ldr r0, [r12, #16]\n\t"                                                                       \
+    "ldr r1, [r12, #36]\n\t"                                                                       \
+    "ldr r2, [r12, #56]\n\t"                                                                       \
+    "ldr r3, [r12, #76]\n\t" TINYAOT_DWC_TAPS                                                     \
+    "mov r11, #0x80000000\n\t"                                                                     \
+    TINYAOT_DWC_RQ("r0", "0", "0") TINYAOT_DWC_RQ("r1", "20", "1")                                 \
+    TINYAOT_DWC_RQ("r2", "40", "2") TINYAOT_DWC_RQ("r3", "60", "3") TINYAOT_DWC_TAIL("80")
+static __attribute__((noinline)) void dw_col_sat(dw_col_t L)
 {
-    __asm__ volatile(TINYAOT_DWC_HEAD
-                     "ldr r0, [r12, #16]\n\t"
-                     "ldr r1, [r12, #36]\n\t"
-                     "ldr r2, [r12, #56]\n\t"
-                     "ldr r3, [r12, #76]\n\t"
-                     TINYAOT_DWC_TAPS
-                     "mov r11, #0x80000000\n\t"
-                     TINYAOT_DWC_RQ("r0", "0", "0") TINYAOT_DWC_RQ("r1", "20", "1")
-                     TINYAOT_DWC_RQ("r2", "40", "2") TINYAOT_DWC_RQ("r3", "60", "3")
-                     TINYAOT_DWC_TAIL("80") TINYAOT_DWC_NEXT_PIXEL
-                     TINYAOT_DWC_OPS_N
-                     : TINYAOT_DWC_CLOBBERS);
+    __asm__ volatile(TINYAOT_DWC_SAT TINYAOT_DWC_OPS : TINYAOT_DWC_CLOBBERS);
 }
+
+#if (TINYAOT_SPEC_DW_KINDS >> TINYAOT_SPEC_DW_COLS) & 1u
+/* A 1-D layer down a column (k_w == 1, one input and output column) whose rows' taps
+ * all lie inside the input, in the one-SMLAL mode: every row in one asm statement,
+ * dw_col_sat's with the next-pixel step (the state in this frame: no call below it).
+ * Returns 0 for any other layer (dw_run's). Compiled where a model has such a layer
+ * (codegen/kernels/specialize.py: DW_COLS). (Not onnxruntime's float records: their
+ * images are the ones at 0.8x TFLite Micro's, sww01's.) */
+static __attribute__((noinline)) int dw_columns_sat(const tinyaot_conv_dims_t *d,
+                                                    const tinyaot_rqc_t *rq, const int8_t *input,
+                                                    const uint32_t *wbase, uint32_t off,
+                                                    int8_t *output)
+{
+    const int32_t ch = d->in_c, nq = ch >> 2, n = d->k_h;
+    if (d->k_w != 1 || d->in_w != 1 || d->out_w != 1 || nq == 0 || d->pad_top != 0 ||
+        d->pad_left != 0 || (d->out_h - 1) * d->stride_h + (n - 1) * d->dil_h >= d->in_h) {
+        return 0;
+    }
+    dw_cols_t N;
+    dw_col_fill(&N.c, input, wbase, nq, n, d->dil_h * ch, 2 * n, off, rq, output);
+    N.pix = d->out_h;
+    N.pstep = d->stride_h * ch;
+    N.och = ch;
+    __asm__ volatile(TINYAOT_DWC_SAT TINYAOT_DWC_NEXT_PIXEL TINYAOT_DWC_OPS_N
+                     : TINYAOT_DWC_CLOBBERS);
+    return 1;
+}
+#endif
 #undef TINYAOT_DWC_RQ
+#undef TINYAOT_DWC_SAT
 
 #if TINYAOT_HAVE_FPU_ASM
 #define TINYAOT_DWC_HAVE_FSAT 1
@@ -175,6 +224,7 @@ static __attribute__((noinline)) void dw_col_fsat(dw_col_t L)
 
 /* The 1-D kernels' pixel by dw_col_sat / dw_col_fsat; 0: no such path here
  * (the caller's quad loop runs it). */
+
 static inline __attribute__((always_inline)) int dw_col(const int8_t *s, const uint32_t *w,
                                                         int32_t nq, int32_t n, int32_t st,
                                                         int32_t wquad, uint32_t off,
@@ -185,62 +235,17 @@ static inline __attribute__((always_inline)) int dw_col(const int8_t *s, const u
         return 0;
     }
     dw_col_t L;
-    L.s = s;
-    L.w = w;
-    L.p = rq->rq;
-    L.o = out;
-    L.o_end = out + 4 * nq;
-    L.n = n;
-    L.st = st;
-    L.back = n * st - 4;
-    L.wskip = 4 * (wquad - 2 * n);
-    L.zp = rq->zp;
-    L.off = off;
+    dw_col_fill(&L, s, w, nq, n, st, wquad, off, rq, out);
 #if TINYAOT_DWC_HAVE_FSAT
     if (mode == TINYAOT_RQ_FLOAT_SAT) {
         dw_col_fsat(L);
         return 1;
     }
 #endif
-    dw_cols_t N;
-    N.c = L;
-    N.pix = 1;
-    dw_col_sat(N);
+    dw_col_sat(L);
     return 1;
 }
 
-/* A 1-D layer down a column (k_w == 1, one input and output column) whose rows' taps
- * all lie inside the input, in the one-SMLAL mode: every row in one dw_col_sat call.
- * Returns 0 for any other layer (dw_run's). (Not onnxruntime's float records: their
- * images are the ones at 0.8x TFLite Micro's, sww01's, and dw_col_fsat stays as small.) */
-static __attribute__((noinline)) int dw_columns_sat(const tinyaot_conv_dims_t *d,
-                                                    const tinyaot_rqc_t *rq, const int8_t *input,
-                                                    const uint32_t *wbase, uint32_t off,
-                                                    int8_t *output)
-{
-    const int32_t ch = d->in_c, nq = ch >> 2, n = d->k_h;
-    if (d->k_w != 1 || d->in_w != 1 || d->out_w != 1 || nq == 0 || d->pad_top != 0 ||
-        (d->out_h - 1) * d->stride_h + (n - 1) * d->dil_h >= d->in_h) {
-        return 0;
-    }
-    dw_cols_t N;
-    N.c.s = input;
-    N.c.w = wbase;
-    N.c.p = rq->rq;
-    N.c.o = output;
-    N.c.o_end = output + ch;
-    N.c.n = n;
-    N.c.st = d->dil_h * ch;
-    N.c.back = n * N.c.st - 4;
-    N.c.wskip = 0; /* (a quad's 2 n weight words follow the last quad's) */
-    N.c.zp = rq->zp;
-    N.c.off = off;
-    N.pix = d->out_h;
-    N.pstep = d->stride_h * ch;
-    N.och = ch;
-    dw_col_sat(N);
-    return 1;
-}
 #endif
 
 /* One output pixel (all channels) over the taps [ky_lo, ky_hi) x [kx_lo, kx_hi)
@@ -463,7 +468,7 @@ static __attribute__((noinline)) int dw_fixed(const tinyaot_conv_dims_t *d,
     case TINYAOT_RQ_TFLITE: DW_MODE_CASE(TINYAOT_RQ_TFLITE);
     case TINYAOT_RQ_SMLAL: DW_MODE_CASE(TINYAOT_RQ_SMLAL);
     default:
-#if TINYAOT_HAVE_DSP_ASM
+#if TINYAOT_HAVE_DSP_ASM && ((TINYAOT_SPEC_DW_KINDS >> TINYAOT_SPEC_DW_COLS) & 1u)
         if (DW_HAS_MODE(TINYAOT_RQ_SMLAL_SAT) &&
             dw_columns_sat(d, &rq, input, wbase, off, output)) {
             return TINYAOT_OK;

@@ -11,8 +11,10 @@
  * (im2col_tails_st, when that saves quads: im2col_has_tails;
  * codegen/kernels/fast_pack.py:conv_gemm_weights orders the weights
  * alike): 3x3x3 is 7 quads, not 9.
- * widen_run_st widens 8 bytes a pass: DSP inline asm (LDR, SXTAB16, STRD)
- * with TINYAOT_HAVE_DSP_ASM, else the same words through __SXTAB16 in C.
+ * widen_run_st (tinyaot_gemm_q15.h, with widen_pixel_pair: the pair kernels
+ * use them without the rest of this header and its specialization) widens
+ * 8 bytes a pass: DSP inline asm (LDR, SXTAB16, STRD) with
+ * TINYAOT_HAVE_DSP_ASM, else the same words through __SXTAB16 in C.
  * Static functions: each including kernel compiles its own copy, as it did
  * when they were part of one file. */
 #ifndef TINYAOT_IM2COL_Q15_H
@@ -55,104 +57,6 @@ static inline int32_t im2col_nquads(const tinyaot_conv_dims_t *d)
     const int32_t row = d->k_w * d->in_c;
     return im2col_has_tails(d) ? d->k_h * (row >> 2) + ((d->k_h * (row & 3) + 3) >> 2)
                                : d->k_h * ((row + 3) >> 2);
-}
-
-/* tinyaot_widen_run with st a compile-time constant and 8 bytes per pass
- * (one loop test per two quads; the stores become STRDs). */
-static inline __attribute__((always_inline)) uint32_t *widen_run_st(const int8_t *src, int32_t n,
-                                                                    uint32_t *dst, int32_t st,
-                                                                    uint32_t off, int32_t in_zp)
-{
-    const int8_t *end8 = src + (n & ~7);
-#if TINYAOT_HAVE_DSP_ASM
-    /* 10 instructions per 8 bytes (GCC's C: 14 to 16, no post-indexed STRD) */
-#define TINYAOT_WIDEN8(STEP)                                                                       \
-    "1:\n\t"                                                                                       \
-    "ldr %[x0], [%[s]], #4\n\t"                                                                    \
-    "ldr %[x1], [%[s]], #4\n\t"                                                                    \
-    "sxtab16 %[a], %[off], %[x0]\n\t"                                                              \
-    "sxtab16 %[b], %[off], %[x0], ror #8\n\t"                                                      \
-    "strd %[a], %[b], [%[d]], #" STEP "\n\t"                                                       \
-    "sxtab16 %[a], %[off], %[x1]\n\t"                                                              \
-    "sxtab16 %[b], %[off], %[x1], ror #8\n\t"                                                      \
-    "strd %[a], %[b], [%[d]], #" STEP "\n\t"                                                       \
-    "cmp %[s], %[e]\n\t"                                                                           \
-    "bne 1b"
-    if (src != end8) {
-        uint32_t x0, x1, a, b;
-        if (st == 4) {
-            __asm__ volatile(TINYAOT_WIDEN8("16")
-                             : [s] "+r"(src), [d] "+r"(dst), [x0] "=&r"(x0), [x1] "=&r"(x1),
-                               [a] "=&r"(a), [b] "=&r"(b)
-                             : [e] "r"(end8), [off] "r"(off)
-                             : "cc", "memory");
-        } else {
-            __asm__ volatile(TINYAOT_WIDEN8("8")
-                             : [s] "+r"(src), [d] "+r"(dst), [x0] "=&r"(x0), [x1] "=&r"(x1),
-                               [a] "=&r"(a), [b] "=&r"(b)
-                             : [e] "r"(end8), [off] "r"(off)
-                             : "cc", "memory");
-        }
-    }
-#undef TINYAOT_WIDEN8
-#else
-    while (src != end8) {
-        uint32_t x0, x1;
-        memcpy(&x0, src, 4);
-        memcpy(&x1, src + 4, 4);
-        dst[0] = __SXTAB16(off, x0);
-        dst[1] = __SXTAB16_ROR8(off, x0);
-        dst[st] = __SXTAB16(off, x1);
-        dst[st + 1] = __SXTAB16_ROR8(off, x1);
-        dst += 2 * st;
-        src += 8;
-    }
-#endif
-    if (n & 4) { /* one more quad, no loop */
-        uint32_t x;
-        memcpy(&x, src, 4);
-        dst[0] = __SXTAB16(off, x);
-        dst[1] = __SXTAB16_ROR8(off, x);
-        dst += st;
-        src += 4;
-    }
-    return (n & 3) ? tinyaot_widen_run(src, n & 3, dst, st, off, in_zp) : dst;
-}
-
-/* The columns of two pointwise pixels, n values each at src and src + n,
- * into a pair's buffer (quads 4 words apart, the second column 2 words in):
- * with the DSP asm and whole quads, one loop for both (a quad of each per
- * pass: the same cycles as two widen_run_st, a third of their code, which
- * keeps the pixel loop and the GEMM's group function inside a 1 KB
- * instruction cache); else widen_run_st each. */
-static inline __attribute__((always_inline)) void widen_pixel_pair(const int8_t *src, int32_t n,
-                                                             uint32_t *dst, uint32_t off,
-                                                             int32_t in_zp)
-{
-#if TINYAOT_HAVE_DSP_ASM
-    if ((n & 3) == 0) {
-        const int8_t *end = src + n;
-        uint32_t x0, x1, a, b;
-        __asm__ volatile("1:\n\t"
-                         "ldr %[x1], [%[s], %[n]]\n\t"
-                         "ldr %[x0], [%[s]], #4\n\t"
-                         "sxtab16 %[a], %[off], %[x0]\n\t"
-                         "sxtab16 %[b], %[off], %[x0], ror #8\n\t"
-                         "strd %[a], %[b], [%[d]], #8\n\t"
-                         "sxtab16 %[a], %[off], %[x1]\n\t"
-                         "sxtab16 %[b], %[off], %[x1], ror #8\n\t"
-                         "strd %[a], %[b], [%[d]], #8\n\t"
-                         "cmp %[s], %[e]\n\t"
-                         "bne 1b"
-                         : [s] "+r"(src), [d] "+r"(dst), [x0] "=&r"(x0), [x1] "=&r"(x1),
-                           [a] "=&r"(a), [b] "=&r"(b)
-                         : [e] "r"(end), [n] "r"(n), [off] "r"(off)
-                         : "cc", "memory");
-        return;
-    }
-#endif
-    widen_run_st(src, n, dst, 4, off, in_zp);
-    widen_run_st(src + n, n, dst + 2, 4, off, in_zp);
 }
 
 /* n zero quads at dst, st words apart. */
@@ -501,7 +405,7 @@ static inline __attribute__((always_inline)) void im2col_pixel_st(
 }
 
 /* One column of a two-column buffer (quads 4 words apart) / of a lone column. */
-static __attribute__((noinline, unused)) void im2col_pixel(const tinyaot_conv_dims_t *d,
+static __attribute__((noinline)) void im2col_pixel(const tinyaot_conv_dims_t *d,
                                                    const int8_t *input, int32_t oy, int32_t ox,
                                                    uint32_t *dst, uint32_t off, int32_t in_zp)
 {
