@@ -402,10 +402,11 @@ def _pointwise(n):
 
 
 def _pairs(n, p, w, y):
-    """pack_conv_pairs's words when the layer takes tinyaot_convolve_1x1_w8_s8: a 1x1
-    stride-1 unpadded conv, out_c % 4 == 0, at least PAIRS_MIN_QUADS quads of input
-    channels, tflite over the whole int8 range with one-SMLAL records for every channel,
-    its pairs' sums within the kernel's bound; else None. (A one-pixel layer that
+    """(pack_conv_pairs's words, the one-SMLAL records) when the layer takes
+    tinyaot_convolve_1x1_w8_s8: a 1x1 stride-1 unpadded conv, out_c % 4 == 0, at least
+    PAIRS_MIN_QUADS quads of input channels, tflite over the whole int8 range with one-SMLAL
+    records for every channel, its pairs' sums within the kernel's bound; else None. (A
+    one-pixel layer that
     fully_connected.fc_pairs allows runs as a fully connected row instead: the conv kernel
     would compute its pixel twice.)"""
     if (p.mode != TFLITE or p.act_min > -128 or p.act_max < 127 or not _pointwise(n)
@@ -416,14 +417,14 @@ def _pairs(n, p, w, y):
     if records is None:
         return None
     free = records.reshape(-1, 5)[:, 0] == 0  # outputs that do not depend on the sum
-    return pack_conv_pairs(w.data.reshape(w.shape[0], -1), p.in_zp, p.bias, free)
+    words = pack_conv_pairs(w.data.reshape(w.shape[0], -1), p.in_zp, p.bias, free)
+    return None if words is None else (words, records)
 
 
-def _emit_pairs(em, lid, n, p, info, dims, w, words):
+def _emit_pairs(em, lid, n, p, info, dims, words, records):
     """tinyaot_convolve_1x1_w8_s8: its weights and its records (fast_pack.pair_records: the
     pairs' starts in the hi channels' bias words), staged where the planner gave the layer
     a block (the int16 kernel's size: these take less)."""
-    records = smlal_requant(p.mult, p.shift, p.bias, p.out_zp, acc_range(p.bias, w.data))
     st = em.staging(n)
     r = RequantRecord(p.in_zp, p.out_zp, p.act_min, p.act_max)
     r.rq = st.copy(em.const("int32_t", f"{lid}_rq", pair_records(records, p.bias), align=8))
@@ -679,9 +680,9 @@ class Conv2d(Op):
         if n.attrs.get("fast_kernel") == "winograd":  # 3x3 stride 1 (planner/winograd.py)
             return _emit_winograd(em, lid, n, p, info, dims, w)
         if n.attrs.get("fast_kernel") in ("conv", "conv_w8"):  # pointwise: int8 pairs?
-            words = _pairs(n, p, w, y)
-            if words is not None:
-                return _emit_pairs(em, lid, n, p, info, dims, w, words)
+            pairs = _pairs(n, p, w, y)
+            if pairs is not None:
+                return _emit_pairs(em, lid, n, p, info, dims, *pairs)
         if n.attrs.get("fast_kernel") == "conv_w8":  # few pixels (W8_PIXELS), columns in the arena
             return _emit_fast_w8(em, lid, n, p, info, dims, w)
         if n.attrs.get("int_w8") and not _in_place(em, n):  # --optimize size, integer conv

@@ -86,9 +86,10 @@ from tests.helpers.env import require_arm_toolchain, shared_model
 # -8.3 %, vww01 -1.6 %, kws01 -1.2 %), and when that kernel's passes lost their straight
 # tail where nquads % 4 == 0, a one-pixel pointwise layer ran as a fully connected row and
 # a tflite 1-D depthwise layer's rows went in one call of its column kernel (sww01 -2.3 %,
-# kws01 -1.0 %, vww01 -0.2 %; ort as it was).
+# kws01 -1.0 %, vww01 -0.2 %; ort as it was); ad01 -1 cycle when the FC pair kernel's C tail
+# took the shared requantization helper (8 bytes less code before the asm).
 PINNED = {
-    ("ad01", "tflite"): {"ideal": 373438},
+    ("ad01", "tflite"): {"ideal": 373437},
     ("kws01", "tflite"): {"ideal": 4319110},
     ("ic01", "tflite"): {"ideal": 15164570},
     ("vww01", "tflite"): {"ideal": 10738925},

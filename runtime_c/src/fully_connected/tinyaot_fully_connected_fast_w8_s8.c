@@ -41,18 +41,10 @@ int32_t tinyaot_fully_connected_fast_w8_s8_get_buffer_size(int32_t in_features)
     return ((in_features + 3) / 4) * 4 * (int32_t)sizeof(int16_t);
 }
 
-/* Channel ch's sum (bias not included) -> int8 (one-SMLAL record, saturating). */
-static inline int8_t fcp_out(const int32_t *rq, int32_t sum, int32_t ch)
-{
-    const int32_t *p = rq + 5 * ch;
-    const int32_t v = tinyaot_fp_s32((uint32_t)sum + (uint32_t)p[4]); /* mod 2^32, as the asm */
-    return (int8_t)__SSAT(tinyaot_mbqm_smlal(v, p[0], p[1], (uint32_t)p[2], p[3]), 8);
-}
-
 /* One group of np <= 4 pairs (rows ch0 .. ch0 + 2 np - 1, n of them real)
  * over nq quads of the column. Returns the next group's weights. */
 static const uint32_t *fcp_group(const uint32_t *col, int32_t nq, const uint32_t *w, int32_t np,
-                                 const int32_t *rq, int32_t ch0, int32_t n, int8_t *o)
+                                 const tinyaot_rqc_t *rq, int32_t ch0, int32_t n, int8_t *o)
 {
     uint32_t a[4] = {0u, 0u, 0u, 0u}, s[4] = {0u, 0u, 0u, 0u};
     for (int32_t j = 0; j < nq; ++j) {
@@ -64,12 +56,13 @@ static const uint32_t *fcp_group(const uint32_t *col, int32_t nq, const uint32_t
             s[p] = __SMLAD(__SXTB16(w[1]), xb, s[p]);
         }
     }
-    for (int32_t p = 0; p < np; ++p) {
-        const int32_t lo = tinyaot_fp_s32(s[p]);
-        o[2 * p] = fcp_out(rq, lo, ch0 + 2 * p);
+    for (int32_t p = 0; p < np; ++p) { /* (sums without bias: the records' is added) */
+        const int32_t *r = rq->rq + 5 * (ch0 + 2 * p);
+        o[2 * p] = tinyaot_rq_smlal_out(rq, tinyaot_fp_s32(s[p]), r, TINYAOT_RQ_SMLAL_SAT);
         if (2 * p + 1 < n) {
-            o[2 * p + 1] = fcp_out(rq, tinyaot_fp_asr(tinyaot_fp_s32(a[p] - s[p]), 8),
-                                   ch0 + 2 * p + 1);
+            o[2 * p + 1] =
+                tinyaot_rq_smlal_out(rq, tinyaot_fp_asr(tinyaot_fp_s32(a[p] - s[p]), 8), r + 5,
+                                     TINYAOT_RQ_SMLAL_SAT);
         }
     }
     return w;
@@ -217,7 +210,7 @@ int tinyaot_fully_connected_fast_w8_s8(int32_t rows, int32_t in_features, int32_
 #endif
         for (; ch < out_features; ch += 8) {
             const int32_t n = out_features - ch < 8 ? out_features - ch : 8;
-            w = fcp_group(scratch, nq, w, (n + 1) / 2, rq.rq, ch, n, o + ch);
+            w = fcp_group(scratch, nq, w, (n + 1) / 2, &rq, ch, n, o + ch);
         }
     }
     return TINYAOT_OK;

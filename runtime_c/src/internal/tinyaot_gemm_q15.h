@@ -317,19 +317,17 @@ static inline __attribute__((always_inline)) const uint32_t *tinyaot_dot_2x2(con
  * or the register names of an asm that holds every register): accumulator A
  * (bias included; overwritten), multiplier M, shift SH, rounding constant
  * LO:HI (loaded; the zero point folded in), MN = 0x80000000 -> the int8 in HI. */
-#define TINYAOT_RQ_SMLAL_REGS(A, M, SH, LO, HI, MN)                                                \
-    "smlal " LO ", " HI ", " A ", " M "\n\t"                                                        \
-    "lsr " A ", " A ", #31\n\t"                                                                    \
-    "smlal " LO ", " HI ", " A ", " MN "\n\t"                                                       \
-    "asr " HI ", " HI ", " SH "\n\t"                                                                \
-    "ssat " HI ", #8, " HI "\n\t"
+#define TINYAOT_RQ_SMLAL_REGS(A, M, SH, LO, HI, MN) TINYAOT_RQ_SMLAL_FORM("", A, M, SH, LO, HI, MN)
 /* The same in the flag-setting forms (LSRS, ASRS: 16-bit on low registers), for
  * an asm whose flags are dead there and that declares "cc". */
 #define TINYAOT_RQ_SMLAL_REGS_S(A, M, SH, LO, HI, MN)                                              \
+    TINYAOT_RQ_SMLAL_FORM("s", A, M, SH, LO, HI, MN)
+/* (both: S "" or "s", the shifts' flag-setting suffix) */
+#define TINYAOT_RQ_SMLAL_FORM(S, A, M, SH, LO, HI, MN)                                             \
     "smlal " LO ", " HI ", " A ", " M "\n\t"                                                        \
-    "lsrs " A ", " A ", #31\n\t"                                                                   \
+    "lsr" S " " A ", " A ", #31\n\t"                                                               \
     "smlal " LO ", " HI ", " A ", " MN "\n\t"                                                       \
-    "asrs " HI ", " HI ", " SH "\n\t"                                                               \
+    "asr" S " " HI ", " HI ", " SH "\n\t"                                                           \
     "ssat " HI ", #8, " HI "\n\t"
 /* Four consecutive words at BASE + OFF into R0-R3 by single LDRs: behind a load
  * each takes one cycle on the Cortex-M4 (pipelined), where two LDRDs take six. */
