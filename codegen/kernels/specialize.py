@@ -50,8 +50,16 @@ FC_MODES = "TINYAOT_SPEC_FC_MODES"
 NARROW_MODES = "TINYAOT_SPEC_NARROW_MODES"
 POOL_KINDS = "TINYAOT_SPEC_POOL_KINDS"
 POOL_QUADS = 0
+# the one-SMLAL requantization's sign fix (tinyaot_requant_fast.h: TINYAOT_RQ_NEG_FIX), per
+# kernel (TINYAOT_SPEC_FIX_*): compiled where one of the kernel's layers clamps below its
+# output zero point; a kernel whose layers all clamp at or above it (fused ReLUs) saves two
+# instructions an output
+RQ_FIX = "TINYAOT_SPEC_RQ_FIX"
+FIX_BITS = {"tinyaot_convolve_fast_s8": 0, "tinyaot_convolve_1x1_w8_s8": 1,
+            "tinyaot_depthwise_conv_fast_s8": 2, "tinyaot_convolve_narrow_s8": 3,
+            "tinyaot_convolve_sparse_s8": 4}
 MASKS = (CONV_MODES, CONV_REMS, CONV_KINDS, CONVW8_MODES, CONVW8_REMS, IM2COL, WINO_MODES,
-         WINO_REMS, DW_MODES, DW_KINDS, FC_MODES, NARROW_MODES, POOL_KINDS)
+         WINO_REMS, DW_MODES, DW_KINDS, FC_MODES, NARROW_MODES, POOL_KINDS, RQ_FIX)
 
 _NULL = "NULL"
 
@@ -222,6 +230,15 @@ def fc_uses(r, fixed: bool) -> dict:
     if mode == RQ_ORT and _full_range(r):
         mode = FC_ORT_USAT if r.out_zp == -128 else FC_ORT_SAT
     return {FC_MODES: 1 << mode}
+
+
+def rq_fix_uses(kernel: str, r) -> dict:
+    """{mask: bits} of a call of `kernel` with RequantRecord r for the sign fix: its bit
+    when the layer may clamp below its output zero point (act_min < out_zp, as the
+    kernel's tinyaot_rq_fix_built tests, whatever its mode), else nothing."""
+    if kernel in FIX_BITS and r.act_min < r.out_zp:
+        return {RQ_FIX: 1 << FIX_BITS[kernel]}
+    return {}
 
 
 def merge(into: dict, uses: dict) -> dict:

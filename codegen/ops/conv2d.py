@@ -385,12 +385,14 @@ def _emit_fast(em, lid, n, p, info, dims, w):
         em.specialize(spec.depthwise_uses(rec, conv_dims(em.g, n)))
         filt = st.copy(em.const("int32_t", f"{lid}_wp", _depthwise_words(w), align=8))
         info["kernel"] = "tinyaot_depthwise_conv_fast_s8"
+        em.specialize(spec.rq_fix_uses(info["kernel"], rec))
         em.call(info["kernel"], [dims, q, em.ptr(x), filt, em.ptr(y)])
         return
     scratch = em.scratch(n, "uint32_t")
     filt = st.copy(em.const("int32_t", f"{lid}_wp", _gemm_words(w), align=8))
     info["kernel"] = "tinyaot_convolve_fast_s8"
     em.specialize(spec.conv_uses(rec, conv_dims(em.g, n)))
+    em.specialize(spec.rq_fix_uses(info["kernel"], rec))
     em.call(info["kernel"], [dims, q, em.ptr(x), filt, scratch, em.ptr(y)])
 
 
@@ -431,6 +433,7 @@ def _emit_pairs(em, lid, n, p, info, dims, words, records):
     em.consts.append(c_struct(f"{lid}_q", r))
     filt = st.copy(em.const("int32_t", f"{lid}_wp", words, align=8))
     info["kernel"] = "tinyaot_convolve_1x1_w8_s8"
+    em.specialize(spec.rq_fix_uses(info["kernel"], r))
     em.call(info["kernel"], [dims, f"&{lid}_q", em.ptr(n.inputs[0]), filt,
                              em.scratch(n, "uint32_t"), em.ptr(n.outputs[0])])
 
@@ -514,6 +517,7 @@ def _emit_folded(em, lid, n, p, info, dims, kernel, words, suffix):
     q, rec = emit_records_requant(em, lid, replace(p, bias=bias.astype(np.int32)), w.data, st)
     filt = st.copy(em.const("int32_t", f"{lid}{suffix}", words, align=4))
     info["kernel"] = kernel
+    em.specialize(spec.rq_fix_uses(kernel, rec))
     em.call(kernel, [dims, q, em.ptr(n.inputs[0]), f"(const uint32_t *)(const void *){filt}",
                      em.ptr(n.outputs[0])])
     return rec

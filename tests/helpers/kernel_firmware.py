@@ -58,9 +58,11 @@ def assert_outputs(res, wants, labels):
                                       err_msg=f"case {i}: {labels[i]}")
 
 
-def cases_firmware(tmp_path, board, name, src, calls, scratch, out_size, kernel_c):
+def cases_firmware(tmp_path, board, name, src, calls, scratch, out_size, kernel_c,
+                   include_dirs=()):
     """A firmware whose input i runs `calls[i]` (one kernel call per case), built
-    with `kernel_c` (a runtime_c/src file name, or a list of them); returns
+    with `kernel_c` (a runtime_c/src file name, or a list of them; `include_dirs` ahead
+    of runtime_c/include, e.g. one holding a tinyaot_model_config.h); returns
     (elf, its disassembly)."""
     from codegen.targets.qemu import build_firmware
     n = len(calls)
@@ -76,7 +78,7 @@ def cases_firmware(tmp_path, board, name, src, calls, scratch, out_size, kernel_
     kernels = [kernel_c] if isinstance(kernel_c, str) else list(kernel_c)
     elf = build_firmware([board["harness_main"], tmp_path / f"{name}_cases.c",
                           *(next(SRC.rglob(k)) for k in kernels)],
-                         [INC], board, tmp_path / f"{name}.elf")
+                         [*include_dirs, INC], board, tmp_path / f"{name}.elf")
     asm = subprocess.run([board["toolchain_prefix"] + "objdump", "-d", str(elf)],
                          capture_output=True, text=True, check=True).stdout
     return elf, asm

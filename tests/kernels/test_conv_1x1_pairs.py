@@ -27,10 +27,12 @@ ATTRS = {"kernel": (1, 1), "strides": (1, 1), "pads": (0, 0, 0, 0), "dilations":
          "group": 1}
 
 
-def _layer(rng, cin, cout, hw, x=None, w=None, in_zp=None, bias=None, zero_mult=()):
+def _layer(rng, cin, cout, hw, x=None, w=None, in_zp=None, bias=None, zero_mult=(),
+           out_zp=None):
     """(dims fields, q fields, x NHWC, w [oc][ic], want NHWC): records with the pairs'
     starts (pair_records), shifts spreading the outputs over int8; channels zero_mult
-    with multiplier 0 (their outputs do not depend on their sums)."""
+    with multiplier 0 (their outputs do not depend on their sums); out_zp: the output
+    zero point (default: random)."""
     from codegen.ops.conv2d import conv2d_int
     if in_zp is None:
         in_zp = int(rng.integers(-128, 128))
@@ -39,6 +41,8 @@ def _layer(rng, cin, cout, hw, x=None, w=None, in_zp=None, bias=None, zero_mult=
     if w is None:
         w = rng.integers(-127, 128, (cout, cin)).astype(np.int8)
     q, p = requant_fields(rng, cout, in_zp, "tflite")
+    if out_zp is not None:
+        q["out_zp"] = p.out_zp = out_zp
     if bias is not None:
         q["bias"] = p.bias = np.asarray(bias, np.int32)
     for c in zero_mult:

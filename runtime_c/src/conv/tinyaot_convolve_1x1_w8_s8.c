@@ -26,6 +26,9 @@
  * loop's passes of four (nquads % 4 != 0: a function of their own) run
  * straight, entered part way. Elsewhere the same integers in C on the
  * intrinsics of tinyaot_intrinsics.h. */
+/* the one-SMLAL sign fix where this model's layers need it (tinyaot_requant_fast.h) */
+#define TINYAOT_RQ_FIX_BIT TINYAOT_SPEC_FIX_1X1
+#include "../internal/tinyaot_specialize.h"
 #include "tinyaot_fast_kernels.h"
 #include "../internal/tinyaot_fixedpoint.h"
 #include "../internal/tinyaot_gemm_q15.h"
@@ -211,6 +214,9 @@ int tinyaot_convolve_1x1_w8_s8(const tinyaot_conv_dims_t *d, const tinyaot_requa
         d->pad_top != 0 || d->pad_left != 0 || d->in_h != d->out_h || d->in_w != d->out_w ||
         (d->out_c & 3) != 0 || rq.mode != TINYAOT_RQ_SMLAL_SAT) {
         return TINYAOT_ERR_ARG;
+    }
+    if (!tinyaot_rq_fix_built(q)) {
+        return TINYAOT_ERR_NOT_BUILT; /* the sign fix it needs is not compiled */
     }
     const int32_t cin = d->in_c, out_c = d->out_c, nq = (cin + 3) / 4;
     const int32_t npix = d->out_h * d->out_w;

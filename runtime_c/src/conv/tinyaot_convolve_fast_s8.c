@@ -7,9 +7,11 @@
  * DSP inline asm, or C on the portable intrinsics). This file: the scratch
  * size and the loops over pixel pairs, one inlined copy per requantization
  * mode. */
+/* the one-SMLAL sign fix where this model's layers need it (tinyaot_requant_fast.h) */
+#define TINYAOT_RQ_FIX_BIT TINYAOT_SPEC_FIX_CONV
+#include "../internal/tinyaot_specialize.h"
 #include "tinyaot_fast_kernels.h"
 #include "../internal/tinyaot_gemm_q15.h"
-#include "../internal/tinyaot_specialize.h"
 
 /* What this build compiles (tinyaot_specialize.h); constants. */
 #define CONV_HAS_MODE(m) TINYAOT_SPEC_HAS(TINYAOT_SPEC_CONV_MODES, m)
@@ -169,6 +171,9 @@ int tinyaot_convolve_fast_s8(const tinyaot_conv_dims_t *d, const tinyaot_requant
 {
     if (d->groups != 1) {
         return TINYAOT_ERR_ARG;
+    }
+    if (!tinyaot_rq_fix_built(q)) {
+        return TINYAOT_ERR_NOT_BUILT; /* the sign fix it needs is not compiled */
     }
     if ((!is_pointwise(d) || ((d->out_h * d->out_w) & 1)) && !im2col_built(d)) {
         return TINYAOT_ERR_NOT_BUILT; /* its columns' kind is not compiled */

@@ -19,13 +19,15 @@
  * With TINYAOT_HAVE_DSP_ASM the taps are inline asm (10 cycles per 8 MACs on
  * a Cortex-M4), the one-SMLAL records applied in the same asm; the C twin
  * computes the same 64-bit sums. */
+/* the one-SMLAL sign fix where this model's layers need it (tinyaot_requant_fast.h) */
+#define TINYAOT_RQ_FIX_BIT TINYAOT_SPEC_FIX_NARROW
+#include "../internal/tinyaot_specialize.h"
 #include <string.h>
 
 #include "tinyaot_kernels.h"
 #include "../internal/tinyaot_gemm_q15.h"
 #include "../internal/tinyaot_intrinsics.h"
 #include "../internal/tinyaot_requant_fast.h"
-#include "../internal/tinyaot_specialize.h"
 
 #define NARROW_ROW_MAX 16 /* k_w * in_c: taps per window row (the asm's unrolled row) */
 #define NARROW_K_MAX 32   /* k_h * k_w * in_c: taps per window (the edge copies) */
@@ -360,6 +362,9 @@ int tinyaot_convolve_narrow_s8(const tinyaot_conv_dims_t *d, const tinyaot_requa
         d->k_w * d->in_c > NARROW_ROW_MAX || d->k_h * d->k_w * d->in_c > NARROW_K_MAX ||
         in_zp < -128 || in_zp > 127) {
         return TINYAOT_ERR_ARG;
+    }
+    if (!tinyaot_rq_fix_built(q)) {
+        return TINYAOT_ERR_NOT_BUILT; /* the sign fix it needs is not compiled */
     }
     /* a mode not compiled (tinyaot_specialize.h): TINYAOT_ERR_NOT_BUILT */
 #define NARROW_MODE(M, FN)                                                                         \

@@ -12,6 +12,9 @@
  * byte times the weight. Four output pixels share one pass over a channel's
  * words; the requantization is the fast kernels' (the records' bias is the
  * folded one). No scratch. */
+/* the one-SMLAL sign fix where this model's layers need it (tinyaot_requant_fast.h) */
+#define TINYAOT_RQ_FIX_BIT TINYAOT_SPEC_FIX_SPARSE
+#include "../internal/tinyaot_specialize.h"
 #include "tinyaot_kernels.h"
 #include "../internal/tinyaot_intrinsics.h"
 #include "../internal/tinyaot_requant_fast.h"
@@ -162,6 +165,9 @@ int tinyaot_convolve_sparse_s8(const tinyaot_conv_dims_t *d, const tinyaot_requa
         d->pad_top != 0 || d->pad_left != 0 || d->in_h != d->out_h || d->in_w != d->out_w ||
         d->in_c > 65536) {
         return TINYAOT_ERR_ARG;
+    }
+    if (!tinyaot_rq_fix_built(q)) {
+        return TINYAOT_ERR_NOT_BUILT; /* the sign fix it needs is not compiled */
     }
     if (tinyaot_rq_float_records(q)) {
         const tinyaot_rqc_t rq = tinyaot_rqc_records(q);

@@ -11,11 +11,13 @@
  *       requantization: DSP inline asm, or C twins on tinyaot_intrinsics.h;
  *   tinyaot_depthwise_conv_fast_s8_3x3.inc   3x3 undilated windows: whole
  *       rows inside the input, and the windows cut by its edges. */
+/* the one-SMLAL sign fix where this model's layers need it (tinyaot_requant_fast.h) */
+#define TINYAOT_RQ_FIX_BIT TINYAOT_SPEC_FIX_DW
+#include "../internal/tinyaot_specialize.h"
 #include <string.h>
 
 #include "tinyaot_fast_kernels.h"
 #include "../internal/tinyaot_gemm_q15.h"
-#include "../internal/tinyaot_specialize.h"
 
 /* Is mode m's copy of the loops compiled (tinyaot_specialize.h)? A constant. */
 #define DW_HAS_MODE(m) TINYAOT_SPEC_HAS(TINYAOT_SPEC_DW_MODES, m)
@@ -487,6 +489,9 @@ int tinyaot_depthwise_conv_fast_s8(const tinyaot_conv_dims_t *d, const tinyaot_r
     const int32_t ch = d->in_c;
     if (d->out_c != ch || (ch & 3) != 0) {
         return TINYAOT_ERR_ARG;
+    }
+    if (!tinyaot_rq_fix_built(q)) {
+        return TINYAOT_ERR_NOT_BUILT; /* the sign fix it needs is not compiled */
     }
     const uint32_t off = tinyaot_pack16(-q->in_zp, -q->in_zp);
     const uint32_t *wbase = (const uint32_t *)(const void *)packed_weights;

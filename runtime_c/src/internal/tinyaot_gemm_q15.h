@@ -325,8 +325,7 @@ static inline __attribute__((always_inline)) const uint32_t *tinyaot_dot_2x2(con
 /* (both: S "" or "s", the shifts' flag-setting suffix) */
 #define TINYAOT_RQ_SMLAL_FORM(S, A, M, SH, LO, HI, MN)                                             \
     "smlal " LO ", " HI ", " A ", " M "\n\t"                                                        \
-    "lsr" S " " A ", " A ", #31\n\t"                                                               \
-    "smlal " LO ", " HI ", " A ", " MN "\n\t"                                                       \
+    TINYAOT_RQ_NEG_ASM(S, A, LO, HI, MN)                                                           \
     "asr" S " " HI ", " HI ", " SH "\n\t"                                                           \
     "ssat " HI ", #8, " HI "\n\t"
 /* Four consecutive words at BASE + OFF into R0-R3 by single LDRs: behind a load
@@ -709,8 +708,7 @@ static inline __attribute__((always_inline)) void tinyaot_pw_loop_init(
     TINYAOT_LDR4("r0", MOFF, "r4", "r5", "r6", "r7") TINYAOT_PW_RQ_BODY(A, O, OOFF)
 #define TINYAOT_PW_RQ_BODY(A, O, OOFF)                                                             \
     "smlal r6, r7, " A ", r4\n\t"                                                                  \
-    "lsr " A ", " A ", #31\n\t"                                                                    \
-    "smlal r6, r7, " A ", r3\n\t"                                                                  \
+    TINYAOT_RQ_NEG_ASM("", A, "r6", "r7", "r3")                                                    \
     "asrs r7, r7, r5\n\t"                                                                          \
     "ssat r7, #8, r7\n\t"                                                                          \
     "strb r7, [" O ", #" OOFF "]\n\t"

@@ -77,12 +77,49 @@ static inline int8_t tinyaot_requant_tflite_fast(int32_t acc, int32_t mult, int3
  * code generator has checked that the high word stays an int32 over the
  * channel's accumulators (codegen/kernels/fast_pack.py: smlal_requant); this
  * function is the same either way.
- * The portable form computes the same sum modulo 2^64 (the exact sum fits). */
+ * The portable form computes the same sum modulo 2^64 (the exact sum fits).
+ *
+ * The sign fix (- [v < 0] * 2^31: LSR and the second SMLAL) only matters to a
+ * layer that can output below its zero point. One whose clamp starts at or
+ * above it (a fused ReLU, act_min >= zp: every output zero point -128 over the
+ * whole int8 range) gives act_min for every v < 0 with or without it: then
+ * MBQM(v) <= 0, so the output is at most zp <= act_min, and without the fix the
+ * sum is smaller still (the high word at most 1 less; smlal_requant checks it
+ * stays an int32). A kernel source that defines TINYAOT_RQ_FIX_BIT (its
+ * TINYAOT_SPEC_FIX_* bit) before its includes compiles the fix only where its
+ * model's config sets that bit in TINYAOT_SPEC_RQ_FIX (some layer on the kernel
+ * clamps below its zero point: codegen/kernels/specialize.py, rq_fix_uses) and
+ * without it refuses such a layer (tinyaot_rq_fix_built). Every other source,
+ * and a build without a model config, keeps the fix. */
+#ifdef TINYAOT_RQ_FIX_BIT
+#ifndef TINYAOT_SPEC_RQ_FIX
+#error "include tinyaot_specialize.h before tinyaot_requant_fast.h with TINYAOT_RQ_FIX_BIT"
+#endif
+#define TINYAOT_RQ_NEG_FIX ((TINYAOT_SPEC_RQ_FIX >> TINYAOT_RQ_FIX_BIT) & 1u)
+#else
+#define TINYAOT_RQ_NEG_FIX 1
+#endif
+/* The fix's two instructions on accumulator A (overwritten), R in LO:HI, MN = 0x80000000
+ * (S: "" or "s", the shift's flag-setting suffix), or nothing. */
+#if TINYAOT_RQ_NEG_FIX
+#define TINYAOT_RQ_NEG_ASM(S, A, LO, HI, MN)                                                      \
+    "lsr" S " " A ", " A ", #31\n\t"                                                               \
+    "smlal " LO ", " HI ", " A ", " MN "\n\t"
+#else
+#define TINYAOT_RQ_NEG_ASM(S, A, LO, HI, MN)
+#endif
+/* May this layer run on this build of its kernel? (never a wrong result: a layer that
+ * needs the sign fix where it is not compiled gets TINYAOT_ERR_NOT_BUILT) */
+static inline int tinyaot_rq_fix_built(const tinyaot_requant_t *q)
+{
+    return TINYAOT_RQ_NEG_FIX || q->act_min >= q->out_zp;
+}
 #if TINYAOT_HAVE_DSP_ASM
 static inline __attribute__((always_inline)) int32_t tinyaot_mbqm_smlal(int32_t v, int32_t m,
                                                                        int32_t sh, uint32_t rlo,
                                                                        int32_t rhi)
 {
+#if TINYAOT_RQ_NEG_FIX
     uint32_t t;
     __asm__("smlal %[lo], %[hi], %[v], %[m]\n\t"
             "lsr %[t], %[v], #31\n\t"
@@ -90,6 +127,12 @@ static inline __attribute__((always_inline)) int32_t tinyaot_mbqm_smlal(int32_t 
             "asr %[hi], %[hi], %[sh]"
             : [lo] "+&r"(rlo), [hi] "+&r"(rhi), [t] "=&r"(t)
             : [v] "r"(v), [m] "r"(m), [mn] "r"(0x80000000u), [sh] "r"(sh));
+#else
+    __asm__("smlal %[lo], %[hi], %[v], %[m]\n\t"
+            "asr %[hi], %[hi], %[sh]"
+            : [lo] "+&r"(rlo), [hi] "+&r"(rhi)
+            : [v] "r"(v), [m] "r"(m), [sh] "r"(sh));
+#endif
     return rhi;
 }
 #else
@@ -98,7 +141,7 @@ static inline int32_t tinyaot_mbqm_smlal(int32_t v, int32_t m, int32_t sh, uint3
 {
     const uint64_t r = ((uint64_t)(uint32_t)rhi << 32) | (uint64_t)rlo;
     const uint64_t s = r + (uint64_t)((int64_t)v * (int64_t)m) -
-                       ((uint64_t)((uint32_t)v >> 31) << 31);
+                       (TINYAOT_RQ_NEG_FIX ? ((uint64_t)((uint32_t)v >> 31) << 31) : 0u);
     return tinyaot_fp_asr(tinyaot_fp_s32((uint32_t)(s >> 32)), sh);
 }
 #endif

@@ -33,7 +33,10 @@
  *                            with zero point -128, 6 the fixed-point records
  *   TINYAOT_SPEC_NARROW_MODES tinyaot_convolve_narrow_s8, bit TINYAOT_RQ_* mode
  *   TINYAOT_SPEC_POOL_KINDS  tinyaot_avgpool_s8: bit 0 its four-channel passes (speed
- *                            builds; a size build sums each channel on its own) */
+ *                            builds; a size build sums each channel on its own)
+ *   TINYAOT_SPEC_RQ_FIX      the one-SMLAL requantization's sign fix (tinyaot_requant_fast.h:
+ *                            TINYAOT_RQ_NEG_FIX), bit TINYAOT_SPEC_FIX_* of a kernel: set
+ *                            when one of its layers clamps below its output zero point */
 #ifndef TINYAOT_SPECIALIZE_H
 #define TINYAOT_SPECIALIZE_H
 
@@ -82,6 +85,9 @@
 #ifndef TINYAOT_SPEC_POOL_KINDS
 #define TINYAOT_SPEC_POOL_KINDS 0x1u
 #endif
+#ifndef TINYAOT_SPEC_RQ_FIX
+#define TINYAOT_SPEC_RQ_FIX 0xffu
+#endif
 
 /* Is bit n of mask set? (a constant wherever n is) */
 #define TINYAOT_SPEC_HAS(mask, n) ((((unsigned)(mask)) >> (n)) & 1u)
@@ -96,5 +102,10 @@
 #define TINYAOT_SPEC_DW_ROW3S2 2
 #define TINYAOT_SPEC_DW_COLS 3
 #define TINYAOT_SPEC_POOL_QUADS 0
+#define TINYAOT_SPEC_FIX_CONV 0   /* tinyaot_convolve_fast_s8 */
+#define TINYAOT_SPEC_FIX_1X1 1    /* tinyaot_convolve_1x1_w8_s8 */
+#define TINYAOT_SPEC_FIX_DW 2     /* tinyaot_depthwise_conv_fast_s8 */
+#define TINYAOT_SPEC_FIX_NARROW 3 /* tinyaot_convolve_narrow_s8 */
+#define TINYAOT_SPEC_FIX_SPARSE 4 /* tinyaot_convolve_sparse_s8 */
 
 #endif
