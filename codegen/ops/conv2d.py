@@ -423,6 +423,19 @@ def _pairs(n, p, w, y):
     return None if words is None else (words, records)
 
 
+def _pairs_candidate(n, w, y):
+    """Will emission likely run this layer on tinyaot_convolve_1x1_w8_s8 (_pairs: what can
+    be told before the layer's parameters exist)? A tflite pointwise conv (the front end
+    marks every conv under --numerics ort with ort_float) of PAIRS_MIN_QUADS quads or more
+    on int8 weights, out_c % 4 == 0, more than one pixel. Such a layer stays a "conv" for
+    the planner rather than a conv_w8 (whose column blocks it would not use): its weights
+    and records are then staged in free arena bytes where there are some (the int16
+    kernel's size; the pairs take less)."""
+    return ("ort_float" not in n.attrs and _pointwise(n) and w.dtype == "int8"
+            and y.shape[1] % 4 == 0 and (w.shape[1] + 3) // 4 >= PAIRS_MIN_QUADS
+            and y.size > y.shape[1])
+
+
 def _emit_pairs(em, lid, n, p, info, dims, words, records):
     """tinyaot_convolve_1x1_w8_s8: its weights and its records (fast_pack.pair_records: the
     pairs' starts in the hi channels' bias words), staged where the planner gave the layer
@@ -638,7 +651,7 @@ class Conv2d(Op):
                         n.attrs["scratch_bytes"] = (0 if n.attrs["winograd"] == "consume"
                                                     else wino.scratch_bytes(cin))
                 if (optimize == "speed" and w.dtype == "int8" and y.size // cout <= W8_PIXELS
-                        and w.size >= W8_MIN_WEIGHTS):
+                        and w.size >= W8_MIN_WEIGHTS and not _pairs_candidate(n, w, y)):
                     n.attrs["w8_columns"] = True  # a candidate of planner/w8_columns.py
                     block = n.attrs.get("w8_block_pairs")  # the planner's: no arena cost
                     if block:

@@ -172,8 +172,11 @@ def test_float_layers_read_the_staged_table():
 def test_shared_models_stage_where_the_arena_has_room():
     """kws01: every pointwise and depthwise layer is at the arena's peak, so only the first
     conv (6.4 KB of weights and records, 7.6 KB free at its step) is staged; vww01: the
-    sixteen layers with room and at least 16 output pixels; ic01: three fast convs, a
-    Winograd layer and the three residual adds' tables. Arenas unchanged."""
+    eighteen layers with room and at least 16 output pixels, among them the two 6x6
+    pointwise layers on the int8 pair kernel (ops/conv2d.py: _pairs_candidate; before, the
+    planner gave them column blocks of the few-pixel int8 kernel they did not run, and no
+    copy); ic01: three fast convs, a Winograd layer and the three residual adds' tables.
+    Arenas unchanged."""
     model, _ = shared_model("kws01")
     c = compile_model(model.with_suffix(".tflite"), numerics="tflite")
     steps = {n.name: s for s, n in enumerate(c.graph.nodes)}
@@ -183,9 +186,16 @@ def test_shared_models_stage_where_the_arena_has_room():
     model, _ = shared_model("vww01")
     c = compile_model(model.with_suffix(".tflite"), numerics="tflite")
     steps = {n.name: s for s, n in enumerate(c.graph.nodes)}
-    assert sorted(steps[n] for n in _staged(c)) == [1, 2, 4, 5, 6, 7, 8, 9, 10, 11, 12, 14,
-                                                    16, 18, 20, 22]
+    assert sorted(steps[n] for n in _staged(c)) == [1, 2, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13,
+                                                    14, 15, 16, 18, 20, 22]
     assert c.plan.size == c.plan.lower_bound
+    for i in (13, 15):  # the pair kernel reads its weights and records from the copy
+        la = c.report["layers"][i]
+        assert la["kernel"] == "tinyaot_convolve_1x1_w8_s8" and la["staged_bytes"], la
+        call = re.search(rf"tinyaot_convolve_1x1_w8_s8\(&l{i}_d, &l{i}_q, [^;]*;", c.module.source)
+        assert call and "ARENA +" in call.group(0), i
+        q = re.search(rf"l{i}_q = {{[^}}]*}}", c.module.source).group(0)
+        assert "ARENA + " in q, q
     model, _ = shared_model("ic01")  # the first Winograd layer too (its weights: 8.5 KB)
     c = compile_model(model.with_suffix(".tflite"), numerics="tflite")
     kinds = {la["kernel"] for la in c.report["layers"] if la.get("staged_bytes")}

@@ -144,7 +144,7 @@ static __attribute__((noinline)) void narrow_sums(const narrow_pass_t *P)
                      NARROW_SPLIT_ASM("r4", "r5") NARROW_SPLIT_ASM("r6", "r7")
                      "strd r4, r5, %[t01]\n\t"
                      "strd r6, r7, %[t23]\n\t"
-                     "mov r10, #0x80000000\n\t"
+                     TINYAOT_RQ_NEG_MN("r10")
                      "ldr r12, %[o0]\n\t"
                      "mov r11, #0\n\t"
                      /* one copy of the four requantizations, run for pixel 0 then

@@ -151,7 +151,7 @@ static inline __attribute__((always_inline)) void dw_col_fill(dw_col_t *L, const
     "ldr r1, [r12, #36]\n\t"                                                                       \
     "ldr r2, [r12, #56]\n\t"                                                                       \
     "ldr r3, [r12, #76]\n\t" TINYAOT_DWC_TAPS                                                     \
-    "mov r11, #0x80000000\n\t"                                                                     \
+    TINYAOT_RQ_NEG_MN("r11")                                                                     \
     TINYAOT_DWC_RQ("r0", "0", "0") TINYAOT_DWC_RQ("r1", "20", "1")                                 \
     TINYAOT_DWC_RQ("r2", "40", "2") TINYAOT_DWC_RQ("r3", "60", "3") TINYAOT_DWC_TAIL("80")
 static __attribute__((noinline)) void dw_col_sat(dw_col_t L)

@@ -719,7 +719,7 @@ static inline __attribute__((always_inline)) void tinyaot_pw_loop_init(
     "ldr r12, [r0, #76]\n\t"
 #define TINYAOT_PW_RQ8_SAT                                                                         \
     "strd r6, r7, %[spill]\n\t"                                                                    \
-    "mov r3, #0x80000000\n\t"                                                                      \
+    TINYAOT_RQ_NEG_MN("r3")                                                                      \
     "ldr r0, %[p]\n\t"                                                                             \
     "ldr r1, %[o0]\n\t"                                                                            \
     "ldr r2, %[o1]\n\t"                                                                            \

@@ -108,6 +108,13 @@ static inline int8_t tinyaot_requant_tflite_fast(int32_t acc, int32_t mult, int3
 #else
 #define TINYAOT_RQ_NEG_ASM(S, A, LO, HI, MN)
 #endif
+/* The fix's constant 0x80000000 into register REG (an asm that holds every register), or
+ * nothing where the fix is not compiled. */
+#if TINYAOT_RQ_NEG_FIX
+#define TINYAOT_RQ_NEG_MN(REG) "mov " REG ", #0x80000000\n\t"
+#else
+#define TINYAOT_RQ_NEG_MN(REG)
+#endif
 /* May this layer run on this build of its kernel? (never a wrong result: a layer that
  * needs the sign fix where it is not compiled gets TINYAOT_ERR_NOT_BUILT) */
 static inline int tinyaot_rq_fix_built(const tinyaot_requant_t *q)
