@@ -116,6 +116,21 @@ typedef struct {
     "smlad r12, r5, r2, r12\n\t" "smlad lr, r5, r3, lr\n\t" "sxtb16 r5, r5\n\t"                   \
     "smlad r10, r5, r2, r10\n\t" "smlad r11, r5, r3, r11\n\t"
 #define C1_QUAD(Q) C1_HALF(Q, "0") C1_HALF(Q, "1")
+/* The same in the loop's passes, whose first quad's first loads step r0 and r1 past the
+ * pass (post-indexed: the two ADDs a pass saved), the other loads 64 bytes back */
+#define C1_LHALF(Q, H, L0, L1)                                                                     \
+    L0 "ldr r3, [r0, #(16 * " Q " + 8 + 4 * " H " - 64)]\n\t"                                     \
+    L1 "ldr r5, [r1, #(16 * " Q " + 8 * " H " + 4 - 64)]\n\t"                                     \
+    "smlad r8, r4, r2, r8\n\t" "smlad r9, r4, r3, r9\n\t" "sxtb16 r4, r4\n\t"                     \
+    "smlad r6, r4, r2, r6\n\t" "smlad r7, r4, r3, r7\n\t"                                         \
+    "smlad r12, r5, r2, r12\n\t" "smlad lr, r5, r3, lr\n\t" "sxtb16 r5, r5\n\t"                   \
+    "smlad r10, r5, r2, r10\n\t" "smlad r11, r5, r3, r11\n\t"
+#define C1_LOADS(Q, H)                                                                             \
+    "ldr r2, [r0, #(16 * " Q " + 4 * " H " - 64)]\n\t"                                            \
+    , "ldr r4, [r1, #(16 * " Q " + 8 * " H " - 64)]\n\t"
+#define C1_LHALF_(Q, H, LOADS) C1_LHALF_X(Q, H, LOADS)
+#define C1_LHALF_X(Q, H, L0, L1) C1_LHALF(Q, H, L0, L1)
+#define C1_LQUAD(Q) C1_LHALF_(Q, "0", C1_LOADS(Q, "0")) C1_LHALF_(Q, "1", C1_LOADS(Q, "1"))
 
 /* A group's start: S at lo's bias, A at the start word in hi's record */
 #define C1_HEAD                                                                                    \
@@ -129,9 +144,8 @@ typedef struct {
     "mov lr, r12\n\t"
 /* the passes of four quads */
 #define C1_LOOP                                                                                    \
-    "3:\n\t" C1_QUAD("0") C1_QUAD("1") C1_QUAD("2") C1_QUAD("3")                                   \
-    "adds r0, r0, #64\n\t"                                                                         \
-    "adds r1, r1, #64\n\t"                                                                         \
+    "3:\n\t" C1_LHALF("0", "0", "ldr r2, [r0], #64\n\t", "ldr r4, [r1], #64\n\t")                 \
+    C1_LHALF_("0", "1", C1_LOADS("0", "1")) C1_LQUAD("1") C1_LQUAD("2") C1_LQUAD("3")            \
     "ldr r2, %[col_end4]\n\t"                                                                      \
     "cmp r0, r2\n\t"                                                                               \
     "bne 3b\n\t"
@@ -203,6 +217,11 @@ static __attribute__((noinline)) void c1_groups_tail_asm(C1_ARGS)
 #undef C1_ARGS
 #undef C1_HALF
 #undef C1_QUAD
+#undef C1_LHALF
+#undef C1_LOADS
+#undef C1_LHALF_
+#undef C1_LHALF_X
+#undef C1_LQUAD
 #endif
 
 int tinyaot_convolve_1x1_w8_s8(const tinyaot_conv_dims_t *d, const tinyaot_requant_t *q,
