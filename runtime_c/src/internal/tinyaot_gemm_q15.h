@@ -645,10 +645,33 @@ static inline __attribute__((always_inline)) void tinyaot_pw_loop_init(
 #define TINYAOT_PW_RUN(N)                                                                          \
     TINYAOT_PW_QS##N "adds r0, r0, #(16 * " #N ")\n\t"                                              \
                      "adds r1, r1, #(32 * " #N ")\n\t"
+/* The loop's passes of four quads: their first loads step both cursors past the pass
+ * (post-indexed: no ADDs), every other load 64 (column) or 128 (weight) bytes back.
+ * L2 / L4: the half's first column and weight loads. */
+#define TINYAOT_PW_LHALF(Q, H, L2, L4)                                                             \
+    L2 "ldr r3, [r0, #(16 * " Q " + 8 + 4 * " H " - 64)]\n\t"                                     \
+    L4 "ldr r5, [r1, #(32 * " Q " + 4 + 16 * " H " - 128)]\n\t"                                   \
+    "smlad r6, r2, r4, r6\n\t"                                                                     \
+    "smlad r7, r3, r4, r7\n\t"                                                                     \
+    "smlad r8, r2, r5, r8\n\t"                                                                     \
+    "smlad r9, r3, r5, r9\n\t"                                                                     \
+    "ldr r4, [r1, #(32 * " Q " + 8 + 16 * " H " - 128)]\n\t"                                      \
+    "ldr r5, [r1, #(32 * " Q " + 12 + 16 * " H " - 128)]\n\t"                                     \
+    "smlad r10, r2, r4, r10\n\t"                                                                   \
+    "smlad r11, r3, r4, r11\n\t"                                                                   \
+    "smlad r12, r2, r5, r12\n\t"                                                                   \
+    "smlad lr, r3, r5, lr\n\t"
+#define TINYAOT_PW_LH(Q, H)                                                                        \
+    TINYAOT_PW_LHALF(Q, H, "ldr r2, [r0, #(16 * " Q " + 4 * " H " - 64)]\n\t",                   \
+                     "ldr r4, [r1, #(32 * " Q " + 16 * " H " - 128)]\n\t")
 #define TINYAOT_PW_LOOP                                                                            \
-    "3:\n\t" TINYAOT_PW_RUN(4) "ldr r2, %[col_end]\n\t"                                            \
-                               "cmp r0, r2\n\t"                                                    \
-                               "bne 3b\n\t"
+    "3:\n\t" TINYAOT_PW_LHALF("0", "0", "ldr r2, [r0], #64\n\t", "ldr r4, [r1], #128\n\t")      \
+    TINYAOT_PW_LH("0", "1") TINYAOT_PW_LH("1", "0") TINYAOT_PW_LH("1", "1")                       \
+    TINYAOT_PW_LH("2", "0") TINYAOT_PW_LH("2", "1") TINYAOT_PW_LH("3", "0")                       \
+    TINYAOT_PW_LH("3", "1")                                                                        \
+    "ldr r2, %[col_end]\n\t"                                                                        \
+    "cmp r0, r2\n\t"                                                                               \
+    "bne 3b\n\t"
 /* BIAS: r6, r8, r10, r12 from the records at r0; RQ8: the eight outputs
  * (r0-r5 free, the weight cursor stored), the cursors advanced and stored,
  * the flags set for "bne" to the next group. The loop on the state L. */
