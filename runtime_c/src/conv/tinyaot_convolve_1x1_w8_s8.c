@@ -16,7 +16,7 @@
  * Stream: per group of four channels (two pairs), per quad of k, the words
  * pair 0 {H0, H2}, pair 1 {H0, H2}, pair 0 {H1, H3}, pair 1 {H1, H3} (the
  * column halves' order). Columns: two pixels at a time, interleaved per quad
- * (widen_pixel_pair, as the fast conv's pointwise path), an odd last pixel in
+ * (widen_pixel_pair2: the fast conv's pointwise columns, two quads a pass), an odd last pixel in
  * a pair with the one before it (its bytes stored again). Requantization: the
  * one-SMLAL records over the whole int8 range (else TINYAOT_ERR_ARG).
  *
@@ -245,7 +245,7 @@ int tinyaot_convolve_1x1_w8_s8(const tinyaot_conv_dims_t *d, const tinyaot_requa
         p -= p + 1 == npix && p > 0; /* the odd last pixel: with the one before it */
         const int32_t p1 = p + 1 < npix ? p + 1 : p;
         if (p1 == p + 1) {
-            widen_pixel_pair(input + p * cin, cin, scratch, off, q->in_zp);
+            widen_pixel_pair2(input + p * cin, cin, scratch, off, q->in_zp);
         } else { /* one pixel: the same column twice */
             widen_run_st(input + p * cin, cin, scratch, 4, off, q->in_zp);
             widen_run_st(input + p * cin, cin, scratch + 2, 4, off, q->in_zp);
