@@ -607,13 +607,14 @@ def test_pool_s8(numerics, op, case):
 
 
 @pytest.mark.parametrize("numerics", NUMERICS)
-@pytest.mark.parametrize("hw", [(16, 16), (1, 257)])
-@pytest.mark.parametrize("c", [8, 7])
+@pytest.mark.parametrize("hw", [(16, 16), (1, 257), (15, 17)])
+@pytest.mark.parametrize("c", [8, 7, 12])
 @pytest.mark.parametrize("fill", ["min", "max", "random"])
 def test_avgpool_large_windows(numerics, hw, c, fill):
     """Global windows of 256 values (the most the kernel's int16 channel pairs sum:
     256 * -128 = -32768) and of 257 (summed per channel instead), at the extremes where
-    a wider window would wrap the pairs; 7 channels: one quad and three lone ones."""
+    a wider window would wrap the pairs; 7 channels: one quad and three lone ones; 8 and
+    12: two quads a pass (two pixels a pass, an odd last column: 15 x 17), then a quad."""
     h, w = hw
     x = qt("x", (1, c, h, w), F32(0.02), 3)
     y = qt("y", (1, c, 1, 1), F32(0.02), 3)
