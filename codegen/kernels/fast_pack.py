@@ -314,7 +314,9 @@ def smlal_requant(mult, shift, bias, zp=0, acc_range=None):
         r = (1 << 30) + (1 << (30 + ec))
         rhi = (r >> 32) + (const if mc == 0 else 0)
         # the high word over the range, with the zero point in it
-        h = [(r + v * mc - (1 << 31) * (v < 0)) >> 32 for v in (lo[c], hi[c])]
+        # (and without the sign fix, which kernels drop after a ReLU: up to 1 more)
+        h = [(r + v * mc - (1 << 31) * (v < 0) * fix) >> 32 for v in (lo[c], hi[c])
+             for fix in (1, 0)]
         if mc and not all(-(1 << 31) <= x + (zc << (ec - 1)) < 1 << 31 for x in h):
             return None
         words.append([mc, ec - 1, r & 0xFFFFFFFF, rhi + (zc << (ec - 1)), int(b[c])])

@@ -83,9 +83,10 @@ static inline int8_t tinyaot_requant_tflite_fast(int32_t acc, int32_t mult, int3
  * layer that can output below its zero point. One whose clamp starts at or
  * above it (a fused ReLU, act_min >= zp: every output zero point -128 over the
  * whole int8 range) gives act_min for every v < 0 with or without it: then
- * MBQM(v) <= 0, so the output is at most zp <= act_min, and without the fix the
- * sum is smaller still (the high word at most 1 less; smlal_requant checks it
- * stays an int32). A kernel source that defines TINYAOT_RQ_FIX_BIT (its
+ * MBQM(v) <= 0, and without the fix R + v*m < 2^(30+e) + 2^30 - m <= 2^(31+e)
+ * (m >= 1) also gives at most 0: either output is at most zp <= act_min. (The
+ * sum without the fix is up to 2^31 more, its high word up to 1 more:
+ * smlal_requant checks that one stays an int32 too.) A kernel source that defines TINYAOT_RQ_FIX_BIT (its
  * TINYAOT_SPEC_FIX_* bit) before its includes compiles the fix only where its
  * model's config sets that bit in TINYAOT_SPEC_RQ_FIX (some layer on the kernel
  * clamps below its zero point: codegen/kernels/specialize.py, rq_fix_uses) and
