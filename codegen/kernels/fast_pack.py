@@ -107,15 +107,36 @@ def pack_conv_pairs(w2d, in_zp, bias, free=None):
     return _words(q).reshape(-1)
 
 
+# hi's sums in tinyaot_convolve_1x1_w8_s8 (with their biases): [-2^23, 2^23) (_pair_halves)
+PAIR_HI_BOUND = 1 << 23
+
+
 def pair_records(records, bias):
     """One-SMLAL records {m, e - 1, R lo, R hi, bias} of a pair kernel's channels, each hi
     channel's (odd) fifth word replaced by its pair's start, lo's bias + 256 * hi's bias
     mod 2^32 (tinyaot_convolve_1x1_w8_s8 starts A there, S at lo's bias: A - S is then
-    256 times hi's sum with its bias)."""
+    256 times hi's sum with its bias), and its requantization scaled to take that A - S
+    as it is: R times 256 and the shift 8 more (MBQM's closed form, numerator and
+    denominator times 256; the kernel's sign fix for hi 256 times lo's). None when a hi
+    channel's scaled R or high word leaves the 64 / 32 bits, or its shift passes 31, for
+    some sum within the kernel's bound (then the layer keeps the int16 conv)."""
     r = np.asarray(records, dtype=np.int64).reshape(-1, 5).copy()
     b = np.asarray(bias, dtype=np.int64).reshape(-1)
     start = (b[0::2] + 256 * b[1::2]) & 0xFFFFFFFF
     r[1::2, 4] = np.where(start >= 1 << 31, start - (1 << 32), start)
+    for c in range(1, r.shape[0], 2):
+        m, sh = int(r[c, 0]), int(r[c, 1])
+        big = ((int(r[c, 3]) << 32) | (int(r[c, 2]) & 0xFFFFFFFF)) * 256
+        if sh + 8 > 31 or not -(1 << 63) <= big < 1 << 63:
+            return None
+        for v in (-256 * PAIR_HI_BOUND, 256 * (PAIR_HI_BOUND - 1)):
+            for fix in (1, 0):
+                if not -(1 << 63) <= big + v * m - fix * (v < 0) * (1 << 39) < 1 << 63:
+                    return None
+                if not -(1 << 31) <= (big + v * m - fix * (v < 0) * (1 << 39)) >> 32 < 1 << 31:
+                    return None
+        r[c, :4] = [m, sh + 8, big & 0xFFFFFFFF, big >> 32]
+    r = np.where(r >= 1 << 31, r - (1 << 32), r)
     return r.reshape(-1).astype(np.int32)
 
 

@@ -404,7 +404,7 @@ def _pointwise(n):
 
 
 def _pairs(n, p, w, y):
-    """(pack_conv_pairs's words, the one-SMLAL records) when the layer takes
+    """(pack_conv_pairs's words, its records: fast_pack.pair_records) when the layer takes
     tinyaot_convolve_1x1_w8_s8: a 1x1 stride-1 unpadded conv, out_c % 4 == 0, at least
     PAIRS_MIN_QUADS quads of input channels, tflite over the whole int8 range with one-SMLAL
     records for every channel, its pairs' sums within the kernel's bound; else None. (A
@@ -420,7 +420,10 @@ def _pairs(n, p, w, y):
         return None
     free = records.reshape(-1, 5)[:, 0] == 0  # outputs that do not depend on the sum
     words = pack_conv_pairs(w.data.reshape(w.shape[0], -1), p.in_zp, p.bias, free)
-    return None if words is None else (words, records)
+    if words is None:
+        return None
+    paired = pair_records(records, p.bias)  # hi's scaled for A - S (None: out of range)
+    return None if paired is None else (words, paired)
 
 
 def _pairs_candidate(n, w, y):
@@ -438,11 +441,12 @@ def _pairs_candidate(n, w, y):
 
 def _emit_pairs(em, lid, n, p, info, dims, words, records):
     """tinyaot_convolve_1x1_w8_s8: its weights and its records (fast_pack.pair_records: the
-    pairs' starts in the hi channels' bias words), staged where the planner gave the layer
+    pairs' starts in the hi channels' bias words, their requantization scaled by 256),
+    staged where the planner gave the layer
     a block (the int16 kernel's size: these take less)."""
     st = em.staging(n)
     r = RequantRecord(p.in_zp, p.out_zp, p.act_min, p.act_max)
-    r.rq = st.copy(em.const("int32_t", f"{lid}_rq", pair_records(records, p.bias), align=8))
+    r.rq = st.copy(em.const("int32_t", f"{lid}_rq", records, align=8))
     em.consts.append(c_struct(f"{lid}_q", r))
     filt = st.copy(em.const("int32_t", f"{lid}_wp", words, align=8))
     info["kernel"] = "tinyaot_convolve_1x1_w8_s8"

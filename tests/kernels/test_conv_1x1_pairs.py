@@ -50,10 +50,13 @@ def _layer(rng, cin, cout, hw, x=None, w=None, in_zp=None, bias=None, zero_mult=
     acc = np.einsum("chw,oc->ohw", x[0].astype(np.int64) - in_zp, w.astype(np.int64))
     acc = acc + q["bias"].reshape(-1, 1, 1)
     e = int(np.ceil(np.log2(max(float(np.abs(acc).max()), 1.0) / 90.0))) + 1
-    p.shift = q["shift"] = np.full(cout, -min(max(e, 1), 31), np.int32)
+    # (at most 15: the hi channels' records, scaled by 256, keep their high word in 32
+    # bits for any output zero point: fast_pack.pair_records; the bound cases saturate)
+    p.shift = q["shift"] = np.full(cout, -min(max(e, 1), 15), np.int32)
     rec = smlal_requant(q["mult"], q["shift"], q["bias"], p.out_zp)
     assert rec is not None
     q["rq"] = pair_records(rec, q["bias"])
+    assert q["rq"] is not None
     want = conv2d_int(x, w.reshape(cout, cin, 1, 1), ATTRS, p)[0]
     q["bias"] = None  # the records hold it
     dims = conv_dims_fields(x.shape, (1, cout) + want.shape[1:], ATTRS)
@@ -83,6 +86,12 @@ def _cases():
     w[1::2] = -128
     w[0::2] = np.abs(w[0::2])
     out.append(("hi -128",) + _layer(rng, 48, 8, (2, 3), w=w))
+    # small sums, so a small shift (e 3): one negative sum in 2^e meets the sign fix's
+    # window (tinyaot_requant_fast.h; hi's 256 times lo's), the zero point above the clamp
+    x = rng.integers(-6, 7, (1, 40, 4, 5)).astype(np.int8)
+    w = rng.integers(-3, 4, (16, 40)).astype(np.int8)
+    out.append(("sign fix",) + _layer(rng, 40, 16, (4, 5), x=x, w=w, in_zp=0, out_zp=20,
+                                      bias=rng.integers(-20, 20, 16)))
     return out
 
 
@@ -103,6 +112,26 @@ def test_pack_refuses_what_the_kernel_cannot_do_exactly():
     assert pack_conv_pairs(w, 0, big) is None
     assert pack_conv_pairs(w, 0, big, [False, True, False, False]) is not None  # its m is 0
     assert pack_conv_pairs(w, 0, big, [True, False, True, True]) is None
+
+
+def test_pair_records_refuse_hi_channels_they_cannot_scale():
+    """A hi channel's requantization takes A - S (256 times its sum) with R times 256 and
+    the shift 8 more: refused where the 64-bit sum R + (A - S) m leaves 64 bits over the
+    kernel's whole sum bound (|A - S| up to 2^31; R holds the output zero point times
+    2^(31+e)) or the shift passes 31. With m = 2^31 - 1: at e = 16 and zp = -128, R * 256
+    is about -2^62 and so is the most negative product: the sum just fits; at e = 17 it
+    does not; at e = 17 with zp 0, R * 256 is about 2^55 and it fits; at e = 24 with zp 0,
+    R * 256 is 2^62 + 2^38 and the most positive product (2^31 - 256) * (2^31 - 1) keeps
+    the sum just under 2^63; with zp 127 R * 256 alone passes 2^63; at e = 25 the shift
+    is 32."""
+    bias = np.zeros(2, np.int64)
+    for e, zp, ok in ((15, -128, True), (16, -128, True), (17, -128, False), (17, 0, True),
+                      (24, 0, True), (24, 127, False), (25, 0, False)):
+        rec = smlal_requant([1 << 30, (1 << 31) - 1], [-e, -e], bias, zp)
+        assert (pair_records(rec, bias) is not None) == ok, (e, zp)
+    rec = smlal_requant([1 << 30, 0], [-3, -3], bias, 5)  # a constant hi channel
+    got = pair_records(rec, bias).reshape(2, 5)
+    assert got[1, 0] == 0 and got[1, 1] == 8  # m 0, e 1: shift 0 + 8
 
 
 def test_pack_layout_and_records():
@@ -127,6 +156,11 @@ def test_pack_layout_and_records():
     assert got[0, 4] == 4 and got[2, 4] == 14  # lo channels keep theirs
     assert got[1, 4] == 5 - 7 * 256
     assert got[3, 4] == 2 ** 30  # 2^30 + 256 * 2^30 = 257 * 2^30, mod 2^32: 2^30
+    assert got[0, :4].tolist() == [0, 1, 2, 3] and got[2, :4].tolist() == [10, 11, 12, 13]
+    # hi: m kept, the shift 8 more, R = R hi * 2^32 + R lo times 256 (here 8 * 2^32 + 7 and
+    # 18 * 2^32 + 17): low word 7 * 256, high word 8 * 256
+    assert got[1, :4].tolist() == [5, 6 + 8, 7 * 256, 8 * 256]
+    assert got[3, :4].tolist() == [15, 16 + 8, 17 * 256, 18 * 256]
 
 
 def test_conv_1x1_pairs_equal_the_numpy_oracle_on_the_host():
@@ -158,4 +192,4 @@ def test_conv_1x1_pairs_asm_on_qemu_m4(tmp_path):
     fast_cases_on_qemu_m4(tmp_path, "conv_1x1_pairs", src, calls, scratch,
                           [c[5] for c in cases], [c[0] for c in cases],
                           "tinyaot_convolve_1x1_w8_s8.c",
-                          (r"smlad\s+lr, r5, r3, lr", r"bx\s+r2", r"strd\s+r6, r7"))
+                          (r"smlad\s+lr, r5, r3, lr", r"bx\s+r2", r"smlal\s+r5, r7"))

@@ -50,6 +50,17 @@ static inline int8_t c1_out(const int32_t *p, int32_t v)
     return (int8_t)__SSAT(tinyaot_mbqm_smlal(v, p[0], p[1], (uint32_t)p[2], p[3]), 8);
 }
 
+/* A hi channel's A - S = 256 times its sum -> int8 through its record p, which
+ * fast_pack.pair_records scaled for that (R times 256, the shift 8 more): the same
+ * result with the sign fix 256 times larger, and no shift of the sum first. */
+static inline int8_t c1_out_hi(const int32_t *p, int32_t v)
+{
+    const uint64_t r = ((uint64_t)(uint32_t)p[3] << 32) | (uint64_t)(uint32_t)p[2];
+    const uint64_t fix = TINYAOT_RQ_NEG_FIX ? (uint64_t)((uint32_t)v >> 31) << 39 : 0u;
+    const uint64_t s = r + (uint64_t)((int64_t)v * (int64_t)p[0]) - fix;
+    return (int8_t)__SSAT(tinyaot_fp_asr(tinyaot_fp_s32((uint32_t)(s >> 32)), p[1]), 8);
+}
+
 /* The groups of one pixel pair in C: columns cols (per quad px0 {k0, k2},
  * px0 {k1, k3}, px1 {k0, k2}, px1 {k1, k3}), outputs o0, o1. */
 static void c1_groups(const uint32_t *cols, int32_t nq, const uint32_t *w, int32_t out_c,
@@ -78,7 +89,7 @@ static void c1_groups(const uint32_t *cols, int32_t nq, const uint32_t *w, int32
             for (int32_t x = 0; x < 2; ++x) {
                 int8_t *o = x ? o1 : o0;
                 o[ch + 2 * p] = c1_out(lo, tinyaot_fp_s32(s[p][x]));
-                o[ch + 2 * p + 1] = c1_out(hi, tinyaot_fp_asr(tinyaot_fp_s32(a[p][x] - s[p][x]), 8));
+                o[ch + 2 * p + 1] = c1_out_hi(hi, tinyaot_fp_s32(a[p][x] - s[p][x]));
             }
         }
     }
@@ -149,14 +160,38 @@ typedef struct {
     "ldr r2, %[col_end4]\n\t"                                                                      \
     "cmp r0, r2\n\t"                                                                               \
     "bne 3b\n\t"
-/* the weights past the group stored, hi's sums (A - S) / 256 (their biases in), the
- * eight outputs requantized, the next group */
+/* One output: sum A -> int8 at [O, #OOFF], the channel's m in r3, shift in r4, R in
+ * r5:r7 (loaded); FIX: its sign fix, lo's (- [A < 0] * 2^31 on the 64-bit sum) or hi's
+ * (- [A < 0] * 2^39: its records are 256 times lo's, as its sum; c1_out_hi), or none
+ * (tinyaot_requant_fast.h: TINYAOT_RQ_NEG_FIX). */
+#if TINYAOT_RQ_NEG_FIX
+#define C1_FIX_LO(A) "lsrs " A ", " A ", #31\n\t" "subs r5, r5, " A ", lsl #31\n\t" "sbc r7, r7, #0\n\t"
+#define C1_FIX_HI(A) "lsrs " A ", " A ", #31\n\t" "sub r7, r7, " A ", lsl #7\n\t"
+#else
+#define C1_FIX_LO(A)
+#define C1_FIX_HI(A)
+#endif
+#define C1_RQ_BODY(A, O, OOFF, FIX)                                                                \
+    "smlal r5, r7, " A ", r3\n\t" FIX(A) "asrs r7, r7, r4\n\t" "ssat r7, #8, r7\n\t"              \
+    "strb r7, [" O ", #" OOFF "]\n\t"
+/* a channel's two outputs: its record {m, shift, R lo, R hi} at MOFF (pipelined single
+ * loads), R again for the second pixel */
+#define C1_RQ2(A0, A1, MOFF, OOFF, FIX)                                                            \
+    TINYAOT_LDR4("r0", MOFF, "r3", "r4", "r5", "r7") C1_RQ_BODY(A0, "r1", OOFF, FIX)               \
+    "ldrd r5, r7, [r0, #(" MOFF " + 8)]\n\t" C1_RQ_BODY(A1, "r2", OOFF, FIX)
+/* the weights past the group stored, hi's sums A - S (256 times their sums with their
+ * biases), channel 0's second sum spilled (the one register short), the eight outputs
+ * requantized (channel 1, 2, 3, then 0), the cursors stored, the next group */
 #define C1_RQ8                                                                                     \
     "str r1, %[w]\n\t"                                                                             \
-    "sub r8, r8, r6\n\t" "asr r8, r8, #8\n\t"                                                      \
-    "sub r9, r9, r7\n\t" "asr r9, r9, #8\n\t"                                                      \
-    "sub r12, r12, r10\n\t" "asr r12, r12, #8\n\t"                                                 \
-    "sub lr, lr, r11\n\t" "asr lr, lr, #8\n\t" TINYAOT_PW_RQ8_SAT                                  \
+    "sub r8, r8, r6\n\t" "sub r9, r9, r7\n\t" "sub r12, r12, r10\n\t" "sub lr, lr, r11\n\t"     \
+    "str r7, %[spill]\n\t"                                                                         \
+    "ldr r0, %[p]\n\t" "ldr r1, %[o0]\n\t" "ldr r2, %[o1]\n\t"                                  \
+    C1_RQ2("r8", "r9", "20", "1", C1_FIX_HI) C1_RQ2("r10", "r11", "40", "2", C1_FIX_LO)           \
+    C1_RQ2("r12", "lr", "60", "3", C1_FIX_HI)                                                      \
+    "ldr r8, %[spill]\n\t" C1_RQ2("r6", "r8", "0", "0", C1_FIX_LO)                                \
+    "adds r0, r0, #80\n\t" "str r0, %[p]\n\t" "adds r1, r1, #4\n\t" "str r1, %[o0]\n\t"         \
+    "adds r2, r2, #4\n\t" "str r2, %[o1]\n\t" "ldr r3, %[o_end]\n\t" "cmp r1, r3\n\t"          \
     "bne 1b"
 #define C1_OPS                                                                                     \
     : [w] "+m"(L.w), [p] "+m"(L.p), [o0] "+m"(L.o0), [o1] "+m"(L.o1), [tail] "+m"(L.tail),       \
@@ -217,6 +252,10 @@ static __attribute__((noinline)) void c1_groups_tail_asm(C1_ARGS)
 #undef C1_ARGS
 #undef C1_HALF
 #undef C1_QUAD
+#undef C1_FIX_LO
+#undef C1_FIX_HI
+#undef C1_RQ_BODY
+#undef C1_RQ2
 #undef C1_LHALF
 #undef C1_LOADS
 #undef C1_LHALF_
