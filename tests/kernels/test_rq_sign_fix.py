@@ -155,3 +155,76 @@ def test_conv_1x1_pairs_without_the_fix_on_qemu(board, tmp_path):
     if board == "qemu-m4":
         body = asm.split("<c1_groups_asm>:")[1].split("\n\n")[0]
         assert "smlad" in body and not re.search(r"lsrs?(\.w)?\s+\w+, \w+, #31", body)
+
+
+def _fast_conv_case(rng, cin, cout, hw, k, out_zp):
+    """(dims, q, x NHWC, weight words, want NHWC) of a tinyaot_convolve_fast_s8 layer,
+    'same' k x k at stride 1, its one-SMLAL records holding the biases (as ops/conv2d.py
+    emits them), against the numpy conv oracle."""
+    from codegen.kernels.fast_pack import conv_gemm_weights, pack_conv_gemm
+    from codegen.ops.conv2d import conv2d_int
+    from tests.helpers.kernels_cffi import conv_dims_fields
+    from tests.helpers.requant_cases import requant_fields
+    in_zp = int(rng.integers(-20, 20))
+    x = rng.integers(-128, 128, (1, cin) + hw).astype(np.int8)
+    w = rng.integers(-127, 128, (cout, cin, k, k)).astype(np.int8)
+    q, p = requant_fields(rng, cout, in_zp, "tflite")
+    q["out_zp"] = p.out_zp = out_zp
+    pad = k // 2
+    attrs = {"kernel": (k, k), "strides": (1, 1), "pads": (pad, pad, pad, pad),
+             "dilations": (1, 1), "group": 1}
+    from codegen.ops.conv2d import conv2d_acc
+    acc = conv2d_acc(x, w, in_zp, (1, 1), attrs["pads"], (1, 1), 1) + q["bias"].reshape(-1, 1, 1)
+    e = int(np.ceil(np.log2(max(float(np.abs(acc).max()), 1.0) / 90.0))) + 1
+    p.shift = q["shift"] = np.full(cout, -min(max(e, 1), 31), np.int32)
+    q["rq"] = smlal_requant(q["mult"], q["shift"], q["bias"], out_zp)
+    assert q["rq"] is not None
+    want = conv2d_int(x, w, attrs, p)[0]
+    q["bias"] = None  # the records hold it
+    dims = conv_dims_fields(x.shape, (1, cout) + want.shape[1:], attrs)
+    words = pack_conv_gemm(conv_gemm_weights(w))
+    return dims, q, x[0].transpose(1, 2, 0), words, want.transpose(1, 2, 0)
+
+
+@pytest.mark.qemu
+@pytest.mark.parametrize("board", ["qemu-m4", "qemu-m3"])
+def test_fast_conv_without_the_fix_on_qemu(board, tmp_path):
+    """tinyaot_convolve_fast_s8 built with TINYAOT_SPEC_RQ_FIX 0: its int16 group loops
+    (2, 4, 5 and 8 quads: straight, one pass, a quad then a pass, two passes; pointwise
+    and a 3x3 im2col layer) requantize without the sign fix (m, shift and R in r3-r5:r7,
+    one sum spilled) and give the oracle's outputs for output zero point -128; a layer
+    whose zero point is above its clamp gets TINYAOT_ERR_NOT_BUILT."""
+    require_arm_toolchain()
+    from codegen.targets.qemu import load_board, run_firmware
+    from tests.helpers.kernel_firmware import assert_outputs, cases_firmware, conv_case_c
+    rng = np.random.default_rng(41)
+    shapes = [(8, 16, (4, 4), 1), (16, 8, (3, 3), 1), (20, 12, (2, 3), 1), (32, 4, (2, 2), 1),
+              (4, 8, (5, 5), 3)]
+    cases = [(f"{c}->{o} {hw} {k}x{k}",) + _fast_conv_case(rng, c, o, hw, k, -128)
+             for c, o, hw, k in shapes]
+    for c in cases:
+        assert (c[5] == -128).mean() > 0.2 and len(np.unique(c[5])) >= 8, c[0]
+    needs_fix = ("fix",) + _fast_conv_case(rng, 8, 8, (2, 2), 1, -100)
+    src = ["#include <stdint.h>", "#include <string.h>", '#include "harness.h"',
+           '#include "tinyaot_fast_kernels.h"']
+    calls, scratch = [], 4
+    for i, (_, dims, q, x, words, want) in enumerate(cases + [needs_fix]):
+        src += conv_case_c(i, dims, q, x, words, "int32_t")
+        k = dims[6]
+        scratch = max(scratch, conv_scratch_bytes(k, k, x.shape[-1]))
+        calls.append(f"    case {i}: return tinyaot_convolve_fast_s8(&d{i}, &q{i}, x{i}, w{i}, "
+                     f"scratch, output);")
+    cfg = tmp_path / "cfg"
+    cfg.mkdir()
+    (cfg / specialize.HEADER).write_text(specialize.header_text(
+        {specialize.RQ_FIX: 0, specialize.CONV_MODES: 0xff, specialize.CONV_REMS: 0xff,
+         specialize.CONV_KINDS: 0x3, specialize.IM2COL: 0x7}))
+    b = load_board(board)
+    out_size = max(c[5].size for c in cases) + 64
+    elf, asm = cases_firmware(tmp_path, b, "fast_no_fix", src, calls, scratch, out_size,
+                              "tinyaot_convolve_fast_s8.c", include_dirs=[cfg])
+    res = run_firmware(elf, b, timeout=300)
+    assert [r.status for r in res.outputs] == [0] * len(cases) + [-2]
+    assert_outputs(res, [c[5] for c in cases], [c[0] for c in cases])
+    if board == "qemu-m4":
+        assert re.search(r"smlal\s+r5, r7", asm)  # (the loops' requantization without the fix)

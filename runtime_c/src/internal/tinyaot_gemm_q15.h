@@ -692,55 +692,40 @@ static inline __attribute__((always_inline)) void tinyaot_pw_loop_init(
 
 /* Half H of quad Q (H "0": the words {k0, k2} of each, "1": {k1, k3};
  * byte offsets as assembler expressions): a column quad is 4 words
- * [col][half], a weight quad 8 words [half][channel], read in that order */
-#define TINYAOT_PW_HALF(Q, H)                                                                      \
-    "ldr r2, [r0, #(16 * " Q " + 4 * " H ")]\n\t"                                                  \
-    "ldr r3, [r0, #(16 * " Q " + 8 + 4 * " H ")]\n\t"                                              \
-    "ldr r4, [r1, #(32 * " Q " + 16 * " H ")]\n\t"                                                 \
-    "ldr r5, [r1, #(32 * " Q " + 4 + 16 * " H ")]\n\t"                                             \
+ * [col][half], a weight quad 8 words [half][channel], read in that order.
+ * Quads stepped past by their first loads (post-indexed: no ADDs after them), every
+ * other load CB (column) or WB (weight) bytes back: a pass of four quads in the loop
+ * (CB 64, WB 128) or the N quads straight before it (16 N, 32 N). L2 / L4: the half's
+ * first column and weight loads. */
+#define TINYAOT_PW_LHALF(Q, H, CB, WB, L2, L4)                                                     \
+    L2 "ldr r3, [r0, #(16 * " Q " + 8 + 4 * " H " - " CB ")]\n\t"                                 \
+    L4 "ldr r5, [r1, #(32 * " Q " + 4 + 16 * " H " - " WB ")]\n\t"                                \
     "smlad r6, r2, r4, r6\n\t"                                                                     \
     "smlad r7, r3, r4, r7\n\t"                                                                     \
     "smlad r8, r2, r5, r8\n\t"                                                                     \
     "smlad r9, r3, r5, r9\n\t"                                                                     \
-    "ldr r4, [r1, #(32 * " Q " + 8 + 16 * " H ")]\n\t"                                             \
-    "ldr r5, [r1, #(32 * " Q " + 12 + 16 * " H ")]\n\t"                                            \
+    "ldr r4, [r1, #(32 * " Q " + 8 + 16 * " H " - " WB ")]\n\t"                                  \
+    "ldr r5, [r1, #(32 * " Q " + 12 + 16 * " H " - " WB ")]\n\t"                                 \
     "smlad r10, r2, r4, r10\n\t"                                                                   \
     "smlad r11, r3, r4, r11\n\t"                                                                   \
     "smlad r12, r2, r5, r12\n\t"                                                                   \
     "smlad lr, r3, r5, lr\n\t"
-#define TINYAOT_PW_QUAD(Q) TINYAOT_PW_HALF(Q, "0") TINYAOT_PW_HALF(Q, "1")
-#define TINYAOT_PW_QS1 TINYAOT_PW_QUAD("0")
-#define TINYAOT_PW_QS2 TINYAOT_PW_QS1 TINYAOT_PW_QUAD("1")
-#define TINYAOT_PW_QS3 TINYAOT_PW_QS2 TINYAOT_PW_QUAD("2")
-#define TINYAOT_PW_QS4 TINYAOT_PW_QS3 TINYAOT_PW_QUAD("3")
-/* N quads straight, then both cursors past them */
-#define TINYAOT_PW_RUN(N)                                                                          \
-    TINYAOT_PW_QS##N "adds r0, r0, #(16 * " #N ")\n\t"                                              \
-                     "adds r1, r1, #(32 * " #N ")\n\t"
-/* The loop's passes of four quads: their first loads step both cursors past the pass
- * (post-indexed: no ADDs), every other load 64 (column) or 128 (weight) bytes back.
- * L2 / L4: the half's first column and weight loads. */
-#define TINYAOT_PW_LHALF(Q, H, L2, L4)                                                             \
-    L2 "ldr r3, [r0, #(16 * " Q " + 8 + 4 * " H " - 64)]\n\t"                                     \
-    L4 "ldr r5, [r1, #(32 * " Q " + 4 + 16 * " H " - 128)]\n\t"                                   \
-    "smlad r6, r2, r4, r6\n\t"                                                                     \
-    "smlad r7, r3, r4, r7\n\t"                                                                     \
-    "smlad r8, r2, r5, r8\n\t"                                                                     \
-    "smlad r9, r3, r5, r9\n\t"                                                                     \
-    "ldr r4, [r1, #(32 * " Q " + 8 + 16 * " H " - 128)]\n\t"                                      \
-    "ldr r5, [r1, #(32 * " Q " + 12 + 16 * " H " - 128)]\n\t"                                     \
-    "smlad r10, r2, r4, r10\n\t"                                                                   \
-    "smlad r11, r3, r4, r11\n\t"                                                                   \
-    "smlad r12, r2, r5, r12\n\t"                                                                   \
-    "smlad lr, r3, r5, lr\n\t"
-#define TINYAOT_PW_LH(Q, H)                                                                        \
-    TINYAOT_PW_LHALF(Q, H, "ldr r2, [r0, #(16 * " Q " + 4 * " H " - 64)]\n\t",                   \
-                     "ldr r4, [r1, #(32 * " Q " + 16 * " H " - 128)]\n\t")
+#define TINYAOT_PW_LH(Q, H, CB, WB)                                                                \
+    TINYAOT_PW_LHALF(Q, H, CB, WB, "ldr r2, [r0, #(16 * " Q " + 4 * " H " - " CB ")]\n\t",       \
+                     "ldr r4, [r1, #(32 * " Q " + 16 * " H " - " WB ")]\n\t")
+#define TINYAOT_PW_L1(CB, WB)                                                                      \
+    TINYAOT_PW_LHALF("0", "0", CB, WB, "ldr r2, [r0], #" CB "\n\t", "ldr r4, [r1], #" WB "\n\t") \
+    TINYAOT_PW_LH("0", "1", CB, WB)
+#define TINYAOT_PW_L2(CB, WB)                                                                      \
+    TINYAOT_PW_L1(CB, WB) TINYAOT_PW_LH("1", "0", CB, WB) TINYAOT_PW_LH("1", "1", CB, WB)
+#define TINYAOT_PW_L3(CB, WB)                                                                      \
+    TINYAOT_PW_L2(CB, WB) TINYAOT_PW_LH("2", "0", CB, WB) TINYAOT_PW_LH("2", "1", CB, WB)
+#define TINYAOT_PW_L4(CB, WB)                                                                      \
+    TINYAOT_PW_L3(CB, WB) TINYAOT_PW_LH("3", "0", CB, WB) TINYAOT_PW_LH("3", "1", CB, WB)
+/* N quads straight, both cursors past them */
+#define TINYAOT_PW_RUN(N) TINYAOT_PW_L##N("(" #N " * 16)", "(" #N " * 32)")
 #define TINYAOT_PW_LOOP                                                                            \
-    "3:\n\t" TINYAOT_PW_LHALF("0", "0", "ldr r2, [r0], #64\n\t", "ldr r4, [r1], #128\n\t")      \
-    TINYAOT_PW_LH("0", "1") TINYAOT_PW_LH("1", "0") TINYAOT_PW_LH("1", "1")                       \
-    TINYAOT_PW_LH("2", "0") TINYAOT_PW_LH("2", "1") TINYAOT_PW_LH("3", "0")                       \
-    TINYAOT_PW_LH("3", "1")                                                                        \
+    "3:\n\t" TINYAOT_PW_L4("64", "128")                                                           \
     "ldr r2, %[col_end]\n\t"                                                                        \
     "cmp r0, r2\n\t"                                                                               \
     "bne 3b\n\t"
@@ -812,6 +797,7 @@ static inline __attribute__((always_inline)) void tinyaot_pw_loop_init(
     "ldr r8, [r0, #36]\n\t"                                                                        \
     "ldr r10, [r0, #56]\n\t"                                                                       \
     "ldr r12, [r0, #76]\n\t"
+#if TINYAOT_RQ_NEG_FIX
 #define TINYAOT_PW_RQ8_SAT                                                                         \
     "strd r6, r7, %[spill]\n\t"                                                                    \
     TINYAOT_RQ_NEG_MN("r3")                                                                      \
@@ -823,6 +809,29 @@ static inline __attribute__((always_inline)) void tinyaot_pw_loop_init(
     TINYAOT_PW_RQ_FIRST("r12", "60", "r1", "3") TINYAOT_PW_RQ("lr", "68", "r2", "3")               \
     "ldrd r8, r9, %[spill]\n\t"                                                                    \
     TINYAOT_PW_RQ_FIRST("r8", "0", "r1", "0") TINYAOT_PW_RQ("r9", "8", "r2", "0")                  \
+    TINYAOT_PW_RQ8_TAIL
+#else
+/* Without the sign fix no register holds 0x80000000: m, the shift and R take r3, r4 and
+ * r5:r7, and only channel 0's second sum waits in `spill` (one STR and one LDR where
+ * STRD and LDRD took six cycles) */
+#define TINYAOT_PW_RQ_NF(A, O, OOFF)                                                               \
+    "smlal r5, r7, " A ", r3\n\t" "asrs r7, r7, r4\n\t" "ssat r7, #8, r7\n\t"                    \
+    "strb r7, [" O ", #" OOFF "]\n\t"
+#define TINYAOT_PW_RQ2_NF(A0, A1, MOFF, OOFF)                                                      \
+    TINYAOT_LDR4("r0", MOFF, "r3", "r4", "r5", "r7") TINYAOT_PW_RQ_NF(A0, "r1", OOFF)              \
+    "ldrd r5, r7, [r0, #(" MOFF " + 8)]\n\t" TINYAOT_PW_RQ_NF(A1, "r2", OOFF)
+#define TINYAOT_PW_RQ8_SAT                                                                         \
+    "str r7, %[spill]\n\t"                                                                         \
+    "ldr r0, %[p]\n\t"                                                                             \
+    "ldr r1, %[o0]\n\t"                                                                            \
+    "ldr r2, %[o1]\n\t"                                                                            \
+    TINYAOT_PW_RQ2_NF("r8", "r9", "20", "1") TINYAOT_PW_RQ2_NF("r10", "r11", "40", "2")          \
+    TINYAOT_PW_RQ2_NF("r12", "lr", "60", "3")                                                      \
+    "ldr r8, %[spill]\n\t" TINYAOT_PW_RQ2_NF("r6", "r8", "0", "0")                                \
+    TINYAOT_PW_RQ8_TAIL
+#endif
+/* the cursors past the group stored, the flags for "bne" to the next group */
+#define TINYAOT_PW_RQ8_TAIL                                                                        \
     "adds r0, r0, #80\n\t"                                                                         \
     "str r0, %[p]\n\t"                                                                             \
     "adds r1, r1, #4\n\t"                                                                          \
@@ -894,12 +903,12 @@ TINYAOT_PW_VARIANTS(TINYAOT_PW_FSAT, tinyaot_pwf)
 #undef TINYAOT_PW_ASM
 #undef TINYAOT_PW_LOOP
 #undef TINYAOT_PW_RUN
-#undef TINYAOT_PW_QS4
-#undef TINYAOT_PW_QS3
-#undef TINYAOT_PW_QS2
-#undef TINYAOT_PW_QS1
-#undef TINYAOT_PW_QUAD
-#undef TINYAOT_PW_HALF
+#undef TINYAOT_PW_LHALF
+#undef TINYAOT_PW_LH
+#undef TINYAOT_PW_L1
+#undef TINYAOT_PW_L2
+#undef TINYAOT_PW_L3
+#undef TINYAOT_PW_L4
 
 /* The channel groups (out_c >= 4: out_c / 4 of them) of two interleaved
  * columns of nquads quads, nquads % 8 = rem (a constant), for pixels o0 and
