@@ -153,7 +153,7 @@ def test_conv_1x1_pairs_without_the_fix_on_qemu(board, tmp_path):
     assert [r.status for r in res.outputs] == [0] * len(cases) + [-2]
     assert_outputs(res, [c[5] for c in cases], [c[0] for c in cases])
     if board == "qemu-m4":
-        body = asm.split("<c1_groups_asm>:")[1].split("\n\n")[0]
+        body = asm.split("<c1_pixels_asm>:")[1].split("\n\n")[0]
         assert "smlad" in body and not re.search(r"lsrs?(\.w)?\s+\w+, \w+, #31", body)
 
 
