@@ -87,18 +87,26 @@ from tests.helpers.env import require_arm_toolchain, shared_model
 # tail where nquads % 4 == 0, a one-pixel pointwise layer ran as a fully connected row and
 # a tflite 1-D depthwise layer's rows went in one call of its column kernel (sww01 -2.3 %,
 # kws01 -1.0 %, vww01 -0.2 %; ort as it was); ad01 -1 cycle when the FC pair kernel's C tail
-# took the shared requantization helper (8 bytes less code before the asm).
+# took the shared requantization helper (8 bytes less code before the asm); and fell when
+# kernels whose layers all end in ReLU dropped the requantization's sign fix, a model's
+# choice (kws01 -3.4 %, vww01 -4.9 %, sww01 -1.5 %), the 3x3 depthwise inside passes took a
+# quad's runs in one call, the group loops stepped their cursors by post-indexed loads, the
+# 1x1 pair conv's hi channels took scaled records, one function for all its pixel pairs
+# and a two-quad widen, and average pooling two quads and two pixels a pass (together
+# with the above: kws01 tflite 4,319,110 -> 4,067,371, 0.448x TFLM + CMSIS-NN; vww01 tflite
+# -6.2 %, sww01 tflite -3.3 %, ic01 tflite -0.6 %; ort: vww01 -0.58 %, kws01 -0.58 %, sww01
+# -0.72 %, ic01 -0.12 %).
 PINNED = {
     ("ad01", "tflite"): {"ideal": 373437},
-    ("kws01", "tflite"): {"ideal": 4319110},
-    ("ic01", "tflite"): {"ideal": 15164570},
-    ("vww01", "tflite"): {"ideal": 10738925},
-    ("sww01", "tflite"): {"ideal": 1192354},
+    ("kws01", "tflite"): {"ideal": 4067371},
+    ("ic01", "tflite"): {"ideal": 15077703},
+    ("vww01", "tflite"): {"ideal": 10077566},
+    ("sww01", "tflite"): {"ideal": 1153032},
     ("ad01", "ort"): {"ideal": 779016},
-    ("kws01", "ort"): {"ideal": 5350829},
-    ("ic01", "ort"): {"ideal": 31365856},
-    ("vww01", "ort"): {"ideal": 12146899},
-    ("sww01", "ort"): {"ideal": 1412922},
+    ("kws01", "ort"): {"ideal": 5319858},
+    ("ic01", "ort"): {"ideal": 31328985},
+    ("vww01", "ort"): {"ideal": 12076852},
+    ("sww01", "ort"): {"ideal": 1402692},
 }
 
 
