@@ -94,8 +94,9 @@ from tests.helpers.env import require_arm_toolchain, shared_model
 # 1x1 pair conv's hi channels took scaled records, one function for all its pixel pairs
 # and a two-quad widen, and average pooling two quads and two pixels a pass (together
 # with the above: kws01 tflite 4,319,110 -> 4,067,371, 0.448x TFLM + CMSIS-NN; vww01 tflite
-# -6.2 %, sww01 tflite -3.3 %, ic01 tflite -0.6 %; ort: vww01 -0.58 %, kws01 -0.58 %, sww01
-# -0.72 %, ic01 -0.12 %).
+# -6.2 %, sww01 tflite -3.3 %, ic01 tflite -0.6 %; ort, whose group loops keep their ADDs
+# for the STM32L4R5's instruction cache: vww01 -0.16 % (the depthwise runs), kws01
+# +0.02 %, sww01 and ic01 as they were).
 PINNED = {
     ("ad01", "tflite"): {"ideal": 373437},
     ("kws01", "tflite"): {"ideal": 4067371},
@@ -103,10 +104,10 @@ PINNED = {
     ("vww01", "tflite"): {"ideal": 10077566},
     ("sww01", "tflite"): {"ideal": 1153032},
     ("ad01", "ort"): {"ideal": 779016},
-    ("kws01", "ort"): {"ideal": 5319858},
-    ("ic01", "ort"): {"ideal": 31328985},
-    ("vww01", "ort"): {"ideal": 12076852},
-    ("sww01", "ort"): {"ideal": 1402692},
+    ("kws01", "ort"): {"ideal": 5352114},
+    ("ic01", "ort"): {"ideal": 31365849},
+    ("vww01", "ort"): {"ideal": 12127540},
+    ("sww01", "ort"): {"ideal": 1412932},
 }
 
 

@@ -16,58 +16,15 @@ import pytest
 from codegen.kernels.fast_pack import (conv_scratch_bytes, pack_conv_pairs, pair_records,
                                        smlal_requant)
 from tests.helpers.env import require_arm_toolchain
-from tests.helpers.kernels_cffi import conv_dims_fields
-from tests.helpers.requant_cases import requant_fields
+from tests.helpers.pair_cases import pair_layer
 
 # (in_c, out_c, pixels (h, w)): quads 16 (0 mod 4), 32, 10 (2), 4, 5 (1), 7 (3), 36, 1, 2, 3
 SHAPES = [(64, 16, (5, 5)), (128, 8, (3, 2)), (40, 12, (1, 7)), (16, 4, (2, 2)),
           (20, 8, (1, 1)), (28, 4, (3, 1)), (144, 4, (1, 3)), (4, 8, (2, 3)), (7, 4, (1, 2)),
           (12, 4, (3, 3))]
-ATTRS = {"kernel": (1, 1), "strides": (1, 1), "pads": (0, 0, 0, 0), "dilations": (1, 1),
-         "group": 1}
-
-
-def _layer(rng, cin, cout, hw, x=None, w=None, in_zp=None, bias=None, zero_mult=(),
-           out_zp=None):
-    """(dims fields, q fields, x NHWC, w [oc][ic], want NHWC): records with the pairs'
-    starts (pair_records), shifts spreading the outputs over int8; channels zero_mult
-    with multiplier 0 (their outputs do not depend on their sums); out_zp: the output
-    zero point (default: random)."""
-    from codegen.ops.conv2d import conv2d_int
-    if in_zp is None:
-        in_zp = int(rng.integers(-128, 128))
-    if x is None:
-        x = rng.integers(-128, 128, (1, cin) + hw).astype(np.int8)
-    if w is None:
-        w = rng.integers(-127, 128, (cout, cin)).astype(np.int8)
-    q, p = requant_fields(rng, cout, in_zp, "tflite")
-    if out_zp is not None:
-        q["out_zp"] = p.out_zp = out_zp
-    if bias is not None:
-        q["bias"] = p.bias = np.asarray(bias, np.int32)
-    for c in zero_mult:
-        q["mult"][c] = 0
-    acc = np.einsum("chw,oc->ohw", x[0].astype(np.int64) - in_zp, w.astype(np.int64))
-    acc = acc + q["bias"].reshape(-1, 1, 1)
-    e = int(np.ceil(np.log2(max(float(np.abs(acc).max()), 1.0) / 90.0))) + 1
-    # (at most 15: the hi channels' records, scaled by 256, keep their high word in 32
-    # bits for any output zero point: fast_pack.pair_records; the bound cases saturate)
-    p.shift = q["shift"] = np.full(cout, -min(max(e, 1), 15), np.int32)
-    rec = smlal_requant(q["mult"], q["shift"], q["bias"], p.out_zp)
-    assert rec is not None
-    q["rq"] = pair_records(rec, q["bias"])
-    assert q["rq"] is not None
-    want = conv2d_int(x, w.reshape(cout, cin, 1, 1), ATTRS, p)[0]
-    q["bias"] = None  # the records hold it
-    dims = conv_dims_fields(x.shape, (1, cout) + want.shape[1:], ATTRS)
-    words = pack_conv_pairs(w, in_zp, p.bias, rec.reshape(-1, 5)[:, 0] == 0)
-    assert words is not None
-    return dims, q, x[0].transpose(1, 2, 0), words, want.transpose(1, 2, 0)
-
-
 def _cases():
     rng = np.random.default_rng(91)
-    out = [(f"{cin}->{cout} {hw}",) + _layer(rng, cin, cout, hw) for cin, cout, hw in SHAPES]
+    out = [(f"{cin}->{cout} {hw}",) + pair_layer(rng, cin, cout, hw) for cin, cout, hw in SHAPES]
     # hi sums with their biases at the bound: 127 x 255 x 258 + bias = 2^23 - 1 - small
     cin = 258
     for sign, zp, xv in ((1, -128, 127), (-1, 127, -128), (-1, -128, 127), (1, 127, -128)):
@@ -77,20 +34,20 @@ def _cases():
         # the hi sums' sign, their biases adding to it: |sum + bias| = 2^23 - 8
         bias[1::2] = int(np.sign(sign * (xv - zp))) * (2 ** 23 - 1 - 127 * 255 * cin - 7)
         x = np.full((1, cin, 1, 3), xv, np.int8)
-        out.append((f"bound {sign:+d} zp {zp}",) + _layer(rng, cin, 4, (1, 3), x, w, zp, bias))
+        out.append((f"bound {sign:+d} zp {zp}",) + pair_layer(rng, cin, 4, (1, 3), x, w, zp, bias))
     # hi channels whose biases dwarf the bound, their multipliers 0 (vww01 has such)
     bias = rng.integers(-3000, 3000, 8)
     bias[1], bias[5] = 2 ** 30, -(2 ** 30)
-    out.append(("free hi",) + _layer(rng, 64, 8, (1, 5), bias=bias, zero_mult=(1, 5)))
+    out.append(("free hi",) + pair_layer(rng, 64, 8, (1, 5), bias=bias, zero_mult=(1, 5)))
     w = rng.integers(-127, 128, (8, 48)).astype(np.int8)
     w[1::2] = -128
     w[0::2] = np.abs(w[0::2])
-    out.append(("hi -128",) + _layer(rng, 48, 8, (2, 3), w=w))
+    out.append(("hi -128",) + pair_layer(rng, 48, 8, (2, 3), w=w))
     # small sums, so a small shift (e 3): one negative sum in 2^e meets the sign fix's
     # window (tinyaot_requant_fast.h; hi's 256 times lo's), the zero point above the clamp
     x = rng.integers(-6, 7, (1, 40, 4, 5)).astype(np.int8)
     w = rng.integers(-3, 4, (16, 40)).astype(np.int8)
-    out.append(("sign fix",) + _layer(rng, 40, 16, (4, 5), x=x, w=w, in_zp=0, out_zp=20,
+    out.append(("sign fix",) + pair_layer(rng, 40, 16, (4, 5), x=x, w=w, in_zp=0, out_zp=20,
                                       bias=rng.integers(-20, 20, 16)))
     return out
 

@@ -109,12 +109,12 @@ def test_relu_models_compile_no_fix_and_one_that_needs_it_keeps_it():
 
 
 def _pair_cases():
-    from tests.kernels.test_conv_1x1_pairs import _layer
+    from tests.helpers.pair_cases import pair_layer
     rng = np.random.default_rng(29)
     out = []
     for cin, cout, hw in ((64, 16, (5, 5)), (40, 12, (1, 7)), (16, 4, (2, 3)), (12, 8, (3, 3))):
         # many negative sums: an input zero point that makes x - zp mostly negative
-        dims, q, x, words, want = _layer(rng, cin, cout, hw, in_zp=100, out_zp=-128)
+        dims, q, x, words, want = pair_layer(rng, cin, cout, hw, in_zp=100, out_zp=-128)
         assert (want == -128).mean() > 0.2 and len(np.unique(want)) >= min(8, want.size // 3)
         out.append((f"{cin}->{cout} {hw}", dims, q, x, words, want))
     return out
@@ -130,10 +130,10 @@ def test_conv_1x1_pairs_without_the_fix_on_qemu(board, tmp_path):
     require_arm_toolchain()
     from codegen.targets.qemu import load_board, run_firmware
     from tests.helpers.kernel_firmware import assert_outputs, cases_firmware, conv_case_c
-    from tests.kernels.test_conv_1x1_pairs import _layer
+    from tests.helpers.pair_cases import pair_layer
 
     cases = _pair_cases()
-    needs_fix = _layer(np.random.default_rng(5), 16, 4, (2, 2), out_zp=-100)
+    needs_fix = pair_layer(np.random.default_rng(5), 16, 4, (2, 2), out_zp=-100)
     src = ["#include <stdint.h>", "#include <string.h>", '#include "harness.h"',
            '#include "tinyaot_fast_kernels.h"']
     calls, scratch = [], 4
