@@ -120,6 +120,37 @@ def _pair_cases():
     return out
 
 
+def _run_without_the_fix(board, tmp_path, kernel, cases, needs_fix, masks=None):
+    """Builds a firmware of `kernel` (tinyaot_<kernel>(&d, &q, x, w, scratch, output)) with a
+    tinyaot_model_config.h that compiles no sign fix (and `masks`), runs `cases` (each
+    (label, dims, q, x, words, want) of a layer that needs no fix) and then `needs_fix` (one
+    that does), and checks the outputs against their wants and that the last one was
+    refused (TINYAOT_ERR_NOT_BUILT); returns the firmware's disassembly."""
+    require_arm_toolchain()
+    from codegen.targets.qemu import load_board, run_firmware
+    from tests.helpers.kernel_firmware import assert_outputs, cases_firmware, conv_case_c
+    src = ["#include <stdint.h>", "#include <string.h>", '#include "harness.h"',
+           '#include "tinyaot_fast_kernels.h"']
+    calls, scratch = [], 4
+    for i, (_, dims, q, x, words, _want) in enumerate(cases + [needs_fix]):
+        src += conv_case_c(i, dims, q, x, words, "int32_t")
+        scratch = max(scratch, conv_scratch_bytes(dims[6], dims[7], x.shape[-1]))
+        calls.append(f"    case {i}: return tinyaot_{kernel}(&d{i}, &q{i}, x{i}, w{i}, "
+                     f"scratch, output);")
+    cfg = tmp_path / "cfg"
+    cfg.mkdir()
+    (cfg / specialize.HEADER).write_text(specialize.header_text(
+        dict(masks or {}, **{specialize.RQ_FIX: 0})))
+    b = load_board(board)
+    out_size = max(c[5].size for c in cases) + 64
+    elf, asm = cases_firmware(tmp_path, b, kernel, src, calls, scratch, out_size,
+                              f"tinyaot_{kernel}.c", include_dirs=[cfg])
+    res = run_firmware(elf, b, timeout=300)
+    assert [r.status for r in res.outputs] == [0] * len(cases) + [-2]
+    assert_outputs(res, [c[5] for c in cases], [c[0] for c in cases])
+    return asm
+
+
 @pytest.mark.qemu
 @pytest.mark.parametrize("board", ["qemu-m4", "qemu-m3"])
 def test_conv_1x1_pairs_without_the_fix_on_qemu(board, tmp_path):
@@ -127,31 +158,10 @@ def test_conv_1x1_pairs_without_the_fix_on_qemu(board, tmp_path):
     layers all end in ReLU): the oracle's outputs for layers with output zero point -128,
     no sign-fix shift in its asm (qemu-m4), and TINYAOT_ERR_NOT_BUILT for a layer whose
     zero point is above its clamp (it would need the fix)."""
-    require_arm_toolchain()
-    from codegen.targets.qemu import load_board, run_firmware
-    from tests.helpers.kernel_firmware import assert_outputs, cases_firmware, conv_case_c
     from tests.helpers.pair_cases import pair_layer
-
-    cases = _pair_cases()
     needs_fix = pair_layer(np.random.default_rng(5), 16, 4, (2, 2), out_zp=-100)
-    src = ["#include <stdint.h>", "#include <string.h>", '#include "harness.h"',
-           '#include "tinyaot_fast_kernels.h"']
-    calls, scratch = [], 4
-    for i, (_, dims, q, x, words, want) in enumerate(cases + [("fix",) + needs_fix]):
-        src += conv_case_c(i, dims, q, x, words, "int32_t")
-        scratch = max(scratch, conv_scratch_bytes(1, 1, x.shape[-1]))
-        calls.append(f"    case {i}: return tinyaot_convolve_1x1_w8_s8(&d{i}, &q{i}, x{i}, "
-                     f"w{i}, scratch, output);")
-    cfg = tmp_path / "cfg"
-    cfg.mkdir()
-    (cfg / specialize.HEADER).write_text(specialize.header_text({specialize.RQ_FIX: 0}))
-    b = load_board(board)
-    out_size = max(c[5].size for c in cases) + 64
-    elf, asm = cases_firmware(tmp_path, b, "no_fix", src, calls, scratch, out_size,
-                              "tinyaot_convolve_1x1_w8_s8.c", include_dirs=[cfg])
-    res = run_firmware(elf, b, timeout=300)
-    assert [r.status for r in res.outputs] == [0] * len(cases) + [-2]
-    assert_outputs(res, [c[5] for c in cases], [c[0] for c in cases])
+    asm = _run_without_the_fix(board, tmp_path, "convolve_1x1_w8_s8", _pair_cases(),
+                               ("fix",) + needs_fix)
     if board == "qemu-m4":
         body = asm.split("<c1_pixels_asm>:")[1].split("\n\n")[0]
         assert "smlad" in body and not re.search(r"lsrs?(\.w)?\s+\w+, \w+, #31", body)
@@ -194,9 +204,6 @@ def test_fast_conv_without_the_fix_on_qemu(board, tmp_path):
     and a 3x3 im2col layer) requantize without the sign fix (m, shift and R in r3-r5:r7,
     one sum spilled) and give the oracle's outputs for output zero point -128; a layer
     whose zero point is above its clamp gets TINYAOT_ERR_NOT_BUILT."""
-    require_arm_toolchain()
-    from codegen.targets.qemu import load_board, run_firmware
-    from tests.helpers.kernel_firmware import assert_outputs, cases_firmware, conv_case_c
     rng = np.random.default_rng(41)
     shapes = [(8, 16, (4, 4), 1), (16, 8, (3, 3), 1), (20, 12, (2, 3), 1), (32, 4, (2, 2), 1),
               (4, 8, (5, 5), 3)]
@@ -205,26 +212,8 @@ def test_fast_conv_without_the_fix_on_qemu(board, tmp_path):
     for c in cases:
         assert (c[5] == -128).mean() > 0.2 and len(np.unique(c[5])) >= 8, c[0]
     needs_fix = ("fix",) + _fast_conv_case(rng, 8, 8, (2, 2), 1, -100)
-    src = ["#include <stdint.h>", "#include <string.h>", '#include "harness.h"',
-           '#include "tinyaot_fast_kernels.h"']
-    calls, scratch = [], 4
-    for i, (_, dims, q, x, words, want) in enumerate(cases + [needs_fix]):
-        src += conv_case_c(i, dims, q, x, words, "int32_t")
-        k = dims[6]
-        scratch = max(scratch, conv_scratch_bytes(k, k, x.shape[-1]))
-        calls.append(f"    case {i}: return tinyaot_convolve_fast_s8(&d{i}, &q{i}, x{i}, w{i}, "
-                     f"scratch, output);")
-    cfg = tmp_path / "cfg"
-    cfg.mkdir()
-    (cfg / specialize.HEADER).write_text(specialize.header_text(
-        {specialize.RQ_FIX: 0, specialize.CONV_MODES: 0xff, specialize.CONV_REMS: 0xff,
-         specialize.CONV_KINDS: 0x3, specialize.IM2COL: 0x7}))
-    b = load_board(board)
-    out_size = max(c[5].size for c in cases) + 64
-    elf, asm = cases_firmware(tmp_path, b, "fast_no_fix", src, calls, scratch, out_size,
-                              "tinyaot_convolve_fast_s8.c", include_dirs=[cfg])
-    res = run_firmware(elf, b, timeout=300)
-    assert [r.status for r in res.outputs] == [0] * len(cases) + [-2]
-    assert_outputs(res, [c[5] for c in cases], [c[0] for c in cases])
+    asm = _run_without_the_fix(board, tmp_path, "convolve_fast_s8", cases, needs_fix,
+                               {specialize.CONV_MODES: 0xff, specialize.CONV_REMS: 0xff,
+                                specialize.CONV_KINDS: 0x3, specialize.IM2COL: 0x7})
     if board == "qemu-m4":
         assert re.search(r"smlal\s+r5, r7", asm)  # (the loops' requantization without the fix)

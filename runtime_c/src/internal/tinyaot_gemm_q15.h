@@ -133,61 +133,41 @@ static inline __attribute__((always_inline)) uint32_t *widen_run_st(const int8_t
  * pass: the same cycles as two widen_run_st, a third of their code, which
  * keeps the pixel loop and the GEMM's group function inside a 1 KB
  * instruction cache); else widen_run_st each. */
-static inline __attribute__((always_inline)) void widen_pixel_pair(const int8_t *src, int32_t n,
-                                                             uint32_t *dst, uint32_t off,
-                                                             int32_t in_zp)
+/* one quad of each pixel (operands s, n, d, off, x0, x1, a, b), both cursors past it */
+#define TINYAOT_WIDEN_PAIR_QUAD                                                                    \
+    "ldr %[x1], [%[s], %[n]]\n\t"                                                                  \
+    "ldr %[x0], [%[s]], #4\n\t"                                                                    \
+    "sxtab16 %[a], %[off], %[x0]\n\t"                                                              \
+    "sxtab16 %[b], %[off], %[x0], ror #8\n\t"                                                      \
+    "strd %[a], %[b], [%[d]], #8\n\t"                                                              \
+    "sxtab16 %[a], %[off], %[x1]\n\t"                                                              \
+    "sxtab16 %[b], %[off], %[x1], ror #8\n\t"                                                      \
+    "strd %[a], %[b], [%[d]], #8\n\t"
+/* (TWO, a constant where inlined: two quads of each pixel a pass, 25 cycles on the M4
+ * for what takes 32 a quad at a time, in about 80 bytes more code: the 1x1 pair conv's
+ * widen_pixel_pair2, whose pixel loop and group function stay inside a 1 KB instruction
+ * cache; the int16 group loops' did not with it, vww01's 24x24 layers +20 % on the
+ * STM32L4R5 model, and keep widen_pixel_pair) */
+static inline __attribute__((always_inline)) void widen_pixel_pair_q(const int8_t *src, int32_t n,
+                                                               uint32_t *dst, uint32_t off,
+                                                               int32_t in_zp, int two)
 {
 #if TINYAOT_HAVE_DSP_ASM
     if ((n & 3) == 0) {
         const int8_t *end = src + n;
         uint32_t x0, x1, a, b;
-        __asm__ volatile("1:\n\t"
-                         "ldr %[x1], [%[s], %[n]]\n\t"
-                         "ldr %[x0], [%[s]], #4\n\t"
-                         "sxtab16 %[a], %[off], %[x0]\n\t"
-                         "sxtab16 %[b], %[off], %[x0], ror #8\n\t"
-                         "strd %[a], %[b], [%[d]], #8\n\t"
-                         "sxtab16 %[a], %[off], %[x1]\n\t"
-                         "sxtab16 %[b], %[off], %[x1], ror #8\n\t"
-                         "strd %[a], %[b], [%[d]], #8\n\t"
-                         "cmp %[s], %[e]\n\t"
-                         "bne 1b"
-                         : [s] "+r"(src), [d] "+r"(dst), [x0] "=&r"(x0), [x1] "=&r"(x1),
-                           [a] "=&r"(a), [b] "=&r"(b)
-                         : [e] "r"(end), [n] "r"(n), [off] "r"(off)
-                         : "cc", "memory");
-        return;
-    }
-#endif
-    widen_run_st(src, n, dst, 4, off, in_zp);
-    widen_run_st(src + n, n, dst + 2, 4, off, in_zp);
-}
-
-/* widen_pixel_pair with two quads of each pixel a pass: 25 cycles on the M4 for
- * what takes 32 a quad at a time, in about 80 bytes more code. The 1x1 pair
- * conv's (its pixel loop and group function stay inside a 1 KB instruction
- * cache); the int16 group loops' did not with it (vww01's 24x24 layers: +20 %
- * on the STM32L4R5 model), and keep widen_pixel_pair. */
-static inline __attribute__((always_inline)) void widen_pixel_pair2(const int8_t *src, int32_t n,
-                                                             uint32_t *dst, uint32_t off,
-                                                             int32_t in_zp)
-{
-#if TINYAOT_HAVE_DSP_ASM
-    if ((n & 3) == 0) {
-        const int8_t *end = src + n;
-        uint32_t x0, x1, a, b;
+        if (!two) {
+            __asm__ volatile("1:\n\t" TINYAOT_WIDEN_PAIR_QUAD
+                             "cmp %[s], %[e]\n\t"
+                             "bne 1b"
+                             : [s] "+r"(src), [d] "+r"(dst), [x0] "=&r"(x0), [x1] "=&r"(x1),
+                               [a] "=&r"(a), [b] "=&r"(b)
+                             : [e] "r"(end), [n] "r"(n), [off] "r"(off)
+                             : "cc", "memory");
+            return;
+        }
         if (n & 4) { /* an odd quad first: then two a pass */
-            __asm__ volatile("ldr %[x1], [%[s], %[n]]\n\t"
-                             "ldr %[x0], [%[s]], #4\n\t"
-                             "sxtab16 %[a], %[off], %[x0]\n\t"
-                             "sxtab16 %[b], %[off], %[x0], ror #8\n\t"
-                             "str %[a], [%[d]]\n\t"
-                             "str %[b], [%[d], #4]\n\t"
-                             "sxtab16 %[a], %[off], %[x1]\n\t"
-                             "sxtab16 %[b], %[off], %[x1], ror #8\n\t"
-                             "str %[a], [%[d], #8]\n\t"
-                             "str %[b], [%[d], #12]\n\t"
-                             "add %[d], %[d], #16"
+            __asm__ volatile(TINYAOT_WIDEN_PAIR_QUAD
                              : [s] "+r"(src), [d] "+r"(dst), [x0] "=&r"(x0), [x1] "=&r"(x1),
                                [a] "=&r"(a), [b] "=&r"(b)
                              : [n] "r"(n), [off] "r"(off)
@@ -198,27 +178,17 @@ static inline __attribute__((always_inline)) void widen_pixel_pair2(const int8_t
              * cycle each on the M4, where an STRD of two takes three) */
             const int8_t *src1 = src + n;
             uint32_t x2, x3;
+/* word X's two halves widened, stored at d + OFF */
+#define TINYAOT_WIDEN_WORD_AT(X, OFF)                                                              \
+    "sxtab16 %[a], %[off], %[" X "]\n\t" "sxtab16 %[b], %[off], %[" X "], ror #8\n\t"            \
+    "str %[a], [%[d], #" OFF "]\n\t" "str %[b], [%[d], #(" OFF " + 4)]\n\t"
             __asm__ volatile("1:\n\t"
                              "ldr %[x0], [%[s]], #8\n\t"
                              "ldr %[x2], [%[s], #-4]\n\t"
                              "ldr %[x1], [%[t]], #8\n\t"
                              "ldr %[x3], [%[t], #-4]\n\t"
-                             "sxtab16 %[a], %[off], %[x0]\n\t"
-                             "sxtab16 %[b], %[off], %[x0], ror #8\n\t"
-                             "str %[a], [%[d]]\n\t"
-                             "str %[b], [%[d], #4]\n\t"
-                             "sxtab16 %[a], %[off], %[x1]\n\t"
-                             "sxtab16 %[b], %[off], %[x1], ror #8\n\t"
-                             "str %[a], [%[d], #8]\n\t"
-                             "str %[b], [%[d], #12]\n\t"
-                             "sxtab16 %[a], %[off], %[x2]\n\t"
-                             "sxtab16 %[b], %[off], %[x2], ror #8\n\t"
-                             "str %[a], [%[d], #16]\n\t"
-                             "str %[b], [%[d], #20]\n\t"
-                             "sxtab16 %[a], %[off], %[x3]\n\t"
-                             "sxtab16 %[b], %[off], %[x3], ror #8\n\t"
-                             "str %[a], [%[d], #24]\n\t"
-                             "str %[b], [%[d], #28]\n\t"
+                             TINYAOT_WIDEN_WORD_AT("x0", "0") TINYAOT_WIDEN_WORD_AT("x1", "8")
+                             TINYAOT_WIDEN_WORD_AT("x2", "16") TINYAOT_WIDEN_WORD_AT("x3", "24")
                              "add %[d], %[d], #32\n\t"
                              "cmp %[s], %[e]\n\t"
                              "bne 1b"
@@ -230,10 +200,26 @@ static inline __attribute__((always_inline)) void widen_pixel_pair2(const int8_t
         }
         return;
     }
+#else
+    (void)two;
 #endif
     widen_run_st(src, n, dst, 4, off, in_zp);
     widen_run_st(src + n, n, dst + 2, 4, off, in_zp);
 }
+static inline __attribute__((always_inline)) void widen_pixel_pair(const int8_t *src, int32_t n,
+                                                             uint32_t *dst, uint32_t off,
+                                                             int32_t in_zp)
+{
+    widen_pixel_pair_q(src, n, dst, off, in_zp, 0);
+}
+static inline __attribute__((always_inline)) void widen_pixel_pair2(const int8_t *src, int32_t n,
+                                                              uint32_t *dst, uint32_t off,
+                                                              int32_t in_zp)
+{
+    widen_pixel_pair_q(src, n, dst, off, in_zp, 1);
+}
+#undef TINYAOT_WIDEN_WORD_AT
+#undef TINYAOT_WIDEN_PAIR_QUAD
 
 /* One input row of n values minus its zero point (off = {-in_zp, -in_zp}) into
  * one int16 column (quads of 2 words, zeros up to the quad): tinyaot_widen_run,
@@ -695,8 +681,7 @@ static inline __attribute__((always_inline)) void tinyaot_pw_loop_init(
  * [col][half], a weight quad 8 words [half][channel], read in that order.
  * Quads stepped past by their first loads (post-indexed: no ADDs after them), every
  * other load CB (column) or WB (weight) bytes back: a pass of four quads in the loop
- * (CB 64, WB 128) or the N quads straight before it (16 N, 32 N). L2 / L4: the half's
- * first column and weight loads. */
+ * (CB 64, WB 128). L2 / L4: the half's first column and weight loads. */
 #define TINYAOT_PW_LHALF(Q, H, CB, WB, L2, L4)                                                     \
     L2 "ldr r3, [r0, #(16 * " Q " + 8 + 4 * " H " - " CB ")]\n\t"                                 \
     L4 "ldr r5, [r1, #(32 * " Q " + 4 + 16 * " H " - " WB ")]\n\t"                                \
@@ -722,8 +707,6 @@ static inline __attribute__((always_inline)) void tinyaot_pw_loop_init(
     TINYAOT_PW_L2(CB, WB) TINYAOT_PW_LH("2", "0", CB, WB) TINYAOT_PW_LH("2", "1", CB, WB)
 #define TINYAOT_PW_L4(CB, WB)                                                                      \
     TINYAOT_PW_L3(CB, WB) TINYAOT_PW_LH("3", "0", CB, WB) TINYAOT_PW_LH("3", "1", CB, WB)
-/* N quads straight, both cursors past them */
-#define TINYAOT_PW_RUN(N) TINYAOT_PW_L##N("(" #N " * 16)", "(" #N " * 32)")
 #define TINYAOT_PW_LOOP                                                                            \
     "3:\n\t" TINYAOT_PW_L4("64", "128")                                                           \
     "ldr r2, %[col_end]\n\t"                                                                        \
@@ -731,8 +714,10 @@ static inline __attribute__((always_inline)) void tinyaot_pw_loop_init(
     "bne 3b\n\t"
 /* The same with every load at its own offset (16-bit encodings) and two ADDs after the
  * quads: 2 cycles more a pass, about 40 bytes less code a loop. onnxruntime's loops
- * (their float requantization is longer) keep this form: with the other, vww01's group
- * function and pixel loop left the STM32L4R5's 1 KB instruction cache (+0.23M cycles). */
+ * (their float requantization is longer) keep this form, and every loop's quads
+ * straight before the passes: with the other, vww01 ort's group function and pixel loop
+ * left the STM32L4R5's 1 KB instruction cache (+0.23M cycles), and ic01's first conv
+ * with its column code (+0.46M). */
 #define TINYAOT_PW_QA(Q) TINYAOT_PW_LH(Q, "0", "0", "0") TINYAOT_PW_LH(Q, "1", "0", "0")
 #define TINYAOT_PW_QA1 TINYAOT_PW_QA("0")
 #define TINYAOT_PW_QA2 TINYAOT_PW_QA1 TINYAOT_PW_QA("1")
@@ -868,7 +853,7 @@ static inline __attribute__((always_inline)) void tinyaot_pw_loop_init(
     FN(P##_l1, RUN(1) LOOP)                                                                        \
     FN(P##_l2, RUN(2) LOOP)                                                                        \
     FN(P##_l3, RUN(3) LOOP)
-TINYAOT_PW_VARIANTS(TINYAOT_PW_SAT, tinyaot_pw, TINYAOT_PW_RUN, TINYAOT_PW_LOOP)
+TINYAOT_PW_VARIANTS(TINYAOT_PW_SAT, tinyaot_pw, TINYAOT_PW_RUN_A, TINYAOT_PW_LOOP)
 #if TINYAOT_HAVE_FPU_ASM
 #define TINYAOT_PW_HAVE_FSAT 1
 /* onnxruntime's records {bias, scale} (8 bytes a channel) at r0: accumulator
@@ -918,7 +903,6 @@ TINYAOT_PW_VARIANTS(TINYAOT_PW_FSAT, tinyaot_pwf, TINYAOT_PW_RUN_A, TINYAOT_PW_L
 #undef TINYAOT_PW_FN
 #undef TINYAOT_PW_ASM
 #undef TINYAOT_PW_LOOP
-#undef TINYAOT_PW_RUN
 #undef TINYAOT_PW_LHALF
 #undef TINYAOT_PW_LH
 #undef TINYAOT_PW_L1
