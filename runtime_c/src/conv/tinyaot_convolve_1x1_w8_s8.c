@@ -101,7 +101,7 @@ static void c1_groups(const uint32_t *cols, int32_t nq, const uint32_t *w, int32
  * pair 0 S px0 r6, px1 r7, A px0 r8, px1 r9, pair 1 S r10, r11, A r12, lr:
  * channel c's two pixels where the fast conv's group loop has them, so that
  * its bias start and requantization serve (tinyaot_gemm_q15.h:
- * TINYAOT_PW_BIAS_SAT, TINYAOT_PW_RQ8_SAT; hi's start is in its record's
+ * TINYAOT_PW_BIAS_SAT, TINYAOT_PW_RQ8_R3; hi's start is in its record's
  * bias word). Every register is the loop's, so its state is in memory
  * operands. */
 typedef struct {
@@ -160,10 +160,9 @@ typedef struct {
     "ldr r2, %[col_end4]\n\t"                                                                      \
     "cmp r0, r2\n\t"                                                                               \
     "bne 3b\n\t"
-/* One output: sum A -> int8 at [O, #OOFF], the channel's m in r3, shift in r4, R in
- * r5:r7 (loaded); FIX: its sign fix, lo's (- [A < 0] * 2^31 on the 64-bit sum) or hi's
- * (- [A < 0] * 2^39: its records are 256 times lo's, as its sum; c1_out_hi), or none
- * (tinyaot_requant_fast.h: TINYAOT_RQ_NEG_FIX). */
+/* An output's sign fix for TINYAOT_PW_RQ_R3 (R in r5:r7): lo's (- [A < 0] * 2^31 on the
+ * 64-bit sum) or hi's (- [A < 0] * 2^39: its records are 256 times lo's, as its sum;
+ * c1_out_hi), or none (tinyaot_requant_fast.h: TINYAOT_RQ_NEG_FIX). */
 #if TINYAOT_RQ_NEG_FIX
 #define C1_FIX_LO(A) "lsrs " A ", " A ", #31\n\t" "subs r5, r5, " A ", lsl #31\n\t" "sbc r7, r7, #0\n\t"
 #define C1_FIX_HI(A) "lsrs " A ", " A ", #31\n\t" "sub r7, r7, " A ", lsl #7\n\t"
@@ -171,28 +170,13 @@ typedef struct {
 #define C1_FIX_LO(A)
 #define C1_FIX_HI(A)
 #endif
-#define C1_RQ_BODY(A, O, OOFF, FIX)                                                                \
-    "smlal r5, r7, " A ", r3\n\t" FIX(A) "asrs r7, r7, r4\n\t" "ssat r7, #8, r7\n\t"              \
-    "strb r7, [" O ", #" OOFF "]\n\t"
-/* a channel's two outputs: its record {m, shift, R lo, R hi} at MOFF (pipelined single
- * loads), R again for the second pixel */
-#define C1_RQ2(A0, A1, MOFF, OOFF, FIX)                                                            \
-    TINYAOT_LDR4("r0", MOFF, "r3", "r4", "r5", "r7") C1_RQ_BODY(A0, "r1", OOFF, FIX)               \
-    "ldrd r5, r7, [r0, #(" MOFF " + 8)]\n\t" C1_RQ_BODY(A1, "r2", OOFF, FIX)
 /* the weights past the group stored, hi's sums A - S (256 times their sums with their
- * biases), channel 0's second sum spilled (the one register short), the eight outputs
- * requantized (channel 1, 2, 3, then 0), the cursors stored, the next group */
+ * biases), the eight outputs requantized (tinyaot_gemm_q15.h: TINYAOT_PW_RQ8_R3, one sum
+ * spilled; hi's and lo's fixes), the next group */
 #define C1_RQ8                                                                                     \
     "str r1, %[w]\n\t"                                                                             \
     "sub r8, r8, r6\n\t" "sub r9, r9, r7\n\t" "sub r12, r12, r10\n\t" "sub lr, lr, r11\n\t"     \
-    "str r7, %[spill]\n\t"                                                                         \
-    "ldr r0, %[p]\n\t" "ldr r1, %[o0]\n\t" "ldr r2, %[o1]\n\t"                                  \
-    C1_RQ2("r8", "r9", "20", "1", C1_FIX_HI) C1_RQ2("r10", "r11", "40", "2", C1_FIX_LO)           \
-    C1_RQ2("r12", "lr", "60", "3", C1_FIX_HI)                                                      \
-    "ldr r8, %[spill]\n\t" C1_RQ2("r6", "r8", "0", "0", C1_FIX_LO)                                \
-    "adds r0, r0, #80\n\t" "str r0, %[p]\n\t" "adds r1, r1, #4\n\t" "str r1, %[o0]\n\t"         \
-    "adds r2, r2, #4\n\t" "str r2, %[o1]\n\t" "ldr r3, %[o_end]\n\t" "cmp r1, r3\n\t"          \
-    "bne 1b"
+    TINYAOT_PW_RQ8_R3(C1_FIX_LO, C1_FIX_HI) "bne 1b"
 #define C1_OPS                                                                                     \
     : [w] "+m"(L.w), [p] "+m"(L.p), [o0] "+m"(L.o0), [o1] "+m"(L.o1), [tail] "+m"(L.tail),       \
       [spill] "+m"(L.spill)                                                                        \
@@ -260,8 +244,6 @@ C1_PIXELS_FN(c1_pixels_tail_asm,
 #undef C1_QUAD
 #undef C1_FIX_LO
 #undef C1_FIX_HI
-#undef C1_RQ_BODY
-#undef C1_RQ2
 #undef C1_LHALF
 #undef C1_LOADS
 #undef C1_LHALF_

@@ -776,9 +776,9 @@ static inline __attribute__((always_inline)) void tinyaot_pw_loop_init(
  * sh r5 loaded; 0x80000000 in r3; R into r6:r7): TINYAOT_RQ_SMLAL_REGS with
  * the shift and the store on low registers (16-bit instructions; the flags
  * are free until the loop test). Eight registers besides the accumulators:
- * channel 0's two wait in `spill` until channel 3's are done. (These and
- * the group's bias start and requantization, TINYAOT_PW_BIAS_SAT and
- * TINYAOT_PW_RQ8_SAT, stay defined: tinyaot_convolve_1x1_w8_s8's group loop
+ * channel 0's two wait in `spill` until channel 3's are done. (The group's
+ * bias start TINYAOT_PW_BIAS_SAT and the requantization without the fix,
+ * TINYAOT_PW_RQ8_R3, stay defined: tinyaot_convolve_1x1_w8_s8's group loop
  * uses them too.) */
 #define TINYAOT_PW_RQ(A, POFF, O, OOFF)                                                            \
     "ldrd r6, r7, [r0, #" POFF "]\n\t" TINYAOT_PW_RQ_BODY(A, O, OOFF)
@@ -812,25 +812,33 @@ static inline __attribute__((always_inline)) void tinyaot_pw_loop_init(
     TINYAOT_PW_RQ_FIRST("r8", "0", "r1", "0") TINYAOT_PW_RQ("r9", "8", "r2", "0")                  \
     TINYAOT_PW_RQ8_TAIL
 #else
+#define TINYAOT_PW_RQ8_SAT TINYAOT_PW_RQ8_R3(TINYAOT_PW_NO_FIX, TINYAOT_PW_NO_FIX)
+#endif
 /* Without the sign fix no register holds 0x80000000: m, the shift and R take r3, r4 and
  * r5:r7, and only channel 0's second sum waits in `spill` (one STR and one LDR where
- * STRD and LDRD took six cycles) */
-#define TINYAOT_PW_RQ_NF(A, O, OOFF)                                                               \
-    "smlal r5, r7, " A ", r3\n\t" "asrs r7, r7, r4\n\t" "ssat r7, #8, r7\n\t"                    \
+ * STRD and LDRD took six cycles). One output: sum A -> int8 at [O, #OOFF], FIX(A) the
+ * sign fix that suits its records (tinyaot_convolve_1x1_w8_s8's, whose hi channels take
+ * their own) or TINYAOT_PW_NO_FIX */
+#define TINYAOT_PW_NO_FIX(A)
+#define TINYAOT_PW_RQ_R3(A, O, OOFF, FIX)                                                          \
+    "smlal r5, r7, " A ", r3\n\t" FIX(A) "asrs r7, r7, r4\n\t" "ssat r7, #8, r7\n\t"              \
     "strb r7, [" O ", #" OOFF "]\n\t"
-#define TINYAOT_PW_RQ2_NF(A0, A1, MOFF, OOFF)                                                      \
-    TINYAOT_LDR4("r0", MOFF, "r3", "r4", "r5", "r7") TINYAOT_PW_RQ_NF(A0, "r1", OOFF)              \
-    "ldrd r5, r7, [r0, #(" MOFF " + 8)]\n\t" TINYAOT_PW_RQ_NF(A1, "r2", OOFF)
-#define TINYAOT_PW_RQ8_SAT                                                                         \
+/* a channel's two outputs: its record {m, shift, R lo, R hi} at MOFF (pipelined single
+ * loads), R again for the second pixel */
+#define TINYAOT_PW_RQ2_R3(A0, A1, MOFF, OOFF, FIX)                                                 \
+    TINYAOT_LDR4("r0", MOFF, "r3", "r4", "r5", "r7") TINYAOT_PW_RQ_R3(A0, "r1", OOFF, FIX)         \
+    "ldrd r5, r7, [r0, #(" MOFF " + 8)]\n\t" TINYAOT_PW_RQ_R3(A1, "r2", OOFF, FIX)
+/* the eight outputs of a group (channels 1, 2, 3, then 0; F0 the fix of channels 0 and
+ * 2, F1 of 1 and 3), the cursors stored */
+#define TINYAOT_PW_RQ8_R3(F0, F1)                                                                  \
     "str r7, %[spill]\n\t"                                                                         \
     "ldr r0, %[p]\n\t"                                                                             \
     "ldr r1, %[o0]\n\t"                                                                            \
     "ldr r2, %[o1]\n\t"                                                                            \
-    TINYAOT_PW_RQ2_NF("r8", "r9", "20", "1") TINYAOT_PW_RQ2_NF("r10", "r11", "40", "2")          \
-    TINYAOT_PW_RQ2_NF("r12", "lr", "60", "3")                                                      \
-    "ldr r8, %[spill]\n\t" TINYAOT_PW_RQ2_NF("r6", "r8", "0", "0")                                \
+    TINYAOT_PW_RQ2_R3("r8", "r9", "20", "1", F1) TINYAOT_PW_RQ2_R3("r10", "r11", "40", "2", F0)  \
+    TINYAOT_PW_RQ2_R3("r12", "lr", "60", "3", F1)                                                  \
+    "ldr r8, %[spill]\n\t" TINYAOT_PW_RQ2_R3("r6", "r8", "0", "0", F0)                            \
     TINYAOT_PW_RQ8_TAIL
-#endif
 /* the cursors past the group stored, the flags for "bne" to the next group */
 #define TINYAOT_PW_RQ8_TAIL                                                                        \
     "adds r0, r0, #80\n\t"                                                                         \
