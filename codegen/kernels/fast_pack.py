@@ -62,8 +62,9 @@ def _pair_halves(w2d, in_zp, bias_hi=None, free_hi=None):
     lo, hi = -128 - int(in_zp), 127 - int(in_zp)
     hw = p[1::2]
     b = np.zeros(npairs, np.int64)
-    if bias_hi is not None:
-        b[:] = np.asarray(bias_hi, dtype=np.int64)
+    if bias_hi is not None:  # (an odd N's padding hi row has none)
+        bh = np.asarray(bias_hi, dtype=np.int64).reshape(-1)
+        b[:len(bh)] = bh
     top = np.maximum(hw * lo, hw * hi).sum(axis=1) + b
     bottom = np.minimum(hw * lo, hw * hi).sum(axis=1) + b
     lim = 1 << (FC_PAIR_SUM_BITS - 1)
@@ -77,19 +78,37 @@ def _pair_halves(w2d, in_zp, bias_hi=None, free_hi=None):
     return h
 
 
-def pack_fc_pairs(w2d, in_zp, free=None):
+def pack_fc_pairs(w2d, in_zp, free=None, bias=None):
     """tinyaot_fully_connected_fast_w8_s8's W[n][k] int8: rows in pairs (lo, hi) = (2p,
     2p + 1) as _pair_halves's H (one byte a weight); int32 words [group of up to 4
     pairs][quad][pair][2] ({H0, H2}, {H1, H3}: the column's order), the last group with
-    the pairs left. None when _pair_halves refuses the layer (the kernel adds hi's bias
-    after its (A - S) / 256; free: per row, a record multiplier of 0)."""
-    h = _pair_halves(w2d, in_zp, free_hi=None if free is None else np.asarray(free)[1::2])
+    the pairs left. None when _pair_halves refuses the layer (the kernel starts A at lo's
+    bias + 256 * hi's: hi's sum is bounded with its bias; free: per row, a record
+    multiplier of 0)."""
+    b = None if bias is None else np.asarray(bias, dtype=np.int64).reshape(-1)[1::2]
+    h = _pair_halves(w2d, in_zp, b, None if free is None else np.asarray(free)[1::2])
     if h is None:
         return None
     npairs, kp = h.shape
     q = h.reshape(npairs, kp // 4, 4)[..., QUAD_ORDER].reshape(npairs, kp // 4, 2, 2)
     parts = [_words(q[g:g + 4].transpose(1, 0, 2, 3)).reshape(-1) for g in range(0, npairs, 4)]
     return np.concatenate(parts)
+
+
+def fc_pair_records(records):
+    """tinyaot_fully_connected_fast_w8_s8's requantization from smlal_requant's records
+    ({m, e - 1, R lo, R hi, bias} a channel): (rq, bias), rq = {step, headers} with the
+    headers {m, e - 1, R lo, R hi} a channel in groups of eight and step the words from
+    one group's headers to the next: 32, or 0 when every channel has the same header (a
+    per-tensor layer: one group of eight serves every group, 4 bytes a channel, the
+    bias, where whole records take 20); bias the fifth words."""
+    r = np.asarray(records, dtype=np.int64).reshape(-1, 5)
+    heads = r[:, :4]
+    if np.all(heads == heads[0]):
+        rq = np.concatenate([[0], np.tile(heads[0], 8)])
+    else:
+        rq = np.concatenate([[32], heads.reshape(-1)])
+    return rq.astype(np.int32), r[:, 4].astype(np.int32)
 
 
 def pack_conv_pairs(w2d, in_zp, bias, free=None):

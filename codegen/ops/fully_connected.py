@@ -27,7 +27,7 @@ from ..ir import QParams
 from ..kernels import fc_float_unrolled as fu
 from ..kernels import specialize as spec
 from ..kernels.c_format import c_struct
-from ..kernels.fast_pack import (fc_scratch_bytes, pack_fc_pairs, pack_gemm,
+from ..kernels.fast_pack import (fc_pair_records, fc_scratch_bytes, pack_fc_pairs, pack_gemm,
                                  pack_gemm_fixed, smlal_requant)
 from ..kernels.fc_float_pack import fc_float_scratch_bytes, input_table, pack_fc_float
 from ..kernels.ort_requant_fixed import fc_fixed_requant
@@ -39,8 +39,7 @@ from . import integer_forms
 from .base import Op, Pending, Traits, Unsupported, layer_mode
 from .conv_params import FLOAT, ORT, TFLITE, ConvParams, prepare_conv_like, requantize_sums
 from .conv_lowering import WEIGHT_TYPES, layer_weights
-from .conv_records import (RequantRecord, acc_range, emit_records_requant, emit_requant,
-                           emit_requant_record)
+from .conv_records import RequantRecord, acc_range, emit_requant, emit_requant_record
 from .matmul import lower_onnx as lower_activation_matmul
 from .size_kernels import emit_fc_int_w8, emit_fc_w8, select_size
 from .tflite_filters import tflite_bias, tflite_weights
@@ -225,33 +224,48 @@ def _emit_unrolled(em, lid, n, p, wf, bf, x_max, rows):
     return fname
 
 
+@dataclass
+class FcPairs:
+    """What tinyaot_fully_connected_fast_w8_s8 reads of a layer (fc_pairs)."""
+    weights: np.ndarray  # fast_pack.pack_fc_pairs's words
+    rq: np.ndarray       # fast_pack.fc_pair_records's {step, headers}
+    bias: np.ndarray
+
+
 def fc_pairs(w, p):
-    """fast_pack.pack_fc_pairs's words when a layer of weights w [N][K] takes
-    tinyaot_fully_connected_fast_w8_s8: tflite over the whole int8 range with one-SMLAL
-    records for every channel (the kernel's one requantization), N a multiple of 8 (every
-    row in its asm groups of four pairs), the pairs' sums within its bound; else None.
-    (Also a one-pixel pointwise conv's, ops/conv2d.py.)"""
+    """FcPairs when a layer of weights w [N][K] takes tinyaot_fully_connected_fast_w8_s8:
+    tflite over the whole int8 range with one-SMLAL records for every channel (the
+    kernel's one requantization), N a multiple of 8 (every row in its asm groups of four
+    pairs), the pairs' sums with their biases within its bound; else None. (Also a
+    one-pixel pointwise conv's, ops/conv2d.py.)"""
     if (p.mode != TFLITE or p.act_min > -128 or p.act_max < 127 or w.shape[0] % 8
             or np.any(np.asarray(p.mult) < 0)):
         return None
     records = smlal_requant(p.mult, p.shift, p.bias, p.out_zp, acc_range(p.bias, w))
     if records is None:
         return None
-    return pack_fc_pairs(w, p.in_zp, records.reshape(-1, 5)[:, 0] == 0)
+    r = records.reshape(-1, 5)
+    words = pack_fc_pairs(w, p.in_zp, r[:, 0] == 0, r[:, 4])
+    if words is None:
+        return None
+    return FcPairs(words, *fc_pair_records(records))
 
 
-def emit_fc_pairs(em, lid, n, p, info, rows, w, pairs):
+def emit_fc_pairs(em, lid, n, p, info, rows, w, pairs: FcPairs):
     """tinyaot_fully_connected_fast_w8_s8 for node n (a layer fc_pairs allows, in either
     build; w its weights [N][K]): int8 weights in flash, two rows per int16 lane; against
     the int16 kernel half the flash and, on a part with flash wait states, half the weight
     reads, at fewer cycles per MAC; against the size build's tinyaot_fully_connected_w8_s8
     the same bytes, less code and fewer cycles."""
     nout, k = w.shape
-    q, _ = emit_records_requant(em, lid, p, w)
-    filt = em.const("int32_t", f"{lid}_wp", pairs, align=8)
+    r = RequantRecord(p.in_zp, p.out_zp, p.act_min, p.act_max)
+    r.bias = em.const("int32_t", f"{lid}_bias", pairs.bias)
+    r.rq = em.const("int32_t", f"{lid}_rq", pairs.rq)
+    em.consts.append(c_struct(f"{lid}_q", r))
+    filt = em.const("int32_t", f"{lid}_wp", pairs.weights, align=8)
     info["kernel"] = "tinyaot_fully_connected_fast_w8_s8"
-    em.call(info["kernel"], [str(rows), str(k), str(nout), q, em.ptr(n.inputs[0]), filt,
-                             em.scratch(n, "uint32_t"), em.ptr(n.outputs[0])])
+    em.call(info["kernel"], [str(rows), str(k), str(nout), f"&{lid}_q", em.ptr(n.inputs[0]),
+                             filt, em.scratch(n, "uint32_t"), em.ptr(n.outputs[0])])
 
 
 def _emit_fast(em, lid, n, p, info, rows):

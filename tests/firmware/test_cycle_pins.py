@@ -96,13 +96,15 @@ from tests.helpers.env import require_arm_toolchain, shared_model
 # with the above: kws01 tflite 4,319,110 -> 4,059,067, 0.447x TFLM + CMSIS-NN; vww01 tflite
 # -6.2 %, sww01 tflite -3.6 %, ic01 tflite -0.55 %; ort, whose group loops keep their ADDs
 # for the STM32L4R5's instruction cache: vww01 -0.22 % (the depthwise runs), kws01
-# -0.07 %, sww01 -0.05 %, ic01 as it was).
+# -0.07 %, sww01 -0.05 %, ic01 as it was); and fell when the FC pair kernel started its
+# hi sums at their biases and stepped its cursors by post-indexed loads (ad01 tflite -1.2 %,
+# sww01 tflite -48 cycles).
 PINNED = {
-    ("ad01", "tflite"): {"ideal": 373437},
+    ("ad01", "tflite"): {"ideal": 368847},
     ("kws01", "tflite"): {"ideal": 4059067},
     ("ic01", "tflite"): {"ideal": 15081799},
     ("vww01", "tflite"): {"ideal": 10072427},
-    ("sww01", "tflite"): {"ideal": 1149310},
+    ("sww01", "tflite"): {"ideal": 1149262},
     ("ad01", "ort"): {"ideal": 779016},
     ("kws01", "ort"): {"ideal": 5347330},
     ("ic01", "ort"): {"ideal": 31365849},

@@ -4,15 +4,18 @@
 on the host (portable C, under UBSan) and on qemu-m4 (the DSP inline asm): K not a
 multiple of 4, quad counts from 1 to 160 (every count mod 4), N odd, below 8 and not a
 multiple of 8 (the pairs after the last whole group of four), rows > 1 (an unaligned
-second row), hi sums at the edge of the kernel's 24-bit bound from both sides, and hi
-weights of -128. The packing refuses what the kernel cannot do exactly.
+second row), hi sums with their biases at the edge of the kernel's 24-bit bound from both
+sides, hi weights of -128, per-channel headers and per-tensor ones (one group of eight
+for every group: fast_pack.fc_pair_records). The packing refuses what the kernel cannot
+do exactly.
 """
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from codegen.kernels.fast_pack import fc_scratch_bytes, pack_fc_pairs, smlal_requant
+from codegen.kernels.fast_pack import (fc_pair_records, fc_scratch_bytes, pack_fc_pairs,
+                                       smlal_requant)
 from tests.helpers.env import require_arm_toolchain
 from tests.helpers.requant_cases import requant_fields
 
@@ -23,9 +26,10 @@ SHAPES = [(1, 640, 128), (1, 128, 8), (1, 8, 128), (1, 37, 10), (2, 64, 6), (3, 
           (2, 18, 20)]
 
 
-def _layer(rng, rows, k, n, x=None, w=None, in_zp=None):
+def _layer(rng, rows, k, n, x=None, w=None, in_zp=None, per_tensor=False, bias=None):
     """(q fields, x, w, want): the one-SMLAL records over the whole int8 range, shifts
-    chosen so that the outputs spread over int8 (a wrong sum shows)."""
+    chosen so that the outputs spread over int8 (a wrong sum shows), split as the kernel
+    reads them; per_tensor: one multiplier for every channel."""
     from codegen.ops.fully_connected import fully_connected_int
     if in_zp is None:
         in_zp = int(rng.integers(-128, 128))
@@ -34,27 +38,46 @@ def _layer(rng, rows, k, n, x=None, w=None, in_zp=None):
     if w is None:
         w = rng.integers(-127, 128, (n, k)).astype(np.int8)
     q, p = requant_fields(rng, n, in_zp, "tflite")
+    if bias is not None:
+        p.bias = q["bias"] = np.asarray(bias, np.int32)
+    if per_tensor:
+        p.mult = q["mult"] = np.full(n, q["mult"][0], np.int32)
     acc = (x.astype(np.int64) - in_zp) @ w.astype(np.int64).T + q["bias"]
     e = int(np.ceil(np.log2(max(float(np.abs(acc).max()), 1.0) / 90.0))) + 1
     p.shift = q["shift"] = np.full(n, -min(max(e, 1), 31), np.int32)
-    q["rq"] = smlal_requant(q["mult"], q["shift"], q["bias"], p.out_zp)
-    assert q["rq"] is not None
-    q["bias"] = None  # the records hold it
+    records = smlal_requant(q["mult"], q["shift"], q["bias"], p.out_zp)
+    assert records is not None
+    q["rq"], q["bias"] = fc_pair_records(records)
+    assert q["rq"][0] == (0 if per_tensor or n == 1 else 32)
     return q, x, w, fully_connected_int(x, w, p)
+
+
+def _pack(q, w):
+    return pack_fc_pairs(w, q["in_zp"], bias=q["bias"])
+
+
+# 259 x 127 x 255: the greatest hi sum of the bound cases, 2^23 - 893
+EDGE = 259 * 127 * 255
 
 
 def _cases():
     rng = np.random.default_rng(77)
     out = [(f"{r}x{k}x{n}",) + _layer(rng, r, k, n) for r, k, n in SHAPES]
-    # hi sums at the bound: 259 x 127 x 255 = 2^23 - 893, positive and negative, with
-    # the lo rows at their own extremes (their sums are exact int32 anyway)
+    out += [(f"{r}x{k}x{n} per tensor",) + _layer(rng, r, k, n, per_tensor=True)
+            for r, k, n in SHAPES[::2]]
+    # hi sums with their biases at the bound, positive and negative (hi's bias takes it
+    # to 2^23 - 1 or -2^23), with the lo rows at their own extremes (their sums are
+    # exact int32 anyway)
     k = 259
     for sign, zp, xv in ((1, -128, 127), (-1, -128, 127), (1, 127, -128), (-1, 127, -128)):
         w = rng.integers(-127, 128, (10, k)).astype(np.int8)
         w[1::2] = sign * 127
         w[0::2][:, :5] = -127 * sign
         x = np.full((1, k), xv, np.int8)
-        out.append((f"bound {sign:+d} zp {zp}",) + _layer(rng, 1, k, 10, x, w, zp))
+        s = sign if zp == -128 else -sign  # the hi sums' sign (x - zp is 255 or -255)
+        b = rng.integers(-5000, 5000, 10)
+        b[1::2] = (1 << 23) - 1 - EDGE if s > 0 else -(1 << 23) + EDGE
+        out.append((f"bound {sign:+d} zp {zp}",) + _layer(rng, 1, k, 10, x, w, zp, bias=b))
     # hi weights of -128 over lo weights >= 0 (H = -32768 .. -32641)
     w = rng.integers(-127, 128, (16, 48)).astype(np.int8)
     w[1::2] = -128
@@ -68,6 +91,12 @@ def test_pack_refuses_what_the_kernel_cannot_do_exactly():
     w = np.zeros((2, k + 1), np.int8)
     w[1, :k] = 127
     assert pack_fc_pairs(w, -128) is not None  # 127 x 255 x 259 < 2^23
+    edge = (1 << 23) - 1 - EDGE
+    assert pack_fc_pairs(w, -128, bias=[0, edge]) is not None  # hi's bias: up to 2^23 - 1
+    assert pack_fc_pairs(w, -128, bias=[0, edge + 1]) is None
+    assert pack_fc_pairs(w, -128, bias=[1 << 30, edge]) is not None  # (lo's is not bounded)
+    assert pack_fc_pairs(-w, -128, bias=[0, -edge - 1]) is not None  # down to -2^23
+    assert pack_fc_pairs(-w, -128, bias=[0, -edge - 2]) is None
     w[1, k] = 127
     assert pack_fc_pairs(w, -128) is None  # x 260: past it
     assert pack_fc_pairs(w, 0) is not None  # x - 0 <= 128: 127 x 128 x 260 fits
@@ -107,8 +136,7 @@ def test_fc_pairs_equal_the_numpy_oracle_on_the_host():
         n = w.shape[0]
         assert kf.kernels().call("tinyaot_fully_connected_fast_w8_s8_get_buffer_size", k) == \
             fc_scratch_bytes(k)
-        got = kf.fully_connected_fast_w8_s8(rows, k, n, q, x, pack_fc_pairs(w, q["in_zp"]),
-                                            fc_scratch_bytes(k), rng)
+        got = kf.fully_connected_fast_w8_s8(rows, k, n, q, x, _pack(q, w), fc_scratch_bytes(k), rng)
         np.testing.assert_array_equal(got.reshape(rows, n), want, err_msg=label)
         # the outputs spread over int8 (a wrong sum changes them, not a saturated end)
         assert want.size < 8 or len(np.unique(want)) >= min(want.size // 3, 20), label
@@ -120,8 +148,7 @@ def test_fc_pairs_refuse_other_requantizations():
     q, x, w, _ = _layer(rng, 1, 16, 8)
     q["act_min"] = -100  # a clamped range: not the saturating one-SMLAL mode
     with pytest.raises(AssertionError, match="returned -1"):
-        kf.fully_connected_fast_w8_s8(1, 16, 8, q, x, pack_fc_pairs(w, q["in_zp"]),
-                                      fc_scratch_bytes(16), rng)
+        kf.fully_connected_fast_w8_s8(1, 16, 8, q, x, _pack(q, w), fc_scratch_bytes(16), rng)
 
 
 @pytest.mark.qemu
@@ -135,7 +162,7 @@ def test_fc_pairs_asm_on_qemu_m4(tmp_path):
     src, calls, scratch = [], [], 4
     for i, (_, q, x, w, want) in enumerate(cases):
         rows, k = x.shape
-        src += conv_case_c(i, None, q, x, pack_fc_pairs(w, q["in_zp"]), "int32_t")
+        src += conv_case_c(i, None, q, x, _pack(q, w), "int32_t")
         scratch = max(scratch, fc_scratch_bytes(k))
         calls.append(f"    case {i}: return tinyaot_fully_connected_fast_w8_s8({rows}, {k}, "
                      f"{w.shape[0]}, &q{i}, x{i}, w{i}, scratch, output);")

@@ -450,10 +450,10 @@ def test_fully_connected_s8(numerics, case):
         assert_bit_exact(expected, got.reshape(rows, nout),
                          "tinyaot_fully_connected_fast_s8 [ort fixed-point]", g, n, p)
     f = fast_requant_fields(p)
-    pairs = fast_pack.pack_fc_pairs(wt.data, p.in_zp)
+    pairs = fast_pack.pack_fc_pairs(wt.data, p.in_zp, bias=p.bias)
     if (f["rq"] is not None and p.act_min <= -128 and p.act_max >= 127
             and pairs is not None):  # the one requantization the pair kernel has
-        f["bias"] = None  # (its records hold it)
+        f["rq"], f["bias"] = fast_pack.fc_pair_records(f["rq"])  # (as the kernel reads them)
         got = K.fully_connected_fast_w8_s8(rows, k, nout, f, xv, pairs,
                                            fast_pack.fc_scratch_bytes(k))
         assert_bit_exact(expected, got.reshape(rows, nout),

@@ -7,19 +7,25 @@
  *   SMLAD(SXTB16(word), x)  adds lo's two MACs (the low bytes, sign-extended),
  * so per weight word (4 MACs) one load, one SXTB16 and two SMLADs, where
  * int8 weights otherwise take two SXTB16s and int16 weights two loads. With
- * A and S those two sums (both started at the lo row's bias), hi's sum is
- * (A - S) / 256, exact as long as it is within [-2^23, 2^23): the compiler
- * checks that bound for every row from the weights and the input range
- * (pack_fc_pairs) and H within int16 (TFLite's weights are in [-127, 127]),
- * and keeps the int16 kernel where either fails. A and S wrap mod 2^32, as
- * SMLAD does, and the difference is still exact.
+ * A and S those two sums, A started at lo's bias + 256 * hi's and S at lo's
+ * bias, hi's sum with its bias is (A - S) / 256, exact as long as it is within
+ * [-2^23, 2^23): the compiler checks that bound for every row from the
+ * weights, the input range and the bias (pack_fc_pairs) and H within int16
+ * (TFLite's weights are in [-127, 127]), and keeps the int16 kernel where
+ * either fails. A and S wrap mod 2^32, as SMLAD does, and the difference is
+ * still exact.
  *
  * Stream: per group of up to four pairs (rows 8g .. 8g + 7), per quad of k
  * (column words {x0, x2}, {x1, x3}), each pair's words {H0, H2}, {H1, H3};
  * the last group has the pairs left (a zero hi row pads an odd N). The
  * requantization is the one-SMLAL records' (tinyaot_requant_fast.h) over
  * the whole int8 range, the mode every TFLite layer the compiler gives this
- * kernel has; others are refused (TINYAOT_ERR_ARG).
+ * kernel has; others are refused (TINYAOT_ERR_ARG). Its records are split
+ * (fast_pack.fc_pair_records): q->bias the biases, and q->rq = {step, the
+ * headers {m, e - 1, R lo, R hi} of the first group's eight channels, ...}
+ * with step the words from one group's headers to the next: 32 (a header per
+ * channel), or 0 (a per-tensor layer, TFLite's FULLY_CONNECTED: one group of
+ * eight serves every group, 4 bytes a channel where whole records take 20).
  *
  * With the DSP extension (optimized builds) every whole group runs in one asm
  * statement: per quad 38 cycles for 32 MACs on the M4, the weights read one
@@ -41,12 +47,24 @@ int32_t tinyaot_fully_connected_fast_w8_s8_get_buffer_size(int32_t in_features)
     return ((in_features + 3) / 4) * 4 * (int32_t)sizeof(int16_t);
 }
 
-/* One group of np <= 4 pairs (rows ch0 .. ch0 + 2 np - 1, n of them real)
- * over nq quads of the column. Returns the next group's weights. */
-static const uint32_t *fcp_group(const uint32_t *col, int32_t nq, const uint32_t *w, int32_t np,
-                                 const tinyaot_rqc_t *rq, int32_t ch0, int32_t n, int8_t *o)
+/* The output of a sum v (bias included) with header h {m, e - 1, R lo, R hi} */
+static inline int8_t fcp_out(int32_t v, const int32_t *h)
 {
-    uint32_t a[4] = {0u, 0u, 0u, 0u}, s[4] = {0u, 0u, 0u, 0u};
+    return (int8_t)__SSAT(tinyaot_mbqm_smlal(v, h[0], h[1], (uint32_t)h[2], h[3]), 8);
+}
+
+/* One group of np <= 4 pairs (rows ch0 .. ch0 + 2 np - 1, n of them real; their
+ * headers head, biases b) over nq quads of the column. Returns the next group's
+ * weights. */
+static const uint32_t *fcp_group(const uint32_t *col, int32_t nq, const uint32_t *w, int32_t np,
+                                 const int32_t *head, const int32_t *b, int32_t n, int8_t *o)
+{
+    uint32_t a[4], s[4];
+    for (int32_t p = 0; p < np; ++p) { /* (an odd N's padding hi row: no bias) */
+        const uint32_t lo = (uint32_t)b[2 * p], hi = 2 * p + 1 < n ? (uint32_t)b[2 * p + 1] : 0u;
+        s[p] = lo;
+        a[p] = lo + (hi << 8);
+    }
     for (int32_t j = 0; j < nq; ++j) {
         const uint32_t xa = col[2 * j], xb = col[2 * j + 1];
         for (int32_t p = 0; p < np; ++p, w += 2) {
@@ -56,13 +74,10 @@ static const uint32_t *fcp_group(const uint32_t *col, int32_t nq, const uint32_t
             s[p] = __SMLAD(__SXTB16(w[1]), xb, s[p]);
         }
     }
-    for (int32_t p = 0; p < np; ++p) { /* (sums without bias: the records' is added) */
-        const int32_t *r = rq->rq + 5 * (ch0 + 2 * p);
-        o[2 * p] = tinyaot_rq_smlal_out(rq, tinyaot_fp_s32(s[p]), r, TINYAOT_RQ_SMLAL_SAT);
+    for (int32_t p = 0; p < np; ++p) {
+        o[2 * p] = fcp_out(tinyaot_fp_s32(s[p]), head + 8 * p);
         if (2 * p + 1 < n) {
-            o[2 * p + 1] =
-                tinyaot_rq_smlal_out(rq, tinyaot_fp_asr(tinyaot_fp_s32(a[p] - s[p]), 8), r + 5,
-                                     TINYAOT_RQ_SMLAL_SAT);
+            o[2 * p + 1] = fcp_out(tinyaot_fp_asr(tinyaot_fp_s32(a[p] - s[p]), 8), head + 8 * p + 4);
         }
     }
     return w;
@@ -77,7 +92,9 @@ static const uint32_t *fcp_group(const uint32_t *col, int32_t nq, const uint32_t
 typedef struct {
     const uint32_t *col, *end4, *end; /* the column, its last whole 4 quads, its end */
     const uint32_t *w;
-    const int32_t *p; /* records, 5 words a channel */
+    const int32_t *h;  /* this group's headers, 4 words a channel */
+    int32_t hstep;     /* bytes to the next group's: 128, or 0 (per tensor) */
+    const int32_t *b;  /* this group's biases */
     int8_t *o;
     const int8_t *o_end;
     uint64_t spill; /* pair 0's sums while the others are requantized */
@@ -87,22 +104,22 @@ typedef struct {
 #define FCP_PAIR(A, S)                                                                             \
     "smlad " A ", r4, r2, " A "\n\t" "sxtb16 r4, r4\n\t" "smlad " S ", r4, r2, " S "\n\t"        \
     "smlad " A ", r5, r3, " A "\n\t" "sxtb16 r5, r5\n\t" "smlad " S ", r5, r3, " S "\n\t"
-#define FCP_W(Q, P) "ldrd r4, r5, [r1, #(32 * " Q " + 8 * " P ")]\n\t"
 /* quad Q of the column: its two words, then each pair's two words (one LDRD
- * of one 8-byte flash word) */
-#define FCP_QUAD(Q)                                                                                \
-    "ldrd r2, r3, [r0, #(8 * " Q ")]\n\t"                                                         \
-    FCP_W(Q, "0") FCP_PAIR("r6", "r7") FCP_W(Q, "1") FCP_PAIR("r8", "r9")                         \
-    FCP_W(Q, "2") FCP_PAIR("r10", "r11") FCP_W(Q, "3") FCP_PAIR("r12", "lr")
-/* requantize sum A (bias included: lo rows; hi rows add theirs, the record's
- * fifth word, first) of the channel whose record is POFF bytes on (r0) into
- * [r1, #OOFF]; 0x80000000 in r6 (TINYAOT_RQ_SMLAL_REGS_S: the flags are dead) */
-#define FCP_RQ(A, POFF, OOFF)                                                                      \
-    TINYAOT_LDR4("r0", POFF, "r2", "r3", "r4", "r5")                                               \
-    TINYAOT_RQ_SMLAL_REGS_S(A, "r2", "r3", "r4", "r5", "r6") "strb r5, [r1, #" OOFF "]\n\t"
-#define FCP_RQ_HI(A, POFF, OOFF)                                                                   \
-    "ldr r7, [r0, #(" POFF " + 16)]\n\t"                                                           \
-    TINYAOT_LDR4("r0", POFF, "r2", "r3", "r4", "r5") "add " A ", " A ", r7\n\t"                    \
+ * of one 8-byte flash word). The column and the weights step by post-indexed
+ * first loads (CA, WA: the pass's bytes), the others read back from there. */
+#define FCP_QUAD_AT(CA, WA, WO)                                                                    \
+    "ldrd r2, r3, " CA "\n\t"                                                                      \
+    "ldrd r4, r5, " WA "\n\t" FCP_PAIR("r6", "r7")                                                 \
+    "ldrd r4, r5, [r1, #(" WO " + 8)]\n\t" FCP_PAIR("r8", "r9")                                     \
+    "ldrd r4, r5, [r1, #(" WO " + 16)]\n\t" FCP_PAIR("r10", "r11")                                  \
+    "ldrd r4, r5, [r1, #(" WO " + 24)]\n\t" FCP_PAIR("r12", "lr")
+#define FCP_QUAD(CO, WO) FCP_QUAD_AT("[r0, #" CO "]", "[r1, #" WO "]", WO)
+/* the group's sums start at its biases: A = lo's + 256 * hi's, S = lo's */
+#define FCP_START(A, S, OFF) "ldrd " S ", " A ", [r0, #" OFF "]\n\t" "add " A ", " S ", " A ", lsl #8\n\t"
+/* requantize sum A (bias included) of the channel whose header is HOFF bytes on
+ * (r0) into [r1, #OOFF]; 0x80000000 in r6 (TINYAOT_RQ_SMLAL_REGS_S: the flags are dead) */
+#define FCP_RQ(A, HOFF, OOFF)                                                                      \
+    TINYAOT_LDR4("r0", HOFF, "r2", "r3", "r4", "r5")                                               \
     TINYAOT_RQ_SMLAL_REGS_S(A, "r2", "r3", "r4", "r5", "r6") "strb r5, [r1, #" OOFF "]\n\t"
 
 static __attribute__((noinline)) const uint32_t *fcp_groups_asm(fcp_loop_t *Lp)
@@ -110,23 +127,17 @@ static __attribute__((noinline)) const uint32_t *fcp_groups_asm(fcp_loop_t *Lp)
     fcp_loop_t L = *Lp;
     __asm__ volatile(
         "1:\n\t"
-        "ldr r0, %[p]\n\t" /* the sums start at the lo rows' biases */
-        "ldr r6, [r0, #16]\n\t"
-        "ldr r8, [r0, #56]\n\t"
-        "ldr r10, [r0, #96]\n\t"
-        "ldr r12, [r0, #136]\n\t"
+        "ldr r0, %[b]\n\t"
+        FCP_START("r6", "r7", "0") FCP_START("r8", "r9", "8")
+        FCP_START("r10", "r11", "16") FCP_START("r12", "lr", "24")
         "ldr r0, %[col]\n\t"
         "ldr r1, %[w]\n\t"
-        "mov r7, r6\n\t"
-        "mov r9, r8\n\t"
-        "mov r11, r10\n\t"
-        "mov lr, r12\n\t"
         "ldr r2, %[end4]\n\t"
         "cmp r0, r2\n\t"
         "beq 3f\n\t"
-        "2:\n\t" FCP_QUAD("0") FCP_QUAD("1") FCP_QUAD("2") FCP_QUAD("3")
-        "adds r0, r0, #32\n\t"
-        "adds r1, r1, #128\n\t"
+        "2:\n\t"
+        FCP_QUAD_AT("[r0], #32", "[r1], #128", "-128") FCP_QUAD("-24", "-96")
+        FCP_QUAD("-16", "-64") FCP_QUAD("-8", "-32")
         "ldr r2, %[end4]\n\t"
         "cmp r0, r2\n\t"
         "bne 2b\n\t"
@@ -134,46 +145,49 @@ static __attribute__((noinline)) const uint32_t *fcp_groups_asm(fcp_loop_t *Lp)
         "ldr r2, %[end]\n\t"
         "cmp r0, r2\n\t"
         "beq 5f\n\t"
-        "4:\n\t" FCP_QUAD("0")
-        "adds r0, r0, #8\n\t"
-        "adds r1, r1, #32\n\t"
+        "4:\n\t" FCP_QUAD_AT("[r0], #8", "[r1], #32", "-32")
         "ldr r2, %[end]\n\t"
         "cmp r0, r2\n\t"
         "bne 4b\n\t"
         "5:\n\t"
         "str r1, %[w]\n\t"
-        /* the hi rows' sums (A - S) / 256 (their biases still to add) */
+        /* the hi rows' sums (A - S) / 256 */
         "sub r6, r6, r7\n\t" "asr r6, r6, #8\n\t"
         "sub r8, r8, r9\n\t" "asr r8, r8, #8\n\t"
         "sub r10, r10, r11\n\t" "asr r10, r10, #8\n\t"
         "sub r12, r12, lr\n\t" "asr r12, r12, #8\n\t"
         "strd r6, r7, %[spill]\n\t"
         "mov r6, #0x80000000\n\t"
-        "ldr r0, %[p]\n\t"
+        "ldr r0, %[h]\n\t"
         "ldr r1, %[o]\n\t"
-        FCP_RQ("r9", "40", "2") FCP_RQ_HI("r8", "60", "3")
-        FCP_RQ("r11", "80", "4") FCP_RQ_HI("r10", "100", "5")
-        FCP_RQ("lr", "120", "6") FCP_RQ_HI("r12", "140", "7")
+        FCP_RQ("r9", "32", "2") FCP_RQ("r8", "48", "3")
+        FCP_RQ("r11", "64", "4") FCP_RQ("r10", "80", "5")
+        FCP_RQ("lr", "96", "6") FCP_RQ("r12", "112", "7")
         "ldrd r8, r9, %[spill]\n\t"
-        FCP_RQ("r9", "0", "0") FCP_RQ_HI("r8", "20", "1")
-        "adds r0, r0, #160\n\t"
-        "str r0, %[p]\n\t"
+        FCP_RQ("r9", "0", "0") FCP_RQ("r8", "16", "1")
+        "ldr r2, %[hstep]\n\t"
+        "add r0, r0, r2\n\t"
+        "str r0, %[h]\n\t"
+        "ldr r0, %[b]\n\t"
+        "adds r0, r0, #32\n\t"
+        "str r0, %[b]\n\t"
         "adds r1, r1, #8\n\t"
         "str r1, %[o]\n\t"
         "ldr r2, %[o_end]\n\t"
         "cmp r1, r2\n\t"
         "bne 1b"
-        : [w] "+m"(L.w), [p] "+m"(L.p), [o] "+m"(L.o), [spill] "+m"(L.spill)
-        : [col] "m"(L.col), [end4] "m"(L.end4), [end] "m"(L.end), [o_end] "m"(L.o_end)
+        : [w] "+m"(L.w), [h] "+m"(L.h), [b] "+m"(L.b), [o] "+m"(L.o), [spill] "+m"(L.spill)
+        : [col] "m"(L.col), [end4] "m"(L.end4), [end] "m"(L.end), [o_end] "m"(L.o_end),
+          [hstep] "m"(L.hstep)
         : "r0", "r1", "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "r12", "lr",
           "cc", "memory");
     return L.w;
 }
 #undef FCP_PAIR
-#undef FCP_W
+#undef FCP_QUAD_AT
 #undef FCP_QUAD
+#undef FCP_START
 #undef FCP_RQ
-#undef FCP_RQ_HI
 #endif
 
 int tinyaot_fully_connected_fast_w8_s8(int32_t rows, int32_t in_features, int32_t out_features,
@@ -182,10 +196,11 @@ int tinyaot_fully_connected_fast_w8_s8(int32_t rows, int32_t in_features, int32_
                                        int8_t *output)
 {
     const tinyaot_rqc_t rq = tinyaot_rqc(q);
-    if (rq.mode != TINYAOT_RQ_SMLAL_SAT || in_features < 1 || out_features < 1) {
+    if (rq.mode != TINYAOT_RQ_SMLAL_SAT || !q->bias || (q->rq[0] != 0 && q->rq[0] != 32) ||
+        in_features < 1 || out_features < 1) {
         return TINYAOT_ERR_ARG;
     }
-    const int32_t nq = (in_features + 3) / 4;
+    const int32_t nq = (in_features + 3) / 4, hstep = q->rq[0];
     const uint32_t off = tinyaot_pack16(-q->in_zp, -q->in_zp);
     for (int32_t r = 0; r < rows; ++r) {
         int8_t *o = output + r * out_features;
@@ -200,7 +215,9 @@ int tinyaot_fully_connected_fast_w8_s8(int32_t rows, int32_t in_features, int32_
             L.end4 = scratch + 2 * (nq & ~3);
             L.end = scratch + 2 * nq;
             L.w = w;
-            L.p = rq.rq;
+            L.h = q->rq + 1;
+            L.hstep = 4 * hstep;
+            L.b = q->bias;
             L.o = o;
             L.o_end = o + 8 * groups;
             L.spill = 0u;
@@ -210,7 +227,8 @@ int tinyaot_fully_connected_fast_w8_s8(int32_t rows, int32_t in_features, int32_
 #endif
         for (; ch < out_features; ch += 8) {
             const int32_t n = out_features - ch < 8 ? out_features - ch : 8;
-            w = fcp_group(scratch, nq, w, (n + 1) / 2, &rq, ch, n, o + ch);
+            w = fcp_group(scratch, nq, w, (n + 1) / 2, q->rq + 1 + hstep * (ch / 8), q->bias + ch,
+                          n, o + ch);
         }
     }
     return TINYAOT_OK;
