@@ -59,14 +59,14 @@ INT16_LIMIT = 32767 - 256  # |round(t/scale)| below it: the zero point add and c
 MAGIC = 12582912.0
 
 
-# The straight-line code is ~5 bytes of flash per MAC (ad01: 0.85 MB for two
-# layers) and saves about one instruction per zero weight (a layer without
-# zeros costs what the loop kernel does: 85 instructions per 64 MACs either
-# way), so a layer is unrolled only when at least this share of its weights is 0:
-# at 5 % the layer runs ~4 % fewer instructions for ~5 B/MAC (ad01: its first layer,
-# 8.7 % zeros, saves 8,360 of 111,600 for 0.4 MB; its last, 1.6 %, would save 3,080
-# for another 0.43 MB and keeps the loop).
-MIN_ZERO_FRACTION = 0.05
+# The straight-line code is ~5 bytes of flash per MAC (ad01: 0.4 MB for its first
+# layer) against the loop kernel's 4 (its float weights), and skips the zero weights;
+# but it adds each product by VMLA (3 cycles on the M4) where the loop kernel takes
+# VMUL + VADD (2): modelled, 4.01 ideal cycles per nonzero MAC (5.76 on the STM32L4R5
+# model) against the loop's 3.35 a MAC (5.08). It pays only from about 17 % zero
+# weights (12 % on the STM32L4R5 model), so a layer is unrolled from 20 %: ad01's
+# first layer (8.7 % zeros) now runs the loop, -28K ideal cycles and -0.38 MB.
+MIN_ZERO_FRACTION = 0.2
 
 
 def eligible(order, rows, wf):

@@ -205,8 +205,9 @@ def test_instruction_count_drops_by_the_skipped_products(tmp_path):
     saved = predicted_cost(wd, 1) - predicted_cost(ws, 1)
     assert saved > 1000
     assert counts[0] - counts[1] == saved
-    # the almost dense layer pays ~5 instructions per k group and output (VMUL, 3 VMLA, VADD)
-    assert predicted_cost(wd, 1) > 4.7 * N * K // 4
+    # the almost dense layer pays ~4.2 instructions per k group and output (VMUL, VMLAs,
+    # VADD; a fifth of its weights are zero)
+    assert predicted_cost(wd, 1) > 4.0 * N * K // 4
 
 
 def test_each_build_carries_one_copy_of_the_weights(tmp_path):
@@ -254,13 +255,19 @@ def test_dense_or_integrity_layers_keep_the_loop_kernel(tmp_path):
 
 
 @pytest.mark.shared
-def test_ad01_ort_unrolled_golden_on_qemu_m4():
+def test_ad01_ort_unrolled_golden_on_qemu_m4(monkeypatch):
+    """A real model's layer through the straight-line code: ad01's first layer (8.7 %
+    zero weights) runs the loop kernel by default (below MIN_ZERO_FRACTION, where the
+    loop is the faster); at 5 % it is unrolled, and exact."""
     from codegen.driver.verify import verify_model
+    from codegen.kernels import fc_float_unrolled as fu
 
     onnx_path, golden = shared_model("ad01")
+    assert "fc_unrolled(" not in compile_model(onnx_path, numerics="ort").module.source
+    monkeypatch.setattr(fu, "MIN_ZERO_FRACTION", 0.05)
     c = compile_model(onnx_path, numerics="ort")
     src = c.module.source
-    # layer 0 has 8.7 % zero weights, layer 9 1.6 % (below MIN_ZERO_FRACTION: the loop)
+    # layer 0 has 8.7 % zero weights, layer 9 1.6 % (below 5 %: the loop)
     assert "l0_fc_unrolled(" in src and "l9_fc_unrolled(" not in src
     assert compile_model(onnx_path, numerics="ort").module.source == src  # deterministic
     rep = verify_model(onnx_path, golden, board="qemu-m4", numerics="ort",

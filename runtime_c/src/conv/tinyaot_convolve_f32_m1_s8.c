@@ -8,8 +8,8 @@
  *  - m1tb: 8 lanes, lane j sums from 0 the rounded products of the k with
  *          k % 8 == j, reduced as MLAS's M=1 transpose-B kernel does for a
  *          run of 4, 2 or 1 rows; with a single-precision FPU VLDM of 8 x
- *          and 8 w, 8 VMLA (not fused: acc + round(x * w), exactly the C
- *          expression);
+ *          and 8 w, 8 VMUL and 8 VADD (not fused: acc + round(x * w),
+ *          exactly the C expression);
  *          the column and the weights are zero padded to 8, and a product
  *          x * 0 = +-0 (x finite) leaves a lane unchanged except for the
  *          sign of a zero lane, which the sum + bias (+0 or not zero) erases;
