@@ -141,10 +141,15 @@ def scons_targets(Environment, root, board_name, gen_dir, harness=True, stack_ch
     objdir = out.obj_dir
     # The kernels form a static library, so only the ones the model calls link in.
     # Those the model's tinyaot_model_config.h does not specialize come compiled
-    # from the board's kernel cache (a variant's defines or include folders may
-    # reach any kernel: it compiles them all, as does TINYAOT_FW_KERNEL_CACHE=0).
-    cached = {} if variant or os.environ.get("TINYAOT_FW_KERNEL_CACHE") == "0" else \
-        firmware_kernel_cache(board, env.subst("$CC $CCFLAGS"))
+    # from the board's kernel cache, and those it does from the cache of its
+    # specialization (models with the same config share them); a variant's defines
+    # or include folders may reach any kernel: it compiles them all, as does
+    # TINYAOT_FW_KERNEL_CACHE=0.
+    cached = {}
+    if not variant and os.environ.get("TINYAOT_FW_KERNEL_CACHE") != "0":
+        cmd = env.subst("$CC $CCFLAGS")
+        cached = {**firmware_kernel_cache(board, cmd),
+                  **specialized_kernel_cache(board, cmd, gen_dir)}
     if cached:
         os.makedirs(objdir, exist_ok=True)
         for obj in cached.values():  # the stack check reads every object's .su in objdir
@@ -199,25 +204,57 @@ def firmware_kernel_cache(board, compile_cmd):
     same objects every firmware build of the board would compile, made once
     (_cache_folder: complete or absent; the key covers the command and every
     runtime_c source and header)."""
-    from concurrent.futures import ThreadPoolExecutor
     spec = specialized_kernels()
     plain = [str(k) for k in runtime_sources() if str(k) not in spec]
 
     def fill(tmp):
-        def compile_one(k):
-            out = os.path.join(tmp, Path(k).stem + ".o")
-            cmd = f"{compile_cmd} -I{shlex.quote(str(RUNTIME_INCLUDE))} -c -o " \
-                  f"{shlex.quote(out)} {shlex.quote(k)}"
-            return k, subprocess.run(cmd, shell=True, capture_output=True, text=True)
-        with ThreadPoolExecutor(2) as ex:
-            for k, proc in ex.map(compile_one, plain):
-                if proc.returncode != 0:
-                    raise TinyAotError(f"build failed for board {board['name']} (runtime "
-                                       f"kernel {Path(k).name}):\n{proc.stderr[-4000:]}")
+        _compile_kernels(board, compile_cmd, plain, tmp)
 
     key = _runtime_key([compile_cmd, str(RUNTIME_INCLUDE)])
     final = _cache_folder(build_root() / "fw-kernels" / f"{board['name']}-{key}", fill)
     return {k: os.path.join(final, Path(k).stem + ".o") for k in plain}
+
+
+def specialized_kernel_cache(board, compile_cmd, gen_dir):
+    """{source: object} of the kernels the model's tinyaot_model_config.h specializes
+    (specialized_kernels), compiled as firmware_kernel_cache compiles the others, with
+    that header on the include path, into build/fw-spec/<board>-<key>/: the key covers
+    the command, every runtime source and the header's preprocessor lines (not its
+    comment, which names the model), so models with the same specialization share the
+    objects. {} without a config (the build compiles them)."""
+    cfg = Path(gen_dir) / "tinyaot_model_config.h"
+    if not cfg.is_file():
+        return {}
+    text = cfg.read_text()
+    lines = [ln for ln in text.splitlines() if ln.startswith("#")]
+    spec = sorted(specialized_kernels())
+
+    def fill(tmp):
+        inc = os.path.join(tmp, "config")
+        os.makedirs(inc)
+        Path(inc, cfg.name).write_text("\n".join(lines) + "\n")
+        _compile_kernels(board, f"{compile_cmd} -I{shlex.quote(inc)}", spec, tmp)
+
+    key = _runtime_key([compile_cmd, str(RUNTIME_INCLUDE), lines])
+    final = _cache_folder(build_root() / "fw-spec" / f"{board['name']}-{key}", fill)
+    return {k: os.path.join(final, Path(k).stem + ".o") for k in spec}
+
+
+def _compile_kernels(board, compile_cmd, sources, out_dir):
+    """Each runtime source to out_dir/<stem>.o by compile_cmd (its .su beside it), two
+    at a time; a failure is the build's error."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def compile_one(k):
+        out = os.path.join(out_dir, Path(k).stem + ".o")
+        cmd = f"{compile_cmd} -I{shlex.quote(str(RUNTIME_INCLUDE))} -c -o " \
+              f"{shlex.quote(out)} {shlex.quote(k)}"
+        return k, subprocess.run(cmd, shell=True, capture_output=True, text=True)
+    with ThreadPoolExecutor(2) as ex:
+        for k, proc in ex.map(compile_one, sources):
+            if proc.returncode != 0:
+                raise TinyAotError(f"build failed for board {board['name']} (runtime "
+                                   f"kernel {Path(k).name}):\n{proc.stderr[-4000:]}")
 
 
 def _runtime_key(what):
