@@ -10,8 +10,10 @@ comes out of the same SCons rules.
 """
 from __future__ import annotations
 
+import functools
 import json
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -142,14 +144,15 @@ def scons_targets(Environment, root, board_name, gen_dir, harness=True, stack_ch
     # The kernels form a static library, so only the ones the model calls link in.
     # Those the model's tinyaot_model_config.h does not specialize come compiled
     # from the board's kernel cache, and those it does from the cache of its
-    # specialization (models with the same config share them); a variant's defines
-    # or include folders may reach any kernel: it compiles them all, as does
-    # TINYAOT_FW_KERNEL_CACHE=0.
+    # specialization (models with the same config share them); both are keyed by
+    # the flags that can reach a kernel (kernel_flags) and a variant's include
+    # folders, so a profile or report build shares them too. TINYAOT_FW_KERNEL_CACHE=0
+    # compiles them all in the build.
     cached = {}
-    if not variant and os.environ.get("TINYAOT_FW_KERNEL_CACHE") != "0":
-        cmd = env.subst("$CC $CCFLAGS")
-        cached = {**firmware_kernel_cache(board, cmd),
-                  **specialized_kernel_cache(board, cmd, gen_dir)}
+    if os.environ.get("TINYAOT_FW_KERNEL_CACHE") != "0":
+        cmd = " ".join([env.subst("$CC")] + kernel_flags(env["CCFLAGS"]))
+        cached = {**firmware_kernel_cache(board, cmd, extra_inc),
+                  **specialized_kernel_cache(board, cmd, gen_dir, extra_inc)}
     if cached:
         os.makedirs(objdir, exist_ok=True)
         for obj in cached.values():  # the stack check reads every object's .su in objdir
@@ -176,7 +179,6 @@ def scons_targets(Environment, root, board_name, gen_dir, harness=True, stack_ch
 def specialized_kernels():
     """The runtime sources that include tinyaot_specialize.h (directly or through
     the headers they include): compiled per model, with its tinyaot_model_config.h."""
-    import re
     inc_re = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
     dirs = [RUNTIME_INCLUDE, RUNTIME_INCLUDE.parent / "src" / "internal"]
 
@@ -197,10 +199,11 @@ def specialized_kernels():
     return {str(k) for k in runtime_sources() if reaches(Path(k), set())}
 
 
-def firmware_kernel_cache(board, compile_cmd):
+def firmware_kernel_cache(board, compile_cmd, include_dirs=()):
     """{source: object} of the runtime kernels no model specializes, compiled for
     the board by `compile_cmd` (the firmware's own compiler and flags, as SCons
-    runs them) into build/fw-kernels/<board>-<key>/ with their .su files: the
+    runs them, less those no kernel reads: kernel_flags), include_dirs a variant's,
+    into build/fw-kernels/<board>-<key>/ with their .su files: the
     same objects every firmware build of the board would compile, made once
     (_cache_folder: complete or absent; the key covers the command and every
     runtime_c source and header)."""
@@ -208,20 +211,50 @@ def firmware_kernel_cache(board, compile_cmd):
     plain = [str(k) for k in runtime_sources() if str(k) not in spec]
 
     def fill(tmp):
-        _compile_kernels(board, compile_cmd, plain, tmp)
+        _compile_kernels(board, compile_cmd, plain, tmp, include_dirs)
 
-    key = _runtime_key([compile_cmd, str(RUNTIME_INCLUDE)])
+    key = _runtime_key([compile_cmd, str(RUNTIME_INCLUDE)] + list(include_dirs))
     final = _cache_folder(build_root() / "fw-kernels" / f"{board['name']}-{key}", fill)
     return {k: os.path.join(final, Path(k).stem + ".o") for k in plain}
 
 
-def specialized_kernel_cache(board, compile_cmd, gen_dir):
+def kernel_flags(flags):
+    """The compile flags (a list, as SCons's CCFLAGS) that can change a runtime kernel's
+    object: all but the -D of a TINYAOT_ macro that no runtime_c source or header names
+    (a board's timer base, the harness's hooks, profile and stack-paint switches): such a
+    macro cannot reach a kernel, so leaving it out keeps the object and lets builds that
+    differ only in it share the kernel caches."""
+    out = []
+    for f in flags:
+        name = re.match(r"-D['\"]?(TINYAOT_\w+)", f)
+        if name and name.group(1) not in _runtime_macros():
+            continue
+        out.append(f)
+    return out
+
+
+@functools.lru_cache(maxsize=None)
+def _runtime_macros_at(key):
+    names = set()
+    for p in RUNTIME_INCLUDE.parent.rglob("*"):
+        if p.is_file() and p.suffix in (".c", ".h", ".inc"):
+            names.update(re.findall(r"\bTINYAOT_\w+", p.read_text()))
+    return frozenset(names)
+
+
+def _runtime_macros():
+    """Every TINYAOT_ name that runtime_c's sources and headers mention."""
+    return _runtime_macros_at(_runtime_key([]))
+
+
+def specialized_kernel_cache(board, compile_cmd, gen_dir, include_dirs=()):
     """{source: object} of the kernels the model's tinyaot_model_config.h specializes
     (specialized_kernels), compiled as firmware_kernel_cache compiles the others, with
     that header on the include path, into build/fw-spec/<board>-<key>/: the key covers
     the command, every runtime source and the header's preprocessor lines (not its
     comment, which names the model), so models with the same specialization share the
-    objects. {} without a config (the build compiles them)."""
+    objects. {} without a config (the build compiles them). include_dirs: a variant's,
+    after the runtime's (as the build orders them)."""
     cfg = Path(gen_dir) / "tinyaot_model_config.h"
     if not cfg.is_file():
         return {}
@@ -233,22 +266,23 @@ def specialized_kernel_cache(board, compile_cmd, gen_dir):
         inc = os.path.join(tmp, "config")
         os.makedirs(inc)
         Path(inc, cfg.name).write_text("\n".join(lines) + "\n")
-        _compile_kernels(board, f"{compile_cmd} -I{shlex.quote(inc)}", spec, tmp)
+        _compile_kernels(board, f"{compile_cmd} -I{shlex.quote(inc)}", spec, tmp, include_dirs)
 
-    key = _runtime_key([compile_cmd, str(RUNTIME_INCLUDE), lines])
+    key = _runtime_key([compile_cmd, str(RUNTIME_INCLUDE), lines, list(include_dirs)])
     final = _cache_folder(build_root() / "fw-spec" / f"{board['name']}-{key}", fill)
     return {k: os.path.join(final, Path(k).stem + ".o") for k in spec}
 
 
-def _compile_kernels(board, compile_cmd, sources, out_dir):
-    """Each runtime source to out_dir/<stem>.o by compile_cmd (its .su beside it), two
-    at a time; a failure is the build's error."""
+def _compile_kernels(board, compile_cmd, sources, out_dir, include_dirs=()):
+    """Each runtime source to out_dir/<stem>.o by compile_cmd (its .su beside it), the
+    runtime's headers then include_dirs on the path, two at a time; a failure is the
+    build's error."""
     from concurrent.futures import ThreadPoolExecutor
+    inc = " ".join(f"-I{shlex.quote(str(d))}" for d in [RUNTIME_INCLUDE, *include_dirs])
 
     def compile_one(k):
         out = os.path.join(out_dir, Path(k).stem + ".o")
-        cmd = f"{compile_cmd} -I{shlex.quote(str(RUNTIME_INCLUDE))} -c -o " \
-              f"{shlex.quote(out)} {shlex.quote(k)}"
+        cmd = f"{compile_cmd} {inc} -c -o {shlex.quote(out)} {shlex.quote(k)}"
         return k, subprocess.run(cmd, shell=True, capture_output=True, text=True)
     with ThreadPoolExecutor(2) as ex:
         for k, proc in ex.map(compile_one, sources):

@@ -89,3 +89,43 @@ def test_models_with_one_config_share_the_specialized_objects(tmp_path):
         dirs.append({str(Path(o).parent) for o in objs.values()})
     assert dirs[0] == dirs[1] != dirs[2]
     assert firmware.specialized_kernel_cache(board, cmd, str(tmp_path)) == {}  # no config
+
+
+def test_kernel_flags_leave_out_only_macros_no_kernel_reads():
+    flags = ["-mcpu=cortex-m4", "-O2", "-DTINYAOT_DUALTIMER_BASE=0x40002000u",
+             "-D'TINYAOT_HOOKS_HEADER=\"tinyaot_hooks_fw.h\"'", "-DTINYAOT_WANT_PROFILE",
+             "-DTINYAOT_PROFILE_LAYERS=10", "-DTINYAOT_F32_CAPTURE_PTR=cap", "-DNDEBUG",
+             "-I/x/boards/common"]
+    assert firmware.kernel_flags(flags) == ["-mcpu=cortex-m4", "-O2",
+                                            "-DTINYAOT_F32_CAPTURE_PTR=cap", "-DNDEBUG",
+                                            "-I/x/boards/common"]
+
+
+@pytest.mark.qemu
+def test_a_profile_build_takes_the_cached_kernels_and_gives_the_same_image(tmp_path, monkeypatch):
+    """A variant (the profile build: hooks, profile defines, its own main and include
+    folder) takes the kernel caches too: the same image as compiling every kernel."""
+    require_arm_toolchain()
+    from codegen.compiler import compile_model
+    from codegen.driver.firmware import DEBUG_C_DIR, Variant, build_compiled
+    from codegen.targets.boards import board_or_error
+    from codegen.targets.parts import build_overrides
+
+    c = compile_model(DEFAULT_MODEL, numerics="ort")
+    x, _ = load_golden(DEFAULT_GOLDEN)
+    b = board_or_error("qemu-m4")
+    variant = Variant("profile", main=str(DEBUG_C_DIR / "profile_main.c"),
+                      defines=('TINYAOT_HOOKS_HEADER="tinyaot_hooks_fw.h"', "TINYAOT_WANT_PROFILE",
+                               f"TINYAOT_PROFILE_LAYERS={len(c.module.layers)}"),
+                      include_dirs=(str(DEBUG_C_DIR),), board=build_overrides(b))
+    got = {}
+    for mode in ("1", "0"):
+        monkeypatch.setenv("TINYAOT_FW_KERNEL_CACHE", mode)
+        d = tmp_path / f"p{mode}"
+        fw = build_compiled(c, b, str(d), x[:1], variant)
+        objs = {p.name for p in Path(fw.obj_dir).glob("tinyaot_*.o")}
+        img = d / "image.bin"
+        subprocess.run(["arm-none-eabi-objcopy", "-O", "binary", fw.elf, str(img)], check=True)
+        got[mode] = (hashlib.sha256(img.read_bytes()).hexdigest(), objs)
+    assert got["1"][0] == got["0"][0]
+    assert not got["1"][1] and len(got["0"][1]) >= 49  # cached: no kernel compiled in the build
