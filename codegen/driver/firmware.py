@@ -10,7 +10,6 @@ comes out of the same SCons rules.
 """
 from __future__ import annotations
 
-import functools
 import json
 import os
 import re
@@ -224,27 +223,16 @@ def kernel_flags(flags):
     (a board's timer base, the harness's hooks, profile and stack-paint switches): such a
     macro cannot reach a kernel, so leaving it out keeps the object and lets builds that
     differ only in it share the kernel caches."""
+    known = set()  # every TINYAOT_ name runtime_c's sources and headers mention
+    for p in RUNTIME_INCLUDE.parent.rglob("*"):
+        if p.is_file() and p.suffix in (".c", ".h", ".inc"):
+            known.update(re.findall(r"\bTINYAOT_\w+", p.read_text()))
     out = []
     for f in flags:
         name = re.match(r"-D['\"]?(TINYAOT_\w+)", f)
-        if name and name.group(1) not in _runtime_macros():
-            continue
-        out.append(f)
+        if not (name and name.group(1) not in known):
+            out.append(f)
     return out
-
-
-@functools.lru_cache(maxsize=None)
-def _runtime_macros_at(key):
-    names = set()
-    for p in RUNTIME_INCLUDE.parent.rglob("*"):
-        if p.is_file() and p.suffix in (".c", ".h", ".inc"):
-            names.update(re.findall(r"\bTINYAOT_\w+", p.read_text()))
-    return frozenset(names)
-
-
-def _runtime_macros():
-    """Every TINYAOT_ name that runtime_c's sources and headers mention."""
-    return _runtime_macros_at(_runtime_key([]))
 
 
 def specialized_kernel_cache(board, compile_cmd, gen_dir, include_dirs=()):

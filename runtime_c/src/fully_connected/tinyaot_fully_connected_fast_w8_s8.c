@@ -32,8 +32,9 @@
  * 8-byte flash word at a time so a line's second word arrives while the first
  * is in use (docs/cycle-model.md); the loop, requantization included, stays
  * within the STM32L4R5's 1 KB instruction cache (eight quads a pass would
- * leave it: ideal -1.4 %, STM32L4R5 model +21 % on ad01). Elsewhere, and for the last group's pairs,
- * the same integers in C on the intrinsics of tinyaot_intrinsics.h. */
+ * leave it: ideal -1.4 %, STM32L4R5 model +21 % on ad01). Elsewhere, and for
+ * the last group's pairs, the same integers in C on the intrinsics of
+ * tinyaot_intrinsics.h. */
 #include "tinyaot_fast_kernels.h"
 #include "../internal/tinyaot_fixedpoint.h"
 #include "../internal/tinyaot_gemm_q15.h"
@@ -55,8 +56,8 @@ static inline int8_t fcp_out(int32_t v, const int32_t *h)
     return (int8_t)__SSAT(tinyaot_mbqm_smlal(v, h[0], h[1], (uint32_t)h[2], h[3]), 8);
 }
 
-/* One group of np <= 4 pairs (rows ch0 .. ch0 + 2 np - 1, n of them real; their
- * headers head, biases b) over nq quads of the column. Returns the next group's
+/* One group of np <= 4 pairs (2 np rows, n of them real; their headers head,
+ * biases b, outputs o) over nq quads of the column. Returns the next group's
  * weights. */
 static const uint32_t *fcp_group(const uint32_t *col, int32_t nq, const uint32_t *w, int32_t np,
                                  const int32_t *head, const int32_t *b, int32_t n, int8_t *o)
