@@ -47,13 +47,10 @@ def _layer(rng, rows, k, n, x=None, w=None, in_zp=None, per_tensor=False, bias=N
     p.shift = q["shift"] = np.full(n, -min(max(e, 1), 31), np.int32)
     records = smlal_requant(q["mult"], q["shift"], q["bias"], p.out_zp)
     assert records is not None
+    packed = pack_fc_pairs(w, in_zp, bias=q["bias"])  # (the channels' biases bound hi's sums)
     q["rq"], q["bias"] = fc_pair_records(records)
     assert q["rq"][0] == (0 if per_tensor or n == 1 else 32)
-    return q, x, w, fully_connected_int(x, w, p)
-
-
-def _pack(q, w):
-    return pack_fc_pairs(w, q["in_zp"], bias=q["bias"])
+    return q, x, w, fully_connected_int(x, w, p), packed
 
 
 # 259 x 127 x 255: the greatest hi sum of the bound cases, 2^23 - 893
@@ -78,6 +75,12 @@ def _cases():
         b = rng.integers(-5000, 5000, 10)
         b[1::2] = (1 << 23) - 1 - EDGE if s > 0 else -(1 << 23) + EDGE
         out.append((f"bound {sign:+d} zp {zp}",) + _layer(rng, 1, k, 10, x, w, zp, bias=b))
+    # per tensor at e = 1 (sums within +-90): the sign fix decides about half the
+    # negative outputs (the asm's per-tensor requantization folds it into R)
+    w = rng.integers(-1, 2, (16, 16)).astype(np.int8)
+    x = rng.integers(-8, 9, (2, 16)).astype(np.int8)
+    out.append(("per tensor e 1",) + _layer(rng, 2, 16, 16, x, w, 0, per_tensor=True,
+                                             bias=rng.integers(-20, 21, 16)))
     # hi weights of -128 over lo weights >= 0 (H = -32768 .. -32641)
     w = rng.integers(-127, 128, (16, 48)).astype(np.int8)
     w[1::2] = -128
@@ -131,12 +134,12 @@ def test_pack_layout():
 def test_fc_pairs_equal_the_numpy_oracle_on_the_host():
     from tests.helpers import kernels_cffi as kf
     rng = np.random.default_rng(9)
-    for label, q, x, w, want in _cases():
+    for label, q, x, w, want, packed in _cases():
         rows, k = x.shape
         n = w.shape[0]
         assert kf.kernels().call("tinyaot_fully_connected_fast_w8_s8_get_buffer_size", k) == \
             fc_scratch_bytes(k)
-        got = kf.fully_connected_fast_w8_s8(rows, k, n, q, x, _pack(q, w), fc_scratch_bytes(k), rng)
+        got = kf.fully_connected_fast_w8_s8(rows, k, n, q, x, packed, fc_scratch_bytes(k), rng)
         np.testing.assert_array_equal(got.reshape(rows, n), want, err_msg=label)
         # the outputs spread over int8 (a wrong sum changes them, not a saturated end)
         assert want.size < 8 or len(np.unique(want)) >= min(want.size // 3, 20), label
@@ -145,10 +148,10 @@ def test_fc_pairs_equal_the_numpy_oracle_on_the_host():
 def test_fc_pairs_refuse_other_requantizations():
     from tests.helpers import kernels_cffi as kf
     rng = np.random.default_rng(1)
-    q, x, w, _ = _layer(rng, 1, 16, 8)
+    q, x, w, _, packed = _layer(rng, 1, 16, 8)
     q["act_min"] = -100  # a clamped range: not the saturating one-SMLAL mode
     with pytest.raises(AssertionError, match="returned -1"):
-        kf.fully_connected_fast_w8_s8(1, 16, 8, q, x, _pack(q, w), fc_scratch_bytes(16), rng)
+        kf.fully_connected_fast_w8_s8(1, 16, 8, q, x, packed, fc_scratch_bytes(16), rng)
 
 
 @pytest.mark.qemu
@@ -160,12 +163,14 @@ def test_fc_pairs_asm_on_qemu_m4(tmp_path):
 
     cases = _cases()
     src, calls, scratch = [], [], 4
-    for i, (_, q, x, w, want) in enumerate(cases):
+    for i, (_, q, x, w, want, packed) in enumerate(cases):
         rows, k = x.shape
-        src += conv_case_c(i, None, q, x, _pack(q, w), "int32_t")
+        src += conv_case_c(i, None, q, x, packed, "int32_t")
         scratch = max(scratch, fc_scratch_bytes(k))
         calls.append(f"    case {i}: return tinyaot_fully_connected_fast_w8_s8({rows}, {k}, "
                      f"{w.shape[0]}, &q{i}, x{i}, w{i}, scratch, output);")
     fast_cases_on_qemu_m4(tmp_path, "fc_pairs", src, calls, scratch, [c[4] for c in cases],
                           [c[0] for c in cases], "tinyaot_fully_connected_fast_w8_s8.c",
-                          (r"sxtb16\s+r4, r4", r"smlad\s+lr, r5, r3, lr", r"strd\s+r6, r7"))
+                          (r"sxtb16\s+r4, r4", r"smlad\s+lr, r5, r3, lr", r"strd\s+r6, r7",
+                           r"ldmia?(\.w)?\s+r0, \{r6, r7, r8, r9, sl, fp, ip, lr\}",
+                           r"sbc(\.w)?\s+r7, r5, #0"))

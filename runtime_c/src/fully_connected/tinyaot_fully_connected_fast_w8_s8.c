@@ -21,11 +21,13 @@
  * requantization is the one-SMLAL records' (tinyaot_requant_fast.h) over
  * the whole int8 range, the mode every TFLite layer the compiler gives this
  * kernel has; others are refused (TINYAOT_ERR_ARG). Its records are split
- * (fast_pack.fc_pair_records): q->bias the biases, and q->rq = {step, the
- * headers {m, e - 1, R lo, R hi} of the first group's eight channels, ...}
- * with step the words from one group's headers to the next: 32 (a header per
- * channel), or 0 (a per-tensor layer, TFLite's FULLY_CONNECTED: one group of
- * eight serves every group, 4 bytes a channel where whole records take 20).
+ * (fast_pack.fc_pair_records): q->bias the pairs' starts {A, S} (lo's bias
+ * + 256 * hi's, lo's bias: one LDM a group), and q->rq = {step, the headers
+ * {m, e - 1, R lo, R hi} of the first group's eight channels, ...} with step
+ * the words from one group's headers to the next: 32 (a header per channel),
+ * or 0 (a per-tensor layer, TFLite's FULLY_CONNECTED: one group of eight
+ * serves every group, 4 bytes a channel where whole records take 20; the asm
+ * then holds the one header in registers for all eight outputs of a group).
  *
  * With the DSP extension (optimized builds) every whole group runs in one asm
  * statement: per quad 37 cycles for 32 MACs on the M4, the weights read one
@@ -57,16 +59,15 @@ static inline int8_t fcp_out(int32_t v, const int32_t *h)
 }
 
 /* One group of np <= 4 pairs (2 np rows, n of them real; their headers head,
- * biases b, outputs o) over nq quads of the column. Returns the next group's
+ * pairs' starts b, outputs o) over nq quads of the column. Returns the next group's
  * weights. */
 static const uint32_t *fcp_group(const uint32_t *col, int32_t nq, const uint32_t *w, int32_t np,
                                  const int32_t *head, const int32_t *b, int32_t n, int8_t *o)
 {
     uint32_t a[4], s[4];
-    for (int32_t p = 0; p < np; ++p) { /* (an odd N's padding hi row: no bias) */
-        const uint32_t lo = (uint32_t)b[2 * p], hi = 2 * p + 1 < n ? (uint32_t)b[2 * p + 1] : 0u;
-        s[p] = lo;
-        a[p] = lo + (hi << 8);
+    for (int32_t p = 0; p < np; ++p) {
+        a[p] = (uint32_t)b[2 * p];
+        s[p] = (uint32_t)b[2 * p + 1];
     }
     for (int32_t j = 0; j < nq; ++j) {
         const uint32_t xa = col[2 * j], xb = col[2 * j + 1];
@@ -97,7 +98,7 @@ typedef struct {
     const uint32_t *w;
     const int32_t *h;  /* this group's headers, 4 words a channel */
     int32_t hstep;     /* bytes to the next group's: 128, or 0 (per tensor) */
-    const int32_t *b;  /* this group's biases */
+    const int32_t *b;  /* this group's pairs' starts {A, S} */
     int8_t *o;
     const int8_t *o_end;
     uint64_t spill; /* pair 0's sums while the others are requantized */
@@ -119,22 +120,33 @@ typedef struct {
     "ldrd r4, r5, [r1, #(" WO " + 16)]\n\t" FCP_PAIR("r10", "r11")                                  \
     "ldrd r4, r5, [r1, #(" WO " + 24)]\n\t" FCP_PAIR("r12", "lr")
 #define FCP_QUAD(CO, WO) FCP_QUAD_AT("[r0, #" CO "]", "[r1, #" WO "]", CO, WO)
-/* the group's sums start at its biases: A = lo's + 256 * hi's, S = lo's */
-#define FCP_START(A, S, OFF) "ldrd " S ", " A ", [r0, #" OFF "]\n\t" "add " A ", " S ", " A ", lsl #8\n\t"
 /* requantize sum A (bias included) of the channel whose header is HOFF bytes on
  * (r0) into [r1, #OOFF]; 0x80000000 in r6 (TINYAOT_RQ_SMLAL_REGS_S: the flags are dead) */
 #define FCP_RQ(A, HOFF, OOFF)                                                                      \
     TINYAOT_LDR4("r0", HOFF, "r2", "r3", "r4", "r5")                                               \
     TINYAOT_RQ_SMLAL_REGS_S(A, "r2", "r3", "r4", "r5", "r6") "strb r5, [r1, #" OOFF "]\n\t"
+/* the same with a per-tensor layer's one header {m, e - 1, R lo, R hi} held in
+ * r2-r5: R less the sign fix's [A < 0] * 2^31 as a 64-bit difference into r0:r7
+ * (AND, SUBS, SBC: three cycles, where reloading R takes four and the fix two
+ * more), then SMLAL, ASR, SSAT: the same 64-bit sum modulo 2^64 */
+#if TINYAOT_RQ_NEG_FIX
+#define FCP_RQT_R(A)                                                                               \
+    "and r0, " A ", #0x80000000\n\t" "subs r0, r4, r0\n\t" "sbc r7, r5, #0\n\t"
+#else
+#define FCP_RQT_R(A) "mov r0, r4\n\t" "mov r7, r5\n\t"
+#endif
+#define FCP_RQT(A, OOFF)                                                                           \
+    FCP_RQT_R(A) "smlal r0, r7, " A ", r2\n\t" "asrs r7, r7, r3\n\t" "ssat r7, #8, r7\n\t"         \
+    "strb r7, [r1, #" OOFF "]\n\t"
 
 static __attribute__((noinline)) const uint32_t *fcp_groups_asm(fcp_loop_t *Lp)
 {
     fcp_loop_t L = *Lp;
     __asm__ volatile(
         "1:\n\t"
+        /* the group's sums start at its pairs' starts {A, S}, in their registers' order */
         "ldr r0, %[b]\n\t"
-        FCP_START("r6", "r7", "0") FCP_START("r8", "r9", "8")
-        FCP_START("r10", "r11", "16") FCP_START("r12", "lr", "24")
+        "ldm r0, {r6-r12, lr}\n\t"
         "ldr r0, %[col]\n\t"
         "ldr r1, %[w]\n\t"
         "ldr r2, %[end4]\n\t"
@@ -161,18 +173,31 @@ static __attribute__((noinline)) const uint32_t *fcp_groups_asm(fcp_loop_t *Lp)
         "sub r8, r8, r9\n\t" "asr r8, r8, #8\n\t"
         "sub r10, r10, r11\n\t" "asr r10, r10, #8\n\t"
         "sub r12, r12, lr\n\t" "asr r12, r12, #8\n\t"
-        "strd r6, r7, %[spill]\n\t"
-        "mov r6, #0x80000000\n\t"
         "ldr r0, %[h]\n\t"
         "ldr r1, %[o]\n\t"
+        "ldr r2, %[hstep]\n\t"
+        "cmp r2, #0\n\t"
+        "beq 7f\n\t"
+        /* per channel: each output's header loaded (hstep 128) */
+        "strd r6, r7, %[spill]\n\t"
+        "mov r6, #0x80000000\n\t"
         FCP_RQ("r9", "32", "2") FCP_RQ("r8", "48", "3")
         FCP_RQ("r11", "64", "4") FCP_RQ("r10", "80", "5")
         FCP_RQ("lr", "96", "6") FCP_RQ("r12", "112", "7")
         "ldrd r8, r9, %[spill]\n\t"
         FCP_RQ("r9", "0", "0") FCP_RQ("r8", "16", "1")
-        "ldr r2, %[hstep]\n\t"
-        "add r0, r0, r2\n\t"
+        "adds r0, r0, #128\n\t"
         "str r0, %[h]\n\t"
+        "b 8f\n\t"
+        /* per tensor (hstep 0): one header for every output, in r2-r5 */
+        "7:\n\t"
+        TINYAOT_LDR4("r0", "0", "r2", "r3", "r4", "r5")
+        "str r7, %[spill]\n\t"
+        FCP_RQT("r9", "2") FCP_RQT("r8", "3") FCP_RQT("r11", "4") FCP_RQT("r10", "5")
+        FCP_RQT("lr", "6") FCP_RQT("r12", "7") FCP_RQT("r6", "1")
+        "ldr r6, %[spill]\n\t"
+        FCP_RQT("r6", "0")
+        "8:\n\t"
         "ldr r0, %[b]\n\t"
         "adds r0, r0, #32\n\t"
         "str r0, %[b]\n\t"
@@ -191,8 +216,9 @@ static __attribute__((noinline)) const uint32_t *fcp_groups_asm(fcp_loop_t *Lp)
 #undef FCP_PAIR
 #undef FCP_QUAD_AT
 #undef FCP_QUAD
-#undef FCP_START
 #undef FCP_RQ
+#undef FCP_RQT_R
+#undef FCP_RQT
 #endif
 
 int tinyaot_fully_connected_fast_w8_s8(int32_t rows, int32_t in_features, int32_t out_features,
