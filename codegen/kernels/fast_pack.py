@@ -81,7 +81,8 @@ def _pair_halves(w2d, in_zp, bias_hi=None, free_hi=None):
 def pack_fc_pairs(w2d, in_zp, free=None, bias=None):
     """tinyaot_fully_connected_fast_w8_s8's W[n][k] int8: rows in pairs (lo, hi) = (2p,
     2p + 1) as _pair_halves's H (one byte a weight); int32 words [group of up to 4
-    pairs][quad][pair][2] ({H0, H2}, {H1, H3}: the column's order), the last group with
+    pairs][quad][half][pair] (half 0: {H0, H2}, 1: {H1, H3}, the column's words; the
+    order the kernel's asm loads them in three runs of single LDRs), the last group with
     the pairs left. None when _pair_halves refuses the layer (the kernel starts A at lo's
     bias + 256 * hi's: hi's sum is bounded with its bias; free: per row, a record
     multiplier of 0)."""
@@ -91,7 +92,7 @@ def pack_fc_pairs(w2d, in_zp, free=None, bias=None):
         return None
     npairs, kp = h.shape
     q = h.reshape(npairs, kp // 4, 4)[..., QUAD_ORDER].reshape(npairs, kp // 4, 2, 2)
-    parts = [_words(q[g:g + 4].transpose(1, 0, 2, 3)).reshape(-1) for g in range(0, npairs, 4)]
+    parts = [_words(q[g:g + 4].transpose(1, 2, 0, 3)).reshape(-1) for g in range(0, npairs, 4)]
     return np.concatenate(parts)
 
 

@@ -116,7 +116,7 @@ def test_pack_refuses_what_the_kernel_cannot_do_exactly():
 
 
 def test_pack_layout():
-    """Per group of up to four pairs, per quad, each pair's {H0, H2}, {H1, H3}."""
+    """Per group of up to four pairs, per quad, the pairs' {H0, H2}, then their {H1, H3}."""
     rng = np.random.default_rng(5)
     w = rng.integers(-127, 128, (11, 9)).astype(np.int8)  # 6 pairs: groups of 4 and 2
     halves = pack_fc_pairs(w, 0).view(np.int16)
@@ -126,8 +126,9 @@ def test_pack_layout():
     want = []
     for g, np_ in ((0, 4), (4, 2)):
         for j in range(3):
-            for pr in range(g, g + np_):
-                want += [h[pr, 4 * j], h[pr, 4 * j + 2], h[pr, 4 * j + 1], h[pr, 4 * j + 3]]
+            for half in (0, 1):
+                for pr in range(g, g + np_):
+                    want += [h[pr, 4 * j + half], h[pr, 4 * j + half + 2]]
     assert halves.tolist() == want
 
 
@@ -171,6 +172,28 @@ def test_fc_pairs_asm_on_qemu_m4(tmp_path):
                      f"{w.shape[0]}, &q{i}, x{i}, w{i}, scratch, output);")
     fast_cases_on_qemu_m4(tmp_path, "fc_pairs", src, calls, scratch, [c[4] for c in cases],
                           [c[0] for c in cases], "tinyaot_fully_connected_fast_w8_s8.c",
-                          (r"sxtb16\s+r4, r4", r"smlad\s+lr, r5, r3, lr", r"strd\s+r6, r7",
+                          (r"sxtb16\s+r4, r4", r"smlad\s+lr, r5, r4, lr", r"strd\s+r6, r7",
                            r"ldmia?(\.w)?\s+r0, \{r6, r7, r8, r9, sl, fp, ip, lr\}",
                            r"sbc(\.w)?\s+r7, r5, #0"))
+
+
+@pytest.mark.shared
+def test_every_pair_stream_starts_8_bytes_past_16():
+    """The compiler hands the kernel each layer's stream 8 bytes past a 16-byte boundary
+    (its array 16-aligned, the pointer FC_PAIR_PAD words in; ops/fully_connected.py): a
+    quad's first run of loads then never waits for two flash words of a cache line
+    (docs/kernels.md). ad01 under tflite: all ten layers on this kernel."""
+    import re
+    from codegen.compiler import compile_model
+    from tests.helpers.env import shared_model
+    src = compile_model(shared_model("ad01")[0], numerics="tflite").module.source
+    calls = re.findall(r"tinyaot_fully_connected_fast_w8_s8\((.*)\) != TINYAOT_OK", src)
+    assert len(calls) == 10
+    for args in calls:
+        m = re.search(r"\((\w+_wp) \+ (\d+)\)", args)
+        assert m, args
+        name, pad = m.group(1), int(m.group(2))
+        decl = re.search(rf"const int32_t {name}\[(\d+)\] __attribute__\(\(aligned\((\d+)\)\)\)",
+                         src)
+        assert decl, name
+        assert int(decl.group(2)) % 16 == 0 and (4 * pad) % 16 == 8, (name, decl.group(0), pad)

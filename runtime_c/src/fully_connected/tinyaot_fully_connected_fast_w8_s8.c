@@ -16,8 +16,9 @@
  * still exact.
  *
  * Stream: per group of up to four pairs (rows 8g .. 8g + 7), per quad of k
- * (column words {x0, x2}, {x1, x3}), each pair's words {H0, H2}, {H1, H3};
- * the last group has the pairs left (a zero hi row pads an odd N). The
+ * (column words {x0, x2}, {x1, x3}), the pairs' words {H0, H2}, then their
+ * words {H1, H3}; the last group has the pairs left (a zero hi row pads an
+ * odd N). The
  * requantization is the one-SMLAL records' (tinyaot_requant_fast.h) over
  * the whole int8 range, the mode every TFLite layer the compiler gives this
  * kernel has; others are refused (TINYAOT_ERR_ARG). Its records are split
@@ -30,11 +31,13 @@
  * then holds the one header in registers for all eight outputs of a group).
  *
  * With the DSP extension (optimized builds) every whole group runs in one asm
- * statement: per quad 37 cycles for 32 MACs on the M4, the weights read one
- * 8-byte flash word at a time so a line's second word arrives while the first
- * is in use (docs/cycle-model.md); the loop, requantization included, stays
- * within the STM32L4R5's 1 KB instruction cache (eight quads a pass would
- * leave it: ideal -1.4 %, STM32L4R5 model +21 % on ad01). Elsewhere, and for
+ * statement: per quad 37 cycles for 32 MACs on the M4 (three runs of single
+ * loads, FCP_QUAD_AT), its 32 bytes of weights one flash cache line when the
+ * stream starts 8 bytes past a 16-byte boundary (the compiler pads it so:
+ * ops/fully_connected.py, FC_PAIR_PAD; docs/cycle-model.md); the loop,
+ * requantization included, stays within the STM32L4R5's 1 KB instruction
+ * cache (eight quads a pass would leave it: ideal -1.4 %, STM32L4R5 model
+ * +21 % on ad01). Elsewhere, and for
  * the last group's pairs, the same integers in C on the intrinsics of
  * tinyaot_intrinsics.h. */
 #include "tinyaot_fast_kernels.h"
@@ -69,13 +72,13 @@ static const uint32_t *fcp_group(const uint32_t *col, int32_t nq, const uint32_t
         a[p] = (uint32_t)b[2 * p];
         s[p] = (uint32_t)b[2 * p + 1];
     }
-    for (int32_t j = 0; j < nq; ++j) {
+    for (int32_t j = 0; j < nq; ++j, w += 2 * np) {
         const uint32_t xa = col[2 * j], xb = col[2 * j + 1];
-        for (int32_t p = 0; p < np; ++p, w += 2) {
-            a[p] = __SMLAD(w[0], xa, a[p]);
-            s[p] = __SMLAD(__SXTB16(w[0]), xa, s[p]);
-            a[p] = __SMLAD(w[1], xb, a[p]);
-            s[p] = __SMLAD(__SXTB16(w[1]), xb, s[p]);
+        for (int32_t p = 0; p < np; ++p) {
+            a[p] = __SMLAD(w[p], xa, a[p]);
+            s[p] = __SMLAD(__SXTB16(w[p]), xa, s[p]);
+            a[p] = __SMLAD(w[np + p], xb, a[p]);
+            s[p] = __SMLAD(__SXTB16(w[np + p]), xb, s[p]);
         }
     }
     for (int32_t p = 0; p < np; ++p) {
@@ -89,9 +92,9 @@ static const uint32_t *fcp_group(const uint32_t *col, int32_t nq, const uint32_t
 
 #if FCP_ASM
 /* The whole groups of four pairs in one asm statement. Registers: column r0,
- * weights r1, column words r2, r3, weight words r4, r5 (their SXTB16 in
- * place), sums A/S of pair p in r6/r7, r8/r9, r10/r11, r12/lr; the loads
- * between low registers are 16-bit instructions. Every register is the
+ * weights r1, column and weight words in r2-r5 (FCP_QUAD_AT; the weights'
+ * SXTB16 in place), sums A/S of pair p in r6/r7, r8/r9, r10/r11, r12/lr; the
+ * loads between low registers are 16-bit instructions. Every register is the
  * loop's, so its state is in memory operands (this frame's locals). */
 typedef struct {
     const uint32_t *col, *end4, *end; /* the column, its last whole 4 quads, its end */
@@ -104,21 +107,26 @@ typedef struct {
     uint64_t spill; /* pair 0's sums while the others are requantized */
 } fcp_loop_t;
 
-/* pair (A, S) += words r4, r5 of quad Q (column r2, r3) */
-#define FCP_PAIR(A, S)                                                                             \
-    "smlad " A ", r4, r2, " A "\n\t" "sxtb16 r4, r4\n\t" "smlad " S ", r4, r2, " S "\n\t"        \
-    "smlad " A ", r5, r3, " A "\n\t" "sxtb16 r5, r5\n\t" "smlad " S ", r5, r3, " S "\n\t"
-/* quad Q of the column: its two words, then each pair's two words (one LDRD
- * of one 8-byte flash word, but the first pair's: four single LDRs in a row take
- * one cycle less than two LDRDs). The column and the weights step by post-indexed
- * first loads (their pass's bytes), the others read back from there: CO, WO the
- * quad's offsets from the stepped cursors. */
+/* pair (A, S) += weight word W against column word X (W's SXTB16 in place) */
+#define FCP_W(A, S, W, X)                                                                          \
+    "smlad " A ", " W ", " X ", " A "\n\t" "sxtb16 " W ", " W "\n\t" "smlad " S ", " W ", " X ", " S "\n\t"
+/* quad Q: column words Xa, Xb, the pairs' words W0a..W3a, then W0b..W3b, in three runs
+ * of single LDRs (a run of n costs n + 1 cycles on the M4, pipelined) that fill the four
+ * registers free: {Xa, W0a, W1a, W2a} (Xa stays for W3a), {W3a, Xb, W0b}, {W1b, W2b,
+ * W3b}: 13 cycles of loads and 24 of SMLAD / SXTB16, 37 for 32 MACs (a run per pair
+ * after the first took 38). The column and the weights step by post-indexed first loads
+ * (their pass's bytes), the others read back from there: CO, WO the quad's offsets from
+ * the stepped cursors. */
 #define FCP_QUAD_AT(C0, W0, CO, WO)                                                                \
-    "ldr r2, " C0 "\n\t" "ldr r3, [r0, #(" CO " + 4)]\n\t"                                          \
-    "ldr r4, " W0 "\n\t" "ldr r5, [r1, #(" WO " + 4)]\n\t" FCP_PAIR("r6", "r7")                     \
-    "ldrd r4, r5, [r1, #(" WO " + 8)]\n\t" FCP_PAIR("r8", "r9")                                     \
-    "ldrd r4, r5, [r1, #(" WO " + 16)]\n\t" FCP_PAIR("r10", "r11")                                  \
-    "ldrd r4, r5, [r1, #(" WO " + 24)]\n\t" FCP_PAIR("r12", "lr")
+    "ldr r2, " C0 "\n\t" "ldr r3, " W0 "\n\t"                                                       \
+    "ldr r4, [r1, #(" WO " + 4)]\n\t" "ldr r5, [r1, #(" WO " + 8)]\n\t"                             \
+    FCP_W("r6", "r7", "r3", "r2") FCP_W("r8", "r9", "r4", "r2") FCP_W("r10", "r11", "r5", "r2")    \
+    "ldr r3, [r1, #(" WO " + 12)]\n\t" "ldr r4, [r0, #(" CO " + 4)]\n\t"                            \
+    "ldr r5, [r1, #(" WO " + 16)]\n\t"                                                             \
+    FCP_W("r12", "lr", "r3", "r2") FCP_W("r6", "r7", "r5", "r4")                                   \
+    "ldr r2, [r1, #(" WO " + 20)]\n\t" "ldr r3, [r1, #(" WO " + 24)]\n\t"                           \
+    "ldr r5, [r1, #(" WO " + 28)]\n\t"                                                             \
+    FCP_W("r8", "r9", "r2", "r4") FCP_W("r10", "r11", "r3", "r4") FCP_W("r12", "lr", "r5", "r4")
 #define FCP_QUAD(CO, WO) FCP_QUAD_AT("[r0, #" CO "]", "[r1, #" WO "]", CO, WO)
 /* requantize sum A (bias included) of the channel whose header is HOFF bytes on
  * (r0) into [r1, #OOFF]; 0x80000000 in r6 (TINYAOT_RQ_SMLAL_REGS_S: the flags are dead) */
@@ -213,7 +221,7 @@ static __attribute__((noinline)) const uint32_t *fcp_groups_asm(fcp_loop_t *Lp)
           "cc", "memory");
     return L.w;
 }
-#undef FCP_PAIR
+#undef FCP_W
 #undef FCP_QUAD_AT
 #undef FCP_QUAD
 #undef FCP_RQ
