@@ -104,13 +104,17 @@ from tests.helpers.env import require_arm_toolchain, shared_model
 # sww01 ort -0.69 %; kws01 ort +0.014 %, ic01 ort +0.009 % and vww01 ort +0.001 %, the float
 # conv's code placed anew); and fell when the FC pair kernel's first pair of each quad
 # loaded its words and the column's by four single LDRs (one cycle less than two LDRDs:
-# ad01 tflite -2.2 %, sww01 tflite -128 cycles).
+# ad01 tflite -2.2 %, sww01 tflite -128 cycles); and fell when that kernel held a per-tensor
+# layer's header in registers for a group's eight outputs and started a group's sums by one
+# LDM (ad01 tflite -2.1 %), and loaded each quad in three runs of single LDRs from a stream
+# padded off the flash lines' starts (ad01 tflite -2.3 %, 360,591 -> 344,694, 0.482x;
+# STM32L4R5 model 417,010 -> 396,042; sww01 tflite -133).
 PINNED = {
-    ("ad01", "tflite"): {"ideal": 360591},
+    ("ad01", "tflite"): {"ideal": 344694},
     ("kws01", "tflite"): {"ideal": 4059067},
     ("ic01", "tflite"): {"ideal": 15081799},
     ("vww01", "tflite"): {"ideal": 10072427},
-    ("sww01", "tflite"): {"ideal": 1149134},
+    ("sww01", "tflite"): {"ideal": 1149001},
     ("ad01", "ort"): {"ideal": 692335},
     ("kws01", "ort"): {"ideal": 5348089},
     ("ic01", "ort"): {"ideal": 31368541},
