@@ -26,7 +26,8 @@ from .errors import TinyAotError
 
 ALGORITHMS = ("crc32", "sha256")
 
-_NP = {"int8_t": "<i1", "int32_t": "<i4", "float": "<f4"}
+_NP = {"int8_t": "<i1", "int16_t": "<i2", "uint16_t": "<u2", "int32_t": "<i4", "uint32_t": "<u4",
+       "float": "<f4"}
 
 
 def blob_bytes(ctype: str, values) -> bytes:

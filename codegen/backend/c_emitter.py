@@ -41,7 +41,8 @@ def _dims4(shape):
     return s
 
 
-_CTYPE_BYTES = {"int8_t": 1, "int16_t": 2, "int32_t": 4, "float": 4}
+_CTYPE_BYTES = {"int8_t": 1, "int16_t": 2, "uint16_t": 2, "int32_t": 4, "uint32_t": 4,
+                "float": 4}
 
 
 class _Emitter:

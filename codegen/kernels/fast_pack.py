@@ -96,29 +96,38 @@ def pack_fc_pairs(w2d, in_zp, free=None, bias=None):
     return np.concatenate(parts)
 
 
-def fc_pair_records(records):
-    """tinyaot_fully_connected_fast_w8_s8's requantization from smlal_requant's records
-    ({m, e - 1, R lo, R hi, bias} a channel): (rq, starts). rq = {step, headers}: the
-    headers {m, e - 1, R lo, R hi} a channel in groups of eight and step the words from
-    one group's headers to the next: 32, or 0 when every channel has the same header (a
-    per-tensor layer: one group of eight serves every group, 4 bytes a channel, the
-    bias, where whole records take 20). starts: per pair of channels (lo, hi) the sums'
-    starts {A, S} = {lo's bias + 256 * hi's mod 2^32, lo's bias} (a missing hi, an odd
-    N's last pair: bias 0), so that the kernel's asm loads a group's eight with one LDM
-    in the order of its sums' registers."""
+def split_records(records):
+    """smlal_requant's records ({m, e - 1, R lo, R hi, bias} a channel) split for the
+    kernels that read headers apart from biases (tinyaot_fully_connected_fast_w8_s8,
+    tinyaot_fully_connected_bits_s8): (rq, bias). rq = {step, headers}: the headers
+    {m, e - 1, R lo, R hi} a channel in groups of eight and step the words from one
+    group's headers to the next: 32, or 0 when every channel has the same header (a
+    per-tensor layer: one group of eight serves every group, 4 bytes a channel, the bias,
+    where whole records take 20); channel c's header is at rq[1 + step * (c / 8) + 4 *
+    (c % 8)]. bias: the fifth words."""
     r = np.asarray(records, dtype=np.int64).reshape(-1, 5)
     heads = r[:, :4]
     if np.all(heads == heads[0]):
         rq = np.concatenate([[0], np.tile(heads[0], 8)])
     else:
         rq = np.concatenate([[32], heads.reshape(-1)])
-    b = r[:, 4]
+    return rq.astype(np.int32), r[:, 4].astype(np.int32)
+
+
+def fc_pair_records(records):
+    """tinyaot_fully_connected_fast_w8_s8's requantization: split_records's (rq, bias)
+    with the biases as the pairs' starts: per pair of channels (lo, hi) the sums' starts
+    {A, S} = {lo's bias + 256 * hi's mod 2^32, lo's bias} (a missing hi, an odd N's last
+    pair: bias 0), so that the kernel's asm loads a group's eight with one LDM in the
+    order of its sums' registers."""
+    rq, b = split_records(records)
+    b = b.astype(np.int64)
     if len(b) % 2:
         b = np.concatenate([b, [0]])
     lo, hi = b[0::2], b[1::2]
     a = (lo + 256 * hi) & 0xFFFFFFFF
     starts = np.stack([np.where(a >= 1 << 31, a - (1 << 32), a), lo], axis=1).reshape(-1)
-    return rq.astype(np.int32), starts.astype(np.int32)
+    return rq, starts.astype(np.int32)
 
 
 def pack_conv_pairs(w2d, in_zp, bias, free=None):

@@ -13,7 +13,10 @@ The layer's kernel is chosen here (`select`), in one place:
       weights, two rows per int16 lane: kernels/fast_pack.py:pack_fc_pairs);
   otherwise the fast FC (int16-packed weights; under ort with the requantization as one
       exact SMMLAR in its weight stream when kernels/ort_requant_fixed.py finds one), or
-      under --optimize size tinyaot_fully_connected_w8_s8 (size_kernels.py).
+      under --optimize size tinyaot_fully_connected_w8_s8 (size_kernels.py);
+  under --optimize size, before all these for an integer layer: tinyaot_fully_connected_bits_s8
+      where the pair kernel's requantization applies and fewer bits a weight store the
+      weights in fewer bytes (fc_bits, kernels/bits_pack.py).
 The requantization is the record's mode (conv_params.py).
 """
 from __future__ import annotations
@@ -27,8 +30,10 @@ from ..ir import QParams
 from ..kernels import fc_float_unrolled as fu
 from ..kernels import specialize as spec
 from ..kernels.c_format import c_struct
+from ..kernels import bits_pack
+from ..kernels.bits_pack import BitsWeights
 from ..kernels.fast_pack import (fc_pair_records, fc_scratch_bytes, pack_fc_pairs, pack_gemm,
-                                 pack_gemm_fixed, smlal_requant)
+                                 pack_gemm_fixed, smlal_requant, split_records)
 from ..kernels.fc_float_pack import fc_float_scratch_bytes, input_table, pack_fc_float
 from ..kernels.ort_requant_fixed import fc_fixed_requant
 from ..numerics import ort_float as of
@@ -236,16 +241,21 @@ class FcPairs:
     bias: np.ndarray
 
 
+def _full_range_records(w, p):
+    """The one-SMLAL records of a tflite layer over the whole int8 range (the one
+    requantization of the pair and bits kernels), or None."""
+    if p.mode != TFLITE or p.act_min > -128 or p.act_max < 127 or np.any(np.asarray(p.mult) < 0):
+        return None
+    return smlal_requant(p.mult, p.shift, p.bias, p.out_zp, acc_range(p.bias, w))
+
+
 def fc_pairs(w, p):
     """FcPairs when a layer of weights w [N][K] takes tinyaot_fully_connected_fast_w8_s8:
     tflite over the whole int8 range with one-SMLAL records for every channel (the
     kernel's one requantization), N a multiple of 8 (every row in its asm groups of four
     pairs), the pairs' sums with their biases within its bound; else None. (Also a
     one-pixel pointwise conv's, ops/conv2d.py.)"""
-    if (p.mode != TFLITE or p.act_min > -128 or p.act_max < 127 or w.shape[0] % 8
-            or np.any(np.asarray(p.mult) < 0)):
-        return None
-    records = smlal_requant(p.mult, p.shift, p.bias, p.out_zp, acc_range(p.bias, w))
+    records = None if w.shape[0] % 8 else _full_range_records(w, p)
     if records is None:
         return None
     r = records.reshape(-1, 5)
@@ -253,6 +263,45 @@ def fc_pairs(w, p):
     if words is None:
         return None
     return FcPairs(words, *fc_pair_records(records))
+
+
+@dataclass
+class FcBits:
+    """What tinyaot_fully_connected_bits_s8 reads of a layer (fc_bits)."""
+    weights: BitsWeights
+    rq: np.ndarray    # fast_pack.split_records's {step, headers}
+    bias: np.ndarray
+
+
+def fc_bits(w, p):
+    """FcBits when a layer of weights w [N][K] (int8) takes tinyaot_fully_connected_bits_s8
+    under --optimize size: the pair kernel's requantization (tflite over the whole int8
+    range, one-SMLAL records) and some width below 8 bits that stores the weights with
+    their outliers in fewer bytes (kernels/bits_pack.py); else None."""
+    packed = bits_pack.smallest(w)
+    records = None if packed is None else _full_range_records(w, p)
+    if records is None:
+        return None
+    return FcBits(packed, *split_records(records))
+
+
+def emit_fc_bits(em, lid, n, p, info, rows, bits: FcBits):
+    """tinyaot_fully_connected_bits_s8 for node n (a layer fc_bits allows, --optimize size):
+    the weights in bits.weights.bits bits, their outliers apart; its scratch is the size
+    FC's (one int16 row)."""
+    w = em.g.tensors[n.inputs[1]]
+    nout, k = w.shape
+    r = RequantRecord(p.in_zp, p.out_zp, p.act_min, p.act_max)
+    r.bias = em.const("int32_t", f"{lid}_bias", bits.bias)
+    r.rq = em.const("int32_t", f"{lid}_rq", bits.rq)
+    em.consts.append(c_struct(f"{lid}_q", r))
+    stream = em.const("uint32_t", f"{lid}_wb", bits.weights.stream.view(np.uint32), align=4)
+    outliers = em.const("uint16_t", f"{lid}_wo", bits.weights.outliers, align=2)
+    info["kernel"] = "tinyaot_fully_connected_bits_s8"
+    info["weight_bits"] = bits.weights.bits
+    em.call(info["kernel"], [str(rows), str(k), str(nout), str(bits.weights.bits), f"&{lid}_q",
+                             em.ptr(n.inputs[0]), stream, outliers, em.scratch(n, "int16_t"),
+                             em.ptr(n.outputs[0])])
 
 
 def emit_fc_pairs(em, lid, n, p, info, rows, w, pairs: FcPairs):
@@ -340,6 +389,10 @@ class FullyConnected(Op):
         info["macs"] = int(rows * nout * k)
         if n.attrs.get("f32_w8"):  # --optimize size
             return emit_fc_w8(em, lid, n, p, info, rows)
+        if n.attrs.get("int_w8") == "fc":  # --optimize size: fewer bits where they pay
+            bits = fc_bits(w.data, p)
+            if bits is not None:
+                return emit_fc_bits(em, lid, n, p, info, rows, bits)
         integer = n.attrs.get("int_w8") or n.attrs.get("fast_kernel") == "fc"
         pairs = fc_pairs(w.data, p) if integer else None
         if pairs is not None:  # either build

@@ -270,6 +270,16 @@ int tinyaot_fully_connected_w8_s8(int32_t rows, int32_t in_features, int32_t out
                                   const tinyaot_requant_t *q, const int8_t *input,
                                   const int8_t *weights, int16_t *scratch, int8_t *output);
 int32_t tinyaot_fully_connected_w8_s8_get_buffer_size(int32_t in_features);
+/* --optimize size, a TFLite full-range FC whose weights fit in fewer bits (bits in
+ * [2, 7], codegen/kernels/bits_pack.py: per row ceil(K * bits / 32) words of
+ * fields, then per row {count, {k, w} x count} outliers), q with the one-SMLAL
+ * records split as tinyaot_fully_connected_fast_w8_s8 reads them; the scratch
+ * one int16 input row (*_get_buffer_size bytes, 2-byte aligned). */
+int tinyaot_fully_connected_bits_s8(int32_t rows, int32_t in_features, int32_t out_features,
+                                    int32_t bits, const tinyaot_requant_t *q,
+                                    const int8_t *input, const uint32_t *weights,
+                                    const uint16_t *outliers, int16_t *scratch, int8_t *output);
+int32_t tinyaot_fully_connected_bits_s8_get_buffer_size(int32_t in_features);
 /* --optimize size: tinyaot_depthwise_conv_s8's integers (same arguments), the
  * window's inside rows / columns found once per output pixel. */
 int tinyaot_depthwise_conv_w8_s8(const tinyaot_conv_dims_t *d, const tinyaot_requant_t *q,

@@ -114,6 +114,30 @@ def test_ad01_ort_fits_qemu_m55_only_with_size(tmp_path, capsys):
     assert r["instructions_per_inference"] - r["instructions_min"] <= tick
 
 
+@pytest.mark.qemu
+def test_ad01_tflite_size_stores_fewer_bits(tmp_path):
+    """ad01's .tflite under --optimize size: every FC layer's weights in fewer than eight
+    bits where that is smaller (tinyaot_fully_connected_bits_s8, kernels/bits_pack.py),
+    8/8 bit-exact with TFLite Micro on qemu-m4, the linked image at least 40 KB below the
+    speed build's (which keeps one byte a weight: the pair kernel)."""
+    require_arm_toolchain()
+    onnx_path, golden = shared_model("ad01")
+    model = onnx_path.with_suffix(".tflite")
+    c = compile_model(model, numerics="tflite", optimize="size")
+    # nine layers in 4 to 7 bits; the 128 x 8 one keeps a byte a weight (the pair kernel)
+    assert sorted(c.report["kernels"]) == ["tinyaot_fully_connected_bits_s8",
+                                           "tinyaot_fully_connected_fast_w8_s8"]
+    bits = [layer.get("weight_bits") for layer in c.report["layers"]]
+    assert sum(b is not None for b in bits) == 9 and all(b is None or 4 <= b <= 7 for b in bits)
+    sizes = {}
+    for optimize in ("speed", "size"):
+        r = verify_model(model, golden, board="qemu-m4", numerics="tflite", key="outputs_tflm",
+                         optimize=optimize, build_dir=tmp_path / optimize)
+        assert r["mismatches"] == 0 and r["vectors_passed"] == r["vectors"] == 8, optimize
+        sizes[optimize] = r["flash"]["total"]
+    assert sizes["speed"] - sizes["size"] >= 40_000, sizes
+
+
 # ------------------------------------------------------------------ the option
 
 def test_bad_optimize_value_is_a_clear_error(tmp_path, capsys):
@@ -160,7 +184,7 @@ def test_hint_for_tflite_too(tmp_path, capsys):
 # ------------------------------------------------------------------ sanitizers, strict warnings
 
 @pytest.mark.parametrize("key,numerics", [("ad01", "ort"), ("sww01", "ort"), ("ic01", "ort"),
-                                          ("kws01", "tflite")])
+                                          ("kws01", "tflite"), ("ad01", "tflite")])
 def test_size_c_under_asan_ubsan_and_strict_warnings(key, numerics, tmp_path):
     """The size build's generated C and kernels: -Wconversion -Wshadow clean, and bit-exact
     under AddressSanitizer + UBSan (sww01: the M=1 / transpose-B segments)."""

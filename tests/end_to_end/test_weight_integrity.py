@@ -105,12 +105,19 @@ def _host_verify(so, name):
 
 @pytest.mark.parametrize("algorithm", ["crc32", "sha256"])
 @pytest.mark.parametrize("model,numerics", [("default", "ort"), ("default", "tflite"),
-                                            ("kws01", "tflite")])
+                                            ("kws01", "tflite"), ("ad01 size", "tflite")])
 def test_host_verify_passes_and_detects_a_flipped_weight(algorithm, model, numerics, tmp_path,
                                                         monkeypatch):
-    path = DEFAULT_MODEL if model == "default" else shared_model(model)[0]
+    # "ad01 size": its .tflite under --optimize size, weights in fewer bits (uint32 and
+    # uint16 arrays: kernels/bits_pack.py)
+    path = DEFAULT_MODEL if model == "default" else shared_model(model.split()[0])[0]
+    optimize = "speed"
+    if model == "ad01 size":
+        path, optimize = path.with_suffix(".tflite"), "size"
     monkeypatch.setenv("TINYAOT_HOST_CFLAGS", STRICT)
-    c = compile_model(path, numerics=numerics, integrity=algorithm)
+    c = compile_model(path, numerics=numerics, integrity=algorithm, optimize=optimize)
+    if model == "ad01 size":
+        assert {t for _, t, _ in c.module.blobs} >= {"uint32_t", "uint16_t"}
     gen = tmp_path / "gen"
     write_outputs(c, gen)
     so = build_generated(gen, "host", harness=False)

@@ -544,6 +544,23 @@ def fully_connected_fast_w8_s8(rows, k, n, q, x, packed, scratch_bytes, rng=None
                       scratch_bytes, rng)
 
 
+def fully_connected_bits_s8(rows, k, n, q, x, packed, rng=None):
+    """packed: bits_pack.BitsWeights; the scratch (one int16 row) checked for writes
+    outside it."""
+    keep = []
+    out = OutBuf(rows * n, rng)
+    scratch = OutBuf(kernels().call("tinyaot_fully_connected_bits_s8_get_buffer_size", k), rng)
+    ol = np.ascontiguousarray(np.asarray(packed.outliers, dtype=np.uint16))
+    if ol.size == 0:
+        ol = np.zeros(1, np.uint16)
+    keep.append(ol)
+    _call("tinyaot_fully_connected_bits_s8", rows, k, n, packed.bits, _requant(q, keep),
+          cbuf(x, np.int8, keep), ffi.cast("const uint32_t *", cbuf(packed.stream, np.int32, keep)),
+          ffi.from_buffer("uint16_t[]", ol), ffi.cast("int16_t *", scratch.ptr), out.ptr)
+    scratch.result("tinyaot_fully_connected_bits_s8 scratch")
+    return out.result("tinyaot_fully_connected_bits_s8")
+
+
 def add_fast_s8(n, params, a, b, b_stride, rng=None):
     keep = []
     p = new_struct("tinyaot_add_params_t", params, keep)
