@@ -23,7 +23,7 @@ libtinyaot.a(<kernel>.o). The figure is split into
                      data, and alignment padding between sections
            libraries libc / libgcc / libm (code and their constants)
   weights  the model's l<i>_w* constants (int8 as in the model, packed,
-           unrolled nonzeros)
+           unrolled nonzeros, in fewer bits)
   tables   every other constant of the model and the kernels' constant data
 
 so code + weights + tables == total. tests/firmware/test_flash_image.py checks the
@@ -143,9 +143,11 @@ def flash_sections(lm, origin, length):
 
 
 def _is_weight(suffix):
-    """l<i>_w (int8 weights as in the model), l<i>_wp (packed for the fast kernels)
-    and l<i>_wu (an unrolled float FC's nonzero weights, kernels/fc_float_unrolled.py)."""
-    return suffix in ("w", "wp", "wu") or suffix.startswith("w_")
+    """l<i>_w (int8 weights as in the model), l<i>_wp (packed for the fast kernels),
+    l<i>_wu (an unrolled float FC's nonzero weights, kernels/fc_float_unrolled.py) and
+    l<i>_wb, l<i>_wo (a size build's weights in fewer bits and their outliers,
+    kernels/bits_pack.py)."""
+    return suffix in ("w", "wp", "wu", "wb", "wo") or suffix.startswith("w_")
 
 
 def _is_code(section):

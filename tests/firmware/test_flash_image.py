@@ -24,7 +24,8 @@ from tests.helpers.env import (DEFAULT_GOLDEN, DEFAULT_MODEL, REPO, require_arm_
 pytestmark = pytest.mark.qemu
 
 CONV1D = REPO / "models" / "conv1d_int8.onnx"
-_WEIGHT_RE = re.compile(r"^l\d+_(w|wp|wu|w_\w+)$")  # the emitter's weight arrays
+# the emitter's weight arrays (wb, wo: a size build's fields and outliers, bits_pack.py)
+_WEIGHT_RE = re.compile(r"^l\d+_(w|wp|wu|wb|wo|w_\w+)$")
 
 
 def _tool(board, name, elf, *flags):
@@ -72,10 +73,14 @@ def _toolchain():
     (DEFAULT_MODEL, "qemu-m55", "size"),
     (CONV1D, "qemu-m55", "speed"),
     (CONV1D, "qemu-m3", "size"),
+    ("ad01 tflite", "qemu-m4", "size"),
 ])
 def test_flash_figure_is_the_elf_image(model, board, optimize, tmp_path):
     b = board_or_error(board)
-    c = compile_model(model, numerics="ort", optimize=optimize)
+    numerics = "ort"
+    if model == "ad01 tflite":  # weights in fewer bits (l<i>_wb, l<i>_wo)
+        model, numerics = shared_model("ad01")[0].with_suffix(".tflite"), "tflite"
+    c = compile_model(model, numerics=numerics, optimize=optimize)
     xin = c.graph.tensors[c.graph.inputs[0]]
     x = np.random.default_rng(0).integers(-128, 128, (3, xin.size)).astype(np.int8)
     _, info = run_model(model, x, board=board, compiled=c, build_dir=tmp_path)
