@@ -1,7 +1,7 @@
 """Weights in fewer than eight bits for --optimize size (tinyaot_fully_connected_bits_s8).
 
 Trained int8 weights crowd around zero: most of a layer fits in fewer bits, a few
-outliers do not (ad01's last layer: 99.0 % of its weights in [-32, 31]). A layer
+outliers do not (ad01's first layer: 99.0 % of its weights in [-32, 31]). A layer
 is stored as one width b for all its weights plus a list of the outliers:
 
   stream: per row n, ceil(K * b / 32) uint32 words, read from each word's top bit down:
