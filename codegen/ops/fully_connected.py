@@ -278,11 +278,22 @@ def fc_bits(w, p):
     under --optimize size: the pair kernel's requantization (tflite over the whole int8
     range, one-SMLAL records) and some width below 8 bits that stores the weights with
     their outliers in fewer bytes (kernels/bits_pack.py); else None."""
-    packed = bits_pack.smallest(w)
-    records = None if packed is None else _full_range_records(w, p)
-    if records is None:
+    records = _full_range_records(w, p)
+    packed = None if records is None else bits_pack.smallest(w)
+    if packed is None:
         return None
     return FcBits(packed, *split_records(records))
+
+
+def _emit_split_q(em, lid, p, rq, bias):
+    """`<lid>_q`, the tinyaot_requant_t of a kernel that reads split one-SMLAL records
+    (fast_pack.split_records: the pair and bits kernels), with its arrays `bias` and `rq`;
+    returns its address."""
+    r = RequantRecord(p.in_zp, p.out_zp, p.act_min, p.act_max)
+    r.bias = em.const("int32_t", f"{lid}_bias", bias)
+    r.rq = em.const("int32_t", f"{lid}_rq", rq)
+    em.consts.append(c_struct(f"{lid}_q", r))
+    return f"&{lid}_q"
 
 
 def emit_fc_bits(em, lid, n, p, info, rows, bits: FcBits):
@@ -291,15 +302,12 @@ def emit_fc_bits(em, lid, n, p, info, rows, bits: FcBits):
     FC's (one int16 row)."""
     w = em.g.tensors[n.inputs[1]]
     nout, k = w.shape
-    r = RequantRecord(p.in_zp, p.out_zp, p.act_min, p.act_max)
-    r.bias = em.const("int32_t", f"{lid}_bias", bits.bias)
-    r.rq = em.const("int32_t", f"{lid}_rq", bits.rq)
-    em.consts.append(c_struct(f"{lid}_q", r))
+    q = _emit_split_q(em, lid, p, bits.rq, bits.bias)
     stream = em.const("uint32_t", f"{lid}_wb", bits.weights.stream.view(np.uint32), align=4)
     outliers = em.const("uint16_t", f"{lid}_wo", bits.weights.outliers, align=2)
     info["kernel"] = "tinyaot_fully_connected_bits_s8"
     info["weight_bits"] = bits.weights.bits
-    em.call(info["kernel"], [str(rows), str(k), str(nout), str(bits.weights.bits), f"&{lid}_q",
+    em.call(info["kernel"], [str(rows), str(k), str(nout), str(bits.weights.bits), q,
                              em.ptr(n.inputs[0]), stream, outliers, em.scratch(n, "int16_t"),
                              em.ptr(n.outputs[0])])
 
@@ -311,10 +319,7 @@ def emit_fc_pairs(em, lid, n, p, info, rows, w, pairs: FcPairs):
     reads, at fewer cycles per MAC; against the size build's tinyaot_fully_connected_w8_s8
     the same bytes, less code and fewer cycles."""
     nout, k = w.shape
-    r = RequantRecord(p.in_zp, p.out_zp, p.act_min, p.act_max)
-    r.bias = em.const("int32_t", f"{lid}_bias", pairs.bias)
-    r.rq = em.const("int32_t", f"{lid}_rq", pairs.rq)
-    em.consts.append(c_struct(f"{lid}_q", r))
+    q = _emit_split_q(em, lid, p, pairs.rq, pairs.bias)
     # the stream 8 bytes past a 16-byte boundary (8 or 24 mod 32): a quad's first run of
     # loads takes 12 of its 32 bytes, and where a quad starts a flash cache line (32 B on
     # the STM32L4R5) that run waits for the line's second flash word as well (its model:
@@ -322,8 +327,8 @@ def emit_fc_pairs(em, lid, n, p, info, rows, w, pairs: FcPairs):
     words = np.concatenate([np.zeros(FC_PAIR_PAD, np.int32), pairs.weights])
     filt = f"({em.const('int32_t', f'{lid}_wp', words, align=16)} + {FC_PAIR_PAD})"
     info["kernel"] = "tinyaot_fully_connected_fast_w8_s8"
-    em.call(info["kernel"], [str(rows), str(k), str(nout), f"&{lid}_q", em.ptr(n.inputs[0]),
-                             filt, em.scratch(n, "uint32_t"), em.ptr(n.outputs[0])])
+    em.call(info["kernel"], [str(rows), str(k), str(nout), q, em.ptr(n.inputs[0]), filt,
+                             em.scratch(n, "uint32_t"), em.ptr(n.outputs[0])])
 
 
 def _emit_fast(em, lid, n, p, info, rows):

@@ -47,12 +47,10 @@ int tinyaot_fully_connected_bits_s8(int32_t rows, int32_t in_features, int32_t o
                                     const int8_t *input, const uint32_t *weights,
                                     const uint16_t *outliers, int16_t *scratch, int8_t *output)
 {
-    const tinyaot_rqc_t rq = tinyaot_rqc(q);
-    if (rq.mode != TINYAOT_RQ_SMLAL_SAT || !q->bias || (q->rq[0] != 0 && q->rq[0] != 32) ||
-        bits < 2 || bits > 7 || in_features < 1 || out_features < 1) {
+    if (!tinyaot_rq_split_ok(q) || bits < 2 || bits > 7 || in_features < 1 || out_features < 1) {
         return TINYAOT_ERR_ARG;
     }
-    const int32_t wpr = (in_features * bits + 31) / 32, step = q->rq[0];
+    const int32_t wpr = (in_features * bits + 31) / 32;
     for (int32_t r = 0; r < rows; ++r) {
         const int8_t *x = input + r * in_features;
         int8_t *o = output + r * out_features;
@@ -66,9 +64,8 @@ int tinyaot_fully_connected_bits_s8(int32_t rows, int32_t in_features, int32_t o
                 const int32_t w = (int32_t)ol[1] - (int32_t)((ol[1] & 0x8000u) << 1); /* int16 */
                 acc += (uint32_t)((int32_t)scratch[ol[0]] * w);
             }
-            const int32_t *h = q->rq + 1 + step * (n / 8) + 4 * (n % 8);
-            const int32_t v = tinyaot_fp_s32(acc + (uint32_t)q->bias[n]);
-            o[n] = (int8_t)__SSAT(tinyaot_mbqm_smlal(v, h[0], h[1], (uint32_t)h[2], h[3]), 8);
+            o[n] = tinyaot_rq_split_out(tinyaot_fp_s32(acc + (uint32_t)q->bias[n]),
+                                        tinyaot_rq_split_head(q, n));
         }
     }
     return TINYAOT_OK;

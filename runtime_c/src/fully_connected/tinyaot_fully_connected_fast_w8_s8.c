@@ -55,12 +55,6 @@ int32_t tinyaot_fully_connected_fast_w8_s8_get_buffer_size(int32_t in_features)
     return ((in_features + 3) / 4) * 4 * (int32_t)sizeof(int16_t);
 }
 
-/* The output of a sum v (bias included) with header h {m, e - 1, R lo, R hi} */
-static inline int8_t fcp_out(int32_t v, const int32_t *h)
-{
-    return (int8_t)__SSAT(tinyaot_mbqm_smlal(v, h[0], h[1], (uint32_t)h[2], h[3]), 8);
-}
-
 /* One group of np <= 4 pairs (2 np rows, n of them real; their headers head,
  * pairs' starts b, outputs o) over nq quads of the column. Returns the next group's
  * weights. */
@@ -82,9 +76,9 @@ static const uint32_t *fcp_group(const uint32_t *col, int32_t nq, const uint32_t
         }
     }
     for (int32_t p = 0; p < np; ++p) {
-        o[2 * p] = fcp_out(tinyaot_fp_s32(s[p]), head + 8 * p);
+        o[2 * p] = tinyaot_rq_split_out(tinyaot_fp_s32(s[p]), head + 8 * p);
         if (2 * p + 1 < n) {
-            o[2 * p + 1] = fcp_out(tinyaot_fp_asr(tinyaot_fp_s32(a[p] - s[p]), 8), head + 8 * p + 4);
+            o[2 * p + 1] = tinyaot_rq_split_out(tinyaot_fp_asr(tinyaot_fp_s32(a[p] - s[p]), 8), head + 8 * p + 4);
         }
     }
     return w;
@@ -234,12 +228,10 @@ int tinyaot_fully_connected_fast_w8_s8(int32_t rows, int32_t in_features, int32_
                                        const int32_t *packed_weights, uint32_t *scratch,
                                        int8_t *output)
 {
-    const tinyaot_rqc_t rq = tinyaot_rqc(q);
-    if (rq.mode != TINYAOT_RQ_SMLAL_SAT || !q->bias || (q->rq[0] != 0 && q->rq[0] != 32) ||
-        in_features < 1 || out_features < 1) {
+    if (!tinyaot_rq_split_ok(q) || in_features < 1 || out_features < 1) {
         return TINYAOT_ERR_ARG;
     }
-    const int32_t nq = (in_features + 3) / 4, hstep = q->rq[0];
+    const int32_t nq = (in_features + 3) / 4;
     const uint32_t off = tinyaot_pack16(-q->in_zp, -q->in_zp);
     for (int32_t r = 0; r < rows; ++r) {
         int8_t *o = output + r * out_features;
@@ -255,7 +247,7 @@ int tinyaot_fully_connected_fast_w8_s8(int32_t rows, int32_t in_features, int32_
             L.end = scratch + 2 * nq;
             L.w = w;
             L.h = q->rq + 1;
-            L.hstep = 4 * hstep;
+            L.hstep = 4 * q->rq[0];
             L.b = q->bias;
             L.o = o;
             L.o_end = o + 8 * groups;
@@ -266,7 +258,7 @@ int tinyaot_fully_connected_fast_w8_s8(int32_t rows, int32_t in_features, int32_
 #endif
         for (; ch < out_features; ch += 8) {
             const int32_t n = out_features - ch < 8 ? out_features - ch : 8;
-            w = fcp_group(scratch, nq, w, (n + 1) / 2, q->rq + 1 + hstep * (ch / 8), q->bias + ch,
+            w = fcp_group(scratch, nq, w, (n + 1) / 2, tinyaot_rq_split_head(q, ch), q->bias + ch,
                           n, o + ch);
         }
     }

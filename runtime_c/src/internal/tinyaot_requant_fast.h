@@ -349,6 +349,28 @@ static inline __attribute__((always_inline)) int8_t tinyaot_rq_smlal_out(const t
     return (int8_t)tinyaot_fp_clamp(v, r->lo, r->hi);
 }
 
+/* The one-SMLAL records split (codegen/kernels/fast_pack.py: split_records; the FC
+ * pair and bits kernels): q->bias the biases (or what the kernel starts its sums at),
+ * q->rq = {step, the headers {m, e - 1, R lo, R hi} of channels in groups of eight}, step
+ * the words from one group's headers to the next, 32 or 0 (one group of eight serves
+ * every group: a per-tensor layer). Over the whole int8 range only (SSAT). */
+static inline int tinyaot_rq_split_ok(const tinyaot_requant_t *q)
+{
+    return tinyaot_rqc(q).mode == TINYAOT_RQ_SMLAL_SAT && q->bias &&
+           (q->rq[0] == 0 || q->rq[0] == 32);
+}
+/* channel ch's header */
+static inline const int32_t *tinyaot_rq_split_head(const tinyaot_requant_t *q, int32_t ch)
+{
+    return q->rq + 1 + q->rq[0] * (ch / 8) + 4 * (ch % 8);
+}
+/* the output of a sum v (bias included) with header h */
+static inline __attribute__((always_inline)) int8_t tinyaot_rq_split_out(int32_t v,
+                                                                         const int32_t *h)
+{
+    return (int8_t)__SSAT(tinyaot_mbqm_smlal(v, h[0], h[1], (uint32_t)h[2], h[3]), 8);
+}
+
 /* Output channel ch of two accumulators (two pixels / rows) at once. */
 static inline __attribute__((always_inline)) void tinyaot_rqc_apply2_m(const tinyaot_rqc_t *r,
                                                                        int32_t acc0, int32_t acc1,
